@@ -1,0 +1,1 @@
+"""Contract modules checked by mypy --strict and conformance tests run by pytest."""

@@ -1,0 +1,1 @@
+"""The backend contract: Backend descriptors, the registry, entry-point discovery and Protocols."""

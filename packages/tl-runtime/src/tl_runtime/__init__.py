@@ -1,0 +1,1 @@
+"""Deployable runtime: artifact format, loading, argument checking and execution adapters."""
