@@ -1,0 +1,89 @@
+"""Front-end error classes: every mistake in a kernel surfaces as a `TileLangError`.
+
+Each error carries the kernel's ``filename``, ``lineno`` and the offending
+``source_line`` once the parser has located it; ``str(err)`` shows all three
+plus a message saying what was expected and what came.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KernelSyntaxError",
+    "KernelTypeError",
+    "ScopeError",
+    "ShapeMismatchError",
+    "TileLangError",
+    "UnknownDtypeError",
+    "UnsupportedError",
+]
+
+
+class TileLangError(Exception):
+    """Base class of every front-end error raised by `tl_ir`.
+
+    Args:
+        message: what was expected and what came instead.
+        filename: the kernel's source file, when known.
+        lineno: the 1-based line of the offending statement, when known.
+        source_line: the text of that line, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        filename: str | None = None,
+        lineno: int | None = None,
+        source_line: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        self.source_line = source_line
+
+    @property
+    def located(self) -> bool:
+        """Whether the error already names a file and line."""
+        return self.filename is not None and self.lineno is not None
+
+    def locate(self, filename: str, lineno: int, source_line: str | None) -> None:
+        """Attach a source location unless one is already attached (innermost wins)."""
+        if self.located:
+            return
+        self.filename = filename
+        self.lineno = lineno
+        self.source_line = source_line
+
+    def __str__(self) -> str:
+        if not self.located:
+            return self.message
+        text = f"{self.filename}:{self.lineno}: {self.message}"
+        if self.source_line:
+            text += f"\n    {self.source_line.strip()}"
+        return text
+
+
+class KernelSyntaxError(TileLangError):
+    """A construct the kernel language does not accept (unknown name, bad statement form)."""
+
+
+class KernelTypeError(TileLangError):
+    """An operand of the wrong kind: a wrong dtype, a non-buffer where a tile is needed,
+    a run-time value where a compile-time constant is needed."""
+
+
+class UnknownDtypeError(KernelTypeError):
+    """A dtype name that does not exist."""
+
+
+class ShapeMismatchError(TileLangError):
+    """Tile shapes that cannot match (copy extents, gemm inner dims, reduce dims)."""
+
+
+class ScopeError(TileLangError):
+    """A construct used where it is not allowed (a shared/fragment tile outside `T.Kernel`)."""
+
+
+class UnsupportedError(TileLangError):
+    """A construct that is valid TileLang but not supported by this implementation."""

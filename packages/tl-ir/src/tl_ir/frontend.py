@@ -1,0 +1,279 @@
+"""The ``@T.prim_func`` entry: runs TVM's TVMScript parser with kernel-language
+diagnostics and per-kernel parse state (symbolic dims, the active `T.Kernel`, loop
+annotations, layout hints).
+
+Every failure while parsing becomes a `TileLangError` subclass located at the
+innermost statement or expression the parser was evaluating (file, line, source
+line); TVM's own error is chained as ``__cause__`` but never the only message.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.parser.core import utils as _parser_utils
+from tvm.script.parser.core.diagnostics import Diagnostics, Source
+from tvm.script.parser.core.parser import Parser
+
+from tl_ir.errors import KernelSyntaxError, KernelTypeError, TileLangError
+
+__all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
+
+
+@dataclass
+class ParseState:
+    """What one kernel build collects while its body is parsed.
+
+    Attributes:
+        symbolic: symbolic dims by name (the same name gives the same Var).
+        kernel_depth: how many `T.Kernel` frames are open.
+        kernel_count: how many `T.Kernel` frames were opened so far.
+        thread_vars: the thread Vars of the open `T.Kernel` (x first).
+        block_vars: the block Vars of the open `T.Kernel` (x first).
+        loop_annotations: annotations to set on loops whose frame could not take them
+            (multi-dim ``T.Parallel``), keyed by loop Var.
+        layout_map: ``T.annotate_layout`` hints, buffer name to layout.
+        swizzle_panel: the panel size given to ``T.use_swizzle``, if any.
+    """
+
+    symbolic: dict[str, Any] = field(default_factory=dict)
+    kernel_depth: int = 0
+    kernel_count: int = 0
+    thread_vars: tuple[Any, ...] = ()
+    block_vars: tuple[Any, ...] = ()
+    loop_annotations: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    layout_map: dict[str, Any] = field(default_factory=dict)
+    swizzle_panel: int | None = None
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.states: list[ParseState] = []
+        # Symbolic dims created before the decorator runs (in the builder function)
+        # belong to the next kernel parsed on this thread.
+        self.pending_symbolic: dict[str, Any] = {}
+
+
+_LOCAL = _Local()
+
+
+def current_state() -> ParseState | None:
+    """The state of the kernel being parsed on this thread; None outside ``@T.prim_func``."""
+    return _LOCAL.states[-1] if _LOCAL.states else None
+
+
+def symbolic(name: str, dtype: str = "int32") -> Any:
+    """A named symbolic dim (an ``int32`` ``tirx.Var``); the same name within one kernel
+    build gives the same Var.
+
+    Raises:
+        KernelTypeError: ``name`` is not a non-empty identifier string, or the name was
+            already used with another dtype.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise KernelTypeError(
+            f"T.symbolic(name): expected a Python identifier string, got {name!r}"
+        )
+    state = current_state()
+    table = state.symbolic if state is not None else _LOCAL.pending_symbolic
+    var = table.get(name)
+    if var is None:
+        var = tirx.Var(name, dtype)
+        table[name] = var
+    elif str(var.ty.dtype) != dtype:
+        raise KernelTypeError(
+            f"T.symbolic({name!r}): already declared as {var.ty.dtype}, now asked as {dtype}"
+        )
+    return var
+
+
+class _KernelDiagnostics(Diagnostics):  # type: ignore[misc]
+    """Turns the parser's error reports into located `TileLangError`s."""
+
+    def error(self, node: Any, message: str) -> NoReturn:
+        lineno = self.source.location(node)[0]
+        filename = str(self.source.source_name)
+        source_line = _source_line(self.source, lineno)
+        cause = sys.exc_info()[1]
+        if isinstance(cause, TileLangError):
+            cause.locate(filename, lineno, source_line)
+            raise cause
+        err = _classify(cause, message)
+        err.locate(filename, lineno, source_line)
+        if cause is not None:
+            raise err from cause
+        raise err
+
+
+def _source_line(source: Any, lineno: int) -> str | None:
+    lines = str(source.full_source).splitlines()
+    if 1 <= lineno <= len(lines):
+        return lines[lineno - 1]
+    return None
+
+
+def _classify(cause: BaseException | None, message: str) -> TileLangError:
+    text = message.strip() or (type(cause).__name__ if cause is not None else "error")
+    if isinstance(cause, NameError) or "Undefined variable" in text:
+        return KernelSyntaxError(f"unknown name in kernel: {text}")
+    if isinstance(cause, AttributeError):
+        return KernelSyntaxError(f"unknown attribute in kernel: {text}")
+    if isinstance(cause, TypeError | ValueError):
+        return KernelTypeError(f"invalid operand: {text}")
+    return KernelSyntaxError(f"cannot parse this kernel statement: {text}")
+
+
+def _capture_vars(func: Callable[..., Any], caller_locals: dict[str, Any]) -> dict[str, Any]:
+    extra_vars: dict[str, Any] = _parser_utils.inspect_function_capture(func)
+    annotations = getattr(func, "__annotations__", {})
+    if any(isinstance(a, str) for a in annotations.values()):
+        # PEP 563 (`from __future__ import annotations`): names used only in
+        # annotations are not in the closure; the builder function's locals hold them.
+        for key, value in caller_locals.items():
+            extra_vars.setdefault(key, value)
+    return extra_vars
+
+
+def _def_location(func: Callable[..., Any]) -> tuple[str, int]:
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return "<unknown>", 0
+    return str(code.co_filename), int(code.co_firstlineno)
+
+
+def _parse(func: Callable[..., Any], extra_vars: dict[str, Any], check_well_formed: bool) -> Any:
+    filename, first_line = _def_location(func)
+    try:
+        source = Source(func)
+    except (OSError, TypeError) as err:
+        raise KernelSyntaxError(
+            f"cannot read the source of kernel {func.__name__!r} ({err}); a @T.prim_func "
+            "must be defined in a Python file, not through exec() or the REPL",
+            filename=filename,
+            lineno=first_line,
+        ) from err
+    parser = Parser(source, {func.__name__: func.__annotations__})
+    parser.diag = _KernelDiagnostics(source)
+    with IRBuilder() as builder:
+        parser.parse(extra_vars=extra_vars)
+    result = builder.get()
+    if check_well_formed:
+        try:
+            tvm.tirx.analysis.verify_tirx_well_formed(result)
+        except Exception as err:
+            raise KernelSyntaxError(
+                f"kernel {func.__name__!r} is not well-formed TIR: {str(err).strip()}",
+                filename=filename,
+                lineno=first_line,
+                source_line=_source_line(source, first_line),
+            ) from err
+    return result
+
+
+def _annotate_loops(body: Any, annotations: dict[Any, dict[str, Any]]) -> Any:
+    def rewrite(loop: Any) -> Any:
+        extra = annotations.get(loop.loop_var)
+        if extra is None:
+            return loop
+        merged = dict(loop.annotations or {})
+        merged.update(extra)
+        return tirx.For(
+            loop.loop_var,
+            loop.min,
+            loop.extent,
+            loop.kind,
+            loop.body,
+            loop.thread_binding,
+            merged,
+            loop.step,
+            loop.span,
+        )
+
+    return tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
+
+
+def _check_symbolic_names(func: Any, filename: str, lineno: int) -> None:
+    """Two params whose shapes use different Vars of the same name cannot agree at call time."""
+    seen: dict[str, Any] = {}
+    for param in func.params:
+        ty = getattr(param, "ty", None)
+        if not isinstance(ty, tirx.BufferType):
+            continue
+        for dim in ty.shape:
+            if not isinstance(dim, tvm.ir.Var):
+                continue
+            name = str(dim.name)
+            other = seen.setdefault(name, dim)
+            if not other.same_as(dim):
+                raise KernelTypeError(
+                    f"symbolic dim {name!r} names two different variables in the kernel's "
+                    "parameters; create it once (M = T.symbolic('M')) or through "
+                    "T.symbolic in the same kernel build so both shapes share it",
+                    filename=filename,
+                    lineno=lineno,
+                )
+
+
+def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
+    filename, lineno = _def_location(py_func)
+    _check_symbolic_names(func, filename, lineno)
+    if state.loop_annotations:
+        func = func.with_body(_annotate_loops(func.body, state.loop_annotations))
+    attrs: dict[str, Any] = {}
+    if state.layout_map:
+        attrs["tl.layout_map"] = dict(state.layout_map)
+    if state.swizzle_panel is not None:
+        attrs["tl.swizzle_panel"] = state.swizzle_panel
+    if attrs:
+        func = func.with_attrs(attrs)
+    return func
+
+
+def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool = True) -> Any:
+    """Parse a Python function written in the kernel language into a ``tirx.PrimFunc``.
+
+    Use as ``@T.prim_func`` (or ``@T.prim_func(check_well_formed=False)``) on a
+    function defined in a source file; names are resolved against the function's
+    globals and closure, so compile-time constants of the enclosing builder function
+    are visible.
+
+    Args:
+        func: the function to parse.
+        check_well_formed: run TVM's well-formedness check on the result.
+
+    Returns:
+        the ``PrimFunc`` (or a decorator when called with keyword arguments only).
+
+    Raises:
+        TileLangError: a subclass locating the first error in the kernel's source.
+    """
+    if func is None:
+        return functools.partial(prim_func, check_well_formed=check_well_formed)
+    if not callable(func) or not hasattr(func, "__code__"):
+        raise KernelTypeError(
+            f"@T.prim_func: expected a Python function, got {type(func).__name__}"
+        )
+    caller = sys._getframe(1)
+    extra_vars = _capture_vars(func, caller.f_locals)
+    state = ParseState(symbolic=_LOCAL.pending_symbolic)
+    _LOCAL.pending_symbolic = {}
+    _LOCAL.states.append(state)
+    try:
+        result = _parse(func, extra_vars, check_well_formed)
+    finally:
+        _LOCAL.states.pop()
+    result = _finalize(result, state, func)
+    return result
+
+
+# The parser asks the decorator which dialect parses the function body.
+prim_func.dispatch_token = "tirx"  # type: ignore[attr-defined]

@@ -1,0 +1,123 @@
+"""Inspecting a kernel's launch (`T.Kernel`) and the kinds of its loops.
+
+Launch representation: ``T.Kernel(gx, gy, threads=(tx, ty))`` becomes nested
+``thread_extent`` attributes on ``blockIdx.x``, ``blockIdx.y``, ``threadIdx.x``,
+``threadIdx.y`` (TVM's ``launch_thread``), one per given dim, in that order.
+
+Loop kinds: every loop made by a ``T.*`` loop construct carries the annotation
+``{"tl.loop_kind": kind}`` with kind one of ``serial``, ``parallel``, ``pipelined``
+(plus ``"num_stages": k``), ``unroll``, ``vectorized``. ``T.Parallel`` and
+``T.Pipelined`` loops have TVM kind ``SERIAL``: they are tile loops that later passes
+distribute or pipeline, and the annotation is what tells them apart. Plain
+``range`` loops have no annotation; `loop_kind` then answers from the TVM ForKind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx
+
+__all__ = [
+    "LOOP_KINDS",
+    "LOOP_KIND_KEY",
+    "NUM_STAGES_KEY",
+    "KernelLaunch",
+    "kernel_launch",
+    "loop_kind",
+    "loops",
+    "num_stages",
+]
+
+LOOP_KIND_KEY = "tl.loop_kind"
+NUM_STAGES_KEY = "num_stages"
+#: Every value of the ``tl.loop_kind`` annotation.
+LOOP_KINDS: tuple[str, ...] = ("serial", "parallel", "pipelined", "unroll", "vectorized")
+
+_BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    """The launch of a kernel.
+
+    Attributes:
+        grid: block-grid extents, one per bound ``blockIdx`` dim (x first).
+        threads: thread-block extents, one per bound ``threadIdx`` dim (x first).
+        block_vars: the Vars of ``blockIdx.x/y/z`` (same order as ``grid``).
+        thread_vars: the Vars of ``threadIdx.x/y/z`` (same order as ``threads``).
+    """
+
+    grid: tuple[Any, ...]
+    threads: tuple[Any, ...]
+    block_vars: tuple[Any, ...]
+    thread_vars: tuple[Any, ...]
+
+    @property
+    def num_threads(self) -> int | None:
+        """Threads per block when every thread extent is constant, else None."""
+        total = 1
+        for extent in self.threads:
+            if not isinstance(extent, tirx.IntImm):
+                return None
+            total *= int(extent.value)
+        return total
+
+
+def kernel_launch(func: Any) -> KernelLaunch | None:
+    """The launch of ``func`` (a PrimFunc or a statement); None when it has no `T.Kernel`."""
+    body = getattr(func, "body", func)
+    found: dict[str, tuple[Any, Any]] = {}
+
+    def visit(stmt: Any) -> None:
+        if stmt.attr_key != "thread_extent":
+            return
+        tag = str(stmt.node.thread_tag)
+        found.setdefault(tag, (stmt.value, stmt.node.var))
+
+    tvm_ffi.structural_walk(body, (tirx.AttrStmt, visit), order="pre")
+    if not found:
+        return None
+    blocks = [found[t] for t in _BLOCK_TAGS if t in found]
+    threads = [found[t] for t in _THREAD_TAGS if t in found]
+    return KernelLaunch(
+        grid=tuple(e for e, _ in blocks),
+        threads=tuple(e for e, _ in threads),
+        block_vars=tuple(v for _, v in blocks),
+        thread_vars=tuple(v for _, v in threads),
+    )
+
+
+_FORKIND_NAMES = {
+    int(tirx.ForKind.SERIAL.value): "serial",
+    int(tirx.ForKind.PARALLEL.value): "parallel",
+    int(tirx.ForKind.VECTORIZED.value): "vectorized",
+    int(tirx.ForKind.UNROLLED.value): "unroll",
+}
+
+
+def loop_kind(loop: Any) -> str:
+    """The kernel-language kind of a ``For``: one of `LOOP_KINDS` (or ``"thread_binding"``)."""
+    annotations = loop.annotations
+    if annotations is not None and LOOP_KIND_KEY in annotations:
+        return str(annotations[LOOP_KIND_KEY])
+    return _FORKIND_NAMES.get(int(loop.kind), "thread_binding")
+
+
+def num_stages(loop: Any) -> int | None:
+    """The ``num_stages`` of a ``T.Pipelined`` loop; None for any other loop."""
+    annotations = loop.annotations
+    if annotations is None or NUM_STAGES_KEY not in annotations:
+        return None
+    return int(annotations[NUM_STAGES_KEY])
+
+
+def loops(func: Any) -> list[Any]:
+    """Every ``For`` of ``func`` (a PrimFunc or a statement), outermost first."""
+    body = getattr(func, "body", func)
+    found: list[Any] = []
+    tvm_ffi.structural_walk(body, (tirx.For, found.append), order="pre")
+    return found

@@ -1,0 +1,391 @@
+"""Tile operations as TVM Ops (``tl.copy``, ``tl.gemm``...) and their typed descriptions.
+
+IR encoding (what passes may rely on):
+
+* every buffer operand is a ``tl.region(BufferLoad(buf, mins), access, *extents)`` call
+  with an explicit extent for every dim of the buffer; ``access`` is 1 (read),
+  2 (write) or 3 (read and write);
+* attributes are immediates after the operands, in a fixed order per op:
+
+  ===================  ======================================================
+  ``tl.copy``          ``src, dst``
+  ``tl.fill``          ``dst, value``
+  ``tl.gemm``          ``a, b, c, transpose_a, transpose_b, clear_accum, M, N, K``
+  ``tl.reduce``        ``src, dst, kind (string), dim, clear``
+  ``tl.cumsum``        ``src, dst, dim, reverse``
+  ``tl.atomic_<k>``    ``dst, value`` (``value`` a region or a scalar expression)
+  ``tl.print``         ``value, msg (string)``
+  ===================  ======================================================
+
+Passes never decode these by hand: `describe` turns a call into a frozen dataclass
+(`CopyOp`, `GemmOp`...) and `tile_ops` lists the tile ops of a ``PrimFunc`` in
+program order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+__all__ = [
+    "ACCESS_READ",
+    "ACCESS_READ_WRITE",
+    "ACCESS_WRITE",
+    "ATOMIC_KINDS",
+    "OP_NAMES",
+    "REDUCE_KINDS",
+    "AtomicOp",
+    "CopyOp",
+    "CumsumOp",
+    "FillOp",
+    "GemmOp",
+    "PrintOp",
+    "ReduceOp",
+    "Region",
+    "TileOp",
+    "const_int",
+    "describe",
+    "is_buffer",
+    "is_tile_op",
+    "make_call",
+    "region_call",
+    "tile_ops",
+]
+
+ACCESS_READ = 1
+ACCESS_WRITE = 2
+ACCESS_READ_WRITE = 3
+
+#: Reduce kinds accepted by ``T.reduce`` (``reduce_<kind>``).
+REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min", "abssum", "absmax")
+#: Atomic update kinds (``T.atomic_<kind>``).
+ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
+
+#: Every op registered by this module, with the name the IR printer shows.
+OP_NAMES: dict[str, str] = {
+    "tl.region": "region",
+    "tl.copy": "copy",
+    "tl.fill": "fill",
+    "tl.gemm": "gemm",
+    "tl.reduce": "reduce",
+    "tl.cumsum": "cumsum",
+    "tl.atomic_add": "atomic_add",
+    "tl.atomic_max": "atomic_max",
+    "tl.atomic_min": "atomic_min",
+    "tl.print": "print",
+}
+
+
+def _register_ops() -> dict[str, Any]:
+    # A plain int effect kind: the enum object breaks IsPureFunction (TVM_NOTES.md).
+    opaque = int(tirx.CallEffectKind.Opaque.value)
+    ops: dict[str, Any] = {}
+    for name, printer_name in OP_NAMES.items():
+        try:
+            existing = tvm.ir.Op.get(name)
+        except Exception:  # tvm reports an unregistered op name as an error
+            existing = None
+        # Registering an attribute twice raises: skip what an earlier import did.
+        if existing is None or existing.get_attr("TCallEffectKind") is None:
+            tvm.ir.register_op_attr(name, "TCallEffectKind", opaque)
+        if existing is None or existing.get_attr("TScriptPrinterName") is None:
+            tvm.ir.register_op_attr(name, "TScriptPrinterName", printer_name)
+        ops[name] = tvm.ir.Op.get(name)
+    return ops
+
+
+_OPS = _register_ops()
+_REGION_OP = _OPS["tl.region"]
+
+
+def is_buffer(value: Any) -> bool:
+    """Whether ``value`` is a TVM buffer (a ``Var`` whose type is a ``BufferType``)."""
+    return isinstance(value, tvm.ir.Var) and isinstance(getattr(value, "ty", None), tirx.BufferType)
+
+
+def const_int(value: Any) -> int | None:
+    """The Python int of a constant (``int`` or ``IntImm``); None for anything else."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, tirx.IntImm):
+        return int(value.value)
+    return None
+
+
+@dataclass(frozen=True)
+class Region:
+    """A rectangular tile of a buffer: ``buffer[mins[d] : mins[d] + extents[d]]`` per dim.
+
+    Attributes:
+        buffer: the buffer (a TVM buffer Var).
+        mins: the first index of the tile in every dim (PrimExprs).
+        extents: the tile's size in every dim (PrimExprs).
+        access: `ACCESS_READ`, `ACCESS_WRITE` or `ACCESS_READ_WRITE`.
+    """
+
+    buffer: Any
+    mins: tuple[Any, ...]
+    extents: tuple[Any, ...]
+    access: int = ACCESS_READ
+
+    @property
+    def rank(self) -> int:
+        """Number of dims of the region (equal to the buffer's rank)."""
+        return len(self.extents)
+
+    @property
+    def const_extents(self) -> tuple[int | None, ...]:
+        """Extents as Python ints, None where an extent is symbolic."""
+        return tuple(const_int(e) for e in self.extents)
+
+    @property
+    def dtype(self) -> str:
+        """Element dtype of the buffer."""
+        return str(self.buffer.ty.dtype)
+
+    @property
+    def scope(self) -> str:
+        """Storage scope of the buffer (``"global"`` when unset)."""
+        return str(self.buffer.ty.storage_scope) or "global"
+
+    @property
+    def is_full(self) -> bool:
+        """Whether the region covers the whole buffer (all mins 0, extents equal the shape)."""
+        shape = tuple(self.buffer.ty.shape)
+        return all(const_int(m) == 0 for m in self.mins) and all(
+            _same_expr(e, s) for e, s in zip(self.extents, shape, strict=False)
+        )
+
+
+def _same_expr(a: Any, b: Any) -> bool:
+    ca, cb = const_int(a), const_int(b)
+    if ca is not None and cb is not None:
+        return ca == cb
+    return bool(tvm.ir.structural_equal(a, b))
+
+
+@dataclass(frozen=True)
+class CopyOp:
+    """``T.copy``: copy the ``src`` tile into the ``dst`` tile (same extents after
+    dropping unit dims)."""
+
+    src: Region
+    dst: Region
+    name = "copy"
+
+
+@dataclass(frozen=True)
+class FillOp:
+    """``T.fill`` / ``T.clear``: set every element of ``dst`` to ``value``."""
+
+    dst: Region
+    value: Any
+    name = "fill"
+
+
+@dataclass(frozen=True)
+class GemmOp:
+    """``T.gemm``: ``c (+)= op(a) @ op(b)`` with ``op`` the optional transposes.
+
+    ``M x N`` is the tile of ``c``, ``K`` the reduction extent. With
+    ``clear_accum`` the old value of ``c`` is discarded first.
+    """
+
+    a: Region
+    b: Region
+    c: Region
+    transpose_a: bool
+    transpose_b: bool
+    clear_accum: bool
+    M: Any
+    N: Any
+    K: Any
+    name = "gemm"
+
+
+@dataclass(frozen=True)
+class ReduceOp:
+    """``T.reduce_<kind>``: reduce ``src`` along ``dim`` into ``dst``.
+
+    ``kind`` is one of `REDUCE_KINDS`. With ``clear`` false the result is folded into
+    the old values of ``dst``.
+    """
+
+    src: Region
+    dst: Region
+    dim: int
+    kind: str
+    clear: bool
+    name = "reduce"
+
+
+@dataclass(frozen=True)
+class CumsumOp:
+    """``T.cumsum``: inclusive prefix sum of ``src`` along ``dim`` into ``dst``
+    (from the end when ``reverse``)."""
+
+    src: Region
+    dst: Region
+    dim: int
+    reverse: bool
+    name = "cumsum"
+
+
+@dataclass(frozen=True)
+class AtomicOp:
+    """``T.atomic_<kind>``: atomically update ``dst`` with ``value``.
+
+    ``value`` is a `Region` (elementwise over a tile of the same extents) or a
+    scalar PrimExpr (``dst`` is then a single element).
+    """
+
+    kind: str
+    dst: Region
+    value: Any
+    name = "atomic"
+
+
+@dataclass(frozen=True)
+class PrintOp:
+    """``T.print``: print ``value`` (a scalar expression or a `Region`) prefixed by ``msg``."""
+
+    value: Any
+    msg: str
+    name = "print"
+
+
+TileOp = CopyOp | FillOp | GemmOp | ReduceOp | CumsumOp | AtomicOp | PrintOp
+
+
+def region_call(region: Region) -> Any:
+    """Encode ``region`` as a ``tl.region(BufferLoad(buf, mins), access, *extents)`` call."""
+    load = tirx.BufferLoad(region.buffer, list(region.mins))
+    return tirx.call_intrin(
+        "handle",
+        "tl.region",
+        load,
+        tirx.IntImm("int32", region.access),
+        *region.extents,
+    )
+
+
+def make_call(op_name: str, *args: Any) -> Any:
+    """Build a ``tl.<op>`` call; `Region` arguments are encoded with `region_call`."""
+    encoded = [region_call(a) if isinstance(a, Region) else a for a in args]
+    return tirx.call_intrin("void", op_name, *encoded)
+
+
+def _is_region_call(value: Any) -> bool:
+    return isinstance(value, tvm.ir.Call) and value.op.same_as(_REGION_OP)
+
+
+def _decode_region(value: Any) -> Region:
+    if not _is_region_call(value):
+        raise ValueError(f"expected a tl.region call, got {value!r}")
+    load = value.args[0]
+    return Region(
+        buffer=load.source,
+        mins=tuple(load.indices),
+        extents=tuple(value.args[2:]),
+        access=int(value.args[1].value),
+    )
+
+
+def _int(value: Any) -> int:
+    return int(value.value)
+
+
+def _flag(value: Any) -> bool:
+    return bool(int(value.value))
+
+
+def is_tile_op(call: Any) -> bool:
+    """Whether ``call`` is a call of a tile op (``tl.*`` other than ``tl.region``)."""
+    if not isinstance(call, tvm.ir.Call) or not isinstance(call.op, tvm.ir.Op):
+        return False
+    name = str(call.op.name)
+    return name in OP_NAMES and name != "tl.region"
+
+
+def describe(call: Any) -> TileOp:
+    """The typed description of a tile-op call.
+
+    Args:
+        call: a ``tvm.ir.Call`` of one of the ``tl.*`` ops.
+
+    Returns:
+        the matching frozen dataclass (`CopyOp`, `FillOp`, `GemmOp`, `ReduceOp`,
+        `CumsumOp`, `AtomicOp`, `PrintOp`).
+
+    Raises:
+        ValueError: ``call`` is not a tile-op call (or is malformed).
+    """
+    if not is_tile_op(call):
+        raise ValueError(f"describe: expected a tl.* tile-op call, got {call!r}")
+    name = str(call.op.name)
+    args = list(call.args)
+    if name == "tl.copy":
+        return CopyOp(src=_decode_region(args[0]), dst=_decode_region(args[1]))
+    if name == "tl.fill":
+        return FillOp(dst=_decode_region(args[0]), value=args[1])
+    if name == "tl.gemm":
+        return GemmOp(
+            a=_decode_region(args[0]),
+            b=_decode_region(args[1]),
+            c=_decode_region(args[2]),
+            transpose_a=_flag(args[3]),
+            transpose_b=_flag(args[4]),
+            clear_accum=_flag(args[5]),
+            M=args[6],
+            N=args[7],
+            K=args[8],
+        )
+    if name == "tl.reduce":
+        return ReduceOp(
+            src=_decode_region(args[0]),
+            dst=_decode_region(args[1]),
+            kind=str(args[2].value),
+            dim=_int(args[3]),
+            clear=_flag(args[4]),
+        )
+    if name == "tl.cumsum":
+        return CumsumOp(
+            src=_decode_region(args[0]),
+            dst=_decode_region(args[1]),
+            dim=_int(args[2]),
+            reverse=_flag(args[3]),
+        )
+    if name.startswith("tl.atomic_"):
+        value = _decode_region(args[1]) if _is_region_call(args[1]) else args[1]
+        return AtomicOp(kind=name[len("tl.atomic_") :], dst=_decode_region(args[0]), value=value)
+    # tl.print is the only op left.
+    value = _decode_region(args[0]) if _is_region_call(args[0]) else args[0]
+    return PrintOp(value=value, msg=str(args[1].value))
+
+
+def tile_ops(func: Any) -> list[TileOp]:
+    """Every tile op of ``func`` (a PrimFunc or a statement), in program order."""
+    body = getattr(func, "body", func)
+    found: list[TileOp] = []
+
+    def visit(call: Any) -> None:
+        if is_tile_op(call):
+            found.append(describe(call))
+
+    tvm_ffi.structural_walk(body, (tvm.ir.Call, visit), order="pre")
+    return found
+
+
+def regions_equal_extents(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two extent lists are equal after dropping unit dims (constants compared
+    by value, symbolic extents structurally)."""
+    sa = [e for e in a if const_int(e) != 1]
+    sb = [e for e in b if const_int(e) != 1]
+    return len(sa) == len(sb) and all(_same_expr(x, y) for x, y in zip(sa, sb, strict=False))
