@@ -1,1 +1,143 @@
-"""The backend contract: Backend descriptors, the registry, entry-point discovery and Protocols."""
+"""The backend contract: Backend descriptors, the registry, entry-point discovery and Protocols.
+
+Every target backend is one `Backend` descriptor published under the
+``tl.backends`` entry-point group (the entry point's name is the target kind
+it serves). `create_backend_context` resolves target, backend and execution
+backend once; later stages take the resulting `BackendContext`.
+"""
+
+from __future__ import annotations
+
+from tl_backend_api.conformance import KNOWN_ADAPTERS, assert_conforms, conformance_problems
+from tl_backend_api.context import (
+    BackendContext,
+    create_backend_context,
+    offered_execution_backends,
+    resolve_execution_backend,
+)
+from tl_backend_api.descriptors import (
+    REMOVED_EXECUTION_BACKENDS,
+    Backend,
+    ExecutionBackendSpec,
+    always,
+    clear_availability_cache,
+    probe_availability,
+)
+from tl_backend_api.errors import (
+    AmbiguousBackendError,
+    BackendConflictError,
+    BackendError,
+    BackendNotFoundError,
+    BackendValidationError,
+    ExecutionBackendError,
+    ExecutionBackendUnavailableError,
+    PluginImportError,
+    TargetError,
+    ToolchainError,
+    UnknownFeatureError,
+)
+from tl_backend_api.pipeline import DUMP_IR_ENV, PipelineStage, StagedPipeline
+from tl_backend_api.protocols import (
+    DeviceBuildResult,
+    DeviceCodegen,
+    HostCodegen,
+    HostCodegenHook,
+    KernelLaunch,
+    KernelSources,
+    PassPipeline,
+    Toolchain,
+    ToolchainInfo,
+    is_kebab_case,
+)
+from tl_backend_api.registry import (
+    ENTRY_POINT_GROUP,
+    EntryPointLike,
+    PluginLoadFailure,
+    discovery_errors,
+    get_backend,
+    isolated_registry,
+    list_backends,
+    register_backend,
+    registered_kinds,
+    resolve_backend,
+)
+from tl_backend_api.report import format_backend_report
+from tl_backend_api.target import (
+    AUTO_CPU_TARGET_KIND,
+    CPU_TARGET_KINDS,
+    DEFAULT_DEVICE_HOST_KIND,
+    TARGET_KIND_ALIASES,
+    DeviceProbe,
+    TargetLike,
+    default_host_for,
+    detect_auto_target_kind,
+    is_cpu_target,
+    normalize_target,
+    parse_target_string,
+    target_key,
+    target_kind,
+)
+
+__all__ = [
+    "AUTO_CPU_TARGET_KIND",
+    "CPU_TARGET_KINDS",
+    "DEFAULT_DEVICE_HOST_KIND",
+    "DUMP_IR_ENV",
+    "ENTRY_POINT_GROUP",
+    "KNOWN_ADAPTERS",
+    "REMOVED_EXECUTION_BACKENDS",
+    "TARGET_KIND_ALIASES",
+    "AmbiguousBackendError",
+    "Backend",
+    "BackendConflictError",
+    "BackendContext",
+    "BackendError",
+    "BackendNotFoundError",
+    "BackendValidationError",
+    "DeviceBuildResult",
+    "DeviceCodegen",
+    "DeviceProbe",
+    "EntryPointLike",
+    "ExecutionBackendError",
+    "ExecutionBackendSpec",
+    "ExecutionBackendUnavailableError",
+    "HostCodegen",
+    "HostCodegenHook",
+    "KernelLaunch",
+    "KernelSources",
+    "PassPipeline",
+    "PipelineStage",
+    "PluginImportError",
+    "PluginLoadFailure",
+    "StagedPipeline",
+    "TargetError",
+    "TargetLike",
+    "Toolchain",
+    "ToolchainError",
+    "ToolchainInfo",
+    "UnknownFeatureError",
+    "always",
+    "assert_conforms",
+    "clear_availability_cache",
+    "conformance_problems",
+    "create_backend_context",
+    "default_host_for",
+    "detect_auto_target_kind",
+    "discovery_errors",
+    "format_backend_report",
+    "get_backend",
+    "is_cpu_target",
+    "is_kebab_case",
+    "isolated_registry",
+    "list_backends",
+    "normalize_target",
+    "offered_execution_backends",
+    "parse_target_string",
+    "probe_availability",
+    "register_backend",
+    "registered_kinds",
+    "resolve_backend",
+    "resolve_execution_backend",
+    "target_key",
+    "target_kind",
+]

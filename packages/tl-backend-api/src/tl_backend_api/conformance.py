@@ -1,0 +1,169 @@
+"""Conformance checks every backend must pass, reusable by a backend team's own tests.
+
+`conformance_problems` returns what is wrong (empty when the backend
+conforms); `assert_conforms` raises with the whole list. contracts/ runs
+them against every installed backend.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import attrs
+from tvm.target import Target
+
+from tl_backend_api.descriptors import Backend, probe_availability
+from tl_backend_api.errors import BackendError, UnknownFeatureError
+from tl_backend_api.protocols import (
+    DeviceCodegen,
+    HostCodegen,
+    HostCodegenHook,
+    PassPipeline,
+    Toolchain,
+    is_kebab_case,
+)
+from tl_backend_api.registry import isolated_registry, register_backend, resolve_backend
+
+#: Adapter keys tl_runtime knows (plain strings: tl_backend_api does not import tl_runtime).
+KNOWN_ADAPTERS: frozenset[str] = frozenset({"tvm_ffi", "cython", "nvrtc", "torch"})
+
+_UNKNOWN_FEATURE = "no-such-feature-for-conformance"
+
+
+def _positional_arity(function: Callable[..., object]) -> int | None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    required = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    return len(required)
+
+
+def _default_target(kind: str) -> Target | None:
+    try:
+        return Target({"kind": kind})
+    except Exception:
+        return None
+
+
+def conformance_problems(backend: Backend, *, check_resolution: bool = True) -> list[str]:
+    """Everything ``backend`` does wrong against the contract (empty list: conforms).
+
+    Checks: the descriptor re-validates; every owned kind is a TVM target
+    kind; pipelines, device/host codegens, hooks and toolchains satisfy their
+    Protocols (members present, callable with the declared arity); stage
+    names are kebab-case and unique; every availability probe returns a
+    bool; every adapter is a known tl_runtime key; ``supports`` refuses an
+    unknown feature and every declared feature answers a bool on each
+    owned kind's default target; and (``check_resolution``) a registry
+    holding only this backend resolves each owned kind to it when it has
+    no ``supports_target``.
+    """
+    problems: list[str] = []
+    if not isinstance(backend, Backend):
+        return [f"expected a tl_backend_api.Backend, got {type(backend).__name__}"]
+    try:
+        attrs.evolve(backend)
+    except (BackendError, TypeError) as exc:
+        problems.append(f"descriptor does not re-validate: {exc}")
+    for kind in backend.target_kinds:
+        target = _default_target(kind)
+        if target is None:
+            problems.append(f"target kind {kind!r} is not a TVM target kind")
+            continue
+        pipeline = backend.pipelines.get(kind)
+        if not isinstance(pipeline, PassPipeline):
+            problems.append(f"pipelines[{kind!r}] is not a PassPipeline")
+        else:
+            names = tuple(pipeline.stage_names)
+            if not names:
+                problems.append(f"pipelines[{kind!r}] has no stages")
+            if len(set(names)) != len(names):
+                problems.append(f"pipelines[{kind!r}] repeats a stage name: {list(names)}")
+            bad = [n for n in names if not is_kebab_case(n)]
+            if bad:
+                problems.append(f"pipelines[{kind!r}] stage names not kebab-case: {bad}")
+        codegen = backend.device_codegens.get(kind)
+        if not isinstance(codegen, DeviceCodegen):
+            problems.append(f"device_codegens[{kind!r}] is not a DeviceCodegen")
+        else:
+            for member in ("emit_source", "build"):
+                arity = _positional_arity(getattr(codegen, member))
+                if arity is not None and arity != 2:
+                    problems.append(
+                        f"device_codegens[{kind!r}].{member} must take (mod, target); "
+                        f"it requires {arity} positional arguments"
+                    )
+        for feature, predicate in backend.features.items():
+            try:
+                answer = predicate(target)
+            except Exception as exc:
+                problems.append(f"feature {feature!r} raised on target kind {kind!r}: {exc!r}")
+                continue
+            if not isinstance(answer, bool):
+                problems.append(
+                    f"feature {feature!r} answered {type(answer).__name__} on kind {kind!r}; "
+                    "expected a bool"
+                )
+    try:
+        backend.supports(_UNKNOWN_FEATURE, backend.target_kinds[0])
+    except UnknownFeatureError:
+        pass
+    except Exception as exc:
+        problems.append(f"supports() on an unknown feature raised {exc!r}, not UnknownFeatureError")
+    else:
+        problems.append("supports() on an unknown feature did not raise UnknownFeatureError")
+    for spec in backend.execution_backends:
+        try:
+            probe_availability(spec)
+        except TypeError as exc:
+            problems.append(str(exc))
+        if spec.adapter not in KNOWN_ADAPTERS:
+            problems.append(
+                f"execution backend {spec.name!r} names adapter {spec.adapter!r}; "
+                f"expected one of {sorted(KNOWN_ADAPTERS)}"
+            )
+    for adapter, host_codegen in backend.host_codegens.items():
+        if not isinstance(host_codegen, HostCodegen):
+            problems.append(f"host_codegens[{adapter!r}] is not a HostCodegen")
+    for kind, hooks in backend.host_codegen_hooks.items():
+        for hook in hooks:
+            if not isinstance(hook, HostCodegenHook) or not is_kebab_case(hook.name):
+                problems.append(f"host_codegen_hooks[{kind!r}] holds a bad hook {hook!r}")
+    for tool_name, toolchain in backend.toolchains.items():
+        if not isinstance(toolchain, Toolchain):
+            problems.append(f"toolchains[{tool_name!r}] is not a Toolchain")
+            continue
+        try:
+            toolchain.discover()
+        except Exception as exc:
+            problems.append(f"toolchains[{tool_name!r}].discover() raised {exc!r}; expected None")
+    if check_resolution and backend.supports_target is None:
+        with isolated_registry(discover=False):
+            register_backend(backend)
+            for kind in backend.target_kinds:
+                if _default_target(kind) is None:
+                    continue
+                try:
+                    resolved = resolve_backend({"kind": kind})
+                except Exception as exc:
+                    problems.append(f"kind {kind!r} does not resolve: {exc}")
+                    continue
+                if resolved is not backend:
+                    problems.append(f"kind {kind!r} resolved to {resolved.name!r}")
+    return problems
+
+
+def assert_conforms(backend: Backend) -> None:
+    """Raise AssertionError listing every problem `conformance_problems` finds."""
+    problems = conformance_problems(backend)
+    if problems:
+        name = getattr(backend, "name", repr(backend))
+        raise AssertionError(
+            f"backend {name!r} breaks the contract:\n" + "\n".join(f"  - {p}" for p in problems)
+        )

@@ -1,0 +1,230 @@
+"""`BackendContext`: the resolved backend, target, host and execution backend.
+
+`create_backend_context` resolves everything once; every later stage takes
+the context and never resolves a backend again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+from tvm import IRModule
+from tvm.target import Target
+
+from tl_backend_api.descriptors import (
+    REMOVED_EXECUTION_BACKENDS,
+    Backend,
+    ExecutionBackendSpec,
+    probe_availability,
+)
+from tl_backend_api.errors import ExecutionBackendError, ExecutionBackendUnavailableError
+from tl_backend_api.protocols import (
+    DeviceBuildResult,
+    DeviceCodegen,
+    HostCodegen,
+    KernelSources,
+    PassPipeline,
+)
+from tl_backend_api.registry import resolve_backend
+from tl_backend_api.target import (
+    DeviceProbe,
+    TargetLike,
+    default_host_for,
+    normalize_target,
+    target_key,
+)
+
+
+@attrs.frozen(eq=False)
+class BackendContext:
+    """Everything later stages need, resolved once; immutable.
+
+    Attributes:
+        backend: the resolved `Backend`.
+        target: the normalized target (its ``host`` is `target_host`).
+        target_host: the host target.
+        execution_backend: the resolved `ExecutionBackendSpec`.
+    """
+
+    backend: Backend
+    target: Target
+    target_host: Target
+    execution_backend: ExecutionBackendSpec
+
+    @property
+    def target_kind(self) -> str:
+        """The target's TVM kind name."""
+        return str(self.target.kind.name)
+
+    @property
+    def adapter(self) -> str:
+        """The tl_runtime adapter key that loads the artifact (never the spec's name)."""
+        return self.execution_backend.adapter
+
+    @property
+    def pipeline(self) -> PassPipeline:
+        """The backend's pipeline for this target's kind."""
+        return self.backend.pipelines[self.target_kind]
+
+    @property
+    def device_codegen(self) -> DeviceCodegen:
+        """The backend's device codegen for this target's kind."""
+        return self.backend.device_codegens[self.target_kind]
+
+    @property
+    def host_codegen(self) -> HostCodegen | None:
+        """The host codegen for this adapter, or None when the spec enables none."""
+        if not self.execution_backend.enable_host_codegen:
+            return None
+        return self.backend.host_codegens[self.adapter]
+
+    def supports(self, feature: str) -> bool:
+        """`Backend.supports` for this context's target (same errors)."""
+        return self.backend.supports(feature, self.target)
+
+    def lower(
+        self,
+        mod: IRModule,
+        *,
+        dump_dir: Path | None = None,
+        start: str | None = None,
+        stop: str | None = None,
+    ) -> IRModule:
+        """Run the backend's pipeline for this target over ``mod`` (see `PassPipeline.run`)."""
+        return self.pipeline.run(mod, self.target, dump_dir=dump_dir, start=start, stop=stop)
+
+    def emit_source(self, mod: IRModule) -> KernelSources:
+        """Device source for ``mod``; never runs a compiler."""
+        return self.device_codegen.emit_source(mod, self.target)
+
+    def build(self, mod: IRModule) -> DeviceBuildResult:
+        """Build the device code, or only generate it when the spec says so.
+
+        An execution backend with ``enable_device_compile=False`` gets the
+        source-only path: `DeviceCodegen.emit_source` runs, `build` does not,
+        and the result holds no binaries.
+
+        Raises:
+            ToolchainError: the compiler failed (compile path only).
+        """
+        if not self.execution_backend.enable_device_compile:
+            return DeviceBuildResult(sources=self.emit_source(mod))
+        return self.device_codegen.build(mod, self.target)
+
+    def run_host_codegen_hooks(self, host_mod: IRModule) -> IRModule:
+        """Apply the backend's host codegen hooks for this kind, in order."""
+        for hook in self.backend.host_codegen_hooks.get(self.target_kind, ()):
+            host_mod = hook(host_mod, self.target)
+        return host_mod
+
+    def generate_host(self, host_mod: IRModule) -> KernelSources | None:
+        """Host source for the adapter, or None when the spec enables no host codegen."""
+        host_codegen = self.host_codegen
+        if host_codegen is None:
+            return None
+        return host_codegen.generate(host_mod, self.target_host)
+
+
+def offered_execution_backends(
+    backend: Backend, target: Target
+) -> tuple[ExecutionBackendSpec, ...]:
+    """The specs of ``backend`` offered for ``target``, in ``"auto"`` order."""
+    return tuple(spec for spec in backend.execution_backends if spec.accepts(target))
+
+
+def _unavailable_message(spec: ExecutionBackendSpec, reason: str) -> str:
+    hint = spec.install_hint or f"the dependencies of the {spec.adapter!r} adapter"
+    return f"{spec.name!r} ({reason}); to use it, install {hint}"
+
+
+def resolve_execution_backend(
+    backend: Backend, target: Target, execution_backend: str = "auto"
+) -> ExecutionBackendSpec:
+    """Pick the execution backend for ``target``: by name, or ``"auto"``.
+
+    ``"auto"`` picks the first available spec in the backend's declared
+    order. Availability is probed once per process.
+
+    Raises:
+        TypeError: ``execution_backend`` is not a str.
+        ExecutionBackendError: an unknown name (the message lists the allowed
+            names for this target); ``"ctypes"`` adds that it was removed and
+            what replaces it.
+        ExecutionBackendUnavailableError: the named spec (or, for ``"auto"``,
+            every spec) is unavailable; says what to install.
+    """
+    if not isinstance(execution_backend, str):
+        raise TypeError(
+            f"execution_backend: expected a name or 'auto', got "
+            f"{type(execution_backend).__name__} {execution_backend!r}"
+        )
+    offered = offered_execution_backends(backend, target)
+    allowed = [spec.name for spec in offered]
+    where = f"target {target_key(target)} (backend {backend.name!r})"
+    if execution_backend == "auto":
+        reasons = []
+        for spec in offered:
+            available, reason = probe_availability(spec)
+            if available:
+                return spec
+            reasons.append(_unavailable_message(spec, reason))
+        detail = "\n".join(f"  - {line}" for line in reasons) or "  - (none offered)"
+        raise ExecutionBackendUnavailableError(
+            f"no execution backend is available for {where}:\n{detail}"
+        )
+    for spec in offered:
+        if spec.name == execution_backend:
+            available, reason = probe_availability(spec)
+            if not available:
+                raise ExecutionBackendUnavailableError(
+                    f"execution backend {_unavailable_message(spec, reason)} ({where})"
+                )
+            return spec
+    message = (
+        f"execution_backend: expected 'auto' or one of {allowed} for {where}, "
+        f"got {execution_backend!r}"
+    )
+    replacement = REMOVED_EXECUTION_BACKENDS.get(execution_backend)
+    if replacement is not None:
+        instead = replacement if replacement in allowed else (allowed[0] if allowed else "auto")
+        message += (
+            f"\n{execution_backend!r} was removed; {replacement!r} replaced it"
+            f" (use {instead!r} here)."
+        )
+    raise ExecutionBackendError(message)
+
+
+def create_backend_context(
+    target: TargetLike,
+    target_host: TargetLike | None = None,
+    execution_backend: str = "auto",
+    *,
+    device_probe: DeviceProbe | None = None,
+) -> BackendContext:
+    """Resolve the backend, target, host target and execution backend once.
+
+    Args:
+        target: any form `normalize_target` accepts, ``"auto"`` included.
+        target_host: the host target; default the target's own host, the
+            target itself on CPU, else ``llvm``.
+        execution_backend: a spec name, or ``"auto"`` (first available in
+            the backend's declared order).
+        device_probe: the device checks behind ``"auto"`` (tests).
+
+    Raises:
+        everything `normalize_target`, `resolve_backend` and
+        `resolve_execution_backend` raise.
+    """
+    normalized = normalize_target(target, device_probe=device_probe)
+    host = (
+        normalize_target(target_host, device_probe=device_probe)
+        if target_host is not None
+        else default_host_for(normalized)
+    )
+    normalized = Target(normalized, host=host)
+    backend = resolve_backend(normalized)
+    spec = resolve_execution_backend(backend, normalized, execution_backend)
+    return BackendContext(
+        backend=backend, target=normalized, target_host=host, execution_backend=spec
+    )
