@@ -1,0 +1,87 @@
+"""What every execution adapter provides, and the pieces they share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tl_runtime.checking import ArgumentChecker
+from tl_runtime.errors import ArtifactError
+from tl_runtime.manifest import Manifest
+
+CallFunction = Callable[[tuple[Any, ...]], Any]
+"""An adapter's call path: takes the caller's argument tuple, returns None, one output or a tuple."""
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether an adapter can run here; ``reason`` says why not (empty when available)."""
+
+    available: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.available
+
+
+class Adapter(Protocol):
+    """An execution adapter: loads an artifact's library and launches its entry.
+
+    Implementations are classes with a ``key`` (the ``ExecutionBackendSpec.adapter`` name),
+    a ``probe`` saying whether they can run here, and a constructor that loads the library.
+    """
+
+    key: str
+
+    def __init__(self, manifest: Manifest, directory: Path, checker: ArgumentChecker) -> None: ...
+
+    @classmethod
+    def probe(cls) -> Availability:
+        """Return whether the adapter can run on this machine (never raises)."""
+        ...
+
+    def make_call(self) -> CallFunction:
+        """Return the call path (built once; the Kernel calls it with the caller's args)."""
+        ...
+
+
+def pack_result(outputs: Sequence[Any]) -> Any:
+    """None for no outputs, the array for one, a tuple for several."""
+    if not outputs:
+        return None
+    if len(outputs) == 1:
+        return outputs[0]
+    return tuple(outputs)
+
+
+def load_tvm_ffi_library(manifest: Manifest, directory: Path) -> tuple[Any, Any]:
+    """Load the artifact's library through tvm-ffi (context symbols registered first).
+
+    Returns:
+        ``(module, function)``: the tvm-ffi Module and the packed entry function.
+
+    Raises:
+        ArtifactError: the library cannot be loaded or lacks the entry symbol.
+    """
+    import tvm_ffi
+
+    from tl_runtime.context import ensure_context_symbols
+
+    ensure_context_symbols()
+    path = directory / manifest.library
+    try:
+        module = tvm_ffi.load_module(str(path))
+    except Exception as exc:
+        raise ArtifactError(f"cannot load library {manifest.library!r}: {exc}") from None
+    try:
+        function = module.get_function(manifest.entry_symbol)
+    except Exception:
+        function = None
+    if function is None:
+        raise ArtifactError(
+            f"library {manifest.library!r} has no entry {manifest.entry_symbol!r} "
+            "(manifest kernel.entry_symbol)"
+        )
+    return module, function

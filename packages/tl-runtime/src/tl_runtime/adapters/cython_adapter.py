@@ -1,0 +1,239 @@
+"""The ``cython`` adapter: a Cython-compiled launcher that calls the kernel's C entry directly.
+
+The launcher (``_native/launcher.pyx``) is compiled on first use into the per-user cache
+(Cython + the system C compiler, under a file lock), or taken prebuilt from
+``$TL_RUNTIME_LAUNCHER`` (a path to a built extension). It reads data pointers straight
+from the buffer protocol (numpy) or DLPack capsules, builds the packed argument array in C
+and calls ``__tvm_ffi_<entry>`` of the library that tvm-ffi loaded (so the library's context
+slots are already filled).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import sysconfig
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tl_runtime.adapters.base import Availability, CallFunction, load_tvm_ffi_library, pack_result
+from tl_runtime.checking import _INT_RANGES, ArgumentChecker
+from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
+from tl_runtime.manifest import Manifest
+
+_PYX = Path(__file__).resolve().parent.parent / "_native" / "launcher.pyx"
+_MODULE_NAME = "tl_rt_launcher"
+
+# DLPack type codes and the buffer-protocol format characters numpy uses for each dtype.
+_DTYPE_INFO: dict[str, tuple[int, int, str]] = {
+    "bool": (6, 8, "?"),
+    "int8": (0, 8, "b"),
+    "int16": (0, 16, "h"),
+    "int32": (0, 32, "i"),
+    "int64": (0, 64, "lq"),
+    "uint8": (1, 8, "B"),
+    "uint16": (1, 16, "H"),
+    "uint32": (1, 32, "I"),
+    "uint64": (1, 64, "LQ"),
+    "float16": (2, 16, "e"),
+    "float32": (2, 32, "f"),
+    "float64": (2, 64, "d"),
+    "bfloat16": (4, 16, ""),
+}
+
+_lock = threading.Lock()
+_extension: ModuleType | None = None
+
+
+def _include_dirs() -> list[str]:
+    import tvm_ffi.libinfo
+
+    dirs = [sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"]]
+    dirs.append(str(tvm_ffi.libinfo.find_include_path()))
+    dirs.append(str(tvm_ffi.libinfo.find_dlpack_include_path()))
+    return list(dict.fromkeys(dirs))
+
+
+def _import_extension(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
+    if spec is None or spec.loader is None:
+        raise NativeBuildError(f"cannot import the Cython launcher from {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def launcher_extension() -> ModuleType:
+    """Return the compiled launcher module, building it on first use.
+
+    Raises:
+        AdapterUnavailableError: Cython or the C compiler is missing, or the build failed
+            (the message holds the compiler's output).
+    """
+    global _extension
+    with _lock:
+        if _extension is not None:
+            return _extension
+        prebuilt = os.environ.get("TL_RUNTIME_LAUNCHER")
+        if prebuilt:
+            _extension = _import_extension(Path(prebuilt))
+            return _extension
+        from tl_runtime.context import ensure_context_symbols, libtvm_ffi
+        from tl_runtime.native_build import build_shared_library, cache_dir, find_c_compiler
+
+        ensure_context_symbols()  # loads libtvm_ffi globally, which the launcher links against
+        try:
+            cython_version = str(importlib.import_module("Cython").__version__)
+            cythonize = importlib.import_module("Cython.Build").cythonize
+        except ImportError:
+            raise AdapterUnavailableError(
+                "the cython adapter needs Cython to build its launcher (pip install cython), "
+                "or a prebuilt launcher in $TL_RUNTIME_LAUNCHER; use adapter='tvm_ffi' instead"
+            ) from None
+        if find_c_compiler() is None:
+            raise AdapterUnavailableError(
+                "the cython adapter needs a C compiler to build its launcher (set CC or install "
+                "gcc/clang); use adapter='tvm_ffi' instead"
+            )
+        import filelock
+        import tvm_ffi.libinfo
+
+        key = hashlib.sha256(
+            _PYX.read_bytes() + cython_version.encode() + sys.version.encode()
+        ).hexdigest()[:20]
+        root = cache_dir()
+        c_file = root / f"{_MODULE_NAME}-{key}.c"
+        with filelock.FileLock(str(c_file) + ".lock", timeout=600):
+            if not c_file.exists():
+                work = root / f".{_MODULE_NAME}-{key}-{os.getpid()}"
+                work.mkdir(exist_ok=True)
+                try:
+                    pyx = work / f"{_MODULE_NAME}.pyx"
+                    shutil.copyfile(_PYX, pyx)
+                    cythonize([str(pyx)], quiet=True, language_level=3, force=True)
+                    os.replace(work / f"{_MODULE_NAME}.c", c_file)
+                except Exception as exc:
+                    raise AdapterUnavailableError(f"cythonizing {_PYX} failed: {exc}") from None
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+        lib_dir = str(Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent)
+        flags = [
+            "-O2",
+            *(f"-I{d}" for d in _include_dirs()),
+            f"-L{lib_dir}",
+            "-ltvm_ffi",
+            f"-Wl,-rpath,{lib_dir}",
+        ]
+        try:
+            path = build_shared_library(_MODULE_NAME, [c_file], [flags], key_extra=lib_dir)
+        except NativeBuildError as exc:
+            raise AdapterUnavailableError(f"building the Cython launcher failed: {exc}") from None
+        libtvm_ffi()
+        _extension = _import_extension(path)
+        return _extension
+
+
+class CythonAdapter:
+    """Loads the library through tvm-ffi, then calls its C entry from the Cython launcher.
+
+    Raises:
+        AdapterUnavailableError: the launcher cannot be built here.
+        ArtifactError: the library cannot be loaded or lacks the entry symbol.
+    """
+
+    key = "cython"
+
+    def __init__(self, manifest: Manifest, directory: Path, checker: ArgumentChecker) -> None:
+        self.manifest = manifest
+        self.checker = checker
+        extension = launcher_extension()
+        self.module, self.function = load_tvm_ffi_library(manifest, directory)
+        # dlopen of the same path returns the handle tvm-ffi already loaded (slots filled).
+        self._library = ctypes.CDLL(str(directory / manifest.library))
+        symbol = f"__tvm_ffi_{manifest.entry_symbol}"
+        try:
+            address = ctypes.cast(getattr(self._library, symbol), ctypes.c_void_p).value
+        except AttributeError:
+            raise ArtifactError(
+                f"library {manifest.library!r} exports no C entry {symbol!r} for the cython adapter"
+            ) from None
+        symbols: dict[str, int] = {}
+        specs = []
+        for index, param in enumerate(manifest.params):
+            code, bits, formats = _DTYPE_INFO[param.dtype]
+            dims = []
+            for dim in param.shape:
+                if isinstance(dim, int):
+                    dims.append(dim)
+                else:
+                    dims.append(-(symbols.setdefault(dim, len(symbols)) + 1))
+            kind = 0
+            low, high = 0, 0
+            if param.kind == "scalar":
+                if param.dtype == "bool":
+                    kind = 3
+                elif param.dtype in _INT_RANGES:
+                    kind = 1
+                    low, high = _INT_RANGES[param.dtype]
+                    high = min(high, 2**63 - 1)
+                else:
+                    kind = 2
+            specs.append(
+                {
+                    "kind": kind,
+                    "role_output": int(param.role == "output"),
+                    "is_out_idx": int(index in checker.out_idx),
+                    "code": code,
+                    "bits": bits,
+                    "formats": formats,
+                    "itemsize": bits // 8,
+                    "dims": dims,
+                    "fast_ok": int(
+                        (param.kind == "scalar" and param.dtype not in ("float16", "bfloat16"))
+                        or (param.kind == "tensor" and param.strides is None and bool(formats))
+                    ),
+                    "lo": low,
+                    "hi": high,
+                    "dtype": param.dtype,
+                }
+            )
+        for index in checker.out_idx:
+            for dim in manifest.params[index].shape:
+                if isinstance(dim, str):
+                    symbols.setdefault(dim, len(symbols))
+        self.launcher: Any = extension.Launcher(
+            address, specs, len(symbols), self._allocate, self.call_checked
+        )
+
+    def _allocate(self, dtype: str, shape: tuple[int, ...]) -> Any:
+        return self.checker.allocate(dtype, shape, None)
+
+    @classmethod
+    def probe(cls) -> Availability:
+        """Available when a prebuilt launcher is configured, or Cython and a C compiler exist."""
+        if os.environ.get("TL_RUNTIME_LAUNCHER"):
+            return Availability(True)
+        if importlib.util.find_spec("Cython") is None:
+            return Availability(False, "Cython is not installed (needed to build the launcher)")
+        from tl_runtime.native_build import find_c_compiler
+
+        if find_c_compiler() is None:
+            return Availability(False, "no C compiler found (needed to build the launcher)")
+        return Availability(True)
+
+    def call_checked(self, args: tuple[Any, ...]) -> Any:
+        """The complete path: full checks and copies in Python, then the C launch."""
+        prepared = self.checker.prepare(args)
+        self.launcher.launch_prepared(prepared.args)
+        return pack_result(prepared.outputs)
+
+    def make_call(self) -> CallFunction:
+        """Return the launcher itself: its C fast path defers to ``call_checked``."""
+        launcher: CallFunction = self.launcher
+        return launcher

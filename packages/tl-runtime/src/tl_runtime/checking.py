@@ -1,0 +1,349 @@
+"""Argument checking, alignment copies and output allocation, before any native call.
+
+``ArgumentChecker.prepare`` is the complete (slow) path: it validates every argument
+against the manifest, copies misaligned inputs, refuses misaligned outputs, binds
+symbolic dims and allocates ``out_idx`` outputs. Adapters run their own fast path for
+the common case (exact numpy arrays that are already fine) and fall back to ``prepare``
+for everything else, so every error message comes from this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, SupportsFloat, SupportsIndex, cast
+
+from tl_runtime.manifest import Manifest, ParamSpec
+
+ALIGNMENT = 64
+"""Byte alignment the generated code may assume for every tensor's data pointer."""
+
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+_FLOAT_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": 3.4028234663852886e38,
+}
+_DLPACK_CPU = 1
+_TORCH_DTYPES = {
+    "bool": "bool",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float32": "float32",
+    "float64": "float64",
+}
+
+
+def optional_numpy() -> ModuleType | None:
+    """Return the numpy module, or None when numpy is not installed."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _describe(value: object) -> str:
+    kind = type(value)
+    return (
+        f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__name__
+    )
+
+
+@dataclass(frozen=True)
+class TensorView:
+    """What the checker reads from one tensor argument (library-independent)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    device_type: int
+    device_id: int
+    data_ptr: int
+
+
+@dataclass
+class PreparedCall:
+    """The result of ``ArgumentChecker.prepare``.
+
+    Attributes:
+        args: every kernel argument in parameter order (outputs allocated), ready to pass.
+        outputs: the allocated ``out_idx`` outputs, in order.
+        bindings: the value of every symbolic dim (for launch metadata).
+    """
+
+    args: list[Any]
+    outputs: list[Any]
+    bindings: dict[str, int]
+
+
+class ArgumentChecker:
+    """Validates call arguments against a manifest's parameters (built once per kernel).
+
+    Args:
+        manifest: the kernel's manifest.
+        device_types: DLPack device types the kernel accepts (``(1,)``, CPU, for CPU targets).
+    """
+
+    def __init__(self, manifest: Manifest, device_types: Sequence[int] = (_DLPACK_CPU,)) -> None:
+        self.manifest = manifest
+        self.params = manifest.params
+        self.out_idx = frozenset(manifest.out_idx)
+        self.caller_params = [i for i in range(len(self.params)) if i not in self.out_idx]
+        self.device_types = tuple(device_types)
+        names = ", ".join(self.params[i].name for i in self.caller_params)
+        self._signature = f"{manifest.name}({names})"
+        self._np = optional_numpy()
+
+    # ------------------------------------------------------------------ entry point
+    def prepare(self, args: Sequence[Any]) -> PreparedCall:
+        """Check ``args`` (the caller's arguments, outputs in ``out_idx`` left out).
+
+        Returns:
+            The PreparedCall (full argument list, allocated outputs, symbolic dim values).
+
+        Raises:
+            TypeError: wrong count, a non-array for a tensor, wrong dtype, wrong scalar type.
+            ValueError: wrong rank or dims, disagreeing symbolic dims, non-contiguous or
+                wrongly strided data, wrong device, misaligned output, scalar out of range.
+        """
+        if len(args) != len(self.caller_params):
+            raise TypeError(
+                f"{self._signature} takes {len(self.caller_params)} argument(s), got {len(args)}"
+            )
+        bindings: dict[str, int] = {}
+        bound_by: dict[str, str] = {}
+        full: list[Any] = [None] * len(self.params)
+        first_tensor: Any = None
+        for index, value in zip(self.caller_params, args, strict=True):
+            spec = self.params[index]
+            if spec.kind == "scalar":
+                full[index] = self._check_scalar(spec, value)
+                continue
+            view = self.tensor_view(spec, value)
+            self._check_tensor(spec, view, bindings, bound_by)
+            if first_tensor is None:
+                first_tensor = value
+            if view.data_ptr % ALIGNMENT:
+                if spec.role == "output":
+                    raise ValueError(
+                        f"{self._where(spec)}: expected data aligned to {ALIGNMENT} bytes, got "
+                        f"address {view.data_ptr:#x} (offset {view.data_ptr % ALIGNMENT}); an "
+                        "output cannot be copied, pass an aligned array (e.g. a fresh np.empty)"
+                    )
+                value = self._aligned_copy(spec, value)
+            full[index] = value
+        outputs = []
+        for index in sorted(self.out_idx):
+            spec = self.params[index]
+            shape = tuple(d if isinstance(d, int) else bindings[d] for d in spec.shape)
+            out = self.allocate(spec.dtype, shape, like=first_tensor)
+            full[index] = out
+            outputs.append(out)
+        return PreparedCall(full, outputs, bindings)
+
+    # ------------------------------------------------------------------ pieces
+    def _where(self, spec: ParamSpec) -> str:
+        return f"{self.manifest.name}: parameter {spec.name!r}"
+
+    def _check_scalar(self, spec: ParamSpec, value: object) -> int | float | bool:
+        np = self._np
+        where = self._where(spec)
+        dtype = spec.dtype
+        if dtype == "bool":
+            if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
+                return bool(value)
+            raise TypeError(f"{where}: expected a bool scalar, got {_describe(value)}")
+        integral = isinstance(value, int) and not isinstance(value, bool)
+        if np is not None and isinstance(value, np.integer):
+            integral = True
+        if dtype in _INT_RANGES:
+            if not integral:
+                raise TypeError(
+                    f"{where}: expected an int scalar ({dtype}), got {_describe(value)}"
+                )
+            number = int(cast(SupportsIndex, value))
+            low, high = _INT_RANGES[dtype]
+            if not low <= number <= high:
+                raise ValueError(
+                    f"{where}: expected an int in [{low}, {high}] ({dtype}), got {number}"
+                )
+            return number
+        is_float = isinstance(value, float) or (np is not None and isinstance(value, np.floating))
+        if not (integral or is_float):
+            raise TypeError(f"{where}: expected a real scalar ({dtype}), got {_describe(value)}")
+        number_f = float(cast(SupportsFloat, value))
+        limit = _FLOAT_MAX.get(dtype)
+        if limit is not None and math.isfinite(number_f) and abs(number_f) > limit:
+            raise ValueError(f"{where}: expected a value representable as {dtype}, got {number_f}")
+        return number_f
+
+    def tensor_view(self, spec: ParamSpec, value: object) -> TensorView:
+        """Read dtype, shape, strides, device and data pointer from a tensor argument.
+
+        Raises:
+            TypeError: ``value`` is not a DLPack producer (or numpy array).
+        """
+        np = self._np
+        if np is not None and isinstance(value, np.ndarray):
+            itemsize = value.dtype.itemsize
+            strides = tuple(s // itemsize if itemsize else 0 for s in value.strides)
+            if itemsize and any(s % itemsize for s in value.strides):
+                strides = tuple(-1 for _ in value.strides)  # not expressible in elements
+            return TensorView(
+                dtype=value.dtype.name,
+                shape=tuple(value.shape),
+                strides=strides,
+                device_type=_DLPACK_CPU,
+                device_id=0,
+                data_ptr=int(value.__array_interface__["data"][0]),
+            )
+        if not hasattr(value, "__dlpack__"):
+            raise TypeError(
+                f"{self._where(spec)}: expected an array supporting DLPack (numpy array, torch "
+                f"tensor, ...) of {spec.dtype}, got {_describe(value)}"
+            )
+        import tvm_ffi
+
+        try:
+            tensor = tvm_ffi.from_dlpack(value)
+        except Exception as exc:
+            raise TypeError(
+                f"{self._where(spec)}: expected a DLPack-exportable array, got "
+                f"{_describe(value)} whose export failed: {exc}"
+            ) from None
+        device = tensor.device
+        return TensorView(
+            dtype=str(tensor.dtype),
+            shape=tuple(int(d) for d in tensor.shape),
+            strides=tuple(int(s) for s in tensor.strides),
+            device_type=int(device.dlpack_device_type()),
+            device_id=int(device.index),
+            data_ptr=int(tensor.data_ptr()),
+        )
+
+    def _check_tensor(
+        self,
+        spec: ParamSpec,
+        view: TensorView,
+        bindings: dict[str, int],
+        bound_by: dict[str, str],
+    ) -> None:
+        where = self._where(spec)
+        if view.dtype != spec.dtype:
+            raise TypeError(f"{where}: expected dtype {spec.dtype}, got {view.dtype}")
+        if len(view.shape) != len(spec.shape):
+            raise ValueError(
+                f"{where}: expected rank {len(spec.shape)} (shape {list(spec.shape)}), got "
+                f"rank {len(view.shape)} (shape {list(view.shape)})"
+            )
+        for axis, (want, got) in enumerate(zip(spec.shape, view.shape, strict=True)):
+            self._bind(where, f"dim {axis}", want, got, bindings, bound_by, spec.name)
+        if view.device_type not in self.device_types:
+            raise ValueError(
+                f"{where}: expected a tensor on DLPack device type {self.device_types} "
+                f"({'cpu' if self.device_types == (_DLPACK_CPU,) else 'gpu'}), got device type "
+                f"{view.device_type} (id {view.device_id})"
+            )
+        if spec.strides is None:
+            expected = 1
+            for axis in range(len(view.shape) - 1, -1, -1):
+                if view.shape[axis] != 1 and view.strides[axis] != expected:
+                    raise ValueError(
+                        f"{where}: expected a C-contiguous array, got strides {list(view.strides)} "
+                        f"(elements) for shape {list(view.shape)}; pass np.ascontiguousarray(x) "
+                        "or x.contiguous()"
+                    )
+                expected *= view.shape[axis]
+        else:
+            for axis, (want, got) in enumerate(zip(spec.strides, view.strides, strict=True)):
+                self._bind(where, f"stride {axis}", want, got, bindings, bound_by, spec.name)
+
+    @staticmethod
+    def _bind(
+        where: str,
+        what: str,
+        want: int | str,
+        got: int,
+        bindings: dict[str, int],
+        bound_by: dict[str, str],
+        owner: str,
+    ) -> None:
+        if isinstance(want, int):
+            if got != want:
+                raise ValueError(f"{where}: expected {what} = {want}, got {got}")
+            return
+        if want in bindings:
+            if bindings[want] != got:
+                raise ValueError(
+                    f"{where}: expected {what} = {want} = {bindings[want]} (bound by parameter "
+                    f"{bound_by[want]!r}), got {got}"
+                )
+            return
+        bindings[want] = got
+        bound_by[want] = owner
+
+    def _aligned_copy(self, spec: ParamSpec, value: Any) -> Any:
+        np = self._np
+        if np is None:
+            raise ValueError(
+                f"{self._where(spec)}: expected data aligned to {ALIGNMENT} bytes; copying a "
+                "misaligned input needs numpy, which is not installed"
+            )
+        source = value if isinstance(value, np.ndarray) else np.from_dlpack(value)
+        copy = self._aligned_empty(np, source.dtype, source.shape)
+        copy[...] = source
+        return copy
+
+    @staticmethod
+    def _aligned_empty(np: ModuleType, dtype: Any, shape: tuple[int, ...]) -> Any:
+        dtype = np.dtype(dtype)
+        nbytes = max(math.prod(shape) * dtype.itemsize, 1)
+        raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+        offset = (-raw.ctypes.data) % ALIGNMENT
+        return raw[offset : offset + math.prod(shape) * dtype.itemsize].view(dtype).reshape(shape)
+
+    def allocate(self, dtype: str, shape: tuple[int, ...], like: Any) -> Any:
+        """Allocate an output with the library of ``like`` (numpy by default), 64-byte aligned.
+
+        torch tensors in give a torch tensor on the same device; any other producer, or no
+        tensor argument, gives a numpy array.
+
+        Raises:
+            RuntimeError: numpy is needed but not installed.
+        """
+        module = type(like).__module__ if like is not None else ""
+        if module.startswith("torch"):
+            import importlib
+
+            torch = importlib.import_module("torch")  # reached only when torch tensors came in
+            out = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]), device=like.device)
+            return out
+        np = self._np
+        if np is None:
+            raise RuntimeError(
+                f"{self.manifest.name}: allocating output ({dtype}, {list(shape)}) needs numpy, "
+                "which is not installed; pass torch tensors or install numpy"
+            )
+        if dtype == "bfloat16":
+            raise NotImplementedError("allocating bfloat16 outputs with numpy (needs ml_dtypes)")
+        return self._aligned_empty(np, dtype, shape)

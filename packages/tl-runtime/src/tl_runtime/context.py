@@ -1,0 +1,184 @@
+"""Supplies the context symbols TVM-built CPU libraries expect, before any kernel library loads.
+
+A TVM-built CPU library holds function-pointer slots (``__TVMBackendParallelLaunch``,
+``__TVMBackendParallelBarrier``, ``__TVMBackendAllocWorkspace``,
+``__TVMBackendFreeWorkspace``) that the loader fills from symbols registered with
+``TVMFFIEnvModRegisterContextSymbol``. Under tvm-ffi alone nobody registers them, and a
+parallel kernel would call through NULL. This module registers them once per process from
+a small C helper (OpenMP, or pthreads) built on first use; without a C compiler it registers
+fallbacks that make serial kernels run and parallel ones fail with a clear error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tl_runtime.errors import NativeBuildError
+
+_HELPER_SOURCE = Path(__file__).parent / "_native" / "context_helper.c"
+
+_SYMBOLS = (
+    ("__TVMBackendParallelLaunch", "tl_rt_parallel_launch"),
+    ("__TVMBackendParallelBarrier", "tl_rt_parallel_barrier"),
+    ("__TVMBackendAllocWorkspace", "tl_rt_alloc_workspace"),
+    ("__TVMBackendFreeWorkspace", "tl_rt_free_workspace"),
+)
+# Host stubs of GPU modules reference these tvm-ffi functions through context slots too.
+_FFI_FORWARDS = (
+    "TVMFFIEnvModLookupFromImports",
+    "TVMFFIFunctionCall",
+    "TVMFFIHandleInitOnce",
+    "TVMFFIErrorSetRaisedFromCStr",
+)
+
+
+@dataclass(frozen=True)
+class ContextStatus:
+    """What the process registered.
+
+    Attributes:
+        helper_path: the built helper library, or None when the fallbacks are in use.
+        parallel: whether parallel kernels can run.
+        openmp: whether the helper uses OpenMP (else pthreads).
+        reason: why the helper is missing (empty when it is present).
+    """
+
+    helper_path: Path | None
+    parallel: bool
+    openmp: bool
+    reason: str
+
+
+_lock = threading.Lock()
+_status: ContextStatus | None = None
+_helper: ctypes.CDLL | None = None
+_keepalive: list[Any] = []
+
+
+def libtvm_ffi() -> ctypes.CDLL:
+    """Return libtvm_ffi loaded with RTLD_GLOBAL (the library tvm_ffi itself uses)."""
+    import tvm_ffi.libinfo
+
+    return ctypes.CDLL(tvm_ffi.libinfo.find_libtvm_ffi(), mode=ctypes.RTLD_GLOBAL)
+
+
+def ensure_context_symbols() -> ContextStatus:
+    """Register the context symbols once per process (idempotent, thread-safe).
+
+    Must run before the first kernel library is loaded: the loader fills a library's
+    slots when it loads it. Never raises for a missing compiler: the status says so.
+
+    Returns:
+        The ContextStatus of this process.
+    """
+    global _status, _helper
+    with _lock:
+        if _status is not None:
+            return _status
+        ffi = libtvm_ffi()
+        register = ffi.TVMFFIEnvModRegisterContextSymbol
+        register.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+        register.restype = ctypes.c_int
+        from tl_runtime.native_build import build_shared_library
+
+        try:
+            path = build_shared_library(
+                "tl_rt_context_helper", [_HELPER_SOURCE], [["-O2", "-fopenmp"], ["-O2", "-pthread"]]
+            )
+            helper = ctypes.CDLL(str(path))
+        except (NativeBuildError, OSError) as exc:
+            reason = str(exc)
+            addresses = _fallback_addresses(ffi, reason)
+            status = ContextStatus(None, parallel=False, openmp=False, reason=reason)
+        else:
+            addresses = {
+                sym: ctypes.cast(getattr(helper, impl), ctypes.c_void_p).value
+                for sym, impl in _SYMBOLS
+            }
+            helper.tl_rt_set_num_threads.argtypes = [ctypes.c_int]
+            _helper = helper
+            status = ContextStatus(path, True, bool(helper.tl_rt_uses_openmp()), "")
+        for name in _FFI_FORWARDS:
+            addresses["__" + name] = ctypes.cast(getattr(ffi, name), ctypes.c_void_p).value
+        for sym, address in addresses.items():
+            if register(sym.encode(), address) != 0:
+                raise RuntimeError(f"TVMFFIEnvModRegisterContextSymbol({sym}) failed")
+        _status = status
+        return status
+
+
+def _fallback_addresses(ffi: ctypes.CDLL, reason: str) -> dict[str, int | None]:
+    """Python-callback stand-ins used when the C helper cannot be built."""
+    set_error = ffi.TVMFFIErrorSetRaisedFromCStr
+    set_error.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    message = (
+        "this kernel runs a parallel loop, which needs the tl-runtime C helper; it could "
+        f"not be built: {reason}"
+    ).encode()
+    libc = ctypes.CDLL(None)
+    posix_memalign = libc.posix_memalign
+    posix_memalign.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_size_t]
+    free = libc.free
+    free.argtypes = [ctypes.c_void_p]
+
+    launch_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+    barrier_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+    alloc_t = ctypes.CFUNCTYPE(
+        ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_int, ctypes.c_int
+    )
+    free_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+
+    def refuse_parallel(_f: int | None, _c: int | None, _n: int) -> int:
+        set_error(b"RuntimeError", message)
+        return -1
+
+    def refuse_barrier(_t: int, _e: int | None) -> int:
+        set_error(b"RuntimeError", message)
+        return -1
+
+    def alloc(_dt: int, _di: int, nbytes: int, _c: int, _b: int) -> int | None:
+        out = ctypes.c_void_p()
+        if posix_memalign(ctypes.byref(out), 64, max(int(nbytes), 1)) != 0:
+            return None
+        return out.value
+
+    def release(_dt: int, _di: int, ptr: int | None) -> int:
+        free(ptr)
+        return 0
+
+    callbacks = [
+        launch_t(refuse_parallel),
+        barrier_t(refuse_barrier),
+        alloc_t(alloc),
+        free_t(release),
+    ]
+    _keepalive.extend(callbacks)
+    return {
+        sym: ctypes.cast(cb, ctypes.c_void_p).value
+        for (sym, _), cb in zip(_SYMBOLS, callbacks, strict=True)
+    }
+
+
+def set_num_threads(count: int) -> None:
+    """Set the number of threads parallel kernels use (0 = all cores).
+
+    Raises:
+        ValueError: ``count`` is not an int >= 0.
+        RuntimeError: the C helper is unavailable (parallel kernels cannot run at all).
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"set_num_threads: expected an int >= 0, got {count!r}")
+    status = ensure_context_symbols()
+    if _helper is None:
+        raise RuntimeError(f"parallel kernels are unavailable: {status.reason}")
+    _helper.tl_rt_set_num_threads(count)
+
+
+def last_launch_threads() -> int:
+    """Return how many threads ran the most recent parallel launch (0 if none yet)."""
+    ensure_context_symbols()
+    return 0 if _helper is None else int(_helper.tl_rt_last_launch_threads())

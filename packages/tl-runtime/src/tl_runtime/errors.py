@@ -1,0 +1,23 @@
+"""Exception classes raised by tl_runtime (artifact, adapter and toolchain errors)."""
+
+from __future__ import annotations
+
+
+class ArtifactError(ValueError):
+    """An artifact directory or its manifest is malformed, incomplete or inconsistent."""
+
+
+class SchemaVersionError(ArtifactError):
+    """The manifest's schema version is not one this runtime reads."""
+
+
+class HashMismatchError(ArtifactError):
+    """A file of the artifact does not have the sha256 the manifest records."""
+
+
+class AdapterUnavailableError(RuntimeError):
+    """The requested execution adapter cannot run on this machine (the message says why)."""
+
+
+class NativeBuildError(RuntimeError):
+    """Building a native helper (context-symbol helper, Cython launcher) failed."""

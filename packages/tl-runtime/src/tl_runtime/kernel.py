@@ -1,0 +1,120 @@
+"""``load``: an artifact directory to a callable ``Kernel``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tl_runtime.errors import AdapterUnavailableError, ArtifactError
+from tl_runtime.manifest import Manifest, ParamSpec, read_manifest
+
+_GPU_TARGETS = frozenset({"cuda", "hip", "rocm", "metal", "webgpu", "vulkan", "opencl"})
+
+
+class Kernel:
+    """A loaded kernel: call it with the inputs (``out_idx`` outputs are allocated and returned).
+
+    Attributes:
+        manifest: the artifact's validated manifest.
+        directory: the artifact directory.
+        adapter: the adapter key in use.
+    """
+
+    def __init__(self, manifest: Manifest, directory: Path, adapter: str) -> None:
+        from tl_runtime.adapters import ADAPTERS
+        from tl_runtime.checking import ArgumentChecker
+
+        self.manifest = manifest
+        self.directory = directory
+        self.adapter = adapter
+        device_types = (1,) if manifest.target.get("kind") not in _GPU_TARGETS else (2, 10)
+        self._checker = ArgumentChecker(manifest, device_types)
+        self._impl = ADAPTERS[adapter](manifest, directory, self._checker)
+        self._call = self._impl.make_call()
+
+    def __call__(self, *args: Any) -> Any:
+        """Check ``args`` and launch.
+
+        Args:
+            *args: one value per parameter not in ``out_idx``, in order: arrays (any DLPack
+                producer, numpy arrays, torch tensors) or Python scalars.
+
+        Returns:
+            None when the kernel has no ``out_idx`` outputs, the output array for one, a tuple
+            for several (numpy in, numpy out; torch in, torch out).
+
+        Raises:
+            TypeError: wrong argument count, non-array, wrong dtype or scalar type.
+            ValueError: wrong rank/dims, disagreeing symbolic dims, non-contiguous, wrong
+                device, misaligned output, scalar out of range.
+            RuntimeError: the kernel itself reported an error.
+        """
+        return self._call(args)
+
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+        return self.manifest.name
+
+    @property
+    def params(self) -> tuple[ParamSpec, ...]:
+        """Every parameter, in order (``out_idx`` ones included)."""
+        return self.manifest.params
+
+    @property
+    def out_idx(self) -> tuple[int, ...]:
+        """Indices of the parameters allocated and returned by the call."""
+        return self.manifest.out_idx
+
+    @property
+    def source(self) -> str | None:
+        """The kernel's source text (first ``source`` file of the artifact), or None."""
+        entries = self.manifest.source_files
+        if not entries:
+            return None
+        return (self.directory / entries[0].path).read_text(encoding="utf-8", errors="replace")
+
+    def bind_dims(self, *args: Any) -> dict[str, int]:
+        """Check ``args`` like a call would and return the symbolic dims they bind (no launch).
+
+        GPU adapters evaluate launch metadata (grid/block expressions) from these values.
+        """
+        return self._checker.prepare(args).bindings
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.params)
+        return f"<tl_runtime.Kernel {self.name}({names}) adapter={self.adapter}>"
+
+
+def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
+    """Load the artifact at ``path`` and return a callable Kernel.
+
+    Args:
+        path: the artifact directory (holding ``manifest.json``).
+        adapter: adapter key to use instead of the manifest's (``"tvm_ffi"``, ``"cython"``...).
+
+    Returns:
+        The Kernel.
+
+    Raises:
+        ArtifactError: no/invalid manifest, a missing file, or an unloadable library.
+        SchemaVersionError: the manifest's schema version is not the one this runtime reads.
+        HashMismatchError: a file's sha256 differs from the manifest (names the file).
+        AdapterUnavailableError: the adapter is unknown or cannot run here (says why).
+    """
+    from tl_runtime.adapters import ADAPTERS
+
+    directory = Path(path)
+    if not directory.is_dir():
+        raise ArtifactError(f"artifact path {str(directory)!r} is not a directory")
+    manifest = read_manifest(directory, verify=True)
+    key = adapter if adapter is not None else manifest.adapter
+    if key not in ADAPTERS:
+        raise AdapterUnavailableError(
+            f"adapter {key!r} is not one of the known adapters {sorted(ADAPTERS)}"
+        )
+    availability = ADAPTERS[key].probe()
+    if not availability:
+        raise AdapterUnavailableError(f"adapter {key!r} is unavailable: {availability.reason}")
+    return Kernel(manifest, directory, key)

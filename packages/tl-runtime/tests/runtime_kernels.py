@@ -1,0 +1,199 @@
+"""Builds tiny kernels with apache-tvm and exports them as tl-runtime artifacts (tests only).
+
+Shared by the tl-runtime unit tests, integration_tests/test_runtime_only.py and
+benchmarks/dispatch.py. Importing this module imports tvm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tvm
+from tvm.script import tirx as T
+
+import tl_runtime
+from tl_runtime import Manifest, ParamSpec
+
+N_STATIC = 1024
+N_PARALLEL = 1 << 16
+
+
+@T.prim_func
+def vadd(
+    A: T.Buffer((1024,), "float32"),
+    B: T.Buffer((1024,), "float32"),
+    C: T.Buffer((1024,), "float32"),
+):
+    T.func_attr({"tir.noalias": True})
+    for i in range(1024):
+        C[i] = A[i] + B[i]
+
+
+@T.prim_func
+def padd(
+    A: T.Buffer((65536,), "float32"),
+    B: T.Buffer((65536,), "float32"),
+    C: T.Buffer((65536,), "float32"),
+):
+    T.func_attr({"tir.noalias": True})
+    for i in T.parallel(65536):
+        C[i] = A[i] + B[i]
+
+
+@T.prim_func
+def vadd_n(a: T.handle, b: T.handle, c: T.handle):
+    T.func_attr({"tir.noalias": True})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        C[i] = A[i] + B[i]
+
+
+@T.prim_func
+def sum_diff(
+    A: T.Buffer((16, 8), "float64"),
+    B: T.Buffer((16, 8), "float64"),
+    S: T.Buffer((16, 8), "float64"),
+    D: T.Buffer((16, 8), "float64"),
+):
+    T.func_attr({"tir.noalias": True})
+    for i, j in T.grid(16, 8):
+        S[i, j] = A[i, j] + B[i, j]
+        D[i, j] = A[i, j] - B[i, j]
+
+
+@T.prim_func
+def axpb(
+    A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32"), alpha: T.float32, k: T.int32
+):
+    T.func_attr({"tir.noalias": True})
+    for i in range(64):
+        C[i] = A[i] * alpha + T.Cast("float32", k)
+
+
+def _tensor(name: str, dtype: str, shape: tuple[int | str, ...], role: str = "input") -> ParamSpec:
+    return ParamSpec(name=name, dtype=dtype, shape=shape, role=role)
+
+
+KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
+    "vadd": (
+        vadd,
+        [
+            _tensor("A", "float32", (1024,)),
+            _tensor("B", "float32", (1024,)),
+            _tensor("C", "float32", (1024,), "output"),
+        ],
+    ),
+    "padd": (
+        padd,
+        [
+            _tensor("A", "float32", (65536,)),
+            _tensor("B", "float32", (65536,)),
+            _tensor("C", "float32", (65536,), "output"),
+        ],
+    ),
+    "vadd_n": (
+        vadd_n,
+        [
+            _tensor("A", "float32", ("n",)),
+            _tensor("B", "float32", ("n",)),
+            _tensor("C", "float32", ("n",), "output"),
+        ],
+    ),
+    "sum_diff": (
+        sum_diff,
+        [
+            _tensor("A", "float64", (16, 8)),
+            _tensor("B", "float64", (16, 8)),
+            _tensor("S", "float64", (16, 8), "output"),
+            _tensor("D", "float64", (16, 8), "output"),
+        ],
+    ),
+    "axpb": (
+        axpb,
+        [
+            _tensor("A", "float32", (64,)),
+            _tensor("C", "float32", (64,), "output"),
+            ParamSpec(name="alpha", dtype="float32", kind="scalar"),
+            ParamSpec(name="k", dtype="int32", kind="scalar"),
+        ],
+    ),
+}
+
+
+def build_artifact(
+    directory: str | os.PathLike[str],
+    kernel: str,
+    *,
+    out_idx: tuple[int, ...] = (),
+    adapter: str = "tvm_ffi",
+    target: str = "llvm",
+) -> Path:
+    """Compile ``KERNELS[kernel]`` for ``target`` and write a tl-runtime artifact to ``directory``."""
+    func, params = KERNELS[kernel]
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    lib = tvm.compile(func.with_attr("global_symbol", kernel), target=target)
+    lib.export_library(str(directory / f"{kernel}.so"))
+    files: dict[str, Any] = {}
+    roles = {f"{kernel}.so": "library"}
+    if target == "c":
+        (directory / f"{kernel}.c").write_text(lib.mod.inspect_source())
+        roles[f"{kernel}.c"] = "source"
+        files_list = [f"{kernel}.so", f"{kernel}.c"]
+    else:
+        files_list = [f"{kernel}.so"]
+    manifest = Manifest(
+        name=kernel,
+        entry_symbol=kernel,
+        params=tuple(params),
+        out_idx=out_idx,
+        target={"kind": target},
+        execution_backend=adapter,
+        adapter=adapter,
+        library=f"{kernel}.so",
+        files=(),
+        versions={"apache-tvm": str(tvm.__version__), "tl-runtime": tl_runtime.__version__},
+    )
+    del files
+    return tl_runtime.write_artifact(directory, manifest, files_list, roles=roles)
+
+
+_CACHE_ROOT = Path(tempfile.gettempdir()) / f"tl-runtime-test-artifacts-{os.getuid()}"
+
+
+def cached_artifact(kernel: str, **options: Any) -> Path:
+    """Build (once per options and tvm version, cached on disk) and return an artifact directory.
+
+    Copy it before modifying it: other tests share it.
+    """
+    key = hashlib.sha256(repr((kernel, sorted(options.items()), tvm.__version__)).encode())
+    directory = _CACHE_ROOT / f"{kernel}-{key.hexdigest()[:16]}"
+    if not (directory / "manifest.json").exists():
+        tmp = Path(tempfile.mkdtemp(dir=_CACHE_ROOT.parent, prefix=".tlrt-build-"))
+        build_artifact(tmp, kernel, **options)
+        _CACHE_ROOT.mkdir(exist_ok=True)
+        # another process may have won the race: its artifact is equivalent
+        with contextlib.suppress(OSError):
+            os.replace(tmp, directory)
+    return directory
+
+
+def aligned_array(np: Any, shape: tuple[int, ...], dtype: str, offset_bytes: int = 0) -> Any:
+    """A numpy array whose data starts ``offset_bytes`` after a 64-byte boundary."""
+    itemsize = np.dtype(dtype).itemsize
+    count = int(np.prod(shape))
+    raw = np.zeros(count * itemsize + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset_bytes
+    return raw[start : start + count * itemsize].view(dtype).reshape(shape)
+
+
+Builder = Callable[..., Path]
