@@ -1,0 +1,56 @@
+"""tl_passes: target-neutral passes, the pass pipeline framework and the CPU GEMM micro-kernel."""
+
+from tl_passes.gemm_microkernel import (
+    SUPPORTED_OPERAND_DTYPES,
+    GemmOperand,
+    RegisterTile,
+    choose_register_tile,
+    emit_gemm_microkernel,
+)
+from tl_passes.mark_parallel_loops import (
+    PARALLEL_FOR_MARKER,
+    MarkParallelLoopsPass,
+    mark_outermost_parallel_loops,
+)
+from tl_passes.pass_base import Pass, PassContext, is_kebab_case
+from tl_passes.pipeline import (
+    DUMP_IR_ENV,
+    PassCallback,
+    PassTiming,
+    Pipeline,
+    PipelineRun,
+    module_text,
+)
+from tl_passes.registry import PASS_REGISTRY, available_passes, create_pass, get_pass_class
+from tl_passes.remove_no_op import RemoveNoOpPass
+from tl_passes.simplify import SimplifyPass
+from tl_passes.vector_isa import VectorISA, host_cpu_name, vector_isa_for_target
+
+__all__ = [
+    "DUMP_IR_ENV",
+    "PARALLEL_FOR_MARKER",
+    "PASS_REGISTRY",
+    "SUPPORTED_OPERAND_DTYPES",
+    "GemmOperand",
+    "MarkParallelLoopsPass",
+    "Pass",
+    "PassCallback",
+    "PassContext",
+    "PassTiming",
+    "Pipeline",
+    "PipelineRun",
+    "RegisterTile",
+    "RemoveNoOpPass",
+    "SimplifyPass",
+    "VectorISA",
+    "available_passes",
+    "choose_register_tile",
+    "create_pass",
+    "emit_gemm_microkernel",
+    "get_pass_class",
+    "host_cpu_name",
+    "is_kebab_case",
+    "mark_outermost_parallel_loops",
+    "module_text",
+    "vector_isa_for_target",
+]

@@ -1,0 +1,324 @@
+"""The CPU GEMM micro-kernel: ``C += A @ B`` on tiles as register-tiled, vectorized TIR.
+
+The tile is cut into register tiles of ``rows x cols`` elements of C. Each
+register tile keeps its accumulators in small block-local arrays of one vector
+each: scope ``global`` and under 1024 bytes, because TVM 0.27's
+``LowerTVMBuiltin`` turns every other CPU allocation into a heap workspace and
+LLVM then cannot keep the accumulators in registers. Per step of k, every
+accumulator vector gets one fused multiply-add of a broadcast element of A by a
+vector of B. Tile sizes that are not multiples of the register tile get
+remainder register tiles of the leftover rows / columns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tvm import tirx
+
+from tl_passes.vector_isa import VectorISA
+
+PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
+
+#: Accumulator dtype -> the operand dtypes it may accumulate.
+SUPPORTED_OPERAND_DTYPES: dict[str, tuple[str, ...]] = {
+    "float32": ("float32", "float16", "bfloat16"),
+    "float64": ("float64", "float32"),
+    "int32": ("int32", "int8", "uint8", "int16"),
+}
+
+
+@dataclass(frozen=True)
+class GemmOperand:
+    """A tile operand: a buffer and the index of the tile's first element.
+
+    Args:
+        buffer: the TIR buffer (a ``tvm.ir.Var`` of buffer type) of rank >= 2;
+            the tile spans its last two dimensions.
+        offset: one index expression (int or PrimExpr) per buffer dimension:
+            where the tile's element ``[0, 0]`` lies.
+    """
+
+    buffer: Any
+    offset: tuple[PrimExprLike, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offset", tuple(self.offset))
+
+
+@dataclass(frozen=True)
+class RegisterTile:
+    """The block of C kept in registers: ``rows`` x ``cols`` elements.
+
+    Raises:
+        ValueError: if ``rows`` or ``cols`` is not a positive int.
+    """
+
+    rows: int
+    cols: int
+
+    def __post_init__(self) -> None:
+        for field_name in ("rows", "cols"):
+            value = getattr(self, field_name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(
+                    f"RegisterTile {field_name}: expected a positive int, got {value!r}"
+                )
+
+
+def _covered_fraction(extent: int, step: int) -> float:
+    # Remainder tiles run at roughly half the speed of full ones.
+    full = extent // step * step
+    return (full + 0.5 * (extent - full)) / extent
+
+
+def choose_register_tile(m: int, n: int, acc_dtype: str, isa: VectorISA) -> RegisterTile:
+    """Choose the register tile for an ``m x n`` tile of C in ``acc_dtype``.
+
+    Measured on AVX-512 (docs/cpu.md): two vectors of columns by as many rows
+    as fill half the register file (8 x 32 for fp32) beat wider or taller
+    tiles; the other half holds B's vectors and A's broadcasts and leaves
+    LLVM room to unroll k. Among row counts from half to that maximum, the
+    one that leaves the smallest remainder of ``m`` wins (ties: more rows).
+
+    Args:
+        m: rows of the C tile (>= 1).
+        n: columns of the C tile (>= 1).
+        acc_dtype: the accumulator dtype (C's dtype).
+        isa: the vector unit.
+
+    Returns:
+        A `RegisterTile` with ``rows <= m`` and ``cols <= n``, ``cols`` a
+        multiple of the vector lanes unless it equals ``n``.
+    """
+    lanes = isa.lanes(acc_dtype)
+    accumulators = max(1, isa.num_vector_registers // 2)
+    vectors = max(1, min(2, math.ceil(n / lanes), accumulators))
+    cols = min(vectors * lanes, n)
+    max_rows = max(1, min(m, accumulators // vectors))
+    rows = max(
+        range(max(1, max_rows // 2), max_rows + 1),
+        key=lambda r: (_covered_fraction(m, r), r),
+    )
+    return RegisterTile(rows=rows, cols=cols)
+
+
+def _check_extent(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"emit_gemm_microkernel {name}: expected a positive int, got {value!r}")
+    return value
+
+
+def _check_operand(
+    role: str, operand: object, rows: int, cols: int
+) -> tuple[Any, list[PrimExprLike]]:
+    if not isinstance(operand, GemmOperand):
+        raise TypeError(
+            f"emit_gemm_microkernel {role}: expected a GemmOperand, got {type(operand).__name__}"
+        )
+    buffer = operand.buffer
+    if not tirx.is_buffer_var(buffer):
+        raise TypeError(
+            f"emit_gemm_microkernel {role}.buffer: expected a TIR buffer, got {type(buffer).__name__}"
+        )
+    shape = list(buffer.shape)
+    if len(shape) < 2:
+        raise ValueError(
+            f"emit_gemm_microkernel {role}.buffer: expected rank >= 2, "
+            f"got shape {[str(s) for s in shape]}"
+        )
+    if len(operand.offset) != len(shape):
+        raise ValueError(
+            f"emit_gemm_microkernel {role}.offset: expected {len(shape)} indices "
+            f"(one per dimension of {buffer.name}), got {len(operand.offset)}"
+        )
+    # Static bounds check where both the offset and the shape are constants.
+    for dim, extent in ((-2, rows), (-1, cols)):
+        start, size = operand.offset[dim], shape[dim]
+        static = isinstance(start, int | tirx.IntImm) and isinstance(size, int | tirx.IntImm)
+        if static and (int(start) < 0 or int(start) + extent > int(size)):
+            raise ValueError(
+                f"emit_gemm_microkernel {role}: the {rows}x{cols} tile at offset "
+                f"{[str(o) for o in operand.offset]} does not fit buffer "
+                f"{buffer.name} of shape {[str(s) for s in shape]}"
+            )
+    return buffer, list(operand.offset)
+
+
+def _index(offset: Sequence[PrimExprLike], row: PrimExprLike, col: PrimExprLike) -> list[Any]:
+    return [*offset[:-2], offset[-2] + row, offset[-1] + col]
+
+
+def emit_gemm_microkernel(
+    a: GemmOperand,
+    b: GemmOperand,
+    c: GemmOperand,
+    m: int,
+    n: int,
+    k: int,
+    *,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    isa: VectorISA | None = None,
+    register_tile: RegisterTile | None = None,
+    name_hint: str = "gemm",
+) -> tirx.Stmt:
+    """Return a TIR statement computing ``C[m x n] += op(A)[m x k] @ op(B)[k x n]``.
+
+    ``op(A)`` is A's tile ``[m, k]``, or the transpose of its ``[k, m]`` tile
+    when ``transpose_a``; likewise for B (``[k, n]`` or ``[n, k]``). Products
+    are formed in C's dtype (fp16/bf16 operands accumulate in fp32, int8 in
+    int32).
+
+    Args:
+        a, b, c: the operands (buffer and tile offset each).
+        m, n, k: the tile extents (positive ints).
+        transpose_a, transpose_b: whether A / B are stored transposed.
+        isa: the vector unit to target (default: AVX-512, 32 x 512-bit registers).
+        register_tile: override the register tile (default: `choose_register_tile`).
+        name_hint: a prefix for the accumulator buffers' names.
+
+    Returns:
+        A ``tvm.tirx.Stmt``; it allocates only small block-local accumulator
+        arrays and reads/writes only the given tiles.
+
+    Raises:
+        TypeError: if an operand is not a `GemmOperand` over a TIR buffer.
+        ValueError: for non-positive extents, wrong offset ranks, a tile that
+            statically does not fit its buffer, or an unsupported dtype mix.
+    """
+    m, n, k = _check_extent("m", m), _check_extent("n", n), _check_extent("k", k)
+    a_buffer, a_offset = _check_operand("a", a, *((k, m) if transpose_a else (m, k)))
+    b_buffer, b_offset = _check_operand("b", b, *((n, k) if transpose_b else (k, n)))
+    c_buffer, c_offset = _check_operand("c", c, m, n)
+    acc_dtype = str(c_buffer.dtype)
+    allowed = SUPPORTED_OPERAND_DTYPES.get(acc_dtype)
+    if allowed is None:
+        raise ValueError(
+            f"emit_gemm_microkernel c: accumulator dtype {acc_dtype!r} is not supported; "
+            f"expected one of {sorted(SUPPORTED_OPERAND_DTYPES)}"
+        )
+    for role, buffer in (("a", a_buffer), ("b", b_buffer)):
+        if str(buffer.dtype) not in allowed:
+            raise ValueError(
+                f"emit_gemm_microkernel {role}: dtype {buffer.dtype} cannot accumulate into "
+                f"{acc_dtype}; expected one of {list(allowed)}"
+            )
+    isa = isa if isa is not None else VectorISA()
+    tile = (
+        register_tile if register_tile is not None else choose_register_tile(m, n, acc_dtype, isa)
+    )
+    if not isinstance(tile, RegisterTile):
+        raise TypeError(
+            f"emit_gemm_microkernel register_tile: expected a RegisterTile, got {type(tile).__name__}"
+        )
+    rows, cols = min(tile.rows, m), min(tile.cols, n)
+    lanes = isa.lanes(acc_dtype)
+
+    def load_a(row: PrimExprLike, kk: PrimExprLike) -> Any:
+        index = _index(a_offset, kk, row) if transpose_a else _index(a_offset, row, kk)
+        value = tirx.BufferLoad(a_buffer, index)
+        return value if str(a_buffer.dtype) == acc_dtype else tirx.Cast(acc_dtype, value)
+
+    def load_b(kk: PrimExprLike, col: PrimExprLike) -> Any:
+        index = _index(b_offset, col, kk) if transpose_b else _index(b_offset, kk, col)
+        value = tirx.BufferLoad(b_buffer, index)
+        return value if str(b_buffer.dtype) == acc_dtype else tirx.Cast(acc_dtype, value)
+
+    counter = [0]
+
+    def register_tile_stmt(
+        row0: PrimExprLike, col0: PrimExprLike, tile_rows: int, tile_cols: int
+    ) -> tirx.Stmt:
+        # One accumulator array per (row, vector of columns): each stays < 1024 B
+        # and scope "global", so it is an alloca that LLVM promotes to a register.
+        counter[0] += 1
+        site = counter[0]
+        chunks = [(c0, min(lanes, tile_cols - c0)) for c0 in range(0, tile_cols, lanes)]
+        accs = {
+            (r, ci): tirx.decl_buffer(
+                (width,), acc_dtype, name=f"{name_hint}_acc{site}_r{r}_v{ci}", scope="global"
+            )
+            for r in range(tile_rows)
+            for ci, (_, width) in enumerate(chunks)
+        }
+
+        def lane_loop(width: int, body_of: Any) -> tirx.Stmt:
+            lane = tirx.Var("lane", "int32")
+            kind = tirx.ForKind.VECTORIZED if width > 1 else tirx.ForKind.SERIAL
+            return tirx.For(lane, 0, width, kind, body_of(lane))
+
+        def c_index(r: int, c0: int, lane: Any) -> list[Any]:
+            return _index(c_offset, row0 + r, col0 + c0 + lane)
+
+        loads, updates, stores = [], [], []
+        kk = tirx.Var("kk", "int32")
+        for (r, ci), acc in accs.items():
+            c0, width = chunks[ci]
+            loads.append(
+                lane_loop(
+                    width,
+                    lambda lane, acc=acc, r=r, c0=c0: tirx.BufferStore(
+                        acc, tirx.BufferLoad(c_buffer, c_index(r, c0, lane)), [lane]
+                    ),
+                )
+            )
+            updates.append(
+                lane_loop(
+                    width,
+                    lambda lane, acc=acc, r=r, c0=c0: tirx.BufferStore(
+                        acc,
+                        tirx.BufferLoad(acc, [lane])
+                        + load_a(row0 + r, kk) * load_b(kk, col0 + c0 + lane),
+                        [lane],
+                    ),
+                )
+            )
+            stores.append(
+                lane_loop(
+                    width,
+                    lambda lane, acc=acc, r=r, c0=c0: tirx.BufferStore(
+                        c_buffer, tirx.BufferLoad(acc, [lane]), c_index(r, c0, lane)
+                    ),
+                )
+            )
+        k_loop = tirx.For(kk, 0, k, tirx.ForKind.SERIAL, tirx.SeqStmt(updates))
+        allocs = [tirx.AllocBuffer(acc) for acc in accs.values()]
+        return tirx.SeqStmt([*allocs, *loads, k_loop, *stores])
+
+    def tile_loops(
+        row_base: int, row_tiles: int, col_base: int, col_tiles: int, tile_rows: int, tile_cols: int
+    ) -> tirx.Stmt | None:
+        if row_tiles == 0 or col_tiles == 0:
+            return None
+        io = tirx.Var("io", "int32")
+        jo = tirx.Var("jo", "int32")
+        row0 = row_base + io * tile_rows if row_tiles > 1 else tirx.const(row_base, "int32")
+        col0 = col_base + jo * tile_cols if col_tiles > 1 else tirx.const(col_base, "int32")
+        body = register_tile_stmt(row0, col0, tile_rows, tile_cols)
+        if col_tiles > 1:
+            body = tirx.For(jo, 0, col_tiles, tirx.ForKind.SERIAL, body)
+        if row_tiles > 1:
+            body = tirx.For(io, 0, row_tiles, tirx.ForKind.SERIAL, body)
+        return body
+
+    full_rows, rem_rows = divmod(m, rows)
+    full_cols, rem_cols = divmod(n, cols)
+    pieces = [
+        tile_loops(0, full_rows, 0, full_cols, rows, cols),
+        tile_loops(0, full_rows, full_cols * cols, 1 if rem_cols else 0, rows, rem_cols),
+        tile_loops(full_rows * rows, 1 if rem_rows else 0, 0, full_cols, rem_rows, cols),
+        tile_loops(
+            full_rows * rows,
+            1 if rem_rows else 0,
+            full_cols * cols,
+            1 if rem_cols else 0,
+            rem_rows,
+            rem_cols,
+        ),
+    ]
+    stmts = [piece for piece in pieces if piece is not None]
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
