@@ -60,13 +60,20 @@ _scalar_wrapper = _tvm_T.scalar_wrapper
 # ---------------------------------------------------------------- params and dims
 
 
+def _expr_dtype(expr: Any) -> str:
+    dtype = getattr(expr, "dtype", None)
+    if dtype is None:
+        dtype = getattr(getattr(expr, "ty", None), "dtype", "")
+    return str(dtype)
+
+
 def _check_shape(shape: Any, where: str) -> tuple[Any, ...]:
     dims = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
     if not dims:
         raise KernelTypeError(f"{where}: expected a non-empty shape, got {shape!r}")
     for dim in dims:
         ok = (isinstance(dim, int) and not isinstance(dim, _builtins.bool)) or (
-            tvm.ir.is_prim_expr(dim) and "int" in str(getattr(dim, "dtype", ""))
+            tvm.ir.is_prim_expr(dim) and "int" in _expr_dtype(dim)
         )
         if not ok:
             raise KernelTypeError(
@@ -356,7 +363,7 @@ def _as_value(value: Any, dtype: str) -> Any:
         return tirx.const(value, dtype)
     if not tvm.ir.is_prim_expr(value):
         raise KernelTypeError(f"expected a scalar value or expression, got {value!r}")
-    if str(value.dtype) != dtype:
+    if _expr_dtype(value) != dtype:
         return tirx.Cast(dtype, value)
     return value
 
@@ -612,7 +619,7 @@ def reduce(src: Any, dst: Any, dim: Any, kind: Any, clear: bool = True) -> Any:
         "tl.reduce",
         s,
         d,
-        tirx.StringImm(kind),
+        tvm.ir.StringImm(kind),
         tirx.IntImm("int32", axis),
         tirx.IntImm("int32", int(_builtins.bool(clear))),
     )
@@ -722,7 +729,7 @@ def print(value: Any, msg: str = "") -> Any:
                 f"T.print(value): expected an expression or a tile, got {_describe_operand(value)}"
             )
         operand = value
-    return _ops.make_call("tl.print", operand, tirx.StringImm(msg))
+    return _ops.make_call("tl.print", operand, tvm.ir.StringImm(msg))
 
 
 def annotate_layout(layout_map: dict[Any, Any]) -> None:
