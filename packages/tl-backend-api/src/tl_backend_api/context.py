@@ -31,8 +31,8 @@ from tl_backend_api.target import (
     DeviceProbe,
     TargetLike,
     default_host_for,
+    describe_target,
     normalize_target,
-    target_key,
 )
 
 
@@ -161,7 +161,7 @@ def resolve_execution_backend(
         )
     offered = offered_execution_backends(backend, target)
     allowed = [spec.name for spec in offered]
-    where = f"target {target_key(target)} (backend {backend.name!r})"
+    where = f"target {describe_target(target)} (backend {backend.name!r})"
     if execution_backend == "auto":
         reasons = []
         for spec in offered:

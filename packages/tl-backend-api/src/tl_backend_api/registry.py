@@ -26,7 +26,7 @@ from tl_backend_api.errors import (
     BackendNotFoundError,
     PluginImportError,
 )
-from tl_backend_api.target import TargetLike, normalize_target, target_key
+from tl_backend_api.target import TargetLike, describe_target, normalize_target
 
 #: The entry-point group backends are published under.
 ENTRY_POINT_GROUP = "tl.backends"
@@ -293,7 +293,7 @@ def resolve_backend(target: TargetLike) -> Backend:
                 )
             served = sorted(state.by_kind)
             raise BackendNotFoundError(
-                f"no backend serves target kind {kind!r} (target {target_key(normalized)}); "
+                f"no backend serves target kind {kind!r} (target {describe_target(normalized)}); "
                 f"registered backends serve {served}. Install the tl-codegen package for "
                 f"{kind!r}, or check `python -m tl_backend_api` for what is installed."
             )
@@ -306,7 +306,7 @@ def resolve_backend(target: TargetLike) -> Backend:
                 which = matches if matches else candidates
                 verdict = "several accept it" if matches else "none of them accepts it"
                 raise error(
-                    f"target {target_key(normalized)}: backends {[b.name for b in which]} "
+                    f"target {describe_target(normalized)}: backends {[b.name for b in which]} "
                     f"serve kind {kind!r} and {verdict}; exactly one must"
                 )
             chosen = matches[0]

@@ -12,7 +12,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import attrs
@@ -273,8 +273,22 @@ def target_key(target: Target) -> str:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    if isinstance(value, Sequence) or hasattr(value, "__iter__"):
+        return [_jsonable(v) for v in value]
     return str(value)
+
+
+def describe_target(target: Target) -> str:
+    """A short description for messages: the kind and the options set on it, no host."""
+    exported = _jsonable(target.export())
+    kind = exported.pop("kind", "?")
+    defaults = _jsonable(Target({"kind": kind}).export()) if kind != "?" else {}
+    for key in ("host", "tag", "keys"):
+        exported.pop(key, None)
+    changed = {k: v for k, v in exported.items() if defaults.get(k) != v}
+    if not changed:
+        return f"{kind!r}"
+    options = " ".join(f"-{k}={v}" for k, v in sorted(changed.items()))
+    return f"'{kind} {options}'"

@@ -1,0 +1,183 @@
+"""Backend and ExecutionBackendSpec: validation, defensive copies, read-only mappings, features."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+from tl_backend_api_testkit import (
+    CountingCodegen,
+    FakeHook,
+    FakeHostCodegen,
+    make_backend,
+    pipeline,
+)
+from tvm.target import Target
+
+from tl_backend_api import (
+    Backend,
+    BackendValidationError,
+    ExecutionBackendSpec,
+    UnknownFeatureError,
+)
+
+
+def test_adapter_defaults_to_name() -> None:
+    assert ExecutionBackendSpec("cython").adapter == "cython"
+    assert ExecutionBackendSpec("cython", adapter=None).adapter == "cython"
+    assert ExecutionBackendSpec("fast", adapter="tvm_ffi").adapter == "tvm_ffi"
+
+
+@pytest.mark.parametrize("field", ["name", "adapter"])
+def test_ctypes_spec_is_refused(field: str) -> None:
+    kwargs: dict[str, Any] = {"name": "x", field: "ctypes"}
+    with pytest.raises(BackendValidationError, match=r"'ctypes' was removed.*'cython'"):
+        ExecutionBackendSpec(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"name": ""}, "name: expected a non-empty str"),
+        ({"name": "x", "adapter": ""}, "adapter: expected a non-empty str"),
+        ({"name": "x", "is_available": True}, "is_available: expected a callable"),
+        ({"name": "x", "supports_target": "cuda"}, "supports_target: expected a callable"),
+        ({"name": "x", "enable_device_compile": 1}, "enable_device_compile: expected a bool"),
+    ],
+)
+def test_spec_validation(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(BackendValidationError, match=message):
+        ExecutionBackendSpec(**kwargs)
+
+
+def test_mutating_the_callers_dicts_changes_nothing() -> None:
+    pipelines: dict[str, Any] = {"opencl": pipeline()}
+    codegens: dict[str, Any] = {"opencl": CountingCodegen()}
+    features: dict[str, Any] = {"images": lambda t: True}
+    callbacks: dict[str, Any] = {"tl_test.cb": lambda: 1}
+    host: dict[str, Any] = {"cython": FakeHostCodegen()}
+    hooks_list = [FakeHook()]
+    hooks: dict[str, Any] = {"opencl": hooks_list}
+    specs = [ExecutionBackendSpec("cython", enable_host_codegen=True)]
+    backend = Backend(
+        name="copy",
+        target_kinds=["opencl"],
+        pipelines=pipelines,
+        device_codegens=codegens,
+        execution_backends=specs,
+        host_codegens=host,
+        host_codegen_hooks=hooks,
+        features=features,
+        callbacks=callbacks,
+    )
+    snapshot = {
+        f: dict(getattr(backend, f))
+        for f in ("pipelines", "device_codegens", "features", "callbacks", "host_codegens")
+    }
+    for d in (pipelines, codegens, features, callbacks, host, hooks):
+        d["intruder"] = object()
+    del pipelines["opencl"], codegens["opencl"]
+    hooks_list.append(FakeHook())
+    specs.append(ExecutionBackendSpec("tvm_ffi"))
+    for field, before in snapshot.items():
+        assert dict(getattr(backend, field)) == before, field
+    assert len(backend.host_codegen_hooks["opencl"]) == 1
+    assert [s.name for s in backend.execution_backends] == ["cython"]
+    assert backend.target_kinds == ("opencl",)
+
+
+@pytest.mark.parametrize(
+    "field", ["pipelines", "device_codegens", "features", "callbacks", "host_codegens"]
+)
+def test_descriptor_mappings_refuse_writes(field: str) -> None:
+    backend = make_backend()
+    mapping: Any = getattr(backend, field)
+    with pytest.raises(TypeError):
+        mapping["opencl"] = object()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        setattr(backend, field, {})
+
+
+def test_spec_is_frozen() -> None:
+    spec = ExecutionBackendSpec("tvm_ffi")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        spec.adapter = "cython"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"name": ""}, "name: expected a non-empty str"),
+        ({"target_kinds": ()}, "expected at least one kind"),
+        ({"target_kinds": "opencl"}, "expected a sequence of kind names"),
+        ({"target_kinds": ("opencl", "opencl")}, "expected unique kinds"),
+        ({"target_kinds": ("opencl", "")}, "non-empty str"),
+        (
+            {"pipelines": {}},
+            r"pipelines: expected exactly one per owned kind.*missing \['opencl'\]",
+        ),
+        (
+            {"pipelines": {"opencl": pipeline(), "cuda": pipeline()}},
+            r"not owned \['cuda'\]",
+        ),
+        ({"pipelines": {"opencl": object()}}, r"pipelines\['opencl'\]: expected a PassPipeline"),
+        ({"device_codegens": {}}, "device_codegens: expected exactly one per owned kind"),
+        ({"execution_backends": ()}, "expected at least one ExecutionBackendSpec"),
+        ({"execution_backends": ("tvm_ffi",)}, "expected ExecutionBackendSpec items"),
+        (
+            {
+                "execution_backends": (
+                    ExecutionBackendSpec("tvm_ffi"),
+                    ExecutionBackendSpec("tvm_ffi", adapter="cython"),
+                )
+            },
+            r"expected unique names, got \['tvm_ffi'\]",
+        ),
+        (
+            {
+                "execution_backends": (
+                    ExecutionBackendSpec("fast", adapter="cython", enable_host_codegen=True),
+                )
+            },
+            "enables host codegen.*adapter 'cython'",
+        ),
+        ({"host_codegen_hooks": {"cuda": [FakeHook()]}}, "hooks only for owned kinds"),
+        ({"host_codegen_hooks": {"opencl": [object()]}}, "expected HostCodegenHook items"),
+        ({"features": {"tensor_cores": True}}, r"features\['tensor_cores'\]: expected a callable"),
+        ({"callbacks": {"x": 3}}, r"callbacks\['x'\]: expected a callable"),
+        ({"supports_target": "yes"}, "supports_target: expected a callable"),
+        ({"features": []}, "features: expected a mapping"),
+        ({"toolchains": {"gcc": object()}}, "expected a Toolchain"),
+    ],
+)
+def test_backend_validation(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(BackendValidationError, match=message):
+        make_backend(**overrides)
+
+
+def test_host_codegen_is_keyed_on_the_adapter() -> None:
+    spec = ExecutionBackendSpec("fast", adapter="cython", enable_host_codegen=True)
+    backend = make_backend(specs=(spec,), host_codegens={"cython": FakeHostCodegen()})
+    assert set(backend.host_codegens) == {"cython"}
+
+
+def test_supports_asks_the_predicate_and_refuses_unknown_features() -> None:
+    seen: list[str] = []
+
+    def images(target: Target) -> bool:
+        seen.append(str(target.kind.name))
+        return int(target.attrs["image_base_address_alignment"]) == 64
+
+    backend = make_backend(features={"images": images, "odd": lambda t: "yes"})
+    assert backend.supports("images", "opencl") is True
+    assert (
+        backend.supports("images", {"kind": "opencl", "image_base_address_alignment": 32}) is False
+    )
+    assert seen == ["opencl", "opencl"]
+    with pytest.raises(
+        UnknownFeatureError, match=r"no feature 'fp8'; expected one of \['images', 'odd'\]"
+    ):
+        backend.supports("fp8", "opencl")
+    with pytest.raises(TypeError, match=r"expected the predicate to return a bool"):
+        backend.supports("odd", "opencl")
