@@ -96,3 +96,29 @@ def test_toolchain_error_carries_the_tools_message_and_source() -> None:
         and "k.c:1: error: x" in text
         and "gcc k.c" in text
     )
+
+
+def test_pipeline_from_passes_runs_tl_passes_with_the_target(small_module: Any) -> None:
+    import dataclasses
+
+    from tvm.target import Target
+
+    from tl_backend_api import pipeline_from_passes
+    from tl_passes import Pass, PassContext
+
+    seen: list[tuple[str, Any]] = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Record(Pass):
+        name = "record-target"
+
+        def run(self, mod: Any, ctx: PassContext) -> Any:
+            seen.append((str(ctx.target.kind.name), dict(ctx.options)))
+            return mod
+
+    pipe = pipeline_from_passes("from-passes", [Record()], options={"unroll": 4})
+    assert pipe.stage_names == ("record-target",)
+    pipe.run(small_module, Target({"kind": "c"}))
+    assert seen == [("c", {"unroll": 4})]
+    with pytest.raises(BackendValidationError, match=r"expected tl_passes.Pass items"):
+        pipeline_from_passes("bad", [lambda mod, target: mod])  # type: ignore[list-item]

@@ -36,7 +36,12 @@ from tl_backend_api.errors import (
     ToolchainError,
     UnknownFeatureError,
 )
-from tl_backend_api.pipeline import DUMP_IR_ENV, PipelineStage, StagedPipeline
+from tl_backend_api.pipeline import (
+    DUMP_IR_ENV,
+    PipelineStage,
+    StagedPipeline,
+    pipeline_from_passes,
+)
 from tl_backend_api.protocols import (
     DeviceBuildResult,
     DeviceCodegen,
@@ -135,6 +140,7 @@ __all__ = [
     "normalize_target",
     "offered_execution_backends",
     "parse_target_string",
+    "pipeline_from_passes",
     "probe_availability",
     "register_backend",
     "registered_kinds",

@@ -7,8 +7,9 @@ after every stage of every pipeline run (one subdirectory per pipeline).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 from tvm import IRModule
@@ -16,6 +17,7 @@ from tvm.target import Target
 
 from tl_backend_api.errors import BackendValidationError
 from tl_backend_api.protocols import is_kebab_case
+from tl_passes import Pass, PassContext
 
 #: Environment variable naming a directory that receives IR dumps.
 DUMP_IR_ENV = "TL_DUMP_IR"
@@ -147,3 +149,39 @@ class StagedPipeline:
             if dump_dir is not None:
                 (dump_dir / f"{index:02d}-{stage.name}.tir").write_text(mod.script())
         return mod
+
+
+@attrs.frozen
+class _RunPass:
+    """A stage function that runs one tl_passes `Pass` with the target in its context."""
+
+    pass_: Pass
+    options: Mapping[str, Any]
+
+    def __call__(self, mod: IRModule, target: Target) -> IRModule:
+        return self.pass_.run(mod, PassContext(target=target, options=self.options))
+
+
+def pipeline_from_passes(
+    name: str, passes: Sequence[Pass], *, options: Mapping[str, Any] | None = None
+) -> StagedPipeline:
+    """Build a `StagedPipeline` with one stage per tl_passes `Pass`, named after it.
+
+    Args:
+        name: the pipeline's kebab-case name.
+        passes: the passes, in the order they run.
+        options: pass configuration handed to every pass in its `PassContext`.
+
+    Raises:
+        BackendValidationError: an item is not a tl_passes `Pass`, or the
+            stage names are not unique/kebab-case (as `StagedPipeline`).
+    """
+    stages = []
+    for item in passes:
+        if not isinstance(item, Pass):
+            raise BackendValidationError(
+                f"pipeline_from_passes({name!r}): expected tl_passes.Pass items, "
+                f"got {type(item).__name__}"
+            )
+        stages.append(PipelineStage(item.name, _RunPass(item, dict(options or {}))))
+    return StagedPipeline(name=name, stages=tuple(stages))
