@@ -175,7 +175,10 @@ def cached_artifact(kernel: str, **options: Any) -> Path:
 
     Copy it before modifying it: other tests share it.
     """
-    key = hashlib.sha256(repr((kernel, sorted(options.items()), tvm.__version__)).encode())
+    this_file = Path(__file__).read_bytes()
+    key = hashlib.sha256(
+        repr((kernel, sorted(options.items()), tvm.__version__)).encode() + this_file
+    )
     directory = _CACHE_ROOT / f"{kernel}-{key.hexdigest()[:16]}"
     if not (directory / "manifest.json").exists():
         tmp = Path(tempfile.mkdtemp(dir=_CACHE_ROOT.parent, prefix=".tlrt-build-"))

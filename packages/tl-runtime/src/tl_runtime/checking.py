@@ -143,7 +143,15 @@ class ArgumentChecker:
             self._check_tensor(spec, view, bindings, bound_by)
             if first_tensor is None:
                 first_tensor = value
-            if view.data_ptr % ALIGNMENT:
+            writable = self._writable(value)
+            if not writable and spec.role == "output":
+                raise ValueError(
+                    f"{self._where(spec)}: expected a writable array (the kernel writes this "
+                    "output), got a read-only one"
+                )
+            if not writable:  # DLPack cannot export read-only numpy arrays: pass a copy
+                value = self._aligned_copy(spec, value)
+            elif view.data_ptr % ALIGNMENT:
                 if spec.role == "output":
                     raise ValueError(
                         f"{self._where(spec)}: expected data aligned to {ALIGNMENT} bytes, got "
@@ -301,6 +309,12 @@ class ArgumentChecker:
             return
         bindings[want] = got
         bound_by[want] = owner
+
+    def _writable(self, value: Any) -> bool:
+        np = self._np
+        if np is not None and isinstance(value, np.ndarray):
+            return bool(value.flags.writeable)
+        return True
 
     def _aligned_copy(self, spec: ParamSpec, value: Any) -> Any:
         np = self._np

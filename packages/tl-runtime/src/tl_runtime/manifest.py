@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,7 @@ class ParamSpec:
 
     name: str
     dtype: str
+    _: KW_ONLY
     kind: str = "tensor"
     shape: tuple[Dim, ...] = ()
     strides: tuple[Dim, ...] | None = None

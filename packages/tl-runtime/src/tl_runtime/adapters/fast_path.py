@@ -147,7 +147,10 @@ def _tensor_lines(
         f"    if a{i} is last_obj[{i}]:",
         f"        v{i} = last_view[{i}]",
         "    else:",
-        f"        v{i} = from_dlpack(a{i})",
+        "        try:",
+        f"            v{i} = from_dlpack(a{i})",
+        "        except Exception:",  # e.g. read-only arrays: the full path copies them
+        "            return slow(args)",
         f"        if v{i}.data_ptr() & MASK:",
         "            return slow(args)",
         f"        last_obj[{i}] = a{i}",

@@ -1,0 +1,34 @@
+"""`import tl_runtime` stays light: no tvm, no other tl_* package, no numpy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import tl_runtime
+
+SRC = str(Path(tl_runtime.__file__).resolve().parent.parent)
+
+
+def test_import_pulls_in_nothing_heavy() -> None:
+    script = (
+        "import sys, tl_runtime\n"
+        "bad = sorted(m for m in sys.modules if m == 'tvm' or m.startswith('tvm.') or m == 'numpy'"
+        " or (m.startswith('tl_') and not m.startswith('tl_runtime')))\n"
+        "print(bad)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": SRC},
+    )
+    assert proc.stdout.strip() == "[]"
+
+
+def test_public_names() -> None:
+    for name in tl_runtime.__all__:
+        assert getattr(tl_runtime, name) is not None
+    assert tl_runtime.ALIGNMENT == 64

@@ -1,0 +1,146 @@
+"""The artifact format: manifest validation, round trip, hashes and schema version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tl_runtime
+from tl_runtime import (
+    ArtifactError,
+    FileEntry,
+    HashMismatchError,
+    LaunchSpec,
+    Manifest,
+    ParamSpec,
+    SchemaVersionError,
+)
+
+
+def _manifest(**changes: object) -> Manifest:
+    fields: dict[str, object] = {
+        "name": "k",
+        "entry_symbol": "k",
+        "params": (
+            ParamSpec("A", "float32", shape=("n", 4)),
+            ParamSpec("B", "float32", shape=("n", 4), role="output"),
+            ParamSpec("alpha", "float64", kind="scalar"),
+        ),
+        "out_idx": (1,),
+        "target": {"kind": "cuda", "arch": "sm_90"},
+        "library": "k.so",
+        "launch": LaunchSpec(grid=("(n + 127) // 128", 1, 1), block=(128, 1, 1)),
+        "versions": {"tl-runtime": "0.1.0"},
+    }
+    fields.update(changes)
+    return Manifest(**fields)  # type: ignore[arg-type]
+
+
+def test_round_trip_through_write_and_read(tmp_path: Path) -> None:
+    draft = _manifest()
+    out = tl_runtime.write_artifact(
+        tmp_path, draft, {"k.so": b"binary", "k.cu": b"src"}, roles={"k.cu": "source"}
+    )
+    read = tl_runtime.read_manifest(out)
+    assert read.params == draft.params
+    assert read.launch == draft.launch
+    assert read.out_idx == (1,)
+    assert {f.path: f.role for f in read.files} == {"k.so": "library", "k.cu": "source"}
+    assert read.files[0].sha256 == tl_runtime.sha256_file(tmp_path / "k.so")
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    assert data["schema_version"] == tl_runtime.SCHEMA_VERSION
+    assert data["params"][0]["shape"] == ["n", 4]
+
+
+def test_negative_out_idx_is_normalized() -> None:
+    assert _manifest(out_idx=(-2,)).out_idx == (1,)
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"out_idx": (0,)}, "role 'output'"),
+        ({"out_idx": (5,)}, "indices into 3 params"),
+        ({"out_idx": (1, 1)}, "no repeated index"),
+        ({"entry_symbol": "not an identifier"}, "entry_symbol"),
+        ({"target": {"arch": "x"}}, "target"),
+        ({"params": (ParamSpec("A", "float32"), ParamSpec("A", "float32"))}, "unique names"),
+        (
+            {
+                "params": (
+                    ParamSpec("A", "float32", shape=(4,)),
+                    ParamSpec("B", "float32", shape=("m",), role="output"),
+                ),
+                "out_idx": (1,),
+            },
+            "bound by an input",
+        ),
+        ({"files": (FileEntry("other.so", "0" * 64),)}, "library"),
+    ],
+)
+def test_invalid_manifest_is_refused(changes: dict[str, object], needle: str) -> None:
+    with pytest.raises(ArtifactError, match=needle):
+        _manifest(**changes)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"dtype": "float8"}, "dtype"),
+        ({"shape": (-1,)}, "shape"),
+        ({"shape": ("1n",)}, "symbolic dim name"),
+        ({"shape": (True,)}, "shape"),
+        ({"kind": "scalar", "shape": (3,)}, "scalar"),
+        ({"role": "inout"}, "role"),
+        ({"shape": (3,), "strides": (1, 1)}, "strides"),
+    ],
+)
+def test_invalid_param_is_refused(kwargs: dict[str, object], needle: str) -> None:
+    with pytest.raises(ArtifactError, match=needle):
+        ParamSpec("A", **{"dtype": "float32", **kwargs})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", ["/abs.so", "../up.so", "", "manifest.json"])
+def test_file_paths_must_stay_inside(path: str) -> None:
+    with pytest.raises(ArtifactError, match="relative path"):
+        FileEntry(path, "0" * 64)
+
+
+def test_schema_version_mismatch(tmp_path: Path) -> None:
+    tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x"})
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    data["schema_version"] = 99
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(SchemaVersionError, match="expected 1.*got 99"):
+        tl_runtime.read_manifest(tmp_path)
+
+
+def test_hash_mismatch_names_the_file(tmp_path: Path) -> None:
+    tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x", "k.cu": b"y"})
+    (tmp_path / "k.cu").write_bytes(b"tampered")
+    with pytest.raises(HashMismatchError, match="'k.cu'"):
+        tl_runtime.read_manifest(tmp_path)
+    tl_runtime.read_manifest(tmp_path, verify=False)
+
+
+def test_missing_file_and_missing_manifest(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="manifest.json not found"):
+        tl_runtime.read_manifest(tmp_path)
+    tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x"})
+    (tmp_path / "k.so").unlink()
+    with pytest.raises(ArtifactError, match="'k.so'.*missing"):
+        tl_runtime.read_manifest(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"schema_version": 1}', '{"schema_version": true}'])
+def test_malformed_json_is_an_artifact_error(tmp_path: Path, text: str) -> None:
+    (tmp_path / "manifest.json").write_text(text)
+    with pytest.raises(ArtifactError):
+        tl_runtime.read_manifest(tmp_path)
+
+
+def test_writer_needs_the_library_file(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="not found"):
+        tl_runtime.write_artifact(tmp_path, _manifest(), ["k.so"])
