@@ -1,0 +1,98 @@
+"""The layering check (import-linter, root pyproject.toml) passes, and fails on bad imports.
+
+Each case copies the root packages' sources into a temporary directory,
+adds one offending module there, and runs ``lint-imports`` with that
+directory first on PYTHONPATH, so the shared working tree is never touched
+(other work runs in it at the same time).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _root_packages() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return list(config["tool"]["importlinter"]["root_packages"])
+
+
+def _copy_sources(dest: Path) -> None:
+    for name in _root_packages():
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, f"root package {name} is not installed"
+        shutil.copytree(
+            Path(spec.origin).parent, dest / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+
+
+def _lint(pythonpath: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+        cwd=pythonpath,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def source_copy(tmp_path: Path) -> Path:
+    _copy_sources(tmp_path)
+    return tmp_path
+
+
+def test_the_layering_check_passes_on_the_tree(source_copy: Path) -> None:
+    result = _lint(source_copy)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "broken" in result.stdout and "0 broken" in result.stdout
+
+
+UPWARD = """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import {target}
+"""
+
+
+@pytest.mark.parametrize(
+    ("package", "code", "contract"),
+    [
+        # upward, hidden behind TYPE_CHECKING
+        ("tl_ir", UPWARD.format(target="tl_backend_api"), "Package layers"),
+        ("tl_passes", UPWARD.format(target="tl_backend_api"), "Package layers"),
+        ("tl_backend_api", "import tl_backend_dummy\n", "Package layers"),
+        # sideways between independent siblings
+        ("tl_ir", "import tl_runtime\n", "Package layers"),
+        # tl_runtime stays light
+        ("tl_runtime", "import tvm\n", "tl_runtime imports neither tvm"),
+        ("tl_runtime", UPWARD.format(target="tvm.target"), "tl_runtime imports neither tvm"),
+        ("tl_passes", "import tl_runtime\n", "tl_passes builds on tl_ir and tvm only"),
+    ],
+)
+def test_a_forbidden_import_fails_the_check(
+    source_copy: Path, package: str, code: str, contract: str
+) -> None:
+    module = f"_tmp_layering_probe_{uuid.uuid4().hex[:8]}"
+    (source_copy / package / f"{module}.py").write_text(code)
+    result = _lint(source_copy)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert f"{contract}" in output and "BROKEN" in output, output
+    assert f"{package}.{module}" in output, output
