@@ -1,3 +1,4 @@
+# ruff: noqa: F841  (kernel bodies bind launch vars they do not use)
 """LANGUAGE.md "Diagnostics": each example raises the right class with file, line,
 the offending source line and a message saying what was expected."""
 

@@ -61,7 +61,7 @@ def test_kernel_parses_for_every_case(name):
                 int(d) if tl_ir.ops.const_int(d) is not None else None for d in param.ty.shape
             )
             assert len(shape) == value.ndim
-            assert all(s is None or s == v for s, v in zip(shape, value.shape))
+            assert all(s is None or s == v for s, v in zip(shape, value.shape, strict=True))
             assert str(param.ty.dtype) == str(value.dtype)
 
 
