@@ -148,6 +148,11 @@ def _check_operand(
     return buffer, list(operand.offset)
 
 
+def _seq(stmts: Sequence[tirx.Stmt]) -> tirx.Stmt:
+    # TVM refuses a SeqStmt of one statement.
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(list(stmts))
+
+
 def _index(offset: Sequence[PrimExprLike], row: PrimExprLike, col: PrimExprLike) -> list[Any]:
     return [*offset[:-2], offset[-2] + row, offset[-1] + col]
 
@@ -285,7 +290,7 @@ def emit_gemm_microkernel(
                     ),
                 )
             )
-        k_loop = tirx.For(kk, 0, k, tirx.ForKind.SERIAL, tirx.SeqStmt(updates))
+        k_loop = tirx.For(kk, 0, k, tirx.ForKind.SERIAL, _seq(updates))
         allocs = [tirx.AllocBuffer(acc) for acc in accs.values()]
         return tirx.SeqStmt([*allocs, *loads, k_loop, *stores])
 
@@ -321,4 +326,4 @@ def emit_gemm_microkernel(
         ),
     ]
     stmts = [piece for piece in pieces if piece is not None]
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+    return _seq(stmts)
