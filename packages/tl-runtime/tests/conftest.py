@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import runtime_kernels  # noqa: E402  (needs the path above; imports tvm before any load)
+import runtime_kernels
 
 ADAPTERS = ["tvm_ffi", "cython"]
 

@@ -200,3 +200,55 @@ def aligned_array(np: Any, shape: tuple[int, ...], dtype: str, offset_bytes: int
 
 
 Builder = Callable[..., Path]
+
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+RUNTIME_PACKAGE = REPO_ROOT / "packages" / "tl-runtime"
+TVM_FFI_REQUIREMENT = "apache-tvm-ffi==0.1.15.post2"
+
+
+def make_runtime_only_venv(directory: str | os.PathLike[str]) -> Path:
+    """Create a venv holding only tl-runtime (non-editable), apache-tvm-ffi and numpy.
+
+    Returns:
+        The venv's python executable.
+
+    Raises:
+        subprocess.CalledProcessError: venv creation or pip failed (output attached).
+    """
+    import subprocess
+    import sys
+
+    venv = Path(directory)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            str(RUNTIME_PACKAGE),
+            TVM_FFI_REQUIREMENT,
+            "numpy",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return python
+
+
+def installed_size_bytes(venv_python: Path) -> int:
+    """Total size of the files under the venv that ``venv_python`` belongs to."""
+    root = venv_python.parent.parent
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                total += path.stat().st_size
+    return total

@@ -70,7 +70,7 @@ def test_scalars(artifact: Artifact, adapter: str) -> None:
         kernel(a, "2", 3)
     with pytest.raises(TypeError, match=r"'k': expected an int scalar \(int32\), got float"):
         kernel(a, 1.0, 3.0)
-    with pytest.raises(TypeError, match="'k'.*got bool"):
+    with pytest.raises(TypeError, match=r"'k'.*got bool"):
         kernel(a, 1.0, True)
     with pytest.raises(ValueError, match=r"'k': expected an int in \[-2147483648, 2147483647\]"):
         kernel(a, 1.0, 2**31)
@@ -187,7 +187,7 @@ def test_load_refuses_tampered_library(artifact_copy: Artifact) -> None:
     directory = artifact_copy("vadd")
     with (directory / "vadd.so").open("ab") as fh:
         fh.write(b"\0")
-    with pytest.raises(tl_runtime.HashMismatchError, match="'vadd.so'"):
+    with pytest.raises(tl_runtime.HashMismatchError, match=r"'vadd.so'"):
         tl_runtime.load(directory)
 
 

@@ -113,24 +113,24 @@ def test_schema_version_mismatch(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "manifest.json").read_text())
     data["schema_version"] = 99
     (tmp_path / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(SchemaVersionError, match="expected 1.*got 99"):
+    with pytest.raises(SchemaVersionError, match=r"expected 1.*got 99"):
         tl_runtime.read_manifest(tmp_path)
 
 
 def test_hash_mismatch_names_the_file(tmp_path: Path) -> None:
     tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x", "k.cu": b"y"})
     (tmp_path / "k.cu").write_bytes(b"tampered")
-    with pytest.raises(HashMismatchError, match="'k.cu'"):
+    with pytest.raises(HashMismatchError, match=r"'k.cu'"):
         tl_runtime.read_manifest(tmp_path)
     tl_runtime.read_manifest(tmp_path, verify=False)
 
 
 def test_missing_file_and_missing_manifest(tmp_path: Path) -> None:
-    with pytest.raises(ArtifactError, match="manifest.json not found"):
+    with pytest.raises(ArtifactError, match=r"manifest.json not found"):
         tl_runtime.read_manifest(tmp_path)
     tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x"})
     (tmp_path / "k.so").unlink()
-    with pytest.raises(ArtifactError, match="'k.so'.*missing"):
+    with pytest.raises(ArtifactError, match=r"'k.so'.*missing"):
         tl_runtime.read_manifest(tmp_path)
 
 

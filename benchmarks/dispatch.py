@@ -1,0 +1,121 @@
+"""Call overhead of tl-runtime's adapters against a raw tvm-ffi call, import time, footprint.
+
+Run: .venv/bin/python benchmarks/dispatch.py [--skip-venv]
+
+Prints, in one run, microseconds per call of a 1024-element float32 add with numpy
+arguments through each adapter and through a raw ``tvm_ffi`` call of the same library;
+the wall time of ``import tl_runtime`` in a fresh process; and the installed size of a
+venv holding only tl-runtime, apache-tvm-ffi and numpy. Targets (ARCHITECTURE.md):
+at most 2 us and at most 3x the raw call; import under 0.2 s; venv under 150 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "packages" / "tl-runtime" / "tests"))
+
+import numpy as np  # noqa: E402
+import runtime_kernels as rk  # noqa: E402
+import tvm_ffi  # noqa: E402
+
+import tl_runtime  # noqa: E402
+
+
+def per_call_us(
+    function: object, args: tuple[object, ...], number: int = 20000, repeat: int = 7
+) -> float:
+    call = function  # bound once: timeit's loop does only the call
+    timer = timeit.Timer(lambda: call(*args))  # type: ignore[operator]
+    timer.timeit(2000)
+    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
+
+
+def import_time_s(samples: int = 7) -> float:
+    src = str(ROOT / "packages" / "tl-runtime" / "src")
+    code = "import time; t = time.perf_counter(); import tl_runtime; print(time.perf_counter() - t)"
+    env = {**os.environ, "PYTHONPATH": src}
+    times = []
+    for _ in range(samples):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
+        times.append(float(out.stdout))
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--skip-venv", action="store_true", help="do not build the runtime-only venv"
+    )
+    options = parser.parse_args()
+
+    directory = rk.cached_artifact("vadd")
+    manifest = tl_runtime.read_manifest(directory)
+    a = rk.aligned_array(np, (1024,), "float32")
+    b = rk.aligned_array(np, (1024,), "float32")
+    c = rk.aligned_array(np, (1024,), "float32")
+    a[:], b[:] = 1.0, 2.0
+
+    kernels = {key: tl_runtime.load(directory, adapter=key) for key in ("tvm_ffi", "cython")}
+    raw = tvm_ffi.load_module(str(directory / manifest.library))[manifest.entry_symbol]
+    for kernel in kernels.values():
+        kernel(a, b, c)
+        assert np.allclose(c, 3.0)
+
+    results = {"raw tvm_ffi": per_call_us(raw, (a, b, c))}
+    for key, kernel in kernels.items():
+        results[f"tl_runtime {key}"] = per_call_us(kernel, (a, b, c))
+    results["raw tvm_ffi (again)"] = per_call_us(raw, (a, b, c))
+    raw_us = min(results["raw tvm_ffi"], results["raw tvm_ffi (again)"])
+
+    print("dispatch: 1024-element float32 add, numpy arguments (best of 7 x 20000 calls)")
+    for name, us in results.items():
+        verdict = ""
+        if name.startswith("tl_runtime"):
+            ok = us <= 2.0 and us <= 3 * raw_us
+            verdict = f"  ratio to raw {us / raw_us:.2f}x  target <=2us and <=3x: {'PASS' if ok else 'FAIL'}"
+        print(f"  {name:22s} {us:6.3f} us/call{verdict}")
+
+    fresh = (rk.aligned_array(np, (1024,), "float32"), rk.aligned_array(np, (1024,), "float32"))
+    out_kernel = {
+        key: tl_runtime.load(rk.cached_artifact("vadd_n", out_idx=(2,)), adapter=key)
+        for key in kernels
+    }
+    for key, kernel in out_kernel.items():
+        print(
+            f"  with output allocation (symbolic n, out_idx), {key:8s} {per_call_us(kernel, fresh, 5000, 5):6.3f} us/call"
+        )
+
+    seconds = import_time_s()
+    print(
+        f"import tl_runtime (fresh process, best of 7): {seconds * 1000:.1f} ms  target <200 ms: {'PASS' if seconds < 0.2 else 'FAIL'}"
+    )
+
+    if options.skip_venv:
+        return
+    with tempfile.TemporaryDirectory(prefix="tl-runtime-venv-") as tmp:
+        python = rk.make_runtime_only_venv(Path(tmp) / "venv")
+        size = rk.installed_size_bytes(python)
+        listing = subprocess.run(
+            [str(python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    mb = size / 1e6
+    print(
+        f"runtime-only venv ({', '.join(listing)}): {mb:.1f} MB installed  target <150 MB: {'PASS' if mb < 150 else 'FAIL'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

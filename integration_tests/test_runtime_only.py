@@ -1,0 +1,84 @@
+"""Deployment: an artifact made in the full environment runs in a venv holding only
+tl-runtime, apache-tvm-ffi and numpy (no tvm, no other tl_* package)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "tl-runtime" / "tests"))
+
+import runtime_kernels
+
+_NETWORK_HINTS = (
+    "Could not find a version",
+    "Failed to establish",
+    "Temporary failure",
+    "No matching distribution",
+)
+
+
+@pytest.fixture(scope="session")
+def runtime_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One lean venv per session."""
+    directory = tmp_path_factory.mktemp("runtime-only") / "venv"
+    try:
+        return runtime_kernels.make_runtime_only_venv(directory)
+    except subprocess.CalledProcessError as exc:
+        output = f"{exc.stdout}\n{exc.stderr}"
+        if any(hint in output for hint in _NETWORK_HINTS):
+            pytest.skip(f"cannot install from the package index here: {output.strip()[-300:]}")
+        raise AssertionError(f"creating the runtime-only venv failed:\n{output}") from None
+
+
+def test_artifact_runs_with_tl_runtime_alone(runtime_only_python: Path, tmp_path: Path) -> None:
+    # The build machine: export; the deployer: copy the directory.
+    built = runtime_kernels.cached_artifact("padd", out_idx=(2,))
+    deployed = tmp_path / "deployed-padd"
+    shutil.copytree(built, deployed)
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, json, os, sys
+        import numpy as np
+        import tl_runtime
+        from tl_runtime import context
+        kernel = tl_runtime.load({str(deployed)!r})
+        a = np.random.default_rng(0).random(65536, dtype=np.float32)
+        b = np.random.default_rng(1).random(65536, dtype=np.float32)
+        c = kernel(a, b)
+        print(json.dumps({{
+            "correct": bool(np.allclose(c, a + b)),
+            "threads": context.last_launch_threads(),
+            "cpus": os.cpu_count(),
+            "tvm_importable": importlib.util.find_spec("tvm") is not None,
+            "other_tl": sorted(m for m in sys.modules
+                               if m.startswith("tl_") and not m.startswith("tl_runtime")),
+            "tvm_loaded": "tvm" in sys.modules,
+            "runtime_file": tl_runtime.__file__,
+        }}))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["TL_RUNTIME_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run(
+        [str(runtime_only_python), "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["correct"]
+    assert not report["tvm_importable"] and not report["tvm_loaded"]
+    assert report["other_tl"] == []
+    assert str(runtime_only_python.parent.parent) in report["runtime_file"]
+    if (report["cpus"] or 1) >= 2:
+        assert report["threads"] >= 2
