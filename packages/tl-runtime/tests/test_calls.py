@@ -241,3 +241,24 @@ def test_unavailable_adapter_says_why(artifact: Artifact, monkeypatch: pytest.Mo
         tl_runtime.AdapterUnavailableError, match="'cython' is unavailable: no compiler here"
     ):
         tl_runtime.load(artifact("vadd"), adapter="cython")
+
+
+def test_read_only_input_is_copied_not_refused(artifact: Artifact, adapter: str) -> None:
+    kernel = tl_runtime.load(artifact("vadd_n", out_idx=(2,)), adapter=adapter)
+    x = _aligned((16,))
+    x.flags.writeable = False
+    np.testing.assert_allclose(kernel(x, x), 2 * x)
+
+
+def test_fast_path_sees_in_place_changes_of_a_cached_array(artifact: Artifact, adapter: str) -> None:
+    """The per-position view cache must not hide a reshape/retype of the same array object."""
+    kernel = tl_runtime.load(artifact("vadd"), adapter=adapter)
+    a, b, c = _aligned((1024,)), _aligned((1024,)), _aligned((1024,))
+    kernel(a, b, c)
+    a.shape = (32, 32)
+    with pytest.raises(ValueError, match="'A': expected rank 1"):
+        kernel(a, b, c)
+    a.shape = (1024,)
+    a.dtype = np.int32
+    with pytest.raises(TypeError, match="'A': expected dtype float32, got int32"):
+        kernel(a, b, c)

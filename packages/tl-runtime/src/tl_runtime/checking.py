@@ -330,11 +330,14 @@ class ArgumentChecker:
 
     @staticmethod
     def _aligned_empty(np: ModuleType, dtype: Any, shape: tuple[int, ...]) -> Any:
+        import tvm_ffi
+
         dtype = np.dtype(dtype)
-        nbytes = max(math.prod(shape) * dtype.itemsize, 1)
+        nbytes = math.prod(shape) * dtype.itemsize
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-        offset = (-raw.ctypes.data) % ALIGNMENT
-        return raw[offset : offset + math.prod(shape) * dtype.itemsize].view(dtype).reshape(shape)
+        # the tvm-ffi view reads the address several times faster than raw.ctypes.data
+        offset = (-tvm_ffi.from_dlpack(raw).data_ptr()) % ALIGNMENT
+        return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
     def allocate(self, dtype: str, shape: tuple[int, ...], like: Any) -> Any:
         """Allocate an output with the library of ``like`` (numpy by default), 64-byte aligned.

@@ -46,8 +46,9 @@ def build_fast_path(
         "launch": launch,
         "slow": slow,
         "allocate": allocate,
-        "last_obj": [None] * len(params),
-        "last_view": [None] * len(params),
+        # (array, view) pairs in one slot each: a single store is atomic under the GIL, so
+        # concurrent callers never pair one array with another array's view.
+        "last": [(None, None)] * len(params),
         "MASK": ALIGNMENT - 1,
     }
     lines = ["def call(args):"]
@@ -144,8 +145,9 @@ def _tensor_lines(
                 out.append(f"    sym_{dim} = s{i}[{axis}]")
                 bound.add(dim)
     out += [
-        f"    if a{i} is last_obj[{i}]:",
-        f"        v{i} = last_view[{i}]",
+        f"    c{i} = last[{i}]",
+        f"    if a{i} is c{i}[0]:",
+        f"        v{i} = c{i}[1]",
         "    else:",
         "        try:",
         f"            v{i} = from_dlpack(a{i})",
@@ -153,7 +155,6 @@ def _tensor_lines(
         "            return slow(args)",
         f"        if v{i}.data_ptr() & MASK:",
         "            return slow(args)",
-        f"        last_obj[{i}] = a{i}",
-        f"        last_view[{i}] = v{i}",
+        f"        last[{i}] = (a{i}, v{i})",
     ]
     return out
