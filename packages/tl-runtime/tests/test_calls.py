@@ -250,7 +250,9 @@ def test_read_only_input_is_copied_not_refused(artifact: Artifact, adapter: str)
     np.testing.assert_allclose(kernel(x, x), 2 * x)
 
 
-def test_fast_path_sees_in_place_changes_of_a_cached_array(artifact: Artifact, adapter: str) -> None:
+def test_fast_path_sees_in_place_changes_of_a_cached_array(
+    artifact: Artifact, adapter: str
+) -> None:
     """The per-position view cache must not hide a reshape/retype of the same array object."""
     kernel = tl_runtime.load(artifact("vadd"), adapter=adapter)
     a, b, c = _aligned((1024,)), _aligned((1024,)), _aligned((1024,))

@@ -156,7 +156,7 @@ class ArgumentChecker:
                     raise ValueError(
                         f"{self._where(spec)}: expected data aligned to {ALIGNMENT} bytes, got "
                         f"address {view.data_ptr:#x} (offset {view.data_ptr % ALIGNMENT}); an "
-                        "output cannot be copied, pass an aligned array (e.g. a fresh np.empty)"
+                        "output cannot be copied: pass a 64-byte-aligned array, or let the kernel allocate it (out_idx)"
                     )
                 value = self._aligned_copy(spec, value)
             full[index] = value
