@@ -1,0 +1,116 @@
+"""scripts/new-backend: the generated package passes the contract checks without being installed."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from tl_backend_api import Backend, assert_conforms, create_backend_context, isolated_registry
+from tl_backend_api.scaffold import ScaffoldError, create_backend_package, main
+
+ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def generated(tmp_path: Path) -> Iterator[Path]:
+    package = create_backend_package(
+        "scaffolded", tmp_path / "tl-codegen-scaffolded", kind="opencl"
+    )
+    sys.path.insert(0, str(package / "src"))
+    try:
+        yield package
+    finally:
+        sys.path.remove(str(package / "src"))
+        for name in [m for m in sys.modules if m.startswith("tl_codegen_scaffolded")]:
+            del sys.modules[name]
+
+
+def test_layout_and_entry_point(generated: Path) -> None:
+    module = generated / "src" / "tl_codegen_scaffolded"
+    for name in ("__init__", "backend", "pipeline", "codegen", "toolchain", "language"):
+        assert (module / f"{name}.py").is_file(), name
+    assert (module / "py.typed").is_file()
+    assert (generated / "tests" / "test_contract.py").is_file()
+    project = tomllib.loads((generated / "pyproject.toml").read_text())
+    assert project["project"]["name"] == "tl-codegen-scaffolded"
+    assert project["project"]["entry-points"]["tl.backends"] == {
+        "opencl": "tl_codegen_scaffolded.backend:BACKEND"
+    }
+    assert project["build-system"]["build-backend"] == "hatchling.build"
+
+
+def test_generated_backend_passes_the_contract_checks(generated: Path) -> None:
+    backend = importlib.import_module("tl_codegen_scaffolded.backend").BACKEND
+    assert isinstance(backend, Backend) and backend.name == "scaffolded"
+    assert_conforms(backend)
+    with isolated_registry(discover=False):
+        from tl_backend_api import register_backend
+
+        register_backend(backend)
+        context = create_backend_context("opencl")
+        assert context.adapter == "tvm_ffi"
+        with pytest.raises(NotImplementedError, match="emit_source is not written yet"):
+            context.emit_source(None)
+
+
+def test_generated_toolchain_finds_the_c_compiler(generated: Path) -> None:
+    toolchain = importlib.import_module("tl_codegen_scaffolded.toolchain").CCompiler()
+    info = toolchain.discover()
+    if info is None:
+        pytest.skip("no C compiler on this machine")
+    source = generated / "k.c"
+    source.write_text("int k(void) { return 42; }\n")
+    output = toolchain.compile_shared_object([source], generated / "k.so")
+    assert output.is_file()
+    from tl_backend_api import ToolchainError
+
+    source.write_text("int k(void) { return }\n")
+    with pytest.raises(ToolchainError) as excinfo:
+        toolchain.compile_shared_object([source], generated / "k2.so")
+    assert str(source) in str(excinfo.value) and "error" in str(excinfo.value)
+
+
+def test_generated_package_is_lint_and_format_clean(generated: Path) -> None:
+    config = str(ROOT / "pyproject.toml")
+    for command in (["check"], ["format", "--check"]):
+        done = subprocess.run(
+            [str(BIN / "ruff"), *command, "--config", config, str(generated)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ScaffoldError, match="name: expected lowercase"):
+        create_backend_package("Bad-Name", tmp_path / "a")
+    with pytest.raises(ScaffoldError, match="kind: expected a TVM target kind"):
+        create_backend_package("foo", tmp_path / "b")
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "file").write_text("x")
+    with pytest.raises(ScaffoldError, match="dest: expected a new or empty directory"):
+        create_backend_package("opencl", taken)
+    assert main(["foo", "--dest", str(tmp_path / "c")]) == 2
+    assert "kind: expected a TVM target kind" in capsys.readouterr().err
+    assert main(["webgpu", "--dest", str(tmp_path / "d")]) == 0
+    assert (tmp_path / "d" / "src" / "tl_codegen_webgpu" / "backend.py").is_file()
+
+
+def test_generated_package_is_mypy_strict_clean(generated: Path) -> None:
+    done = subprocess.run(
+        [str(BIN / "mypy"), "--config-file", str(ROOT / "pyproject.toml"), str(generated / "src")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=generated,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
