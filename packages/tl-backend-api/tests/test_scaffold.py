@@ -34,7 +34,7 @@ def generated(tmp_path: Path) -> Iterator[Path]:
 
 def test_layout_and_entry_point(generated: Path) -> None:
     module = generated / "src" / "tl_codegen_scaffolded"
-    for name in ("__init__", "backend", "pipeline", "codegen", "toolchain", "language"):
+    for name in ("__init__", "backend", "pipeline", "codegen", "toolchain", "language", "contract"):
         assert (module / f"{name}.py").is_file(), name
     assert (module / "py.typed").is_file()
     assert (generated / "tests" / "test_contract.py").is_file()
@@ -49,6 +49,7 @@ def test_layout_and_entry_point(generated: Path) -> None:
 def test_generated_backend_passes_the_contract_checks(generated: Path) -> None:
     backend = importlib.import_module("tl_codegen_scaffolded.backend").BACKEND
     assert isinstance(backend, Backend) and backend.name == "scaffolded"
+    importlib.import_module("tl_codegen_scaffolded.contract").check_types()
     assert_conforms(backend)
     with isolated_registry(discover=False):
         from tl_backend_api import register_backend

@@ -3,7 +3,8 @@
 Run as ``python -m tl_backend_api.scaffold NAME [--kind KIND] [--dest DIR]``.
 The package has the layout CONVENTIONS.md asks for: pyproject.toml
 (hatchling, a ``tl.backends`` entry point named after the kind),
-``src/tl_codegen_NAME/{__init__,backend,pipeline,codegen,toolchain,language}.py``,
+``src/tl_codegen_NAME/{__init__,backend,pipeline,codegen,toolchain,language,contract}.py``
+(``contract.py``: annotated assignments mypy --strict checks against the Protocols),
 ``py.typed`` and a contract test. Device codegen raises NotImplementedError
 naming what to write; everything else works as generated.
 """
@@ -195,6 +196,29 @@ class CCompiler:
             )
         return output
 ''',
+        f"src/{module}/contract.py": '''"""Static conformance: mypy --strict checks these assignments against the Protocols.
+
+Keep one line per part; a missing member or a wrong signature fails type-checking.
+"""
+
+from __future__ import annotations
+
+from tl_backend_api import Backend, DeviceCodegen, PassPipeline, Toolchain
+
+from .backend import BACKEND
+from .codegen import DeviceCodegen as ThisDeviceCodegen
+from .pipeline import PIPELINE
+from .toolchain import CCompiler
+
+
+def check_types() -> None:
+    """Never needs to run: type-checking it is the check."""
+    descriptor: Backend = BACKEND
+    device_codegen: DeviceCodegen = ThisDeviceCodegen()
+    pipeline: PassPipeline = PIPELINE
+    toolchain: Toolchain = CCompiler()
+    del descriptor, device_codegen, pipeline, toolchain
+''',
         f"src/{module}/language.py": f'''"""Language extensions only the '{kind}' target has (``T.*`` functions); none yet."""
 
 from __future__ import annotations
@@ -213,6 +237,12 @@ from tl_backend_api import assert_conforms
 
 def test_backend_conforms() -> None:
     assert_conforms(BACKEND)
+
+
+def test_static_contract_module_imports() -> None:
+    from {module}.contract import check_types
+
+    check_types()
 ''',
     }
 
