@@ -1,0 +1,413 @@
+"""A slow reference interpreter of tile-level IR, in numpy: the executable meaning of
+the kernel language, used as an oracle by tests (never a compilation path).
+
+Scope: the statements and expressions `tl_ir.language` produces (launch attributes,
+allocations, loops of every kind, ``if``/``while``, stores, the ``tl.*`` tile ops, the
+common math intrinsics). Blocks run one after another; thread indices are iterated
+only when the kernel reads them, which is rejected together with tile ops (those are
+block-collective). Anything else raises ``NotImplementedError`` naming the node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_ir.dtypes import numpy_dtype
+from tl_ir.ops import (
+    AtomicOp,
+    CopyOp,
+    CumsumOp,
+    FillOp,
+    GemmOp,
+    PrintOp,
+    ReduceOp,
+    Region,
+    describe,
+    is_tile_op,
+)
+
+__all__ = ["run"]
+
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "log": np.log,
+    "log2": np.log2,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "fabs": np.abs,
+    "abs": np.abs,
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "sin": np.sin,
+    "cos": np.cos,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+    "nearbyint": np.round,
+}
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "Add": lambda a, b: a + b,
+    "Sub": lambda a, b: a - b,
+    "Mul": lambda a, b: a * b,
+    "Min": min,
+    "Max": max,
+    "EQ": lambda a, b: a == b,
+    "NE": lambda a, b: a != b,
+    "LT": lambda a, b: a < b,
+    "LE": lambda a, b: a <= b,
+    "GT": lambda a, b: a > b,
+    "GE": lambda a, b: a >= b,
+    "And": lambda a, b: bool(a) and bool(b),
+    "Or": lambda a, b: bool(a) or bool(b),
+    "FloorDiv": lambda a, b: a // b,
+    "FloorMod": lambda a, b: a % b,
+}
+
+
+def _dtype_of(expr: Any) -> str:
+    dtype = getattr(expr, "dtype", None)
+    if dtype is None:
+        dtype = getattr(getattr(expr, "ty", None), "dtype", "")
+    return str(dtype)
+
+
+class _Interpreter:
+    def __init__(self) -> None:
+        self.env: dict[Any, Any] = {}
+        self.arrays: dict[Any, np.ndarray[Any, Any]] = {}
+
+    # ------------------------------------------------------------ expressions
+    def value(self, expr: Any) -> Any:
+        if isinstance(expr, bool | int | float):
+            return expr
+        kind = type(expr).__name__
+        if kind == "IntImm":
+            return int(expr.value)
+        if kind == "FloatImm":
+            return float(expr.value)
+        if kind == "StringImm":
+            return str(expr.value)
+        if kind == "Var":
+            if expr in self.env:
+                return self.env[expr]
+            raise NotImplementedError(f"interpret: unbound variable {expr}")
+        if kind in _BINARY:
+            return self._binary(kind, expr)
+        if kind == "Div":
+            a, b = self.value(expr.a), self.value(expr.b)
+            if "int" in _dtype_of(expr):
+                return int(a / b)
+            return a / b
+        if kind == "Not":
+            return not self.value(expr.a)
+        if kind == "Cast":
+            return _cast(self.value(expr.value), _dtype_of(expr))
+        if kind == "Select":
+            return self.value(expr.true_value if self.value(expr.condition) else expr.false_value)
+        if kind in ("TensorLoad", "BufferLoad"):
+            array = self.arrays[expr.source]
+            return array[tuple(int(self.value(i)) for i in expr.indices)].item()
+        if kind == "Call":
+            return self._call(expr)
+        raise NotImplementedError(f"interpret: expression {kind} ({expr})")
+
+    def _binary(self, kind: str, expr: Any) -> Any:
+        result = _BINARY[kind](self.value(expr.a), self.value(expr.b))
+        dtype = _dtype_of(expr)
+        if dtype in ("float16", "float32"):
+            return _cast(result, dtype)
+        return result
+
+    def _call(self, call: Any) -> Any:
+        name = str(call.op.name) if isinstance(call.op, tvm.ir.Op) else str(call.op)
+        short = name.split(".")[-1]
+        args = list(call.args)
+        if short == "if_then_else":
+            return self.value(args[1] if self.value(args[0]) else args[2])
+        if short in _UNARY:
+            return _cast(float(_UNARY[short](float(self.value(args[0])))), _dtype_of(call))
+        if short == "pow":
+            return _cast(math.pow(self.value(args[0]), self.value(args[1])), _dtype_of(call))
+        raise NotImplementedError(f"interpret: call of {name}")
+
+    # ------------------------------------------------------------ statements
+    def stmt(self, node: Any) -> None:
+        kind = type(node).__name__
+        handler = getattr(self, f"_stmt_{kind}", None)
+        if handler is None:
+            raise NotImplementedError(f"interpret: statement {kind}")
+        handler(node)
+
+    def _stmt_SeqStmt(self, node: Any) -> None:
+        for child in node.seq:
+            self.stmt(child)
+
+    def _stmt_AllocBuffer(self, node: Any) -> None:
+        buffer = node.buffer
+        shape = tuple(int(self.value(d)) for d in buffer.ty.shape)
+        dtype = numpy_dtype(str(buffer.ty.dtype))
+        # Uninitialized tiles hold NaN (floats) so reading them shows up in results.
+        fill: Any = np.nan if dtype.kind == "f" else 0
+        self.arrays[buffer] = np.full(shape, fill, dtype=dtype)
+
+    def _stmt_DeclBuffer(self, node: Any) -> None:
+        return None
+
+    def _stmt_BufferStore(self, node: Any) -> None:
+        array = self.arrays[node.buffer]
+        index = tuple(int(self.value(i)) for i in node.indices)
+        array[index] = self.value(node.value)
+
+    def _stmt_Bind(self, node: Any) -> None:
+        self.env[node.var] = self.value(node.value)
+
+    def _stmt_LetStmt(self, node: Any) -> None:
+        self.env[node.var] = self.value(node.value)
+        self.stmt(node.body)
+
+    def _stmt_For(self, node: Any) -> None:
+        start = int(self.value(node.min))
+        extent = int(self.value(node.extent))
+        step = int(self.value(node.step)) if node.step is not None else 1
+        for i in range(start, start + extent, step):
+            self.env[node.loop_var] = i
+            self.stmt(node.body)
+
+    def _stmt_While(self, node: Any) -> None:
+        while self.value(node.condition):
+            self.stmt(node.body)
+
+    def _stmt_IfThenElse(self, node: Any) -> None:
+        if self.value(node.condition):
+            self.stmt(node.then_case)
+        elif node.else_case is not None:
+            self.stmt(node.else_case)
+
+    def _stmt_AttrStmt(self, node: Any) -> None:
+        if node.attr_key != "thread_extent":
+            self.stmt(node.body)
+            return
+        var = node.node.var
+        tag = str(node.node.thread_tag)
+        extent = int(self.value(node.value))
+        if tag in _THREAD_TAGS and not _uses(node.body, var):
+            self.env[var] = 0
+            self.stmt(node.body)
+            return
+        if tag in _THREAD_TAGS and _has_tile_ops(node.body):
+            raise NotImplementedError(
+                "interpret: a kernel that reads its thread index and uses tile ops"
+            )
+        for i in range(extent):
+            self.env[var] = i
+            self.stmt(node.body)
+
+    def _stmt_Evaluate(self, node: Any) -> None:
+        call = node.value
+        if is_tile_op(call):
+            self.tile_op(describe(call))
+            return
+        if isinstance(call, tvm.ir.Call):
+            self.value(call)
+
+    # ------------------------------------------------------------ tile ops
+    def _bounds(self, region: Region) -> tuple[list[int], list[int], tuple[int, ...]]:
+        mins = [int(self.value(m)) for m in region.mins]
+        extents = [int(self.value(e)) for e in region.extents]
+        return mins, extents, self.arrays[region.buffer].shape
+
+    def read(self, region: Region) -> np.ndarray[Any, Any]:
+        """The tile; out-of-bounds elements read as zero."""
+        mins, extents, shape = self._bounds(region)
+        array = self.arrays[region.buffer]
+        tile = np.zeros(extents, dtype=array.dtype)
+        src, dst = _clipped(mins, extents, shape)
+        if src is not None and dst is not None:
+            tile[dst] = array[src]
+        return tile
+
+    def write(self, region: Region, tile: np.ndarray[Any, Any]) -> None:
+        """Store the tile; out-of-bounds elements are not written."""
+        mins, extents, shape = self._bounds(region)
+        tile = np.asarray(tile).reshape(extents)
+        src, dst = _clipped(mins, extents, shape)
+        if src is not None and dst is not None:
+            self.arrays[region.buffer][src] = tile[dst]
+
+    def tile_op(self, op: Any) -> None:
+        if isinstance(op, CopyOp):
+            self.write(op.dst, self.read(op.src))
+        elif isinstance(op, FillOp):
+            extents = [int(self.value(e)) for e in op.dst.extents]
+            self.write(op.dst, np.full(extents, self.value(op.value)))
+        elif isinstance(op, GemmOp):
+            self._gemm(op)
+        elif isinstance(op, ReduceOp):
+            self._reduce(op)
+        elif isinstance(op, CumsumOp):
+            tile = self.read(op.src)
+            if op.reverse:
+                result = np.flip(np.cumsum(np.flip(tile, op.dim), axis=op.dim), op.dim)
+            else:
+                result = np.cumsum(tile, axis=op.dim)
+            self.write(op.dst, result)
+        elif isinstance(op, AtomicOp):
+            self._atomic(op)
+        elif isinstance(op, PrintOp):
+            value = self.read(op.value) if isinstance(op.value, Region) else self.value(op.value)
+            print(op.msg, value)
+        else:
+            raise NotImplementedError(f"interpret: tile op {op}")
+
+    def _gemm(self, op: GemmOp) -> None:
+        c = self.read(op.c)
+        acc_dtype = c.dtype
+        a = self.read(op.a).astype(acc_dtype)
+        b = self.read(op.b).astype(acc_dtype)
+        a2 = a.reshape(a.shape[-2:])
+        b2 = b.reshape(b.shape[-2:])
+        if op.transpose_a:
+            a2 = a2.T
+        if op.transpose_b:
+            b2 = b2.T
+        product = a2 @ b2
+        result = product if op.clear_accum else c.reshape(product.shape) + product
+        self.write(op.c, result.astype(acc_dtype))
+
+    def _reduce(self, op: ReduceOp) -> None:
+        src = self.read(op.src)
+        if op.kind in ("abssum", "absmax"):
+            src = np.abs(src)
+        combine: dict[str, Callable[..., Any]] = {
+            "sum": np.add,
+            "abssum": np.add,
+            "max": np.maximum,
+            "absmax": np.maximum,
+        }
+        fold: Callable[..., Any] = combine.get(op.kind, np.minimum)
+        reducer: dict[str, Callable[..., Any]] = {
+            "sum": np.sum,
+            "abssum": np.sum,
+            "max": np.max,
+            "absmax": np.max,
+        }
+        result = reducer.get(op.kind, np.min)(src, axis=op.dim)
+        if not op.clear:
+            old = self.read(op.dst).reshape(result.shape)
+            result = fold(old, result)
+        self.write(op.dst, result)
+
+    def _atomic(self, op: AtomicOp) -> None:
+        old = self.read(op.dst)
+        value: Any = (
+            self.read(op.value).reshape(old.shape)
+            if isinstance(op.value, Region)
+            else self.value(op.value)
+        )
+        if op.kind == "add":
+            new = old + value
+        elif op.kind == "max":
+            new = np.maximum(old, value)
+        else:
+            new = np.minimum(old, value)
+        self.write(op.dst, new)
+
+
+def _clipped(
+    mins: Sequence[int], extents: Sequence[int], shape: Sequence[int]
+) -> tuple[tuple[slice, ...] | None, tuple[slice, ...] | None]:
+    src: list[slice] = []
+    dst: list[slice] = []
+    for lo, ext, size in zip(mins, extents, shape, strict=True):
+        start, stop = max(lo, 0), min(lo + ext, size)
+        if start >= stop:
+            return None, None
+        src.append(slice(start, stop))
+        dst.append(slice(start - lo, stop - lo))
+    return tuple(src), tuple(dst)
+
+
+def _cast(value: Any, dtype: str) -> Any:
+    if dtype == "bool":
+        return bool(value)
+    if "int" in dtype:
+        return int(value)
+    if dtype in ("float16", "float32", "float64"):
+        return float(np.dtype(dtype).type(value))
+    return value
+
+
+def _uses(node: Any, var: Any) -> bool:
+    found: list[bool] = []
+
+    def visit(candidate: Any) -> None:
+        if candidate.same_as(var):
+            found.append(True)
+
+    tvm_ffi.structural_walk(node, (tirx.Var, visit))
+    return bool(found)
+
+
+def _has_tile_ops(node: Any) -> bool:
+    found: list[bool] = []
+
+    def visit(call: Any) -> None:
+        if is_tile_op(call):
+            found.append(True)
+
+    tvm_ffi.structural_walk(node, (tvm.ir.Call, visit))
+    return bool(found)
+
+
+def run(func: Any, args: Sequence[Any]) -> list[Any]:
+    """Execute ``func`` on ``args`` (numpy arrays for tensors, numbers for scalars).
+
+    Arrays are updated in place (they are the kernel's buffers); symbolic dims are
+    bound from the arrays' shapes.
+
+    Args:
+        func: a PrimFunc produced by ``@T.prim_func``.
+        args: one value per parameter, in order.
+
+    Returns:
+        ``args`` (arrays updated in place).
+
+    Raises:
+        ValueError: wrong argument count, shape or dtype.
+        NotImplementedError: a construct the interpreter does not cover.
+    """
+    params = list(func.params)
+    if len(args) != len(params):
+        raise ValueError(f"run: expected {len(params)} arguments, got {len(args)}")
+    interp = _Interpreter()
+    for param, arg in zip(params, args, strict=True):
+        ty = param.ty
+        if isinstance(ty, tirx.BufferType):
+            array = np.asarray(arg)
+            if array.ndim != len(ty.shape):
+                raise ValueError(
+                    f"run: {param.name} expects {len(ty.shape)} dims, got shape {array.shape}"
+                )
+            if array.dtype != numpy_dtype(str(ty.dtype)):
+                raise ValueError(f"run: {param.name} expects {ty.dtype}, got {array.dtype}")
+            for dim, size in zip(ty.shape, array.shape, strict=True):
+                if isinstance(dim, tvm.ir.Var):
+                    interp.env[dim] = int(size)
+                elif int(dim) != size:
+                    raise ValueError(f"run: {param.name} expects shape {tuple(ty.shape)}")
+            interp.arrays[param] = array
+        else:
+            interp.env[param] = arg
+    interp.stmt(func.body)
+    return list(args)
