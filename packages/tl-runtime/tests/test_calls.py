@@ -264,3 +264,19 @@ def test_fast_path_sees_in_place_changes_of_a_cached_array(
     a.dtype = np.int32
     with pytest.raises(TypeError, match="'A': expected dtype float32, got int32"):
         kernel(a, b, c)
+
+
+def test_declared_strides_are_checked_instead_of_contiguity() -> None:
+    manifest = tl_runtime.Manifest(
+        name="strided",
+        entry_symbol="strided",
+        params=(tl_runtime.ParamSpec("A", "float32", shape=(4, 4), strides=("s", 1)),),
+        target={"kind": "llvm"},
+        library="strided.so",
+    )
+    checker = ArgumentChecker(manifest)
+    wide = rk.aligned_array(np, (4, 16), "float32")
+    assert checker.prepare([wide[:, :4]]).bindings == {"s": 16}
+    assert checker.prepare([rk.aligned_array(np, (4, 4), "float32")]).bindings == {"s": 4}
+    with pytest.raises(ValueError, match="'A': expected stride 1 = 1, got 4"):
+        checker.prepare([rk.aligned_array(np, (4, 4), "float32").T])

@@ -79,16 +79,27 @@ def test_without_a_compiler_serial_runs_and_parallel_fails_clearly(
             k(a, a)
         except RuntimeError as exc:
             print("REFUSED:", exc)
+        # the cython launcher (prebuilt, given by path) reports the kernel's error the same way
+        kc = tl_runtime.load({str(parallel)!r}, adapter="cython")
+        try:
+            kc(a, a)
+        except RuntimeError as exc:
+            print("CYTHON REFUSED:", exc)
         """
     )
+    from tl_runtime.adapters.cython_adapter import launcher_extension
+
+    prebuilt = str(launcher_extension().__file__)
     env = {
         **os.environ,
         "TL_RUNTIME_CC": "/nonexistent/cc",
         "TL_RUNTIME_CACHE_DIR": str(tmp_path / "cache"),
         "PYTHONPATH": SRC,
+        "TL_RUNTIME_LAUNCHER": prebuilt,
     }
     proc = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
     assert "REFUSED:" in proc.stdout and "needs the tl-runtime C helper" in proc.stdout
+    assert "CYTHON REFUSED:" in proc.stdout
