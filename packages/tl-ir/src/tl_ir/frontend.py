@@ -9,7 +9,6 @@ line); TVM's own error is chained as ``__cause__`` but never the only message.
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -163,9 +162,21 @@ def _parse(func: Callable[..., Any], extra_vars: dict[str, Any], check_well_form
         ) from err
     parser = Parser(source, {func.__name__: func.__annotations__})
     parser.diag = _KernelDiagnostics(source)
-    with IRBuilder() as builder:
-        parser.parse(extra_vars=extra_vars)
-    result = builder.get()
+    try:
+        with IRBuilder() as builder:
+            parser.parse(extra_vars=extra_vars)
+        result = builder.get()
+    except TileLangError:
+        raise
+    except Exception as err:
+        # Failures outside any statement (e.g. an unfinished IR frame) have no
+        # better location than the kernel's definition.
+        raise KernelSyntaxError(
+            f"kernel {func.__name__!r} could not be built: {str(err).strip()}",
+            filename=filename,
+            lineno=first_line,
+            source_line=_source_line(source, first_line),
+        ) from err
     if check_well_formed:
         try:
             tvm.tirx.analysis.verify_tirx_well_formed(result)
@@ -257,13 +268,22 @@ def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool
         TileLangError: a subclass locating the first error in the kernel's source.
     """
     if func is None:
-        return functools.partial(prim_func, check_well_formed=check_well_formed)
+
+        def decorator(inner: Callable[..., Any]) -> Any:
+            return _build(inner, check_well_formed, sys._getframe(1).f_locals)
+
+        # The parser re-evaluates the decorator and asks it for its dialect.
+        decorator.dispatch_token = "tirx"  # type: ignore[attr-defined]
+        return decorator
+    return _build(func, check_well_formed, sys._getframe(1).f_locals)
+
+
+def _build(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:
     if not callable(func) or not hasattr(func, "__code__"):
         raise KernelTypeError(
             f"@T.prim_func: expected a Python function, got {type(func).__name__}"
         )
-    caller = sys._getframe(1)
-    extra_vars = _capture_vars(func, caller.f_locals)
+    extra_vars = _capture_vars(func, caller_locals)
     state = ParseState(symbolic=_LOCAL.pending_symbolic)
     _LOCAL.pending_symbolic = {}
     _LOCAL.states.append(state)
@@ -271,8 +291,7 @@ def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool
         result = _parse(func, extra_vars, check_well_formed)
     finally:
         _LOCAL.states.pop()
-    result = _finalize(result, state, func)
-    return result
+    return _finalize(result, state, func)
 
 
 # The parser asks the decorator which dialect parses the function body.

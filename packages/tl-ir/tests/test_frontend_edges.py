@@ -1,0 +1,136 @@
+"""Front-end edge cases: PEP 563 annotations, exec-defined kernels, errors outside a
+kernel body, decorator forms."""
+
+# ruff: noqa: F841  (kernel bodies bind launch vars they do not use)
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tl_ir
+import tl_ir.language as T
+from tl_ir.interpret import run
+
+DATA = Path(__file__).parent / "data"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"tl_ir_test_{name}", DATA / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pep563_module_with_symbolic_dim_and_scalar_param():
+    module = _load("pep563_kernel")
+    func = module.scale(8, 4)
+    a, alpha, b = func.params
+    assert a.ty.shape[0].same_as(b.ty.shape[0])
+    assert str(alpha.ty.dtype) == "float32"
+    x = np.arange(40, dtype=np.float32).reshape(5, 8)
+    y = np.zeros_like(x)
+    run(func, [x, 2.0, y])
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_kernel_defined_through_exec_is_a_syntax_error():
+    namespace = {"T": T}
+    source = (
+        "def build():\n"
+        "    @T.prim_func\n"
+        "    def main(A: T.Tensor((4,), 'float32')):\n"
+        "        A[0] = T.float32(0)\n"
+        "    return main\n"
+    )
+    exec(compile(source, "<generated>", "exec"), namespace)
+    with pytest.raises(tl_ir.KernelSyntaxError, match="cannot read the source"):
+        namespace["build"]()
+
+
+def test_decorator_with_options_and_non_function():
+    def build():
+        @T.prim_func(check_well_formed=False)
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                A[0] = T.float32(0)
+
+        return main
+
+    assert tl_ir.kernel_launch(build()) is not None
+    with pytest.raises(tl_ir.KernelTypeError, match="expected a Python function"):
+        T.prim_func(42)
+
+
+def test_constructs_outside_a_kernel_body_raise_scope_errors():
+    with pytest.raises(tl_ir.ScopeError, match=re.escape("inside a @T.prim_func")):
+        T.Kernel(1).__enter__()
+    with pytest.raises(tl_ir.ScopeError, match=re.escape("inside `with T.Kernel")):
+        T.alloc_shared((4,), "float32")
+    with pytest.raises(tl_ir.ScopeError):
+        T.get_thread_binding()
+
+
+def test_bad_kernel_arguments_are_type_errors():
+    with pytest.raises(tl_ir.KernelTypeError, match="1 to 3 grid extents"):
+        T.Kernel()
+    with pytest.raises(tl_ir.KernelTypeError, match="positive extent"):
+        T.Kernel(0)
+    with pytest.raises(tl_ir.KernelTypeError, match="threads"):
+        T.Kernel(1, threads=(1, 2, 3, 4))
+    with pytest.raises(tl_ir.KernelTypeError, match="num_stages"):
+        T.Pipelined(4, num_stages=-1)
+    with pytest.raises(tl_ir.UnsupportedError, match="order"):
+        T.Pipelined(4, num_stages=2, order=[0, 1])
+    with pytest.raises(tl_ir.KernelTypeError, match="identifier"):
+        T.symbolic("not a name")
+    with pytest.raises(tl_ir.UnknownDtypeError):
+        T.Tensor((4,), "complex64")
+    with pytest.raises(tl_ir.KernelTypeError, match="positive dims"):
+        T.Tensor((0, 4), "float32")
+
+
+def test_unknown_name_on_T_is_reported():
+    with pytest.raises(AttributeError, match="has no name 'no_such_thing'"):
+        T.no_such_thing  # noqa: B018
+    with pytest.raises(tl_ir.UnknownDtypeError, match="float8"):
+        T.float8  # noqa: B018
+
+
+def test_gemm_and_reduce_operand_errors_inside_kernels():
+    def bad_gemm_c():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                a = T.alloc_shared((8, 4), "float32")
+                b = T.alloc_shared((4, 8), "float32")
+                c = T.alloc_fragment((8, 4), "float32")
+                T.gemm(a, b, c)
+
+        return main
+
+    def bad_reduce_kind():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                t = T.alloc_fragment((8, 8), "float32")
+                r = T.alloc_fragment((8,), "float32")
+                T.reduce(t, r, 1, "mean")
+
+        return main
+
+    def bad_atomic():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                T.atomic_add(A, 1.0)
+
+        return main
+
+    with pytest.raises(tl_ir.ShapeMismatchError, match="expected C to be M x N"):
+        bad_gemm_c()
+    with pytest.raises(tl_ir.KernelTypeError, match="expected kind to be one of"):
+        bad_reduce_kind()
+    with pytest.raises(tl_ir.KernelTypeError, match="element access"):
+        bad_atomic()
