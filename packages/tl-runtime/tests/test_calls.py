@@ -280,3 +280,15 @@ def test_declared_strides_are_checked_instead_of_contiguity() -> None:
     assert checker.prepare([rk.aligned_array(np, (4, 4), "float32")]).bindings == {"s": 4}
     with pytest.raises(ValueError, match="'A': expected stride 1 = 1, got 4"):
         checker.prepare([rk.aligned_array(np, (4, 4), "float32").T])
+
+
+def test_buffer_protocol_objects_are_accepted_by_every_adapter(
+    artifact: Artifact, adapter: str
+) -> None:
+    import array
+
+    kernel = tl_runtime.load(artifact("vadd_n", out_idx=(2,)), adapter=adapter)
+    values = array.array("f", [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(kernel(values, memoryview(values)), [2.0, 4.0, 6.0])
+    with pytest.raises(TypeError, match="'A': expected dtype float32, got float64"):
+        kernel(array.array("d", [1.0]), values)

@@ -49,6 +49,8 @@ values = st.one_of(
     st.just(object()),
     st.just(np.float32(1.5)),
     st.just(np.int64(3)),
+    st.binary(max_size=8),
+    arrays().map(lambda a: memoryview(a) if a.flags.c_contiguous else a),
 )
 
 

@@ -139,6 +139,7 @@ class ArgumentChecker:
             if spec.kind == "scalar":
                 full[index] = self._check_scalar(spec, value)
                 continue
+            value = self._as_array(spec, value)
             view = self.tensor_view(spec, value)
             self._check_tensor(spec, view, bindings, bound_by)
             if first_tensor is None:
@@ -204,6 +205,23 @@ class ArgumentChecker:
         if limit is not None and math.isfinite(number_f) and abs(number_f) > limit:
             raise ValueError(f"{where}: expected a value representable as {dtype}, got {number_f}")
         return number_f
+
+    def _as_array(self, spec: ParamSpec, value: Any) -> Any:
+        """Buffer-protocol objects without DLPack (memoryview, array.array) become numpy views."""
+        np = self._np
+        if np is None or isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
+            return value
+        try:
+            buffer = memoryview(value)
+        except TypeError:
+            return value  # tensor_view reports it
+        try:
+            return np.asarray(buffer)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{self._where(spec)}: expected an array of {spec.dtype}, got a "
+                f"{_describe(value)} buffer numpy cannot view ({exc})"
+            ) from None
 
     def tensor_view(self, spec: ParamSpec, value: object) -> TensorView:
         """Read dtype, shape, strides, device and data pointer from a tensor argument.
