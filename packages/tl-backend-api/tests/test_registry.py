@@ -193,3 +193,44 @@ def test_get_backend_lists_known_names() -> None:
         BackendNotFoundError, match=r"no backend named 'beta'; expected one of \['alpha'\]"
     ):
         get_backend("beta")
+
+
+def test_a_failed_sibling_plugin_warns_but_the_working_one_resolves() -> None:
+    def explode() -> Any:
+        raise RuntimeError("driver headers missing")
+
+    broken = FakeEntryPoint("opencl", explode, dist="tl-codegen-ocl-broken")
+    good = FakeEntryPoint("opencl", lambda: make_backend("ocl"), dist="tl-codegen-ocl")
+    with isolated_registry([broken, good]):
+        with pytest.warns(RuntimeWarning, match="tl-codegen-ocl-broken.*driver headers missing"):
+            assert resolve_backend("opencl").name == "ocl"
+        assert [f.distribution for f in discovery_errors()] == ["tl-codegen-ocl-broken"]
+
+
+def test_an_entry_point_cannot_displace_an_explicit_registration() -> None:
+    mine = make_backend("same-name", kinds=("vulkan",))
+    theirs = FakeEntryPoint("opencl", lambda: make_backend("same-name"), dist="tl-codegen-other")
+    with isolated_registry([theirs]):
+        register_backend(mine)
+        assert list_backends() == (mine,)
+        (failure,) = discovery_errors()
+        assert failure.distribution == "tl-codegen-other"
+        assert "already registered by another descriptor" in failure.error
+
+
+def test_concurrent_resolution_loads_the_entry_point_once() -> None:
+    import threading
+
+    entry_point = FakeEntryPoint("opencl", lambda: make_backend("ocl"))
+    results: list[str] = []
+    with isolated_registry([entry_point]):
+        threads = [
+            threading.Thread(target=lambda: results.append(resolve_backend("opencl").name))
+            for _ in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == ["ocl"] * 8
+    assert entry_point.loads == 1
