@@ -45,6 +45,7 @@ def test_dicts_targets_and_json() -> None:
     existing = Target({"kind": "llvm"})
     assert normalize_target(existing) is existing
     assert target_kind('{"kind": "metal"}') == "metal"
+    assert str(normalize_target("nvidia/nvidia-a100").attrs["arch"]) == "sm_80"  # a TVM tag
     with_host = normalize_target("cuda", host="llvm")
     assert str(with_host.host.kind.name) == "llvm"
 
@@ -110,3 +111,10 @@ def test_cuda_visible_devices_hides_cuda(monkeypatch: pytest.MonkeyPatch) -> Non
 )
 def test_is_cpu_target_is_true_for_c_and_llvm(target: Any, cpu: bool) -> None:
     assert is_cpu_target(target) is cpu
+
+
+def test_describe_target_shows_only_what_was_set() -> None:
+    from tl_backend_api import describe_target
+
+    assert describe_target(normalize_target("c")) == "'c'"
+    assert describe_target(normalize_target("cuda -arch=sm_90")) == "'cuda -arch=sm_90'"
