@@ -202,15 +202,13 @@ def normalize_target(
     if isinstance(target, Target):
         normalized = target
     elif isinstance(target, str):
-        if target.strip() == "auto":
+        stripped = target.strip()
+        if stripped == "auto":
             normalized = _construct({"kind": detect_auto_target_kind(device_probe)}, target)
+        elif "/" in stripped and " " not in stripped and not stripped.startswith("{"):
+            normalized = _construct(stripped, target)  # a TVM tag, e.g. nvidia/nvidia-a100
         else:
-            stripped = target.strip()
-            is_plain = stripped and " " not in stripped and not stripped.startswith("{")
-            if is_plain and stripped not in TARGET_KIND_ALIASES and "/" in stripped:
-                normalized = _construct(stripped, target)  # a TVM tag, e.g. nvidia/nvidia-a100
-            else:
-                normalized = _construct(parse_target_string(target), target)
+            normalized = _construct(parse_target_string(stripped), target)
     elif isinstance(target, Mapping):
         config = dict(target)
         kind = config.get("kind")
