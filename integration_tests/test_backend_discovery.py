@@ -30,8 +30,13 @@ def test_resolving_a_kind_imports_only_that_kinds_plugin() -> None:
         """
         import sys
         import tl_backend_api as api
+        import tvm_ffi
         assert "tl_backend_dummy" not in sys.modules  # nothing loads at import
+        import tl_backend_dummy.backend
+        # callbacks are registered at first resolution, not at import
+        assert tvm_ffi.get_global_func("tl_backend_dummy.describe", allow_missing=True) is None
         backend = api.resolve_backend("opencl")
+        assert tvm_ffi.get_global_func("tl_backend_dummy.describe")() == "tl-backend-dummy"
         assert backend.name == "dummy"
         assert "tl_backend_dummy.backend" in sys.modules
         assert "tl_backend_broken.backend" not in sys.modules
