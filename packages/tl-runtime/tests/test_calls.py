@@ -292,3 +292,30 @@ def test_buffer_protocol_objects_are_accepted_by_every_adapter(
     np.testing.assert_allclose(kernel(values, memoryview(values)), [2.0, 4.0, 6.0])
     with pytest.raises(TypeError, match="'A': expected dtype float32, got float64"):
         kernel(array.array("d", [1.0]), values)
+
+
+def test_concurrent_callers_get_their_own_results(artifact: Artifact, adapter: str) -> None:
+    """The per-position view cache is shared by threads: results must still be per caller."""
+    import threading
+
+    kernel = tl_runtime.load(artifact("vadd"), adapter=adapter)
+    failures: list[str] = []
+
+    def worker(seed: int) -> None:
+        a, b, c = (
+            _aligned((1024,), fill=float(seed)),
+            _aligned((1024,), fill=1.0),
+            _aligned((1024,)),
+        )
+        for _ in range(300):
+            kernel(a, b, c)
+            if not (c == seed + 1.0).all():
+                failures.append(f"thread {seed} saw {c[0]}")
+                return
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []

@@ -53,12 +53,19 @@ _TORCH_DTYPES = {
 }
 
 
+_NUMPY_DTYPES: dict[Any, Any] = {}
+"""dtype name -> numpy dtype, filled on first use (numpy stays optional)."""
+
+
 def optional_numpy() -> ModuleType | None:
     """Return the numpy module, or None when numpy is not installed."""
     try:
         import numpy
     except ImportError:
         return None
+    if not _NUMPY_DTYPES:
+        for name in (*_INT_RANGES, "bool", "float16", "float32", "float64"):
+            _NUMPY_DTYPES[name] = numpy.dtype(name)
     return numpy
 
 
@@ -348,13 +355,13 @@ class ArgumentChecker:
 
     @staticmethod
     def _aligned_empty(np: ModuleType, dtype: Any, shape: tuple[int, ...]) -> Any:
-        import tvm_ffi
+        from tvm_ffi import from_dlpack
 
-        dtype = np.dtype(dtype)
+        dtype = _NUMPY_DTYPES.get(dtype) or np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
         # the tvm-ffi view reads the address several times faster than raw.ctypes.data
-        offset = (-tvm_ffi.from_dlpack(raw).data_ptr()) % ALIGNMENT
+        offset = (-from_dlpack(raw).data_ptr()) & (ALIGNMENT - 1)
         return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
     def allocate(self, dtype: str, shape: tuple[int, ...], like: Any) -> Any:
