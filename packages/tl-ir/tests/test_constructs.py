@@ -3,6 +3,8 @@
 
 import numpy as np
 import pytest
+import tvm
+import tvm_ffi
 from tvm import tirx
 
 import tl_ir
@@ -33,8 +35,6 @@ def _allocs(func):
 
     def visit(stmt):
         found[str(stmt.buffer.name)] = stmt.buffer
-
-    import tvm_ffi
 
     tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, visit), order="pre")
     return found
@@ -271,7 +271,6 @@ def test_compile_time_if_is_resolved_and_runtime_control_flow_kept():
     assert [int(op.value.value) for op in tile_ops(on)] == [1]
     assert [int(op.value.value) for op in tile_ops(off)] == [2]
     kinds = []
-    import tvm_ffi
 
     tvm_ffi.structural_walk(
         on.body, ((tirx.While, tirx.IfThenElse), lambda s: kinds.append(type(s).__name__))
@@ -289,7 +288,6 @@ def test_alloc_var_assignment_stores_into_the_var():
                 A[j] = acc
 
     stores = []
-    import tvm_ffi
 
     tvm_ffi.structural_walk(main.body, (tirx.BufferStore, stores.append))
     var_stores = [s for s in stores if buffer_scope(s.buffer) == "local.var"]
@@ -348,7 +346,6 @@ def test_printer_shows_tile_op_names():
 
 
 def _calls(func):
-    import tvm
     import tvm_ffi
 
     out = []
@@ -399,3 +396,48 @@ def test_every_tier1_name_exists():
     missing = [n for n in names if not hasattr(T, n)]
     assert missing == []
     assert T.Buffer is T.Tensor
+
+
+def test_encode_is_the_inverse_of_describe():
+    import dataclasses
+
+    @T.prim_func
+    def main(A: T.Tensor((32, 16), "float16"), Out: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((32, 16), "float16")
+            c = T.alloc_fragment((32, 32), "float32")
+            r = T.alloc_fragment((32,), "float32")
+            T.copy(A, a)
+            T.fill(c, 2.0)
+            T.gemm(a, a, c, transpose_B=True)
+            T.reduce_sum(c, r, dim=1, clear=False)
+            T.cumsum(r, reverse=True)
+            T.atomic_min(Out[0:32], r)
+            T.print(r, msg="r")
+
+    for call in [c for c in _calls(main) if tl_ir.is_tile_op(c)]:
+        op = tl_ir.describe(call)
+        assert tvm_ffi.structural_equal(tl_ir.encode(op), call)
+    gemm = next(op for op in tile_ops(main) if isinstance(op, GemmOp))
+    flipped = tl_ir.describe(tl_ir.encode(dataclasses.replace(gemm, clear_accum=True)))
+    assert flipped.clear_accum and not gemm.clear_accum
+    with pytest.raises(TypeError, match="tile-op dataclass"):
+        tl_ir.encode("copy")
+
+
+def test_symbolic_copy_extents_accepted_unless_provably_different():
+    def build(offset):
+        N = T.symbolic("N")
+
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                T.copy(A[0:N], B[0 : N + offset])
+
+        return main
+
+    (op,) = tile_ops(build(0))
+    assert op.src.extents[0].same_as(op.dst.extents[0]) or str(op.dst.extents[0]) == "N"
+    assert op.src.is_full
+    with pytest.raises(tl_ir.ShapeMismatchError, match="cannot match"):
+        build(1)

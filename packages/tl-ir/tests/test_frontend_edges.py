@@ -134,3 +134,23 @@ def test_gemm_and_reduce_operand_errors_inside_kernels():
         bad_reduce_kind()
     with pytest.raises(tl_ir.KernelTypeError, match="element access"):
         bad_atomic()
+
+
+def test_bug_inside_tl_ir_is_reported_as_internal_error(monkeypatch):
+    import tl_ir.language as language
+
+    # A helper called with the wrong arity fails inside tl_ir's own frame.
+    monkeypatch.setattr(language, "_check_same_tile", language._fmt)
+
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                T.copy(A, B)
+
+        return main
+
+    with pytest.raises(tl_ir.TileLangInternalError, match="internal error in tl_ir") as info:
+        build()
+    assert isinstance(info.value.__cause__, TypeError)
+    assert "T.copy(A, B)" in info.value.source_line

@@ -13,6 +13,7 @@ __all__ = [
     "ScopeError",
     "ShapeMismatchError",
     "TileLangError",
+    "TileLangInternalError",
     "UnknownDtypeError",
     "UnsupportedError",
 ]
@@ -87,3 +88,8 @@ class ScopeError(TileLangError):
 
 class UnsupportedError(TileLangError):
     """A construct that is valid TileLang but not supported by this implementation."""
+
+
+class TileLangInternalError(TileLangError):
+    """A bug in tl_ir itself surfaced while parsing this statement (the original
+    exception is chained); please report it with the kernel."""

@@ -9,6 +9,7 @@ line); TVM's own error is chained as ``__cause__`` but never the only message.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -23,7 +24,12 @@ from tvm.script.parser.core import utils as _parser_utils
 from tvm.script.parser.core.diagnostics import Diagnostics, Source
 from tvm.script.parser.core.parser import Parser
 
-from tl_ir.errors import KernelSyntaxError, KernelTypeError, TileLangError
+from tl_ir.errors import (
+    KernelSyntaxError,
+    KernelTypeError,
+    TileLangError,
+    TileLangInternalError,
+)
 
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 
@@ -120,8 +126,28 @@ def _source_line(source: Any, lineno: int) -> str | None:
     return None
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _raised_in_tl_ir(cause: BaseException) -> bool:
+    """Whether the innermost Python frame of ``cause`` is tl_ir's own code."""
+    tb = cause.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is None:
+        return False
+    return os.path.abspath(last.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
+
+
 def _classify(cause: BaseException | None, message: str) -> TileLangError:
     text = message.strip() or (type(cause).__name__ if cause is not None else "error")
+    if cause is not None and _raised_in_tl_ir(cause):
+        return TileLangInternalError(
+            f"internal error in tl_ir while parsing this statement "
+            f"({type(cause).__name__}: {cause}); please report it with the kernel"
+        )
     if isinstance(cause, NameError) or "Undefined variable" in text:
         return KernelSyntaxError(f"unknown name in kernel: {text}")
     if isinstance(cause, AttributeError):

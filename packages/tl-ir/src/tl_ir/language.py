@@ -31,6 +31,7 @@ from tvm.script import tirx as _tvm_T
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as _IB
 from tvm.script.tirx import *
+from tvm.sym import Analyzer as _Analyzer
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
@@ -426,7 +427,7 @@ def _provably_different(a: Any, b: Any) -> bool:
     ca, cb = _ops.const_int(a), _ops.const_int(b)
     if ca is not None and cb is not None:
         return ca != cb
-    diff = _ops.const_int(tvm.arith.Analyzer().simplify(a - b))
+    diff = _ops.const_int(_Analyzer().simplify(a - b))
     return diff is not None and diff != 0
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "TileOp",
     "const_int",
     "describe",
+    "encode",
     "is_buffer",
     "is_tile_op",
     "make_call",
@@ -168,7 +169,7 @@ def _same_expr(a: Any, b: Any) -> bool:
     ca, cb = const_int(a), const_int(b)
     if ca is not None and cb is not None:
         return ca == cb
-    return bool(tvm.ir.structural_equal(a, b))
+    return bool(tvm_ffi.structural_equal(a, b))
 
 
 @dataclass(frozen=True)
@@ -368,6 +369,51 @@ def describe(call: Any) -> TileOp:
     # tl.print is the only op left.
     value = _decode_region(args[0]) if _is_region_call(args[0]) else args[0]
     return PrintOp(value=value, msg=str(args[1].value))
+
+
+def _imm(value: bool | int) -> Any:
+    return tirx.IntImm("int32", int(value))
+
+
+def encode(op: TileOp) -> Any:
+    """The ``tl.*`` call of a typed description: ``describe(encode(op)) == op`` field by field.
+
+    Passes that rewrite tile ops (change a region, set ``clear``) build the new call
+    with ``encode(dataclasses.replace(op, ...))``.
+
+    Raises:
+        TypeError: ``op`` is not one of the tile-op dataclasses.
+    """
+    if isinstance(op, CopyOp):
+        return make_call("tl.copy", op.src, op.dst)
+    if isinstance(op, FillOp):
+        return make_call("tl.fill", op.dst, op.value)
+    if isinstance(op, GemmOp):
+        return make_call(
+            "tl.gemm",
+            op.a,
+            op.b,
+            op.c,
+            _imm(op.transpose_a),
+            _imm(op.transpose_b),
+            _imm(op.clear_accum),
+            op.M,
+            op.N,
+            op.K,
+        )
+    if isinstance(op, ReduceOp):
+        return make_call(
+            "tl.reduce", op.src, op.dst, tvm.ir.StringImm(op.kind), _imm(op.dim), _imm(op.clear)
+        )
+    if isinstance(op, CumsumOp):
+        return make_call("tl.cumsum", op.src, op.dst, _imm(op.dim), _imm(op.reverse))
+    if isinstance(op, AtomicOp):
+        if op.kind not in ATOMIC_KINDS:
+            raise TypeError(f"encode: atomic kind must be one of {ATOMIC_KINDS}, got {op.kind!r}")
+        return make_call(f"tl.atomic_{op.kind}", op.dst, op.value)
+    if isinstance(op, PrintOp):
+        return make_call("tl.print", op.value, tvm.ir.StringImm(op.msg))
+    raise TypeError(f"encode: expected a tile-op dataclass, got {type(op).__name__}")
 
 
 def tile_ops(func: Any) -> list[TileOp]:
