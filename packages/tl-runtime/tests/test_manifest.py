@@ -144,3 +144,15 @@ def test_malformed_json_is_an_artifact_error(tmp_path: Path, text: str) -> None:
 def test_writer_needs_the_library_file(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="not found"):
         tl_runtime.write_artifact(tmp_path, _manifest(), ["k.so"])
+
+
+def test_launch_expressions_resolve_from_bindings() -> None:
+    launch = LaunchSpec(
+        grid=("(n + 127) // 128", "max(m, 1)", 1),
+        block=(128, 1, 1),
+        dynamic_shared_memory="n * 4 % 7",
+    )
+    assert launch.resolve({"n": 1000, "m": 0}) == ((8, 1, 1), (128, 1, 1), 4000 % 7)
+    for bad in ("n +", "__import__('os')", "n / 2", "k * 2", "n // 0", "n ** 2"):
+        with pytest.raises(ArtifactError, match="launch expression"):
+            LaunchSpec(grid=(bad,)).resolve({"n": 4})

@@ -214,6 +214,22 @@ class LaunchSpec:
             raise _fail("launch dynamic_shared_memory", "an int or expression string", shm)
         object.__setattr__(self, "extra", dict(self.extra))
 
+    def resolve(self, bindings: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """Evaluate grid, block and dynamic shared memory for the given symbolic dim values.
+
+        Expressions may use ints, symbolic dim names, ``+ - * // % ( )``, unary minus,
+        ``min(...)`` and ``max(...)``; nothing else is evaluated (no ``eval``).
+
+        Returns:
+            ``(grid, block, dynamic_shared_memory)`` as ints.
+
+        Raises:
+            ArtifactError: an expression is malformed or uses an unbound name.
+        """
+        grid = tuple(evaluate_dim_expression(d, bindings) for d in self.grid)
+        block = tuple(evaluate_dim_expression(d, bindings) for d in self.block)
+        return grid, block, evaluate_dim_expression(self.dynamic_shared_memory, bindings)
+
     def to_json(self) -> dict[str, JSONValue]:
         """Return the launch section as a JSON-compatible dict."""
         return {
@@ -398,6 +414,65 @@ class Manifest:
         except json.JSONDecodeError as exc:
             raise ArtifactError(f"manifest.json is not valid JSON: {exc}") from None
         return cls.from_json(data)
+
+
+def evaluate_dim_expression(expression: Dim, bindings: Mapping[str, int]) -> int:
+    """Evaluate an int or an integer expression over symbolic dims (see ``LaunchSpec.resolve``).
+
+    Raises:
+        ArtifactError: malformed expression, unsupported construct, unbound name, or
+            division by zero.
+    """
+    if isinstance(expression, int):
+        return expression
+    import ast
+
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        raise _fail("launch expression", "an integer expression", expression) from None
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in bindings:
+                raise _fail(
+                    f"launch expression {expression!r}",
+                    f"names bound at call time {sorted(bindings)}",
+                    node.id,
+                )
+            return int(bindings[node.id])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand)
+        if isinstance(node, ast.BinOp):
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.FloorDiv | ast.Mod):
+                if right == 0:
+                    raise _fail(f"launch expression {expression!r}", "a non-zero divisor", 0)
+                return left // right if isinstance(node.op, ast.FloorDiv) else left % right
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max")
+            and node.args
+            and not node.keywords
+        ):
+            values = [walk(arg) for arg in node.args]
+            return min(values) if node.func.id == "min" else max(values)
+        raise _fail(
+            f"launch expression {expression!r}",
+            "ints, names, + - * // %, min, max",
+            ast.dump(node),
+        )
+
+    return walk(tree.body)
 
 
 def _as_mapping(where: str, value: object) -> dict[str, JSONValue]:
