@@ -12,7 +12,7 @@ from tl_passes.mark_parallel_loops import (
     MarkParallelLoopsPass,
     mark_outermost_parallel_loops,
 )
-from tl_passes.pass_base import Pass, PassContext, is_kebab_case
+from tl_passes.pass_base import Pass, PassContext, is_kebab_case, replace_functions
 from tl_passes.pipeline import (
     DUMP_IR_ENV,
     PassCallback,
@@ -24,13 +24,21 @@ from tl_passes.pipeline import (
 from tl_passes.registry import PASS_REGISTRY, available_passes, create_pass, get_pass_class
 from tl_passes.remove_no_op import RemoveNoOpPass
 from tl_passes.simplify import SimplifyPass
+from tl_passes.stack_block_locals import (
+    DISABLE_LOWER_BUILTIN,
+    BlockLocalsTooLargeError,
+    StackBlockLocalsPass,
+    stack_block_locals,
+)
 from tl_passes.vector_isa import VectorISA, host_cpu_name, vector_isa_for_target
 
 __all__ = [
+    "DISABLE_LOWER_BUILTIN",
     "DUMP_IR_ENV",
     "PARALLEL_FOR_MARKER",
     "PASS_REGISTRY",
     "SUPPORTED_OPERAND_DTYPES",
+    "BlockLocalsTooLargeError",
     "GemmOperand",
     "MarkParallelLoopsPass",
     "Pass",
@@ -42,6 +50,7 @@ __all__ = [
     "RegisterTile",
     "RemoveNoOpPass",
     "SimplifyPass",
+    "StackBlockLocalsPass",
     "VectorISA",
     "available_passes",
     "choose_register_tile",
@@ -52,5 +61,7 @@ __all__ = [
     "is_kebab_case",
     "mark_outermost_parallel_loops",
     "module_text",
+    "replace_functions",
+    "stack_block_locals",
     "vector_isa_for_target",
 ]

@@ -13,7 +13,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext
+from tl_passes.pass_base import Pass, PassContext, replace_functions
 
 #: The default marker: an extern call the C toolchain rewrites into an OpenMP pragma.
 PARALLEL_FOR_MARKER = "TL_OMP_PARALLEL_FOR"
@@ -109,9 +109,4 @@ class MarkParallelLoopsPass(Pass):
                 updates[global_var] = func.with_body(
                     mark_outermost_parallel_loops(func.body, self.marker)
                 )
-        if not updates:
-            return mod
-        new_mod = tvm.IRModule(dict(mod.functions.items()))
-        for global_var, func in updates.items():
-            new_mod[global_var] = func
-        return new_mod
+        return replace_functions(mod, updates)

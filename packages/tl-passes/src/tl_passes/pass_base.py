@@ -67,3 +67,12 @@ class Pass(abc.ABC):
         Returns:
             The transformed module (may be ``mod`` itself when nothing changed).
         """
+
+
+def replace_functions(mod: tvm.IRModule, updates: Mapping[Any, Any]) -> tvm.IRModule:
+    """Return a copy of ``mod`` (attributes kept) with ``updates`` (GlobalVar -> function) applied."""
+    if not updates:
+        return mod
+    functions = dict(mod.functions.items())
+    functions.update(updates)
+    return tvm.IRModule(functions, attrs=mod.attrs)

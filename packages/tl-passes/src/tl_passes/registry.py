@@ -27,6 +27,7 @@ PASS_REGISTRY: Mapping[str, Callable[[], type[Pass]]] = MappingProxyType(
         "simplify": _lazy("tl_passes.simplify", "SimplifyPass"),
         "remove-no-op": _lazy("tl_passes.remove_no_op", "RemoveNoOpPass"),
         "mark-parallel-loops": _lazy("tl_passes.mark_parallel_loops", "MarkParallelLoopsPass"),
+        "stack-block-locals": _lazy("tl_passes.stack_block_locals", "StackBlockLocalsPass"),
     }
 )
 

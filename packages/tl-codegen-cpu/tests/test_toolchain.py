@@ -1,0 +1,160 @@
+"""The CPU toolchain: C (+OpenMP) and LLVM builds load, run correctly and report failures well."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from tl_codegen_cpu import (
+    C_FLAGS,
+    CpuBuildResult,
+    GccToolchain,
+    build,
+    build_c,
+    build_llvm,
+    generate_c_source,
+    insert_openmp_pragmas,
+)
+from tvm import tirx
+
+from tl_backend_api import Toolchain, ToolchainError
+from tl_passes import PARALLEL_FOR_MARKER, host_cpu_name
+from tl_passes.reference_kernels import tile_gemm_module
+
+
+def _run_gemm(result: CpuBuildResult, m: int, n: int, k: int) -> None:
+    lib = tvm.runtime.load_module(str(result.library_path))
+    rng = np.random.default_rng(0)
+    a = (rng.integers(-4, 5, (m, k)) / 4).astype(np.float32)
+    b = (rng.integers(-4, 5, (k, n)) / 4).astype(np.float32)
+    c = tvm.runtime.tensor(np.full((m, n), 5, np.float32))
+    lib[result.function_names[0]](tvm.runtime.tensor(a), tvm.runtime.tensor(b), c)
+    np.testing.assert_array_equal(c.numpy(), a @ b)
+
+
+@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize(("m", "n", "k"), [(64, 96, 48), (37, 50, 19)])
+def test_gemm_builds_and_runs(builder: object, m: int, n: int, k: int, tmp_path: Path) -> None:
+    mod = tile_gemm_module(m, n, k, 32, 32, 16)
+    result = builder(mod, tmp_path, name="gemm")  # type: ignore[operator]
+    assert result.library_path == tmp_path / "gemm.so" and result.library_path.is_file()
+    assert result.source_path.read_text() == result.source
+    assert result.entry_symbol == "__tvm_ffi_main"
+    assert result.function_names == ("main",)
+    assert "gcc" in result.toolchain_version
+    _run_gemm(result, m, n, k)
+
+
+def test_c_source_has_openmp_pragma_and_no_marker(tmp_path: Path) -> None:
+    result = build_c(tile_gemm_module(64, 64, 32, 32, 32, 16), tmp_path)
+    assert result.source.count("#pragma omp parallel for") == 1
+    assert PARALLEL_FOR_MARKER not in result.source
+    # Block-local tiles are stack arrays: no heap workspace inside the OpenMP region.
+    assert "TVMBackendAllocWorkspace" not in result.source
+    assert result.target_kind == "c"
+
+
+def test_c_library_exports_the_entry_symbol(tmp_path: Path) -> None:
+    import subprocess
+
+    result = build_c(tile_gemm_module(32, 32, 32, 32, 32, 32), tmp_path)
+    symbols = subprocess.run(
+        ["nm", "-D", str(result.library_path)], capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(rf"\bT {result.entry_symbol}\b", symbols)
+
+
+def test_llvm_build_targets_the_host_cpu(tmp_path: Path) -> None:
+    result = build_llvm(tile_gemm_module(32, 32, 32, 32, 32, 32), tmp_path)
+    assert f"mcpu={host_cpu_name()}" in result.toolchain_version
+    assert f'"target-cpu"="{host_cpu_name()}"' in result.source
+    assert result.target_kind == "llvm"
+
+
+def test_build_dispatches_on_target_kind(tmp_path: Path) -> None:
+    mod = tile_gemm_module(16, 16, 16, 16, 16, 16)
+    assert build(mod, "c", tmp_path / "c").target_kind == "c"
+    assert build(mod, {"kind": "llvm"}, tmp_path / "l").target_kind == "llvm"  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match="expected a target of kind 'c' or 'llvm', got kind 'cuda'"
+    ):
+        build(mod, tvm.target.Target({"kind": "cuda", "arch": "sm_90"}), tmp_path)
+
+
+def test_compiler_error_carries_message_and_source_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.c"
+    bad.write_text("int f( { return 0; }\n")
+    with pytest.raises(ToolchainError) as caught:
+        GccToolchain().compile_shared_object([bad], tmp_path / "bad.so", options=C_FLAGS)
+    error = caught.value
+    assert error.source_path == str(bad)
+    assert "error" in error.output and "bad.c" in error.output
+    assert str(bad) in str(error) and "-fopenmp" in str(error)
+
+
+def test_missing_compiler_is_a_toolchain_error(tmp_path: Path) -> None:
+    tool = GccToolchain(executable="no-such-compiler-xyz")
+    assert tool.discover() is None
+    with pytest.raises(ToolchainError, match="'no-such-compiler-xyz' not found on PATH"):
+        build_c(tile_gemm_module(16, 16, 16, 16, 16, 16), tmp_path, toolchain=tool)
+
+
+def test_gcc_toolchain_satisfies_the_protocol() -> None:
+    tool: Toolchain = GccToolchain()
+    info = tool.discover()
+    assert info is not None and info.version and tool.name == "gcc"
+
+
+def test_bad_arguments_raise_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"build_c mod: expected a tvm\.IRModule, got str"):
+        build_c("main", tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="expected at least one PrimFunc"):
+        generate_c_source(tvm.IRModule({}))
+
+
+def test_pragma_rewrite_handles_leftover_markers() -> None:
+    source = (
+        f"TVM_DLL int32_t {PARALLEL_FOR_MARKER}();\n"
+        f"  {PARALLEL_FOR_MARKER}();\n  for (int32_t i = 0; i < 4; ++i) {{\n  }}\n"
+        f"  {PARALLEL_FOR_MARKER}();\n  x = 1;\n"
+    )
+    rewritten, count = insert_openmp_pragmas(source)
+    assert count == 1
+    assert (
+        rewritten
+        == "  #pragma omp parallel for\n  for (int32_t i = 0; i < 4; ++i) {\n  }\n  x = 1;\n"
+    )
+
+
+def test_grid_of_one_block_still_builds(tmp_path: Path) -> None:
+    # The parallel loop of extent 1 is simplified away; its marker must not survive.
+    result = build_c(tile_gemm_module(8, 8, 8, 8, 8, 8), tmp_path)
+    assert PARALLEL_FOR_MARKER not in result.source
+    _run_gemm(result, 8, 8, 8)
+
+
+def test_too_large_block_locals_are_refused(tmp_path: Path) -> None:
+    from tl_passes import BlockLocalsTooLargeError
+
+    i = tirx.Var("i", "int32")
+    big = tirx.decl_buffer((1 << 19,), "float32", name="Big")
+    out = tirx.decl_buffer((4,), "float32", name="Out")
+    body = tirx.For(
+        i,
+        0,
+        4,
+        tirx.ForKind.PARALLEL,
+        tirx.SeqStmt(
+            [
+                tirx.AllocBuffer(big),
+                tirx.BufferStore(big, tirx.const(1, "float32"), [i]),
+                tirx.BufferStore(out, tirx.BufferLoad(big, [i]), [i]),
+            ]
+        ),
+    )
+    func = tirx.PrimFunc([out], body).with_attrs({"global_symbol": "f"})
+    with pytest.raises(BlockLocalsTooLargeError, match="2097152 bytes"):
+        build_c(tvm.IRModule({"f": func}), tmp_path)

@@ -1,0 +1,115 @@
+"""`stack-block-locals`: keep the block-local arrays of a parallel loop on the thread's stack.
+
+TVM 0.27's ``LowerTVMBuiltin`` turns every CPU allocation of 1024 bytes or
+more into a ``TVMBackendAllocWorkspace`` call whose failure branch returns
+from the function. Inside an OpenMP ``parallel for`` that return is illegal
+(gcc: "invalid branch to/from OpenMP structured block"), and a heap call per
+block is slower than a stack array anyway. This pass marks every allocation
+inside an outermost parallel loop with ``disable_lower_builtin`` so codegen
+emits a plain array, as long as one iteration's arrays stay within
+``max_bytes`` (threads have stacks of a few MiB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+
+#: The AllocBuffer annotation that makes LowerTVMBuiltin leave an allocation alone.
+DISABLE_LOWER_BUILTIN = "disable_lower_builtin"
+
+
+class BlockLocalsTooLargeError(ValueError):
+    """The block-local arrays of one parallel iteration exceed the stack budget."""
+
+
+def _allocation_bytes(alloc: tirx.AllocBuffer) -> int | None:
+    buffer = alloc.buffer
+    total = tvm.DataType(str(buffer.dtype)).bits // 8 or 1
+    for extent in buffer.shape:
+        if not isinstance(extent, tirx.IntImm):
+            return None
+        total *= int(extent)
+    return int(total)
+
+
+def stack_block_locals(stmt: tirx.Stmt, max_bytes: int, where: str) -> tirx.Stmt:
+    """Return ``stmt`` with the allocations in its outermost parallel loops annotated.
+
+    Raises:
+        BlockLocalsTooLargeError: a parallel loop's body allocates more than
+            ``max_bytes`` (or an array of non-constant size).
+    """
+
+    def annotate(alloc: tirx.AllocBuffer) -> tirx.AllocBuffer:
+        annotations = dict(alloc.annotations.items()) if alloc.annotations else {}
+        annotations[DISABLE_LOWER_BUILTIN] = tirx.IntImm("bool", 1)
+        return tirx.AllocBuffer(alloc.buffer, annotations=annotations)
+
+    # Exceptions raised inside structural_map callbacks come back as RuntimeError,
+    # so problems are collected and raised afterwards.
+    problems: list[str] = []
+
+    def rewrite_parallel(loop: tirx.For) -> tirx.For:
+        if loop.kind != tirx.ForKind.PARALLEL:
+            return loop
+        allocations: list[tirx.AllocBuffer] = []
+        tvm_ffi.structural_walk(loop.body, (tirx.AllocBuffer, allocations.append), order="post")
+        if not allocations:
+            return loop
+        sizes = [_allocation_bytes(a) for a in allocations]
+        if any(size is None for size in sizes):
+            problems.append(
+                f"{where}: a parallel loop allocates an array of non-constant size; "
+                "expected constant-size block-local arrays"
+            )
+            return loop
+        total = sum(size for size in sizes if size is not None)
+        if total > max_bytes:
+            problems.append(
+                f"{where}: the block-local arrays of one parallel iteration take {total} bytes, "
+                f"more than the stack budget of {max_bytes} bytes; use smaller tiles"
+            )
+            return loop
+        body = tvm_ffi.structural_map(loop.body, (tirx.AllocBuffer, annotate), order="post")
+        return tirx.For(
+            loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
+        )
+
+    # "pre" order: the outermost parallel loop is rewritten first and whole.
+    result = tvm_ffi.structural_map(stmt, (tirx.For, rewrite_parallel), order="pre")
+    if problems:
+        raise BlockLocalsTooLargeError(problems[0])
+    return result
+
+
+@dataclass(frozen=True)
+class StackBlockLocalsPass(Pass):
+    """Keep allocations inside parallel loops on the stack (see the module docstring).
+
+    Args:
+        max_bytes: the most bytes one parallel iteration may allocate (default 1 MiB).
+
+    Raises (from ``run``):
+        BlockLocalsTooLargeError: a parallel iteration allocates more.
+    """
+
+    name: ClassVar[str] = "stack-block-locals"
+    max_bytes: int = 1 << 20
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with block-local allocations annotated in every PrimFunc."""
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                where = f"stack-block-locals ({global_var.name_hint})"
+                body = stack_block_locals(func.body, self.max_bytes, where)
+                if not body.same_as(func.body):
+                    updates[global_var] = func.with_body(body)
+        return replace_functions(mod, updates)
