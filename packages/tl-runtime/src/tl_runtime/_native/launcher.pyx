@@ -110,7 +110,7 @@ cdef inline int _format_ok(const char* fmt, ParamInfo* p) noexcept:
 
 
 cdef class Launcher:
-    """``Launcher(address, specs, n_symbols, allocate, slow)``; call it with the caller's args tuple.
+    """``Launcher(address, specs, n_symbols, allocate, slow)``; call it with the caller's args.
 
     ``specs`` is a list of dicts built by tl_runtime.adapters.cython_adapter; ``allocate``
     is ``(dtype_name, shape) -> aligned numpy array``; ``slow(args)`` returns the full
@@ -185,7 +185,7 @@ cdef class Launcher:
         if result.type_index >= kTVMFFIStaticObjectBegin and result.v_ptr != NULL:
             TVMFFIObjectDecRef(result.v_ptr)
 
-    def __call__(self, tuple args):
+    def __call__(self, *args):
         cdef TVMFFIAny packed[MAX_PARAMS]
         cdef DLTensor tensors[MAX_PARAMS]
         cdef int64_t shapes[MAX_PARAMS][MAX_DIMS]

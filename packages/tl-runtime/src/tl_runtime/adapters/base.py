@@ -11,8 +11,9 @@ from tl_runtime.checking import ArgumentChecker
 from tl_runtime.errors import ArtifactError
 from tl_runtime.manifest import Manifest
 
-CallFunction = Callable[[tuple[Any, ...]], Any]
-"""An adapter's call path: takes the caller's argument tuple, returns None, one output or a tuple."""
+CallFunction = Callable[..., Any]
+"""An adapter's call path: ``call(*args)`` with the caller's arguments; returns None, one
+output or a tuple of outputs."""
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ def build_fast_path(
     launch: Callable[..., Any],
     slow: Callable[[tuple[Any, ...]], Any],
     allocate: Callable[[str, tuple[int, ...]], Any] | None = None,
-) -> Callable[[tuple[Any, ...]], Any]:
-    """Return ``call(args)`` that checks the common case inline and calls ``launch(*full_args)``.
+) -> Callable[..., Any]:
+    """Return ``call(*args)`` that checks the common case inline and calls ``launch(*full_args)``.
 
     Args:
         checker: the kernel's checker (its manifest decides the generated checks).
@@ -32,11 +32,11 @@ def build_fast_path(
         allocate: ``(dtype, shape) -> array`` for ``out_idx`` outputs (64-byte aligned numpy).
 
     Returns:
-        The call function; if numpy is not installed it is ``slow`` itself.
+        The call function; without numpy it only forwards to ``slow``.
     """
     np = checker._np
     if np is None:
-        return slow
+        return lambda *args: slow(args)
     import tvm_ffi
 
     params = checker.params
@@ -51,7 +51,7 @@ def build_fast_path(
         "last": [(None, None)] * len(params),
         "MASK": ALIGNMENT - 1,
     }
-    lines = ["def call(args):"]
+    lines = ["def call(*args):"]
     caller = checker.caller_params
     names = [f"a{i}" for i in caller]
     lines.append(f"    if len(args) != {len(caller)}:")
@@ -69,7 +69,7 @@ def build_fast_path(
     for k in sorted(checker.out_idx):
         spec = params[k]
         if spec.dtype == "bfloat16" or allocate is None:
-            return slow
+            return lambda *args: slow(args)
         shape = ", ".join(str(d) if isinstance(d, int) else f"sym_{d}" for d in spec.shape)
         lines.append(
             f"    o{k} = allocate({spec.dtype!r}, ({shape}{',' if len(spec.shape) == 1 else ''}))"
@@ -89,7 +89,7 @@ def build_fast_path(
     source = "\n".join(lines) + "\n"
     # Generated from the validated manifest only (identifiers and ints), never from call data.
     exec(compile(source, f"<tl_runtime fast path: {checker.manifest.name}>", "exec"), namespace)
-    call: Callable[[tuple[Any, ...]], Any] = namespace["call"]
+    call: Callable[..., Any] = namespace["call"]
     call.__doc__ = source
     return call
 
