@@ -154,3 +154,25 @@ def test_bug_inside_tl_ir_is_reported_as_internal_error(monkeypatch):
         build()
     assert isinstance(info.value.__cause__, TypeError)
     assert "T.copy(A, B)" in info.value.source_line
+
+
+def test_bad_annotation_is_located_in_both_annotation_forms():
+    def call_form():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float99")):
+            A[0] = T.float32(0)
+
+        return main
+
+    def subscript_form():
+        @T.prim_func
+        def main(A: T.Tensor[(4,), "float99"]):  # noqa: F821 (a dtype, not a name)
+            A[0] = T.float32(0)
+
+        return main
+
+    for build in (call_form, subscript_form):
+        with pytest.raises(tl_ir.UnknownDtypeError) as info:
+            build()
+        assert info.value.filename == __file__
+        assert '"float99"' in info.value.source_line

@@ -97,19 +97,24 @@ class _TensorAnnotation:
     """``T.Tensor((M, K), dtype)``: the annotation of a tensor parameter (alias ``T.Buffer``)."""
 
     def __call__(self, shape: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+        return self._make(shape, dtype, kwargs)
+
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], list | tuple):
+            return self._make(item[0], item[1], {})
+        return self._make(item, "float32", {})
+
+    def _make(self, shape: Any, dtype: Any, kwargs: dict[str, Any]) -> Any:
         try:
             dims = _check_shape(shape, "T.Tensor(shape, dtype)")
             return _tvm_T.Buffer(dims, _normalize_dtype(dtype), **kwargs)
         except TileLangError as err:
-            # Annotations are evaluated when Python defines the kernel function, before
-            # the parser runs: locate the error at the caller's line.
-            _locate_at_caller(err, depth=2)
+            if _current_state() is None:
+                # Annotations are evaluated when Python defines the kernel function,
+                # before the parser runs: locate the error at the annotation's line
+                # (frames: _locate_at_caller, _make, __call__/__getitem__, the kernel).
+                _locate_at_caller(err, depth=3)
             raise
-
-    def __getitem__(self, item: Any) -> Any:
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], list | tuple):
-            return self(item[0], item[1])
-        return self(item)
 
 
 #: Tensor parameter annotation: ``A: T.Tensor((M, K), "float16")``.
