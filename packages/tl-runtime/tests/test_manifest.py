@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tl_runtime
 from tl_runtime import (
@@ -156,3 +159,41 @@ def test_launch_expressions_resolve_from_bindings() -> None:
     for bad in ("n +", "__import__('os')", "n / 2", "k * 2", "n // 0", "n ** 2"):
         with pytest.raises(ArtifactError, match="launch expression"):
             LaunchSpec(grid=(bad,)).resolve({"n": 4})
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.text(max_size=6)
+    | st.floats(allow_nan=False),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(data=st.data())
+def test_mutated_manifests_raise_only_artifact_errors(data: st.DataObject) -> None:
+    """Any JSON replacing any part of a valid manifest is either valid or an ArtifactError."""
+    document = _manifest(files=(FileEntry("k.so", "0" * 64),)).to_json()
+    path: list[object] = []
+    node: object = document
+    while isinstance(node, dict | list) and node and data.draw(st.booleans()):
+        key = data.draw(
+            st.sampled_from(sorted(node) if isinstance(node, dict) else range(len(node)))
+        )
+        path.append(key)
+        node = node[key]  # type: ignore[index]
+    replacement = data.draw(_json_values)
+    if not path:
+        document = replacement
+    else:
+        parent: object = document
+        for key in path[:-1]:
+            parent = parent[key]  # type: ignore[index]
+        parent[path[-1]] = replacement  # type: ignore[index]
+    with contextlib.suppress(ArtifactError):
+        Manifest.from_json(document)
