@@ -336,8 +336,11 @@ def test_printer_shows_tile_op_names():
         with T.Kernel(1, threads=32) as bx:
             T.copy(A, B)
 
-    text = tl_ir.format_ir(main)
+    text = tl_ir.format_ir(main, regions="calls")
     assert "T.copy(T.region(A[0, 0], 1, 16, 16), T.region(B[0, 0], 2, 16, 16))" in text
+    assert "T.copy(A[0:16, 0:16], B[0:16, 0:16])" in tl_ir.format_ir(main)
+    with pytest.raises(ValueError, match="regions"):
+        tl_ir.format_ir(main, regions="raw")
     assert "T.copy(" in str(main)
     (call,) = [c for c in _calls(main) if tl_ir.is_tile_op(c)]
     assert (

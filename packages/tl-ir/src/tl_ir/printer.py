@@ -1,21 +1,54 @@
 """The IR printer used in dumps and error messages.
 
-Tile ops print under their kernel-language names (``T.copy(T.region(A[i, j], 1, 64,
-32), ...)``) because every ``tl.*`` op registers a ``TScriptPrinterName``;
-``print(func)`` gives the same text.
+Tile ops print under their kernel-language names because every ``tl.*`` op registers
+a ``TScriptPrinterName``: ``print(func)`` shows ``T.copy(T.region(A[i, j], 1, 64, 32),
+...)`` (the exact encoding), and `format_ir` shows operands as slices,
+``T.copy(A[i:i + 64, j:j + 32], S[0:64, 0:32])``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import tvm
+import tvm_ffi
+
 from tl_ir.ops import describe, is_tile_op
 
 __all__ = ["format_ir", "format_tile_op"]
 
 
-def format_ir(node: Any) -> str:
-    """TVMScript text of a PrimFunc or statement, without the import header lines."""
+# tl_ir.ops registered the op on import.
+_REGION_OP = tvm.ir.Op.get("tl.region")
+
+
+def _region_as_slice(call: Any) -> Any:
+    if not (isinstance(call.op, tvm.ir.Op) and call.op.same_as(_REGION_OP)):
+        return call
+    load = call.args[0]
+    extents = list(call.args[2:])
+    return load.source[tuple(slice(m, m + e) for m, e in zip(load.indices, extents, strict=True))]
+
+
+def format_ir(node: Any, *, regions: str = "slices") -> str:
+    """TVMScript text of a PrimFunc or statement, without the import header lines.
+
+    Args:
+        node: a PrimFunc or a statement.
+        regions: ``"slices"`` shows tile operands as ``A[lo:hi, ...]``; ``"calls"``
+            shows the exact ``T.region(...)`` encoding.
+
+    Raises:
+        ValueError: ``regions`` is neither ``"slices"`` nor ``"calls"``.
+    """
+    if regions not in ("slices", "calls"):
+        raise ValueError(f"format_ir: regions must be 'slices' or 'calls', got {regions!r}")
+    if regions == "slices":
+        if hasattr(node, "with_body"):
+            body = tvm_ffi.structural_map(node.body, (tvm.ir.Call, _region_as_slice), order="post")
+            node = node.with_body(body)
+        else:
+            node = tvm_ffi.structural_map(node, (tvm.ir.Call, _region_as_slice), order="post")
     text = str(node.script()) if hasattr(node, "script") else str(node)
     lines = [line for line in text.splitlines() if not line.startswith("# from ")]
     return "\n".join(lines).strip() + "\n"
