@@ -6,9 +6,9 @@ benchmarks/dispatch.py. Importing this module imports tvm.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -143,7 +143,6 @@ def build_artifact(
     directory.mkdir(parents=True, exist_ok=True)
     lib = tvm.compile(func.with_attr("global_symbol", kernel), target=target)
     lib.export_library(str(directory / f"{kernel}.so"))
-    files: dict[str, Any] = {}
     roles = {f"{kernel}.so": "library"}
     if target == "c":
         (directory / f"{kernel}.c").write_text(lib.mod.inspect_source())
@@ -163,7 +162,6 @@ def build_artifact(
         files=(),
         versions={"apache-tvm": str(tvm.__version__), "tl-runtime": tl_runtime.__version__},
     )
-    del files
     return tl_runtime.write_artifact(directory, manifest, files_list, roles=roles)
 
 
@@ -184,9 +182,10 @@ def cached_artifact(kernel: str, **options: Any) -> Path:
         tmp = Path(tempfile.mkdtemp(dir=_CACHE_ROOT.parent, prefix=".tlrt-build-"))
         build_artifact(tmp, kernel, **options)
         _CACHE_ROOT.mkdir(exist_ok=True)
-        # another process may have won the race: its artifact is equivalent
-        with contextlib.suppress(OSError):
+        try:
             os.replace(tmp, directory)
+        except OSError:  # another process won the race: its artifact is equivalent
+            shutil.rmtree(tmp, ignore_errors=True)
     return directory
 
 
