@@ -103,3 +103,31 @@ def test_without_a_compiler_serial_runs_and_parallel_fails_clearly(
     assert proc.returncode == 0, proc.stderr
     assert "REFUSED:" in proc.stdout and "needs the tl-runtime C helper" in proc.stdout
     assert "CYTHON REFUSED:" in proc.stdout
+
+
+def test_pthreads_helper_runs_parallel_kernels(artifact: Artifact, tmp_path: Path) -> None:
+    parallel = artifact("padd", out_idx=(2,))
+    script = textwrap.dedent(
+        f"""
+        import numpy as np, tl_runtime
+        from tl_runtime import context
+        k = tl_runtime.load({str(parallel)!r})
+        status = context.ensure_context_symbols()
+        assert status.parallel and not status.openmp, status
+        a = np.arange(65536, dtype=np.float32)
+        tl_runtime.set_num_threads(3)
+        assert (k(a, a) == 2 * a).all()
+        print("THREADS", context.last_launch_threads())
+        """
+    )
+    env = {
+        **os.environ,
+        "TL_RUNTIME_NO_OPENMP": "1",
+        "TL_RUNTIME_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": SRC,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "THREADS 3" in proc.stdout

@@ -5,13 +5,15 @@ A TVM-built CPU library holds function-pointer slots (``__TVMBackendParallelLaun
 ``__TVMBackendFreeWorkspace``) that the loader fills from symbols registered with
 ``TVMFFIEnvModRegisterContextSymbol``. Under tvm-ffi alone nobody registers them, and a
 parallel kernel would call through NULL. This module registers them once per process from
-a small C helper (OpenMP, or pthreads) built on first use; without a C compiler it registers
+a small C helper (OpenMP, or pthreads when OpenMP is unavailable or
+``$TL_RUNTIME_NO_OPENMP`` is set) built on first use; without a C compiler it registers
 fallbacks that make serial kernels run and parallel ones fail with a clear error.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,9 +88,10 @@ def ensure_context_symbols() -> ContextStatus:
         from tl_runtime.native_build import build_shared_library
 
         try:
-            path = build_shared_library(
-                "tl_rt_context_helper", [_HELPER_SOURCE], [["-O2", "-fopenmp"], ["-O2", "-pthread"]]
-            )
+            flag_sets = [["-O2", "-fopenmp"], ["-O2", "-pthread"]]
+            if os.environ.get("TL_RUNTIME_NO_OPENMP"):
+                flag_sets = flag_sets[1:]
+            path = build_shared_library("tl_rt_context_helper", [_HELPER_SOURCE], flag_sets)
             helper = ctypes.CDLL(str(path))
         except (NativeBuildError, OSError) as exc:
             reason = str(exc)
