@@ -25,13 +25,22 @@ from tl_passes import PARALLEL_FOR_MARKER, host_cpu_name
 from tl_passes.reference_kernels import tile_gemm_module
 
 
-def _run_gemm(result: CpuBuildResult, m: int, n: int, k: int) -> None:
+def _run_gemm(
+    result: CpuBuildResult,
+    m: int,
+    n: int,
+    k: int,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+) -> None:
     lib = tvm.runtime.load_module(str(result.library_path))
     rng = np.random.default_rng(0)
     a = (rng.integers(-4, 5, (m, k)) / 4).astype(np.float32)
     b = (rng.integers(-4, 5, (k, n)) / 4).astype(np.float32)
+    stored_a = np.ascontiguousarray(a.T) if transpose_a else a
+    stored_b = np.ascontiguousarray(b.T) if transpose_b else b
     c = tvm.runtime.tensor(np.full((m, n), 5, np.float32))
-    lib[result.function_names[0]](tvm.runtime.tensor(a), tvm.runtime.tensor(b), c)
+    lib[result.function_names[0]](tvm.runtime.tensor(stored_a), tvm.runtime.tensor(stored_b), c)
     np.testing.assert_array_equal(c.numpy(), a @ b)
 
 
@@ -46,6 +55,38 @@ def test_gemm_builds_and_runs(builder: object, m: int, n: int, k: int, tmp_path:
     assert result.function_names == ("main",)
     assert "gcc" in result.toolchain_version
     _run_gemm(result, m, n, k)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "block"),
+    [(64, 96, 48, (32, 64, 16)), (37, 50, 19, (32, 32, 16)), (128, 64, 8, (128, 64, 8))],
+)
+@pytest.mark.parametrize(
+    ("transpose_a", "transpose_b"), [(False, False), (True, False), (False, True)]
+)
+def test_c_vector_extension_microkernel(
+    m: int,
+    n: int,
+    k: int,
+    block: tuple[int, int, int],
+    transpose_a: bool,
+    transpose_b: bool,
+    tmp_path: Path,
+) -> None:
+    mod = tile_gemm_module(
+        m,
+        n,
+        k,
+        *block,
+        transpose_a=transpose_a,
+        transpose_b=transpose_b,
+        style="c-vector-extension",
+    )
+    result = build_c(mod, tmp_path)
+    # B stored transposed is not contiguous along n: that tile falls back to TIR loops.
+    assert ("tl_gemm_f32x" in result.source) == (not transpose_b)
+    assert "TVM_DLL int32_t tl_gemm_f32x" not in result.source
+    _run_gemm(result, m, n, k, transpose_a, transpose_b)
 
 
 def test_c_source_has_openmp_pragma_and_no_marker(tmp_path: Path) -> None:

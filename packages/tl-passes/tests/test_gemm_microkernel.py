@@ -181,3 +181,17 @@ def test_bad_inputs_raise_clear_errors() -> None:
         emit_gemm_microkernel(a, b, _operand((4, 4), "float16"), 4, 4, 4)
     with pytest.raises(ValueError, match="rows: expected a positive int"):
         RegisterTile(0, 16)
+    with pytest.raises(ValueError, match="style: expected one of"):
+        emit_gemm_microkernel(a, b, c, 4, 4, 4, style="asm")
+
+
+def test_c_vector_extension_style_calls_the_prelude_for_full_tiles() -> None:
+    a, b, c = _operand((16, 8)), _operand((8, 40)), _operand((16, 40))
+    stmt = emit_gemm_microkernel(
+        a, b, c, 16, 40, 8, style="c-vector-extension", register_tile=RegisterTile(8, 32)
+    )
+    text = stmt.script()
+    # Two full 8x32 tiles call the C micro-kernel; the 8-column remainder stays in TIR.
+    assert text.count('"tl_gemm_f32x16"') == 1  # one call inside the row-tile loop
+    assert "T.vectorized(8)" in text
+    assert "tl_gemm_f32x16" not in emit_gemm_microkernel(a, b, c, 16, 40, 8).script()

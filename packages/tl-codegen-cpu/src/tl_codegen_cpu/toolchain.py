@@ -31,6 +31,7 @@ from tvm import tirx
 
 from tl_backend_api import ToolchainError, ToolchainInfo
 from tl_passes import (
+    C_MICROKERNEL_PRELUDE,
     PARALLEL_FOR_MARKER,
     MarkParallelLoopsPass,
     PassContext,
@@ -65,6 +66,8 @@ _MARKER_BEFORE_LOOP = re.compile(
 )
 _LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
+_MICROKERNEL_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_gemm_f32x\d+\(.*\);\n", re.MULTILINE)
+_LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,21 @@ def insert_openmp_pragmas(source: str) -> tuple[str, int]:
     return rewritten, count
 
 
+def insert_microkernel_prelude(source: str) -> str:
+    """Add the C GEMM micro-kernel definitions when ``source`` calls them.
+
+    TVM declares every extern it calls as an exported ``TVM_DLL`` function;
+    those declarations of ``tl_gemm_f32x*`` are removed and the static inline
+    definitions (`tl_passes.C_MICROKERNEL_PRELUDE`) go after the includes.
+    """
+    if "tl_gemm_f32x" not in source:
+        return source
+    source = _MICROKERNEL_DECLARATION.sub("", source)
+    includes = list(_LAST_INCLUDE.finditer(source))
+    at = includes[-1].end() if includes else 0
+    return source[:at] + C_MICROKERNEL_PRELUDE + source[at:]
+
+
 def generate_c_source(mod: tvm.IRModule) -> str:
     """Return the C source of ``mod`` with OpenMP pragmas on its outermost parallel loops.
 
@@ -265,7 +283,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
     with tvm.transform.PassContext(opt_level=3, config=config):
         lib = tvm.compile(marked, target="c")
     source, _ = insert_openmp_pragmas(str(lib.mod.inspect_source()))
-    return source
+    return insert_microkernel_prelude(source)
 
 
 def build_c(

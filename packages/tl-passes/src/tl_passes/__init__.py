@@ -1,6 +1,8 @@
 """tl_passes: target-neutral passes, the pass pipeline framework and the CPU GEMM micro-kernel."""
 
 from tl_passes.gemm_microkernel import (
+    C_MICROKERNEL_PRELUDE,
+    MICROKERNEL_STYLES,
     SUPPORTED_OPERAND_DTYPES,
     GemmOperand,
     RegisterTile,
@@ -33,8 +35,10 @@ from tl_passes.stack_block_locals import (
 from tl_passes.vector_isa import VectorISA, host_cpu_name, vector_isa_for_target
 
 __all__ = [
+    "C_MICROKERNEL_PRELUDE",
     "DISABLE_LOWER_BUILTIN",
     "DUMP_IR_ENV",
+    "MICROKERNEL_STYLES",
     "PARALLEL_FOR_MARKER",
     "PASS_REGISTRY",
     "SUPPORTED_OPERAND_DTYPES",

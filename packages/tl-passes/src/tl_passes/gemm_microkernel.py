@@ -31,6 +31,54 @@ SUPPORTED_OPERAND_DTYPES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The emission styles of `emit_gemm_microkernel`.
+MICROKERNEL_STYLES: tuple[str, ...] = ("tir", "c-vector-extension")
+
+#: Vector widths (fp32 lanes) the C prelude defines a micro-kernel for.
+C_PRELUDE_LANES: tuple[int, ...] = (4, 8, 16)
+
+#: The most rows / column vectors of a register tile the C prelude supports.
+_C_MAX_ROWS, _C_MAX_VECTORS = 16, 4
+
+#: C definitions of ``tl_gemm_f32x{4,8,16}(rows, vectors, k, a, a_row_stride,
+#: a_k_stride, b, b_k_stride, c, c_row_stride)``: C[rows x vectors*lanes] +=
+#: A @ B with GCC vector-extension accumulators. Always inlined with constant
+#: rows/vectors, the unrolled loops leave every accumulator in a register.
+C_MICROKERNEL_PRELUDE = (
+    r"""
+/* tl_passes GEMM micro-kernel (GCC vector extensions). */
+#define TL_GEMM_F32(LANES)                                                        \
+typedef float tl_f32x##LANES                                                      \
+    __attribute__((vector_size(LANES * 4), aligned(4), may_alias));               \
+static inline __attribute__((always_inline)) int32_t tl_gemm_f32x##LANES(          \
+    int32_t rows, int32_t vectors, int32_t k, const float* a, int32_t a_row_stride,\
+    int32_t a_k_stride, const float* b, int32_t b_k_stride, float* c,              \
+    int32_t c_row_stride) {                                                        \
+  tl_f32x##LANES acc[TL_GEMM_MAX_ROWS][TL_GEMM_MAX_VECTORS];                       \
+  _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r)                     \
+    _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                 \
+      acc[r][v] = *(const tl_f32x##LANES*)(c + r * c_row_stride + v * LANES);     \
+  for (int32_t kk = 0; kk < k; ++kk) {                                            \
+    tl_f32x##LANES bv[TL_GEMM_MAX_VECTORS];                                       \
+    _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                 \
+      bv[v] = *(const tl_f32x##LANES*)(b + kk * b_k_stride + v * LANES);          \
+    _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r) {                 \
+      const float av = a[r * a_row_stride + kk * a_k_stride];                     \
+      _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)               \
+        acc[r][v] += av * bv[v];                                                  \
+    }                                                                             \
+  }                                                                               \
+  _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r)                     \
+    _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                 \
+      *(tl_f32x##LANES*)(c + r * c_row_stride + v * LANES) = acc[r][v];           \
+  return 0;                                                                       \
+}
+"""
+    + f"#define TL_GEMM_MAX_ROWS {_C_MAX_ROWS}\n#define TL_GEMM_MAX_VECTORS {_C_MAX_VECTORS}\n"
+    + "".join(f"TL_GEMM_F32({lanes})\n" for lanes in C_PRELUDE_LANES)
+)
+
+
 @dataclass(frozen=True)
 class GemmOperand:
     """A tile operand: a buffer and the index of the tile's first element.
@@ -170,6 +218,7 @@ def emit_gemm_microkernel(
     isa: VectorISA | None = None,
     register_tile: RegisterTile | None = None,
     name_hint: str = "gemm",
+    style: str = "tir",
 ) -> tirx.Stmt:
     """Return a TIR statement computing ``C[m x n] += op(A)[m x k] @ op(B)[k x n]``.
 
@@ -185,6 +234,12 @@ def emit_gemm_microkernel(
         isa: the vector unit to target (default: AVX-512, 32 x 512-bit registers).
         register_tile: override the register tile (default: `choose_register_tile`).
         name_hint: a prefix for the accumulator buffers' names.
+        style: ``"tir"`` (default; for LLVM) builds every register tile from
+            TIR loops. ``"c-vector-extension"`` (for the C path) turns each
+            full fp32 register tile with contiguous B rows into a call of
+            ``tl_gemm_f32x<lanes>`` from `C_MICROKERNEL_PRELUDE`, whose GCC
+            vector-extension accumulators gcc keeps in registers; the C
+            toolchain adds the prelude. Other tiles use TIR loops.
 
     Returns:
         A ``tvm.tirx.Stmt``; it allocates only small block-local accumulator
@@ -193,8 +248,13 @@ def emit_gemm_microkernel(
     Raises:
         TypeError: if an operand is not a `GemmOperand` over a TIR buffer.
         ValueError: for non-positive extents, wrong offset ranks, a tile that
-            statically does not fit its buffer, or an unsupported dtype mix.
+            statically does not fit its buffer, an unsupported dtype mix or
+            an unknown ``style``.
     """
+    if style not in MICROKERNEL_STYLES:
+        raise ValueError(
+            f"emit_gemm_microkernel style: expected one of {list(MICROKERNEL_STYLES)}, got {style!r}"
+        )
     m, n, k = _check_extent("m", m), _check_extent("n", n), _check_extent("k", k)
     a_buffer, a_offset = _check_operand("a", a, *((k, m) if transpose_a else (m, k)))
     b_buffer, b_offset = _check_operand("b", b, *((n, k) if transpose_b else (k, n)))
@@ -234,12 +294,56 @@ def emit_gemm_microkernel(
         return value if str(b_buffer.dtype) == acc_dtype else tirx.Cast(acc_dtype, value)
 
     counter = [0]
+    use_c_calls = (
+        style == "c-vector-extension"
+        and acc_dtype == "float32"
+        and str(a_buffer.dtype) == "float32"
+        and str(b_buffer.dtype) == "float32"
+        and not transpose_b
+        and not a_buffer.strides
+        and not b_buffer.strides
+        and not c_buffer.strides
+    )
+
+    def c_call_stmt(
+        row0: PrimExprLike, col0: PrimExprLike, tile_rows: int, tile_cols: int
+    ) -> tirx.Stmt:
+        a_row_pitch = a_buffer.shape[-1]
+        if transpose_a:
+            a_first = _index(a_offset, 0, row0)
+            a_row_stride, a_k_stride = 1, a_row_pitch
+        else:
+            a_first = _index(a_offset, row0, 0)
+            a_row_stride, a_k_stride = a_row_pitch, 1
+        call = tirx.call_extern(
+            "int32",
+            f"tl_gemm_f32x{lanes}",
+            tile_rows,
+            tile_cols // lanes,
+            k,
+            tirx.address_of(tirx.BufferLoad(a_buffer, a_first)),
+            a_row_stride,
+            a_k_stride,
+            tirx.address_of(tirx.BufferLoad(b_buffer, _index(b_offset, 0, col0))),
+            b_buffer.shape[-1],
+            tirx.address_of(tirx.BufferLoad(c_buffer, _index(c_offset, row0, col0))),
+            c_buffer.shape[-1],
+        )
+        return tirx.Evaluate(call)
 
     def register_tile_stmt(
         row0: PrimExprLike, col0: PrimExprLike, tile_rows: int, tile_cols: int
     ) -> tirx.Stmt:
         # One accumulator array per (row, vector of columns): each stays < 1024 B
         # and scope "global", so it is an alloca that LLVM promotes to a register.
+        if (
+            use_c_calls
+            and tile_cols % lanes == 0
+            and lanes in C_PRELUDE_LANES
+            and tile_rows <= _C_MAX_ROWS
+            and tile_cols // lanes <= _C_MAX_VECTORS
+        ):
+            return c_call_stmt(row0, col0, tile_rows, tile_cols)
         counter[0] += 1
         site = counter[0]
         chunks = [(c0, min(lanes, tile_cols - c0)) for c0 in range(0, tile_cols, lanes)]

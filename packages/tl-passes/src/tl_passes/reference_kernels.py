@@ -46,6 +46,7 @@ def tile_gemm_prim_func(
     isa: VectorISA | None = None,
     register_tile: RegisterTile | None = None,
     name: str = "main",
+    style: str = "tir",
 ) -> tirx.PrimFunc:
     """Build ``C = op(A) @ op(B)`` as a block-tiled, multi-core TIR PrimFunc.
 
@@ -55,7 +56,8 @@ def tile_gemm_prim_func(
             tiles at the edges are zero-padded on read and guarded on write.
         dtype: the dtype of A and B; C has ``accum_dtype``.
         transpose_a, transpose_b: A is ``[k, m]`` / B is ``[n, k]`` when set.
-        isa, register_tile: passed to `emit_gemm_microkernel`.
+        isa, register_tile, style: passed to `emit_gemm_microkernel`
+            (``style="c-vector-extension"`` for the C path).
         name: the PrimFunc's global symbol.
 
     Returns:
@@ -131,6 +133,7 @@ def tile_gemm_prim_func(
         transpose_b=transpose_b,
         isa=isa,
         register_tile=register_tile,
+        style=style,
     )
     k_loop = tirx.For(
         ko,
