@@ -24,7 +24,8 @@ import tvm
 from tl_codegen_cpu import build
 from tl_passes.reference_kernels import tile_gemm_module
 t1 = time.perf_counter()
-mod = tile_gemm_module(1024, 1024, 1024, 128, 128, 128)
+style = "c-vector-extension" if sys.argv[1] == "c" else "tir"
+mod = tile_gemm_module(1024, 1024, 1024, 128, 128, 128, style=style)
 t2 = time.perf_counter()
 result = build(mod, sys.argv[1], sys.argv[2], name="gemm")
 t3 = time.perf_counter()

@@ -1,7 +1,12 @@
 """fp32 tile GEMM on the CPU (hand-built TIR + the tl_passes micro-kernel) vs numpy, one run.
 
 Usage: .venv/bin/python benchmarks/gemm_microkernel_cpu.py [--size 1024] [--block 128 128 128]
-       [--register-tile 8 32] [--rounds 5]
+       [--register-tile 8 32] [--rounds 7] [--targets llvm c]
+
+``llvm`` builds in process with ``tvm.compile`` (mcpu = the host CPU's name);
+``c`` goes through tl_codegen_cpu.build_c (TVM's C + the GCC vector-extension
+micro-kernel, ``#pragma omp parallel for``, gcc -O3 -march=native -fopenmp)
+and loads the .so with ``tvm.runtime.load_module``.
 
 The script re-executes itself with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
 removed from the environment, so numpy runs OpenBLAS's native kernel for this
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 _REEXEC_FLAG = "TL_BENCH_REEXECED"
@@ -27,6 +33,8 @@ def _reexec_clean() -> None:
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("OPENBLAS_L2_SIZE", None)
     env.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
+    # Idle OpenMP workers sleep instead of spinning on the cores numpy then needs.
+    env.setdefault("OMP_WAIT_POLICY", "passive")
     env[_REEXEC_FLAG] = "1"
     os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
@@ -55,7 +63,7 @@ def _best_seconds(fn: object, reps: int) -> float:
 
 
 def main() -> None:
-    """Parse the options, build and check the kernel, print the figures."""
+    """Parse the options, build and check the kernels, print the figures."""
     _reexec_clean()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=1024)
@@ -63,12 +71,18 @@ def main() -> None:
     parser.add_argument("--register-tile", type=int, nargs=2, default=None)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--targets", nargs="+", choices=("llvm", "c"), default=("llvm", "c"))
     args = parser.parse_args()
 
     import numpy as np
     import tvm
 
-    from tl_passes import RegisterTile, host_cpu_name, vector_isa_for_target
+    from tl_passes import (
+        RegisterTile,
+        choose_register_tile,
+        host_cpu_name,
+        vector_isa_for_target,
+    )
     from tl_passes.reference_kernels import tile_gemm_prim_func
 
     size = args.size
@@ -76,49 +90,67 @@ def main() -> None:
     target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu})
     isa = vector_isa_for_target(target)
     register_tile = RegisterTile(*args.register_tile) if args.register_tile else None
-    func = tile_gemm_prim_func(size, size, size, *args.block, isa=isa, register_tile=register_tile)
-    start = time.perf_counter()
-    lib = tvm.compile(func, target=target)
-    compile_seconds = time.perf_counter() - start
-    kernel = lib["main"]
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
+    reference = a @ b
     a_dev, b_dev = tvm.runtime.tensor(a), tvm.runtime.tensor(b)
     c_dev = tvm.runtime.tensor(np.zeros((size, size), np.float32))
-    kernel(a_dev, b_dev, c_dev)
-    reference = a @ b
-    error = float(np.abs(c_dev.numpy() - reference).max())
-    if not np.allclose(c_dev.numpy(), reference, rtol=1e-3, atol=1e-2):
-        raise SystemExit(f"wrong result: max abs error {error}")
 
-    # Alternate the two so both see the same machine state; keep each one's best.
-    # The pause lets the other library's idle workers stop spinning (OpenBLAS
-    # and TVM's pool both busy-wait a while after a call) before timing starts.
-    best_numpy = best_kernel = float("inf")
-    for _ in range(args.rounds):
-        time.sleep(0.2)
-        a @ b
-        best_numpy = min(best_numpy, _best_seconds(lambda: a @ b, args.reps))
-        time.sleep(0.2)
-        kernel(a_dev, b_dev, c_dev)
-        best_kernel = min(
-            best_kernel, _best_seconds(lambda: kernel(a_dev, b_dev, c_dev), args.reps)
+    kernels = {}
+    for kind in args.targets:
+        style = "c-vector-extension" if kind == "c" else "tir"
+        func = tile_gemm_prim_func(
+            size, size, size, *args.block, isa=isa, register_tile=register_tile, style=style
         )
+        start = time.perf_counter()
+        if kind == "llvm":
+            kernel = tvm.compile(func, target=target)["main"]
+        else:
+            from tl_codegen_cpu import build_c
+
+            out_dir = tempfile.mkdtemp(prefix="tl-gemm-c-")
+            built = build_c(tvm.IRModule({"main": func}), out_dir, name="gemm")
+            kernel = tvm.runtime.load_module(str(built.library_path))["main"]
+        compile_ms = (time.perf_counter() - start) * 1e3
+        kernel(a_dev, b_dev, c_dev)
+        error = float(np.abs(c_dev.numpy() - reference).max())
+        if not np.allclose(c_dev.numpy(), reference, rtol=1e-3, atol=1e-2):
+            raise SystemExit(f"{kind}: wrong result, max abs error {error}")
+        kernels[kind] = (kernel, compile_ms, error)
+
+    # Alternate numpy and the kernels so all see the same machine state; keep each
+    # one's best. The pause lets the other library's idle workers stop spinning
+    # (OpenBLAS and TVM's pool both busy-wait a while after a call).
+    best = dict.fromkeys(["numpy", *kernels], float("inf"))
+    calls = {"numpy": lambda: a @ b}
+    for kind, (kernel, _, _) in kernels.items():
+        calls[kind] = lambda kernel=kernel: kernel(a_dev, b_dev, c_dev)
+    for _ in range(args.rounds):
+        for label, call in calls.items():
+            time.sleep(0.2)
+            call()
+            best[label] = min(best[label], _best_seconds(call, args.reps))
     flop = 2.0 * size**3
-    numpy_gflops = flop / best_numpy / 1e9
-    kernel_gflops = flop / best_kernel / 1e9
+    gflops = {label: flop / seconds / 1e9 for label, seconds in best.items()}
     print(f"machine: {os.cpu_count()} cores, llvm mcpu={mcpu}, {isa}")
     print(f"numpy: {_openblas_description()}")
-    print(f"TVM_NUM_THREADS={os.environ.get('TVM_NUM_THREADS')}")
+    print(
+        f"TVM_NUM_THREADS={os.environ.get('TVM_NUM_THREADS')} "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
+    )
     print(
         f"kernel: fp32 {size}^3, block {tuple(args.block)}, register tile "
-        f"{register_tile or 'auto'}, compile {compile_seconds * 1e3:.0f} ms, max abs err {error:.1e}"
+        f"{register_tile or choose_register_tile(*args.block[:2], 'float32', isa)}"
     )
-    print(f"numpy.matmul       {numpy_gflops:7.1f} GFLOP/s")
-    print(f"tile GEMM (llvm)   {kernel_gflops:7.1f} GFLOP/s")
-    print(f"ratio kernel/numpy {kernel_gflops / numpy_gflops:7.2f}x  (target >= 0.80x)")
+    print(f"numpy.matmul          {gflops['numpy']:7.1f} GFLOP/s")
+    for kind, (_, compile_ms, error) in kernels.items():
+        print(
+            f"tile GEMM ({kind:4s})      {gflops[kind]:7.1f} GFLOP/s  "
+            f"ratio {gflops[kind] / gflops['numpy']:.2f}x numpy (target >= 0.80x)  "
+            f"[compile {compile_ms:.0f} ms, max abs err {error:.1e}]"
+        )
 
 
 if __name__ == "__main__":
