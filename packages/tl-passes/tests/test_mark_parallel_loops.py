@@ -41,3 +41,17 @@ def test_marker_inside_serial_loop() -> None:
 def test_module_without_parallel_loops_is_returned_unchanged() -> None:
     mod = _module(_store_loop(tirx.ForKind.SERIAL))
     assert MarkParallelLoopsPass().run(mod, PassContext()).same_as(mod)
+
+
+def test_parallel_loop_under_if_and_attr_is_marked() -> None:
+    inner = _store_loop(tirx.ForKind.PARALLEL)
+    cond = tirx.IfThenElse(tirx.const(True, "bool"), inner, None)
+    body = tirx.AttrStmt(tirx.const(0, "int32"), "pragma_test", tirx.const(1, "int32"), cond)
+    out = MarkParallelLoopsPass().run(_module(body), PassContext()).script()
+    assert out.count(PARALLEL_FOR_MARKER) == 1 and out.count("T.parallel") == 1
+
+
+def test_marking_twice_does_not_duplicate_markers_inside() -> None:
+    nested = _store_loop(tirx.ForKind.PARALLEL, _store_loop(tirx.ForKind.PARALLEL))
+    once = MarkParallelLoopsPass().run(_module(nested), PassContext())
+    assert once.script().count(PARALLEL_FOR_MARKER) == 1

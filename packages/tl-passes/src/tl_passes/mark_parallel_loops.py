@@ -31,63 +31,59 @@ def _contains_parallel_loop(stmt: tirx.Stmt) -> bool:
     return found
 
 
+def _is_marker(stmt: tirx.Stmt, marker: str) -> bool:
+    if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):
+        return False
+    args = stmt.value.args
+    return (
+        stmt.value.op.same_as(tvm.ir.Op.get("tirx.call_extern"))
+        and len(args) == 1
+        and isinstance(args[0], tvm.ir.StringImm)
+        and str(args[0].value) == marker
+    )
+
+
 def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
     """Return ``stmt`` with ``Evaluate(call_extern(marker))`` before each outermost parallel loop.
 
-    Nested parallel loops are made serial: OpenMP would serialize them anyway,
-    and TVM's LLVM codegen refuses nested parallel regions.
+    Parallel loops nested in another parallel loop are made serial (and lose
+    their marker): OpenMP would serialize them anyway, and TVM's LLVM codegen
+    refuses nested parallel regions.
     """
 
-    def serialize_nested(loop: tirx.For) -> tirx.For:
-        if loop.kind == tirx.ForKind.PARALLEL:
-            return tirx.For(
-                loop.loop_var,
-                loop.min,
-                loop.extent,
-                tirx.ForKind.SERIAL,
-                loop.body,
-                annotations=loop.annotations,
-            )
-        return loop
-
-    def rewrite(node: tirx.Stmt) -> tirx.Stmt:
-        if isinstance(node, tirx.For) and node.kind == tirx.ForKind.PARALLEL:
-            body = tvm_ffi.structural_map(node.body, (tirx.For, serialize_nested), order="post")
-            loop = tirx.For(
-                node.loop_var,
-                node.min,
-                node.extent,
-                node.kind,
-                body,
-                annotations=node.annotations,
-            )
-            return tirx.SeqStmt([tirx.Evaluate(tirx.call_extern("int32", marker)), loop])
-        if isinstance(node, tirx.SeqStmt):
-            return tirx.SeqStmt([rewrite(s) for s in node.seq])
-        if not _contains_parallel_loop(node):
-            return node
-        if isinstance(node, tirx.For):
-            return tirx.For(
-                node.loop_var,
-                node.min,
-                node.extent,
-                node.kind,
-                rewrite(node.body),
-                annotations=node.annotations,
-            )
-        if isinstance(node, tirx.AttrStmt):
-            return tirx.AttrStmt(node.node, node.attr_key, node.value, rewrite(node.body))
-        if isinstance(node, tirx.IfThenElse):
-            else_case = rewrite(node.else_case) if node.else_case is not None else None
-            return tirx.IfThenElse(node.condition, rewrite(node.then_case), else_case)
-        if isinstance(node, tirx.LetStmt):
-            return tirx.LetStmt(node.var, node.value, rewrite(node.body))
-        raise NotImplementedError(
-            f"mark-parallel-loops: a parallel loop nested in a {type(node).__name__} "
-            "statement is not handled yet"
+    def serialize(loop: tirx.For) -> tirx.For:
+        if loop.kind != tirx.ForKind.PARALLEL:
+            return loop
+        return tirx.For(
+            loop.loop_var,
+            loop.min,
+            loop.extent,
+            tirx.ForKind.SERIAL,
+            loop.body,
+            annotations=loop.annotations,
         )
 
-    return rewrite(stmt)
+    def drop_markers(seq: tirx.SeqStmt) -> tirx.Stmt:
+        kept = [s for s in seq.seq if not _is_marker(s, marker)]
+        if len(kept) == len(seq.seq):
+            return seq
+        return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+
+    def mark(loop: tirx.For) -> tirx.Stmt:
+        # Post-order: inner parallel loops were marked already; undo that here.
+        if loop.kind != tirx.ForKind.PARALLEL:
+            return loop
+        body = tvm_ffi.structural_map(
+            loop.body, [(tirx.For, serialize), (tirx.SeqStmt, drop_markers)], order="post"
+        )
+        if _is_marker(body, marker):
+            body = tirx.Evaluate(tirx.const(0, "int32"))
+        marked = tirx.For(
+            loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
+        )
+        return tirx.SeqStmt([tirx.Evaluate(tirx.call_extern("int32", marker)), marked])
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, mark), order="post")
 
 
 @dataclass(frozen=True)
