@@ -89,6 +89,23 @@ def test_c_vector_extension_microkernel(
     _run_gemm(result, m, n, k, transpose_a, transpose_b)
 
 
+@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize(("dtype", "accum_dtype"), [("float16", "float32"), ("int8", "int32")])
+def test_mixed_precision_gemm(
+    builder: object, dtype: str, accum_dtype: str, tmp_path: Path
+) -> None:
+    m, n, k = 40, 36, 20
+    mod = tile_gemm_module(m, n, k, 32, 32, 16, dtype=dtype, accum_dtype=accum_dtype)
+    result = builder(mod, tmp_path)  # type: ignore[operator]
+    lib = tvm.runtime.load_module(str(result.library_path))
+    rng = np.random.default_rng(3)
+    a = rng.integers(-8, 8, (m, k)).astype(dtype)
+    b = rng.integers(-8, 8, (k, n)).astype(dtype)
+    c = tvm.runtime.tensor(np.zeros((m, n), accum_dtype))
+    lib["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b), c)
+    np.testing.assert_array_equal(c.numpy(), a.astype(accum_dtype) @ b.astype(accum_dtype))
+
+
 def test_c_source_has_openmp_pragma_and_no_marker(tmp_path: Path) -> None:
     result = build_c(tile_gemm_module(64, 64, 32, 32, 32, 16), tmp_path)
     assert result.source.count("#pragma omp parallel for") == 1

@@ -2,6 +2,7 @@
 
 from tl_codegen_cpu.toolchain import (
     C_FLAGS,
+    HALF_TYPEDEF,
     CpuBuildResult,
     GccToolchain,
     build,
@@ -9,6 +10,7 @@ from tl_codegen_cpu.toolchain import (
     build_llvm,
     c_compiler,
     generate_c_source,
+    insert_half_typedef,
     insert_microkernel_prelude,
     insert_openmp_pragmas,
     llvm_host_target,
@@ -17,6 +19,7 @@ from tl_codegen_cpu.toolchain import (
 
 __all__ = [
     "C_FLAGS",
+    "HALF_TYPEDEF",
     "CpuBuildResult",
     "GccToolchain",
     "build",
@@ -24,6 +27,7 @@ __all__ = [
     "build_llvm",
     "c_compiler",
     "generate_c_source",
+    "insert_half_typedef",
     "insert_microkernel_prelude",
     "insert_openmp_pragmas",
     "llvm_host_target",

@@ -249,6 +249,26 @@ def insert_openmp_pragmas(source: str) -> tuple[str, int]:
     return rewritten, count
 
 
+_HALF_TYPE = re.compile(r"\bhalf\b")
+
+#: TVM's C printer names fp16 ``half`` (a CUDA/OpenCL type); gcc >= 12 offers
+#: IEEE binary16 on x86-64 as ``_Float16``.
+HALF_TYPEDEF = "typedef _Float16 half;\n"
+
+
+def _after_includes(source: str, text: str) -> str:
+    includes = list(_LAST_INCLUDE.finditer(source))
+    at = includes[-1].end() if includes else 0
+    return source[:at] + text + source[at:]
+
+
+def insert_half_typedef(source: str) -> str:
+    """Define TVM's ``half`` as gcc's ``_Float16`` when ``source`` uses it."""
+    if not _HALF_TYPE.search(source):
+        return source
+    return _after_includes(source, HALF_TYPEDEF)
+
+
 def insert_microkernel_prelude(source: str) -> str:
     """Add the C GEMM micro-kernel definitions when ``source`` calls them.
 
@@ -259,9 +279,7 @@ def insert_microkernel_prelude(source: str) -> str:
     if "tl_gemm_f32x" not in source:
         return source
     source = _MICROKERNEL_DECLARATION.sub("", source)
-    includes = list(_LAST_INCLUDE.finditer(source))
-    at = includes[-1].end() if includes else 0
-    return source[:at] + C_MICROKERNEL_PRELUDE + source[at:]
+    return _after_includes(source, C_MICROKERNEL_PRELUDE)
 
 
 def generate_c_source(mod: tvm.IRModule) -> str:
@@ -283,7 +301,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
     with tvm.transform.PassContext(opt_level=3, config=config):
         lib = tvm.compile(marked, target="c")
     source, _ = insert_openmp_pragmas(str(lib.mod.inspect_source()))
-    return insert_microkernel_prelude(source)
+    return insert_half_typedef(insert_microkernel_prelude(source))
 
 
 def build_c(
