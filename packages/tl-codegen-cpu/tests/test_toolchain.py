@@ -106,6 +106,27 @@ def test_mixed_precision_gemm(
     np.testing.assert_array_equal(c.numpy(), a.astype(accum_dtype) @ b.astype(accum_dtype))
 
 
+@pytest.mark.parametrize("builder", [build_c, build_llvm])
+def test_bfloat16_gemm(builder: object, tmp_path: Path) -> None:
+    m, n, k = 40, 36, 20
+    rng = np.random.default_rng(4)
+    a = rng.integers(-8, 8, (m, k)).astype(np.float32)
+    b = rng.integers(-8, 8, (k, n)).astype(np.float32)
+
+    def as_bfloat16(x: np.ndarray) -> object:
+        # bfloat16 is the upper half of an fp32 (exact for these small integers).
+        tensor = tvm.runtime.empty(x.shape, "bfloat16")
+        tensor.copyfrom((x.view(np.uint32) >> 16).astype(np.uint16))
+        return tensor
+
+    mod = tile_gemm_module(m, n, k, 32, 32, 16, dtype="bfloat16", accum_dtype="float32")
+    result = builder(mod, tmp_path)  # type: ignore[operator]
+    lib = tvm.runtime.load_module(str(result.library_path))
+    c = tvm.runtime.tensor(np.zeros((m, n), np.float32))
+    lib["main"](as_bfloat16(a), as_bfloat16(b), c)
+    np.testing.assert_array_equal(c.numpy(), a @ b)
+
+
 def test_c_source_has_openmp_pragma_and_no_marker(tmp_path: Path) -> None:
     result = build_c(tile_gemm_module(64, 64, 32, 32, 32, 16), tmp_path)
     assert result.source.count("#pragma omp parallel for") == 1
