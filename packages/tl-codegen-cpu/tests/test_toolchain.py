@@ -237,3 +237,30 @@ def test_too_large_block_locals_are_refused(tmp_path: Path) -> None:
     func = tirx.PrimFunc([out], body).with_attrs({"global_symbol": "f"})
     with pytest.raises(BlockLocalsTooLargeError, match="2097152 bytes"):
         build_c(tvm.IRModule({"f": func}), tmp_path)
+
+
+def test_c_library_runs_under_tvm_ffi_alone(tmp_path: Path) -> None:
+    # The C path needs no TVM context symbols: OpenMP runs the grid, block
+    # tiles are stack arrays. A fresh process that never imports tvm runs it.
+    import subprocess
+    import sys
+
+    result = build_c(tile_gemm_module(96, 80, 40, 32, 32, 16), tmp_path)
+    script = f"""
+import sys
+import numpy as np
+import tvm_ffi
+kernel = tvm_ffi.load_module({str(result.library_path)!r})["main"]
+rng = np.random.default_rng(0)
+a = (rng.integers(-4, 5, (96, 40)) / 4).astype(np.float32)
+b = (rng.integers(-4, 5, (40, 80)) / 4).astype(np.float32)
+c = np.zeros((96, 80), np.float32)
+kernel(*(tvm_ffi.from_dlpack(x) for x in (a, b, c)))
+assert "tvm" not in sys.modules
+assert np.array_equal(c, a @ b), float(np.abs(c - a @ b).max())
+print("ok")
+"""
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert completed.returncode == 0 and completed.stdout.strip() == "ok", completed.stderr
