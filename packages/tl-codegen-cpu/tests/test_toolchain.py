@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tl_codegen_cpu import (
     C_FLAGS,
     CpuBuildResult,
@@ -264,3 +266,26 @@ print("ok")
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert completed.returncode == 0 and completed.stdout.strip() == "ok", completed.stderr
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=st.integers(1, 40),
+    n=st.integers(1, 70),
+    k=st.integers(1, 20),
+    transpose_a=st.booleans(),
+    block_k=st.sampled_from([4, 8, 16]),
+)
+def test_c_vector_extension_path_for_any_small_shape(
+    m: int,
+    n: int,
+    k: int,
+    transpose_a: bool,
+    block_k: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    mod = tile_gemm_module(
+        m, n, k, 16, 32, block_k, transpose_a=transpose_a, style="c-vector-extension"
+    )
+    result = build_c(mod, tmp_path_factory.mktemp("c"))
+    _run_gemm(result, m, n, k, transpose_a)

@@ -195,3 +195,23 @@ def test_c_vector_extension_style_calls_the_prelude_for_full_tiles() -> None:
     assert text.count('"tl_gemm_f32x16"') == 1  # one call inside the row-tile loop
     assert "T.vectorized(8)" in text
     assert "tl_gemm_f32x16" not in emit_gemm_microkernel(a, b, c, 16, 40, 8).script()
+
+
+def test_aligned_fp32_tile_keeps_accumulators_in_zmm_registers() -> None:
+    # The speed property, checked structurally: on AVX-512 the 128x128x32 tile's
+    # inner loop is fused multiply-adds on zmm registers, with no heap workspace
+    # for the accumulators (only the three block tiles get one on llvm).
+    import re
+
+    import tvm
+    from tl_passes_testing import HOST_TARGET
+
+    from tl_passes import vector_isa_for_target
+
+    if vector_isa_for_target(HOST_TARGET).vector_bits < 512:
+        pytest.skip("the host has no AVX-512")
+    func = tile_gemm_prim_func(256, 256, 64, 128, 128, 32)
+    assembly = tvm.compile(func, target=HOST_TARGET).mod.inspect_source("asm")
+    assert len(re.findall(r"vfmadd\w+\s+[^\n]*%zmm", assembly)) >= 16
+    workspace_loads = re.findall(r"mov\w*\s+__TVMBackendAllocWorkspace@GOTPCREL", assembly)
+    assert len(workspace_loads) == 3  # A_shared, B_shared, C_local; none per accumulator
