@@ -78,8 +78,10 @@ if TYPE_CHECKING:
         ("tl_ir", UPWARD.format(target="tl_backend_api"), "Package layers"),
         ("tl_passes", UPWARD.format(target="tl_backend_api"), "Package layers"),
         ("tl_backend_api", "import tl_backend_dummy\n", "Package layers"),
+        ("tl_backend_api", UPWARD.format(target="tl_codegen_cpu"), "Package layers"),
         # sideways between independent siblings
         ("tl_ir", "import tl_runtime\n", "Package layers"),
+        ("tl_codegen_cpu", "import tl_backend_dummy\n", "Package layers"),
         # tl_runtime stays light
         ("tl_runtime", "import tvm\n", "tl_runtime imports neither tvm"),
         ("tl_runtime", UPWARD.format(target="tvm.target"), "tl_runtime imports neither tvm"),
