@@ -1,7 +1,7 @@
 """fp32 tile GEMM on the CPU (hand-built TIR + the tl_passes micro-kernel) vs numpy, one run.
 
 Usage: .venv/bin/python benchmarks/gemm_microkernel_cpu.py [--size 1024] [--block 128 128 128]
-       [--register-tile 8 32] [--rounds 7] [--targets llvm c]
+       [--register-tile 8 32] [--rounds 7] [--targets llvm c] [--transpose-a] [--transpose-b]
 
 ``llvm`` builds in process with ``tvm.compile`` (mcpu = the host CPU's name);
 ``c`` goes through tl_codegen_cpu.build_c (TVM's C + the GCC vector-extension
@@ -71,6 +71,8 @@ def main() -> None:
     parser.add_argument("--register-tile", type=int, nargs=2, default=None)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--transpose-a", action="store_true")
+    parser.add_argument("--transpose-b", action="store_true")
     parser.add_argument("--targets", nargs="+", choices=("llvm", "c"), default=("llvm", "c"))
     args = parser.parse_args()
 
@@ -95,14 +97,23 @@ def main() -> None:
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
     reference = a @ b
-    a_dev, b_dev = tvm.runtime.tensor(a), tvm.runtime.tensor(b)
+    a_dev = tvm.runtime.tensor(np.ascontiguousarray(a.T) if args.transpose_a else a)
+    b_dev = tvm.runtime.tensor(np.ascontiguousarray(b.T) if args.transpose_b else b)
     c_dev = tvm.runtime.tensor(np.zeros((size, size), np.float32))
 
     kernels = {}
     for kind in args.targets:
         style = "c-vector-extension" if kind == "c" else "tir"
         func = tile_gemm_prim_func(
-            size, size, size, *args.block, isa=isa, register_tile=register_tile, style=style
+            size,
+            size,
+            size,
+            *args.block,
+            isa=isa,
+            register_tile=register_tile,
+            style=style,
+            transpose_a=args.transpose_a,
+            transpose_b=args.transpose_b,
         )
         start = time.perf_counter()
         if kind == "llvm":
@@ -141,7 +152,8 @@ def main() -> None:
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"
     )
     print(
-        f"kernel: fp32 {size}^3, block {tuple(args.block)}, register tile "
+        f"kernel: fp32 {size}^3, transpose_a={args.transpose_a}, transpose_b={args.transpose_b}, "
+        f"block {tuple(args.block)}, register tile "
         f"{register_tile or choose_register_tile(*args.block[:2], 'float32', isa)}"
     )
     print(f"numpy.matmul          {gflops['numpy']:7.1f} GFLOP/s")
