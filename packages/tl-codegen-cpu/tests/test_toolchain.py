@@ -289,3 +289,14 @@ def test_c_vector_extension_path_for_any_small_shape(
     )
     result = build_c(mod, tmp_path_factory.mktemp("c"))
     _run_gemm(result, m, n, k, transpose_a)
+
+
+@pytest.mark.parametrize("builder", [build_c, build_llvm])
+def test_tvm_codegen_failure_is_a_toolchain_error(builder: object, tmp_path: Path) -> None:
+    unbound = tirx.Var("unbound", "int32")
+    out = tirx.decl_buffer((4,), "int32", name="Out")
+    func = tirx.PrimFunc([out], tirx.BufferStore(out, unbound, [0]))
+    mod = tvm.IRModule({"f": func.with_attrs({"global_symbol": "f"})})
+    with pytest.raises(ToolchainError, match="code generation failed") as caught:
+        builder(mod, tmp_path)  # type: ignore[operator]
+    assert "unbound" in caught.value.output

@@ -291,6 +291,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
         TypeError, ValueError: for a module that is not an IRModule of PrimFuncs.
         BlockLocalsTooLargeError: a parallel loop's block-local arrays exceed
             the stack budget (1 MiB per block).
+        ToolchainError: TVM's C code generation failed (its message as ``output``).
     """
     _check_module(mod, "generate_c_source")
     marked = C_PREPARATION.run(mod, PassContext())
@@ -298,8 +299,13 @@ def generate_c_source(mod: tvm.IRModule) -> str:
     # vectorizes the scalar lane loops); StorageRewrite would merge the stack arrays
     # into new allocations without their disable_lower_builtin annotation.
     config = {"tirx.disable_vectorize": True, "tirx.disable_storage_rewrite": True}
-    with tvm.transform.PassContext(opt_level=3, config=config):
-        lib = tvm.compile(marked, target="c")
+    try:
+        with tvm.transform.PassContext(opt_level=3, config=config):
+            lib = tvm.compile(marked, target="c")
+    except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
+        raise ToolchainError(
+            f"TVM's C code generation failed: {type(error).__name__}", output=str(error)
+        ) from error
     source, _ = insert_openmp_pragmas(str(lib.mod.inspect_source()))
     return insert_half_typedef(insert_microkernel_prelude(source))
 
@@ -326,7 +332,9 @@ def build_c(
 
     Raises:
         TypeError, ValueError: for a bad module or output directory.
-        ToolchainError: the compiler is missing or failed (its message, the source path).
+        BlockLocalsTooLargeError: see `generate_c_source`.
+        ToolchainError: TVM's code generation failed, or the compiler is
+            missing or failed (its message, the source path).
     """
     names = _check_module(mod, "build_c")
     out = _output_dir(output_dir, "build_c")
@@ -383,9 +391,11 @@ def build_llvm(
     source_path = out / f"{name}.ll"
     try:
         lib = tvm.compile(mod, target=target)
-    except tvm.error.TVMError as error:
+    except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
         raise ToolchainError(
-            f"LLVM code generation failed for {target}: {error}", output=str(error)
+            f"TVM's LLVM code generation failed for mcpu={target.attrs['mcpu']}: "
+            f"{type(error).__name__}",
+            output=str(error),
         ) from error
     source = str(lib.mod.inspect_source("ll"))
     source_path.write_text(source)
