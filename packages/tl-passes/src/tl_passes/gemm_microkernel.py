@@ -243,8 +243,8 @@ def emit_gemm_microkernel(
             toolchain adds the prelude. Other tiles use TIR loops.
         pack_transposed_b: with ``transpose_b``, first copy B's tile into a
             block-local ``[k, n]`` array so the vector loads of B are
-            contiguous (strided gathers otherwise; measured 0.65x vs 1.0x of
-            numpy on llvm at 1024^3). Costs ``k * n`` extra elements.
+            contiguous (1024^3 on llvm: 0.93x numpy packed, 0.65x strided;
+            docs/cpu.md). Costs ``k * n`` extra elements.
 
     Returns:
         A ``tvm.tirx.Stmt``; it allocates small block-local accumulator
@@ -283,22 +283,28 @@ def emit_gemm_microkernel(
         # Transpose B's tile once into a contiguous [k, n] array, then run the
         # non-transposed kernel on it.
         packed = tirx.decl_buffer((k, n), str(b_buffer.dtype), name=f"{name_hint}_b_packed")
-        kk, j = tirx.Var("kk", "int32"), tirx.Var("j", "int32")
-        pack = tirx.For(
-            j,
-            0,
-            n,
-            tirx.ForKind.SERIAL,
-            tirx.For(
-                kk,
-                0,
-                k,
-                tirx.ForKind.SERIAL,
-                tirx.BufferStore(
-                    packed, tirx.BufferLoad(b_buffer, _index(b_offset, j, kk)), [kk, j]
-                ),
-            ),
-        )
+        pack_lanes = isa.lanes(str(b_buffer.dtype))
+
+        def pack_columns(col0: int, count: int, width: int) -> tirx.Stmt:
+            # Per chunk of `width` columns (rows of the stored B), walk k: one
+            # vector store fed by a strided (gathered) load across those rows.
+            kk, chunk, lane = (tirx.Var(v, "int32") for v in ("kk", "chunk", "lane"))
+            col = col0 + chunk * width + lane
+            store = tirx.BufferStore(
+                packed, tirx.BufferLoad(b_buffer, _index(b_offset, col, kk)), [kk, col]
+            )
+            kind = tirx.ForKind.VECTORIZED if width > 1 else tirx.ForKind.SERIAL
+            loop = tirx.For(lane, 0, width, kind, store)
+            loop = tirx.For(kk, 0, k, tirx.ForKind.SERIAL, loop)
+            return tirx.For(chunk, 0, count, tirx.ForKind.SERIAL, loop)
+
+        full_chunks, rest = divmod(n, pack_lanes)
+        pack_parts = []
+        if full_chunks:
+            pack_parts.append(pack_columns(0, full_chunks, pack_lanes))
+        if rest:
+            pack_parts.append(pack_columns(full_chunks * pack_lanes, 1, rest))
+        pack = _seq(pack_parts)
         kernel = emit_gemm_microkernel(
             a,
             GemmOperand(packed, (0, 0)),
