@@ -138,10 +138,11 @@ def test_c_source_has_openmp_pragma_and_no_marker(tmp_path: Path) -> None:
     assert result.target_kind == "c"
 
 
-def test_c_library_exports_the_entry_symbol(tmp_path: Path) -> None:
+@pytest.mark.parametrize("builder", [build_c, build_llvm])
+def test_library_exports_the_entry_symbol(builder: object, tmp_path: Path) -> None:
     import subprocess
 
-    result = build_c(tile_gemm_module(32, 32, 32, 32, 32, 32), tmp_path)
+    result = builder(tile_gemm_module(32, 32, 32, 32, 32, 32), tmp_path)  # type: ignore[operator]
     symbols = subprocess.run(
         ["nm", "-D", str(result.library_path)], capture_output=True, text=True, check=True
     ).stdout
