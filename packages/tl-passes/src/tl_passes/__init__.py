@@ -32,6 +32,14 @@ from tl_passes.stack_block_locals import (
     StackBlockLocalsPass,
     stack_block_locals,
 )
+from tl_passes.tile_emitters import (
+    REDUCE_KINDS,
+    TileRegion,
+    emit_tile_copy,
+    emit_tile_cumsum,
+    emit_tile_fill,
+    emit_tile_reduce,
+)
 from tl_passes.vector_isa import VectorISA, host_cpu_name, vector_isa_for_target
 
 __all__ = [
@@ -41,6 +49,7 @@ __all__ = [
     "MICROKERNEL_STYLES",
     "PARALLEL_FOR_MARKER",
     "PASS_REGISTRY",
+    "REDUCE_KINDS",
     "SUPPORTED_OPERAND_DTYPES",
     "BlockLocalsTooLargeError",
     "GemmOperand",
@@ -55,11 +64,16 @@ __all__ = [
     "RemoveNoOpPass",
     "SimplifyPass",
     "StackBlockLocalsPass",
+    "TileRegion",
     "VectorISA",
     "available_passes",
     "choose_register_tile",
     "create_pass",
     "emit_gemm_microkernel",
+    "emit_tile_copy",
+    "emit_tile_cumsum",
+    "emit_tile_fill",
+    "emit_tile_reduce",
     "get_pass_class",
     "host_cpu_name",
     "is_kebab_case",
