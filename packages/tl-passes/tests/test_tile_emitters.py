@@ -153,3 +153,18 @@ def test_bad_inputs_raise_clear_errors() -> None:
         emit_tile_reduce(TileRegion(a, (0, 0), (4, 4)), TileRegion(b, (0, 0), (4, 1)), 1, "mean")
     with pytest.raises(ValueError, match="must have src's extents"):
         emit_tile_reduce(TileRegion.whole(a), TileRegion.whole(b), 0)
+
+
+def test_fill_with_an_expression_value_is_cast() -> None:
+    import tvm
+
+    from tl_passes import host_cpu_name
+
+    scale = tirx.Var("scale", "int32")
+    dst = tirx.decl_buffer((3, 4), "float32", name="D")
+    body = emit_tile_fill(TileRegion.whole(dst), scale * 2)
+    func = _func([scale, dst], body)
+    lib = tvm.compile(func, target=tvm.target.Target({"kind": "llvm", "mcpu": host_cpu_name()}))
+    d = tvm.runtime.tensor(np.zeros((3, 4), np.float32))
+    lib["main"](3, d)
+    np.testing.assert_array_equal(d.numpy(), np.full((3, 4), 6, np.float32))

@@ -31,12 +31,14 @@ from tvm import tirx
 
 from tl_backend_api import ToolchainError, ToolchainInfo
 from tl_passes import (
+    C_ATOMICS_PRELUDE,
     C_MICROKERNEL_PRELUDE,
     PARALLEL_FOR_MARKER,
     MarkParallelLoopsPass,
     PassContext,
     Pipeline,
     StackBlockLocalsPass,
+    atomics_c_source,
     host_cpu_name,
 )
 
@@ -67,6 +69,7 @@ _MARKER_BEFORE_LOOP = re.compile(
 _LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MICROKERNEL_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_gemm_f32x\d+\(.*\);\n", re.MULTILINE)
+_ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
 _LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
 
 
@@ -282,6 +285,14 @@ def insert_microkernel_prelude(source: str) -> str:
     return _after_includes(source, C_MICROKERNEL_PRELUDE)
 
 
+def insert_atomics_prelude(source: str) -> str:
+    """Add the ``tl_atomic_*`` definitions (and drop TVM's declarations) when ``source`` uses them."""
+    if "tl_atomic_" not in source:
+        return source
+    source = _ATOMIC_DECLARATION.sub("", source)
+    return _after_includes(source, C_ATOMICS_PRELUDE)
+
+
 def generate_c_source(mod: tvm.IRModule) -> str:
     """Return the C source of ``mod`` with OpenMP pragmas on its outermost parallel loops.
 
@@ -307,7 +318,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
             f"TVM's C code generation failed: {type(error).__name__}", output=str(error)
         ) from error
     source, _ = insert_openmp_pragmas(str(lib.mod.inspect_source()))
-    return insert_half_typedef(insert_microkernel_prelude(source))
+    return insert_half_typedef(insert_atomics_prelude(insert_microkernel_prelude(source)))
 
 
 def build_c(
@@ -401,7 +412,15 @@ def build_llvm(
     source_path.write_text(source)
     object_path = out / f"{name}.o"
     lib.mod.write_to_file(str(object_path))
-    library = tool.compile_shared_object([object_path], out / f"{name}.so")
+    inputs = [object_path]
+    options: list[str] = []
+    if "tl_atomic_" in source:
+        # LLVM calls the atomics as external functions: link their C definitions in.
+        atomics_path = out / f"{name}_atomics.c"
+        atomics_path.write_text(atomics_c_source('__attribute__((visibility("hidden")))'))
+        inputs.append(atomics_path)
+        options = ["-O2"]
+    library = tool.compile_shared_object(inputs, out / f"{name}.so", options=options)
     info = tool.discover()
     llvm_version = int(tvm.target.codegen.llvm_version_major())
     return CpuBuildResult(

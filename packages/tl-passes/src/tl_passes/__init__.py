@@ -1,5 +1,14 @@
 """tl_passes: target-neutral passes, the pass pipeline framework and the CPU GEMM micro-kernel."""
 
+from tl_passes.atomics import (
+    ATOMIC_DTYPES,
+    ATOMIC_KINDS,
+    C_ATOMICS_PRELUDE,
+    atomic_function_name,
+    atomics_c_source,
+    emit_atomic_update,
+    emit_tile_atomic,
+)
 from tl_passes.gemm_microkernel import (
     C_MICROKERNEL_PRELUDE,
     MICROKERNEL_STYLES,
@@ -43,6 +52,9 @@ from tl_passes.tile_emitters import (
 from tl_passes.vector_isa import VectorISA, host_cpu_name, vector_isa_for_target
 
 __all__ = [
+    "ATOMIC_DTYPES",
+    "ATOMIC_KINDS",
+    "C_ATOMICS_PRELUDE",
     "C_MICROKERNEL_PRELUDE",
     "DISABLE_LOWER_BUILTIN",
     "DUMP_IR_ENV",
@@ -66,10 +78,14 @@ __all__ = [
     "StackBlockLocalsPass",
     "TileRegion",
     "VectorISA",
+    "atomic_function_name",
+    "atomics_c_source",
     "available_passes",
     "choose_register_tile",
     "create_pass",
+    "emit_atomic_update",
     "emit_gemm_microkernel",
+    "emit_tile_atomic",
     "emit_tile_copy",
     "emit_tile_cumsum",
     "emit_tile_fill",

@@ -148,6 +148,18 @@ def _guarded(store: tirx.Stmt, condition: Any | None) -> tirx.Stmt:
     return store if condition is None else tirx.IfThenElse(condition, store, None)
 
 
+def expr_dtype(expr: Any) -> str:
+    """The dtype of a TIR expression (0.27 expressions carry it in ``.ty``, not ``.dtype``)."""
+    return str(expr.ty.dtype)
+
+
+def convert_to(value: Any, dtype: str) -> Any:
+    """``value`` (a Python number or a PrimExpr) as a PrimExpr of ``dtype``."""
+    if isinstance(value, bool | int | float):
+        return tirx.const(value, dtype)
+    return value if expr_dtype(value) == dtype else tirx.Cast(dtype, value)
+
+
 def _load(buffer: Any, index: list[Any], dtype: str) -> Any:
     # A load of ``buffer`` converted to ``dtype`` (loads carry no dtype attribute in 0.27).
     value = tirx.BufferLoad(buffer, index)
@@ -183,10 +195,7 @@ def emit_tile_copy(src: TileRegion, dst: TileRegion) -> tirx.Stmt:
 def emit_tile_fill(dst: TileRegion, value: PrimExprLike) -> tirx.Stmt:
     """Return a statement setting every element of tile ``dst`` to ``value`` (cast to its dtype)."""
     dtype = str(dst.buffer.dtype)
-    if isinstance(value, bool | int | float):
-        fill_value = tirx.const(value, dtype)
-    else:
-        fill_value = value if str(value.dtype) == dtype else tirx.Cast(dtype, value)
+    fill_value = convert_to(value, dtype)
     shape = dst.squeezed_extents or (1,)
 
     def body(iv: list[Any]) -> tirx.Stmt:

@@ -1,0 +1,147 @@
+"""CPU atomics for ``T.atomic_add`` / ``atomic_max`` / ``atomic_min``.
+
+TVM 0.27 has no CPU lowering for atomics ("CPU backend does not support
+atomic add yet"), so an atomic update becomes a call of
+``tl_atomic_<kind>_<dtype>(address, value)``, defined in `C_ATOMICS_PRELUDE`
+with GCC's ``__atomic`` builtins: ``fetch_add`` for integer adds, a
+compare-and-swap loop for floats and for max/min. The C toolchain inserts the
+prelude into the source; the LLVM toolchain compiles it and links it in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import tirx
+
+from tl_passes.tile_emitters import TileRegion, convert_to
+
+#: The atomic update kinds.
+ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
+
+#: dtype -> (C type, same-size integer type for compare-and-swap).
+ATOMIC_DTYPES: dict[str, tuple[str, str]] = {
+    "float32": ("float", "uint32_t"),
+    "float64": ("double", "uint64_t"),
+    "int32": ("int32_t", "int32_t"),
+    "int64": ("int64_t", "int64_t"),
+}
+
+
+def atomic_function_name(kind: str, dtype: str) -> str:
+    """The C function implementing atomic ``kind`` on ``dtype`` (``tl_atomic_add_float32``)."""
+    return f"tl_atomic_{kind}_{dtype}"
+
+
+def _c_definition(kind: str, dtype: str, storage: str) -> str:
+    c_type, bits_type = ATOMIC_DTYPES[dtype]
+    name = atomic_function_name(kind, dtype)
+    if kind == "add" and not dtype.startswith("float"):
+        return (
+            f"{storage} int32_t {name}({c_type}* address, {c_type} value) {{\n"
+            f"  __atomic_fetch_add(address, value, __ATOMIC_RELAXED);\n  return 0;\n}}\n"
+        )
+    if kind == "add":
+        update = "current_value + value"
+    elif kind == "max":
+        update = "(value > current_value ? value : current_value)"
+    else:
+        update = "(value < current_value ? value : current_value)"
+    # Compare-and-swap on the bit pattern: works for floats and any integer.
+    return (
+        f"{storage} int32_t {name}({c_type}* address, {c_type} value) {{\n"
+        f"  {bits_type}* bits = ({bits_type}*)address;\n"
+        f"  {bits_type} expected = __atomic_load_n(bits, __ATOMIC_RELAXED);\n"
+        f"  for (;;) {{\n"
+        f"    {c_type} current_value;\n"
+        f"    __builtin_memcpy(&current_value, &expected, sizeof current_value);\n"
+        f"    {c_type} next_value = {update};\n"
+        f"    {bits_type} desired;\n"
+        f"    __builtin_memcpy(&desired, &next_value, sizeof desired);\n"
+        f"    if (__atomic_compare_exchange_n(bits, &expected, desired, 1,\n"
+        f"                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;\n"
+        f"  }}\n}}\n"
+    )
+
+
+def atomics_c_source(storage: str = "static inline") -> str:
+    """C definitions of every ``tl_atomic_*`` function, with the given storage class.
+
+    ``"static inline"`` for the C path's prelude; an exported, hidden-visibility
+    form (``__attribute__((visibility("hidden")))``) for the object the LLVM
+    path links in.
+    """
+    parts = ["/* tl_passes CPU atomics (GCC __atomic builtins). */\n#include <stdint.h>\n"]
+    for dtype in ATOMIC_DTYPES:
+        for kind in ATOMIC_KINDS:
+            parts.append(_c_definition(kind, dtype, storage))
+    return "".join(parts)
+
+
+#: The C path's prelude of atomic functions.
+C_ATOMICS_PRELUDE = atomics_c_source()
+
+
+def emit_atomic_update(dst: Any, index: list[Any], value: Any, kind: str = "add") -> tirx.Stmt:
+    """Return a statement atomically updating ``dst[index]`` with ``value``.
+
+    Args:
+        dst: the TIR buffer (its dtype must be in `ATOMIC_DTYPES`).
+        index: one index per dimension of ``dst``.
+        value: a PrimExpr or Python number (cast to ``dst``'s dtype).
+        kind: one of `ATOMIC_KINDS`.
+
+    Raises:
+        ValueError: for an unknown kind or an unsupported dtype.
+    """
+    if kind not in ATOMIC_KINDS:
+        raise ValueError(f"atomic kind: expected one of {list(ATOMIC_KINDS)}, got {kind!r}")
+    dtype = str(dst.dtype)
+    if dtype not in ATOMIC_DTYPES:
+        raise ValueError(
+            f"atomic_{kind} on {dst.name}: dtype {dtype} is not supported on the CPU; "
+            f"expected one of {list(ATOMIC_DTYPES)}"
+        )
+    operand = convert_to(value, dtype)
+    address = tirx.address_of(tirx.BufferLoad(dst, index))
+    call = tirx.call_extern("int32", atomic_function_name(kind, dtype), address, operand)
+    return tirx.Evaluate(call)
+
+
+def emit_tile_atomic(dst: TileRegion, value: TileRegion | Any, kind: str = "add") -> tirx.Stmt:
+    """Return a statement applying atomic ``kind`` elementwise over tile ``dst``.
+
+    Args:
+        dst: the tile updated atomically; out-of-bounds elements are skipped.
+        value: a tile of the same non-unit extents, or a scalar for every element.
+        kind: one of `ATOMIC_KINDS`.
+
+    Raises:
+        ValueError: for mismatched tile shapes, an unknown kind or an unsupported dtype.
+    """
+    shape = dst.squeezed_extents or (1,)
+    if isinstance(value, TileRegion) and value.squeezed_extents != dst.squeezed_extents:
+        raise ValueError(
+            f"atomic_{kind}: value tile {value.buffer.name}{list(value.extents)} must match "
+            f"dst {dst.buffer.name}{list(dst.extents)} (ignoring extents of 1)"
+        )
+    loop_vars = [tirx.Var(f"i{d}", "int32") for d in range(len(shape))]
+    iv = loop_vars if dst.squeezed_extents else []
+    if isinstance(value, TileRegion):
+        element: Any = tirx.BufferLoad(value.buffer, value.index(iv))
+        if str(value.buffer.dtype) != str(dst.buffer.dtype):
+            element = tirx.Cast(str(dst.buffer.dtype), element)
+        condition = value.inside(iv)
+    else:
+        element, condition = value, None
+    body: tirx.Stmt = emit_atomic_update(dst.buffer, dst.index(iv), element, kind)
+    inside = dst.inside(iv)
+    if inside is not None and condition is not None:
+        condition = tirx.all(inside, condition)
+    elif inside is not None:
+        condition = inside
+    if condition is not None:
+        body = tirx.IfThenElse(condition, body, None)
+    for depth in reversed(range(len(shape))):
+        body = tirx.For(loop_vars[depth], 0, shape[depth], tirx.ForKind.SERIAL, body)
+    return body
