@@ -11,11 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tl_backend_dummy import backend as dummy_backend
-from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen
-from tl_backend_dummy.pipeline import PIPELINE as DUMMY_PIPELINE
-from tl_backend_dummy.toolchain import DummyPackager
-
 from tl_backend_api import (
     Backend,
     DeviceCodegen,
@@ -24,6 +19,10 @@ from tl_backend_api import (
     StagedPipeline,
     Toolchain,
 )
+from tl_backend_dummy import backend as dummy_backend
+from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen
+from tl_backend_dummy.pipeline import PIPELINE as DUMMY_PIPELINE
+from tl_backend_dummy.toolchain import DummyPackager
 
 # tl_backend_api's own ready-made pipeline is a PassPipeline.
 staged_pipeline: type[PassPipeline] = StagedPipeline

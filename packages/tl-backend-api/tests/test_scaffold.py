@@ -9,7 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from tl_backend_api import Backend, assert_conforms, create_backend_context, isolated_registry
 from tl_backend_api.scaffold import ScaffoldError, create_backend_package, main

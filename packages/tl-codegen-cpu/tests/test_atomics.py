@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from tl_codegen_cpu import build_c, build_llvm
 from tvm import tirx
 
+from tl_codegen_cpu import build_c, build_llvm
 from tl_passes import ATOMIC_DTYPES, TileRegion, emit_atomic_update, emit_tile_atomic
 
 ITERATIONS = 4000

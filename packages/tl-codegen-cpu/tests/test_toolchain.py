@@ -10,6 +10,9 @@ import pytest
 import tvm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tvm import tirx
+
+from tl_backend_api import Toolchain, ToolchainError
 from tl_codegen_cpu import (
     C_FLAGS,
     CpuBuildResult,
@@ -20,9 +23,6 @@ from tl_codegen_cpu import (
     generate_c_source,
     insert_openmp_pragmas,
 )
-from tvm import tirx
-
-from tl_backend_api import Toolchain, ToolchainError
 from tl_passes import PARALLEL_FOR_MARKER, host_cpu_name
 from tl_passes.reference_kernels import tile_gemm_module
 
