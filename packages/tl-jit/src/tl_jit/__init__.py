@@ -1,0 +1,79 @@
+"""The user API: ``jit``, ``compile``, ``lower``, ``JITKernel``, the disk cache, the profiler,
+the autotuner and the ``tl`` command line.
+
+``import tl_jit`` is cheap (nothing heavy loads until used): a ``@jit`` kernel
+found in the disk cache is loaded through tl-runtime without importing tvm.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tl_jit import cache, language, profiler
+    from tl_jit.autotuner import AutoTuner, AutotuneWarning, autotune
+    from tl_jit.cache import CacheWarning
+    from tl_jit.compiler import compile, lower
+    from tl_jit.errors import AutotuneError, CacheError, JITError
+    from tl_jit.jit import JITFunction, jit
+    from tl_jit.kernel import JITKernel
+    from tl_jit.profiler import Profiler, do_bench
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "compile": ("tl_jit.compiler", "compile"),
+    "lower": ("tl_jit.compiler", "lower"),
+    "jit": ("tl_jit.jit", "jit"),
+    "JITFunction": ("tl_jit.jit", "JITFunction"),
+    "JITKernel": ("tl_jit.kernel", "JITKernel"),
+    "autotune": ("tl_jit.autotuner", "autotune"),
+    "AutoTuner": ("tl_jit.autotuner", "AutoTuner"),
+    "AutotuneWarning": ("tl_jit.autotuner", "AutotuneWarning"),
+    "CacheWarning": ("tl_jit.cache", "CacheWarning"),
+    "Profiler": ("tl_jit.profiler", "Profiler"),
+    "do_bench": ("tl_jit.profiler", "do_bench"),
+    "JITError": ("tl_jit.errors", "JITError"),
+    "CacheError": ("tl_jit.errors", "CacheError"),
+    "AutotuneError": ("tl_jit.errors", "AutotuneError"),
+    "cache": ("tl_jit.cache", None),
+    "profiler": ("tl_jit.profiler", None),
+    "language": ("tl_jit.language", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'tl_jit' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "AutoTuner",
+    "AutotuneError",
+    "AutotuneWarning",
+    "CacheError",
+    "CacheWarning",
+    "JITError",
+    "JITFunction",
+    "JITKernel",
+    "Profiler",
+    "autotune",
+    "cache",
+    "compile",
+    "do_bench",
+    "jit",
+    "language",
+    "lower",
+    "profiler",
+]

@@ -1,0 +1,276 @@
+"""`compile` and `lower`: a PrimFunc to a `JITKernel` (through the disk cache) or to sources.
+
+The `BackendContext` is created once per compile and handed to every stage
+(key, lowering, build, artifact); nothing resolves a backend twice.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tl_jit import env
+from tl_jit.cache import default_cache
+from tl_jit.kernel import JITKernel
+from tl_jit.keys import ir_key
+
+if TYPE_CHECKING:
+    from tl_backend_api import BackendContext, KernelSources
+
+OutIdx = int | Sequence[int] | None
+
+_toolchain_versions: dict[str, dict[str, str]] = {}
+_scratch_root: Path | None = None
+
+
+def normalize_out_idx(out_idx: OutIdx) -> tuple[int, ...] | None:
+    """``None``, an int or a sequence of ints -> ``None`` or a tuple of ints.
+
+    Raises:
+        TypeError: anything else (names the parameter and what came).
+    """
+    if out_idx is None:
+        return None
+    if isinstance(out_idx, int) and not isinstance(out_idx, bool):
+        return (out_idx,)
+    if isinstance(out_idx, Sequence) and not isinstance(out_idx, str | bytes):
+        items = tuple(out_idx)
+        if all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+            return items
+    raise TypeError(f"out_idx: expected None, an int or a list of ints, got {out_idx!r}")
+
+
+def _require_prim_func(func: object, where: str) -> None:
+    from tvm.tirx import PrimFunc
+
+    if not isinstance(func, PrimFunc):
+        raise TypeError(
+            f"{where}: expected a PrimFunc (a @T.prim_func kernel), got {type(func).__name__}"
+        )
+
+
+def toolchain_versions(context: BackendContext) -> dict[str, str]:
+    """``{tool name: version}`` of the context backend's toolchains (discovered once per process)."""
+    name = context.backend.name
+    if name not in _toolchain_versions:
+        versions: dict[str, str] = {}
+        for key, toolchain in sorted(context.backend.toolchains.items()):
+            info = toolchain.discover()
+            versions[key] = "absent" if info is None else f"{info.executable}: {info.version}"
+        _toolchain_versions[name] = versions
+    return _toolchain_versions[name]
+
+
+@contextlib.contextmanager
+def _pass_context(pass_configs: Mapping[str, object] | None) -> Iterator[None]:
+    if not pass_configs:
+        yield
+        return
+    import tvm
+
+    try:
+        scope = tvm.transform.PassContext(config=dict(pass_configs))
+    except (AttributeError, ValueError, TypeError) as exc:
+        first = str(exc).splitlines()[0][:300]
+        raise ValueError(f"pass_configs: TVM refused {dict(pass_configs)!r}: {first}") from None
+    with scope:
+        yield
+
+
+def _artifact_builder() -> Any:
+    """``tl_backend_api.build_artifact`` (tests swap this function for a small builder)."""
+    import tl_backend_api
+
+    builder = getattr(tl_backend_api, "build_artifact", None)
+    if builder is None:
+        raise NotImplementedError(
+            "tl_backend_api.build_artifact is not installed yet (issue 5: the CPU compiler); "
+            "tl_jit cannot build kernels without it"
+        )
+    return builder
+
+
+def build_into(
+    context: BackendContext,
+    func: Any,
+    directory: Path,
+    *,
+    out_idx: tuple[int, ...] | None,
+    pass_configs: Mapping[str, object] | None,
+    key: str | None = None,
+) -> Path:
+    """Lower and build ``func`` with ``context`` into the artifact directory ``directory``."""
+    builder = _artifact_builder()
+    extra = {"tl_jit.cache_key": key} if key else {}
+    with _pass_context(pass_configs):
+        return Path(builder(context, func, directory, out_idx=out_idx, extra_versions=extra))
+
+
+def _scratch_dir() -> Path:
+    """A per-process directory for uncached builds, removed at exit."""
+    global _scratch_root
+    if _scratch_root is None:
+        _scratch_root = Path(tempfile.mkdtemp(prefix="tl-jit-"))
+        atexit.register(shutil.rmtree, _scratch_root, True)
+    return _scratch_root
+
+
+def create_context(
+    target: object = "auto",
+    target_host: object = None,
+    execution_backend: str | None = "auto",
+) -> BackendContext:
+    """`tl_backend_api.create_backend_context` after applying the environment defaults."""
+    from tl_backend_api import create_backend_context
+
+    return create_backend_context(
+        env.default_target(target),
+        target_host,
+        env.default_execution_backend(execution_backend),
+    )
+
+
+def compile_with_context(
+    func: Any,
+    context: BackendContext,
+    *,
+    out_idx: OutIdx = None,
+    pass_configs: Mapping[str, object] | None = None,
+    verbose: bool = False,
+) -> JITKernel:
+    """`compile` for an already resolved context (the `jit` wrapper and the autotuner use it)."""
+    _require_prim_func(func, "func")
+    normalized_out = normalize_out_idx(out_idx)
+    started = time.perf_counter()
+    key = ir_key(
+        func,
+        context,
+        out_idx=normalized_out,
+        pass_configs=pass_configs,
+        toolchain_versions=toolchain_versions(context),
+    )
+    status = "built"
+    if env.cache_disabled():
+        directory = _scratch_dir() / f"{key[:16]}-{len(os.listdir(_scratch_dir()))}"
+        build_into(
+            context, func, directory, out_idx=normalized_out, pass_configs=pass_configs, key=key
+        )
+        import tl_runtime
+
+        runtime_kernel = tl_runtime.load(directory)
+        status = "built (cache disabled)"
+    else:
+        cache = default_cache()
+        loaded = cache.load(key)
+        if loaded is None:
+            cache.get_or_build(
+                key,
+                lambda d: build_into(
+                    context, func, d, out_idx=normalized_out, pass_configs=pass_configs, key=key
+                ),
+            )
+            loaded = cache.load(key)
+            if loaded is None:  # damaged between build and load: one more try, then give up
+                cache.get_or_build(
+                    key,
+                    lambda d: build_into(
+                        context, func, d, out_idx=normalized_out, pass_configs=pass_configs, key=key
+                    ),
+                )
+                import tl_runtime
+
+                loaded = tl_runtime.load(cache.entry_path(key))
+        else:
+            status = "cache hit"
+        runtime_kernel = loaded
+    if verbose:
+        print(
+            f"[tl_jit] {runtime_kernel.name}: {status} in {time.perf_counter() - started:.3f} s "
+            f"(target {context.target_kind}, execution backend {context.execution_backend.name}, "
+            f"key {key[:16]})",
+            file=sys.stderr,
+        )
+    return JITKernel(runtime_kernel, prim_func=func, context=context, cache_key=key)
+
+
+def compile(
+    func: Any,
+    out_idx: OutIdx = None,
+    target: object = "auto",
+    target_host: object = None,
+    execution_backend: str = "auto",
+    pass_configs: Mapping[str, object] | None = None,
+    verbose: bool = False,
+) -> JITKernel:
+    """Compile a PrimFunc into a callable `JITKernel` (or load it from the disk cache).
+
+    Args:
+        func: the kernel, a ``@T.prim_func``.
+        out_idx: the parameters the call allocates and returns (int or list, negative
+            allowed); None: the caller passes every parameter.
+        target: a target (``"c"``, ``"llvm"``, ``"cuda"``, a dict, a ``tvm.target.Target``)
+            or ``"auto"`` (``TL_TARGET`` if set, else detected).
+        target_host: the host target; default from the target.
+        execution_backend: a name or ``"auto"`` (``TL_EXECUTION_BACKEND`` if set, else the
+            backend's first available one).
+        pass_configs: TVM pass-context options applied while lowering and building.
+        verbose: print what happened (cache hit or build, timing) to stderr.
+
+    Returns:
+        The `JITKernel`.
+
+    Raises:
+        TypeError: ``func`` is not a PrimFunc, or ``out_idx`` is malformed.
+        ValueError: TVM refused ``pass_configs``.
+        tl_backend_api.BackendError: the target, backend or execution backend cannot be
+            resolved (the message says what is allowed or what to install).
+        tl_backend_api.ToolchainError: the compiler failed (its message and source path).
+        tl_jit.errors.CacheError: the cache cannot be written (set TL_CACHE_DIR or
+            TL_DISABLE_CACHE=1).
+    """
+    _require_prim_func(func, "func")
+    context = create_context(target, target_host, execution_backend)
+    return compile_with_context(
+        func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose
+    )
+
+
+def lower(
+    func: Any,
+    target: object = "auto",
+    target_host: object = None,
+    execution_backend: str = "auto",
+    pass_configs: Mapping[str, object] | None = None,
+) -> KernelSources:
+    """Lower ``func`` and generate its source without building it (no compiler runs).
+
+    Works for source-only targets (WebGPU, Metal off Apple machines).
+
+    Returns:
+        The `tl_backend_api.KernelSources` (language, files, entry symbol, launches).
+
+    Raises:
+        TypeError: ``func`` is not a PrimFunc.
+        NotImplementedError: ``tl_backend_api.lower_to_sources`` is not installed.
+        the errors of `compile`'s resolution.
+    """
+    _require_prim_func(func, "func")
+    import tl_backend_api
+
+    lower_to_sources = getattr(tl_backend_api, "lower_to_sources", None)
+    if lower_to_sources is None:
+        raise NotImplementedError(
+            "tl_backend_api.lower_to_sources is not installed yet (issue 5: the CPU compiler)"
+        )
+    context = create_context(target, target_host, execution_backend)
+    with _pass_context(pass_configs):
+        sources: KernelSources = lower_to_sources(context, func)
+    return sources

@@ -1,0 +1,47 @@
+"""Environment defaults: ``TL_TARGET``, ``TL_EXECUTION_BACKEND``, ``TL_CACHE_DIR``, ``TL_DISABLE_CACHE``.
+
+``TL_DUMP_IR`` is honoured by the backend's pass pipeline itself (tl_backend_api).
+Read at every use, so a test (or a user) may change them at run time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TARGET_ENV = "TL_TARGET"
+EXECUTION_BACKEND_ENV = "TL_EXECUTION_BACKEND"
+CACHE_DIR_ENV = "TL_CACHE_DIR"
+DISABLE_CACHE_ENV = "TL_DISABLE_CACHE"
+DUMP_IR_ENV = "TL_DUMP_IR"
+
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+
+
+def default_target(target: object) -> object:
+    """``target`` unless it is ``None`` or ``"auto"``: then ``TL_TARGET`` if set, else ``"auto"``."""
+    if target is None or target == "auto":
+        return os.environ.get(TARGET_ENV) or "auto"
+    return target
+
+
+def default_execution_backend(execution_backend: str | None) -> str:
+    """``execution_backend`` unless ``None``/``"auto"``: then ``TL_EXECUTION_BACKEND`` or ``"auto"``."""
+    if execution_backend is None or execution_backend == "auto":
+        return os.environ.get(EXECUTION_BACKEND_ENV) or "auto"
+    return execution_backend
+
+
+def cache_disabled() -> bool:
+    """True when ``TL_DISABLE_CACHE`` is set to anything but 0/false/no/off/empty."""
+    return os.environ.get(DISABLE_CACHE_ENV, "").strip().lower() not in _FALSE_WORDS
+
+
+def cache_root() -> Path:
+    """The cache root: ``TL_CACHE_DIR`` if set, else the per-user cache dir (platformdirs)."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tl-jit", appauthor=False))

@@ -1,0 +1,210 @@
+"""``@jit``: a function of compile-time arguments returning a PrimFunc -> compiled kernels.
+
+Each distinct argument set compiles once; the kernel is held in memory and on
+disk. A call whose arguments and function code were seen before (in any
+process) is answered from the front-end memo without running the function or
+importing tvm (docs/cache.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, overload
+
+from tl_jit import env
+from tl_jit.compiler import OutIdx, compile_with_context, create_context, normalize_out_idx
+from tl_jit.kernel import JITKernel
+
+
+class JITFunction:
+    """The object ``@jit`` returns: call it with compile-time arguments to get a `JITKernel`.
+
+    Attributes:
+        func: the decorated Python function (returns a PrimFunc).
+        options: the compile options (out_idx, target, target_host, execution_backend,
+            pass_configs, verbose).
+    """
+
+    def __init__(self, func: Callable[..., Any], **options: Any) -> None:
+        if not callable(func):
+            raise TypeError(f"jit: expected a function returning a PrimFunc, got {func!r}")
+        self.func = func
+        self.options = options
+        self._signature = inspect.signature(func)
+        self._kernels: dict[str, JITKernel] = {}
+        functools.update_wrapper(self, func)
+
+    def bind_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's arguments by parameter name, defaults applied.
+
+        Raises:
+            TypeError: the arguments do not fit the function's signature.
+        """
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.func.__qualname__}: {exc}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def _frontend_options(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        options = {**self.options, **overrides}
+        options.pop("verbose", None)
+        options["target"] = env.default_target(options.get("target", "auto"))
+        options["execution_backend"] = env.default_execution_backend(
+            options.get("execution_backend", "auto")
+        )
+        return options
+
+    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
+        """Compile (or fetch) the kernel for these compile-time arguments.
+
+        Raises:
+            TypeError: bad arguments, or the function did not return a PrimFunc.
+            everything `tl_jit.compile` raises.
+        """
+        return self.compile(args, kwargs)
+
+    def compile(
+        self,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> JITKernel:
+        """Like calling the object, with compile options overridden (``target="llvm"``...)."""
+        arguments = self.bind_arguments(args, kwargs or {})
+        options = {**self.options, **overrides}
+        from tl_jit.keys import Unkeyable, canonical_value, frontend_key
+
+        front_key: str | None
+        try:
+            front_key = frontend_key(
+                self.func,  # type: ignore[arg-type]
+                arguments,
+                self._frontend_options(overrides),
+            )
+        except (Unkeyable, AttributeError):
+            front_key = None
+        try:
+            memory_key = front_key or repr(canonical_value(arguments)) + repr(options)
+        except Unkeyable:
+            memory_key = None
+        if memory_key is not None and memory_key in self._kernels:
+            return self._kernels[memory_key]
+        kernel = None
+        if front_key is not None and not env.cache_disabled():
+            kernel = self._load_memo(front_key)
+        if kernel is None:
+            kernel = self._compile_fresh(arguments, options)
+            if front_key is not None and kernel.cache_key is not None and not env.cache_disabled():
+                from tl_jit.cache import default_cache
+
+                default_cache().write_record(
+                    "frontend",
+                    front_key,
+                    {"ir_key": kernel.cache_key, "function": self.func.__qualname__},
+                )
+        if memory_key is not None:
+            self._kernels[memory_key] = kernel
+        return kernel
+
+    def _load_memo(self, front_key: str) -> JITKernel | None:
+        from tl_jit.cache import default_cache
+
+        cache = default_cache()
+        record = cache.read_record("frontend", front_key)
+        if record is None or not isinstance(record.get("ir_key"), str):
+            return None
+        ir_key = record["ir_key"]
+        runtime_kernel = cache.load(ir_key)
+        if runtime_kernel is None:
+            return None
+        return JITKernel(runtime_kernel, cache_key=ir_key)
+
+    def _compile_fresh(self, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> JITKernel:
+        prim_func = self.func(**arguments)
+        from tvm.tirx import PrimFunc
+
+        if not isinstance(prim_func, PrimFunc):
+            raise TypeError(
+                f"{self.func.__qualname__}: a @jit function must return a PrimFunc "
+                f"(a @T.prim_func kernel), it returned {type(prim_func).__name__}"
+            )
+        context = create_context(
+            options.get("target", "auto"),
+            options.get("target_host"),
+            options.get("execution_backend", "auto"),
+        )
+        return compile_with_context(
+            prim_func,
+            context,
+            out_idx=options.get("out_idx"),
+            pass_configs=options.get("pass_configs"),
+            verbose=bool(options.get("verbose", False)),
+        )
+
+    def get_prim_func(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the decorated function and return its PrimFunc (no compile)."""
+        return self.func(**self.bind_arguments(args, kwargs))
+
+    def __repr__(self) -> str:
+        return f"<tl_jit.jit {self.func.__qualname__}>"
+
+
+@overload
+def jit(func: Callable[..., Any], /) -> JITFunction: ...
+
+
+@overload
+def jit(
+    func: None = None,
+    /,
+    *,
+    out_idx: OutIdx = None,
+    target: object = "auto",
+    target_host: object = None,
+    execution_backend: str = "auto",
+    pass_configs: Mapping[str, object] | None = None,
+    verbose: bool = False,
+) -> Callable[[Callable[..., Any]], JITFunction]: ...
+
+
+def jit(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    out_idx: OutIdx = None,
+    target: object = "auto",
+    target_host: object = None,
+    execution_backend: str = "auto",
+    pass_configs: Mapping[str, object] | None = None,
+    verbose: bool = False,
+) -> JITFunction | Callable[[Callable[..., Any]], JITFunction]:
+    """Decorate a function of compile-time arguments that returns a PrimFunc.
+
+    ``@jit`` or ``@jit(out_idx=[-1], target="c", ...)``: the options are those of
+    `tl_jit.compile`. Calling the result with compile-time arguments returns a
+    `JITKernel`, compiled once per distinct argument set and cached in memory and
+    on disk.
+
+    Raises:
+        TypeError: ``out_idx`` is malformed, or what is decorated is not callable.
+    """
+    normalize_out_idx(out_idx)
+    options = {
+        "out_idx": out_idx,
+        "target": target,
+        "target_host": target_host,
+        "execution_backend": execution_backend,
+        "pass_configs": dict(pass_configs) if pass_configs else None,
+        "verbose": verbose,
+    }
+    if func is not None:
+        return JITFunction(func, **options)
+
+    def decorate(function: Callable[..., Any]) -> JITFunction:
+        return JITFunction(function, **options)
+
+    return decorate

@@ -1,0 +1,351 @@
+"""Timing kernels: `do_bench` (CPU wall clock, CUDA events when torch+CUDA are present)
+and `Profiler` (inputs generated from a kernel's params, benchmarking, checking)."""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tl_jit.kernel import JITKernel
+
+RETURN_MODES = ("mean", "median", "min", "max")
+FLUSH_BYTES = 64 << 20
+"""Bytes written between timed calls by ``flush_cache=True`` (larger than common L3 caches)."""
+
+_GPU_KINDS = frozenset({"cuda", "rocm", "hip"})
+
+
+def _validate(warmup: float, rep: float, return_mode: str) -> None:
+    for name, value in (("warmup", warmup), ("rep", rep)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"{name}: expected a number of milliseconds >= 0, got {value!r}")
+    if rep <= 0:
+        raise ValueError(f"rep: expected a number of milliseconds > 0, got {rep!r}")
+    if return_mode not in RETURN_MODES:
+        raise ValueError(f"return_mode: expected one of {RETURN_MODES}, got {return_mode!r}")
+
+
+def _summarize(
+    times_ms: Sequence[float], return_mode: str, quantiles: Sequence[float] | None
+) -> float | list[float]:
+    if quantiles is not None:
+        ordered = sorted(times_ms)
+        result = []
+        for q in quantiles:
+            if not 0.0 <= q <= 1.0:
+                raise ValueError(f"quantiles: expected values in [0, 1], got {q!r}")
+            position = q * (len(ordered) - 1)
+            low = int(position)
+            high = min(low + 1, len(ordered) - 1)
+            result.append(ordered[low] + (ordered[high] - ordered[low]) * (position - low))
+        return result
+    if return_mode == "mean":
+        return statistics.fmean(times_ms)
+    if return_mode == "median":
+        return statistics.median(times_ms)
+    if return_mode == "min":
+        return min(times_ms)
+    return max(times_ms)
+
+
+def _cuda_available() -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def do_bench(
+    fn: Callable[[], Any],
+    warmup: float = 25.0,
+    rep: float = 100.0,
+    return_mode: str = "mean",
+    quantiles: Sequence[float] | None = None,
+    *,
+    flush_cache: bool = False,
+    device: str = "auto",
+    max_repeats: int = 100_000,
+) -> float | list[float]:
+    """Time ``fn()`` and return milliseconds per call.
+
+    Runs ``fn`` for about ``warmup`` ms, then times about ``rep`` ms of calls one by
+    one (at least 5 timed calls).
+
+    Args:
+        fn: the thing to time, called without arguments.
+        warmup: milliseconds of untimed calls first.
+        rep: milliseconds of timed calls.
+        return_mode: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` of the per-call times.
+        quantiles: when given, return these quantiles (each in [0, 1]) instead.
+        flush_cache: write a 64 MiB buffer before every timed call (CPU: cold caches).
+        device: ``"cpu"`` (wall clock), ``"cuda"`` (CUDA events; needs torch with CUDA)
+            or ``"auto"`` (CUDA when torch is already imported and sees a GPU).
+        max_repeats: upper bound on the number of timed calls.
+
+    Returns:
+        A float (ms), or a list of floats for ``quantiles``.
+
+    Raises:
+        ValueError: a bad ``warmup``, ``rep``, ``return_mode``, ``quantiles`` or ``device``.
+        whatever ``fn`` raises.
+    """
+    _validate(warmup, rep, return_mode)
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device: expected 'auto', 'cpu' or 'cuda', got {device!r}")
+    use_cuda = device == "cuda" or (device == "auto" and _cuda_available())
+    flush: Callable[[], None] | None = None
+    if flush_cache:
+        import numpy as np
+
+        buffer = np.empty(FLUSH_BYTES // 8, dtype=np.int64)
+
+        def flush() -> None:
+            buffer.fill(0)
+
+    if use_cuda:
+        return _bench_cuda(fn, warmup, rep, return_mode, quantiles, flush, max_repeats)
+    # Estimate one call's cost to size the warmup and the timed runs.
+    start = time.perf_counter()
+    fn()
+    estimate_ms = max((time.perf_counter() - start) * 1e3, 1e-4)
+    for _ in range(min(max_repeats, int(warmup / estimate_ms))):
+        fn()
+    count = max(5, min(max_repeats, int(rep / estimate_ms)))
+    times_ms = []
+    clock = time.perf_counter
+    for _ in range(count):
+        if flush is not None:
+            flush()
+        begin = clock()
+        fn()
+        times_ms.append((clock() - begin) * 1e3)
+    return _summarize(times_ms, return_mode, quantiles)
+
+
+def _bench_cuda(
+    fn: Callable[[], Any],
+    warmup: float,
+    rep: float,
+    return_mode: str,
+    quantiles: Sequence[float] | None,
+    flush: Callable[[], None] | None,
+    max_repeats: int,
+) -> float | list[float]:
+    torch: Any = importlib.import_module("torch")
+
+    if not torch.cuda.is_available():
+        raise ValueError("device: 'cuda' asked for, but torch sees no CUDA device")
+    fn()
+    torch.cuda.synchronize()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(5):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    estimate_ms = max(begin.elapsed_time(end) / 5, 1e-4)
+    for _ in range(min(max_repeats, int(warmup / estimate_ms))):
+        fn()
+    count = max(5, min(max_repeats, int(rep / estimate_ms)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    for i in range(count):
+        if flush is not None:
+            flush()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    times_ms = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+    return _summarize(times_ms, return_mode, quantiles)
+
+
+def random_array(
+    shape: Sequence[int], dtype: str, rng: np.random.Generator, *, like: str = "numpy"
+) -> Any:
+    """A random array: standard normal for floats, small ints (-4..4, 0..8 unsigned), bools."""
+    import numpy as np
+
+    if dtype == "bool":
+        data: Any = rng.integers(0, 2, size=shape).astype(np.bool_)
+    elif dtype.startswith("uint"):
+        data = rng.integers(0, 9, size=shape).astype(dtype)
+    elif dtype.startswith("int"):
+        data = rng.integers(-4, 5, size=shape).astype(dtype)
+    elif dtype == "bfloat16":
+        if like != "torch":
+            raise TypeError("bfloat16 inputs need torch (numpy has no bfloat16)")
+        data = rng.standard_normal(size=shape).astype(np.float32)
+    else:
+        data = rng.standard_normal(size=shape).astype(dtype)
+    if like == "torch":
+        torch: Any = importlib.import_module("torch")
+
+        tensor = torch.from_numpy(np.ascontiguousarray(data))
+        if dtype == "bfloat16":
+            tensor = tensor.to(torch.bfloat16)
+        return tensor.cuda() if torch.cuda.is_available() else tensor
+    return data
+
+
+class Profiler:
+    """Benchmarks and checks one `JITKernel` on inputs generated from its params.
+
+    Args:
+        kernel: the kernel.
+        dims: sizes of symbolic dims (``{"M": 1024}``); required for params that use them.
+        seed: random seed of the generated inputs.
+    """
+
+    def __init__(self, kernel: JITKernel, dims: Mapping[str, int] | None = None, seed: int = 0):
+        self.kernel = kernel
+        self.dims = dict(dims or {})
+        self.seed = seed
+        kind = kernel.manifest.target.get("kind")
+        self._like = "torch" if kind in _GPU_KINDS else "numpy"
+        self._inputs: list[Any] | None = None
+
+    def _shape(self, param: Any, dims: Mapping[str, int]) -> tuple[int, ...]:
+        shape = []
+        for dim in param.shape:
+            if isinstance(dim, str):
+                if dim not in dims:
+                    raise ValueError(
+                        f"dims: parameter {param.name!r} has symbolic dim {dim!r}; pass "
+                        f"dims={{{dim!r}: <size>}} (got {dict(dims)!r})"
+                    )
+                shape.append(int(dims[dim]))
+            else:
+                shape.append(dim)
+        return tuple(shape)
+
+    def make_inputs(
+        self, dims: Mapping[str, int] | None = None, seed: int | None = None
+    ) -> list[Any]:
+        """Random inputs for every parameter not in ``out_idx``, in order.
+
+        Tensors: standard normal floats or small ints; scalars: 1.0 / 1.
+
+        Raises:
+            ValueError: a symbolic dim has no size in ``dims``.
+        """
+        import numpy as np
+
+        sizes = {**self.dims, **(dims or {})}
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        inputs: list[Any] = []
+        for index, param in enumerate(self.kernel.params):
+            if index in self.kernel.out_idx:
+                continue
+            if param.kind == "scalar":
+                inputs.append(1.0 if "float" in param.dtype else 1)
+            else:
+                inputs.append(
+                    random_array(self._shape(param, sizes), param.dtype, rng, like=self._like)
+                )
+        return inputs
+
+    @property
+    def inputs(self) -> list[Any]:
+        """The inputs `do_bench` uses (made once with `make_inputs`)."""
+        if self._inputs is None:
+            self._inputs = self.make_inputs()
+        return self._inputs
+
+    def do_bench(
+        self,
+        func: Callable[..., Any] | None = None,
+        warmup: float = 25.0,
+        rep: float = 100.0,
+        return_mode: str = "mean",
+        quantiles: Sequence[float] | None = None,
+        *,
+        flush_cache: bool = False,
+        inputs: Sequence[Any] | None = None,
+    ) -> float | list[float]:
+        """Time the kernel (or ``func``, called with the same inputs); milliseconds per call.
+
+        Arguments as in `tl_jit.profiler.do_bench`; ``inputs`` replaces the generated ones.
+        """
+        target = func if func is not None else self.kernel
+        args = list(inputs) if inputs is not None else self.inputs
+        device = "cuda" if self._like == "torch" and _cuda_available() else "cpu"
+        return do_bench(
+            lambda: target(*args),
+            warmup,
+            rep,
+            return_mode,
+            quantiles,
+            flush_cache=flush_cache,
+            device=device,
+        )
+
+    def assert_allclose(
+        self,
+        ref_fn: Callable[..., Any],
+        rtol: float = 1e-2,
+        atol: float = 1e-2,
+        *,
+        dims: Mapping[str, int] | None = None,
+        inputs: Sequence[Any] | None = None,
+    ) -> None:
+        """Run the kernel and ``ref_fn`` on the same inputs and compare the outputs.
+
+        ``ref_fn`` receives the inputs (the params not in ``out_idx``) and returns the
+        expected output (one array, or a tuple for several ``out_idx`` outputs). A kernel
+        without ``out_idx`` is compared on the arrays it updates in place against
+        what ``ref_fn`` returns for them (a tuple in parameter order, or one array).
+
+        Raises:
+            AssertionError: a value differs beyond ``rtol``/``atol`` (says which output
+                and by how much).
+            ValueError: a symbolic dim has no size in ``dims``.
+        """
+        import numpy as np
+
+        args = list(inputs) if inputs is not None else self.make_inputs(dims)
+        reference_args = [a.clone() if hasattr(a, "clone") else np.copy(a) for a in args]
+        got = self.kernel(*args)
+        expected = ref_fn(*reference_args)
+        if not self.kernel.out_idx:
+            got = tuple(a for a in args if hasattr(a, "shape"))
+        got_list = list(got) if isinstance(got, tuple | list) else [got]
+        expected_list = list(expected) if isinstance(expected, tuple | list) else [expected]
+        if len(got_list) != len(expected_list):
+            if not self.kernel.out_idx and len(expected_list) < len(got_list):
+                got_list = got_list[-len(expected_list) :]
+            else:
+                raise AssertionError(
+                    f"ref_fn returned {len(expected_list)} values, the kernel "
+                    f"{len(got_list)} outputs"
+                )
+        for position, (g, e) in enumerate(zip(got_list, expected_list, strict=True)):
+            g_np = _to_numpy(g)
+            e_np = _to_numpy(e)
+            try:
+                np.testing.assert_allclose(g_np, e_np, rtol=rtol, atol=atol)
+            except AssertionError as exc:
+                raise AssertionError(
+                    f"kernel {self.kernel.name!r} output {position} differs from ref_fn: {exc}"
+                ) from None
+
+
+def _to_numpy(value: Any) -> Any:
+    import numpy as np
+
+    if hasattr(value, "detach"):
+        value = value.detach().float().cpu().numpy()
+    array = np.asarray(value)
+    if array.dtype == np.float16:
+        array = array.astype(np.float32)
+    return array
