@@ -23,6 +23,11 @@ from tl_backend_dummy import backend as dummy_backend
 from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen
 from tl_backend_dummy.pipeline import PIPELINE as DUMMY_PIPELINE
 from tl_backend_dummy.toolchain import DummyPackager
+from tl_codegen_cpu import backend as cpu_backend
+from tl_codegen_cpu.codegen import CpuDeviceCodegen
+from tl_codegen_cpu.pipeline import C_PIPELINE as CPU_C_PIPELINE
+from tl_codegen_cpu.pipeline import LLVM_PIPELINE as CPU_LLVM_PIPELINE
+from tl_codegen_cpu.toolchain import GccToolchain
 
 # tl_backend_api's own ready-made pipeline is a PassPipeline.
 staged_pipeline: type[PassPipeline] = StagedPipeline
@@ -34,7 +39,16 @@ dummy_device_codegen: DeviceCodegen = DummyDeviceCodegen()
 dummy_host_codegen: HostCodegen = DummyHostCodegen()
 dummy_toolchain: Toolchain = DummyPackager()
 
+# ---- tl-codegen-cpu (packages/tl-codegen-cpu), kinds "c" and "llvm"
+cpu_descriptor: Backend = cpu_backend.BACKEND
+cpu_c_pipeline: PassPipeline = CPU_C_PIPELINE
+cpu_llvm_pipeline: PassPipeline = CPU_LLVM_PIPELINE
+cpu_c_codegen: DeviceCodegen = CpuDeviceCodegen("c")
+cpu_llvm_codegen: DeviceCodegen = CpuDeviceCodegen("llvm")
+cpu_toolchain: Toolchain = GccToolchain()
+
 #: Backend name -> its descriptor, for every backend checked statically above.
 STATICALLY_CHECKED: Mapping[str, Backend] = {
     dummy_descriptor.name: dummy_descriptor,
+    cpu_descriptor.name: cpu_descriptor,
 }

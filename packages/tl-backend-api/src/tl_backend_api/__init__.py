@@ -8,6 +8,7 @@ backend once; later stages take the resulting `BackendContext`.
 
 from __future__ import annotations
 
+from tl_backend_api.artifact import build_artifact, lower_to_sources
 from tl_backend_api.conformance import KNOWN_ADAPTERS, assert_conforms, conformance_problems
 from tl_backend_api.context import (
     BackendContext,
@@ -124,6 +125,7 @@ __all__ = [
     "UnknownFeatureError",
     "always",
     "assert_conforms",
+    "build_artifact",
     "clear_availability_cache",
     "conformance_problems",
     "create_backend_context",
@@ -137,6 +139,7 @@ __all__ = [
     "is_kebab_case",
     "isolated_registry",
     "list_backends",
+    "lower_to_sources",
     "normalize_target",
     "offered_execution_backends",
     "parse_target_string",

@@ -9,6 +9,11 @@ from tl_passes.atomics import (
     emit_atomic_update,
     emit_tile_atomic,
 )
+from tl_passes.cpu_localize_tiles import CpuLocalizeTilesPass
+from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
+from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
+from tl_passes.cpu_lower_tile_ops import CpuLowerTileOpsPass, lower_tile_op
+from tl_passes.cpu_reject_gpu_ops import CpuRejectGpuOpsPass
 from tl_passes.gemm_microkernel import (
     C_MICROKERNEL_PRELUDE,
     MICROKERNEL_STYLES,
@@ -18,6 +23,9 @@ from tl_passes.gemm_microkernel import (
     choose_register_tile,
     emit_gemm_microkernel,
 )
+from tl_passes.legalize_half_precision import LegalizeHalfPrecisionPass
+from tl_passes.lower_alloc_var import LowerAllocVarPass
+from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
 from tl_passes.mark_parallel_loops import (
     PARALLEL_FOR_MARKER,
     MarkParallelLoopsPass,
@@ -64,7 +72,15 @@ __all__ = [
     "REDUCE_KINDS",
     "SUPPORTED_OPERAND_DTYPES",
     "BlockLocalsTooLargeError",
+    "CpuLocalizeTilesPass",
+    "CpuLowerLaunchPass",
+    "CpuLowerParallelLoopsPass",
+    "CpuLowerTileOpsPass",
+    "CpuRejectGpuOpsPass",
     "GemmOperand",
+    "LegalizeHalfPrecisionPass",
+    "LowerAllocVarPass",
+    "LowerPipelinedLoopsPass",
     "MarkParallelLoopsPass",
     "Pass",
     "PassCallback",
@@ -93,6 +109,7 @@ __all__ = [
     "get_pass_class",
     "host_cpu_name",
     "is_kebab_case",
+    "lower_tile_op",
     "mark_outermost_parallel_loops",
     "module_text",
     "replace_functions",

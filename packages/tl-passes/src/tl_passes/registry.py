@@ -28,6 +28,24 @@ PASS_REGISTRY: Mapping[str, Callable[[], type[Pass]]] = MappingProxyType(
         "remove-no-op": _lazy("tl_passes.remove_no_op", "RemoveNoOpPass"),
         "mark-parallel-loops": _lazy("tl_passes.mark_parallel_loops", "MarkParallelLoopsPass"),
         "stack-block-locals": _lazy("tl_passes.stack_block_locals", "StackBlockLocalsPass"),
+        "gpu-infer-layouts": _lazy("tl_passes.gpu_layout", "GpuInferLayoutsPass"),
+        "gpu-insert-barriers": _lazy("tl_passes.gpu_insert_barriers", "GpuInsertBarriersPass"),
+        "gpu-lower-tile-ops": _lazy("tl_passes.gpu_lower_tile_ops", "GpuLowerTileOpsPass"),
+        "gpu-plan-shared-memory": _lazy("tl_passes.gpu_shared_memory", "GpuPlanSharedMemoryPass"),
+        "lower-pipelined-loops": _lazy(
+            "tl_passes.lower_pipelined_loops", "LowerPipelinedLoopsPass"
+        ),
+        "lower-alloc-var": _lazy("tl_passes.lower_alloc_var", "LowerAllocVarPass"),
+        "legalize-half-precision": _lazy(
+            "tl_passes.legalize_half_precision", "LegalizeHalfPrecisionPass"
+        ),
+        "cpu-reject-gpu-ops": _lazy("tl_passes.cpu_reject_gpu_ops", "CpuRejectGpuOpsPass"),
+        "cpu-lower-launch": _lazy("tl_passes.cpu_lower_launch", "CpuLowerLaunchPass"),
+        "cpu-lower-tile-ops": _lazy("tl_passes.cpu_lower_tile_ops", "CpuLowerTileOpsPass"),
+        "cpu-lower-parallel-loops": _lazy(
+            "tl_passes.cpu_lower_parallel_loops", "CpuLowerParallelLoopsPass"
+        ),
+        "cpu-localize-tiles": _lazy("tl_passes.cpu_localize_tiles", "CpuLocalizeTilesPass"),
     }
 )
 

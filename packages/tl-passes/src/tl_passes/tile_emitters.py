@@ -166,11 +166,18 @@ def _load(buffer: Any, index: list[Any], dtype: str) -> Any:
     return value if str(buffer.dtype) == dtype else tirx.Cast(dtype, value)
 
 
-def emit_tile_copy(src: TileRegion, dst: TileRegion) -> tirx.Stmt:
+def emit_tile_copy(
+    src: TileRegion, dst: TileRegion, pad_value: PrimExprLike | None = None
+) -> tirx.Stmt:
     """Return a statement copying tile ``src`` into tile ``dst`` (cast to dst's dtype).
 
     Unit dimensions are ignored when matching the two shapes, so a
     ``[1, 64]`` row copies into a ``[64]`` tile.
+
+    With ``pad_value=None`` elements outside either buffer are skipped. With a
+    value (the kernel language uses 0), elements of ``dst`` whose source lies
+    outside ``src``'s buffer are written with it: a copy from a partial
+    source tile gives zeros there (docs/language.md).
 
     Raises:
         ValueError: if the non-unit extents of ``src`` and ``dst`` differ.
@@ -186,8 +193,13 @@ def emit_tile_copy(src: TileRegion, dst: TileRegion) -> tirx.Stmt:
 
     def body(iv: list[Any]) -> tirx.Stmt:
         value = _load(src.buffer, src.index(iv), dst_dtype)
-        store = tirx.BufferStore(dst.buffer, value, dst.index(iv))
-        return _guarded(store, _both(src.inside(iv), dst.inside(iv)))
+        if pad_value is None:
+            store = tirx.BufferStore(dst.buffer, value, dst.index(iv))
+            return _guarded(store, _both(src.inside(iv), dst.inside(iv)))
+        src_inside = src.inside(iv)
+        if src_inside is not None:
+            value = tirx.if_then_else(src_inside, value, convert_to(pad_value, dst_dtype))
+        return _guarded(tirx.BufferStore(dst.buffer, value, dst.index(iv)), dst.inside(iv))
 
     return _loop_nest(list(shape), body, vectorize_last=True)
 

@@ -1,0 +1,251 @@
+"""Building a tl-runtime artifact from a kernel: lower, build, describe, write.
+
+`build_artifact` is what `tl_jit` calls to compile: it lowers the kernel
+through the context's pipeline, builds it with the context's device
+codegen (or only generates source for a source-only execution backend),
+derives every manifest parameter from the PrimFunc and writes the artifact
+atomically with `tl_runtime.write_artifact`. `lower_to_sources` stops after
+source generation and never runs a compiler.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import tvm
+from tvm import IRModule, tirx
+
+from tl_backend_api.context import BackendContext
+from tl_backend_api.protocols import DeviceBuildResult, KernelSources
+
+#: Distributions whose versions every artifact records (when installed).
+VERSIONED_DISTRIBUTIONS: tuple[str, ...] = (
+    "tl-ir",
+    "tl-passes",
+    "tl-backend-api",
+    "tl-runtime",
+    "apache-tvm",
+    "apache-tvm-ffi",
+)
+
+_TVM_FFI_PREFIX = "__tvm_ffi_"
+
+
+def _check_func(func: object, caller: str) -> tirx.PrimFunc:
+    if not isinstance(func, tirx.PrimFunc):
+        raise TypeError(f"{caller} func: expected a tvm.tirx.PrimFunc, got {type(func).__name__}")
+    return func
+
+
+def kernel_symbol(func: tirx.PrimFunc, kernel_name: str | None = None) -> str:
+    """The kernel's name: ``kernel_name``, else the PrimFunc's global symbol, else ``main``.
+
+    Raises:
+        ValueError: ``kernel_name`` is not a C identifier.
+    """
+    if kernel_name is None:
+        symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
+        kernel_name = str(symbol) if symbol is not None else "main"
+    if not kernel_name.isidentifier() or kernel_name.startswith(_TVM_FFI_PREFIX):
+        raise ValueError(f"kernel_name: expected a C identifier, got {kernel_name!r}")
+    return kernel_name
+
+
+def kernel_module(func: tirx.PrimFunc, kernel_name: str) -> IRModule:
+    """An IRModule holding ``func`` under ``kernel_name`` (its global symbol set to it)."""
+    return IRModule({kernel_name: func.with_attr("global_symbol", kernel_name)})
+
+
+def _dim(value: Any, param: str) -> int | str:
+    if isinstance(value, tirx.IntImm):
+        return int(value.value)
+    if isinstance(value, tvm.ir.Var):
+        return str(value.name)
+    raise ValueError(
+        f"parameter {param!r}: expected every dim to be a constant or a symbolic dim "
+        f"(T.symbolic), got the expression {value}"
+    )
+
+
+def normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> tuple[int, ...]:
+    """``out_idx`` as sorted-as-given non-negative indices into ``count`` parameters.
+
+    Raises:
+        TypeError: not an int, a sequence of ints or None.
+        ValueError: an index out of range or repeated.
+    """
+    if out_idx is None:
+        return ()
+    items: Sequence[Any] = [out_idx] if isinstance(out_idx, int) else out_idx
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise TypeError(f"out_idx: expected an int, a sequence of ints or None, got {out_idx!r}")
+    result: list[int] = []
+    for index in items:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"out_idx: expected ints, got {index!r} in {out_idx!r}")
+        if not -count <= index < count:
+            raise ValueError(
+                f"out_idx: expected indices in [{-count}, {count}) for a kernel with {count} "
+                f"parameters, got {index}"
+            )
+        normalized = index % count
+        if normalized in result:
+            raise ValueError(f"out_idx: parameter {normalized} appears twice in {out_idx!r}")
+        result.append(normalized)
+    return tuple(result)
+
+
+def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, ...]:
+    """The `tl_runtime.ParamSpec` of every parameter of ``func``, in order.
+
+    Buffer parameters give name, dtype and shape (ints and symbolic dim
+    names); scalar parameters give name and dtype. Parameters in ``out_idx``
+    get role ``output``.
+
+    Raises:
+        ValueError: a dim that is an expression rather than a constant or a Var.
+    """
+    from tl_runtime import ParamSpec
+
+    specs = []
+    for position, param in enumerate(func.params):
+        name = str(param.name)
+        ty = param.ty
+        if isinstance(ty, tirx.BufferType):
+            specs.append(
+                ParamSpec(
+                    name=name,
+                    dtype=str(ty.dtype),
+                    shape=tuple(_dim(d, name) for d in ty.shape),
+                    role="output" if position in out_idx else "input",
+                )
+            )
+        else:
+            if position in out_idx:
+                raise ValueError(f"out_idx: parameter {position} ({name!r}) is a scalar")
+            specs.append(ParamSpec(name=name, dtype=str(ty.dtype), kind="scalar"))
+    return tuple(specs)
+
+
+def _target_json(context: BackendContext) -> dict[str, Any]:
+    target = context.target
+    out: dict[str, Any] = {"kind": context.target_kind}
+    for key, value in target.attrs.items():
+        if isinstance(value, (bool, int, float)):
+            out[str(key)] = value
+        elif (isinstance(value, str) or type(value).__name__ == "String") and str(value):
+            out[str(key)] = str(value)
+    return out
+
+
+def _versions(build: DeviceBuildResult, extra: Mapping[str, str] | None) -> dict[str, str]:
+    versions: dict[str, str] = {}
+    for dist in VERSIONED_DISTRIBUTIONS:
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    versions.update({f"toolchain.{k}": v for k, v in build.toolchain_versions.items()})
+    versions.update(dict(extra or {}))
+    return versions
+
+
+def _launch(sources: KernelSources) -> Any:
+    if not sources.launches:
+        return None
+    from tl_runtime import LaunchSpec
+
+    first = sources.launches[0]
+    return LaunchSpec(
+        grid=first.grid or (1,),
+        block=first.block or (1,),
+        dynamic_shared_memory=first.dynamic_shared_memory_bytes,
+        extra={"kernel_name": first.kernel_name},
+    )
+
+
+def lower_to_sources(
+    context: BackendContext, func: tirx.PrimFunc, *, dump_dir: Path | None = None
+) -> KernelSources:
+    """Lower ``func`` through the context's pipeline and generate its source (no compiler).
+
+    Raises:
+        TypeError: ``func`` is not a PrimFunc.
+        tl_ir.errors.TileLangError: a construct the target cannot lower.
+        ToolchainError: TVM's code generation failed.
+    """
+    func = _check_func(func, "lower_to_sources")
+    mod = kernel_module(func, kernel_symbol(func))
+    return context.emit_source(context.lower(mod, dump_dir=dump_dir))
+
+
+def build_artifact(
+    context: BackendContext,
+    func: tirx.PrimFunc,
+    directory: str | os.PathLike[str],
+    *,
+    out_idx: int | Sequence[int] | None = None,
+    kernel_name: str | None = None,
+    dump_dir: Path | None = None,
+    extra_versions: Mapping[str, str] | None = None,
+) -> Path:
+    """Compile ``func`` for the context's target and write a tl-runtime artifact.
+
+    Args:
+        context: the resolved backend, target and execution backend.
+        func: the kernel as `tl_ir.language` produced it (tile ops, ``T.Kernel``).
+        directory: where the artifact goes; created if missing, must be empty.
+        out_idx: parameters the runtime allocates and returns (negative allowed).
+        kernel_name: the entry's name (default: the global symbol, else ``main``).
+        dump_dir: IR dumps after every pass (``TL_DUMP_IR`` works too).
+        extra_versions: merged into the manifest's versions.
+
+    Returns:
+        The artifact directory, loadable with ``tl_runtime.load``.
+
+    Raises:
+        TypeError, ValueError: a bad argument (named in the message).
+        FileExistsError: ``directory`` exists and is not an empty directory.
+        tl_ir.errors.TileLangError: a construct the target cannot lower.
+        ToolchainError: code generation or the compiler failed.
+    """
+    from tl_runtime import Manifest, write_artifact
+
+    func = _check_func(func, "build_artifact")
+    root = Path(directory)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise FileExistsError(f"directory: expected an empty or absent directory, got {root}")
+    name = kernel_symbol(func, kernel_name)
+    outputs = normalize_out_idx(out_idx, len(func.params))
+    params = param_specs(func, outputs)
+    lowered = context.lower(kernel_module(func, name), dump_dir=dump_dir)
+    build = context.build(lowered)
+    files: dict[str, bytes] = {}
+    roles: dict[str, str] = {}
+    for file_name, blob in build.binaries.items():
+        files[file_name] = blob
+        roles[file_name] = "library"
+    for file_name, text in build.sources.files.items():
+        files[file_name] = text.encode("utf-8")
+        roles.setdefault(file_name, "source")
+    library = next(iter(build.binaries), None) or next(iter(build.sources.files))
+    entry = build.entry_symbol
+    if entry.startswith(_TVM_FFI_PREFIX):
+        entry = entry[len(_TVM_FFI_PREFIX) :]
+    manifest = Manifest(
+        name=name,
+        entry_symbol=entry,
+        params=params,
+        target=_target_json(context),
+        library=library,
+        out_idx=outputs,
+        execution_backend=context.execution_backend.name,
+        adapter=context.adapter,
+        launch=_launch(build.sources),
+        versions=_versions(build, extra_versions),
+    )
+    return write_artifact(root, manifest, files, roles=roles)

@@ -1,0 +1,52 @@
+"""``BACKEND``: the CPU backend, published under the ``tl.backends`` entry points ``c`` and ``llvm``.
+
+Both entry points name this one object. Execution backends, in ``auto``
+order: ``tvm_ffi`` (tl-runtime's tvm-ffi adapter) then ``cython`` (its
+Cython launcher); each probes tl-runtime's adapter for availability.
+"""
+
+from __future__ import annotations
+
+from tl_backend_api import Backend, ExecutionBackendSpec
+from tl_codegen_cpu.codegen import CpuDeviceCodegen
+from tl_codegen_cpu.pipeline import C_PIPELINE, LLVM_PIPELINE
+from tl_codegen_cpu.toolchain import GccToolchain
+
+
+def _adapter_available(key: str) -> bool:
+    import tl_runtime
+
+    return bool(tl_runtime.adapter_availability(key))
+
+
+def tvm_ffi_available() -> bool:
+    """Whether tl-runtime's ``tvm_ffi`` adapter can run here (its own probe)."""
+    return _adapter_available("tvm_ffi")
+
+
+def cython_available() -> bool:
+    """Whether tl-runtime's ``cython`` adapter can run here (Cython and a C compiler)."""
+    return _adapter_available("cython")
+
+
+BACKEND = Backend(
+    name="cpu",
+    target_kinds=("c", "llvm"),
+    pipelines={"c": C_PIPELINE, "llvm": LLVM_PIPELINE},
+    device_codegens={"c": CpuDeviceCodegen("c"), "llvm": CpuDeviceCodegen("llvm")},
+    execution_backends=(
+        ExecutionBackendSpec(
+            "tvm_ffi",
+            is_available=tvm_ffi_available,
+            enable_device_compile=True,
+            install_hint="apache-tvm-ffi (pip install apache-tvm-ffi)",
+        ),
+        ExecutionBackendSpec(
+            "cython",
+            is_available=cython_available,
+            enable_device_compile=True,
+            install_hint="Cython and a C compiler (pip install cython; apt install gcc)",
+        ),
+    ),
+    toolchains={"gcc": GccToolchain()},
+)

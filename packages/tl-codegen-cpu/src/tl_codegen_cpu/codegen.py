@@ -1,0 +1,116 @@
+"""Device codegen of the CPU backend: TVM's C or LLVM code generator plus the toolchain.
+
+`CpuDeviceCodegen("c")` generates C (OpenMP pragmas, micro-kernel prelude)
+and builds it with ``gcc -O3 -march=native -fopenmp``; `CpuDeviceCodegen("llvm")`
+generates LLVM IR for the host CPU and links the object with gcc. The entry
+symbol is the kernel's global symbol (tl-runtime finds the packed function
+under it).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import tvm
+from tvm import IRModule, tirx
+from tvm.target import Target
+
+from tl_backend_api import DeviceBuildResult, KernelSources, ToolchainError
+from tl_codegen_cpu.toolchain import (
+    CpuBuildResult,
+    build_c,
+    build_llvm,
+    generate_c_source,
+    llvm_host_target,
+)
+
+#: The target kinds this codegen serves.
+CPU_KINDS: tuple[str, ...] = ("c", "llvm")
+
+
+def entry_function_name(mod: IRModule) -> str:
+    """The global symbol of the module's first PrimFunc (the kernel's entry).
+
+    Raises:
+        ValueError: the module holds no PrimFunc.
+    """
+    for global_var, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc):
+            symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
+            return str(symbol) if symbol is not None else str(global_var.name_hint)
+    raise ValueError("mod: expected at least one PrimFunc, the module has none")
+
+
+def _mcpu(target: Target) -> str | None:
+    mcpu = str(target.attrs.get("mcpu", "") or "")
+    return None if mcpu in ("", "native") else mcpu
+
+
+class CpuDeviceCodegen:
+    """The `tl_backend_api.DeviceCodegen` for one CPU kind (``c`` or ``llvm``).
+
+    Args:
+        kind: ``"c"`` or ``"llvm"``.
+
+    Raises:
+        ValueError: another kind.
+    """
+
+    def __init__(self, kind: str) -> None:
+        if kind not in CPU_KINDS:
+            raise ValueError(f"CpuDeviceCodegen kind: expected one of {CPU_KINDS}, got {kind!r}")
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"CpuDeviceCodegen({self.kind!r})"
+
+    def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
+        """Generate the kernel's source (C, or LLVM IR); never runs a compiler.
+
+        Raises:
+            ToolchainError: TVM's code generation failed.
+        """
+        name = entry_function_name(mod)
+        if self.kind == "c":
+            return KernelSources(
+                language="c", files={"kernel.c": generate_c_source(mod)}, entry_symbol=name
+            )
+        llvm_target = llvm_host_target(_mcpu(target))
+        try:
+            lib = tvm.compile(mod, target=llvm_target)
+        except Exception as error:  # TVM raises several exception types
+            raise ToolchainError(
+                f"TVM's LLVM code generation failed: {type(error).__name__}", output=str(error)
+            ) from error
+        source = str(lib.mod.inspect_source("ll"))
+        return KernelSources(language="llvm-ir", files={"kernel.ll": source}, entry_symbol=name)
+
+    def build_to(self, mod: IRModule, target: Target, directory: Path) -> CpuBuildResult:
+        """Build ``mod`` into ``directory`` (``kernel.so`` and its source); see `build`."""
+        if self.kind == "c":
+            return build_c(mod, directory)
+        return build_llvm(mod, directory, mcpu=_mcpu(target))
+
+    def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
+        """Generate the source and compile it into a shared object (``kernel.so``).
+
+        Raises:
+            ToolchainError: code generation or the compiler failed (its message,
+                the source path).
+        """
+        name = entry_function_name(mod)
+        with tempfile.TemporaryDirectory(prefix="tl-cpu-build-") as tmp:
+            result = self.build_to(mod, target, Path(tmp))
+            library = result.library_path.read_bytes()
+        file_name = "kernel.c" if self.kind == "c" else "kernel.ll"
+        sources = KernelSources(
+            language="c" if self.kind == "c" else "llvm-ir",
+            files={file_name: result.source},
+            entry_symbol=name,
+        )
+        return DeviceBuildResult(
+            sources=sources,
+            binaries={"kernel.so": library},
+            toolchain_versions={"toolchain": result.toolchain_version},
+        )

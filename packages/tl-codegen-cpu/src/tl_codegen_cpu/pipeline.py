@@ -1,0 +1,51 @@
+"""The lowering pipelines of the CPU backend: an explicit, ordered pass list per target kind.
+
+Both kinds lower the same way (docs/cpu.md); they differ in the GEMM
+micro-kernel style (``c``: GCC vector-extension calls, since TVM's C printer
+cannot print vector types; ``llvm``: vectorized TIR loops) and in where
+block-local arrays live (``c``: on the stack, `stack-block-locals`, because a
+heap workspace cannot be allocated inside an OpenMP region; ``llvm``: TVM's
+workspace allocator, filled in by tl-runtime).
+"""
+
+from __future__ import annotations
+
+from tl_backend_api import StagedPipeline, pipeline_from_passes
+from tl_passes import Pass, RemoveNoOpPass, SimplifyPass, StackBlockLocalsPass
+from tl_passes.cpu_localize_tiles import CpuLocalizeTilesPass
+from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
+from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
+from tl_passes.cpu_lower_tile_ops import CpuLowerTileOpsPass
+from tl_passes.cpu_reject_gpu_ops import CpuRejectGpuOpsPass
+from tl_passes.legalize_half_precision import LegalizeHalfPrecisionPass
+from tl_passes.lower_alloc_var import LowerAllocVarPass
+from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
+
+
+def _common(gemm_style: str) -> list[Pass]:
+    return [
+        CpuRejectGpuOpsPass(),
+        LowerPipelinedLoopsPass(),
+        LowerAllocVarPass(),
+        CpuLowerLaunchPass(),
+        CpuLowerTileOpsPass(gemm_style=gemm_style),
+        CpuLowerParallelLoopsPass(),
+        CpuLocalizeTilesPass(),
+        LegalizeHalfPrecisionPass(),
+        SimplifyPass(),
+        RemoveNoOpPass(),
+    ]
+
+
+#: Target ``c``: ends with block-local arrays on the stack (the C toolchain then
+#: marks the grid loop for ``#pragma omp parallel for``).
+C_PASSES: tuple[Pass, ...] = (*_common("c-vector-extension"), StackBlockLocalsPass())
+
+#: Target ``llvm``.
+LLVM_PASSES: tuple[Pass, ...] = tuple(_common("tir"))
+
+C_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-c", C_PASSES)
+LLVM_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-llvm", LLVM_PASSES)
+
+#: Kind -> pipeline.
+PIPELINES: dict[str, StagedPipeline] = {"c": C_PIPELINE, "llvm": LLVM_PIPELINE}

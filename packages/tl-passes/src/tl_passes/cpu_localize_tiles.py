@@ -1,0 +1,52 @@
+"""`cpu-localize-tiles`: shared, fragment and local tiles become block-local CPU arrays.
+
+On the CPU a block runs on one core, so ``shared``/``shared.dyn`` tiles,
+``local.fragment`` tiles and thread-private ``local`` arrays are all plain
+arrays allocated inside the grid's parallel loop (one copy per running
+block). They get scope ``global``: TVM 0.27's ``LowerTVMBuiltin`` turns small
+allocations of any other scope into heap workspaces, which LLVM cannot keep
+in registers (TVM_NOTES.md). Where the arrays live (stack or TVM workspace)
+is decided later (`stack-block-locals` on the C path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+from tvm import tirx
+
+from tl_passes.buffer_rewrite import rescope_buffers
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+
+#: The kernel-language scopes that become block-local arrays.
+BLOCK_LOCAL_SCOPES: tuple[str, ...] = (
+    "shared",
+    "shared.dyn",
+    "local.fragment",
+    "local",
+    "local.var",
+)
+
+
+@dataclass(frozen=True)
+class CpuLocalizeTilesPass(Pass):
+    """Rescope every allocated tile of a `BLOCK_LOCAL_SCOPES` scope to ``global``."""
+
+    name: ClassVar[str] = "cpu-localize-tiles"
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with block-local tiles in scope ``global``."""
+
+        def choose(buffer: Any) -> str | None:
+            scope = str(buffer.ty.storage_scope)
+            return "global" if scope in BLOCK_LOCAL_SCOPES else None
+
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                body = rescope_buffers(func.body, choose)
+                if not body.same_as(func.body):
+                    updates[global_var] = func.with_body(body)
+        return replace_functions(mod, updates)

@@ -1,0 +1,81 @@
+"""`cpu-lower-parallel-loops`: ``T.Parallel`` loops become vectorizable loops over the tile.
+
+A block runs on one core, so the element-parallel loops of ``T.Parallel``
+become ordinary loops; the innermost one is marked ``vectorized`` (its
+iterations become vector lanes) when its extent is a constant of at most
+``max_vector_extent`` and its body is straight-line stores (no nested loop,
+no branch, no extern call). Every other ``T.Parallel`` loop becomes
+``serial``. The ``tl.loop_kind`` annotations are removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+
+LOOP_KIND_KEY = "tl.loop_kind"
+
+
+def _vectorizable(body: tirx.Stmt) -> bool:
+    stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+    if not all(isinstance(s, tirx.BufferStore) for s in stmts):
+        return False
+    simple = True
+
+    def visit(call: Any) -> None:
+        nonlocal simple
+        name = str(getattr(call.op, "name", ""))
+        if name in ("tirx.call_extern", "tirx.call_packed", "tirx.if_then_else"):
+            simple = False
+
+    tvm_ffi.structural_walk(body, (tvm.ir.Call, visit), order="post")
+    return simple
+
+
+def lower_parallel_loops(stmt: tirx.Stmt, max_vector_extent: int) -> tirx.Stmt:
+    """Return ``stmt`` with ``T.Parallel`` loops lowered (see the module docstring)."""
+
+    def rewrite(loop: tirx.For) -> tirx.For:
+        annotations = dict(loop.annotations.items()) if loop.annotations else {}
+        if LOOP_KIND_KEY not in annotations:
+            return loop
+        kind_name = str(annotations.pop(LOOP_KIND_KEY))
+        kind = loop.kind
+        if kind_name == "parallel":
+            extent = loop.extent
+            constant = isinstance(extent, tirx.IntImm) and 1 < int(extent) <= max_vector_extent
+            vector = constant and _vectorizable(loop.body)
+            kind = tirx.ForKind.VECTORIZED if vector else tirx.ForKind.SERIAL
+        return tirx.For(
+            loop.loop_var, loop.min, loop.extent, kind, loop.body, annotations=annotations
+        )
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, rewrite), order="post")
+
+
+@dataclass(frozen=True)
+class CpuLowerParallelLoopsPass(Pass):
+    """Lower ``T.Parallel`` loops for the CPU.
+
+    Args:
+        max_vector_extent: the longest loop turned into vector lanes.
+    """
+
+    name: ClassVar[str] = "cpu-lower-parallel-loops"
+    max_vector_extent: int = 256
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with every PrimFunc's ``T.Parallel`` loops lowered."""
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                body = lower_parallel_loops(func.body, self.max_vector_extent)
+                if not body.same_as(func.body):
+                    updates[global_var] = func.with_body(body)
+        return replace_functions(mod, updates)

@@ -1,0 +1,223 @@
+"""`cpu-lower-tile-ops`: every Tier 1 tile op becomes loops over block-local arrays.
+
+Each ``tl.*`` call statement is replaced by the statement of its emitter:
+
+=================  ==========================================================
+``T.copy``         `emit_tile_copy` with ``pad_value=0``: out-of-bounds source
+                   elements read as zero, out-of-bounds destination elements
+                   are not written; the innermost loop is vectorized
+``T.fill/clear``   `emit_tile_fill`
+``T.gemm``         `emit_gemm_microkernel` over the whole tiles (register
+                   tiles chosen by tile shape and dtype; on target ``c`` the
+                   GCC vector-extension style), after a fill when
+                   ``clear_accum``
+``T.reduce_*``     `emit_tile_reduce` (any dim, ``clear`` or fold)
+``T.cumsum``       `emit_tile_cumsum`
+``T.atomic_*``     `emit_tile_atomic` (real CPU atomics, blocks run concurrently)
+``T.print``        a ``printf`` per element with the message
+=================  ==========================================================
+
+Tile extents must be compile-time constants; a symbolic extent raises
+`tl_ir.errors.UnsupportedError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_ir.errors import UnsupportedError
+from tl_ir.ops import (
+    AtomicOp,
+    CopyOp,
+    CumsumOp,
+    FillOp,
+    GemmOp,
+    PrintOp,
+    ReduceOp,
+    Region,
+    TileOp,
+    const_int,
+    describe,
+    is_tile_op,
+)
+from tl_passes.atomics import emit_tile_atomic
+from tl_passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.tile_emitters import (
+    TileRegion,
+    emit_tile_copy,
+    emit_tile_cumsum,
+    emit_tile_fill,
+    emit_tile_reduce,
+)
+from tl_passes.vector_isa import VectorISA, vector_isa_for_target
+
+#: ``gemm_style`` values: ``auto`` picks ``c-vector-extension`` for target ``c``.
+GEMM_STYLES: tuple[str, ...] = ("auto", "tir", "c-vector-extension")
+
+_PRINT_FORMATS = {"float": "%g", "int": "%lld", "uint": "%llu", "bool": "%d"}
+
+
+def _tile(region: Region, what: str) -> TileRegion:
+    extents = []
+    for extent in region.extents:
+        value = const_int(extent)
+        if value is None:
+            raise UnsupportedError(
+                f"{what}: tile {region.buffer.name} has a symbolic extent {extent}; "
+                "tile extents must be compile-time constants on CPU targets"
+            )
+        extents.append(value)
+    return TileRegion(region.buffer, tuple(region.mins), tuple(extents))
+
+
+def _print_stmt(op: PrintOp) -> tirx.Stmt:
+    def one(value: Any, label: str) -> tirx.Stmt:
+        dtype = str(value.ty.dtype)
+        family = (
+            "float"
+            if "float" in dtype
+            else "bool"
+            if dtype == "bool"
+            else ("uint" if dtype.startswith("uint") else "int")
+        )
+        cast = {"float": "float64", "int": "int64", "uint": "uint64", "bool": "int32"}[family]
+        text = (
+            f"{op.msg}{label}: {_PRINT_FORMATS[family]}\n"
+            if op.msg
+            else f"{label}{_PRINT_FORMATS[family]}\n"
+        )
+        return tirx.Evaluate(
+            tirx.call_extern("int32", "printf", tvm.ir.StringImm(text), tirx.Cast(cast, value))
+        )
+
+    if not isinstance(op.value, Region):
+        return one(op.value, "")
+    tile = _tile(op.value, "T.print")
+    loop_vars = [tirx.Var(f"p{d}", "int32") for d in range(len(tile.extents))]
+    index = tile.full_index(loop_vars)
+    body = one(tirx.BufferLoad(tile.buffer, index), f"[{tile.buffer.name}]")
+    for var, extent in reversed(list(zip(loop_vars, tile.extents, strict=True))):
+        body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
+    return body
+
+
+def lower_tile_op(op: TileOp, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
+    """Return the CPU statement for one tile op (see the module docstring).
+
+    Raises:
+        UnsupportedError: a symbolic tile extent.
+        ValueError: mismatched tile shapes or unsupported dtypes (from the emitters).
+    """
+    if isinstance(op, CopyOp):
+        return emit_tile_copy(_tile(op.src, "T.copy"), _tile(op.dst, "T.copy"), pad_value=0)
+    if isinstance(op, FillOp):
+        return emit_tile_fill(_tile(op.dst, "T.fill"), op.value)
+    if isinstance(op, GemmOp):
+        a, b, c = (_tile(r, "T.gemm") for r in (op.a, op.b, op.c))
+        sizes = [const_int(v) for v in (op.M, op.N, op.K)]
+        if any(s is None for s in sizes):
+            raise UnsupportedError("T.gemm: M, N and K must be compile-time constants")
+        m, n, k = (int(s) for s in sizes if s is not None)
+        micro = emit_gemm_microkernel(
+            GemmOperand(a.buffer, a.offset),
+            GemmOperand(b.buffer, b.offset),
+            GemmOperand(c.buffer, c.offset),
+            m,
+            n,
+            k,
+            transpose_a=op.transpose_a,
+            transpose_b=op.transpose_b,
+            isa=isa,
+            style=gemm_style,
+        )
+        if not op.clear_accum:
+            return micro
+        return tirx.SeqStmt([emit_tile_fill(c, 0), micro])
+    if isinstance(op, ReduceOp):
+        return emit_tile_reduce(
+            _tile(op.src, "T.reduce"), _tile(op.dst, "T.reduce"), op.dim, op.kind, op.clear
+        )
+    if isinstance(op, CumsumOp):
+        return emit_tile_cumsum(
+            _tile(op.src, "T.cumsum"), _tile(op.dst, "T.cumsum"), op.dim, op.reverse
+        )
+    if isinstance(op, AtomicOp):
+        value = _tile(op.value, "T.atomic") if isinstance(op.value, Region) else op.value
+        return emit_tile_atomic(_tile(op.dst, f"T.atomic_{op.kind}"), value, op.kind)
+    if isinstance(op, PrintOp):
+        return _print_stmt(op)
+    raise UnsupportedError(f"cpu-lower-tile-ops: no CPU lowering for {type(op).__name__}")
+
+
+def lower_tile_ops(stmt: tirx.Stmt, *, isa: VectorISA, gemm_style: str, where: str) -> tirx.Stmt:
+    """Return ``stmt`` with every tile-op statement replaced by its CPU loops.
+
+    Raises:
+        UnsupportedError, ValueError: see `lower_tile_op` (the first problem found).
+    """
+    problems: list[Exception] = []
+
+    def rewrite(evaluate: tirx.Evaluate) -> tirx.Stmt:
+        if not is_tile_op(evaluate.value):
+            return evaluate
+        try:
+            return lower_tile_op(describe(evaluate.value), isa=isa, gemm_style=gemm_style)
+        except (UnsupportedError, ValueError, TypeError) as error:
+            problems.append(error)
+            return evaluate
+
+    # Exceptions raised inside structural_map callbacks come back as RuntimeError,
+    # so they are collected and re-raised here.
+    result = tvm_ffi.structural_map(stmt, (tirx.Evaluate, rewrite), order="post")
+    if problems:
+        first = problems[0]
+        if isinstance(first, UnsupportedError):
+            raise UnsupportedError(f"{where}: {first.message}") from first
+        raise type(first)(f"{where}: {first}") from first
+    return result
+
+
+@dataclass(frozen=True)
+class CpuLowerTileOpsPass(Pass):
+    """Lower every tile op for the CPU (see the module docstring).
+
+    Args:
+        gemm_style: micro-kernel style, one of `GEMM_STYLES` (``auto``: by target kind).
+    """
+
+    name: ClassVar[str] = "cpu-lower-tile-ops"
+    gemm_style: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.gemm_style not in GEMM_STYLES:
+            raise ValueError(
+                f"cpu-lower-tile-ops gemm_style: expected one of {list(GEMM_STYLES)}, "
+                f"got {self.gemm_style!r}"
+            )
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with the tile ops of every PrimFunc lowered.
+
+        Raises:
+            UnsupportedError, ValueError: a tile op that cannot be lowered.
+        """
+        target = ctx.target
+        style = self.gemm_style
+        if style == "auto":
+            is_c = target is not None and str(target.kind.name) == "c"
+            style = "c-vector-extension" if is_c else "tir"
+        isa = vector_isa_for_target(target)
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                where = f"cpu-lower-tile-ops ({global_var.name_hint})"
+                body = lower_tile_ops(func.body, isa=isa, gemm_style=style, where=where)
+                if not body.same_as(func.body):
+                    updates[global_var] = func.with_body(body)
+        return replace_functions(mod, updates)

@@ -1,0 +1,86 @@
+"""`cpu-reject-gpu-ops`: GPU-only constructs (LANGUAGE.md Tier 2) fail early with a clear error.
+
+On CPU targets there is no faithful meaning for thread barriers, warp
+shuffles, asynchronous copies or virtual threads. This pass raises
+`tl_ir.errors.UnsupportedError` naming the construct and the target
+(``"T.sync_threads is not supported on target c"``) instead of letting a
+later pass or TVM's code generator fail obscurely. Tile ops unknown to
+`tl_ir` (``tl.*`` names another package registered) are rejected too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_ir.errors import UnsupportedError
+from tl_ir.ops import OP_NAMES
+from tl_passes.pass_base import Pass, PassContext
+
+#: TVM builtins with no CPU meaning -> the kernel-language name users wrote.
+GPU_ONLY_BUILTINS: dict[str, str] = {
+    "tirx.tvm_storage_sync": "T.sync_threads",
+    "tirx.tvm_warp_shuffle": "T.shfl_sync",
+    "tirx.tvm_warp_shuffle_up": "T.shfl_up",
+    "tirx.tvm_warp_shuffle_down": "T.shfl_down",
+    "tirx.tvm_warp_activemask": "warp intrinsics",
+    "tirx.ptx_cp_async": "T.async_copy",
+    "tirx.ptx_commit_group": "T.async_copy",
+    "tirx.ptx_wait_group": "T.async_copy",
+}
+
+_LAUNCH_TAGS = {f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz"}
+
+
+def find_gpu_only(stmt: tirx.Stmt) -> list[str]:
+    """The GPU-only constructs used in ``stmt`` (kernel-language names, in program order)."""
+    found: list[str] = []
+
+    def visit_call(call: Any) -> None:
+        op = call.op
+        if not isinstance(op, tvm.ir.Op):
+            return
+        name = str(op.name)
+        if name in GPU_ONLY_BUILTINS:
+            found.append(GPU_ONLY_BUILTINS[name])
+        elif name.startswith("tl.") and name not in OP_NAMES:
+            found.append(f"T.{name[3:]}")
+
+    def visit_attr(attr: Any) -> None:
+        if attr.attr_key == "thread_extent":
+            tag = str(attr.node.thread_tag)
+            if tag not in _LAUNCH_TAGS:
+                found.append(f"thread binding {tag!r}")
+
+    tvm_ffi.structural_walk(
+        stmt, [(tvm.ir.Call, visit_call), (tirx.AttrStmt, visit_attr)], order="pre"
+    )
+    return found
+
+
+@dataclass(frozen=True)
+class CpuRejectGpuOpsPass(Pass):
+    """Raise `UnsupportedError` for GPU-only constructs (see the module docstring)."""
+
+    name: ClassVar[str] = "cpu-reject-gpu-ops"
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` unchanged, or raise.
+
+        Raises:
+            UnsupportedError: a GPU-only construct, named with the target kind.
+        """
+        kind = str(ctx.target.kind.name) if ctx.target is not None else "cpu"
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                found = find_gpu_only(func.body)
+                if found:
+                    raise UnsupportedError(
+                        f"{found[0]} is not supported on target {kind} "
+                        f"(kernel {global_var.name_hint}); it is GPU-only (LANGUAGE.md Tier 2)"
+                    )
+        return mod

@@ -1,0 +1,87 @@
+"""`legalize-half-precision`: fp16/bf16 arithmetic is computed in fp32 (target-neutral).
+
+Most CPUs (and several GPU targets) have no native half-precision
+arithmetic; gcc and LLVM emulate it by converting every operation, and
+TVM's C printer has no bf16 arithmetic at all. This pass rewrites every
+arithmetic operation whose result is ``float16`` or ``bfloat16`` (``+ - *
+/``, ``min``/``max`` and math intrinsics such as ``exp``) into the same
+operation on ``float32`` operands, cast back to the half type. Loads,
+stores and plain casts keep their types, so tensors stay half precision in
+memory; each individual operation rounds once, as native half arithmetic
+would (chains of operations may be slightly more accurate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+
+_BINARY = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Min, tirx.Max)
+_COMPUTE_DTYPE = "float32"
+
+
+def _dtype(expr: Any) -> str:
+    # Pointer-typed expressions (address_of) carry no dtype.
+    dtype = getattr(getattr(expr, "ty", None), "dtype", None)
+    return "" if dtype is None else str(dtype)
+
+
+def _widen(expr: Any) -> Any:
+    return tirx.Cast(_COMPUTE_DTYPE, expr)
+
+
+def legalize_half_precision(stmt: tirx.Stmt, dtypes: tuple[str, ...]) -> tirx.Stmt:
+    """Return ``stmt`` with arithmetic on ``dtypes`` computed in float32 (see the module)."""
+
+    def binary(expr: Any) -> Any:
+        dtype = _dtype(expr)
+        if dtype not in dtypes:
+            return expr
+        return tirx.Cast(dtype, type(expr)(_widen(expr.a), _widen(expr.b)))
+
+    def call(expr: Any) -> Any:
+        op = expr.op
+        if not isinstance(op, tvm.ir.Op) or not str(op.name).startswith("tirx."):
+            return expr
+        dtype = _dtype(expr)
+        if dtype not in dtypes or not expr.args:
+            return expr
+        if any(_dtype(arg) != dtype for arg in expr.args):
+            return expr
+        name = str(op.name)
+        if name in ("tirx.if_then_else", "tirx.reinterpret", "tirx.call_extern"):
+            return expr
+        widened = tvm.ir.Call(op, [_widen(arg) for arg in expr.args], ret_ty=_COMPUTE_DTYPE)
+        return tirx.Cast(dtype, widened)
+
+    return tvm_ffi.structural_map(
+        stmt, [*((cls, binary) for cls in _BINARY), (tvm.ir.Call, call)], order="post"
+    )
+
+
+@dataclass(frozen=True)
+class LegalizeHalfPrecisionPass(Pass):
+    """Compute half-precision arithmetic in float32.
+
+    Args:
+        dtypes: the element types whose arithmetic is widened.
+    """
+
+    name: ClassVar[str] = "legalize-half-precision"
+    dtypes: tuple[str, ...] = field(default=("float16", "bfloat16"))
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with every PrimFunc's half-precision arithmetic widened."""
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                body = legalize_half_precision(func.body, self.dtypes)
+                if not body.same_as(func.body):
+                    updates[global_var] = func.with_body(body)
+        return replace_functions(mod, updates)

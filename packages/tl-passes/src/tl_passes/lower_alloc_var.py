@@ -1,0 +1,48 @@
+"""`lower-alloc-var`: ``T.alloc_var`` scalars become one-element thread-private arrays.
+
+``T.alloc_var(dtype, init=...)`` (and a scalar assigned inside a kernel) is a
+one-element buffer of scope ``local.var``; assignments are stores to element
+0. This target-neutral pass moves them to scope ``local`` (a thread-private
+array), which every code generator understands; a later pass places them
+(registers on GPUs, block-local stack slots on the CPU, which LLVM and gcc
+promote to registers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+from tvm import tirx
+
+from tl_passes.buffer_rewrite import rescope_buffers
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+
+LOCAL_VAR_SCOPE = "local.var"
+
+
+@dataclass(frozen=True)
+class LowerAllocVarPass(Pass):
+    """Give every ``local.var`` buffer the scope ``scope`` (default ``local``).
+
+    Args:
+        scope: the storage scope the scalars get.
+    """
+
+    name: ClassVar[str] = "lower-alloc-var"
+    scope: str = "local"
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with the ``local.var`` buffers of every PrimFunc rescoped."""
+
+        def choose(buffer: Any) -> str | None:
+            return self.scope if str(buffer.ty.storage_scope) == LOCAL_VAR_SCOPE else None
+
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                body = rescope_buffers(func.body, choose)
+                if not body.same_as(func.body):
+                    updates[global_var] = func.with_body(body)
+        return replace_functions(mod, updates)
