@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from tl_jit.autotuner import AutoTuner, AutotuneWarning, autotune
     from tl_jit.cache import CacheWarning
     from tl_jit.compiler import compile, lower
+    from tl_jit.decorator import JITFunction, jit
     from tl_jit.errors import AutotuneError, CacheError, JITError
-    from tl_jit.jit import JITFunction, jit
     from tl_jit.kernel import JITKernel
     from tl_jit.profiler import Profiler, do_bench
 
@@ -25,8 +25,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "compile": ("tl_jit.compiler", "compile"),
     "lower": ("tl_jit.compiler", "lower"),
-    "jit": ("tl_jit.jit", "jit"),
-    "JITFunction": ("tl_jit.jit", "JITFunction"),
+    "jit": ("tl_jit.decorator", "jit"),
+    "JITFunction": ("tl_jit.decorator", "JITFunction"),
     "JITKernel": ("tl_jit.kernel", "JITKernel"),
     "autotune": ("tl_jit.autotuner", "autotune"),
     "AutoTuner": ("tl_jit.autotuner", "AutoTuner"),

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tl_jit import env
+from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
-from tl_jit.jit import JITFunction
 from tl_jit.kernel import JITKernel
 
 Configs = Sequence[Mapping[str, Any]] | Callable[..., Sequence[Mapping[str, Any]]]

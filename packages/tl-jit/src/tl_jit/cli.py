@@ -60,7 +60,7 @@ def _compile_object(args: argparse.Namespace) -> Any:
     """Compile FILE:FUNC with --arg values and the command's options; returns a JITKernel."""
     from tl_jit.autotuner import AutoTuner
     from tl_jit.compiler import compile as compile_func
-    from tl_jit.jit import JITFunction
+    from tl_jit.decorator import JITFunction
 
     obj = _load_object(args.function)
     arguments = _parse_assignments(args.arg, "--arg")

@@ -114,8 +114,10 @@ def do_bench(
 
     if use_cuda:
         return _bench_cuda(fn, warmup, rep, return_mode, quantiles, flush, max_repeats)
-    # Estimate one call's cost to size the warmup and the timed runs.
+    # Estimate one call's cost (with its flush) to size the warmup and the timed runs.
     start = time.perf_counter()
+    if flush is not None:
+        flush()
     fn()
     estimate_ms = max((time.perf_counter() - start) * 1e3, 1e-4)
     for _ in range(min(max_repeats, int(warmup / estimate_ms))):

@@ -87,8 +87,12 @@ class JITFunction:
             )
         except (Unkeyable, AttributeError):
             front_key = None
+        # In memory the function is fixed, so the arguments and options alone key a kernel
+        # (the front-end key also covers closure and global values, which may mutate).
         try:
-            memory_key = front_key or repr(canonical_value(arguments)) + repr(options)
+            memory_key: str | None = repr(canonical_value(arguments)) + repr(
+                canonical_value(self._frontend_options(overrides))
+            )
         except Unkeyable:
             memory_key = None
         if memory_key is not None and memory_key in self._kernels:

@@ -1,0 +1,165 @@
+"""The disk cache: atomic entries, locking across processes, damage recovery, permissions, keys."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tl_jit import cache as cache_module
+from tl_jit.cache import CacheWarning, KernelCache
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def _write_entry(directory: Path, log: str) -> None:
+    """A stand-in build: a tiny valid artifact, slow enough for builders to overlap."""
+    import tl_runtime
+
+    with open(log, "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+    time.sleep(0.3)
+    directory.mkdir(parents=True)
+    (directory / "lib.so").write_bytes(b"not really a library")
+    manifest = tl_runtime.Manifest(
+        name="k",
+        entry_symbol="k",
+        params=(tl_runtime.ParamSpec(name="A", dtype="float32", shape=(4,)),),
+        target={"kind": "llvm"},
+        library="lib.so",
+    )
+    tl_runtime.write_artifact(directory, manifest, ["lib.so"])
+
+
+def _build_in_process(root: str, key: str, log: str) -> str:
+    entry = KernelCache(Path(root)).get_or_build(key, lambda d: _write_entry(d, log))
+    return str(entry)
+
+
+def test_concurrent_builders_leave_one_entry(tmp_path: Path) -> None:
+    root, log = tmp_path / "cache", tmp_path / "builds.log"
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(4) as pool:
+        paths = pool.starmap(_build_in_process, [(str(root), "k" * 64, str(log))] * 4)
+    assert len(set(paths)) == 1
+    assert log.read_text().count("\n") == 1, "the entry was built more than once"
+    entries = list((root / "kernels").iterdir())
+    assert [p.name for p in entries] == ["k" * 64]
+    import tl_runtime
+
+    tl_runtime.read_manifest(entries[0], verify=True)
+    assert not any((root / "tmp").iterdir())
+
+
+def test_failed_build_leaves_nothing(tmp_path: Path) -> None:
+    store = KernelCache(tmp_path / "cache")
+
+    def broken(directory: Path) -> None:
+        directory.mkdir()
+        (directory / "half").write_text("x")
+        raise RuntimeError("compiler exploded")
+
+    with pytest.raises(RuntimeError, match="exploded"):
+        store.get_or_build("a" * 64, broken)
+    assert not store.entry_path("a" * 64).exists()
+    assert not any((tmp_path / "cache" / "tmp").iterdir())
+
+
+def test_root_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "deep" / "cache"
+    monkeypatch.setenv("TL_CACHE_DIR", str(root))
+    cache_module.default_cache().get_or_build("b" * 64, lambda d: _write_entry(d, os.devnull))
+    for directory in (root, root.parent, root / "kernels"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+
+
+def test_tampered_entry_is_discarded_with_a_warning(tmp_path: Path) -> None:
+    store = KernelCache(tmp_path / "cache")
+    entry = store.get_or_build("c" * 64, lambda d: _write_entry(d, os.devnull))
+    (entry / "lib.so").write_bytes(b"tampered")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert store.load("c" * 64) is None
+    assert [w.category for w in caught] == [CacheWarning]
+    assert "sha256" in str(caught[0].message)
+    assert not entry.exists()
+
+
+def test_info_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "cache"))
+    store = cache_module.default_cache()
+    store.get_or_build("d" * 64, lambda d: _write_entry(d, os.devnull))
+    store.write_record("frontend", "e" * 64, {"ir_key": "d" * 64})
+    info = cache_module.info()
+    assert (info.kernels, info.frontend_entries, info.autotune_entries) == (1, 1, 0)
+    assert info.size_bytes > 0 and str(tmp_path) in info.format()
+    assert cache_module.clear() == 1
+    assert cache_module.info().kernels == 0
+    assert store.read_record("frontend", "e" * 64) is None
+
+
+def _keys_in_subprocess() -> str:
+    code = (
+        "import tljit_fake_backend as fb\n"
+        "from tl_backend_api import isolated_registry, register_backend\n"
+        "from tl_jit.compiler import create_context, toolchain_versions\n"
+        "from tl_jit.keys import ir_key, frontend_key\n"
+        "import tljit_scale_kernel as m\n"
+        "with isolated_registry(discover=False):\n"
+        "    register_backend(fb.fake_backend())\n"
+        "    ctx = create_context('llvm')\n"
+        "    print(ir_key(fb.make_scale(64, 2.0), ctx, out_idx=(-1,), pass_configs=None,\n"
+        "                 toolchain_versions=toolchain_versions(ctx)))\n"
+        "print(frontend_key(m.scale.func, {'n': 64, 'factor': 2.0}, {'target': 'llvm'}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_keys_are_stable_across_processes() -> None:
+    first, second = _keys_in_subprocess(), _keys_in_subprocess()
+    assert first == second
+    assert len(first.split()) == 2
+
+
+def test_keys_follow_what_they_cover(fake_backend: Any) -> None:
+    from tl_jit.compiler import create_context
+    from tl_jit.keys import Unkeyable, canonical_value, frontend_key, ir_key
+
+    context = create_context("llvm")
+
+    def key(func: Any, **options: Any) -> str:
+        return ir_key(
+            func,
+            context,
+            out_idx=options.get("out_idx"),
+            pass_configs=options.get("pass_configs"),
+            toolchain_versions={},
+        )
+
+    base = key(fake_backend.make_scale(64, 2.0))
+    assert key(fake_backend.make_scale(64, 2.0)) == base
+    assert key(fake_backend.make_scale(64, 3.0)) != base
+    assert key(fake_backend.make_scale(64, 2.0), out_idx=(-1,)) != base
+    assert key(fake_backend.make_scale(64, 2.0), pass_configs={"x": 1}) != base
+
+    def builder(n: int) -> int:
+        return n
+
+    one = frontend_key(builder, {"n": 1}, {})
+    assert frontend_key(builder, {"n": 2}, {}) != one
+    assert frontend_key(builder, {"n": 1}, {"target": "c"}) != one
+    with pytest.raises(Unkeyable):
+        canonical_value(object())
