@@ -1,0 +1,57 @@
+"""The shared kernel suite against every registered CPU-capable backend (``is_cpu_target``).
+
+For each installed backend owning a CPU target kind, every kernel of
+integration_tests/kernels (first case of each, to stay quick) is built
+through `tl_backend_api.build_artifact` and run through every available
+execution backend the backend offers, then compared with its numpy reference.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from integration_tests.kernels import ALL_KERNELS, load
+from tl_backend_api import (
+    create_backend_context,
+    is_cpu_target,
+    list_backends,
+    offered_execution_backends,
+    probe_availability,
+)
+from tl_codegen_cpu.suite import build_case, run_case
+
+CPU_KINDS = [
+    pytest.param(backend, kind, id=f"{backend.name}-{kind}")
+    for backend in list_backends()
+    for kind in backend.target_kinds
+    if is_cpu_target(kind)
+]
+
+
+def test_some_backend_serves_the_cpu() -> None:
+    assert CPU_KINDS, "no installed backend owns a CPU target kind (c or llvm)"
+
+
+@pytest.mark.parametrize(("backend", "kind"), CPU_KINDS)
+@pytest.mark.parametrize("name", ALL_KERNELS)
+def test_kernel_suite_runs_on_every_cpu_backend(
+    backend: object, kind: str, name: str, tmp_path: Path
+) -> None:
+    module = load(name)
+    case = module.CASES[-1]
+    context = create_backend_context(kind)
+    assert context.backend is backend
+    artifact = build_case(context, module, case, tmp_path / "artifact")
+    adapters = {
+        spec.adapter
+        for spec in offered_execution_backends(context.backend, context.target)
+        if probe_availability(spec)[0]
+    }
+    assert adapters
+    for adapter in sorted(adapters):
+        assert run_case(artifact, module, case, adapter) == [], (name, kind, adapter)

@@ -1,0 +1,78 @@
+"""Every kernel of integration_tests/kernels, every case, on targets c and llvm, both adapters.
+
+Each (kernel, compile-time arguments, target) is built once per session and
+called through the ``tvm_ffi`` and ``cython`` adapters; cases that differ
+only in run-time values (symbolic dims, scalars) share one build.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from integration_tests.kernels import ALL_KERNELS, load
+from tl_backend_api import create_backend_context
+from tl_codegen_cpu.suite import build_case, build_key, run_case
+
+TARGETS = ("c", "llvm")
+ADAPTERS = ("tvm_ffi", "cython")
+
+CASES = [
+    pytest.param(name, index, id=f"{name}-{index}")
+    for name in ALL_KERNELS
+    for index in range(len(load(name).CASES))
+]
+
+
+@pytest.fixture(scope="session")
+def cpu_artifacts(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Build each (kernel, args, target) once; returns ``get(name, case, target) -> Path``."""
+    root = tmp_path_factory.mktemp("cpu-artifacts")
+    built: dict[str, Path] = {}
+    contexts = {kind: create_backend_context(kind, execution_backend="tvm_ffi") for kind in TARGETS}
+
+    def get(name: str, case: dict[str, Any], target: str) -> Path:
+        key = build_key(name, case, target)
+        if key not in built:
+            built[key] = build_case(contexts[target], load(name), case, root / key)
+        return built[key]
+
+    return get
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("name", "index"), CASES)
+def test_kernel_case_matches_reference_on_both_adapters(
+    cpu_artifacts: Any, name: str, index: int, target: str
+) -> None:
+    module = load(name)
+    case = module.CASES[index]
+    artifact = cpu_artifacts(name, case, target)
+    for adapter in ADAPTERS:
+        assert run_case(artifact, module, case, adapter) == [], (name, index, target, adapter)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("rows", [0, 1, 2, 33, 200])
+def test_symbolic_dim_called_with_several_sizes_including_an_empty_grid(
+    cpu_artifacts: Any, target: str, rows: int
+) -> None:
+    module = load("symbolic_scale")
+    base = module.CASES[0]
+    case = {"args": base["args"], "runtime": {**base["runtime"], "M": rows}}
+    artifact = cpu_artifacts("symbolic_scale", case, target)
+    for adapter in ADAPTERS:
+        assert run_case(artifact, module, case, adapter, seed=rows) == [], (rows, adapter)
+
+
+def test_the_suite_covers_fp16_inputs_ragged_tiles_and_one_block() -> None:
+    gemm_cases = load("gemm").CASES
+    assert any(c["args"].get("dtype", "float16") == "float16" for c in gemm_cases)
+    assert any(c["args"]["M"] % c["args"]["block_M"] for c in gemm_cases)
+    single = [c for c in load("symbolic_scale").CASES if c["runtime"]["M"] == 1]
+    assert single, "a one-element grid case"

@@ -1,0 +1,99 @@
+"""`build_artifact` / `lower_to_sources` with the CPU backend: manifest, files, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_ir.language as T
+import tl_runtime
+from tl_backend_api import (
+    BackendContext,
+    ExecutionBackendSpec,
+    build_artifact,
+    create_backend_context,
+    lower_to_sources,
+)
+
+
+def scale_kernel() -> Any:
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def scale(A: T.Tensor((M, 16), "float32"), alpha: T.float32, B: T.Tensor((M, 16), "float32")):
+        with T.Kernel(T.ceildiv(M, 8), threads=32) as bx:
+            tile = T.alloc_fragment((8, 16), "float32")
+            T.copy(A[bx * 8, 0], tile)
+            for i, j in T.Parallel(8, 16):
+                tile[i, j] = tile[i, j] * alpha
+            T.copy(tile, B[bx * 8, 0])
+
+    return scale
+
+
+@pytest.mark.parametrize("kind", ["c", "llvm"])
+def test_build_artifact_writes_a_loadable_artifact(kind: str, tmp_path: Path) -> None:
+    context = create_backend_context(kind)
+    directory = build_artifact(
+        context, scale_kernel(), tmp_path / "art", out_idx=-1, extra_versions={"demo": "1"}
+    )
+    manifest = tl_runtime.read_manifest(directory)
+    assert manifest.name == "scale" and manifest.entry_symbol == "scale"
+    assert manifest.out_idx == (2,)
+    assert [p.name for p in manifest.params] == ["A", "alpha", "B"]
+    assert manifest.params[0].shape == ("M", 16)
+    assert manifest.params[1].kind == "scalar" and manifest.params[1].dtype == "float32"
+    assert manifest.params[2].role == "output"
+    assert manifest.target["kind"] == kind
+    assert manifest.adapter == "tvm_ffi" and manifest.execution_backend == "tvm_ffi"
+    assert manifest.launch is None
+    assert manifest.versions["demo"] == "1" and "apache-tvm" in manifest.versions
+    roles = {f.path: f.role for f in manifest.files}
+    assert roles["kernel.so"] == "library"
+    assert roles["kernel.c" if kind == "c" else "kernel.ll"] == "source"
+    kernel = tl_runtime.load(directory)
+    a = np.arange(5 * 16, dtype="float32").reshape(5, 16)
+    np.testing.assert_allclose(kernel(a, 2.0), a * 2)
+
+
+def test_build_artifact_refuses_a_non_empty_directory(tmp_path: Path) -> None:
+    (tmp_path / "junk").write_text("x")
+    with pytest.raises(FileExistsError, match="empty"):
+        build_artifact(create_backend_context("c"), scale_kernel(), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("out_idx", "error"), [(3, ValueError), ([1], ValueError), ("B", TypeError)]
+)
+def test_build_artifact_checks_out_idx(out_idx: Any, error: type, tmp_path: Path) -> None:
+    with pytest.raises(error, match="out_idx"):
+        build_artifact(create_backend_context("c"), scale_kernel(), tmp_path / "a", out_idx=out_idx)
+
+
+def test_build_artifact_names_a_bad_func(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="PrimFunc"):
+        build_artifact(create_backend_context("c"), "not a kernel", tmp_path / "a")  # type: ignore[arg-type]
+
+
+def test_lower_to_sources_generates_openmp_c_without_a_compiler(tmp_path: Path) -> None:
+    sources = lower_to_sources(create_backend_context("c"), scale_kernel(), dump_dir=tmp_path)
+    assert sources.language == "c" and sources.entry_symbol == "scale"
+    assert "#pragma omp parallel for" in sources.files["kernel.c"]
+    assert list(tmp_path.glob("*-cpu-lower-tile-ops.tir"))
+
+
+def test_a_source_only_execution_backend_gives_a_source_only_artifact(tmp_path: Path) -> None:
+    full = create_backend_context("c")
+    context = BackendContext(
+        backend=full.backend,
+        target=full.target,
+        target_host=full.target_host,
+        execution_backend=ExecutionBackendSpec("sources", adapter="tvm_ffi"),
+    )
+    directory = build_artifact(context, scale_kernel(), tmp_path / "src", out_idx=[-1])
+    manifest = tl_runtime.read_manifest(directory)
+    assert [f.path for f in manifest.files] == ["kernel.c"]
+    assert manifest.library == "kernel.c"
