@@ -28,6 +28,10 @@ from tl_codegen_cpu.codegen import CpuDeviceCodegen
 from tl_codegen_cpu.pipeline import C_PIPELINE as CPU_C_PIPELINE
 from tl_codegen_cpu.pipeline import LLVM_PIPELINE as CPU_LLVM_PIPELINE
 from tl_codegen_cpu.toolchain import GccToolchain
+from tl_codegen_cuda import backend as cuda_backend
+from tl_codegen_cuda.codegen import CudaDeviceCodegen
+from tl_codegen_cuda.pipeline import PIPELINE as CUDA_PIPELINE
+from tl_codegen_cuda.toolchain import Nvcc
 
 # tl_backend_api's own ready-made pipeline is a PassPipeline.
 staged_pipeline: type[PassPipeline] = StagedPipeline
@@ -47,8 +51,15 @@ cpu_c_codegen: DeviceCodegen = CpuDeviceCodegen("c")
 cpu_llvm_codegen: DeviceCodegen = CpuDeviceCodegen("llvm")
 cpu_toolchain: Toolchain = GccToolchain()
 
+# ---- tl-codegen-cuda (packages/tl-codegen-cuda), kind "cuda"
+cuda_descriptor: Backend = cuda_backend.BACKEND
+cuda_pipeline: PassPipeline = CUDA_PIPELINE
+cuda_codegen: DeviceCodegen = CudaDeviceCodegen()
+cuda_toolchain: Toolchain = Nvcc()
+
 #: Backend name -> its descriptor, for every backend checked statically above.
 STATICALLY_CHECKED: Mapping[str, Backend] = {
     dummy_descriptor.name: dummy_descriptor,
     cpu_descriptor.name: cpu_descriptor,
+    cuda_descriptor.name: cuda_descriptor,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tl_runtime.adapters.base import Adapter, Availability, CallFunction
+from tl_runtime.adapters.cuda_driver import CudaDriverAdapter
 from tl_runtime.adapters.cython_adapter import CythonAdapter
 from tl_runtime.adapters.gpu import NvrtcAdapter, TorchAdapter
 from tl_runtime.adapters.tvm_ffi_adapter import TvmFfiAdapter
@@ -10,7 +11,7 @@ from tl_runtime.adapters.tvm_ffi_adapter import TvmFfiAdapter
 ADAPTERS: dict[str, type[Adapter]] = {
     TvmFfiAdapter.key: TvmFfiAdapter,
     CythonAdapter.key: CythonAdapter,
-    NvrtcAdapter.key: NvrtcAdapter,
+    CudaDriverAdapter.key: CudaDriverAdapter,
     TorchAdapter.key: TorchAdapter,
 }
 """Every adapter this runtime declares. There is no ``ctypes`` adapter."""
@@ -29,6 +30,7 @@ __all__ = [
     "Adapter",
     "Availability",
     "CallFunction",
+    "CudaDriverAdapter",
     "CythonAdapter",
     "NvrtcAdapter",
     "TorchAdapter",

@@ -1,0 +1,57 @@
+"""``BACKEND``: the descriptor published under the ``tl.backends`` entry point ``cuda``.
+
+Execution backends, in ``auto`` order:
+
+* ``tvm_ffi``: nvcc builds a cubin at compile time; tl_runtime's CUDA-driver
+  adapter (key ``nvrtc``, one of the contract's fixed adapter keys) loads it
+  through cuda-python, without apache-tvm;
+* ``nvrtc``: the artifact keeps CUDA C; the same adapter compiles it with
+  NVRTC for the device at load;
+* ``cython``: declared for a lean Cython launcher; not written yet, so its
+  probe says no.
+"""
+
+from __future__ import annotations
+
+from tl_backend_api import Backend, ExecutionBackendSpec
+
+from .codegen import CudaDeviceCodegen
+from .features import FEATURES
+from .pipeline import PIPELINE
+from .probes import cuda_driver_available, cython_launcher_available, nvrtc_available
+from .toolchain import Nvcc
+
+_GPU_HINT = "cuda-python (pip install cuda-python) and an NVIDIA GPU with its driver"
+
+BACKEND = Backend(
+    name="cuda",
+    target_kinds=("cuda",),
+    pipelines={"cuda": PIPELINE},
+    device_codegens={"cuda": CudaDeviceCodegen()},
+    execution_backends=(
+        ExecutionBackendSpec(
+            "tvm_ffi",
+            adapter="nvrtc",
+            is_available=cuda_driver_available,
+            enable_device_compile=True,
+            install_hint=_GPU_HINT,
+        ),
+        ExecutionBackendSpec(
+            "nvrtc",
+            adapter="nvrtc",
+            is_available=nvrtc_available,
+            enable_device_compile=False,
+            install_hint=_GPU_HINT,
+        ),
+        ExecutionBackendSpec(
+            "cython",
+            adapter="cython",
+            is_available=cython_launcher_available,
+            enable_device_compile=True,
+            install_hint="nothing yet: the Cython launcher for CUDA kernels is not written; "
+            "use 'tvm_ffi' or 'nvrtc'",
+        ),
+    ),
+    features=FEATURES,
+    toolchains={"nvcc": Nvcc()},
+)

@@ -1,0 +1,112 @@
+"""Device codegen for 'cuda': CUDA C through TVM's CUDA codegen, a cubin through nvcc."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from tvm import IRModule
+from tvm.target import Target
+
+from tl_backend_api import DeviceBuildResult, KernelLaunch, KernelSources, ToolchainError
+from tl_passes.gpu_device_build import DeviceBuildError, DeviceModule, build_device_module
+from tl_passes.gpu_lower_tile_ops import CUDA_ATOMICS_PRELUDE
+
+from .features import target_arch
+from .toolchain import Nvcc
+
+_PRELUDE_ANCHOR = 'extern "C" __global__'
+
+
+def kernel_name(mod: IRModule) -> str:
+    """The name of the module's kernel (its first PrimFunc's global symbol)."""
+    for global_var, func in mod.functions.items():
+        symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
+        return str(symbol) if symbol is not None else str(global_var.name_hint)
+    raise ValueError("mod: expected a module with one kernel, got an empty module")
+
+
+def with_prelude(source: str) -> str:
+    """``source`` with the device helpers (atomics) placed before the first kernel."""
+    position = source.find(_PRELUDE_ANCHOR)
+    if position < 0:
+        return source + CUDA_ATOMICS_PRELUDE
+    return source[:position] + CUDA_ATOMICS_PRELUDE + "\n" + source[position:]
+
+
+def kernel_description(device: DeviceModule) -> str:
+    """The ``<name>.kernel.json`` text the runtime's CUDA adapters read."""
+    kernel = device.kernels[0]
+    return json.dumps(
+        {
+            "symbol": kernel.symbol,
+            "arguments": [argument.to_json() for argument in kernel.arguments],
+        },
+        indent=1,
+    )
+
+
+class CudaDeviceCodegen:
+    """The `tl_backend_api.DeviceCodegen` of the cuda backend.
+
+    Args:
+        nvcc: the toolchain ``build`` compiles with.
+    """
+
+    def __init__(self, nvcc: Nvcc | None = None) -> None:
+        self.nvcc = nvcc or Nvcc()
+
+    def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
+        """CUDA C for ``mod`` (after the cuda pipeline); never runs nvcc.
+
+        Files: ``<name>.cu`` (the source) and ``<name>.kernel.json`` (device
+        symbol and parameter order for the runtime's launcher).
+
+        Raises:
+            ToolchainError: TVM's code generation failed (its message).
+        """
+        name = kernel_name(mod)
+        try:
+            device = build_device_module(mod, target)
+        except DeviceBuildError as exc:
+            raise ToolchainError(str(exc)) from exc
+        launches = tuple(
+            KernelLaunch(
+                kernel_name=kernel.symbol,
+                grid=kernel.grid,
+                block=kernel.block,
+                dynamic_shared_memory_bytes=kernel.dynamic_shared_memory,
+            )
+            for kernel in device.kernels
+        )
+        return KernelSources(
+            language="cuda",
+            files={
+                f"{name}.cu": with_prelude(device.sources[""]),
+                f"{name}.kernel.json": kernel_description(device),
+            },
+            entry_symbol=device.kernels[0].symbol,
+            launches=launches,
+        )
+
+    def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
+        """CUDA C compiled by nvcc to a cubin for the target's arch (``-arch=sm_XX``).
+
+        Raises:
+            ToolchainError: code generation failed, nvcc is missing or failed
+                (nvcc's message and the source path).
+        """
+        sources = self.emit_source(mod, target)
+        name = kernel_name(mod)
+        arch = target_arch(target)
+        info = self.nvcc.discover()
+        with tempfile.TemporaryDirectory(prefix="tl-cuda-") as scratch:
+            source_path = Path(scratch) / f"{name}.cu"
+            source_path.write_text(sources.files[f"{name}.cu"])
+            cubin = self.nvcc.compile_cubin(source_path, Path(scratch) / f"{name}.cubin", arch)
+            blob = cubin.read_bytes()
+        versions = {"nvcc": info.version} if info is not None else {}
+        return DeviceBuildResult(
+            sources=sources, binaries={f"{name}.cubin": blob}, toolchain_versions=versions
+        )

@@ -1,0 +1,23 @@
+"""The lowering pipeline for 'cuda': the shared GPU passes of tl_passes, in order."""
+
+from __future__ import annotations
+
+from tl_backend_api import pipeline_from_passes
+from tl_passes import SimplifyPass
+from tl_passes.gpu_insert_barriers import GpuInsertBarriersPass
+from tl_passes.gpu_layout import GpuInferLayoutsPass
+from tl_passes.gpu_lower_tile_ops import GpuLowerTileOpsPass
+from tl_passes.gpu_shared_memory import GpuPlanSharedMemoryPass
+
+#: infer fragment layouts -> barriers on the tile program -> per-thread code
+#: (warp-shuffle reductions, CUDA atomics) -> dynamic shared memory size -> simplify.
+PIPELINE = pipeline_from_passes(
+    "cuda",
+    [
+        GpuInferLayoutsPass(),
+        GpuInsertBarriersPass(),
+        GpuLowerTileOpsPass(),
+        GpuPlanSharedMemoryPass(),
+        SimplifyPass(),
+    ],
+)

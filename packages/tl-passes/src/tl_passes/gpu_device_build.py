@@ -1,0 +1,231 @@
+"""Device source from a GPU-lowered module through TVM's codegens, without a device.
+
+After the ``gpu-*`` passes, `build_device_module` runs TVM's own lowering
+(``BindTarget``, the ``s_tir`` pipeline, host/device split, device
+finalization) and calls ``target.build.<kind>`` directly: TVM keeps the
+device source text (CUDA C, Metal, WGSL) or, for ROCm, LLVM IR and AMDGPU
+assembly. No compiler runs. It also gathers what a launcher needs per
+kernel: the device symbol, grid and block extents as expressions over the
+kernel's symbolic dims (from the ``T.Kernel`` launch, before TVM rewrites
+them), dynamic shared memory bytes (``gpu-plan-shared-memory``) and the
+device parameters in order, each tied to a kernel parameter or symbolic dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from tl_passes.gpu_shared_memory import DYNAMIC_SHARED_ATTR
+
+
+class DeviceBuildError(RuntimeError):
+    """TVM's device lowering or code generation failed (its message is kept)."""
+
+
+@dataclass(frozen=True)
+class DeviceArgument:
+    """One parameter of a device kernel.
+
+    Attributes:
+        kind: ``"buffer"`` (a data pointer), ``"scalar"`` (a scalar kernel
+            parameter) or ``"dim"`` (the value of a symbolic dim).
+        name: the kernel parameter's name (``buffer``/``scalar``) or the dim's name.
+        dtype: element dtype (buffers) or value dtype.
+    """
+
+    kind: str
+    name: str
+    dtype: str
+
+    def to_json(self) -> dict[str, str]:
+        """A JSON-compatible dict."""
+        return {"kind": self.kind, "name": self.name, "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class DeviceKernel:
+    """A device kernel and its launch.
+
+    Attributes:
+        symbol: the device function's symbol.
+        grid: grid extents (ints or expressions over symbolic dims).
+        block: block extents (ints).
+        dynamic_shared_memory: bytes of dynamic shared memory.
+        arguments: the device parameters, in order.
+    """
+
+    symbol: str
+    grid: tuple[int | str, ...]
+    block: tuple[int | str, ...]
+    dynamic_shared_memory: int
+    arguments: tuple[DeviceArgument, ...]
+
+
+@dataclass(frozen=True)
+class DeviceModule:
+    """The device side of one kernel module.
+
+    Attributes:
+        sources: format -> text (``""`` the primary source; ``"asm"``, ``"ll"`` on ROCm).
+        kernels: the device kernels, in module order.
+    """
+
+    sources: Mapping[str, str]
+    kernels: tuple[DeviceKernel, ...]
+
+
+_BINARY = {
+    "Add": "+",
+    "Sub": "-",
+    "Mul": "*",
+    "FloorDiv": "//",
+    "FloorMod": "%",
+    "Div": "//",
+}
+
+
+def dim_expression(expr: Any) -> int | str:
+    """An extent as an int, or as text the runtime evaluates (ints, names, ``+ - * // %``,
+    parentheses, ``min``/``max``).
+
+    Raises:
+        DeviceBuildError: the expression uses something else.
+    """
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value)
+    return _text(expr)
+
+
+def _text(expr: Any) -> str:
+    kind = type(expr).__name__
+    if isinstance(expr, tirx.IntImm):
+        return str(int(expr.value))
+    if isinstance(expr, tvm.ir.Var):
+        return str(expr.name)
+    if kind in _BINARY:
+        return f"({_text(expr.a)} {_BINARY[kind]} {_text(expr.b)})"
+    if kind in ("Min", "Max"):
+        return f"{kind.lower()}({_text(expr.a)}, {_text(expr.b)})"
+    if kind == "Cast":
+        return _text(expr.value)
+    raise DeviceBuildError(
+        f"launch extent {expr}: expected ints, symbolic dims, + - * // % min max; got {kind}"
+    )
+
+
+def _launch_of(func: Any) -> tuple[tuple[int | str, ...], tuple[int | str, ...]]:
+    from tl_ir.launch import kernel_launch
+
+    launch = kernel_launch(func)
+    if launch is None:
+        return (1,), (1,)
+    grid = tuple(dim_expression(e) for e in launch.grid) or (1,)
+    block = tuple(dim_expression(e) for e in launch.threads) or (1,)
+    return grid, block
+
+
+def _arguments(device_func: Any, host_func: Any) -> tuple[DeviceArgument, ...]:
+    buffers = {}
+    scalars = {}
+    dims: dict[str, str] = {}
+    for param in host_func.params:
+        ty = param.ty
+        if isinstance(ty, tirx.BufferType):
+            buffers[f"{param.name}_ptr"] = (str(param.name), str(ty.dtype))
+            buffers[str(param.name)] = (str(param.name), str(ty.dtype))
+            for extent in ty.shape:
+                if isinstance(extent, tvm.ir.Var):
+                    dims[str(extent.name)] = str(extent.ty.dtype)
+        else:
+            scalars[str(param.name)] = str(ty.dtype)
+    out = []
+    for param in device_func.params:
+        name = str(param.name)
+        type_name = type(param.ty).__name__
+        if type_name == "PointerType":
+            if name not in buffers:
+                raise DeviceBuildError(
+                    f"device parameter {name}: expected a data pointer of a kernel buffer "
+                    f"parameter ({sorted(set(b for b, _ in buffers.values()))})"
+                )
+            buffer_name, dtype = buffers[name]
+            out.append(DeviceArgument("buffer", buffer_name, dtype))
+        elif name in scalars:
+            out.append(DeviceArgument("scalar", name, scalars[name]))
+        elif name in dims:
+            out.append(DeviceArgument("dim", name, str(param.ty.dtype)))
+        else:
+            raise DeviceBuildError(
+                f"device parameter {name}: expected a kernel parameter or symbolic dim"
+            )
+    return tuple(out)
+
+
+def build_device_module(
+    mod: tvm.IRModule, target: Any, *, source_formats: tuple[str, ...] = ("",)
+) -> DeviceModule:
+    """Lower ``mod`` (after the ``gpu-*`` passes) with TVM and generate device code.
+
+    Args:
+        mod: the module with one GPU kernel PrimFunc (others are ignored).
+        target: the GPU target (a host is added when missing: ``llvm``).
+        source_formats: the formats to read from TVM's device module
+            (``""`` the default source; ``"asm"``/``"ll"`` on ROCm).
+
+    Returns:
+        The device sources and kernels.
+
+    Raises:
+        DeviceBuildError: TVM failed (its message), or no device kernel came out.
+    """
+    from tvm.target import Target
+    from tvm.tirx.build import split_host_device_mods
+
+    if target.host is None:
+        target = Target(target, host=Target("llvm"))
+    kernels_before = {
+        gv.name_hint: func for gv, func in mod.functions.items() if isinstance(func, tirx.PrimFunc)
+    }
+    try:
+        bound = tvm.tirx.transform.BindTarget(target)(mod)
+        pipeline, _finalize_host, finalize_device = tvm.tirx.get_tir_pipeline("s_tir")
+        lowered = pipeline(bound)
+        _host, device_mods = split_host_device_mods(lowered)
+        if not device_mods:
+            raise DeviceBuildError("no device kernel came out of lowering (is there a T.Kernel?)")
+        sources: dict[str, str] = {}
+        kernels: list[DeviceKernel] = []
+        for device_target, device_mod in device_mods.items():
+            device_mod = finalize_device()(device_mod)
+            build = tvm.get_global_func("target.build." + str(device_target.kind.name))
+            runtime_module = build(device_mod, device_target)
+            for fmt in source_formats:
+                text = runtime_module.inspect_source(fmt)
+                sources[fmt] = sources.get(fmt, "") + str(text)
+            for gv, device_func in device_mod.functions.items():
+                symbol = str(device_func.attrs.get("global_symbol", gv.name_hint))
+                host_name = symbol[: -len("_kernel")] if symbol.endswith("_kernel") else symbol
+                original = kernels_before.get(host_name) or next(iter(kernels_before.values()))
+                grid, block = _launch_of(original)
+                shared = original.attrs.get(DYNAMIC_SHARED_ATTR) if original.attrs else None
+                kernels.append(
+                    DeviceKernel(
+                        symbol=symbol,
+                        grid=grid,
+                        block=block,
+                        dynamic_shared_memory=int(shared) if shared is not None else 0,
+                        arguments=_arguments(device_func, original),
+                    )
+                )
+    except DeviceBuildError:
+        raise
+    except Exception as exc:  # TVM reports codegen failures as its own error types
+        raise DeviceBuildError(f"TVM device codegen for {target.kind.name} failed: {exc}") from exc
+    return DeviceModule(sources=sources, kernels=tuple(kernels))

@@ -1,0 +1,112 @@
+"""`gpu-plan-shared-memory`: size the block's dynamic shared memory; static where needed.
+
+``T.alloc_shared`` tiles have scope ``shared.dyn``: on CUDA and ROCm TVM
+merges them into one dynamic allocation whose size the launch passes. This
+pass records an upper bound of that size (every ``shared.dyn`` tile at a
+16-byte aligned offset, no reuse) in the function attribute
+``tl.dynamic_shared_memory_bytes``, which GPU codegens put into the launch
+metadata. Targets without dynamic shared memory (Metal, WebGPU) get
+``static=True``: the tiles become static ``shared`` arrays and the recorded
+size is 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+
+DYNAMIC_SHARED_ATTR = "tl.dynamic_shared_memory_bytes"
+ALIGNMENT = 16
+
+
+def _bytes(buffer: Any) -> int:
+    total = max(1, int(tvm.DataType(str(buffer.ty.dtype)).bits) // 8)
+    for extent in buffer.shape:
+        if not isinstance(extent, tirx.IntImm):
+            raise ValueError(
+                f"shared tile {buffer.name}: expected a static shape, got {list(buffer.shape)}"
+            )
+        total *= int(extent)
+    return total
+
+
+def scoped_buffers(body: Any, scope: str) -> list[Any]:
+    """The buffers of storage ``scope`` allocated in ``body``, in program order."""
+    found: list[Any] = []
+
+    def visit(alloc: Any) -> None:
+        if str(alloc.buffer.ty.storage_scope) == scope:
+            found.append(alloc.buffer)
+
+    tvm_ffi.structural_walk(body, (tirx.AllocBuffer, visit), order="pre")
+    return found
+
+
+def dynamic_shared_buffers(body: Any) -> list[Any]:
+    """The ``shared.dyn`` buffers allocated in ``body``, in program order."""
+    return scoped_buffers(body, "shared.dyn")
+
+
+def rescope(body: Any, old_scope: str, new_scope: str) -> Any:
+    """``body`` with every buffer of ``old_scope`` replaced by one of ``new_scope``."""
+    replacements: list[tuple[Any, Any]] = []
+    for buffer in scoped_buffers(body, old_scope):
+        new = tirx.decl_buffer(
+            buffer.shape, str(buffer.ty.dtype), name=str(buffer.name), scope=new_scope
+        )
+        replacements.append((buffer, new))
+    if not replacements:
+        return body
+
+    def replace(var: Any) -> Any:
+        for old, new in replacements:
+            if var.same_as(old):
+                return new
+        return var
+
+    return tvm_ffi.structural_map(body, (tvm.ir.Var, replace), order="post")
+
+
+def dynamic_shared_bytes(body: Any) -> int:
+    """Bytes of dynamic shared memory the tiles of ``body`` need (16-byte aligned each)."""
+    total = 0
+    for buffer in dynamic_shared_buffers(body):
+        total += -(-_bytes(buffer) // ALIGNMENT) * ALIGNMENT
+    return total
+
+
+def make_shared_static(body: Any) -> Any:
+    """``body`` with every ``shared.dyn`` buffer replaced by a static ``shared`` one."""
+    return rescope(body, "shared.dyn", "shared")
+
+
+@dataclass(frozen=True)
+class GpuPlanSharedMemoryPass(Pass):
+    """Record the dynamic shared memory size (or make shared tiles static).
+
+    Args:
+        static: make ``shared.dyn`` tiles static ``shared`` arrays (Metal, WebGPU).
+    """
+
+    name: ClassVar[str] = "gpu-plan-shared-memory"
+    static: bool = False
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with ``tl.dynamic_shared_memory_bytes`` on every PrimFunc."""
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if not isinstance(func, tirx.PrimFunc):
+                continue
+            if self.static:
+                func = func.with_body(make_shared_static(func.body))
+                size = 0
+            else:
+                size = dynamic_shared_bytes(func.body)
+            updates[global_var] = func.with_attr(DYNAMIC_SHARED_ATTR, tirx.IntImm("int64", size))
+        return replace_functions(mod, updates)

@@ -1,0 +1,302 @@
+"""CUDA artifacts launched through the CUDA driver API (cuda-python), without apache-tvm.
+
+One adapter, key ``nvrtc`` (the adapter keys are fixed by tl_backend_api's
+contract: tvm_ffi, cython, nvrtc, torch), for both kinds of CUDA artifact:
+
+* ``manifest.library`` is a ``.cubin`` built by nvcc: loaded as is;
+* ``manifest.library`` is CUDA C (``.cu``): compiled with NVRTC for the
+  device's arch when loaded.
+
+It reads ``<name>.kernel.json`` (written by tl-codegen-cuda): the device
+symbol and the device parameters in order, each a kernel buffer, a scalar
+parameter or a symbolic dim. Grid, block and dynamic shared memory come
+from the manifest's launch section, evaluated for the call's dims.
+
+Arguments are host numpy arrays (checked by the runtime's argument
+checker): each call copies buffers to the device, launches, waits, and
+copies every buffer back (kernels may update inputs in place, e.g. atomics).
+It needs the ``cuda-python`` package (``cuda.bindings.driver``) and a
+visible NVIDIA GPU; the probes call the driver to check.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tl_runtime.adapters.base import Availability, CallFunction, pack_result
+from tl_runtime.checking import ArgumentChecker
+from tl_runtime.errors import ArtifactError
+from tl_runtime.manifest import Manifest
+
+INSTALL_HINT = "cuda-python (pip install cuda-python) and an NVIDIA GPU with its driver"
+#: Above this many bytes of dynamic shared memory a kernel must opt in.
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+_SCALAR_TYPES: dict[str, Any] = {
+    "bool": ctypes.c_bool,
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver or NVRTC call failed (the message names the call and CUDA's error)."""
+
+
+def _import(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except Exception:  # any import failure means "not usable here"
+        return None
+
+
+def driver_module() -> ModuleType | None:
+    """cuda-python's driver bindings (``cuda.bindings.driver``, or the older ``cuda.cuda``)."""
+    return _import("cuda.bindings.driver") or _import("cuda.cuda")
+
+
+def nvrtc_module() -> ModuleType | None:
+    """cuda-python's NVRTC bindings (``cuda.bindings.nvrtc``, or the older ``cuda.nvrtc``)."""
+    return _import("cuda.bindings.nvrtc") or _import("cuda.nvrtc")
+
+
+def _check(driver: ModuleType, result: Any, call: str) -> Any:
+    """Unpack a cuda-python result tuple ``(err, *values)``; raise on an error."""
+    values = tuple(result) if isinstance(result, tuple) else (result,)
+    err = values[0]
+    if int(err) != 0:
+        message = ""
+        try:
+            got = driver.cuGetErrorString(err)
+            message = got[1].decode() if int(got[0]) == 0 and got[1] else ""
+        except Exception:  # the error string itself is best effort
+            message = ""
+        raise CudaError(f"{call} failed: {err!r} {message}".strip())
+    rest = values[1:]
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+def probe_device() -> Availability:
+    """Whether the driver bindings import and the driver reports at least one GPU."""
+    driver = driver_module()
+    if driver is None:
+        return Availability(False, "cuda-python is not installed")
+    try:
+        _check(driver, driver.cuInit(0), "cuInit")
+        count = _check(driver, driver.cuDeviceGetCount(), "cuDeviceGetCount")
+    except Exception as exc:
+        return Availability(False, f"the CUDA driver is not usable: {exc}")
+    if int(count) < 1:
+        return Availability(False, "no CUDA device is visible")
+    return Availability(True)
+
+
+class _Device:
+    """The primary context of device 0, shared by every kernel of the process."""
+
+    _instance: _Device | None = None
+
+    def __init__(self, driver: ModuleType) -> None:
+        self.driver = driver
+        _check(driver, driver.cuInit(0), "cuInit")
+        self.device = _check(driver, driver.cuDeviceGet(0), "cuDeviceGet")
+        self.context = _check(
+            driver, driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain"
+        )
+        attribute = driver.CUdevice_attribute
+        major = _check(
+            driver,
+            driver.cuDeviceGetAttribute(
+                attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device
+            ),
+            "cuDeviceGetAttribute",
+        )
+        minor = _check(
+            driver,
+            driver.cuDeviceGetAttribute(
+                attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.device
+            ),
+            "cuDeviceGetAttribute",
+        )
+        self.arch = f"sm_{int(major)}{int(minor)}"
+
+    @classmethod
+    def get(cls) -> _Device:
+        driver = driver_module()
+        if driver is None:
+            raise CudaError(f"loading a CUDA artifact needs {INSTALL_HINT}")
+        if cls._instance is None:
+            cls._instance = cls(driver)
+        _check(driver, driver.cuCtxSetCurrent(cls._instance.context), "cuCtxSetCurrent")
+        return cls._instance
+
+
+def _kernel_info(manifest: Manifest, directory: Path) -> dict[str, Any]:
+    path = directory / f"{manifest.name}.kernel.json"
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(
+            f"CUDA artifact: cannot read the kernel description {path.name!r}: {exc}"
+        ) from None
+    if not isinstance(info, dict) or not isinstance(info.get("arguments"), list):
+        raise ArtifactError(f"CUDA artifact: {path.name!r} lacks an 'arguments' list")
+    return info
+
+
+class CudaDriverAdapter:
+    """Loads the artifact's cubin (or CUDA C, through NVRTC) with the CUDA driver and
+    launches its kernel.
+
+    Raises (constructor):
+        ArtifactError: the artifact lacks launch metadata or its kernel description.
+        CudaError: the driver refused the module or the kernel symbol.
+    """
+
+    key = "nvrtc"
+
+    def __init__(self, manifest: Manifest, directory: Path, checker: ArgumentChecker) -> None:
+        self.manifest = manifest
+        self.checker = checker
+        if manifest.launch is None:
+            raise ArtifactError("CUDA artifact: the manifest has no launch section")
+        self.info = _kernel_info(manifest, directory)
+        self.device = _Device.get()
+        image = self._image(directory)
+        driver = self.device.driver
+        self.module = _check(driver, driver.cuModuleLoadData(image), "cuModuleLoadData")
+        symbol = str(self.info.get("symbol") or manifest.entry_symbol)
+        self.function = _check(
+            driver,
+            driver.cuModuleGetFunction(self.module, symbol.encode()),
+            f"cuModuleGetFunction({symbol})",
+        )
+        self._shared_opt_in = 0
+
+    def _image(self, directory: Path) -> bytes:
+        path = directory / self.manifest.library
+        if path.suffix == ".cubin":
+            return path.read_bytes()
+        return self._compile_with_nvrtc(path)
+
+    def _compile_with_nvrtc(self, path: Path) -> bytes:
+        nvrtc = nvrtc_module()
+        if nvrtc is None:
+            raise CudaError(
+                f"{path.name} is CUDA C compiled at load time: install cuda-python with its "
+                "NVRTC bindings (pip install cuda-python)"
+            )
+        program = _check(
+            nvrtc,
+            nvrtc.nvrtcCreateProgram(path.read_bytes(), path.name.encode(), 0, [], []),
+            "nvrtcCreateProgram",
+        )
+        options = [f"--gpu-architecture={self.device.arch}".encode(), b"-default-device"]
+        result = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        if int(result[0]) != 0:
+            size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+            log = b" " * int(size)
+            _check(nvrtc, nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
+            raise CudaError(f"NVRTC failed to compile {path.name}:\n{log.decode()}")
+        size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
+        image = b" " * int(size)
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(program, image), "nvrtcGetCUBIN")
+        return image
+
+    @classmethod
+    def probe(cls) -> Availability:
+        """Available with cuda-python and a visible GPU (the driver is asked)."""
+        return probe_device()
+
+    def _prepare_shared(self, size: int) -> None:
+        if size <= DEFAULT_SHARED_LIMIT or size <= self._shared_opt_in:
+            return
+        driver = self.device.driver
+        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _check(
+            driver,
+            driver.cuFuncSetAttribute(self.function, attribute, size),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+        )
+        self._shared_opt_in = size
+
+    def call_checked(self, args: tuple[Any, ...]) -> Any:
+        """Check the arguments, copy buffers in, launch, wait, copy buffers back."""
+        prepared = self.checker.prepare(args)
+        driver = self.device.driver
+        _check(driver, driver.cuCtxSetCurrent(self.device.context), "cuCtxSetCurrent")
+        assert self.manifest.launch is not None
+        grid, block, shared = self.manifest.launch.resolve(prepared.bindings)
+        grid3 = (*grid, 1, 1, 1)[:3]
+        block3 = (*block, 1, 1, 1)[:3]
+        self._prepare_shared(shared)
+        index_of = {spec.name: i for i, spec in enumerate(self.manifest.params)}
+        allocations: list[tuple[Any, Any, int]] = []
+        values: list[Any] = []
+        types: list[Any] = []
+        try:
+            for argument in self.info["arguments"]:
+                kind, name = argument["kind"], argument["name"]
+                if kind == "buffer":
+                    array = prepared.args[index_of[name]]
+                    nbytes = max(int(array.nbytes), 1)
+                    pointer = _check(driver, driver.cuMemAlloc(nbytes), "cuMemAlloc")
+                    allocations.append((pointer, array, int(array.nbytes)))
+                    if array.nbytes:
+                        _check(
+                            driver,
+                            driver.cuMemcpyHtoD(pointer, array.ctypes.data, array.nbytes),
+                            "cuMemcpyHtoD",
+                        )
+                    values.append(pointer)
+                    types.append(None)
+                elif kind == "scalar":
+                    values.append(prepared.args[index_of[name]])
+                    types.append(_SCALAR_TYPES[str(argument["dtype"])])
+                else:
+                    values.append(prepared.bindings[name])
+                    types.append(_SCALAR_TYPES[str(argument.get("dtype", "int32"))])
+            _check(
+                driver,
+                driver.cuLaunchKernel(
+                    self.function,
+                    *grid3,
+                    *block3,
+                    shared,
+                    0,
+                    (tuple(values), tuple(types)),
+                    0,
+                ),
+                "cuLaunchKernel",
+            )
+            _check(driver, driver.cuCtxSynchronize(), "cuCtxSynchronize")
+            for pointer, array, nbytes in allocations:
+                if nbytes:
+                    _check(
+                        driver,
+                        driver.cuMemcpyDtoH(array.ctypes.data, pointer, nbytes),
+                        "cuMemcpyDtoH",
+                    )
+        finally:
+            for pointer, _array, _nbytes in allocations:
+                driver.cuMemFree(pointer)
+        return pack_result(prepared.outputs)
+
+    def make_call(self) -> CallFunction:
+        """The call path (every call takes the complete, checked path)."""
+        return lambda *args: self.call_checked(args)
