@@ -1,0 +1,74 @@
+"""Autotuning with the CPU backend: a known winner among configs compiled in worker
+processes, a broken config reported and skipped, the result reused from disk."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+import tl_jit
+
+TUNED_MODULE = textwrap.dedent(
+    """
+    import tl_jit
+    import tl_jit.language as T
+
+    def reference(a):
+        return a * 2.0
+
+    # ``repeat`` multiplies the work: the config with repeat=1 must win.
+    @tl_jit.autotune(
+        configs=[{"repeat": 256}, {"repeat": 1}, {"repeat": 1, "block_M": 0}],
+        warmup=1, rep=10, ref_prog=reference, max_workers=2,
+    )
+    @tl_jit.jit(out_idx=[-1], target="c")
+    def double(M, N, block_M=32, repeat=1):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+            with T.Kernel(T.ceildiv(M, block_M), threads=32) as bx:
+                tile = T.alloc_fragment((block_M, N), "float32")
+                out = T.alloc_fragment((block_M, N), "float32")
+                T.copy(A[bx * block_M, 0], tile)
+                T.clear(out)
+                for r in T.serial(repeat):
+                    for i, j in T.Parallel(block_M, N):
+                        # out * 0.0 is not folded (NaN rules): every round does real work.
+                        out[i, j] = tile[i, j] * 2.0 + out[i, j] * 0.0
+                T.copy(out, B[bx * block_M, 0])
+        return main
+    """
+)
+
+
+def test_autotune_picks_the_known_winner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "tuned_module.py").write_text(TUNED_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tuned_module
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        best = tuned_module.double(256, 256)
+    assert best.config == {"repeat": 1}
+    assert best.latency is not None
+    skipped = [w for w in caught if issubclass(w.category, tl_jit.AutotuneWarning)]
+    assert len(skipped) == 1 and "'block_M': 0" in str(skipped[0].message)
+    results = {str(r.config): r for r in tuned_module.double.results}
+    assert results[str({"repeat": 256})].latency > best.latency  # type: ignore[operator]
+
+    # A fresh tuner (as in a new process) answers from the saved JSON without re-timing.
+    fresh = tl_jit.autotune(
+        configs=tuned_module.double.configs,
+        ref_prog=tuned_module.reference,
+        max_workers=2,
+        warmup=1,
+        rep=10,
+    )(tuned_module.double.jit_function)
+    again = fresh(256, 256)
+    assert again.config == {"repeat": 1} and again.latency == pytest.approx(best.latency)
+    assert len(list((tmp_path / "cache" / "autotune").glob("*.json"))) == 1
+    del sys.modules["tuned_module"]
