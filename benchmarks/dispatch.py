@@ -90,6 +90,14 @@ def main() -> None:
     contenders: dict[str, tuple[object, tuple[object, ...]]] = {"raw tvm_ffi": (raw, (a, b, c))}
     for key, kernel in kernels.items():
         contenders[f"tl_runtime {key}"] = (kernel, (a, b, c))
+    # The user-facing object: tl_jit's JITKernel over the same artifact (issue 6).
+    from tl_jit import JITKernel
+
+    for key in kernels:
+        jit_kernel = JITKernel.from_artifact(directory, adapter=key)
+        jit_kernel(a, b, c)
+        assert np.allclose(c, 3.0)
+        contenders[f"tl_jit JITKernel {key}"] = (jit_kernel, (a, b, c))
     results = interleaved_us(contenders)
     raw_us = results["raw tvm_ffi"]
 
@@ -98,10 +106,10 @@ def main() -> None:
     )
     for name, us in results.items():
         verdict = ""
-        if name.startswith("tl_runtime"):
+        if name.startswith(("tl_runtime", "tl_jit")):
             ok = us <= 2.0 and us <= 3 * raw_us
             verdict = f"  ratio to raw {us / raw_us:.2f}x  target <=2us and <=3x: {'PASS' if ok else 'FAIL'}"
-        print(f"  {name:22s} {us:6.3f} us/call{verdict}")
+        print(f"  {name:26s} {us:6.3f} us/call{verdict}")
 
     fresh = (rk.aligned_array(np, (1024,), "float32"), rk.aligned_array(np, (1024,), "float32"))
     out_kernel = {
