@@ -84,7 +84,7 @@ def main() -> None:
         "softmax": ({"M": m, "N": n, "block_M": 8}, (x,), np_softmax, 2 * m * n * elem),
         "rms_norm": ({"M": m, "N": n, "block_M": 8}, (x, w), np_rms_norm, 2 * m * n * elem),
         "elementwise_add": (
-            {"M": m, "N": n, "block_M": 32, "block_N": 256},
+            {"M": m, "N": n, "block_M": 8, "block_N": 1024},
             (x, y),
             lambda: x + y,
             3 * m * n * elem,
@@ -113,7 +113,7 @@ def main() -> None:
             got = kernel(*inputs)
             if not np.allclose(got, expected, rtol=1e-4, atol=1e-5):
                 raise SystemExit(f"{name} on {target}: wrong result")
-            seconds = best_seconds(lambda k=kernel: k(*inputs), args.rounds, args.reps)
+            seconds = best_seconds(lambda k=kernel, xs=inputs: k(*xs), args.rounds, args.reps)
             numpy_s = min(numpy_s, best_seconds(reference, args.rounds, args.reps))
             row += f"{traffic / seconds / 1e9:10.1f} {numpy_s / seconds:6.2f} "
         print(row)
