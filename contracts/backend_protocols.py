@@ -32,6 +32,16 @@ from tl_codegen_cuda import backend as cuda_backend
 from tl_codegen_cuda.codegen import CudaDeviceCodegen
 from tl_codegen_cuda.pipeline import PIPELINE as CUDA_PIPELINE
 from tl_codegen_cuda.toolchain import Nvcc
+from tl_codegen_hip import backend as hip_backend
+from tl_codegen_hip.codegen import HipDeviceCodegen
+from tl_codegen_hip.pipeline import PIPELINE as HIP_PIPELINE
+from tl_codegen_hip.toolchain import Lld
+from tl_codegen_metal import backend as metal_backend
+from tl_codegen_metal.codegen import MetalDeviceCodegen
+from tl_codegen_metal.pipeline import PIPELINE as METAL_PIPELINE
+from tl_codegen_webgpu import backend as webgpu_backend
+from tl_codegen_webgpu.codegen import WebGpuDeviceCodegen
+from tl_codegen_webgpu.pipeline import PIPELINE as WEBGPU_PIPELINE
 
 # tl_backend_api's own ready-made pipeline is a PassPipeline.
 staged_pipeline: type[PassPipeline] = StagedPipeline
@@ -57,9 +67,28 @@ cuda_pipeline: PassPipeline = CUDA_PIPELINE
 cuda_codegen: DeviceCodegen = CudaDeviceCodegen()
 cuda_toolchain: Toolchain = Nvcc()
 
+# ---- tl-codegen-hip (packages/tl-codegen-hip), kind "rocm"
+hip_descriptor: Backend = hip_backend.BACKEND
+hip_pipeline: PassPipeline = HIP_PIPELINE
+hip_codegen: DeviceCodegen = HipDeviceCodegen()
+hip_toolchain: Toolchain = Lld()
+
+# ---- tl-codegen-metal (packages/tl-codegen-metal), kind "metal"
+metal_descriptor: Backend = metal_backend.BACKEND
+metal_pipeline: PassPipeline = METAL_PIPELINE
+metal_codegen: DeviceCodegen = MetalDeviceCodegen()
+
+# ---- tl-codegen-webgpu (packages/tl-codegen-webgpu), kind "webgpu"
+webgpu_descriptor: Backend = webgpu_backend.BACKEND
+webgpu_pipeline: PassPipeline = WEBGPU_PIPELINE
+webgpu_codegen: DeviceCodegen = WebGpuDeviceCodegen()
+
 #: Backend name -> its descriptor, for every backend checked statically above.
 STATICALLY_CHECKED: Mapping[str, Backend] = {
     dummy_descriptor.name: dummy_descriptor,
     cpu_descriptor.name: cpu_descriptor,
     cuda_descriptor.name: cuda_descriptor,
+    hip_descriptor.name: hip_descriptor,
+    metal_descriptor.name: metal_descriptor,
+    webgpu_descriptor.name: webgpu_descriptor,
 }

@@ -8,7 +8,11 @@ Execution backends, in ``auto`` order:
 * ``nvrtc``: the artifact keeps CUDA C; the same adapter compiles it with
   NVRTC for the device at load;
 * ``cython``: declared for a lean Cython launcher; not written yet, so its
-  probe says no.
+  probe says no;
+* ``source``: source only and always available (no nvcc, no GPU), so
+  ``tl_jit.lower``/``compile`` work anywhere; the artifact keeps CUDA C,
+  which the CUDA-driver adapter compiles with NVRTC when loaded (loading
+  where cuda-python or a GPU is missing says so).
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ from tl_backend_api import Backend, ExecutionBackendSpec
 from .codegen import CudaDeviceCodegen
 from .features import FEATURES
 from .pipeline import PIPELINE
-from .probes import cuda_driver_available, cython_launcher_available, nvrtc_available
+from .probes import (
+    always,
+    cuda_driver_available,
+    cython_launcher_available,
+    nvrtc_available,
+)
 from .toolchain import Nvcc
 
 _GPU_HINT = "cuda-python (pip install cuda-python) and an NVIDIA GPU with its driver"
@@ -50,6 +59,13 @@ BACKEND = Backend(
             enable_device_compile=True,
             install_hint="nothing yet: the Cython launcher for CUDA kernels is not written; "
             "use 'tvm_ffi' or 'nvrtc'",
+        ),
+        ExecutionBackendSpec(
+            "source",
+            adapter="nvrtc",
+            is_available=always,
+            enable_device_compile=False,
+            install_hint="nothing: CUDA C is generated without nvcc or a GPU",
         ),
     ),
     features=FEATURES,

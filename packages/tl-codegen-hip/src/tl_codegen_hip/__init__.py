@@ -1,0 +1,1 @@
+"""Target backend for the 'rocm' target kind: its descriptor is `tl_codegen_hip.backend.BACKEND`."""

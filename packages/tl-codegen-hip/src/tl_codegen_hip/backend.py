@@ -1,0 +1,59 @@
+"""``BACKEND``: the descriptor published under the ``tl.backends`` entry point ``rocm``.
+
+Execution backends ``tvm_ffi`` then ``cython`` are declared; no HIP
+launcher exists in tl_runtime yet, so their probes report unavailable
+unless a ROCm runtime *and* that launcher are present (never, for now).
+The last spec, ``source``, is source only and always available, so
+``tl_jit.lower(func, target="rocm")`` gives the AMDGPU assembly anywhere;
+its artifacts cannot be loaded (tl_runtime names the file it cannot load).
+"""
+
+from __future__ import annotations
+
+from tl_backend_api import Backend, ExecutionBackendSpec
+
+from .codegen import (
+    BITCODE_CALLBACK,
+    LINK_CALLBACK,
+    HipDeviceCodegen,
+    keep_object,
+    no_device_libraries,
+)
+from .pipeline import PIPELINE
+from .probes import always, hip_launcher_available
+from .toolchain import Lld
+
+_HINT = (
+    "a ROCm install (libamdhip64) and a HIP launcher in tl_runtime, which is not written "
+    "yet; use execution_backend='source' (tl_jit.lower) for the AMDGPU assembly"
+)
+
+BACKEND = Backend(
+    name="hip",
+    target_kinds=("rocm",),
+    pipelines={"rocm": PIPELINE},
+    device_codegens={"rocm": HipDeviceCodegen()},
+    execution_backends=(
+        ExecutionBackendSpec(
+            "tvm_ffi",
+            is_available=hip_launcher_available,
+            enable_device_compile=True,
+            install_hint=_HINT,
+        ),
+        ExecutionBackendSpec(
+            "cython",
+            is_available=hip_launcher_available,
+            enable_device_compile=True,
+            install_hint=_HINT,
+        ),
+        ExecutionBackendSpec(
+            "source",
+            adapter="tvm_ffi",
+            is_available=always,
+            enable_device_compile=False,
+            install_hint="nothing: AMDGPU assembly is generated anywhere",
+        ),
+    ),
+    callbacks={BITCODE_CALLBACK: no_device_libraries, LINK_CALLBACK: keep_object},
+    toolchains={"ld.lld": Lld()},
+)

@@ -1,0 +1,18 @@
+"""The contract tests: this backend conforms to tl_backend_api's contract."""
+
+from __future__ import annotations
+
+from tl_backend_api import assert_conforms
+
+# Sorted for the monorepo's ruff config, where tl_codegen_* counts as third-party.
+from tl_codegen_hip.backend import BACKEND
+
+
+def test_backend_conforms() -> None:
+    assert_conforms(BACKEND)
+
+
+def test_static_contract_module_imports() -> None:
+    from tl_codegen_hip.contract import check_types
+
+    check_types()

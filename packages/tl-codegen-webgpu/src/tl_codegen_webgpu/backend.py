@@ -1,0 +1,34 @@
+"""``BACKEND``: the descriptor published under the ``tl.backends`` entry point ``webgpu``.
+
+No execution backend here can run WebGPU kernels: the one spec, ``source``,
+is source only (``enable_device_compile=False``) and exists so that
+``tl_jit.lower(func, target="webgpu")`` (and ``tl_jit.compile``, which
+then writes a source-only artifact) work anywhere. Running needs a WebGPU
+implementation (a browser, wgpu, Dawn) outside this project; loading a
+WebGPU artifact with tl_runtime fails with an ArtifactError naming the
+``.wgsl`` file, which is not a loadable library (docs/gpu.md).
+"""
+
+from __future__ import annotations
+
+from tl_backend_api import Backend, ExecutionBackendSpec
+
+from .codegen import WebGpuDeviceCodegen
+from .pipeline import PIPELINE
+from .probes import always
+
+BACKEND = Backend(
+    name="webgpu",
+    target_kinds=("webgpu",),
+    pipelines={"webgpu": PIPELINE},
+    device_codegens={"webgpu": WebGpuDeviceCodegen()},
+    execution_backends=(
+        ExecutionBackendSpec(
+            "source",
+            adapter="tvm_ffi",
+            is_available=always,
+            enable_device_compile=False,
+            install_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
+        ),
+    ),
+)
