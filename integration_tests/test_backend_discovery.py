@@ -57,7 +57,7 @@ def test_a_broken_plugin_is_named_and_breaks_nothing_else() -> None:
         except api.PluginImportError as exc:
             print("error:", exc)
         names = [b.name for b in api.list_backends()]
-        print("backends:", names)
+        print("has dummy:", "dummy" in names)
         print("failures:", [f.distribution for f in api.discovery_errors()])
         print("opencl:", api.resolve_backend("opencl").name)
         print(api.format_backend_report())
@@ -65,7 +65,9 @@ def test_a_broken_plugin_is_named_and_breaks_nothing_else() -> None:
     )
     assert "error: no backend for target kind 'vulkan'" in out
     assert "'tl-backend-broken'" in out and "fails to import on purpose" in out
-    assert "backends: ['dummy']" in out
+    # Every other installed backend still loads (the list grows as codegen
+    # packages land, so only the test plugin's presence is asserted).
+    assert "has dummy: True" in out
     assert "failures: ['tl-backend-broken']" in out
     assert "opencl: dummy" in out
     assert "plugins that failed to load: 1" in out
