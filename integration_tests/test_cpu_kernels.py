@@ -76,3 +76,36 @@ def test_the_suite_covers_fp16_inputs_ragged_tiles_and_one_block() -> None:
     assert any(c["args"]["M"] % c["args"]["block_M"] for c in gemm_cases)
     single = [c for c in load("symbolic_scale").CASES if c["runtime"]["M"] == 1]
     assert single, "a one-element grid case"
+
+
+def print_kernel() -> Any:
+    import tl_ir.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((2, 3), "float32"), B: T.Tensor((2, 3), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            tile = T.alloc_fragment((2, 3), "float32")
+            T.copy(A[0, 0], tile)
+            T.print(tile, msg="tile")
+            T.print(A[1, 2] + T.float32(bx), msg="scalar")
+            T.copy(tile, B[0, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_print_writes_every_element_to_stdout(
+    target: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import numpy as np
+
+    import tl_runtime
+    from tl_backend_api import build_artifact
+
+    context = create_backend_context(target)
+    kernel = tl_runtime.load(build_artifact(context, print_kernel(), tmp_path / "a", out_idx=-1))
+    kernel(np.arange(6, dtype=np.float32).reshape(2, 3))
+    lines = capfd.readouterr().out.splitlines()
+    assert "tile: tile[1, 2] = 5" in lines
+    assert "scalar: 5" in lines
+    assert sum(line.startswith("tile: tile[") for line in lines) == 6

@@ -70,6 +70,7 @@ _LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTIL
 _MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MICROKERNEL_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_gemm_f32x\d+\(.*\);\n", re.MULTILINE)
 _ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
+_PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
 _LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
 
 
@@ -293,6 +294,14 @@ def insert_atomics_prelude(source: str) -> str:
     return _after_includes(source, C_ATOMICS_PRELUDE)
 
 
+def insert_stdio(source: str) -> str:
+    """Use ``<stdio.h>``'s ``printf``/``fflush`` (T.print) instead of TVM's extern declarations."""
+    if not _PRINTF_DECLARATION.search(source):
+        return source
+    source = _PRINTF_DECLARATION.sub("", source)
+    return _after_includes(source, "#include <stdio.h>\n")
+
+
 def generate_c_source(mod: tvm.IRModule) -> str:
     """Return the C source of ``mod`` with OpenMP pragmas on its outermost parallel loops.
 
@@ -318,7 +327,8 @@ def generate_c_source(mod: tvm.IRModule) -> str:
             f"TVM's C code generation failed: {type(error).__name__}", output=str(error)
         ) from error
     source, _ = insert_openmp_pragmas(str(lib.mod.inspect_source()))
-    return insert_half_typedef(insert_atomics_prelude(insert_microkernel_prelude(source)))
+    source = insert_stdio(insert_atomics_prelude(insert_microkernel_prelude(source)))
+    return insert_half_typedef(source)
 
 
 def build_c(

@@ -60,8 +60,6 @@ from tl_passes.vector_isa import VectorISA, vector_isa_for_target
 #: ``gemm_style`` values: ``auto`` picks ``c-vector-extension`` for target ``c``.
 GEMM_STYLES: tuple[str, ...] = ("auto", "tir", "c-vector-extension")
 
-_PRINT_FORMATS = {"float": "%g", "int": "%lld", "uint": "%llu", "bool": "%d"}
-
 
 def _tile(region: Region, what: str) -> TileRegion:
     extents = []
@@ -76,35 +74,51 @@ def _tile(region: Region, what: str) -> TileRegion:
     return TileRegion(region.buffer, tuple(region.mins), tuple(extents))
 
 
-def _print_stmt(op: PrintOp) -> tirx.Stmt:
-    def one(value: Any, label: str) -> tirx.Stmt:
-        dtype = str(value.ty.dtype)
-        family = (
-            "float"
-            if "float" in dtype
-            else "bool"
-            if dtype == "bool"
-            else ("uint" if dtype.startswith("uint") else "int")
-        )
-        cast = {"float": "float64", "int": "int64", "uint": "uint64", "bool": "int32"}[family]
-        text = (
-            f"{op.msg}{label}: {_PRINT_FORMATS[family]}\n"
-            if op.msg
-            else f"{label}{_PRINT_FORMATS[family]}\n"
-        )
-        return tirx.Evaluate(
-            tirx.call_extern("int32", "printf", tvm.ir.StringImm(text), tirx.Cast(cast, value))
-        )
+def _print_call(text: str, values: list[Any]) -> tirx.Stmt:
+    # TVM's C printer cannot pass a string constant, so the format string is a
+    # block-local char array filled in place (printing is for debugging).
+    data = text.encode("utf-8") + b"\0"
+    fmt = tirx.decl_buffer((len(data),), "int8", name="print_format", scope="global")
+    fill = [
+        tirx.BufferStore(fmt, tirx.const(byte if byte < 128 else byte - 256, "int8"), [i])
+        for i, byte in enumerate(data)
+    ]
+    address = tirx.address_of(tirx.BufferLoad(fmt, [0]))
+    call = tirx.Evaluate(tirx.call_extern("int32", "printf", address, *values))
+    return tirx.SeqStmt([tirx.AllocBuffer(fmt), *fill, call])
 
+
+def _printable(value: Any) -> tuple[str, Any]:
+    dtype = str(value.ty.dtype)
+    if "float" in dtype:
+        return "%g", tirx.Cast("float64", value)
+    if dtype.startswith("uint"):
+        return "%llu", tirx.Cast("uint64", value)
+    return "%lld", tirx.Cast("int64", value)
+
+
+def _flushed(stmt: tirx.Stmt) -> tirx.Stmt:
+    # fflush(NULL): the output appears even when stdout is a pipe and the process crashes.
+    null = tirx.reinterpret("handle", tirx.const(0, "uint64"))
+    flush = tirx.Evaluate(tirx.call_extern("int32", "fflush", null))
+    return tirx.SeqStmt([stmt, flush])
+
+
+def _print_stmt(op: PrintOp) -> tirx.Stmt:
+    prefix = f"{op.msg}: " if op.msg else ""
     if not isinstance(op.value, Region):
-        return one(op.value, "")
+        spec, value = _printable(op.value)
+        return _flushed(_print_call(f"{prefix}{spec}\n", [value]))
     tile = _tile(op.value, "T.print")
     loop_vars = [tirx.Var(f"p{d}", "int32") for d in range(len(tile.extents))]
     index = tile.full_index(loop_vars)
-    body = one(tirx.BufferLoad(tile.buffer, index), f"[{tile.buffer.name}]")
+    spec, value = _printable(tirx.BufferLoad(tile.buffer, index))
+    where = ", ".join("%d" for _ in index)
+    text = f"{prefix}{tile.buffer.name}[{where}] = {spec}\n"
+    body = _print_call(text, [*index, value])
     for var, extent in reversed(list(zip(loop_vars, tile.extents, strict=True))):
         body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
-    return body
+    return _flushed(body)
 
 
 def lower_tile_op(op: TileOp, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
