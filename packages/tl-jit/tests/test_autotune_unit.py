@@ -15,7 +15,7 @@ from tl_jit.errors import AutotuneError
 
 def test_in_process_picks_the_cheap_config(fake_backend: Any, cache_dir: Path) -> None:
     @tl_jit.autotune(
-        configs=[{"repeat": 300}, {"repeat": 1}],
+        configs=[{"repeat": 3000}, {"repeat": 1}],
         warmup=1,
         rep=5,
         ref_prog=lambda a: a * 2.0,

@@ -25,7 +25,7 @@ def reference(a: Any) -> Any:
 
 
 tuned_scale = tl_jit.autotune(
-    configs=[{"repeat": 400}, {"repeat": 1}, {"repeat": 1, "fail": True}],
+    configs=[{"repeat": 3000}, {"repeat": 1}, {"repeat": 1, "fail": True}],
     warmup=1,
     rep=5,
     ref_prog=reference,

@@ -94,7 +94,8 @@ class AutoTuner:
     """What ``@autotune`` returns: call it with the non-tuned arguments to get the best kernel.
 
     The returned `JITKernel` has ``.config`` (the winning configuration) and
-    ``.latency`` (its mean time in ms); ``.results`` holds every configuration's outcome
+    ``.latency`` (its median time per call in ms: the median is robust to preemption by
+    other processes); ``.results`` holds every configuration's outcome
     of the last tuning run.
     """
 
@@ -296,7 +297,7 @@ class AutoTuner:
                             self.ref_prog, rtol=self.rtol, atol=self.atol, inputs=list(inputs)
                         )
                     latency = profiler.do_bench(
-                        warmup=self.warmup, rep=self.rep, inputs=inputs, return_mode="mean"
+                        warmup=self.warmup, rep=self.rep, inputs=inputs, return_mode="median"
                     )
                     assert isinstance(latency, float)
                 except Exception as exc:
