@@ -1,0 +1,198 @@
+"""Run generated CUDA C on the CPU: one OS thread per CUDA thread (tests only).
+
+The CUDA source tl-codegen-cuda emits is compiled with g++ against a small
+emulation header: ``threadIdx``/``blockIdx`` are thread-locals,
+``__syncthreads`` is a ``std::barrier`` over the block's threads,
+``__shfl_sync`` exchanges values through a block-wide table between two
+barriers (every thread of the block reaches each shuffle in the generated
+code), ``__shared__`` arrays are function statics (blocks run one after
+another), and atomics use ``std::atomic_ref``. This checks the numbers the
+lowering computes, including its barriers and warp reductions, on a machine
+without a GPU; it says nothing about speed. fp16 kernels are not supported
+(no ``cuda_fp16.h`` on the host).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EMULATION_HEADER = r"""
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+#include <algorithm>
+struct tl_dim3 { unsigned x, y, z; };
+static thread_local tl_dim3 threadIdx, blockIdx;
+static tl_dim3 blockDim, gridDim;
+static std::barrier<>* tl_block_barrier = nullptr;
+static unsigned long long tl_shuffle_slots[1024];
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __shared__ static
+#define __align__(n) alignas(n)
+#define __restrict__ __restrict
+static inline void __syncthreads() { tl_block_barrier->arrive_and_wait(); }
+static inline unsigned tl_linear_tid() {
+  return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
+}
+template <class T> static inline T __shfl_sync(unsigned, T value, int lane, int width) {
+  unsigned tid = tl_linear_tid();
+  std::memcpy(&tl_shuffle_slots[tid], &value, sizeof(T));
+  tl_block_barrier->arrive_and_wait();
+  T out;
+  unsigned source = (tid / width) * width + (unsigned)(lane % width);
+  std::memcpy(&out, &tl_shuffle_slots[source], sizeof(T));
+  tl_block_barrier->arrive_and_wait();
+  return out;
+}
+template <class T> static inline T atomicAdd(T* address, T value) {
+  return std::atomic_ref<T>(*address).fetch_add(value);
+}
+static inline int atomicMax(int* a, int v) {
+  std::atomic_ref<int> r(*a); int old = r.load();
+  while (old < v && !r.compare_exchange_weak(old, v)) {}
+  return old;
+}
+static inline int atomicMin(int* a, int v) {
+  std::atomic_ref<int> r(*a); int old = r.load();
+  while (old > v && !r.compare_exchange_weak(old, v)) {}
+  return old;
+}
+template <class T> static inline T atomicCAS(T* a, T compare, T value) {
+  std::atomic_ref<T>(*a).compare_exchange_strong(compare, value);
+  return compare;
+}
+static inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; }
+static inline int __float_as_int(float v) { int i; std::memcpy(&i, &v, 4); return i; }
+static inline double __longlong_as_double(unsigned long long v) { double d; std::memcpy(&d, &v, 8); return d; }
+static inline unsigned long long __double_as_longlong(double v) { unsigned long long i; std::memcpy(&i, &v, 8); return i; }
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+using std::max; using std::min;
+"""
+
+
+def gxx_available() -> bool:
+    """Whether g++ (C++20, for std::barrier) and cuda.h are at hand."""
+    return shutil.which("g++") is not None and _cuda_include() is not None
+
+
+def _cuda_include() -> str | None:
+    for candidate in ("/usr/local/cuda/include", "/usr/include"):
+        if Path(candidate, "cuda.h").is_file():
+            return candidate
+    nvcc = shutil.which("nvcc")
+    if nvcc is not None:
+        include = Path(nvcc).resolve().parent.parent / "include"
+        if (include / "cuda.h").is_file():
+            return str(include)
+    return None
+
+
+_C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+
+
+def _launcher(symbol: str, arguments: list[dict[str, str]]) -> str:
+    casts = []
+    for i, argument in enumerate(arguments):
+        ctype = _C_TYPES.get(argument["dtype"])
+        if ctype is None:
+            raise NotImplementedError(f"emulation: dtype {argument['dtype']} is not supported")
+        if argument["kind"] == "buffer":
+            casts.append(f"({ctype}*)args[{i}]")
+        else:
+            casts.append(f"*({ctype}*)args[{i}]")
+    call = f"{symbol}({', '.join(casts)})"
+    return f"""
+extern "C" void tl_emulate(void** args, unsigned gx, unsigned gy, unsigned gz,
+                           unsigned bx, unsigned by, unsigned bz) {{
+  gridDim = {{gx, gy, gz}};
+  blockDim = {{bx, by, bz}};
+  unsigned threads = bx * by * bz;
+  for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y)
+  for (unsigned x = 0; x < gx; ++x) {{
+    std::barrier<> barrier((std::ptrdiff_t)threads);
+    tl_block_barrier = &barrier;
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {{
+      pool.emplace_back([=]() {{
+        blockIdx = {{x, y, z}};
+        threadIdx = {{t % bx, (t / bx) % by, t / (bx * by)}};
+        {call};
+      }});
+    }}
+    for (auto& th : pool) th.join();
+  }}
+}}
+"""
+
+
+def compile_emulation(source: str, kernel_json: str, workdir: Path) -> ctypes.CDLL:
+    """Compile CUDA C plus its launcher into a host shared library (g++ -std=c++20)."""
+    info = json.loads(kernel_json)
+    text = re.sub(
+        r"extern __shared__ (__align__\(\d+\) )?(\w+) (\w+)\[\];",
+        r"alignas(64) static \2 \3[1 << 18];",
+        source,
+    )
+    text = text.replace("__shared__ alignas(64)", "alignas(64) static")
+    text = EMULATION_HEADER + text + _launcher(info["symbol"], info["arguments"])
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    cpp = workdir / f"emu_{digest}.cpp"
+    lib = workdir / f"emu_{digest}.so"
+    cpp.write_text(text)
+    include = _cuda_include()
+    command = [
+        "g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-w", "-pthread",
+        f"-I{include}", "-o", str(lib), str(cpp),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"g++ failed on {cpp}:\n{done.stderr[-3000:]}")
+    return ctypes.CDLL(str(lib))
+
+
+def run_emulated(
+    library: ctypes.CDLL,
+    kernel_json: str,
+    grid: tuple[int, ...],
+    block: tuple[int, ...],
+    params: dict[str, Any],
+) -> None:
+    """Launch the emulated kernel on host arrays/scalars given by name (updated in place)."""
+    info = json.loads(kernel_json)
+    keep: list[Any] = []
+    pointers = (ctypes.c_void_p * len(info["arguments"]))()
+    for i, argument in enumerate(info["arguments"]):
+        value = params[argument["name"]]
+        if argument["kind"] == "buffer":
+            assert isinstance(value, np.ndarray) and value.flags.c_contiguous
+            pointers[i] = value.ctypes.data
+        else:
+            box = np.array([value], dtype=argument["dtype"])
+            keep.append(box)
+            pointers[i] = box.ctypes.data
+    g = (*grid, 1, 1, 1)[:3]
+    b = (*block, 1, 1, 1)[:3]
+    library.tl_emulate(pointers, *[ctypes.c_uint(v) for v in (*g, *b)])
+
+
+def scratch_dir() -> Path:
+    """A fresh temporary directory for emulation builds."""
+    return Path(tempfile.mkdtemp(prefix="tl-cuda-emu-"))

@@ -1,0 +1,258 @@
+"""CUDA codegen without a GPU: every kernel to CUDA C and cubins, the no-nvcc source path,
+features per arch, artifacts, and the generated code run under a CPU emulation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tvm.target import Target
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cuda_emulation as emu
+
+from integration_tests.kernels import ALL_KERNELS, load
+from tl_backend_api.artifact import kernel_module
+from tl_codegen_cuda.backend import BACKEND
+from tl_codegen_cuda.codegen import CudaDeviceCodegen
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here")
+needs_gxx = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
+
+
+def cuda_target(arch: str = "sm_80", **extra: Any) -> Target:
+    return Target({"kind": "cuda", "arch": arch, **extra}, host=Target("llvm"))
+
+
+def lowered(name: str, case_index: int, target: Target) -> Any:
+    module = load(name)
+    func = module.KERNEL(**module.CASES[case_index]["args"])
+    return BACKEND.pipelines["cuda"].run(kernel_module(func, name), target)
+
+
+def test_every_kernel_gives_cuda_with_entry_and_launch() -> None:
+    codegen = CudaDeviceCodegen()
+    for name in ALL_KERNELS:
+        target = cuda_target()
+        sources = codegen.emit_source(lowered(name, 0, target), target)
+        text = sources.files[f"{name}.cu"]
+        assert f'extern "C" __global__ void __launch_bounds__(128) {name}_kernel(' in text or (
+            f"{name}_kernel(" in text and "__global__" in text
+        ), name
+        assert sources.entry_symbol == f"{name}_kernel"
+        (launch,) = sources.launches
+        assert launch.kernel_name == f"{name}_kernel"
+        assert launch.block in ((128,), (load(name).CASES[0]["args"].get("threads", 128),))
+        description = json.loads(sources.files[f"{name}.kernel.json"])
+        assert description["symbol"] == f"{name}_kernel"
+        assert "tl.copy" not in text and "tl.gemm" not in text
+
+
+@needs_nvcc
+def test_every_kernel_compiles_with_nvcc_for_sm80_and_sm90(tmp_path: Path) -> None:
+    jobs = []
+    for name in ALL_KERNELS:
+        for arch in ("sm_80", "sm_90"):
+            target = cuda_target(arch)
+            sources = CudaDeviceCodegen().emit_source(lowered(name, 0, target), target)
+            source = tmp_path / f"{name}_{arch}.cu"
+            source.write_text(sources.files[f"{name}.cu"])
+            jobs.append((source, arch))
+
+    def compile_one(job: tuple[Path, str]) -> tuple[str, int, str]:
+        source, arch = job
+        out = source.with_suffix(".cubin")
+        done = subprocess.run(
+            [str(NVCC), "-cubin", f"-arch={arch}", "-O3", "-o", str(out), str(source)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return source.name, done.returncode, done.stderr[-2000:]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(compile_one, jobs))
+    failures = [r for r in results if r[1] != 0]
+    assert failures == []
+    assert len(results) == 2 * len(ALL_KERNELS)
+
+
+@needs_nvcc
+def test_build_gives_a_cubin_for_the_target_arch() -> None:
+    target = cuda_target("sm_90")
+    result = CudaDeviceCodegen().build(lowered("softmax", 0, target), target)
+    cubin = result.binaries["softmax.cubin"]
+    assert cubin[:4] == b"\x7fELF"
+    assert "nvcc" in result.toolchain_versions
+    assert result.compiled
+
+
+def test_emit_source_never_runs_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"a process was started: {args!r}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    target = cuda_target()
+    sources = CudaDeviceCodegen().emit_source(lowered("gemm", 0, target), target)
+    assert sources.files["gemm.cu"]
+
+
+def test_build_without_nvcc_raises_toolchain_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tl_backend_api import ToolchainError
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.delenv("TL_NVCC", raising=False)
+    target = cuda_target()
+    with pytest.raises(ToolchainError, match="nvcc not found"):
+        CudaDeviceCodegen().build(lowered("softmax", 0, target), target)
+
+
+def test_features_follow_the_arch() -> None:
+    table = {
+        "sm_70": {"tensor_cores"},
+        "sm_80": {"tensor_cores", "async_copy"},
+        "sm_89": {"tensor_cores", "async_copy", "fp8"},
+        "sm_90": {"tensor_cores", "async_copy", "fp8", "tma", "wgmma"},
+        "sm_100": {"tensor_cores", "async_copy", "fp8", "tma"},
+    }
+    for arch, expected in table.items():
+        target = {"kind": "cuda", "arch": arch}
+        got = {f for f in BACKEND.features if BACKEND.supports(f, target)}
+        assert got == expected, arch
+
+
+def test_launch_metadata_keeps_symbolic_grid_and_dynamic_shared_memory() -> None:
+    target = cuda_target()
+    sources = CudaDeviceCodegen().emit_source(lowered("symbolic_scale", 0, target), target)
+    (launch,) = sources.launches
+    assert launch.grid == ("((M + 31) // 32)",)
+    description = json.loads(sources.files["symbolic_scale.kernel.json"])
+    kinds = {a["name"]: a["kind"] for a in description["arguments"]}
+    assert kinds == {"A": "buffer", "B": "buffer", "M": "dim", "alpha": "scalar"}
+    gemm = CudaDeviceCodegen().emit_source(lowered("gemm", 0, target), target)
+    # A_shared 64x32 fp16 + B_shared 32x64 fp16.
+    assert gemm.launches[0].dynamic_shared_memory_bytes == 2 * 64 * 32 * 2
+
+
+def test_artifact_holds_cubin_launch_and_refuses_to_load_without_cuda_python(
+    tmp_path: Path,
+) -> None:
+    if NVCC is None:
+        pytest.skip("nvcc is not installed here")
+    import tl_runtime
+    from tl_backend_api.artifact import build_artifact
+    from tl_backend_api.context import BackendContext
+
+    target = Target({"kind": "cuda", "arch": "sm_80"}, host=Target("llvm"))
+    context = BackendContext(
+        backend=BACKEND,
+        target=target,
+        target_host=Target("llvm"),
+        execution_backend=BACKEND.execution_backend("tvm_ffi"),
+    )
+    module = load("symbolic_scale")
+    func = module.KERNEL(**module.CASES[0]["args"])
+    directory = build_artifact(
+        context, func, tmp_path / "art", out_idx=module.OUT_IDX, kernel_name="symbolic_scale"
+    )
+    manifest = tl_runtime.read_manifest(directory)
+    assert manifest.library == "symbolic_scale.cubin"
+    assert manifest.adapter == "nvrtc"
+    assert manifest.launch is not None
+    assert manifest.launch.resolve({"M": 70})[0] == (3,)
+    if not tl_runtime.adapter_availability("nvrtc").available:
+        with pytest.raises(tl_runtime.AdapterUnavailableError, match=r"cuda-python|CUDA"):
+            tl_runtime.load(directory)
+
+
+def _emulate(name: str, case_index: int, target: Target) -> list[str]:
+    module = load(name)
+    case = module.CASES[case_index]
+    func = module.KERNEL(**case["args"])
+    mod = BACKEND.pipelines["cuda"].run(kernel_module(func, name), target)
+    sources = CudaDeviceCodegen().emit_source(mod, target)
+    library = emu.compile_emulation(
+        sources.files[f"{name}.cu"], sources.files[f"{name}.kernel.json"], emu.scratch_dir()
+    )
+    inputs = iter(module.make_inputs(case, np.random.default_rng(0)))
+    outputs = {i % len(func.params) for i in module.OUT_IDX}
+    values: dict[str, Any] = {}
+    bindings: dict[str, int] = {}
+    for index, param in enumerate(func.params):
+        if index in outputs:
+            continue
+        value = next(inputs)
+        values[str(param.name)] = np.ascontiguousarray(value) if hasattr(value, "shape") else value
+        for dim, size in zip(getattr(param.ty, "shape", ()), np.shape(value), strict=False):
+            if not hasattr(dim, "value"):
+                bindings[str(dim.name)] = int(size)
+    for index, param in enumerate(func.params):
+        if index in outputs:
+            shape = tuple(
+                int(d.value) if hasattr(d, "value") else bindings[str(d.name)]
+                for d in param.ty.shape
+            )
+            values[str(param.name)] = np.zeros(shape, dtype=str(param.ty.dtype))
+    originals = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in values.items()}
+    from tl_runtime.manifest import LaunchSpec
+
+    launch = sources.launches[0]
+    grid, block, _ = LaunchSpec(grid=launch.grid, block=launch.block).resolve(bindings)
+    emu.run_emulated(
+        library, sources.files[f"{name}.kernel.json"], grid, block, {**values, **bindings}
+    )
+    callers = [originals[str(p.name)] for i, p in enumerate(func.params) if i not in outputs]
+    expected = module.REFERENCE(case, *callers)
+    tolerance = module.TOLERANCE.get("float32", 1e-4)
+    return [
+        f"{name}[{case_index}] {key}: max error {np.max(np.abs(values[key] - want))}"
+        for key, want in expected.items()
+        if not np.allclose(values[key], want, rtol=tolerance, atol=tolerance)
+    ]
+
+
+#: One float32 case per kernel (the emulation has no fp16).
+EMULATED = [
+    ("gemm", 2),
+    ("gemm_transposed", 2),
+    ("elementwise_add", 1),
+    ("softmax", 1),
+    ("rms_norm", 1),
+    ("column_reduce", 2),
+    ("symbolic_scale", 2),
+    ("two_outputs", 1),
+    ("atomic_sum", 1),
+    ("serial_scan", 1),
+    ("tile_cumsum", 2),
+]
+
+
+@needs_gxx
+@pytest.mark.parametrize(("name", "index"), EMULATED, ids=[n for n, _ in EMULATED])
+def test_generated_cuda_matches_reference_under_cpu_emulation(name: str, index: int) -> None:
+    assert _emulate(name, index, cuda_target()) == []
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", ["softmax", "column_reduce"])
+def test_shared_memory_reduction_path_matches_reference(name: str) -> None:
+    # thread_warp_size 1 turns warp shuffles off: partials combine through a shared table.
+    target = cuda_target(thread_warp_size=1)
+    mod = lowered(name, 1, target)
+    text = CudaDeviceCodegen().emit_source(mod, target).files[f"{name}.cu"]
+    assert "__shfl_sync(" not in text.split('extern "C" __global__')[-1]
+    assert _emulate(name, 1, target) == []
