@@ -219,6 +219,7 @@ def test_the_new_passes_are_registered_under_their_names() -> None:
         "cpu-lower-tile-ops",
         "cpu-lower-parallel-loops",
         "cpu-localize-tiles",
+        "cpu-split-vector-loops",
     ):
         assert create_pass(name).name == name
 
@@ -239,3 +240,24 @@ def test_the_full_cpu_pipeline_dumps_ir_after_every_pass(tmp_path: Any) -> None:
     dumped = {path.name for path in tmp_path.glob("*.tir")}
     for pass_ in passes:
         assert any(name.endswith(f"-{pass_.name}.tir") for name in dumped), (pass_.name, dumped)
+
+
+def test_cpu_split_vector_loops_cuts_long_vector_loops_into_register_chunks() -> None:
+    from tl_passes import CpuSplitVectorLoopsPass, VectorISA
+    from tl_passes.cpu_split_vector_loops import split_vector_loops
+
+    a = tirx.decl_buffer((96,), "float32", name="A")
+    i = tirx.Var("i", "int32")
+    store = tirx.BufferStore(a, tirx.BufferLoad(a, [i]) + tirx.const(1.0, "float32"), [i])
+    loop = tirx.For(i, 0, 96, tirx.ForKind.VECTORIZED, store)
+    split = split_vector_loops(loop, VectorISA(vector_bits=512))
+    assert isinstance(split, tirx.For) and split.kind == tirx.ForKind.SERIAL
+    assert int(split.extent) == 6
+    assert split.body.kind == tirx.ForKind.VECTORIZED and int(split.body.extent) == 16
+    ragged = split_vector_loops(
+        tirx.For(i, 0, 40, tirx.ForKind.VECTORIZED, store), VectorISA(vector_bits=512)
+    )
+    assert ragged.kind == tirx.ForKind.SERIAL and int(ragged.extent) == 40
+    short = tirx.For(i, 0, 16, tirx.ForKind.VECTORIZED, store)
+    assert split_vector_loops(short, VectorISA(vector_bits=512)).same_as(short)
+    assert CpuSplitVectorLoopsPass().name == "cpu-split-vector-loops"

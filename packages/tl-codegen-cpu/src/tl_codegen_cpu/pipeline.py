@@ -17,12 +17,16 @@ from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
 from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
 from tl_passes.cpu_lower_tile_ops import CpuLowerTileOpsPass
 from tl_passes.cpu_reject_gpu_ops import CpuRejectGpuOpsPass
+from tl_passes.cpu_split_vector_loops import CpuSplitVectorLoopsPass
 from tl_passes.legalize_half_precision import LegalizeHalfPrecisionPass
 from tl_passes.lower_alloc_var import LowerAllocVarPass
 from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
 
 
-def _common(gemm_style: str) -> list[Pass]:
+def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
+    # TVM's C printer cannot print vectors (vectorization is off on c), so only llvm
+    # needs long vectorized loops cut into register-wide chunks.
+    split: list[Pass] = [CpuSplitVectorLoopsPass()] if split_vector_loops else []
     return [
         CpuRejectGpuOpsPass(),
         LowerPipelinedLoopsPass(),
@@ -30,6 +34,7 @@ def _common(gemm_style: str) -> list[Pass]:
         CpuLowerLaunchPass(),
         CpuLowerTileOpsPass(gemm_style=gemm_style),
         CpuLowerParallelLoopsPass(),
+        *split,
         CpuLocalizeTilesPass(),
         LegalizeHalfPrecisionPass(),
         SimplifyPass(),
@@ -39,10 +44,13 @@ def _common(gemm_style: str) -> list[Pass]:
 
 #: Target ``c``: ends with block-local arrays on the stack (the C toolchain then
 #: marks the grid loop for ``#pragma omp parallel for``).
-C_PASSES: tuple[Pass, ...] = (*_common("c-vector-extension"), StackBlockLocalsPass())
+C_PASSES: tuple[Pass, ...] = (
+    *_common("c-vector-extension", split_vector_loops=False),
+    StackBlockLocalsPass(),
+)
 
 #: Target ``llvm``.
-LLVM_PASSES: tuple[Pass, ...] = tuple(_common("tir"))
+LLVM_PASSES: tuple[Pass, ...] = tuple(_common("tir", split_vector_loops=True))
 
 C_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-c", C_PASSES)
 LLVM_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-llvm", LLVM_PASSES)

@@ -14,6 +14,7 @@ from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
 from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
 from tl_passes.cpu_lower_tile_ops import CpuLowerTileOpsPass, lower_tile_op
 from tl_passes.cpu_reject_gpu_ops import CpuRejectGpuOpsPass
+from tl_passes.cpu_split_vector_loops import CpuSplitVectorLoopsPass
 from tl_passes.gemm_microkernel import (
     C_MICROKERNEL_PRELUDE,
     MICROKERNEL_STYLES,
@@ -77,6 +78,7 @@ __all__ = [
     "CpuLowerParallelLoopsPass",
     "CpuLowerTileOpsPass",
     "CpuRejectGpuOpsPass",
+    "CpuSplitVectorLoopsPass",
     "GemmOperand",
     "LegalizeHalfPrecisionPass",
     "LowerAllocVarPass",
