@@ -12,9 +12,11 @@ symbol and the device parameters in order, each a kernel buffer, a scalar
 parameter or a symbolic dim. Grid, block and dynamic shared memory come
 from the manifest's launch section, evaluated for the call's dims.
 
-Arguments are host numpy arrays (checked by the runtime's argument
-checker): each call copies buffers to the device, launches, waits, and
-copies every buffer back (kernels may update inputs in place, e.g. atomics).
+Arguments are CUDA tensors (any DLPack producer on device type CUDA, e.g.
+torch): their device pointers are passed as they are. Host arrays (numpy)
+are accepted too: each call copies them to the device, launches, waits and
+copies every host buffer back (kernels may update inputs in place, e.g.
+atomics). Outputs are allocated like the first tensor argument.
 It needs the ``cuda-python`` package (``cuda.bindings.driver``) and a
 visible NVIDIA GPU; the probes call the driver to check.
 """
@@ -33,6 +35,7 @@ from tl_runtime.checking import ArgumentChecker
 from tl_runtime.errors import ArtifactError
 from tl_runtime.manifest import Manifest
 
+_DLPACK_CPU = 1
 INSTALL_HINT = "cuda-python (pip install cuda-python) and an NVIDIA GPU with its driver"
 #: Above this many bytes of dynamic shared memory a kernel must opt in.
 DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -172,7 +175,8 @@ class CudaDriverAdapter:
 
     def __init__(self, manifest: Manifest, directory: Path, checker: ArgumentChecker) -> None:
         self.manifest = manifest
-        self.checker = checker
+        # Host arrays are accepted as well as CUDA tensors (copied in and out).
+        self.checker = ArgumentChecker(manifest, (_DLPACK_CPU, *checker.device_types))
         if manifest.launch is None:
             raise ArtifactError("CUDA artifact: the manifest has no launch section")
         self.info = _kernel_info(manifest, directory)
@@ -246,7 +250,7 @@ class CudaDriverAdapter:
         block3 = (*block, 1, 1, 1)[:3]
         self._prepare_shared(shared)
         index_of = {spec.name: i for i, spec in enumerate(self.manifest.params)}
-        allocations: list[tuple[Any, Any, int]] = []
+        allocations: list[tuple[Any, int, int]] = []
         values: list[Any] = []
         types: list[Any] = []
         try:
@@ -254,13 +258,19 @@ class CudaDriverAdapter:
                 kind, name = argument["kind"], argument["name"]
                 if kind == "buffer":
                     array = prepared.args[index_of[name]]
+                    spec = self.manifest.params[index_of[name]]
+                    view = self.checker.tensor_view(spec, array)
+                    if view.device_type != _DLPACK_CPU:
+                        values.append(view.data_ptr)
+                        types.append(ctypes.c_void_p)
+                        continue
                     nbytes = max(int(array.nbytes), 1)
                     pointer = _check(driver, driver.cuMemAlloc(nbytes), "cuMemAlloc")
-                    allocations.append((pointer, array, int(array.nbytes)))
+                    allocations.append((pointer, view.data_ptr, int(array.nbytes)))
                     if array.nbytes:
                         _check(
                             driver,
-                            driver.cuMemcpyHtoD(pointer, array.ctypes.data, array.nbytes),
+                            driver.cuMemcpyHtoD(pointer, view.data_ptr, array.nbytes),
                             "cuMemcpyHtoD",
                         )
                     values.append(pointer)
@@ -285,15 +295,15 @@ class CudaDriverAdapter:
                 "cuLaunchKernel",
             )
             _check(driver, driver.cuCtxSynchronize(), "cuCtxSynchronize")
-            for pointer, array, nbytes in allocations:
+            for pointer, host, nbytes in allocations:
                 if nbytes:
                     _check(
                         driver,
-                        driver.cuMemcpyDtoH(array.ctypes.data, pointer, nbytes),
+                        driver.cuMemcpyDtoH(host, pointer, nbytes),
                         "cuMemcpyDtoH",
                     )
         finally:
-            for pointer, _array, _nbytes in allocations:
+            for pointer, _host, _nbytes in allocations:
                 driver.cuMemFree(pointer)
         return pack_result(prepared.outputs)
 
