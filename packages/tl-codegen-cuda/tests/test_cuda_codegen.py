@@ -256,3 +256,32 @@ def test_shared_memory_reduction_path_matches_reference(name: str) -> None:
     text = CudaDeviceCodegen().emit_source(mod, target).files[f"{name}.cu"]
     assert "__shfl_sync(" not in text.split('extern "C" __global__')[-1]
     assert _emulate(name, 1, target) == []
+
+
+@needs_gxx
+def test_annotated_fragment_layout_runs_correctly_under_emulation() -> None:
+    import tl_ir.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64, 32), "float32")):
+        with T.Kernel(1, threads=128) as _bx:
+            frag = T.alloc_fragment((64, 32), "float32")
+            T.annotate_layout({frag: lambda i, j: ((i * 32 + j) % 128, (i * 32 + j) // 128)})
+            T.copy(A[0, 0], frag)
+            for i, j in T.Parallel(64, 32):
+                frag[i, j] = frag[i, j] * 2.0
+            T.copy(frag, B[0, 0])
+
+    target = cuda_target()
+    mod = BACKEND.pipelines["cuda"].run(kernel_module(main, "annotated"), target)
+    assert str(mod["annotated"].attrs["tl.gpu_fragment_layouts"]["frag"]).startswith("annotated")
+    sources = CudaDeviceCodegen().emit_source(mod, target)
+    library = emu.compile_emulation(
+        sources.files["annotated.cu"], sources.files["annotated.kernel.json"], emu.scratch_dir()
+    )
+    a = np.random.default_rng(1).random((64, 32), dtype=np.float32)
+    b = np.zeros_like(a)
+    emu.run_emulated(
+        library, sources.files["annotated.kernel.json"], (1,), (128,), {"A": a, "B": b}
+    )
+    np.testing.assert_array_equal(b, 2 * a)
