@@ -127,13 +127,20 @@ class KernelCache:
     def load(self, key: str, adapter: str | None = None) -> tl_runtime.Kernel | None:
         """Load the entry of ``key``; None when absent or damaged (a damaged one is discarded).
 
+        Integrity (manifest, every file's sha256) is checked first: an entry failing it is
+        damaged. An intact entry that cannot be loaded here (a source-only artifact, an
+        adapter this machine lacks) is not damaged: that error propagates.
+
         Args:
             key: the ir key.
             adapter: adapter key to load with instead of the manifest's.
 
         Warns:
-            CacheWarning: the entry failed tl_runtime's checks (hash mismatch, missing or
+            CacheWarning: the entry failed the integrity check (hash mismatch, missing or
                 malformed file) and was removed.
+
+        Raises:
+            everything `tl_runtime.load` raises for an intact entry.
         """
         path = self.entry_path(key)
         if not (path / "manifest.json").is_file():
@@ -143,10 +150,11 @@ class KernelCache:
         import tl_runtime
 
         try:
-            return tl_runtime.load(path, adapter=adapter)
+            tl_runtime.read_manifest(path, verify=True)
         except (tl_runtime.ArtifactError, tl_runtime.SchemaVersionError) as exc:
             self.discard(key, str(exc))
             return None
+        return tl_runtime.load(path, adapter=adapter)
 
     def discard(self, key: str, reason: str) -> None:
         """Remove the entry of ``key`` with a `CacheWarning` giving ``reason``."""

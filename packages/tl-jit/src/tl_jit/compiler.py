@@ -108,8 +108,12 @@ def build_into(
     key: str | None = None,
 ) -> Path:
     """Lower and build ``func`` with ``context`` into the artifact directory ``directory``."""
+    import tl_jit
+
     builder = _artifact_builder()
-    extra = {"tl_jit.cache_key": key} if key else {}
+    extra = {"tl-jit": tl_jit.__version__}
+    if key:
+        extra["tl_jit.cache_key"] = key
     with _pass_context(pass_configs):
         return Path(builder(context, func, directory, out_idx=out_idx, extra_versions=extra))
 
