@@ -163,3 +163,11 @@ def test_keys_follow_what_they_cover(fake_backend: Any) -> None:
     assert frontend_key(builder, {"n": 1}, {"target": "c"}) != one
     with pytest.raises(Unkeyable):
         canonical_value(object())
+    import numpy as np
+
+    big = np.zeros(10_000)
+    changed = big.copy()
+    changed[5000] = 1.0  # repr() of both is the same elided text
+    assert repr(big) == repr(changed)
+    assert canonical_value(big) != canonical_value(changed)
+    assert canonical_value(big) == canonical_value(big.copy())

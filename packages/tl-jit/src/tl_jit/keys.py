@@ -67,6 +67,11 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         if id(value) in _seen:
             return {"function": value.__qualname__}
         return {"function": function_digest(value, _seen=_seen | {id(value)})}
+    if hasattr(value, "__array_interface__") and hasattr(value, "tobytes"):
+        # numpy arrays: their repr elides the middle of large arrays, so hash the bytes.
+        array: Any = value
+        digest = hashlib.sha256(array.tobytes(order="C")).hexdigest()
+        return {"array": [str(array.dtype), list(array.shape), digest]}
     if isinstance(value, types.BuiltinFunctionType | type):
         return {"object": f"{getattr(value, '__module__', '')}.{value.__qualname__}"}
     text = repr(value)
