@@ -96,15 +96,18 @@ _NUMPY_FOLD = {
     data=st.data(),
     kind=st.sampled_from(REDUCE_KINDS),
     clear=st.booleans(),
+    lanes=st.sampled_from([1, 2, 4]),
 )
 def test_reduce_matches_numpy(
-    shape: list[int], data: st.DataObject, kind: str, clear: bool
+    shape: list[int], data: st.DataObject, kind: str, clear: bool, lanes: int
 ) -> None:
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     out_shape = tuple(shape[: dim % len(shape)] + shape[dim % len(shape) + 1 :]) or (1,)
     src = tirx.decl_buffer(tuple(shape), "float32", name="S")
     dst = tirx.decl_buffer(out_shape, "float32", name="D")
-    body = emit_tile_reduce(TileRegion.whole(src), TileRegion.whole(dst), dim, kind, clear)
+    body = emit_tile_reduce(
+        TileRegion.whole(src), TileRegion.whole(dst), dim, kind, clear, lanes=lanes
+    )
     rng = np.random.default_rng(len(shape) * 7 + dim)
     s = (rng.integers(-8, 9, shape) / 4).astype(np.float32)
     d0 = (rng.integers(-8, 9, out_shape) / 4).astype(np.float32)
@@ -153,6 +156,8 @@ def test_bad_inputs_raise_clear_errors() -> None:
         emit_tile_reduce(TileRegion(a, (0, 0), (4, 4)), TileRegion(b, (0, 0), (4, 1)), 1, "mean")
     with pytest.raises(ValueError, match="must have src's extents"):
         emit_tile_reduce(TileRegion.whole(a), TileRegion.whole(b), 0)
+    with pytest.raises(ValueError, match="lanes"):
+        emit_tile_reduce(TileRegion(a, (0, 0), (4, 4)), TileRegion(b, (0, 0), (4, 1)), 1, lanes=0)
 
 
 def test_fill_with_an_expression_value_is_cast() -> None:
@@ -168,3 +173,13 @@ def test_fill_with_an_expression_value_is_cast() -> None:
     d = tvm.runtime.tensor(np.zeros((3, 4), np.float32))
     lib["main"](3, d)
     np.testing.assert_array_equal(d.numpy(), np.full((3, 4), 6, np.float32))
+
+
+def test_reduce_along_the_innermost_dim_uses_vector_lanes() -> None:
+    src = tirx.decl_buffer((3, 32), "float32", name="S")
+    dst = tirx.decl_buffer((3,), "float32", name="D")
+    body = emit_tile_reduce(TileRegion.whole(src), TileRegion.whole(dst), 1, "sum", lanes=8)
+    assert "reduce_lanes" in str(body)
+    s = (np.arange(96, dtype=np.float32).reshape(3, 32) - 40) / 4
+    _, d = run_on_host(_func([src, dst], body), s, np.zeros(3, np.float32))
+    np.testing.assert_array_equal(d, s.sum(axis=1))

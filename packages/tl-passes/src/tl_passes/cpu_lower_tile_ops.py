@@ -11,7 +11,8 @@ Each ``tl.*`` call statement is replaced by the statement of its emitter:
                    tiles chosen by tile shape and dtype; on target ``c`` the
                    GCC vector-extension style), after a fill when
                    ``clear_accum``
-``T.reduce_*``     `emit_tile_reduce` (any dim, ``clear`` or fold)
+``T.reduce_*``     `emit_tile_reduce` (any dim, ``clear`` or fold; along the
+                   innermost dim of a full tile, vector-wide partial results)
 ``T.cumsum``       `emit_tile_cumsum`
 ``T.atomic_*``     `emit_tile_atomic` (real CPU atomics, blocks run concurrently)
 ``T.print``        a ``printf`` per element with the message
@@ -154,8 +155,14 @@ def lower_tile_op(op: TileOp, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
             return micro
         return tirx.SeqStmt([emit_tile_fill(c, 0), micro])
     if isinstance(op, ReduceOp):
+        dst = _tile(op.dst, "T.reduce")
         return emit_tile_reduce(
-            _tile(op.src, "T.reduce"), _tile(op.dst, "T.reduce"), op.dim, op.kind, op.clear
+            _tile(op.src, "T.reduce"),
+            dst,
+            op.dim,
+            op.kind,
+            op.clear,
+            lanes=isa.lanes(str(dst.buffer.dtype)),
         )
     if isinstance(op, CumsumOp):
         return emit_tile_cumsum(

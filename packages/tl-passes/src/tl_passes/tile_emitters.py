@@ -240,7 +240,12 @@ def _check_dim(caller: str, dim: object, rank: int) -> int:
 
 
 def emit_tile_reduce(
-    src: TileRegion, dst: TileRegion, dim: int, kind: str = "sum", clear: bool = True
+    src: TileRegion,
+    dst: TileRegion,
+    dim: int,
+    kind: str = "sum",
+    clear: bool = True,
+    lanes: int = 1,
 ) -> tirx.Stmt:
     """Return a statement reducing tile ``src`` along its dimension ``dim`` into tile ``dst``.
 
@@ -252,11 +257,17 @@ def emit_tile_reduce(
         kind: one of `REDUCE_KINDS`.
         clear: start from the reduction's identity; with ``False`` fold into
             ``dst``'s current values.
+        lanes: vector lanes for reducing along the innermost dimension of a
+            tile that needs no bounds guards: the reduced dim is cut into
+            ``lanes`` partial results (a vectorized loop), folded at the end.
+            Sums are then added in a different order. 1 keeps a scalar loop.
 
     Raises:
-        ValueError: for an unknown kind, a ``dim`` out of range, or shapes
-            that do not match.
+        ValueError: for an unknown kind, a ``dim`` out of range, shapes
+            that do not match, or ``lanes`` < 1.
     """
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+        raise ValueError(f"emit_tile_reduce lanes: expected a positive int, got {lanes!r}")
     extents = list(src.extents)
     dim = _check_dim("emit_tile_reduce", dim, len(extents))
     out_extents = extents[:dim] + extents[dim + 1 :]
@@ -302,8 +313,22 @@ def emit_tile_reduce(
             else outer_body([])
         )
     else:
+        split = _lane_split_fits(src, dim, reduce_extent, lanes)
 
         def serial_body(out_iv: list[Any]) -> tirx.Stmt:
+            if split:
+                return _lane_split_reduce(
+                    src,
+                    dim,
+                    out_iv,
+                    lanes,
+                    dtype,
+                    identity,
+                    combine,
+                    dst,
+                    dst_index(out_iv),
+                    dst_inside(out_iv),
+                )
             return tirx.For(reduced, 0, reduce_extent, tirx.ForKind.SERIAL, update(out_iv))
 
         fold = (
@@ -320,6 +345,61 @@ def emit_tile_reduce(
 
     init_stmt = _loop_nest(out_extents, init, vectorize_last=True) if out_extents else init([])
     return tirx.SeqStmt([init_stmt, fold])
+
+
+def _lane_split_fits(src: TileRegion, dim: int, extent: int, lanes: int) -> bool:
+    if lanes < 2 or dim != len(src.extents) - 1 or extent % lanes or extent < 2 * lanes:
+        return False
+    probe = [tirx.Var(f"probe{d}", "int32") for d in range(len(src.extents))]
+    return src.inside(src.squeeze(probe)) is None
+
+
+def _lane_split_reduce(
+    src: TileRegion,
+    dim: int,
+    out_iv: list[Any],
+    lanes: int,
+    dtype: str,
+    identity: Any,
+    combine: Callable[[Any, Any], Any],
+    dst: TileRegion,
+    index: list[Any],
+    inside: Any | None,
+) -> tirx.Stmt:
+    # `lanes` partial results over a vectorized loop, then one fold into dst.
+    part = tirx.decl_buffer((lanes,), dtype, name="reduce_lanes", scope="global")
+    init_lane, lane, fold_lane = (tirx.Var(n, "int32") for n in ("lane_init", "lane", "lane_fold"))
+    chunk = tirx.Var("chunk", "int32")
+    src_iv = [*out_iv[:dim], chunk * lanes + lane, *out_iv[dim:]]
+    value = _load(src.buffer, src.full_index(src_iv), dtype)
+    init = tirx.For(
+        init_lane, 0, lanes, tirx.ForKind.VECTORIZED, tirx.BufferStore(part, identity, [init_lane])
+    )
+    accumulate = tirx.For(
+        chunk,
+        0,
+        src.extents[dim] // lanes,
+        tirx.ForKind.SERIAL,
+        tirx.For(
+            lane,
+            0,
+            lanes,
+            tirx.ForKind.VECTORIZED,
+            tirx.BufferStore(part, combine(tirx.BufferLoad(part, [lane]), value), [lane]),
+        ),
+    )
+    fold = tirx.For(
+        fold_lane,
+        0,
+        lanes,
+        tirx.ForKind.SERIAL,
+        tirx.BufferStore(
+            dst.buffer,
+            combine(tirx.BufferLoad(dst.buffer, index), tirx.BufferLoad(part, [fold_lane])),
+            index,
+        ),
+    )
+    return _guarded(tirx.SeqStmt([tirx.AllocBuffer(part), init, accumulate, fold]), inside)
 
 
 def emit_tile_cumsum(
