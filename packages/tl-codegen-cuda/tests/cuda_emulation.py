@@ -36,6 +36,14 @@ EMULATION_HEADER = r"""
 #include <algorithm>
 struct tl_dim3 { unsigned x, y, z; };
 static thread_local tl_dim3 threadIdx, blockIdx;
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+static inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+static inline double2 make_double2(double x, double y) { return {x, y}; }
 static tl_dim3 blockDim, gridDim;
 static std::barrier<>* tl_block_barrier = nullptr;
 static unsigned long long tl_shuffle_slots[1024];

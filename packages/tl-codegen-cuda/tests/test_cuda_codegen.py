@@ -238,11 +238,12 @@ EMULATED = [
     ("atomic_sum", 1),
     ("serial_scan", 1),
     ("tile_cumsum", 2),
+    ("tile_cumsum", 1),
 ]
 
 
 @needs_gxx
-@pytest.mark.parametrize(("name", "index"), EMULATED, ids=[n for n, _ in EMULATED])
+@pytest.mark.parametrize(("name", "index"), EMULATED, ids=[f"{n}-{i}" for n, i in EMULATED])
 def test_generated_cuda_matches_reference_under_cpu_emulation(name: str, index: int) -> None:
     assert _emulate(name, index, cuda_target()) == []
 
@@ -285,3 +286,15 @@ def test_annotated_fragment_layout_runs_correctly_under_emulation() -> None:
         library, sources.files["annotated.kernel.json"], (1,), (128,), {"A": a, "B": b}
     )
     np.testing.assert_array_equal(b, 2 * a)
+
+
+def test_global_to_shared_copies_move_128_bit_vectors() -> None:
+    target = cuda_target()
+    fp16 = CudaDeviceCodegen().emit_source(lowered("gemm", 0, target), target)
+    kernel = fp16.files["gemm.cu"].split('extern "C" __global__')[-1]
+    assert "*(uint4*)" in kernel  # 8 halves per access
+    fp32 = CudaDeviceCodegen().emit_source(lowered("gemm", 2, target), target)
+    assert "float4" in fp32.files["gemm.cu"].split('extern "C" __global__')[-1]
+    # N = 31 is not a multiple of 4: scalar copies.
+    ragged = CudaDeviceCodegen().emit_source(lowered("two_outputs", 1, target), target)
+    assert "float4" not in ragged.files["two_outputs.cu"].split('extern "C" __global__')[-1]

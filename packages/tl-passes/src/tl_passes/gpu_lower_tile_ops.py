@@ -137,26 +137,29 @@ class TargetTraits:
         warp_size: threads per warp/wavefront/simdgroup (1: no shuffles).
         warp_shuffles: whether reductions use warp shuffles.
         atomics: ``"cuda"``, ``"llvm"`` or ``""`` (none).
+        max_vector_lanes: the most lanes a vector access may have (Metal and
+            WebGPU codegens accept at most 4).
     """
 
     kind: str
     warp_size: int
     warp_shuffles: bool
     atomics: str
+    max_vector_lanes: int = 16
 
     @classmethod
     def of(cls, target: Any | None) -> TargetTraits:
         """Traits of ``target`` (a TVM Target, or None for CUDA defaults)."""
         if target is None:
-            return cls("cuda", 32, True, "cuda")
+            return cls("cuda", 32, True, "cuda", 16)
         kind = str(target.kind.name)
         attrs = target.attrs
         warp = int(attrs["thread_warp_size"]) if "thread_warp_size" in attrs else 1
         if kind == "cuda":
-            return cls(kind, warp, warp > 1, "cuda")
+            return cls(kind, warp, warp > 1, "cuda", 16)
         if kind == "rocm":
-            return cls(kind, warp, warp > 1, "llvm")
-        return cls(kind, warp, False, "")
+            return cls(kind, warp, warp > 1, "llvm", 16)
+        return cls(kind, warp, False, "", 4)
 
 
 def _int(value: int) -> Any:
@@ -317,6 +320,38 @@ class _Operand:
         return tirx.BufferStore(buffer, value, self.full_index(tile_index))
 
 
+#: Bytes one vector access moves (128-bit loads and stores).
+VECTOR_BYTES = 16
+
+
+def _vector_width(src: _Operand, dst: _Operand, max_lanes: int) -> int | None:
+    """Lanes of a 128-bit copy between ``src`` and ``dst``, or None when not allowed:
+    both global/shared with the same dtype and extents, the innermost tile extent and
+    both buffers' innermost dims multiples of the width, and both tiles starting at a
+    multiple of it (so every vector is aligned and wholly in or out of bounds);
+    at most ``max_lanes`` lanes."""
+    vector_scopes = ("global", "shared", "shared.dyn")
+    if src.scope not in vector_scopes or dst.scope not in vector_scopes:
+        return None
+    if src.dtype != dst.dtype or src.extents != dst.extents or not src.extents:
+        return None
+    bits = int(tvm.DataType(src.dtype).bits)
+    if bits == 0 or (VECTOR_BYTES * 8) % bits:
+        return None
+    width = min(VECTOR_BYTES * 8 // bits, max_lanes)
+    if width < 2 or src.extents[-1] % width:
+        return None
+    analyzer = tvm.sym.Analyzer()
+    for operand in (src, dst):
+        size = _const(operand.buffer.shape[-1])
+        if size is None or size % width:
+            return None
+        start = analyzer.simplify(tirx.floormod(operand.region.mins[-1], width))
+        if _const(start) != 0:
+            return None
+    return width
+
+
 class _KernelLowering:
     def __init__(self, func: Any, traits: TargetTraits) -> None:
         from tl_ir.launch import kernel_launch
@@ -442,6 +477,10 @@ class _KernelLowering:
                 f"T.copy {src.name} -> {dst.name}: tile extents {src.squeezed} and {extents} differ"
             )
 
+        vectorized = self._vector_copy(src, dst)
+        if vectorized is not None:
+            return vectorized
+
         def body(index: list[Any], local: Any) -> Any:
             s_index, d_index = src.expand(index), dst.expand(index)
             value = _cast(src.load(s_index, local), dst.dtype)
@@ -451,6 +490,31 @@ class _KernelLowering:
             return _guard(dst.store(d_index, value, local), dst.inside(d_index))
 
         return self.drive([dst, src], extents, body, dst)
+
+    def _vector_copy(self, src: _Operand, dst: _Operand) -> Any | None:
+        """A cooperative copy between global/shared tiles in 128-bit vectors, or None
+        when the tiles do not allow it (see `_vector_width`)."""
+        width = _vector_width(src, dst, self.traits.max_vector_lanes)
+        if width is None:
+            return None
+        extents = [*src.extents[:-1], src.extents[-1] // width]
+
+        def body(index: list[Any]) -> Any:
+            column = index[-1] * width
+            element = [*index[:-1], column]
+            s_full = src.full_index(element)
+            d_full = dst.full_index(element)
+            s_vector = [*s_full[:-1], tirx.Ramp(s_full[-1], _int(1), width)]
+            d_vector = [*d_full[:-1], tirx.Ramp(d_full[-1], _int(1), width)]
+            value: Any = tirx.BufferLoad(src.buffer, s_vector)
+            # Aligned vectors lie wholly inside or wholly outside the last dim.
+            inside = src.inside(element)
+            if inside is not None:
+                zero = tirx.Broadcast(tirx.const(0, src.dtype), width)
+                value = tirx.if_then_else(inside, value, zero)
+            return _guard(tirx.BufferStore(dst.buffer, value, d_vector), dst.inside(element))
+
+        return self.cooperative(extents, body)
 
     def lower_fill(self, op: Any) -> Any:
         dst = _Operand(op.dst, self)
