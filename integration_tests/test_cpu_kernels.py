@@ -109,3 +109,57 @@ def test_print_writes_every_element_to_stdout(
     assert "tile: tile[1, 2] = 5" in lines
     assert "scalar: 5" in lines
     assert sum(line.startswith("tile: tile[") for line in lines) == 6
+
+
+def language_kernel() -> Any:
+    import tl_ir.language as T
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((16, 8), "float32"),
+        B: T.Tensor((16, 8), "float32"),
+        R: T.Tensor((16,), "float32"),
+    ):
+        with T.Kernel(2, threads=32) as bx:
+            loc = T.alloc_local((8,), "float32")
+            frag = T.alloc_fragment((8, 8), "float32")
+            row = T.alloc_fragment((8,), "float32")
+            T.copy(A[bx * 8, 0], frag)
+            T.reduce_absmax(frag, row, dim=1)
+            T.copy(row, R[bx * 8])
+            for i, j in T.Parallel(8, 8):
+                frag[i, j] = T.if_then_else(
+                    frag[i, j] > 0,
+                    T.tanh(frag[i, j]) + T.sigmoid(frag[i, j]),
+                    T.exp2(frag[i, j]),
+                )
+            for i in T.unroll(8):
+                loc[i] = T.max(frag[i, 0], T.float32(-1))
+            for i, j in T.grid(8, 8):
+                frag[i, j] = frag[i, j] + loc[i] * T.float32(0.5)
+            n = T.alloc_var("int32", init=0)
+            while n < 3:
+                n = n + 1
+            for j in T.vectorized(8):
+                frag[0, j] = frag[0, j] + T.cast(n, "float32")
+            T.copy(frag, B[bx * 8, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_math_loops_and_control_flow_of_the_language(target: str, tmp_path: Path) -> None:
+    import numpy as np
+
+    import tl_runtime
+    from tl_backend_api import build_artifact
+
+    context = create_backend_context(target)
+    artifact = build_artifact(context, language_kernel(), tmp_path / "a", out_idx=[-2, -1])
+    a = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+    b, r = tl_runtime.load(artifact)(a)
+    f = np.where(a > 0, np.tanh(a) + 1 / (1 + np.exp(-a)), np.exp2(a)).reshape(2, 8, 8)
+    f = f + np.maximum(f[:, :, 0], -1)[:, :, None] * 0.5
+    f[:, 0, :] += 3
+    np.testing.assert_allclose(b, f.reshape(16, 8), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r, np.abs(a).max(axis=1), rtol=1e-6)

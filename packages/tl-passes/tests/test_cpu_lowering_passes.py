@@ -261,3 +261,24 @@ def test_cpu_split_vector_loops_cuts_long_vector_loops_into_register_chunks() ->
     short = tirx.For(i, 0, 16, tirx.ForKind.VECTORIZED, store)
     assert split_vector_loops(short, VectorISA(vector_bits=512)).same_as(short)
     assert CpuSplitVectorLoopsPass().name == "cpu-split-vector-loops"
+
+
+def test_cpu_legalize_intrinsics_rewrites_what_the_c_printer_lacks() -> None:
+    from tl_passes import CpuLegalizeIntrinsicsPass
+
+    a = tirx.decl_buffer((4,), "float32", name="A")
+    x = tirx.BufferLoad(a, [0])
+    body = tirx.SeqStmt(
+        [
+            tirx.BufferStore(a, tirx.abs(x), [0]),
+            tirx.BufferStore(a, tirx.exp2(x), [1]),
+            tirx.BufferStore(a, tirx.exp10(x), [2]),
+        ]
+    )
+    mod = _module(tirx.PrimFunc([a], body))
+    legal = CpuLegalizeIntrinsicsPass().run(mod, PassContext(target=C))
+    names = {str(c.op.name) for c in _walk(legal, tvm.ir.Call) if isinstance(c.op, tvm.ir.Op)}
+    assert not names & {"tirx.fabs", "tirx.exp2", "tirx.exp10"}
+    assert _walk(legal, tirx.Select)
+    tvm.compile(legal, target="c")  # TVM's C printer accepts the result
+    assert CpuLegalizeIntrinsicsPass().run(mod, PassContext(target=LLVM)) is mod

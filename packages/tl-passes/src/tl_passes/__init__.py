@@ -9,6 +9,7 @@ from tl_passes.atomics import (
     emit_atomic_update,
     emit_tile_atomic,
 )
+from tl_passes.cpu_legalize_intrinsics import CpuLegalizeIntrinsicsPass
 from tl_passes.cpu_localize_tiles import CpuLocalizeTilesPass
 from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
 from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
@@ -73,6 +74,7 @@ __all__ = [
     "REDUCE_KINDS",
     "SUPPORTED_OPERAND_DTYPES",
     "BlockLocalsTooLargeError",
+    "CpuLegalizeIntrinsicsPass",
     "CpuLocalizeTilesPass",
     "CpuLowerLaunchPass",
     "CpuLowerParallelLoopsPass",

@@ -46,6 +46,9 @@ PASS_REGISTRY: Mapping[str, Callable[[], type[Pass]]] = MappingProxyType(
             "tl_passes.cpu_lower_parallel_loops", "CpuLowerParallelLoopsPass"
         ),
         "cpu-localize-tiles": _lazy("tl_passes.cpu_localize_tiles", "CpuLocalizeTilesPass"),
+        "cpu-legalize-intrinsics": _lazy(
+            "tl_passes.cpu_legalize_intrinsics", "CpuLegalizeIntrinsicsPass"
+        ),
         "cpu-split-vector-loops": _lazy(
             "tl_passes.cpu_split_vector_loops", "CpuSplitVectorLoopsPass"
         ),
