@@ -69,6 +69,16 @@ template <class T> static inline T __shfl_sync(unsigned, T value, int lane, int 
   tl_block_barrier->arrive_and_wait();
   return out;
 }
+template <class T> static inline T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width) {
+  int lane = (int)(tl_linear_tid() % width);
+  int source = lane + (int)delta < width ? lane + (int)delta : lane;
+  return __shfl_sync(mask, value, source, width);
+}
+template <class T> static inline T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width) {
+  int lane = (int)(tl_linear_tid() % width);
+  int source = lane - (int)delta >= 0 ? lane - (int)delta : lane;
+  return __shfl_sync(mask, value, source, width);
+}
 template <class T> static inline T atomicAdd(T* address, T value) {
   return std::atomic_ref<T>(*address).fetch_add(value);
 }

@@ -298,3 +298,46 @@ def test_global_to_shared_copies_move_128_bit_vectors() -> None:
     # N = 31 is not a multiple of 4: scalar copies.
     ragged = CudaDeviceCodegen().emit_source(lowered("two_outputs", 1, target), target)
     assert "float4" not in ragged.files["two_outputs.cu"].split('extern "C" __global__')[-1]
+
+
+@needs_gxx
+def test_tier2_warp_functions_run_correctly_under_emulation() -> None:
+    import tl_ir.language as T
+    from tl_codegen_cuda import language as G
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((128,), "float32"),
+        S: T.Tensor((128,), "float32"),
+        D: T.Tensor((128,), "float32"),
+        L: T.Tensor((128,), "int32"),
+    ):
+        with T.Kernel(1, threads=128) as _bx:
+            tx = T.get_thread_binding(0)
+            v = T.alloc_var("float32", init=0)
+            v = A[tx]
+            S[tx] = G.warp_reduce_sum(v)
+            D[tx] = G.shfl_down(v, 1)
+            G.sync_threads()
+            L[tx] = G.get_warp_idx() * 100 + G.get_lane_idx()
+
+    target = cuda_target()
+    mod = BACKEND.pipelines["cuda"].run(kernel_module(main, "tier2"), target)
+    sources = CudaDeviceCodegen().emit_source(mod, target)
+    text = sources.files["tier2.cu"]
+    assert "__shfl_sync" in text and "__shfl_down_sync" in text and "__syncthreads()" in text
+    library = emu.compile_emulation(text, sources.files["tier2.kernel.json"], emu.scratch_dir())
+    a = np.arange(128, dtype=np.float32)
+    s, d = np.zeros_like(a), np.zeros_like(a)
+    lanes = np.zeros(128, dtype=np.int32)
+    emu.run_emulated(
+        library,
+        sources.files["tier2.kernel.json"],
+        (1,),
+        (128,),
+        {"A": a, "S": s, "D": d, "L": lanes},
+    )
+    np.testing.assert_array_equal(s, np.repeat(a.reshape(4, 32).sum(axis=1), 32))
+    np.testing.assert_array_equal(lanes, (np.arange(128) // 32) * 100 + np.arange(128) % 32)
+    within = np.arange(128) % 32 != 31
+    np.testing.assert_array_equal(d[within], a[within] + 1)
