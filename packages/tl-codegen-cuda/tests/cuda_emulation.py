@@ -8,8 +8,8 @@ barriers (every thread of the block reaches each shuffle in the generated
 code), ``__shared__`` arrays are function statics (blocks run one after
 another), and atomics use ``std::atomic_ref``. This checks the numbers the
 lowering computes, including its barriers and warp reductions, on a machine
-without a GPU; it says nothing about speed. fp16 kernels are not supported
-(no ``cuda_fp16.h`` on the host).
+without a GPU; it says nothing about speed. fp16 works through CUDA's own
+host-compatible ``cuda_fp16.h`` and vector types (the toolkit's include dir).
 """
 
 from __future__ import annotations
@@ -36,14 +36,8 @@ EMULATION_HEADER = r"""
 #include <algorithm>
 struct tl_dim3 { unsigned x, y, z; };
 static thread_local tl_dim3 threadIdx, blockIdx;
-struct alignas(16) float4 { float x, y, z, w; };
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-struct alignas(16) int4 { int x, y, z, w; };
-struct alignas(16) double2 { double x, y; };
-static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
-static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
-static inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
-static inline double2 make_double2(double x, double y) { return {x, y}; }
+#include <vector_types.h>
+#include <vector_functions.h>
 static tl_dim3 blockDim, gridDim;
 static std::barrier<>* tl_block_barrier = nullptr;
 static unsigned long long tl_shuffle_slots[1024];
@@ -107,7 +101,7 @@ using std::max; using std::min;
 
 
 def gxx_available() -> bool:
-    """Whether g++ (C++20, for std::barrier) and cuda.h are at hand."""
+    """Whether g++ (C++20, for std::barrier) and the CUDA headers are at hand."""
     return shutil.which("g++") is not None and _cuda_include() is not None
 
 
@@ -123,7 +117,13 @@ def _cuda_include() -> str | None:
     return None
 
 
-_C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+_C_TYPES = {
+    "float16": "half",
+    "float32": "float",
+    "float64": "double",
+    "int32": "int",
+    "int64": "long long",
+}
 
 
 def _launcher(symbol: str, arguments: list[dict[str, str]]) -> str:

@@ -217,16 +217,19 @@ def _emulate(name: str, case_index: int, target: Target) -> list[str]:
     )
     callers = [originals[str(p.name)] for i, p in enumerate(func.params) if i not in outputs]
     expected = module.REFERENCE(case, *callers)
-    tolerance = module.TOLERANCE.get("float32", 1e-4)
-    return [
-        f"{name}[{case_index}] {key}: max error {np.max(np.abs(values[key] - want))}"
-        for key, want in expected.items()
-        if not np.allclose(values[key], want, rtol=tolerance, atol=tolerance)
-    ]
+    problems = []
+    for key, want in expected.items():
+        tolerance = module.TOLERANCE.get(str(want.dtype), 1e-4)
+        got = values[key].astype(np.float64)
+        if not np.allclose(got, want.astype(np.float64), rtol=tolerance, atol=tolerance):
+            problems.append(f"{name}[{case_index}] {key}: max error {np.max(np.abs(got - want))}")
+    return problems
 
 
-#: One float32 case per kernel (the emulation has no fp16).
+#: One case per kernel, plus the fp16 GEMM and a ragged fp16 elementwise case.
 EMULATED = [
+    ("gemm", 0),
+    ("elementwise_add", 2),
     ("gemm", 2),
     ("gemm_transposed", 2),
     ("elementwise_add", 1),
