@@ -344,3 +344,11 @@ def test_tier2_warp_functions_run_correctly_under_emulation() -> None:
     np.testing.assert_array_equal(lanes, (np.arange(128) // 32) * 100 + np.arange(128) % 32)
     within = np.arange(128) % 32 != 31
     np.testing.assert_array_equal(d[within], a[within] + 1)
+
+
+@needs_nvcc
+def test_a_target_without_a_supported_arch_gets_a_fatbin_with_ptx() -> None:
+    target = Target("cuda", host=Target("llvm"))  # TVM says sm_50 without a GPU
+    result = CudaDeviceCodegen().build(lowered("elementwise_add", 0, target), target)
+    assert list(result.binaries) == ["elementwise_add.fatbin"]
+    assert result.binaries["elementwise_add.fatbin"]

@@ -13,7 +13,7 @@ from tl_backend_api import DeviceBuildResult, KernelLaunch, KernelSources, Toolc
 from tl_passes.gpu_device_build import DeviceBuildError, DeviceModule, build_device_module
 from tl_passes.gpu_lower_tile_ops import CUDA_ATOMICS_PRELUDE
 
-from .features import target_arch
+from .features import DEFAULT_ARCH, target_arch
 from .toolchain import Nvcc
 
 _PRELUDE_ANCHOR = 'extern "C" __global__'
@@ -91,7 +91,9 @@ class CudaDeviceCodegen:
         )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
-        """CUDA C compiled by nvcc to a cubin for the target's arch (``-arch=sm_XX``).
+        """CUDA C compiled by nvcc to a cubin for the target's arch (``-arch=sm_XX``);
+        when the target names no arch nvcc supports (TVM's ``sm_50`` fallback on a
+        machine without a GPU), a fatbin with `DEFAULT_ARCH` SASS and PTX instead.
 
         Raises:
             ToolchainError: code generation failed, nvcc is missing or failed
@@ -104,9 +106,14 @@ class CudaDeviceCodegen:
         with tempfile.TemporaryDirectory(prefix="tl-cuda-") as scratch:
             source_path = Path(scratch) / f"{name}.cu"
             source_path.write_text(sources.files[f"{name}.cu"])
-            cubin = self.nvcc.compile_cubin(source_path, Path(scratch) / f"{name}.cubin", arch)
-            blob = cubin.read_bytes()
+            if arch is not None:
+                image = Path(scratch) / f"{name}.cubin"
+                self.nvcc.compile_cubin(source_path, image, arch)
+            else:
+                image = Path(scratch) / f"{name}.fatbin"
+                self.nvcc.compile_fatbin(source_path, image, DEFAULT_ARCH)
+            blob = image.read_bytes()
         versions = {"nvcc": info.version} if info is not None else {}
         return DeviceBuildResult(
-            sources=sources, binaries={f"{name}.cubin": blob}, toolchain_versions=versions
+            sources=sources, binaries={image.name: blob}, toolchain_versions=versions
         )

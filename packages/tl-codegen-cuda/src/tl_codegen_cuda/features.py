@@ -7,8 +7,11 @@ from collections.abc import Callable
 
 from tvm.target import Target
 
-#: The arch assumed when the target names none.
+#: The arch assumed when the target names none (or one nvcc no longer supports).
 DEFAULT_ARCH = "sm_80"
+#: The oldest arch current nvcc (CUDA 13) compiles for. TVM gives ``cuda`` targets
+#: ``sm_50`` when it cannot detect a GPU, which counts as "no arch named".
+OLDEST_SUPPORTED = 75
 
 
 def compute_capability(target: Target) -> int:
@@ -20,10 +23,14 @@ def compute_capability(target: Target) -> int:
     return int(match.group(1))
 
 
-def target_arch(target: Target) -> str:
-    """The ``-arch`` value for nvcc (``sm_90``); `DEFAULT_ARCH` if the target names none."""
+def target_arch(target: Target) -> str | None:
+    """The ``-arch`` value for nvcc (``sm_90``), or None when the target names no arch
+    nvcc supports (then the build embeds PTX for `DEFAULT_ARCH`, which newer GPUs JIT)."""
     arch = str(target.attrs["arch"]) if "arch" in target.attrs else ""
-    return arch if re.fullmatch(r"sm_\d+a?", arch) else DEFAULT_ARCH
+    match = re.fullmatch(r"sm_(\d+)a?", arch)
+    if match is None or int(match.group(1)) < OLDEST_SUPPORTED:
+        return None
+    return arch
 
 
 def _at_least(capability: int) -> Callable[[Target], bool]:

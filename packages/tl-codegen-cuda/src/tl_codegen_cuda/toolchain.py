@@ -83,6 +83,25 @@ class Nvcc:
         self._run(command, str(source))
         return output
 
+    def compile_fatbin(self, source: Path, output: Path, arch: str) -> Path:
+        """Compile ``source`` to a fatbin holding SASS for ``arch`` and its PTX (which the
+        driver JIT-compiles on newer GPUs).
+
+        Raises:
+            ToolchainError: nvcc is missing or failed (its message and the source path).
+        """
+        executable = self.executable()
+        if executable is None:
+            raise ToolchainError(
+                "nvcc not found: install the CUDA toolkit or set TL_NVCC / CUDA_HOME",
+                source_path=str(source),
+            )
+        number = arch.removeprefix("sm_")
+        gencode = f"arch=compute_{number},code=[sm_{number},compute_{number}]"
+        command = [executable, "-fatbin", "-gencode", gencode, "-O3", "-o", str(output)]
+        self._run([*command, str(source)], str(source))
+        return output
+
     def compile_shared_object(
         self, sources: Sequence[Path], output: Path, *, options: Sequence[str] = ()
     ) -> Path:

@@ -3,7 +3,7 @@
 One adapter, key ``nvrtc`` (the adapter keys are fixed by tl_backend_api's
 contract: tvm_ffi, cython, nvrtc, torch), for both kinds of CUDA artifact:
 
-* ``manifest.library`` is a ``.cubin`` built by nvcc: loaded as is;
+* ``manifest.library`` is a ``.cubin`` or ``.fatbin`` built by nvcc: loaded as is;
 * ``manifest.library`` is CUDA C (``.cu``): compiled with NVRTC for the
   device's arch when loaded.
 
@@ -162,6 +162,17 @@ def _kernel_info(manifest: Manifest, directory: Path) -> dict[str, Any]:
     return info
 
 
+def _cuda_include_dirs() -> list[str]:
+    """CUDA toolkit include directories for NVRTC (the source includes libcu++ headers)."""
+    import os
+
+    found = []
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and Path(root, "include").is_dir():
+            found.append(str(Path(root, "include")))
+    return list(dict.fromkeys(found))
+
+
 class CudaDriverAdapter:
     """Loads the artifact's cubin (or CUDA C, through NVRTC) with the CUDA driver and
     launches its kernel.
@@ -194,9 +205,9 @@ class CudaDriverAdapter:
 
     def _image(self, directory: Path) -> bytes:
         path = directory / self.manifest.library
-        if path.suffix == ".cubin":
-            return path.read_bytes()
-        return self._compile_with_nvrtc(path)
+        if path.suffix == ".cu":
+            return self._compile_with_nvrtc(path)
+        return path.read_bytes()  # a cubin or fatbin image
 
     def _compile_with_nvrtc(self, path: Path) -> bytes:
         nvrtc = nvrtc_module()
@@ -211,6 +222,7 @@ class CudaDriverAdapter:
             "nvrtcCreateProgram",
         )
         options = [f"--gpu-architecture={self.device.arch}".encode(), b"-default-device"]
+        options += [f"--include-path={d}".encode() for d in _cuda_include_dirs()]
         result = nvrtc.nvrtcCompileProgram(program, len(options), options)
         if int(result[0]) != 0:
             size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
