@@ -25,6 +25,10 @@ from tl_passes.gemm_microkernel import (
     choose_register_tile,
     emit_gemm_microkernel,
 )
+from tl_passes.gpu_insert_barriers import GpuInsertBarriersPass
+from tl_passes.gpu_layout import FragmentLayout, GpuInferLayoutsPass, infer_fragment_layouts
+from tl_passes.gpu_lower_tile_ops import GpuLoweringError, GpuLowerTileOpsPass
+from tl_passes.gpu_shared_memory import GpuPlanSharedMemoryPass
 from tl_passes.legalize_half_precision import LegalizeHalfPrecisionPass
 from tl_passes.lower_alloc_var import LowerAllocVarPass
 from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
@@ -81,7 +85,13 @@ __all__ = [
     "CpuLowerTileOpsPass",
     "CpuRejectGpuOpsPass",
     "CpuSplitVectorLoopsPass",
+    "FragmentLayout",
     "GemmOperand",
+    "GpuInferLayoutsPass",
+    "GpuInsertBarriersPass",
+    "GpuLowerTileOpsPass",
+    "GpuLoweringError",
+    "GpuPlanSharedMemoryPass",
     "LegalizeHalfPrecisionPass",
     "LowerAllocVarPass",
     "LowerPipelinedLoopsPass",
@@ -112,6 +122,7 @@ __all__ = [
     "emit_tile_reduce",
     "get_pass_class",
     "host_cpu_name",
+    "infer_fragment_layouts",
     "is_kebab_case",
     "lower_tile_op",
     "mark_outermost_parallel_loops",
