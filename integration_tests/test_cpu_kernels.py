@@ -163,3 +163,23 @@ def test_math_loops_and_control_flow_of_the_language(target: str, tmp_path: Path
     f[:, 0, :] += 3
     np.testing.assert_allclose(b, f.reshape(16, 8), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(r, np.abs(a).max(axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tier2_names_say_they_are_not_supported_on_the_cpu(target: str, tmp_path: Path) -> None:
+    import tl_ir.language as T
+    from tl_backend_api import build_artifact
+    from tl_ir.errors import UnsupportedError
+    from tl_passes import gpu_language as G
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding(0)
+            A[tx] = A[tx] * T.float32(2)
+            G.sync_threads()
+
+    with pytest.raises(
+        UnsupportedError, match=f"T.sync_threads is not supported on target {target}"
+    ):
+        build_artifact(create_backend_context(target), main, tmp_path / "a")

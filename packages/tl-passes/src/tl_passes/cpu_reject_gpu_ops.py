@@ -24,7 +24,7 @@ from tl_passes.pass_base import Pass, PassContext
 #: TVM builtins with no CPU meaning -> the kernel-language name users wrote.
 GPU_ONLY_BUILTINS: dict[str, str] = {
     "tirx.tvm_storage_sync": "T.sync_threads",
-    "tirx.tvm_warp_shuffle": "T.shfl_sync",
+    "tirx.tvm_warp_shuffle": "T.shfl_sync (also behind T.shfl_xor and T.warp_reduce_*)",
     "tirx.tvm_warp_shuffle_up": "T.shfl_up",
     "tirx.tvm_warp_shuffle_down": "T.shfl_down",
     "tirx.tvm_warp_activemask": "warp intrinsics",
