@@ -77,3 +77,22 @@ def test_dynamic_shared_size_and_static_conversion() -> None:
     assert dynamic_shared_bytes(static) == 0
     scopes = {str(b.ty.storage_scope) for b in allocations(func.with_body(static)).values()}
     assert "shared" in scopes
+
+
+def test_a_parallel_loop_over_differently_laid_out_fragments_is_refused() -> None:
+    import tl_ir.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            x = T.alloc_fragment((8, 16), "float32")
+            y = T.alloc_fragment((8, 16), "float32")
+            T.annotate_layout({y: lambda i, j: ((i * 16 + j) % 32, (i * 16 + j) // 32)})
+            T.copy(A[0, 0], x)
+            T.copy(A[0, 0], y)
+            for i, j in T.Parallel(8, 16):
+                x[i, j] = x[i, j] + y[i, j]
+            T.copy(x, B[0, 0])
+
+    with pytest.raises(GpuLoweringError, match="laid out differently"):
+        lower_gpu_tile_ops(main.with_body(insert_barriers(main.body)), CUDA)

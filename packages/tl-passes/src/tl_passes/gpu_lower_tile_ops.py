@@ -980,6 +980,12 @@ class _KernelLowering:
             touches_fragment = True
             reads_aligned, stores = accessed
             if layout.kind != "replicated" and reads_aligned:
+                if driver is not None and not _same_placement(driver, layout):
+                    raise GpuLoweringError(
+                        f"T.Parallel{tuple(extents)}: fragments {driver.name} and {layout.name} "
+                        "are laid out differently (an annotated layout?); converting between "
+                        "layouts is not implemented"
+                    )
                 driver = driver or layout
             if layout.kind == "replicated" and stores:
                 writes_replica = True
@@ -1083,6 +1089,17 @@ class _KernelLowering:
 class _Nest:
     substitution: list[tuple[Any, Any]]
     local: Any | None
+
+
+def _same_placement(a: FragmentLayout, b: FragmentLayout) -> bool:
+    """Whether two layouts put every element on the same thread at the same local index."""
+    return (a.kind, a.shape, a.num_threads, a.vector, a.owners) == (
+        b.kind,
+        b.shape,
+        b.num_threads,
+        b.vector,
+        b.owners,
+    )
 
 
 def _find_alloc(body: Any, name: str) -> Any:
