@@ -454,11 +454,7 @@ class _KernelLowering:
                 for other in operands:
                     if other.partitioned and other is not operand:
                         assert other.layout is not None
-                        if other.layout != layout and (
-                            other.layout.shape != layout.shape
-                            or other.layout.vector != layout.vector
-                            or other.layout.kind != layout.kind
-                        ):
+                        if not _same_placement(other.layout, layout):
                             raise GpuLoweringError(
                                 f"fragments {operand.name} and {other.name} have different "
                                 "layouts; a layout conversion is not implemented"
