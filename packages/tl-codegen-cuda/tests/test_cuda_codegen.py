@@ -352,3 +352,34 @@ def test_a_target_without_a_supported_arch_gets_a_fatbin_with_ptx() -> None:
     result = CudaDeviceCodegen().build(lowered("elementwise_add", 0, target), target)
     assert list(result.binaries) == ["elementwise_add.fatbin"]
     assert result.binaries["elementwise_add.fatbin"]
+
+
+@needs_gxx
+def test_copy_between_differently_placed_fragments_goes_through_shared_memory() -> None:
+    import tl_ir.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((16, 8), "float32"), B: T.Tensor((16, 8), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            x = T.alloc_fragment((16, 8), "float32")
+            y = T.alloc_fragment((16, 8), "float32")
+            T.annotate_layout(
+                {y: lambda i, j: ((i * 8 + j) // 4 % 32, (i * 8 + j) // 128 * 4 + j % 4)}
+            )
+            T.copy(A[0, 0], x)
+            for i, j in T.Parallel(16, 8):
+                x[i, j] = x[i, j] + 1.0
+            T.copy(x, y)
+            T.copy(y, B[0, 0])
+
+    target = cuda_target()
+    mod = BACKEND.pipelines["cuda"].run(kernel_module(main, "convert"), target)
+    sources = CudaDeviceCodegen().emit_source(mod, target)
+    assert "x_staging" in sources.files["convert.cu"]
+    library = emu.compile_emulation(
+        sources.files["convert.cu"], sources.files["convert.kernel.json"], emu.scratch_dir()
+    )
+    a = np.random.default_rng(2).random((16, 8), dtype=np.float32)
+    b = np.zeros_like(a)
+    emu.run_emulated(library, sources.files["convert.kernel.json"], (1,), (32,), {"A": a, "B": b})
+    np.testing.assert_array_equal(b, a + 1)

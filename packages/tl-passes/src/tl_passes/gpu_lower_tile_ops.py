@@ -476,6 +476,16 @@ class _KernelLowering:
         vectorized = self._vector_copy(src, dst)
         if vectorized is not None:
             return vectorized
+        if src.partitioned and (
+            dst.per_thread
+            or (
+                dst.partitioned
+                and dst.layout is not None
+                and src.layout is not None
+                and not _same_placement(src.layout, dst.layout)
+            )
+        ):
+            return self._convert_through_shared(src, dst, extents)
 
         def body(index: list[Any], local: Any) -> Any:
             s_index, d_index = src.expand(index), dst.expand(index)
@@ -486,6 +496,33 @@ class _KernelLowering:
             return _guard(dst.store(d_index, value, local), dst.inside(d_index))
 
         return self.drive([dst, src], extents, body, dst)
+
+    def _convert_through_shared(self, src: _Operand, dst: _Operand, extents: list[int]) -> Any:
+        """A copy out of a partitioned fragment into a differently placed one (or into
+        every thread's replica): the holders write a shared staging tile, a barrier,
+        then the destination's threads read it, and a barrier before it is reused."""
+        staging = self.shared_array(f"{src.name}_staging", extents, dst.dtype)
+
+        def publish(index: list[Any], local: Any) -> Any:
+            value = _cast(src.load(src.expand(index), local), dst.dtype)
+            return tirx.BufferStore(staging, value, list(index))
+
+        def gather(index: list[Any], local: Any) -> Any:
+            d_index = dst.expand(index)
+            return _guard(
+                dst.store(d_index, tirx.BufferLoad(staging, list(index)), local),
+                dst.inside(d_index),
+            )
+
+        return _seq(
+            [
+                tirx.AllocBuffer(staging),
+                self.drive([src], extents, publish, None),
+                barrier(),
+                self.drive([dst], extents, gather, dst),
+                barrier(),
+            ]
+        )
 
     def _vector_copy(self, src: _Operand, dst: _Operand) -> Any | None:
         """A cooperative copy between global/shared tiles in 128-bit vectors, or None
