@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import tvm
+import tvm_ffi
 from tvm import IRModule, tirx
 
 from tl_backend_api.context import BackendContext
@@ -99,29 +100,61 @@ def normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> tuple[
     return tuple(result)
 
 
+def written_buffers(func: tirx.PrimFunc) -> list[Any]:
+    """The buffers ``func`` writes: every ``BufferStore`` target and every tile-op
+    destination (``T.copy``/``T.fill``/``T.gemm``/reductions/``T.cumsum`` outputs and atomic
+    targets), plus any tile-op region marked as written. Order and repeats are unspecified.
+    """
+    from tl_ir import ops
+
+    found: list[Any] = []
+    tvm_ffi.structural_walk(
+        func.body, (tirx.BufferStore, lambda store: found.append(store.buffer)), order="pre"
+    )
+    for op in ops.tile_ops(func):
+        for value in vars(op).values():
+            if isinstance(value, ops.Region) and value.access != ops.ACCESS_READ:
+                found.append(value.buffer)
+        for attribute in ("dst", "c"):  # destinations, whatever access flag they carry
+            region = getattr(op, attribute, None)
+            if isinstance(region, ops.Region):
+                found.append(region.buffer)
+    return found
+
+
 def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, ...]:
     """The `tl_runtime.ParamSpec` of every parameter of ``func``, in order.
 
-    Buffer parameters give name, dtype and shape (ints and symbolic dim
-    names); scalar parameters give name and dtype. Parameters in ``out_idx``
-    get role ``output``.
+    Buffer parameters give name, dtype, shape (ints and symbolic dim names) and
+    ``alignment`` (the buffer's ``data_alignment``: the byte alignment the generated
+    code assumes); scalar parameters give name and dtype. Parameters in ``out_idx``
+    get role ``output``; other buffer parameters the kernel writes (`written_buffers`)
+    get role ``inout``, the rest ``input``.
 
     Raises:
         ValueError: a dim that is an expression rather than a constant or a Var.
     """
     from tl_runtime import ParamSpec
 
+    written = written_buffers(func)
     specs = []
     for position, param in enumerate(func.params):
         name = str(param.name)
         ty = param.ty
         if isinstance(ty, tirx.BufferType):
+            if position in out_idx:
+                role = "output"
+            elif any(param.same_as(buffer) for buffer in written):
+                role = "inout"
+            else:
+                role = "input"
             specs.append(
                 ParamSpec(
                     name=name,
                     dtype=str(ty.dtype),
                     shape=tuple(_dim(d, name) for d in ty.shape),
-                    role="output" if position in out_idx else "input",
+                    role=role,
+                    alignment=int(ty.data_alignment),
                 )
             )
         else:

@@ -35,6 +35,7 @@ from tvm.sym import Analyzer as _Analyzer
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
+from tl_ir.dtypes import bits as _dtype_bits
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
 from tl_ir.errors import (
     KernelSyntaxError,
@@ -107,7 +108,12 @@ class _TensorAnnotation:
     def _make(self, shape: Any, dtype: Any, kwargs: dict[str, Any]) -> Any:
         try:
             dims = _check_shape(shape, "T.Tensor(shape, dtype)")
-            return _tvm_T.Buffer(dims, _normalize_dtype(dtype), **kwargs)
+            name = _normalize_dtype(dtype)
+            # Kernels assume only element alignment of a tensor parameter's data pointer
+            # (see docs/language.md): callers' ordinary arrays (numpy's sit 16 bytes past a
+            # 64-byte boundary) then run without a copy. ``align=`` asks for more.
+            kwargs.setdefault("align", param_alignment(name))
+            return _tvm_T.Buffer(dims, name, **kwargs)
         except TileLangError as err:
             if _current_state() is None:
                 # Annotations are evaluated when Python defines the kernel function,
@@ -115,6 +121,18 @@ class _TensorAnnotation:
                 # (frames: _locate_at_caller, _make, __call__/__getitem__, the kernel).
                 _locate_at_caller(err, depth=3)
             raise
+
+
+def param_alignment(dtype: Any) -> int:
+    """The byte alignment a tensor parameter of ``dtype`` declares unless ``align=`` is given.
+
+    It is the element size in bytes (1 for sub-byte types such as ``bool``), so any array
+    whose elements are naturally aligned is accepted without a copy.
+
+    Raises:
+        UnknownDtypeError: ``dtype`` is not a dtype of the language.
+    """
+    return _builtins.max(1, _dtype_bits(dtype) // 8)
 
 
 #: Tensor parameter annotation: ``A: T.Tensor((M, K), "float16")``.

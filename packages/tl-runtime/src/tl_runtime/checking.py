@@ -1,8 +1,11 @@
 """Argument checking, alignment copies and output allocation, before any native call.
 
 ``ArgumentChecker.prepare`` is the complete (slow) path: it validates every argument
-against the manifest, copies misaligned inputs, refuses misaligned outputs, binds
-symbolic dims and allocates ``out_idx`` outputs. Adapters run their own fast path for
+against the manifest, checks each tensor's data pointer against the alignment its
+parameter declares (``ParamSpec.alignment``: the element size for kernels written in
+tl-ir, 64 for manifests that do not say), copies misaligned read-only inputs, refuses
+misaligned or read-only ``output``/``inout`` arrays (the kernel must write the caller's
+own memory), binds symbolic dims and allocates ``out_idx`` outputs. Adapters run their own fast path for
 the common case (exact numpy arrays that are already fine) and fall back to ``prepare``
 for everything else, so every error message comes from this module.
 """
@@ -18,7 +21,9 @@ from typing import Any, SupportsFloat, SupportsIndex, cast
 from tl_runtime.manifest import Manifest, ParamSpec
 
 ALIGNMENT = 64
-"""Byte alignment the generated code may assume for every tensor's data pointer."""
+"""Byte alignment of every array the runtime allocates (outputs, copies of misaligned
+inputs); at least any parameter's declared alignment in practice. Each parameter's own
+requirement is ``ParamSpec.alignment``."""
 
 _INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),
@@ -120,6 +125,10 @@ class ArgumentChecker:
         names = ", ".join(self.params[i].name for i in self.caller_params)
         self._signature = f"{manifest.name}({names})"
         self._np = optional_numpy()
+        # Arrays the runtime makes satisfy every param: 64 bytes, or more if one asks.
+        self.allocation_alignment = max(
+            [ALIGNMENT] + [p.alignment for p in self.params if p.kind == "tensor"]
+        )
 
     # ------------------------------------------------------------------ entry point
     def prepare(self, args: Sequence[Any]) -> PreparedCall:
@@ -131,7 +140,9 @@ class ArgumentChecker:
         Raises:
             TypeError: wrong count, a non-array for a tensor, wrong dtype, wrong scalar type.
             ValueError: wrong rank or dims, disagreeing symbolic dims, non-contiguous or
-                wrongly strided data, wrong device, misaligned output, scalar out of range.
+                wrongly strided data, wrong device, a written (``output``/``inout``) array
+                that is read-only or not aligned to its parameter's ``alignment``, scalar
+                out of range. Misaligned or read-only inputs are copied, never refused.
         """
         if len(args) != len(self.caller_params):
             raise TypeError(
@@ -152,19 +163,27 @@ class ArgumentChecker:
             if first_tensor is None:
                 first_tensor = value
             writable = self._writable(value)
-            if not writable and spec.role == "output":
+            written = spec.written
+            if not writable and written:
                 raise ValueError(
                     f"{self._where(spec)}: expected a writable array (the kernel writes this "
-                    "output), got a read-only one"
+                    f"{spec.role} parameter), got a read-only one"
                 )
             if not writable:  # DLPack cannot export read-only numpy arrays: pass a copy
                 value = self._aligned_copy(spec, value)
-            elif view.data_ptr % ALIGNMENT:
-                if spec.role == "output":
+            elif view.data_ptr % spec.alignment:
+                if written:
                     raise ValueError(
-                        f"{self._where(spec)}: expected data aligned to {ALIGNMENT} bytes, got "
-                        f"address {view.data_ptr:#x} (offset {view.data_ptr % ALIGNMENT}); an "
-                        "output cannot be copied: pass a 64-byte-aligned array, or let the kernel allocate it (out_idx)"
+                        f"{self._where(spec)}: expected data aligned to {spec.alignment} bytes, "
+                        f"got address {view.data_ptr:#x} (offset "
+                        f"{view.data_ptr % spec.alignment}); the kernel writes this "
+                        f"{spec.role} parameter, so it cannot be copied: pass an array aligned "
+                        f"to {spec.alignment} bytes"
+                        + (
+                            ", or let the kernel allocate it (out_idx)"
+                            if spec.role == "output"
+                            else ""
+                        )
                     )
                 value = self._aligned_copy(spec, value)
             full[index] = value
@@ -258,7 +277,8 @@ class ArgumentChecker:
         import tvm_ffi
 
         try:
-            tensor = tvm_ffi.from_dlpack(value)
+            # No alignment demand here: prepare checks the pointer against the param's own.
+            tensor = tvm_ffi.from_dlpack(value, require_alignment=0)
         except Exception as exc:
             raise TypeError(
                 f"{self._where(spec)}: expected a DLPack-exportable array, got "
@@ -301,10 +321,16 @@ class ArgumentChecker:
             expected = 1
             for axis in range(len(view.shape) - 1, -1, -1):
                 if view.shape[axis] != 1 and view.strides[axis] != expected:
+                    advice = (
+                        f"the kernel writes this {spec.role} parameter in place, so pass a "
+                        "contiguous array and read the result from it (a contiguous copy made "
+                        "for the call would hide the update)"
+                        if spec.written
+                        else "pass np.ascontiguousarray(x) or x.contiguous()"
+                    )
                     raise ValueError(
                         f"{where}: expected a C-contiguous array, got strides {list(view.strides)} "
-                        f"(elements) for shape {list(view.shape)}; pass np.ascontiguousarray(x) "
-                        "or x.contiguous()"
+                        f"(elements) for shape {list(view.shape)}; {advice}"
                     )
                 expected *= view.shape[axis]
         else:
@@ -345,27 +371,30 @@ class ArgumentChecker:
         np = self._np
         if np is None:
             raise ValueError(
-                f"{self._where(spec)}: expected data aligned to {ALIGNMENT} bytes; copying a "
-                "misaligned input needs numpy, which is not installed"
+                f"{self._where(spec)}: expected data aligned to {spec.alignment} bytes; copying "
+                "a misaligned input needs numpy, which is not installed"
             )
         source = value if isinstance(value, np.ndarray) else np.from_dlpack(value)
         copy = self._aligned_empty(np, source.dtype, source.shape)
         copy[...] = source
         return copy
 
-    @staticmethod
-    def _aligned_empty(np: ModuleType, dtype: Any, shape: tuple[int, ...]) -> Any:
+    def _aligned_empty(self, np: ModuleType, dtype: Any, shape: tuple[int, ...]) -> Any:
         from tvm_ffi import from_dlpack
 
+        alignment = self.allocation_alignment
         dtype = _NUMPY_DTYPES.get(dtype) or np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
-        raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+        raw = np.empty(nbytes + alignment, dtype=np.uint8)
         # the tvm-ffi view reads the address several times faster than raw.ctypes.data
-        offset = (-from_dlpack(raw).data_ptr()) & (ALIGNMENT - 1)
+        offset = (-from_dlpack(raw, require_alignment=0).data_ptr()) & (alignment - 1)
         return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
     def allocate(self, dtype: str, shape: tuple[int, ...], like: Any) -> Any:
-        """Allocate an output with the library of ``like`` (numpy by default), 64-byte aligned.
+        """Allocate an output with the library of ``like`` (numpy by default).
+
+        numpy outputs are aligned to ``allocation_alignment`` (64 bytes, or the largest
+        alignment a parameter declares if that is more).
 
         torch tensors in give a torch tensor on the same device; any other producer, or no
         tensor argument, gives a numpy array.

@@ -43,7 +43,17 @@ DTYPES: frozenset[str] = frozenset(
 """Element types a parameter may declare."""
 
 PARAM_KINDS = ("tensor", "scalar")
-PARAM_ROLES = ("input", "output")
+PARAM_ROLES = ("input", "output", "inout")
+"""``input``: only read; ``output``: written (allocated by the runtime when in ``out_idx``,
+else passed by the caller); ``inout``: written by the kernel and passed by the caller
+(updated in place, never allocated)."""
+
+WRITTEN_ROLES = frozenset({"output", "inout"})
+"""Roles of the parameters a kernel writes: the caller's array itself must be passed."""
+
+DEFAULT_ALIGNMENT = 64
+"""The data alignment (bytes) of a tensor param whose manifest entry has no ``alignment``
+(what the generated code assumed before manifests recorded it)."""
 FILE_ROLES = ("library", "source", "other")
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -80,7 +90,10 @@ class ParamSpec:
         kind: ``"tensor"`` or ``"scalar"``.
         shape: tensors only; each dim an int or a symbolic dim name shared across params.
         strides: tensors only; ``None`` means C-contiguous, else element strides (ints or names).
-        role: ``"input"`` or ``"output"`` (an output the kernel writes).
+        role: ``"input"`` (read only), ``"output"`` (written; allocated by the runtime
+            when in ``out_idx``) or ``"inout"`` (written in place in the caller's array).
+        alignment: tensors only; the byte alignment (a power of two) the generated code
+            assumes for the data pointer. A manifest entry without it means 64.
     """
 
     name: str
@@ -90,6 +103,7 @@ class ParamSpec:
     shape: tuple[Dim, ...] = ()
     strides: tuple[Dim, ...] | None = None
     role: str = "input"
+    alignment: int = DEFAULT_ALIGNMENT
 
     def __post_init__(self) -> None:
         where = f"param {self.name!r}"
@@ -101,6 +115,14 @@ class ParamSpec:
             raise _fail(f"{where} kind", f"one of {PARAM_KINDS}", self.kind)
         if self.role not in PARAM_ROLES:
             raise _fail(f"{where} role", f"one of {PARAM_ROLES}", self.role)
+        alignment = self.alignment
+        if (
+            isinstance(alignment, bool)
+            or not isinstance(alignment, int)
+            or alignment < 1
+            or alignment & (alignment - 1)
+        ):
+            raise _fail(f"{where} alignment", "a power of two >= 1 (bytes)", alignment)
         object.__setattr__(self, "shape", tuple(self.shape))
         for i, dim in enumerate(self.shape):
             _check_dim(f"{where} shape[{i}]", dim)
@@ -118,6 +140,11 @@ class ParamSpec:
                 raise _fail(f"{where} role", "'input' for a scalar", self.role)
 
     @property
+    def written(self) -> bool:
+        """Whether the kernel writes this parameter (role ``output`` or ``inout``)."""
+        return self.role in WRITTEN_ROLES
+
+    @property
     def symbols(self) -> tuple[str, ...]:
         """Names of the symbolic dims used in this parameter's shape and strides."""
         dims = self.shape + (self.strides or ())
@@ -129,6 +156,7 @@ class ParamSpec:
         if self.kind == "tensor":
             out["shape"] = list(self.shape)
             out["strides"] = None if self.strides is None else list(self.strides)
+            out["alignment"] = self.alignment
         out["role"] = self.role
         return out
 
@@ -149,6 +177,7 @@ class ParamSpec:
             shape=tuple(shape),
             strides=None if strides is None else tuple(strides),
             role=_as_str("param role", obj.get("role", "input")),
+            alignment=obj.get("alignment", DEFAULT_ALIGNMENT),
         )
 
 

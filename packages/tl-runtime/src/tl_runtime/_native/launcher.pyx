@@ -57,7 +57,6 @@ ctypedef int (*SafeCall)(void*, const TVMFFIAny*, int32_t, TVMFFIAny*) noexcept 
 cdef enum:
     MAX_PARAMS = 64
     MAX_DIMS = 8
-    ALIGN_MASK = 63
 
 cdef enum Kind:
     TENSOR = 0
@@ -67,7 +66,9 @@ cdef enum Kind:
 
 cdef struct ParamInfo:
     int kind
-    int role_output      # caller-provided output: misaligned is an error (slow path says so)
+    int written          # output/inout the caller passes: read-only or misaligned is an
+                         # error (the slow path says so), never copied
+    uintptr_t align_mask # declared alignment - 1: a pointer with these bits set goes slow
     int is_out_idx       # allocated by the launcher
     int caller_pos       # position among the caller's args (params not in out_idx)
     uint8_t code
@@ -147,7 +148,8 @@ cdef class Launcher:
             p = &self.info[i]
             memset(p, 0, sizeof(ParamInfo))
             p.kind = spec["kind"]
-            p.role_output = spec["role_output"]
+            p.written = spec["written"]
+            p.align_mask = <uintptr_t>(spec["alignment"] - 1)
             p.is_out_idx = spec["is_out_idx"]
             p.code = spec["code"]
             p.bits = spec["bits"]
@@ -250,8 +252,8 @@ cdef class Launcher:
                 if (not _format_ok(views[nheld - 1].format, p)
                         or views[nheld - 1].itemsize != p.itemsize
                         or views[nheld - 1].ndim != p.ndim
-                        or (views[nheld - 1].readonly and p.role_output)
-                        or (<uintptr_t>views[nheld - 1].buf) & ALIGN_MASK):
+                        or (views[nheld - 1].readonly and p.written)
+                        or (<uintptr_t>views[nheld - 1].buf) & p.align_mask):
                     return self.slow(args)
                 stride = 1
                 for k in range(p.ndim - 1, -1, -1):

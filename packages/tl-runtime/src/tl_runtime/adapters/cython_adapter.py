@@ -187,7 +187,8 @@ class CythonAdapter:
             specs.append(
                 {
                     "kind": kind,
-                    "role_output": int(param.role == "output"),
+                    "written": int(param.written),
+                    "alignment": param.alignment,
                     "is_out_idx": int(index in checker.out_idx),
                     "code": code,
                     "bits": bits,

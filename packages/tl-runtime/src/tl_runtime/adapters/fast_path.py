@@ -1,8 +1,8 @@
 """A per-kernel fast path for exact numpy arguments, generated once at load time.
 
 The generated function accepts only the common case (exact ``numpy.ndarray`` arguments
-of the declared dtype and shape, C-contiguous, 64-byte aligned; Python int/float scalars
-in range) and hands anything else to the full checker. The data-pointer read (the
+of the declared dtype and shape, C-contiguous, aligned to the parameter's declared
+``alignment``; Python int/float scalars in range) and hands anything else to the full checker. The data-pointer read (the
 expensive part) is cached per argument position: when the caller passes the same array
 object again, its tvm-ffi tensor view is reused. The cache holds references to the last
 arguments, which keeps them alive and stops numpy from resizing them in place.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tl_runtime.checking import _INT_RANGES, ALIGNMENT, ArgumentChecker
+from tl_runtime.checking import _INT_RANGES, ArgumentChecker
 from tl_runtime.manifest import ParamSpec
 
 
@@ -29,7 +29,8 @@ def build_fast_path(
         checker: the kernel's checker (its manifest decides the generated checks).
         launch: the native call, taking every parameter in order (tensors as tvm-ffi views).
         slow: the complete path, called with the caller's args when the fast path declines.
-        allocate: ``(dtype, shape) -> array`` for ``out_idx`` outputs (64-byte aligned numpy).
+        allocate: ``(dtype, shape) -> array`` for ``out_idx`` outputs (numpy, aligned to
+            ``checker.allocation_alignment``).
 
     Returns:
         The call function; without numpy it only forwards to ``slow``.
@@ -49,7 +50,6 @@ def build_fast_path(
         # (array, view) pairs in one slot each: a single store is atomic under the GIL, so
         # concurrent callers never pair one array with another array's view.
         "last": [(None, None)] * len(params),
-        "MASK": ALIGNMENT - 1,
     }
     lines = ["def call(*args):"]
     caller = checker.caller_params
@@ -74,7 +74,7 @@ def build_fast_path(
         lines.append(
             f"    o{k} = allocate({spec.dtype!r}, ({shape}{',' if len(spec.shape) == 1 else ''}))"
         )
-        lines.append(f"    v{k} = from_dlpack(o{k})")
+        lines.append(f"    v{k} = from_dlpack(o{k}, require_alignment={spec.alignment})")
         out_names.append(f"o{k}")
     call_args = ", ".join(
         f"v{i}" if params[i].kind == "tensor" else f"a{i}" for i in range(len(params))
@@ -150,10 +150,10 @@ def _tensor_lines(
         f"        v{i} = c{i}[1]",
         "    else:",
         "        try:",
-        f"            v{i} = from_dlpack(a{i})",
-        "        except Exception:",  # e.g. read-only arrays: the full path copies them
-        "            return slow(args)",
-        f"        if v{i}.data_ptr() & MASK:",
+        # A pointer below the param's declared alignment raises here: the full path
+        # copies such an input, or refuses it for a written (output/inout) param.
+        f"            v{i} = from_dlpack(a{i}, require_alignment={spec.alignment})",
+        "        except Exception:",  # also read-only arrays: the full path copies them
         "            return slow(args)",
         f"        last[{i}] = (a{i}, v{i})",
     ]
