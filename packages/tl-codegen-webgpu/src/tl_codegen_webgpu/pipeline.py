@@ -8,6 +8,8 @@ from tl_passes.gpu_insert_barriers import GpuInsertBarriersPass
 from tl_passes.gpu_layout import GpuInferLayoutsPass
 from tl_passes.gpu_lower_tile_ops import GpuLowerTileOpsPass
 from tl_passes.gpu_shared_memory import GpuPlanSharedMemoryPass
+from tl_passes.lower_alloc_var import LowerAllocVarPass
+from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
 
 #: TVM's WebGPU codegen has no dynamic workgroup memory: shared tiles become
 #: static arrays. Reductions combine through workgroup memory; atomics are
@@ -15,6 +17,8 @@ from tl_passes.gpu_shared_memory import GpuPlanSharedMemoryPass
 PIPELINE = pipeline_from_passes(
     "webgpu",
     [
+        LowerAllocVarPass(),
+        LowerPipelinedLoopsPass(),
         GpuInferLayoutsPass(),
         GpuInsertBarriersPass(),
         GpuLowerTileOpsPass(),
