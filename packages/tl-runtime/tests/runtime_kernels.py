@@ -79,8 +79,34 @@ def axpb(
         C[i] = A[i] * alpha + T.Cast("float32", k)
 
 
-def _tensor(name: str, dtype: str, shape: tuple[int | str, ...], role: str = "input") -> ParamSpec:
-    return ParamSpec(name=name, dtype=dtype, shape=shape, role=role)
+@T.prim_func
+def vadd_elem(
+    A: T.Buffer((1024,), "float32", align=4),
+    B: T.Buffer((1024,), "float32", align=4),
+    C: T.Buffer((1024,), "float32", align=4),
+):
+    # Declares element alignment (what tl-ir kernels do): vector loads are unaligned-safe.
+    T.func_attr({"tir.noalias": True})
+    for i in T.vectorized(1024):
+        C[i] = A[i] + B[i]
+
+
+@T.prim_func
+def accumulate(A: T.Buffer((1024,), "float32", align=4), X: T.Buffer((1024,), "float32", align=4)):
+    # Updates X in place (role inout): the caller must see the result.
+    T.func_attr({"tir.noalias": True})
+    for i in T.vectorized(1024):
+        X[i] = X[i] + A[i]
+
+
+def _tensor(
+    name: str,
+    dtype: str,
+    shape: tuple[int | str, ...],
+    role: str = "input",
+    alignment: int = 64,
+) -> ParamSpec:
+    return ParamSpec(name=name, dtype=dtype, shape=shape, role=role, alignment=alignment)
 
 
 KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
@@ -90,6 +116,21 @@ KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
             _tensor("A", "float32", (1024,)),
             _tensor("B", "float32", (1024,)),
             _tensor("C", "float32", (1024,), "output"),
+        ],
+    ),
+    "vadd_elem": (
+        vadd_elem,
+        [
+            _tensor("A", "float32", (1024,), alignment=4),
+            _tensor("B", "float32", (1024,), alignment=4),
+            _tensor("C", "float32", (1024,), "output", alignment=4),
+        ],
+    ),
+    "accumulate": (
+        accumulate,
+        [
+            _tensor("A", "float32", (1024,), alignment=4),
+            _tensor("X", "float32", (1024,), "inout", alignment=4),
         ],
     ),
     "padd": (

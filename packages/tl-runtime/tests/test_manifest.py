@@ -96,7 +96,12 @@ def test_invalid_manifest_is_refused(changes: dict[str, object], needle: str) ->
         ({"shape": ("1n",)}, "symbolic dim name"),
         ({"shape": (True,)}, "shape"),
         ({"kind": "scalar", "shape": (3,)}, "scalar"),
-        ({"role": "inout"}, "role"),
+        ({"role": "scratch"}, "role"),
+        ({"kind": "scalar", "role": "inout"}, "scalar"),
+        ({"alignment": 3}, "alignment"),
+        ({"alignment": 0}, "alignment"),
+        ({"alignment": True}, "alignment"),
+        ({"alignment": "4"}, "alignment"),
         ({"shape": (3,), "strides": (1, 1)}, "strides"),
     ],
 )
