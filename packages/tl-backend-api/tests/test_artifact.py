@@ -97,3 +97,44 @@ def test_a_source_only_execution_backend_gives_a_source_only_artifact(tmp_path: 
     manifest = tl_runtime.read_manifest(directory)
     assert [f.path for f in manifest.files] == ["kernel.c"]
     assert manifest.library == "kernel.c"
+
+
+def accumulate_kernel() -> Any:
+    @T.prim_func
+    def accumulate(
+        A: T.Tensor((16, 16), "float32"),
+        rows: T.Tensor((16,), "float32"),
+        acc: T.Tensor((16, 16), "float32"),
+        C: T.Tensor((16, 16), "float64", align=64),
+    ):
+        with T.Kernel(1, threads=16):
+            tile = T.alloc_fragment((16, 16), "float32")
+            T.copy(A[0, 0], tile)
+            for i in T.serial(16):
+                T.atomic_add(rows[i], tile[i, 0])  # atomic target: written
+            T.copy(tile, acc[0, 0])  # tile-op destination: written
+            for i, j in T.Parallel(16, 16):
+                C[i, j] = T.Cast("float64", tile[i, j])  # BufferStore: written
+
+    return accumulate
+
+
+def test_manifest_records_alignment_and_written_params(tmp_path: Path) -> None:
+    directory = build_artifact(
+        create_backend_context("llvm"), accumulate_kernel(), tmp_path / "art", out_idx=-1
+    )
+    params = tl_runtime.read_manifest(directory).params
+    assert [(p.name, p.role, p.alignment) for p in params] == [
+        ("A", "input", 4),
+        ("rows", "inout", 4),
+        ("acc", "inout", 4),
+        ("C", "output", 64),
+    ]
+    kernel = tl_runtime.load(directory)
+    a = np.arange(256, dtype="float32").reshape(16, 16)
+    rows = np.ones(16 + 4, "float32")[4:]  # 16 bytes off: element aligned, passed as is
+    acc = np.zeros((16, 16), "float32")
+    out = kernel(a, rows, acc)
+    np.testing.assert_allclose(rows, 1 + a[:, 0])
+    np.testing.assert_allclose(acc, a)
+    np.testing.assert_allclose(out, a)
