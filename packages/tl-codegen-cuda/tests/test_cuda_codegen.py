@@ -383,3 +383,27 @@ def test_copy_between_differently_placed_fragments_goes_through_shared_memory() 
     b = np.zeros_like(a)
     emu.run_emulated(library, sources.files["convert.kernel.json"], (1,), (32,), {"A": a, "B": b})
     np.testing.assert_array_equal(b, a + 1)
+
+
+def _nvrtc_usable() -> bool:
+    from tl_runtime.adapters.cuda_driver import nvrtc_module
+
+    module = nvrtc_module()
+    if module is None:
+        return False
+    try:
+        module.nvrtcVersion()
+    except Exception:  # libnvrtc missing
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _nvrtc_usable(), reason="cuda-python's NVRTC (and libnvrtc) is absent")
+def test_nvrtc_compiles_every_kernel_for_sm90() -> None:
+    from tl_runtime.adapters.cuda_driver import compile_with_nvrtc
+
+    target = cuda_target("sm_90")
+    for name in ALL_KERNELS:
+        source = CudaDeviceCodegen().emit_source(lowered(name, 0, target), target)
+        image = compile_with_nvrtc(source.files[f"{name}.cu"].encode(), f"{name}.cu", "sm_90")
+        assert image[:4] == b"\x7fELF", name

@@ -170,7 +170,41 @@ def _cuda_include_dirs() -> list[str]:
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if root and Path(root, "include").is_dir():
             found.append(str(Path(root, "include")))
+            # CUDA 13 keeps libcu++ (cuda/std/...) under include/cccl.
+            if Path(root, "include", "cccl").is_dir():
+                found.append(str(Path(root, "include", "cccl")))
     return list(dict.fromkeys(found))
+
+
+def compile_with_nvrtc(source: bytes, name: str, arch: str) -> bytes:
+    """Compile CUDA C ``source`` with NVRTC for ``arch`` (``sm_90``) and return the cubin.
+
+    Needs no GPU, only cuda-python's NVRTC bindings and libnvrtc.
+
+    Raises:
+        CudaError: NVRTC is not installed, or it failed (its log in the message).
+    """
+    nvrtc = nvrtc_module()
+    if nvrtc is None:
+        raise CudaError(
+            f"{name} is CUDA C compiled at load time: install cuda-python with its NVRTC "
+            "bindings (pip install cuda-python)"
+        )
+    program = _check(
+        nvrtc, nvrtc.nvrtcCreateProgram(source, name.encode(), 0, [], []), "nvrtcCreateProgram"
+    )
+    options = [f"--gpu-architecture={arch}".encode(), b"-default-device"]
+    options += [f"--include-path={d}".encode() for d in _cuda_include_dirs()]
+    result = nvrtc.nvrtcCompileProgram(program, len(options), options)
+    if int(result[0]) != 0:
+        size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+        log = b" " * int(size)
+        _check(nvrtc, nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
+        raise CudaError(f"NVRTC failed to compile {name}:\n{log.decode(errors='replace')}")
+    size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
+    image = b" " * int(size)
+    _check(nvrtc, nvrtc.nvrtcGetCUBIN(program, image), "nvrtcGetCUBIN")
+    return image
 
 
 class CudaDriverAdapter:
@@ -210,29 +244,7 @@ class CudaDriverAdapter:
         return path.read_bytes()  # a cubin or fatbin image
 
     def _compile_with_nvrtc(self, path: Path) -> bytes:
-        nvrtc = nvrtc_module()
-        if nvrtc is None:
-            raise CudaError(
-                f"{path.name} is CUDA C compiled at load time: install cuda-python with its "
-                "NVRTC bindings (pip install cuda-python)"
-            )
-        program = _check(
-            nvrtc,
-            nvrtc.nvrtcCreateProgram(path.read_bytes(), path.name.encode(), 0, [], []),
-            "nvrtcCreateProgram",
-        )
-        options = [f"--gpu-architecture={self.device.arch}".encode(), b"-default-device"]
-        options += [f"--include-path={d}".encode() for d in _cuda_include_dirs()]
-        result = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        if int(result[0]) != 0:
-            size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
-            log = b" " * int(size)
-            _check(nvrtc, nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
-            raise CudaError(f"NVRTC failed to compile {path.name}:\n{log.decode()}")
-        size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
-        image = b" " * int(size)
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(program, image), "nvrtcGetCUBIN")
-        return image
+        return compile_with_nvrtc(path.read_bytes(), path.name, self.device.arch)
 
     @classmethod
     def probe(cls) -> Availability:
