@@ -40,9 +40,12 @@ def make_scale(n: int, factor: float, repeat: int = 1) -> Any:
     @T.prim_func
     def scale(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32")):
         T.func_attr({"tir.noalias": True, "global_symbol": "scale"})
-        for r in range(repeat):
+        for i in range(n):
+            B[i] = T.float32(-3.0e38)
+        # Every round reads the previous one's result, so no compiler can drop rounds.
+        for _round in range(repeat):
             for i in range(n):
-                B[i] = A[i] * T.float32(factor) + T.Cast("float32", r) * T.float32(0)
+                B[i] = T.max(B[i], A[i] * T.float32(factor))
 
     return scale
 
