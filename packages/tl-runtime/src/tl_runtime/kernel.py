@@ -43,7 +43,8 @@ class Kernel:
 
         Args:
             *args: one value per parameter not in ``out_idx``, in order: arrays (any DLPack
-                producer, numpy arrays, torch tensors) or Python scalars.
+                producer, numpy arrays, torch tensors) or Python scalars. ``inout``
+                parameters are updated in place in the array passed.
 
         Returns:
             None when the kernel has no ``out_idx`` outputs, the output array for one, a tuple
@@ -52,7 +53,9 @@ class Kernel:
         Raises:
             TypeError: wrong argument count, non-array, wrong dtype or scalar type.
             ValueError: wrong rank/dims, disagreeing symbolic dims, non-contiguous, wrong
-                device, misaligned output, scalar out of range.
+                device, an ``output``/``inout`` array the kernel writes that is read-only or
+                below its parameter's declared ``alignment`` (such arrays are never copied;
+                misaligned inputs are), scalar out of range.
             RuntimeError: the kernel itself reported an error.
         """
         return self._call(*args)
