@@ -408,6 +408,12 @@ class ArgumentChecker:
 
             torch = importlib.import_module("torch")  # reached only when torch tensors came in
             out = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]), device=like.device)
+            if self.allocation_alignment > ALIGNMENT and out.data_ptr() % self.allocation_alignment:
+                raise NotImplementedError(
+                    f"{self.manifest.name}: allocating a torch output aligned to "
+                    f"{self.allocation_alignment} bytes (torch gave address {out.data_ptr():#x}); "
+                    "pass numpy arrays, or declare at most 64-byte alignment"
+                )
             return out
         np = self._np
         if np is None:
