@@ -28,10 +28,8 @@ def _session_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 def _aligned(value: Any) -> Any:
     """``value`` copied to a 64-byte-aligned array (scalars unchanged).
 
-    tl-runtime copies a misaligned *input*; a kernel that updates an argument in
-    place (atomic_sum's ``out``) would then write into the copy, because
-    build_artifact marks such a parameter ``input`` rather than ``output``
-    (reported to the CPU compiler's owner). Aligned arrays keep the test about tl_jit.
+    Keeps this suite about tl_jit: alignment rules (copies of misaligned read-only inputs,
+    refusal of misaligned in-place parameters) are tl-runtime's and tested there.
     """
     if not isinstance(value, np.ndarray):
         return value
