@@ -273,6 +273,28 @@ def insert_half_typedef(source: str) -> str:
     return _after_includes(source, HALF_TYPEDEF)
 
 
+#: TVM's C printer writes IEEE special values as the bare names ``inff``/``nanf``
+#: (float) and ``inf``/``nan`` (double), which C does not declare.
+_SPECIAL_FLOAT_DEFINITIONS = {
+    "inff": "#define inff __builtin_inff()\n",
+    "nanf": '#define nanf __builtin_nanf("")\n',
+    "inf": "#define inf __builtin_inf()\n",
+    "nan": '#define nan __builtin_nan("")\n',
+}
+
+
+def insert_special_float_constants(source: str) -> str:
+    """Define the special float names (``inff``, ``nanf``, ``inf``, ``nan``) ``source`` uses."""
+    used = [
+        definition
+        for name, definition in _SPECIAL_FLOAT_DEFINITIONS.items()
+        if re.search(rf"(?<![\w.]){name}(?![\w(])", source)
+    ]
+    if not used:
+        return source
+    return _after_includes(source, "".join(used))
+
+
 def insert_microkernel_prelude(source: str) -> str:
     """Add the C GEMM micro-kernel definitions when ``source`` calls them.
 
@@ -328,7 +350,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
         ) from error
     source, _ = insert_openmp_pragmas(str(lib.mod.inspect_source()))
     source = insert_stdio(insert_atomics_prelude(insert_microkernel_prelude(source)))
-    return insert_half_typedef(source)
+    return insert_special_float_constants(insert_half_typedef(source))
 
 
 def build_c(
