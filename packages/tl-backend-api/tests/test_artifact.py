@@ -138,3 +138,16 @@ def test_manifest_records_alignment_and_written_params(tmp_path: Path) -> None:
     np.testing.assert_allclose(rows, 1 + a[:, 0])
     np.testing.assert_allclose(acc, a)
     np.testing.assert_allclose(out, a)
+
+
+def test_gpu_artifacts_record_the_16_byte_vector_alignment(tmp_path: Path) -> None:
+    pytest.importorskip("tl_codegen_cuda")
+    context = create_backend_context({"kind": "cuda", "arch": "sm_90"}, execution_backend="source")
+    directory = build_artifact(context, accumulate_kernel(), tmp_path / "art", out_idx=-1)
+    params = tl_runtime.read_manifest(directory).params
+    assert [(p.role, p.alignment) for p in params] == [
+        ("input", 16),
+        ("inout", 16),
+        ("inout", 16),
+        ("output", 64),
+    ]

@@ -164,6 +164,21 @@ def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, 
     return tuple(specs)
 
 
+def _with_device_vector_alignment(params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """GPU kernels move global tiles in 128-bit vectors that assume the buffer's base is
+    16-byte aligned (tl_passes' GPU lowering), whatever the param declares: record that."""
+    import dataclasses
+
+    from tl_passes.gpu_lower_tile_ops import VECTOR_BYTES
+
+    return tuple(
+        dataclasses.replace(p, alignment=max(p.alignment, VECTOR_BYTES))
+        if p.kind == "tensor"
+        else p
+        for p in params
+    )
+
+
 def _target_json(context: BackendContext) -> dict[str, Any]:
     target = context.target
     out: dict[str, Any] = {"kind": context.target_kind}
@@ -257,6 +272,8 @@ def build_artifact(
     params = param_specs(func, outputs)
     lowered = context.lower(kernel_module(func, name), dump_dir=dump_dir)
     build = context.build(lowered)
+    if build.sources.launches:
+        params = _with_device_vector_alignment(params)
     files: dict[str, bytes] = {}
     roles: dict[str, str] = {}
     for file_name, blob in build.binaries.items():
