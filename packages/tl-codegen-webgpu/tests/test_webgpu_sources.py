@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tvm.target import Target
@@ -12,42 +11,32 @@ from tvm.target import Target
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from integration_tests.kernels import ALL_KERNELS, load
-from tl_backend_api.artifact import kernel_module
+from tl_backend_api import KernelSources
+from tl_backend_api.testing import (
+    SUITE_FIRST_CASE_GRIDS,
+    GpuSourceSuite,
+)
 from tl_codegen_webgpu.backend import BACKEND
 from tl_passes.gpu_lower_tile_ops import GpuLoweringError
 
-#: Grid of each kernel's first case, worked out from its T.Kernel by hand.
-EXPECTED_GRID: dict[str, tuple[int | str, ...]] = {
-    "gemm": (2, 2),
-    "gemm_transposed": (2, 2),
-    "elementwise_add": (4, 4),
-    "softmax": (4,),
-    "rms_norm": (4,),
-    "column_reduce": (2,),
-    "symbolic_scale": ("((M + 31) // 32)",),
-    "two_outputs": (2, 2),
-    "atomic_sum": (4, 2),
-    "serial_scan": (1,),
-    "tile_cumsum": (4,),
-}
-#: Kernels whose tiles live in shared memory (they need block barriers).
-SHARED_KERNELS = ("gemm", "gemm_transposed", "rms_norm", "two_outputs", "tile_cumsum", "softmax")
-UNSUPPORTED = {"atomic_sum"} if "webgpu" in ("metal", "webgpu") else set()
+#: Suite kernels whose constructs webgpu lacks (float atomics).
+UNSUPPORTED = {"atomic_sum"}
 
 
 def target() -> Target:
     return Target({"kind": "webgpu"}, host=Target("llvm"))
 
 
-def emit(name: str) -> Any:
+SUITE = GpuSourceSuite(backend=BACKEND, kind="webgpu", make_target=target, source_extension="wgsl")
+
+
+def emit(name: str) -> KernelSources:
     module = load(name)
-    func = module.KERNEL(**module.CASES[0]["args"])
-    mod = BACKEND.pipelines["webgpu"].run(kernel_module(func, name), target())
-    return BACKEND.device_codegens["webgpu"].emit_source(mod, target())
+    return SUITE.emit(module.KERNEL(**module.CASES[0]["args"]), name)
 
 
 def test_the_expected_grids_cover_the_suite() -> None:
-    assert set(EXPECTED_GRID) == set(ALL_KERNELS)
+    assert set(SUITE_FIRST_CASE_GRIDS) == set(ALL_KERNELS)
 
 
 @pytest.mark.parametrize("name", ALL_KERNELS)
@@ -57,14 +46,10 @@ def test_kernel_source_has_entry_point_and_launch(name: str) -> None:
             emit(name)
         return
     sources = emit(name)
-    text = sources.files[f"{name}.wgsl"]
+    assert SUITE.problems(sources, name, grid=SUITE_FIRST_CASE_GRIDS[name]) == []
+    text = SUITE.source_text(sources, name)
     assert f"fn {name}_kernel(" in text
     assert "@compute @workgroup_size(128, 1, 1)" in text
-    assert sources.entry_symbol == f"{name}_kernel"
-    (launch,) = sources.launches
-    assert launch.grid == EXPECTED_GRID[name]
-    assert launch.block == (128,)
-    assert f"{name}.kernel.json" in sources.files
 
 
 def test_backend_resolves_for_the_kind() -> None:

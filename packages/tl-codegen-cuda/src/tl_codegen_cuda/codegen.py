@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 from tvm import IRModule
 from tvm.target import Target
 
-from tl_backend_api import DeviceBuildResult, KernelLaunch, KernelSources, ToolchainError
-from tl_passes.gpu_device_build import DeviceBuildError, DeviceModule, build_device_module
+from tl_backend_api import DeviceBuildResult, KernelSources
+from tl_backend_api.gpu_sources import emit_single_source, module_kernel_name
 from tl_passes.gpu_lower_tile_ops import CUDA_ATOMICS_PRELUDE
 
 from .features import DEFAULT_ARCH, target_arch
@@ -19,32 +18,12 @@ from .toolchain import Nvcc
 _PRELUDE_ANCHOR = 'extern "C" __global__'
 
 
-def kernel_name(mod: IRModule) -> str:
-    """The name of the module's kernel (its first PrimFunc's global symbol)."""
-    for global_var, func in mod.functions.items():
-        symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
-        return str(symbol) if symbol is not None else str(global_var.name_hint)
-    raise ValueError("mod: expected a module with one kernel, got an empty module")
-
-
 def with_prelude(source: str) -> str:
     """``source`` with the device helpers (atomics) placed before the first kernel."""
     position = source.find(_PRELUDE_ANCHOR)
     if position < 0:
         return source + CUDA_ATOMICS_PRELUDE
     return source[:position] + CUDA_ATOMICS_PRELUDE + "\n" + source[position:]
-
-
-def kernel_description(device: DeviceModule) -> str:
-    """The ``<name>.kernel.json`` text the runtime's CUDA adapters read."""
-    kernel = device.kernels[0]
-    return json.dumps(
-        {
-            "symbol": kernel.symbol,
-            "arguments": [argument.to_json() for argument in kernel.arguments],
-        },
-        indent=1,
-    )
 
 
 class CudaDeviceCodegen:
@@ -64,30 +43,11 @@ class CudaDeviceCodegen:
         symbol and parameter order for the runtime's launcher).
 
         Raises:
+            ValueError: ``mod`` holds no kernel.
             ToolchainError: TVM's code generation failed (its message).
         """
-        name = kernel_name(mod)
-        try:
-            device = build_device_module(mod, target)
-        except DeviceBuildError as exc:
-            raise ToolchainError(str(exc)) from exc
-        launches = tuple(
-            KernelLaunch(
-                kernel_name=kernel.symbol,
-                grid=kernel.grid,
-                block=kernel.block,
-                dynamic_shared_memory_bytes=kernel.dynamic_shared_memory,
-            )
-            for kernel in device.kernels
-        )
-        return KernelSources(
-            language="cuda",
-            files={
-                f"{name}.cu": with_prelude(device.sources[""]),
-                f"{name}.kernel.json": kernel_description(device),
-            },
-            entry_symbol=device.kernels[0].symbol,
-            launches=launches,
+        return emit_single_source(
+            mod, target, language="cuda", extension="cu", transform=with_prelude
         )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
@@ -100,7 +60,7 @@ class CudaDeviceCodegen:
                 (nvcc's message and the source path).
         """
         sources = self.emit_source(mod, target)
-        name = kernel_name(mod)
+        name = module_kernel_name(mod)
         arch = target_arch(target)
         info = self.nvcc.discover()
         with tempfile.TemporaryDirectory(prefix="tl-cuda-") as scratch:

@@ -9,10 +9,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tl_backend_api import ToolchainError, ToolchainInfo
+from tl_backend_api.gpu_sources import probe_tool_version
 
 #: Environment variable naming the nvcc to use (default: ``nvcc`` on PATH, then
 #: ``$CUDA_HOME/bin/nvcc``).
 NVCC_ENV = "TL_NVCC"
+
+
+def _release_line(lines: list[str]) -> str | None:
+    """The last line of ``nvcc --version`` naming the release (``... release 12.4, V12.4.131``)."""
+    releases = [line for line in lines if "release" in line]
+    return releases[-1].strip() if releases else None
 
 
 class Nvcc:
@@ -40,17 +47,7 @@ class Nvcc:
 
     def discover(self) -> ToolchainInfo | None:
         """nvcc and its release line, or None when it is not installed."""
-        executable = self.executable()
-        if executable is None:
-            return None
-        try:
-            done = subprocess.run(
-                [executable, "--version"], capture_output=True, text=True, timeout=60
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        lines = [line for line in done.stdout.splitlines() if "release" in line]
-        return ToolchainInfo(self.name, executable, lines[-1].strip() if lines else "unknown")
+        return probe_tool_version(self.name, self.executable(), _release_line)
 
     def _run(self, command: Sequence[str], source: str | None) -> None:
         try:

@@ -9,7 +9,6 @@ runs; `HipDeviceCodegen.build` links with ld.lld.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,13 +17,20 @@ import tvm_ffi
 from tvm import IRModule
 from tvm.target import Target
 
-from tl_backend_api import DeviceBuildResult, KernelLaunch, KernelSources, ToolchainError
-from tl_passes.gpu_device_build import DeviceBuildError, DeviceModule, build_device_module
+from tl_backend_api import DeviceBuildResult, KernelSources, ToolchainError
+from tl_backend_api.gpu_sources import (
+    build_device_sources,
+    device_kernel_sources,
+    module_kernel_name,
+)
+from tl_passes.gpu_device_build import DeviceModule
 
 from .toolchain import Lld
 
 BITCODE_CALLBACK = "tvm_callback_rocm_bitcode_path"
 LINK_CALLBACK = "tvm_callback_rocm_link"
+#: What TVM's ROCm device module is read as: AMDGPU assembly, then LLVM IR.
+_SOURCE_FORMATS = ("asm", "")
 
 
 def no_device_libraries(rocdl_dir: Any = None) -> list[str]:
@@ -43,38 +49,19 @@ def install_source_only_callbacks() -> None:
     tvm_ffi.register_global_func(LINK_CALLBACK, keep_object, override=True)
 
 
-def kernel_name(mod: IRModule) -> str:
-    """The name of the module's kernel (its first PrimFunc's global symbol)."""
-    for global_var, func in mod.functions.items():
-        symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
-        return str(symbol) if symbol is not None else str(global_var.name_hint)
-    raise ValueError("mod: expected a module with one kernel, got an empty module")
+def amdgpu_sources(mod: IRModule, device: DeviceModule) -> KernelSources:
+    """The hip `KernelSources` of a built device module: ``<name>.s`` (AMDGPU
+    assembly), ``<name>.ll`` (LLVM IR) and ``<name>.kernel.json``.
 
-
-def _sources(mod: IRModule, target: Target, device: DeviceModule) -> KernelSources:
-    name = kernel_name(mod)
-    kernel = device.kernels[0]
-    description = {
-        "symbol": kernel.symbol,
-        "arguments": [argument.to_json() for argument in kernel.arguments],
-    }
-    return KernelSources(
+    Raises:
+        ValueError: ``mod`` holds no kernel.
+    """
+    name = module_kernel_name(mod)
+    return device_kernel_sources(
+        name,
+        device,
         language="amdgpu",
-        files={
-            f"{name}.s": device.sources["asm"],
-            f"{name}.ll": device.sources[""],
-            f"{name}.kernel.json": json.dumps(description, indent=1),
-        },
-        entry_symbol=kernel.symbol,
-        launches=tuple(
-            KernelLaunch(
-                kernel_name=k.symbol,
-                grid=k.grid,
-                block=k.block,
-                dynamic_shared_memory_bytes=k.dynamic_shared_memory,
-            )
-            for k in device.kernels
-        ),
+        files={f"{name}.s": device.sources["asm"], f"{name}.ll": device.sources[""]},
     )
 
 
@@ -92,11 +79,8 @@ class HipDeviceCodegen:
             ToolchainError: TVM's code generation failed (its message).
         """
         install_source_only_callbacks()
-        try:
-            device = build_device_module(mod, target, source_formats=("asm", ""))
-        except DeviceBuildError as exc:
-            raise ToolchainError(str(exc)) from exc
-        return _sources(mod, target, device)
+        device = build_device_sources(mod, target, source_formats=_SOURCE_FORMATS)
+        return amdgpu_sources(mod, device)
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
         """The sources plus a code object (``<name>.hsaco``) linked by ld.lld.
@@ -110,7 +94,7 @@ class HipDeviceCodegen:
                 "building for rocm needs ld.lld (ROCm) to link the code object; "
                 "emit_source works without it"
             )
-        name = kernel_name(mod)
+        name = module_kernel_name(mod)
         linked: list[bytes] = []
         with tempfile.TemporaryDirectory(prefix="tl-hip-") as scratch:
             obj = Path(scratch) / f"{name}.o"
@@ -126,15 +110,13 @@ class HipDeviceCodegen:
             tvm_ffi.register_global_func(BITCODE_CALLBACK, no_device_libraries, override=True)
             tvm_ffi.register_global_func(LINK_CALLBACK, link, override=True)
             try:
-                device = build_device_module(mod, target, source_formats=("asm", ""))
-            except DeviceBuildError as exc:
-                raise ToolchainError(str(exc)) from exc
+                device = build_device_sources(mod, target, source_formats=_SOURCE_FORMATS)
             finally:
                 install_source_only_callbacks()
         if not linked:
             raise ToolchainError("TVM's AMDGPU codegen never asked to link a code object")
         return DeviceBuildResult(
-            sources=_sources(mod, target, device),
+            sources=amdgpu_sources(mod, device),
             binaries={f"{name}.hsaco": linked[-1]},
             toolchain_versions={"ld.lld": info.version},
         )

@@ -8,8 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tl_backend_api import ToolchainError, ToolchainInfo
+from tl_backend_api.gpu_sources import probe_tool_version
 
 _NOT_FOUND = "ld.lld not found: install ROCm (or LLVM's lld) to link AMDGPU code objects"
+
+
+def _first_line(lines: list[str]) -> str | None:
+    """The first line of ``ld.lld --version`` (``LLD 17.0.6 (compatible with GNU linkers)``)."""
+    return lines[0] if lines else None
 
 
 class Lld:
@@ -30,17 +36,7 @@ class Lld:
 
     def discover(self) -> ToolchainInfo | None:
         """ld.lld and its version line, or None when it is not installed."""
-        executable = self.executable()
-        if executable is None:
-            return None
-        try:
-            done = subprocess.run(
-                [executable, "--version"], capture_output=True, text=True, timeout=60
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        first = done.stdout.splitlines()[:1]
-        return ToolchainInfo(self.name, executable, first[0] if first else "unknown")
+        return probe_tool_version(self.name, self.executable(), _first_line)
 
     def compile_shared_object(
         self, sources: Sequence[Path], output: Path, *, options: Sequence[str] = ()

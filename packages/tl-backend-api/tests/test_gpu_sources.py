@@ -1,0 +1,228 @@
+"""tl_backend_api.gpu_sources (the GPU codegens' shared source assembly) and
+tl_backend_api.testing (the GPU backends' shared source checks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tvm
+from tvm.target import Target
+
+from tl_backend_api import (
+    KernelLaunch,
+    KernelSources,
+    ToolchainError,
+    build_device_sources,
+    device_kernel_sources,
+    emit_single_source,
+    kernel_description,
+    kernel_launches,
+    module_kernel_name,
+    probe_tool_version,
+)
+from tl_backend_api import gpu_sources as gpu_sources_module
+from tl_backend_api.testing import GpuSourceSuite
+from tl_passes.gpu_device_build import DeviceArgument, DeviceBuildError, DeviceKernel, DeviceModule
+
+
+def one_function_module(symbol: str | None, global_name: str = "gv") -> tvm.IRModule:
+    n = tvm.tirx.Var("n", "int32")
+    func = tvm.tirx.PrimFunc([n], tvm.tirx.Evaluate(tvm.tirx.const(0, "int32")))
+    if symbol is not None:
+        func = func.with_attr("global_symbol", symbol)
+    return tvm.IRModule({global_name: func})
+
+
+def two_kernel_device(primary: str = "// source") -> DeviceModule:
+    first = DeviceKernel(
+        symbol="scale_kernel",
+        grid=(4, "((M + 31) // 32)"),
+        block=(128,),
+        dynamic_shared_memory=256,
+        arguments=(DeviceArgument("buffer", "A", "float32"), DeviceArgument("dim", "M", "int32")),
+    )
+    second = DeviceKernel(
+        symbol="scale_kernel_1", grid=(1,), block=(32, 2), dynamic_shared_memory=0, arguments=()
+    )
+    return DeviceModule(sources={"": primary, "asm": "; asm"}, kernels=(first, second))
+
+
+def test_module_kernel_name_prefers_the_global_symbol() -> None:
+    assert module_kernel_name(one_function_module("scale", "gv")) == "scale"
+    assert module_kernel_name(one_function_module(None, "fallback")) == "fallback"
+
+
+def test_module_kernel_name_of_an_empty_module_names_the_parameter() -> None:
+    with pytest.raises(ValueError, match="mod: expected a module with one kernel"):
+        module_kernel_name(tvm.IRModule({}))
+
+
+def test_build_device_sources_reports_tvm_failure_as_toolchain_error() -> None:
+    # A module without T.Kernel: lowering yields no device kernel.
+    with pytest.raises(ToolchainError, match="no device kernel") as caught:
+        build_device_sources(one_function_module("k"), Target("cuda"))
+    assert isinstance(caught.value.__cause__, DeviceBuildError)
+
+
+def test_kernel_description_is_the_first_kernels_symbol_and_arguments() -> None:
+    assert json.loads(kernel_description(two_kernel_device())) == {
+        "symbol": "scale_kernel",
+        "arguments": [
+            {"kind": "buffer", "name": "A", "dtype": "float32"},
+            {"kind": "dim", "name": "M", "dtype": "int32"},
+        ],
+    }
+
+
+def test_kernel_launches_follow_every_kernel_in_order() -> None:
+    assert kernel_launches(two_kernel_device()) == (
+        KernelLaunch("scale_kernel", (4, "((M + 31) // 32)"), (128,), 256),
+        KernelLaunch("scale_kernel_1", (1,), (32, 2), 0),
+    )
+
+
+def test_device_kernel_sources_adds_the_description_after_the_backend_files() -> None:
+    device = two_kernel_device()
+    sources = device_kernel_sources(
+        "scale", device, language="amdgpu", files={"scale.s": "; asm", "scale.ll": "; ir"}
+    )
+    assert list(sources.files) == ["scale.s", "scale.ll", "scale.kernel.json"]
+    assert sources.files["scale.kernel.json"] == kernel_description(device)
+    assert sources.language == "amdgpu"
+    assert sources.entry_symbol == "scale_kernel"
+    assert sources.launches == kernel_launches(device)
+
+
+def test_device_kernel_sources_refuses_a_description_among_the_files() -> None:
+    with pytest.raises(ValueError, match=r"files: .*'scale\.kernel\.json'"):
+        device_kernel_sources(
+            "scale", two_kernel_device(), language="cuda", files={"scale.kernel.json": "{}"}
+        )
+
+
+def test_emit_single_source_names_the_file_and_applies_the_transform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[str, ...]] = []
+
+    def fake_build(mod: Any, target: Any, *, source_formats: tuple[str, ...]) -> DeviceModule:
+        seen.append(source_formats)
+        return two_kernel_device("kernel body")
+
+    monkeypatch.setattr(gpu_sources_module, "build_device_module", fake_build)
+    sources = emit_single_source(
+        one_function_module("scale"),
+        Target("cuda"),
+        language="cuda",
+        extension="cu",
+        transform=lambda text: "// prelude\n" + text,
+    )
+    assert seen == [("",)]
+    assert sources.files["scale.cu"] == "// prelude\nkernel body"
+    assert list(sources.files) == ["scale.cu", "scale.kernel.json"]
+    untransformed = emit_single_source(
+        one_function_module("scale"), Target("metal"), language="metal", extension="metal"
+    )
+    assert untransformed.files["scale.metal"] == "kernel body"
+
+
+def test_emit_single_source_checks_the_module_before_lowering(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def must_not_build(*args: Any, **kwargs: Any) -> DeviceModule:
+        raise AssertionError("lowering ran for an empty module")
+
+    monkeypatch.setattr(gpu_sources_module, "build_device_module", must_not_build)
+    with pytest.raises(ValueError, match="empty module"):
+        emit_single_source(tvm.IRModule({}), Target("cuda"), language="cuda", extension="cu")
+
+
+def fake_tool(tmp_path: Path, output: str) -> str:
+    script = tmp_path / "tool"
+    script.write_text(f"#!/bin/sh\nprintf '{output}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the fake tool is a shell script")
+def test_probe_tool_version_picks_the_line(tmp_path: Path) -> None:
+    executable = fake_tool(tmp_path, "first line\\nrelease 12.4\\n")
+    info = probe_tool_version("tool", executable, lambda lines: lines[-1])
+    assert info is not None
+    assert (info.name, info.executable, info.version) == ("tool", executable, "release 12.4")
+    unknown = probe_tool_version("tool", executable, lambda lines: None)
+    assert unknown is not None and unknown.version == "unknown"
+
+
+def test_probe_tool_version_without_a_usable_tool_is_none(tmp_path: Path) -> None:
+    assert probe_tool_version("tool", None, lambda lines: lines[0]) is None
+    not_executable = tmp_path / "not-a-tool"
+    not_executable.write_text("")
+    assert probe_tool_version("tool", str(not_executable), lambda lines: lines[0]) is None
+
+
+class FixedCodegen:
+    def __init__(self, sources: KernelSources) -> None:
+        self.sources = sources
+
+    def emit_source(self, mod: Any, target: Target) -> KernelSources:
+        return self.sources
+
+    def build(self, mod: Any, target: Target) -> Any:
+        raise NotImplementedError("FixedCodegen.build: the suite only emits sources")
+
+
+def suite_of(sources: KernelSources) -> GpuSourceSuite:
+    from tl_backend_api_testkit import make_backend
+
+    backend = make_backend(
+        "fake-gpu", kinds=("cuda",), device_codegens={"cuda": FixedCodegen(sources)}
+    )
+    return GpuSourceSuite(
+        backend=backend, kind="cuda", make_target=lambda: Target("cuda"), source_extension="cu"
+    )
+
+
+def good_sources() -> KernelSources:
+    return device_kernel_sources(
+        "scale", two_kernel_device(), language="cuda", files={"scale.cu": "// cu"}
+    )
+
+
+def test_suite_problems_are_empty_for_the_expected_shape() -> None:
+    single = DeviceModule(sources={"": ""}, kernels=two_kernel_device().kernels[:1])
+    sources = device_kernel_sources("scale", single, language="cuda", files={"scale.cu": "x"})
+    suite = suite_of(sources)
+    assert suite.problems(sources, "scale", grid=(4, "((M + 31) // 32)")) == []
+    assert suite.source_text(sources, "scale") == "x"
+
+
+def test_suite_problems_name_each_difference() -> None:
+    sources = good_sources()  # two launches
+    suite = suite_of(sources)
+    assert suite.problems(sources, "scale", grid=(4,)) == ["launches: expected one launch, got 2"]
+    assert suite.problems(sources, "other", grid=(4,))[:3] == [
+        "entry_symbol: expected 'other_kernel', got 'scale_kernel'",
+        "files: expected 'other.cu', got ['scale.cu', 'scale.kernel.json']",
+        "files: expected 'other.kernel.json', got ['scale.cu', 'scale.kernel.json']",
+    ]
+    single = DeviceModule(sources={"": ""}, kernels=two_kernel_device().kernels[:1])
+    one = device_kernel_sources("scale", single, language="cuda", files={"scale.cu": "x"})
+    assert suite.problems(one, "scale", grid=(8,), block=(64,)) == [
+        "launch grid: expected (8,), got (4, '((M + 31) // 32)')",
+        "launch block: expected (64,), got (128,)",
+    ]
+    with pytest.raises(AssertionError, match=r"expected 'other\.cu'"):
+        suite.source_text(sources, "other")
+
+
+def test_suite_emit_runs_the_pipeline_then_the_codegen() -> None:
+    sources = good_sources()
+    n = tvm.tirx.Var("n", "int32")
+    func = tvm.tirx.PrimFunc([n], tvm.tirx.Evaluate(tvm.tirx.const(0, "int32")))
+    assert suite_of(sources).emit(func, "scale") is sources
