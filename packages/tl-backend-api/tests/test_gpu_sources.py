@@ -9,14 +9,15 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import tvm
 from tvm.target import Target
 
-from tl_backend_api import (
-    KernelLaunch,
-    KernelSources,
-    ToolchainError,
+import tl_backend_api
+from tl_backend_api import KernelLaunch, KernelSources, ToolchainError
+from tl_backend_api import gpu_sources as gpu_sources_module
+from tl_backend_api.gpu_sources import (
     build_device_sources,
     device_kernel_sources,
     emit_single_source,
@@ -25,9 +26,9 @@ from tl_backend_api import (
     module_kernel_name,
     probe_tool_version,
 )
-from tl_backend_api import gpu_sources as gpu_sources_module
-from tl_backend_api.testing import GpuSourceSuite
+from tl_backend_api.testing import SUITE_FIRST_CASE_GRIDS, GpuSourceSuite
 from tl_passes.gpu_device_build import DeviceArgument, DeviceBuildError, DeviceKernel, DeviceModule
+from tl_passes.gpu_lower_tile_ops import GpuLoweringError
 
 
 def one_function_module(symbol: str | None, global_name: str = "gv") -> tvm.IRModule:
@@ -50,6 +51,12 @@ def two_kernel_device(primary: str = "// source") -> DeviceModule:
         symbol="scale_kernel_1", grid=(1,), block=(32, 2), dynamic_shared_memory=0, arguments=()
     )
     return DeviceModule(sources={"": primary, "asm": "; asm"}, kernels=(first, second))
+
+
+def test_the_package_exports_the_helpers() -> None:
+    for name in ("build_device_sources", "emit_single_source", "probe_tool_version"):
+        assert getattr(tl_backend_api, name) is getattr(gpu_sources_module, name)
+        assert name in tl_backend_api.__all__
 
 
 def test_module_kernel_name_prefers_the_global_symbol() -> None:
@@ -177,14 +184,18 @@ class FixedCodegen:
         raise NotImplementedError("FixedCodegen.build: the suite only emits sources")
 
 
-def suite_of(sources: KernelSources) -> GpuSourceSuite:
+def suite_of(sources: KernelSources, unsupported: frozenset[str] = frozenset()) -> GpuSourceSuite:
     from tl_backend_api_testkit import make_backend
 
     backend = make_backend(
         "fake-gpu", kinds=("cuda",), device_codegens={"cuda": FixedCodegen(sources)}
     )
     return GpuSourceSuite(
-        backend=backend, kind="cuda", make_target=lambda: Target("cuda"), source_extension="cu"
+        backend=backend,
+        kind="cuda",
+        make_target=lambda: Target("cuda"),
+        source_extension="cu",
+        unsupported=unsupported,
     )
 
 
@@ -226,3 +237,67 @@ def test_suite_emit_runs_the_pipeline_then_the_codegen() -> None:
     n = tvm.tirx.Var("n", "int32")
     func = tvm.tirx.PrimFunc([n], tvm.tirx.Evaluate(tvm.tirx.const(0, "int32")))
     assert suite_of(sources).emit(func, "scale") is sources
+
+
+class FakeSuiteKernel:
+    """Stands for a suite kernel module: ``KERNEL`` at ``CASES[0]["args"]``."""
+
+    CASES: Any = ({"args": {"n": 8}},)
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def KERNEL(self, **args: Any) -> Any:
+        self.calls.append(args)
+        n = tvm.tirx.Var("n", "int32")
+        return tvm.tirx.PrimFunc([n], tvm.tirx.Evaluate(tvm.tirx.const(0, "int32")))
+
+
+def softmax_sources(grid: tuple[int | str, ...]) -> KernelSources:
+    kernel = DeviceKernel("softmax_kernel", grid, (128,), 0, ())
+    device = DeviceModule(sources={"": ""}, kernels=(kernel,))
+    return device_kernel_sources("softmax", device, language="cuda", files={"softmax.cu": "y"})
+
+
+def test_check_suite_kernel_emits_the_first_case_and_returns_the_text() -> None:
+    kernel = FakeSuiteKernel()
+    sources = softmax_sources(SUITE_FIRST_CASE_GRIDS["softmax"])
+    assert suite_of(sources).check_suite_kernel(kernel, "softmax") == "y"  # type: ignore[arg-type]
+    assert kernel.calls == [{"n": 8}]
+
+
+def test_check_suite_kernel_fails_on_a_wrong_grid() -> None:
+    suite = suite_of(softmax_sources((99,)))
+    with pytest.raises(AssertionError, match=r"softmax: \['launch grid"):
+        suite.check_suite_kernel(FakeSuiteKernel(), "softmax")  # type: ignore[arg-type]
+
+
+class RefusingCodegen(FixedCodegen):
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def emit_source(self, mod: Any, target: Target) -> KernelSources:
+        raise GpuLoweringError(self.message)
+
+
+def test_check_suite_kernel_expects_unsupported_kernels_to_be_refused() -> None:
+    suite = suite_of(softmax_sources((4,)), unsupported=frozenset({"softmax"}))
+    with pytest.raises(AssertionError, match="expected a GpuLoweringError on 'cuda'"):
+        suite.check_suite_kernel(FakeSuiteKernel(), "softmax")  # type: ignore[arg-type]
+    refused = attrs.evolve(
+        suite,
+        backend=attrs.evolve(
+            suite.backend,
+            device_codegens={"cuda": RefusingCodegen("atomics not implemented on target 'cuda'")},
+        ),
+    )
+    assert refused.check_suite_kernel(FakeSuiteKernel(), "softmax") is None  # type: ignore[arg-type]
+    elsewhere = attrs.evolve(
+        suite,
+        backend=attrs.evolve(
+            suite.backend,
+            device_codegens={"cuda": RefusingCodegen("atomics not implemented on target 'metal'")},
+        ),
+    )
+    with pytest.raises(AssertionError, match="not implemented on target 'cuda'"):
+        elsewhere.check_suite_kernel(FakeSuiteKernel(), "softmax")  # type: ignore[arg-type]

@@ -10,7 +10,8 @@ target, its source file's extension, what its source text must contain).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 
 import attrs
 from tvm import tirx
@@ -19,6 +20,7 @@ from tvm.target import Target
 from tl_backend_api.artifact import kernel_module
 from tl_backend_api.descriptors import Backend
 from tl_backend_api.protocols import KernelSources
+from tl_passes.gpu_lower_tile_ops import GpuLoweringError
 
 #: Grid of each suite kernel's first case (``integration_tests/kernels``), worked
 #: out from its ``T.Kernel`` by hand; the suite and this table change together
@@ -51,6 +53,10 @@ SUITE_SHARED_MEMORY_KERNELS: tuple[str, ...] = (
 SUITE_BLOCK: tuple[int, ...] = (128,)
 
 
+def _kernel_names(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(names)
+
+
 @attrs.frozen
 class GpuSourceSuite:
     """How one GPU backend's sources are emitted and checked for a suite kernel.
@@ -61,12 +67,15 @@ class GpuSourceSuite:
         make_target: a fresh target of that kind (with its host).
         source_extension: the extension of the backend's main source file
             (``"s"``, ``"metal"``, ``"wgsl"``), without the dot.
+        unsupported: suite kernels the target cannot lower (their lowering must
+            raise a `GpuLoweringError` naming the target).
     """
 
     backend: Backend
     kind: str
     make_target: Callable[[], Target]
     source_extension: str
+    unsupported: frozenset[str] = attrs.field(default=frozenset(), converter=_kernel_names)
 
     def emit(self, func: tirx.PrimFunc, name: str) -> KernelSources:
         """Sources of the PrimFunc ``func`` under ``name``: the backend's pipeline,
@@ -124,3 +133,29 @@ class GpuSourceSuite:
         if launch.block != block:
             found.append(f"launch block: expected {block}, got {launch.block}")
         return found
+
+    def check_suite_kernel(self, kernel: ModuleType, name: str) -> str | None:
+        """Emit the suite kernel module ``kernel`` (its ``KERNEL`` at its first case)
+        and check it as `problems` does, with `SUITE_FIRST_CASE_GRIDS` and `SUITE_BLOCK`.
+
+        Returns:
+            The text of the main source file, for the backend's own checks; None
+            for an `unsupported` kernel once its lowering raised as it must.
+
+        Raises:
+            AssertionError: a problem was found, or an unsupported kernel lowered
+                (or failed otherwise than with a `GpuLoweringError` naming the target).
+        """
+        func = kernel.KERNEL(**kernel.CASES[0]["args"])
+        if name in self.unsupported:
+            try:
+                self.emit(func, name)
+            except GpuLoweringError as exc:
+                expected = f"not implemented on target '{self.kind}'"
+                assert expected in str(exc), f"{name}: expected {expected!r}, got {exc}"
+                return None
+            raise AssertionError(f"{name}: expected a GpuLoweringError on {self.kind!r}")
+        sources = self.emit(func, name)
+        found = self.problems(sources, name, grid=SUITE_FIRST_CASE_GRIDS[name])
+        assert not found, f"{name}: {found}"
+        return self.source_text(sources, name)
