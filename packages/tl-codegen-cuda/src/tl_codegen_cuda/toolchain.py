@@ -49,6 +49,15 @@ class Nvcc:
         """nvcc and its release line, or None when it is not installed."""
         return probe_tool_version(self.name, self.executable(), _release_line)
 
+    def _require_executable(self, source: str | None) -> str:
+        executable = self.executable()
+        if executable is None:
+            raise ToolchainError(
+                "nvcc not found: install the CUDA toolkit or set TL_NVCC / CUDA_HOME",
+                source_path=source,
+            )
+        return executable
+
     def _run(self, command: Sequence[str], source: str | None) -> None:
         try:
             done = subprocess.run(list(command), capture_output=True, text=True, check=False)
@@ -70,12 +79,7 @@ class Nvcc:
         Raises:
             ToolchainError: nvcc is missing or failed (its message and the source path).
         """
-        executable = self.executable()
-        if executable is None:
-            raise ToolchainError(
-                "nvcc not found: install the CUDA toolkit or set TL_NVCC / CUDA_HOME",
-                source_path=str(source),
-            )
+        executable = self._require_executable(str(source))
         command = [executable, "-cubin", f"-arch={arch}", "-O3", "-o", str(output), str(source)]
         self._run(command, str(source))
         return output
@@ -87,12 +91,7 @@ class Nvcc:
         Raises:
             ToolchainError: nvcc is missing or failed (its message and the source path).
         """
-        executable = self.executable()
-        if executable is None:
-            raise ToolchainError(
-                "nvcc not found: install the CUDA toolkit or set TL_NVCC / CUDA_HOME",
-                source_path=str(source),
-            )
+        executable = self._require_executable(str(source))
         number = arch.removeprefix("sm_")
         gencode = f"arch=compute_{number},code=[sm_{number},compute_{number}]"
         command = [executable, "-fatbin", "-gencode", gencode, "-O3", "-o", str(output)]
@@ -107,13 +106,8 @@ class Nvcc:
         Raises:
             ToolchainError: nvcc is missing or failed (its message and the source path).
         """
-        executable = self.executable()
         first = str(sources[0]) if sources else None
-        if executable is None:
-            raise ToolchainError(
-                "nvcc not found: install the CUDA toolkit or set TL_NVCC / CUDA_HOME",
-                source_path=first,
-            )
+        executable = self._require_executable(first)
         command = [
             executable,
             "-shared",
