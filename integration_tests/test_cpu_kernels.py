@@ -57,17 +57,41 @@ def test_kernel_case_matches_reference_on_both_adapters(
         assert run_case(artifact, module, case, adapter) == [], (name, index, target, adapter)
 
 
+EMPTY_ARRAYS_ON_TVM_FFI = pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason=(
+        "known tl-runtime bug: numpy gives a zero-size array strides (0, 0); the tvm_ffi "
+        "adapter hands it to tvm-ffi as is, which refuses it as 'not a compact array' "
+        "(the cython adapter runs it). Remove this mark once tl-runtime normalizes them."
+    ),
+)
+
+
+def rows_and_adapters(row_counts: list[int]) -> list[Any]:
+    """``(rows, adapter)`` params; zero rows on ``tvm_ffi`` carry the known-bug xfail."""
+    return [
+        pytest.param(
+            rows,
+            adapter,
+            id=f"{rows}-{adapter}",
+            marks=[EMPTY_ARRAYS_ON_TVM_FFI] if rows == 0 and adapter == "tvm_ffi" else [],
+        )
+        for rows in row_counts
+        for adapter in ADAPTERS
+    ]
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("rows", [0, 1, 2, 33, 200])
+@pytest.mark.parametrize(("rows", "adapter"), rows_and_adapters([0, 1, 2, 33, 200]))
 def test_symbolic_dim_called_with_several_sizes_including_an_empty_grid(
-    cpu_artifacts: Any, target: str, rows: int
+    cpu_artifacts: Any, target: str, rows: int, adapter: str
 ) -> None:
     module = load("symbolic_scale")
     base = module.CASES[0]
     case = {"args": base["args"], "runtime": {**base["runtime"], "M": rows}}
     artifact = cpu_artifacts("symbolic_scale", case, target)
-    for adapter in ADAPTERS:
-        assert run_case(artifact, module, case, adapter, seed=rows) == [], (rows, adapter)
+    assert run_case(artifact, module, case, adapter, seed=rows) == [], (rows, adapter)
 
 
 def test_the_suite_covers_fp16_inputs_ragged_tiles_and_one_block() -> None:

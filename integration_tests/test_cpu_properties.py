@@ -16,7 +16,6 @@ import tl_ir.language as T
 import tl_runtime
 from tl_backend_api import create_backend_context
 from tl_backend_api.artifact import build_artifact
-from tl_codegen_cpu.suite import aligned_copy
 
 TARGETS = ("c", "llvm")
 SETTINGS = settings(
@@ -115,7 +114,7 @@ def test_copy_round_trips_any_shape(
     target: str, M: int, N: int, bm: int, bn: int, adapter: str
 ) -> None:
     kernel = _compile(copy_kernel(M, N, bm, bn), target, [-1], adapter)
-    a = aligned_copy(np.random.default_rng(M * N).standard_normal((M, N)).astype("float32"))
+    a = np.random.default_rng(M * N).standard_normal((M, N)).astype("float32")
     np.testing.assert_array_equal(kernel(a), a)
 
 
@@ -125,7 +124,7 @@ def test_copy_round_trips_any_shape(
 def test_elementwise_matches_numpy(target: str, M: int, N: int, bm: int, bn: int) -> None:
     kernel = _compile(elementwise_kernel(M, N, bm, bn), target, [-1], "tvm_ffi")
     rng = np.random.default_rng(M + N)
-    a, b = (aligned_copy(rng.standard_normal((M, N)).astype("float32")) for _ in range(2))
+    a, b = (rng.standard_normal((M, N)).astype("float32") for _ in range(2))
     np.testing.assert_allclose(kernel(a, b), a * b + 1.5, rtol=1e-6, atol=1e-6)
 
 
@@ -134,7 +133,7 @@ def test_elementwise_matches_numpy(target: str, M: int, N: int, bm: int, bn: int
 @given(M=dims, N=dims, bm=blocks)
 def test_row_reduce_matches_numpy(target: str, M: int, N: int, bm: int) -> None:
     kernel = _compile(row_max_kernel(M, N, bm), target, [-1], "tvm_ffi")
-    a = aligned_copy(np.random.default_rng(M).standard_normal((M, N)).astype("float32"))
+    a = np.random.default_rng(M).standard_normal((M, N)).astype("float32")
     np.testing.assert_allclose(kernel(a), a.max(axis=1), rtol=1e-6)
 
 
@@ -155,7 +154,7 @@ def test_gemm_matches_numpy(
 ) -> None:
     kernel = _compile(gemm_kernel(M, N, K, bm, bn, bk, ta, tb), target, [-1], "tvm_ffi")
     rng = np.random.default_rng(M * 7 + N)
-    a = aligned_copy(rng.standard_normal((K, M) if ta else (M, K)).astype("float32"))
-    b = aligned_copy(rng.standard_normal((N, K) if tb else (K, N)).astype("float32"))
+    a = rng.standard_normal((K, M) if ta else (M, K)).astype("float32")
+    b = rng.standard_normal((N, K) if tb else (K, N)).astype("float32")
     expected = (a.T if ta else a) @ (b.T if tb else b)
     np.testing.assert_allclose(kernel(a, b), expected, rtol=1e-4, atol=1e-4)

@@ -9,7 +9,7 @@ helpers so every CPU-capable backend is checked the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,15 +18,24 @@ import numpy as np
 
 from tl_backend_api import BackendContext, build_artifact
 
-#: Alignment tl-runtime requires of arrays the kernel writes in place (bytes).
+#: The byte boundary ``aligned_copy`` places arrays on (a cache line).
 ALIGNMENT = 64
 
 
 def aligned_copy(value: Any) -> Any:
-    """A 64-byte aligned copy of a numpy array (other values unchanged).
+    """A C-contiguous copy of a numpy array starting on a 64-byte boundary.
 
-    tl-runtime copies misaligned inputs, so an in-place argument must be
-    aligned for the caller to see the kernel's writes.
+    Not needed to call a kernel: tl-ir kernels declare element alignment, so
+    tl-runtime passes ordinary numpy arrays as they are (in-place updates
+    included). Use it only to compare against cache-line-aligned placement,
+    e.g. the ``--aligned-inputs`` option of the CPU benchmarks.
+
+    Args:
+        value: Any value; only ``numpy.ndarray`` instances are copied.
+
+    Returns:
+        The aligned copy (same dtype, shape and contents) for an array,
+        ``value`` itself for anything else.
     """
     if not isinstance(value, np.ndarray):
         return value
@@ -59,8 +68,23 @@ def run_case(
     adapter: str,
     *,
     seed: int = 0,
+    place_input: Callable[[Any], Any] | None = None,
 ) -> list[str]:
     """Call the artifact on the case's inputs through ``adapter`` and compare with ``REFERENCE``.
+
+    The inputs are the arrays ``module.make_inputs`` returns, passed as they
+    are (ordinary numpy arrays, as users pass them); arguments the kernel
+    updates in place are read back from those same arrays.
+
+    Args:
+        artifact: The artifact directory to load with ``tl_runtime.load``.
+        module: The kernel module (``OUT_IDX``, ``make_inputs``, ``REFERENCE``,
+            ``TOLERANCE``).
+        case: One entry of ``module.CASES``.
+        adapter: The tl-runtime adapter name (``"tvm_ffi"``, ``"cython"``, ...).
+        seed: Seed of the random generator handed to ``make_inputs``.
+        place_input: Applied to each input before the call (e.g. to place the
+            arrays at a chosen address offset); ``None`` passes them unchanged.
 
     Returns:
         One line per parameter that differs from the reference (empty: all match).
@@ -68,7 +92,9 @@ def run_case(
     import tl_runtime
 
     kernel = tl_runtime.load(artifact, adapter=adapter)
-    inputs = [aligned_copy(x) for x in module.make_inputs(dict(case), np.random.default_rng(seed))]
+    inputs = list(module.make_inputs(dict(case), np.random.default_rng(seed)))
+    if place_input is not None:
+        inputs = [place_input(x) for x in inputs]
     expected = module.REFERENCE(
         dict(case), *[x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
     )
