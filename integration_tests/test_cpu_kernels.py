@@ -57,25 +57,13 @@ def test_kernel_case_matches_reference_on_both_adapters(
         assert run_case(artifact, module, case, adapter) == [], (name, index, target, adapter)
 
 
-EMPTY_ARRAYS_ON_TVM_FFI = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason=(
-        "known tl-runtime bug: numpy gives a zero-size array strides (0, 0); the tvm_ffi "
-        "adapter hands it to tvm-ffi as is, which refuses it as 'not a compact array' "
-        "(the cython adapter runs it). Remove this mark once tl-runtime normalizes them."
-    ),
-)
-
-
 def rows_and_adapters(row_counts: list[int]) -> list[Any]:
-    """``(rows, adapter)`` params; zero rows on ``tvm_ffi`` carry the known-bug xfail."""
+    """``(rows, adapter)`` params, one per row count and adapter."""
     return [
         pytest.param(
             rows,
             adapter,
             id=f"{rows}-{adapter}",
-            marks=[EMPTY_ARRAYS_ON_TVM_FFI] if rows == 0 and adapter == "tvm_ffi" else [],
         )
         for rows in row_counts
         for adapter in ADAPTERS

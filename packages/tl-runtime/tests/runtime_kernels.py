@@ -58,6 +58,16 @@ def vadd_n(a: T.handle, b: T.handle, c: T.handle):
 
 
 @T.prim_func
+def scale_rows(a: T.handle, c: T.handle):
+    T.func_attr({"tir.noalias": True})
+    m = T.int64()
+    A = T.match_buffer(a, (m, 8), "float32", align=4)
+    C = T.match_buffer(c, (m, 8), "float32", align=4)
+    for i, j in T.grid(m, 8):
+        C[i, j] = A[i, j] * T.float32(2)
+
+
+@T.prim_func
 def sum_diff(
     A: T.Buffer((16, 8), "float64"),
     B: T.Buffer((16, 8), "float64"),
@@ -147,6 +157,13 @@ KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
             _tensor("A", "float32", ("n",)),
             _tensor("B", "float32", ("n",)),
             _tensor("C", "float32", ("n",), "output"),
+        ],
+    ),
+    "scale_rows": (
+        scale_rows,
+        [
+            _tensor("A", "float32", ("m", 8), alignment=4),
+            _tensor("C", "float32", ("m", 8), "output", alignment=4),
         ],
     ),
     "sum_diff": (

@@ -186,7 +186,7 @@ class ArgumentChecker:
                         )
                     )
                 value = self._aligned_copy(spec, value)
-            full[index] = value
+            full[index] = self._compact_if_empty(value)
         outputs = []
         for index in sorted(self.out_idx):
             spec = self.params[index]
@@ -317,7 +317,7 @@ class ArgumentChecker:
                 f"({'cpu' if self.device_types == (_DLPACK_CPU,) else 'gpu'}), got device type "
                 f"{view.device_type} (id {view.device_id})"
             )
-        if spec.strides is None:
+        if spec.strides is None and 0 not in view.shape:  # zero-size: no element is addressed
             expected = 1
             for axis in range(len(view.shape) - 1, -1, -1):
                 if view.shape[axis] != 1 and view.strides[axis] != expected:
@@ -333,7 +333,7 @@ class ArgumentChecker:
                         f"(elements) for shape {list(view.shape)}; {advice}"
                     )
                 expected *= view.shape[axis]
-        else:
+        elif spec.strides is not None:
             for axis, (want, got) in enumerate(zip(spec.strides, view.strides, strict=True)):
                 self._bind(where, f"stride {axis}", want, got, bindings, bound_by, spec.name)
 
@@ -367,6 +367,26 @@ class ArgumentChecker:
             return bool(value.flags.writeable)
         return True
 
+    def _compact_if_empty(self, value: Any) -> Any:
+        """A zero-size numpy array re-viewed with C-contiguous strides.
+
+        numpy gives zero-size arrays zero strides (``(0, 0)``), which DLPack passes on
+        and TVM-built kernels refuse as "not a compact array"; the data is never read,
+        so a view with the strides of the declared layout is the same argument.
+        """
+        np = self._np
+        if np is None or not isinstance(value, np.ndarray) or value.size:
+            return value
+        compact: list[int] = []
+        step = value.dtype.itemsize
+        for extent in reversed(value.shape):
+            compact.append(step)
+            step *= max(int(extent), 1)
+        strides = tuple(reversed(compact))
+        if value.strides == strides:
+            return value
+        return np.lib.stride_tricks.as_strided(value, value.shape, strides)
+
     def _aligned_copy(self, spec: ParamSpec, value: Any) -> Any:
         np = self._np
         if np is None:
@@ -388,7 +408,7 @@ class ArgumentChecker:
         raw = np.empty(nbytes + alignment, dtype=np.uint8)
         # the tvm-ffi view reads the address several times faster than raw.ctypes.data
         offset = (-from_dlpack(raw, require_alignment=0).data_ptr()) & (alignment - 1)
-        return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+        return self._compact_if_empty(raw[offset : offset + nbytes].view(dtype).reshape(shape))
 
     def allocate(self, dtype: str, shape: tuple[int, ...], like: Any) -> Any:
         """Allocate an output with the library of ``like`` (numpy by default).

@@ -149,6 +149,9 @@ def _tensor_lines(
         f"    if a{i} is c{i}[0]:",
         f"        v{i} = c{i}[1]",
         "    else:",
+        # Zero-size arrays carry zero strides in numpy: the full path re-views them.
+        f"        if not a{i}.size:",
+        "            return slow(args)",
         "        try:",
         # A pointer below the param's declared alignment raises here: the full path
         # copies such an input, or refuses it for a written (output/inout) param.
