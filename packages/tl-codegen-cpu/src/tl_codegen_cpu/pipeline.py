@@ -19,6 +19,7 @@ from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
 from tl_passes.cpu_lower_tile_ops import CpuLowerTileOpsPass
 from tl_passes.cpu_reject_gpu_ops import CpuRejectGpuOpsPass
 from tl_passes.cpu_split_vector_loops import CpuSplitVectorLoopsPass
+from tl_passes.cpu_vectorize_exp import CpuVectorizeExpPass
 from tl_passes.legalize_half_precision import LegalizeHalfPrecisionPass
 from tl_passes.lower_alloc_var import LowerAllocVarPass
 from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
@@ -38,6 +39,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         *split,
         CpuLocalizeTilesPass(),
         LegalizeHalfPrecisionPass(),
+        CpuVectorizeExpPass(),
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),
         RemoveNoOpPass(),

@@ -50,6 +50,9 @@ C_PREPARATION = Pipeline((StackBlockLocalsPass(), MarkParallelLoopsPass()))
 #: Flags for the C path (before include paths, sources and output). The two
 #: after -fPIC bound gcc's complete unrolling: on the micro-kernel's many
 #: 16-lane loops, plain -O3 spends 10 s in register allocation (docs/cpu.md).
+#: -fno-trapping-math lets gcc if-convert float selects (`a < b ? a : b`), which
+#: the branch-free exp of `cpu-vectorize-exp` needs to vectorize; it changes no
+#: value (only whether floating-point exception flags may be raised speculatively).
 C_FLAGS: tuple[str, ...] = (
     "-O3",
     "-march=native",
@@ -58,6 +61,7 @@ C_FLAGS: tuple[str, ...] = (
     "-fPIC",
     "--param=max-completely-peeled-insns=0",
     "-fno-tree-loop-distribution",
+    "-fno-trapping-math",
 )
 
 #: Environment variable naming the C compiler (default: ``gcc``).

@@ -16,6 +16,7 @@ from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
 from tl_passes.cpu_lower_tile_ops import CpuLowerTileOpsPass, lower_tile_op
 from tl_passes.cpu_reject_gpu_ops import CpuRejectGpuOpsPass
 from tl_passes.cpu_split_vector_loops import CpuSplitVectorLoopsPass
+from tl_passes.cpu_vectorize_exp import CpuVectorizeExpPass, fast_exp_f32
 from tl_passes.gemm_microkernel import (
     C_MICROKERNEL_PRELUDE,
     MICROKERNEL_STYLES,
@@ -85,6 +86,7 @@ __all__ = [
     "CpuLowerTileOpsPass",
     "CpuRejectGpuOpsPass",
     "CpuSplitVectorLoopsPass",
+    "CpuVectorizeExpPass",
     "FragmentLayout",
     "GemmOperand",
     "GpuInferLayoutsPass",
@@ -120,6 +122,7 @@ __all__ = [
     "emit_tile_cumsum",
     "emit_tile_fill",
     "emit_tile_reduce",
+    "fast_exp_f32",
     "get_pass_class",
     "host_cpu_name",
     "infer_fragment_layouts",
