@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tl_backend_api import StagedPipeline, pipeline_from_passes
 from tl_passes import Pass, RemoveNoOpPass, SimplifyPass, StackBlockLocalsPass
+from tl_passes.cpu_forward_copies import CpuForwardCopiesPass
 from tl_passes.cpu_legalize_intrinsics import CpuLegalizeIntrinsicsPass
 from tl_passes.cpu_localize_tiles import CpuLocalizeTilesPass
 from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
@@ -34,6 +35,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         LowerPipelinedLoopsPass(),
         LowerAllocVarPass(),
         CpuLowerLaunchPass(),
+        CpuForwardCopiesPass(),
         CpuLowerTileOpsPass(gemm_style=gemm_style),
         CpuLowerParallelLoopsPass(),
         *split,

@@ -9,6 +9,7 @@ from tl_passes.atomics import (
     emit_atomic_update,
     emit_tile_atomic,
 )
+from tl_passes.cpu_forward_copies import CpuForwardCopiesPass
 from tl_passes.cpu_legalize_intrinsics import CpuLegalizeIntrinsicsPass
 from tl_passes.cpu_localize_tiles import CpuLocalizeTilesPass
 from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
@@ -79,6 +80,7 @@ __all__ = [
     "REDUCE_KINDS",
     "SUPPORTED_OPERAND_DTYPES",
     "BlockLocalsTooLargeError",
+    "CpuForwardCopiesPass",
     "CpuLegalizeIntrinsicsPass",
     "CpuLocalizeTilesPass",
     "CpuLowerLaunchPass",

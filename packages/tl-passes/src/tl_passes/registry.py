@@ -49,6 +49,7 @@ PASS_REGISTRY: Mapping[str, Callable[[], type[Pass]]] = MappingProxyType(
         "cpu-legalize-intrinsics": _lazy(
             "tl_passes.cpu_legalize_intrinsics", "CpuLegalizeIntrinsicsPass"
         ),
+        "cpu-forward-copies": _lazy("tl_passes.cpu_forward_copies", "CpuForwardCopiesPass"),
         "cpu-vectorize-exp": _lazy("tl_passes.cpu_vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-split-vector-loops": _lazy(
             "tl_passes.cpu_split_vector_loops", "CpuSplitVectorLoopsPass"
