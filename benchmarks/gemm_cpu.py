@@ -25,41 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-_REEXEC_FLAG = "TL_BENCH_REEXECED"
-
-
-def _reexec_clean() -> None:
-    if os.environ.get(_REEXEC_FLAG):
-        return
-    env = dict(os.environ)
-    env.pop("OPENBLAS_CORETYPE", None)
-    env.pop("OPENBLAS_L2_SIZE", None)
-    env.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
-    env.setdefault("OMP_WAIT_POLICY", "passive")
-    env[_REEXEC_FLAG] = "1"
-    os.execve(sys.executable, [sys.executable, *sys.argv], env)
-
-
-def openblas_description() -> str:
-    """Which OpenBLAS kernel numpy runs (threadpoolctl), one line."""
-    try:
-        import threadpoolctl
-    except ImportError:
-        return "unknown (threadpoolctl not installed)"
-    infos = [i for i in threadpoolctl.threadpool_info() if i.get("internal_api") == "openblas"]
-    if not infos:
-        return "no OpenBLAS found"
-    info = infos[0]
-    return (
-        f"OpenBLAS {info.get('version')} core={info.get('architecture')} "
-        f"threads={info.get('num_threads')}"
-    )
+from bench_env import best_seconds, openblas_description, reexec_with_bench_env
 
 
 def matmul(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int) -> Any:
@@ -86,21 +56,9 @@ def matmul(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int) -> 
     return main
 
 
-def best_seconds(call: Any, rounds: int, reps: int) -> float:
-    """The best per-call time over ``rounds`` rounds of ``reps`` calls."""
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(reps):
-            call()
-        best = min(best, (time.perf_counter() - start) / reps)
-        time.sleep(0.05)
-    return best
-
-
 def main() -> None:
     """Build, check and time every (target, block) config; print GFLOP/s and ratios."""
-    _reexec_clean()
+    reexec_with_bench_env()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=5)

@@ -19,39 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
-_REEXEC_FLAG = "TL_BENCH_REEXECED"
-
-
-def _reexec_clean() -> None:
-    if os.environ.get(_REEXEC_FLAG):
-        return
-    env = dict(os.environ)
-    env.pop("OPENBLAS_CORETYPE", None)
-    env.pop("OPENBLAS_L2_SIZE", None)
-    env.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
-    # Idle OpenMP workers sleep instead of spinning on the cores numpy then needs.
-    env.setdefault("OMP_WAIT_POLICY", "passive")
-    env[_REEXEC_FLAG] = "1"
-    os.execve(sys.executable, [sys.executable, *sys.argv], env)
-
-
-def _openblas_description() -> str:
-    try:
-        import threadpoolctl
-    except ImportError:
-        return "unknown (threadpoolctl not installed)"
-    infos = [i for i in threadpoolctl.threadpool_info() if i.get("internal_api") == "openblas"]
-    if not infos:
-        return "no OpenBLAS found"
-    info = infos[0]
-    return (
-        f"OpenBLAS {info.get('version')} core={info.get('architecture')} "
-        f"threads={info.get('num_threads')}"
-    )
+from bench_env import openblas_description, reexec_with_bench_env
 
 
 def _best_seconds(fn: object, reps: int) -> float:
@@ -64,7 +35,7 @@ def _best_seconds(fn: object, reps: int) -> float:
 
 def main() -> None:
     """Parse the options, build and check the kernels, print the figures."""
-    _reexec_clean()
+    reexec_with_bench_env()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--block", type=int, nargs=3, default=(128, 128, 128))
@@ -146,7 +117,7 @@ def main() -> None:
     flop = 2.0 * size**3
     gflops = {label: flop / seconds / 1e9 for label, seconds in best.items()}
     print(f"machine: {os.cpu_count()} cores, llvm mcpu={mcpu}, {isa}")
-    print(f"numpy: {_openblas_description()}")
+    print(f"numpy: {openblas_description()}")
     print(
         f"TVM_NUM_THREADS={os.environ.get('TVM_NUM_THREADS')} "
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}"

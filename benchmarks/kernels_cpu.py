@@ -19,39 +19,17 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-_REEXEC_FLAG = "TL_BENCH_REEXECED"
+from bench_env import best_seconds, reexec_with_bench_env
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _reexec_clean() -> None:
-    if os.environ.get(_REEXEC_FLAG):
-        return
-    env = dict(os.environ)
-    env.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
-    env.setdefault("OMP_WAIT_POLICY", "passive")
-    env[_REEXEC_FLAG] = "1"
-    os.execve(sys.executable, [sys.executable, *sys.argv], env)
-
-
-def best_seconds(call: Any, rounds: int, reps: int) -> float:
-    """The best per-call time over ``rounds`` rounds of ``reps`` calls."""
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(reps):
-            call()
-        best = min(best, (time.perf_counter() - start) / reps)
-        time.sleep(0.02)
-    return best
 
 
 def main() -> None:
     """Build each kernel for each target, check it, time it against numpy, print."""
-    _reexec_clean()
+    reexec_with_bench_env(native_openblas=False)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--cols", type=int, default=1024)
@@ -125,7 +103,7 @@ def main() -> None:
     best = dict.fromkeys(calls, float("inf"))
     for _ in range(args.rounds):
         for key, call in calls.items():
-            best[key] = min(best[key], best_seconds(call, 1, args.reps))
+            best[key] = min(best[key], best_seconds(call, 1, args.reps, pause=0.02))
     print(f"{m} x {n} fp32; cores: {os.cpu_count()}; input bytes past 64 (no copy): {offsets}")
     header = " ".join(f"{t + ' GB/s':>10s} {'ratio':>6s}" for t in args.targets)
     print(f"{'kernel':16s} {'numpy GB/s':>10s} {header}")
