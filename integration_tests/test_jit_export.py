@@ -15,31 +15,9 @@ import pytest
 
 import tl_jit
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "tl-runtime" / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import runtime_kernels
-
 from integration_tests.kernels import load
-
-_NETWORK_HINTS = (
-    "Could not find a version",
-    "Failed to establish",
-    "Temporary failure",
-    "No matching distribution",
-)
-
-
-@pytest.fixture(scope="module")
-def runtime_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("jit-export-runtime-only") / "venv"
-    try:
-        return runtime_kernels.make_runtime_only_venv(directory)
-    except subprocess.CalledProcessError as exc:
-        output = f"{exc.stdout}\n{exc.stderr}"
-        if any(hint in output for hint in _NETWORK_HINTS):
-            pytest.skip(f"cannot install from the package index here: {output.strip()[-300:]}")
-        raise AssertionError(f"creating the runtime-only venv failed:\n{output}") from None
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])

@@ -11,31 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "tl-runtime" / "tests"))
 
 import runtime_kernels
-
-_NETWORK_HINTS = (
-    "Could not find a version",
-    "Failed to establish",
-    "Temporary failure",
-    "No matching distribution",
-)
-
-
-@pytest.fixture(scope="session")
-def runtime_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One lean venv per session."""
-    directory = tmp_path_factory.mktemp("runtime-only") / "venv"
-    try:
-        return runtime_kernels.make_runtime_only_venv(directory)
-    except subprocess.CalledProcessError as exc:
-        output = f"{exc.stdout}\n{exc.stderr}"
-        if any(hint in output for hint in _NETWORK_HINTS):
-            pytest.skip(f"cannot install from the package index here: {output.strip()[-300:]}")
-        raise AssertionError(f"creating the runtime-only venv failed:\n{output}") from None
 
 
 def test_artifact_runs_with_tl_runtime_alone(runtime_only_python: Path, tmp_path: Path) -> None:
