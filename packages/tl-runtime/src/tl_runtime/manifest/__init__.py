@@ -1,0 +1,51 @@
+"""The artifact format: a typed, validated ``manifest.json`` reader/writer (JSON only, never pickle).
+
+An artifact is a directory holding ``manifest.json`` plus the files it lists (the
+compiled library, optionally its source). See docs/deploy.md for the schema.
+
+The modules, by job: ``fields`` (constants and checks of single values), ``params``
+(parameter and file entries), ``launch`` (GPU launch metadata and its expressions),
+``document`` (the whole manifest to and from JSON), ``storage`` (reading, hash checks,
+writing an artifact directory). Import the public names from here.
+"""
+
+from __future__ import annotations
+
+from tl_runtime.manifest.document import Manifest
+from tl_runtime.manifest.fields import (
+    DEFAULT_ALIGNMENT,
+    DTYPES,
+    FILE_ROLES,
+    MANIFEST_NAME,
+    PARAM_KINDS,
+    PARAM_ROLES,
+    SCHEMA_VERSION,
+    WRITTEN_ROLES,
+    Dim,
+    JSONValue,
+)
+from tl_runtime.manifest.launch import LaunchSpec, evaluate_dim_expression
+from tl_runtime.manifest.params import FileEntry, ParamSpec
+from tl_runtime.manifest.storage import read_manifest, sha256_file, verify_files, write_artifact
+
+__all__ = [
+    "DEFAULT_ALIGNMENT",
+    "DTYPES",
+    "FILE_ROLES",
+    "MANIFEST_NAME",
+    "PARAM_KINDS",
+    "PARAM_ROLES",
+    "SCHEMA_VERSION",
+    "WRITTEN_ROLES",
+    "Dim",
+    "FileEntry",
+    "JSONValue",
+    "LaunchSpec",
+    "Manifest",
+    "ParamSpec",
+    "evaluate_dim_expression",
+    "read_manifest",
+    "sha256_file",
+    "verify_files",
+    "write_artifact",
+]

@@ -1,0 +1,181 @@
+"""The ``Manifest`` document: the whole of ``manifest.json``, validated, to and from JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tl_runtime.errors import ArtifactError, SchemaVersionError
+from tl_runtime.manifest.fields import (
+    IDENTIFIER,
+    SCHEMA_VERSION,
+    JSONValue,
+    as_mapping,
+    as_str,
+    fail,
+)
+from tl_runtime.manifest.launch import LaunchSpec
+from tl_runtime.manifest.params import FileEntry, ParamSpec
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The content of ``manifest.json``.
+
+    Attributes:
+        name: kernel name.
+        entry_symbol: the library's function to call (its packed entry for tvm-ffi).
+        params: every parameter, in the kernel's order.
+        out_idx: indices of the params the runtime allocates and returns (role ``output``).
+        target: the target as a JSON dict with at least ``kind`` (``"llvm"``, ``"c"``, ``"cuda"``...).
+        execution_backend: the execution backend that made the artifact (e.g. ``"tvm_ffi"``).
+        adapter: the default adapter key used to load it (``"tvm_ffi"``, ``"cython"``...).
+        library: path (relative) of the file to load; must be listed in ``files``.
+        files: every file of the artifact with its sha256 (empty in a draft given to
+            ``write_artifact``, which fills it; a manifest read from disk always has them).
+        launch: GPU launch metadata, or None for CPU targets.
+        versions: package and toolchain versions that produced the artifact.
+        schema_version: the schema version (``SCHEMA_VERSION`` when written by this runtime).
+    """
+
+    name: str
+    entry_symbol: str
+    params: tuple[ParamSpec, ...]
+    target: Mapping[str, JSONValue]
+    library: str
+    files: tuple[FileEntry, ...] = ()
+    out_idx: tuple[int, ...] = ()
+    execution_backend: str = "tvm_ffi"
+    adapter: str = "tvm_ffi"
+    launch: LaunchSpec | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise fail("name", "a non-empty string", self.name)
+        if not isinstance(self.entry_symbol, str) or not IDENTIFIER.match(self.entry_symbol):
+            raise fail("entry_symbol", "a C identifier", self.entry_symbol)
+        object.__setattr__(self, "params", tuple(self.params))
+        object.__setattr__(self, "files", tuple(self.files))
+        object.__setattr__(self, "target", dict(self.target))
+        object.__setattr__(self, "versions", dict(self.versions))
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise fail("params", "unique names", names)
+        if not isinstance(self.target.get("kind"), str):
+            raise fail("target", "a dict with a string 'kind'", self.target)
+        for key in ("execution_backend", "adapter"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key):
+                raise fail(key, "a non-empty string", getattr(self, key))
+        out_idx = []
+        for i in self.out_idx:
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise fail("out_idx", "ints", self.out_idx)
+            j = i + len(self.params) if i < 0 else i
+            if not 0 <= j < len(self.params):
+                raise fail("out_idx", f"indices into {len(self.params)} params", self.out_idx)
+            if self.params[j].role != "output":
+                raise fail(f"out_idx {i}", "a param with role 'output'", self.params[j].name)
+            out_idx.append(j)
+        if len(set(out_idx)) != len(out_idx):
+            raise fail("out_idx", "no repeated index", self.out_idx)
+        object.__setattr__(self, "out_idx", tuple(sorted(out_idx)))
+        bound_by_inputs = {
+            s for k, p in enumerate(self.params) if k not in self.out_idx for s in p.symbols
+        }
+        for k in self.out_idx:
+            missing = set(self.params[k].symbols) - bound_by_inputs
+            if missing:
+                raise fail(
+                    f"out_idx param {self.params[k].name!r}",
+                    "symbolic dims bound by an input parameter",
+                    sorted(missing),
+                )
+        paths = [f.path for f in self.files]
+        if len(set(paths)) != len(paths):
+            raise fail("files", "unique paths", paths)
+        # A manifest without files is a draft for write_artifact, which fills them in.
+        if paths and self.library not in paths:
+            raise fail("library", f"one of the listed files {paths}", self.library)
+        for key, value in self.versions.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise fail("versions", "a mapping of strings to strings", self.versions)
+        if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
+            raise fail("schema_version", "an int", self.schema_version)
+
+    @property
+    def source_files(self) -> tuple[FileEntry, ...]:
+        """The files with role ``source``."""
+        return tuple(f for f in self.files if f.role == "source")
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """Return the whole manifest as a JSON-compatible dict."""
+        return {
+            "schema_version": self.schema_version,
+            "kernel": {"name": self.name, "entry_symbol": self.entry_symbol},
+            "params": [p.to_json() for p in self.params],
+            "out_idx": list(self.out_idx),
+            "target": dict(self.target),
+            "execution": {"backend": self.execution_backend, "adapter": self.adapter},
+            "library": self.library,
+            "launch": None if self.launch is None else self.launch.to_json(),
+            "files": [f.to_json() for f in self.files],
+            "versions": dict(self.versions),
+        }
+
+    def dumps(self) -> str:
+        """Serialize to the JSON text written to ``manifest.json``."""
+        return json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, data: object) -> Manifest:
+        """Build from the parsed JSON; checks the schema version first.
+
+        Raises:
+            SchemaVersionError: the schema version is missing or not ``SCHEMA_VERSION``.
+            ArtifactError: any other field is malformed.
+        """
+        obj = as_mapping("top level", data)
+        version = obj.get("schema_version")
+        if version != SCHEMA_VERSION or isinstance(version, bool):
+            raise SchemaVersionError(
+                f"manifest schema_version: expected {SCHEMA_VERSION} (what this tl-runtime "
+                f"reads), got {version!r}; re-export the artifact or use a matching tl-runtime"
+            )
+        kernel = as_mapping("kernel", obj.get("kernel"))
+        execution = as_mapping("execution", obj.get("execution"))
+        params = obj.get("params")
+        files = obj.get("files")
+        out_idx = obj.get("out_idx", [])
+        if not isinstance(params, list):
+            raise fail("params", "a list", params)
+        if not isinstance(files, list) or not files:
+            raise fail("files", "a non-empty list", files)
+        if not isinstance(out_idx, list):
+            raise fail("out_idx", "a list", out_idx)
+        launch = obj.get("launch")
+        return cls(
+            name=as_str("kernel name", kernel.get("name")),
+            entry_symbol=as_str("kernel entry_symbol", kernel.get("entry_symbol")),
+            params=tuple(ParamSpec.from_json(p) for p in params),
+            out_idx=tuple(out_idx),
+            target=as_mapping("target", obj.get("target")),
+            execution_backend=as_str("execution backend", execution.get("backend")),
+            adapter=as_str("execution adapter", execution.get("adapter")),
+            library=as_str("library", obj.get("library")),
+            launch=None if launch is None else LaunchSpec.from_json(launch),
+            files=tuple(FileEntry.from_json(f) for f in files),
+            versions=as_mapping("versions", obj.get("versions", {})),
+            schema_version=version,
+        )
+
+    @classmethod
+    def loads(cls, text: str) -> Manifest:
+        """Parse ``manifest.json`` text; raises ArtifactError if it is not valid JSON."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ArtifactError(f"manifest.json is not valid JSON: {exc}") from None
+        return cls.from_json(data)

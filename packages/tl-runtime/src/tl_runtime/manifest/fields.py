@@ -1,0 +1,91 @@
+"""Manifest field vocabulary: constants and the checks of single JSON values.
+
+Every malformed value raises ``ArtifactError`` naming the field, the expectation and
+what came (``fail``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tl_runtime.errors import ArtifactError
+
+SCHEMA_VERSION = 1
+"""The manifest schema version this runtime writes and reads."""
+
+MANIFEST_NAME = "manifest.json"
+
+DTYPES: frozenset[str] = frozenset(
+    {
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+    }
+)
+"""Element types a parameter may declare."""
+
+PARAM_KINDS = ("tensor", "scalar")
+PARAM_ROLES = ("input", "output", "inout")
+"""``input``: only read; ``output``: written (allocated by the runtime when in ``out_idx``,
+else passed by the caller); ``inout``: written by the kernel and passed by the caller
+(updated in place, never allocated)."""
+
+WRITTEN_ROLES = frozenset({"output", "inout"})
+"""Roles of the parameters a kernel writes: the caller's array itself must be passed."""
+
+DEFAULT_ALIGNMENT = 64
+"""The data alignment (bytes) of a tensor param whose manifest entry has no ``alignment``
+(what the generated code assumed before manifests recorded it)."""
+FILE_ROLES = ("library", "source", "other")
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""A C identifier (param names, symbolic dim names, entry symbols)."""
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+"""A sha256 in lowercase hex."""
+
+Dim = int | str
+"""A dimension: a non-negative int, or the name of a symbolic dim bound at call time."""
+
+JSONValue = Any
+"""A JSON-compatible value (kept ``Any`` because JSON is recursive)."""
+
+
+def fail(where: str, expected: str, got: object) -> ArtifactError:
+    """The ``ArtifactError`` for manifest field ``where``: ``expected`` ... ``got``."""
+    return ArtifactError(f"manifest {where}: expected {expected}, got {got!r}")
+
+
+def check_dim(where: str, dim: object) -> Dim:
+    """Return ``dim`` if it is an int >= 0 or a symbolic dim name; else raise ArtifactError."""
+    if isinstance(dim, bool) or not isinstance(dim, int | str):
+        raise fail(where, "an int >= 0 or a symbolic dim name", dim)
+    if isinstance(dim, int) and dim < 0:
+        raise fail(where, "an int >= 0 or a symbolic dim name", dim)
+    if isinstance(dim, str) and not IDENTIFIER.match(dim):
+        raise fail(where, "a symbolic dim name (identifier)", dim)
+    return dim
+
+
+def as_mapping(where: str, value: object) -> dict[str, JSONValue]:
+    """Return ``value`` if it is a JSON object (dict); else raise ArtifactError."""
+    if not isinstance(value, dict):
+        raise fail(where, "a JSON object", value)
+    return value
+
+
+def as_str(where: str, value: object) -> str:
+    """Return ``value`` if it is a string; else raise ArtifactError."""
+    if not isinstance(value, str):
+        raise fail(where, "a string", value)
+    return value
