@@ -39,7 +39,13 @@ from tl_passes.mark_parallel_loops import (
     MarkParallelLoopsPass,
     mark_outermost_parallel_loops,
 )
-from tl_passes.pass_base import Pass, PassContext, is_kebab_case, replace_functions
+from tl_passes.pass_base import (
+    Pass,
+    PassContext,
+    PrimFuncPass,
+    is_kebab_case,
+    replace_functions,
+)
 from tl_passes.pipeline import (
     DUMP_IR_ENV,
     PassCallback,
@@ -106,6 +112,7 @@ __all__ = [
     "PassTiming",
     "Pipeline",
     "PipelineRun",
+    "PrimFuncPass",
     "RegisterTile",
     "RemoveNoOpPass",
     "SimplifyPass",

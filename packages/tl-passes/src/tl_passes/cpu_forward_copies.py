@@ -38,7 +38,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir.ops import CopyOp, Region, const_int, describe, is_tile_op
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 LOOP_KIND_KEY = "tl.loop_kind"
 
@@ -273,17 +273,11 @@ def forward_copies(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class CpuForwardCopiesPass(Pass):
+class CpuForwardCopiesPass(PrimFuncPass):
     """Forward ``T.copy`` staging into the ``T.Parallel`` loop that consumes it (module doc)."""
 
     name: ClassVar[str] = "cpu-forward-copies"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's matching staged loops forwarded."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = forward_copies(func.body)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its matching staged loops forwarded."""
+        return forward_copies(body)

@@ -19,7 +19,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: Target kinds whose code generator needs the rewrite.
 DEFAULT_KINDS: tuple[str, ...] = ("c",)
@@ -47,7 +47,7 @@ def legalize_intrinsics(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class CpuLegalizeIntrinsicsPass(Pass):
+class CpuLegalizeIntrinsicsPass(PrimFuncPass):
     """Rewrite intrinsics the target's code generator cannot print.
 
     Args:
@@ -58,14 +58,10 @@ class CpuLegalizeIntrinsicsPass(Pass):
     name: ClassVar[str] = "cpu-legalize-intrinsics"
     kinds: tuple[str, ...] = DEFAULT_KINDS
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with the intrinsics rewritten for the listed kinds."""
-        if ctx.target is not None and str(ctx.target.kind.name) not in self.kinds:
-            return mod
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = legalize_intrinsics(func.body)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def applies_to(self, ctx: PassContext) -> bool:
+        """Return whether ``ctx``'s target kind is one of `kinds` (or no target is set)."""
+        return ctx.target is None or str(ctx.target.kind.name) in self.kinds
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with the intrinsics rewritten."""
+        return legalize_intrinsics(body)

@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import tvm
 from tvm import tirx
 
 from tl_passes.buffer_rewrite import rescope_buffers
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The kernel-language scopes that become block-local arrays.
 BLOCK_LOCAL_SCOPES: tuple[str, ...] = (
@@ -31,22 +30,16 @@ BLOCK_LOCAL_SCOPES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class CpuLocalizeTilesPass(Pass):
+class CpuLocalizeTilesPass(PrimFuncPass):
     """Rescope every allocated tile of a `BLOCK_LOCAL_SCOPES` scope to ``global``."""
 
     name: ClassVar[str] = "cpu-localize-tiles"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with block-local tiles in scope ``global``."""
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its block-local tiles in scope ``global``."""
 
         def choose(buffer: Any) -> str | None:
             scope = str(buffer.ty.storage_scope)
             return "global" if scope in BLOCK_LOCAL_SCOPES else None
 
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = rescope_buffers(func.body, choose)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+        return rescope_buffers(body, choose)

@@ -32,7 +32,7 @@ from tvm import tirx
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import is_tile_op
 from tl_passes.buffer_rewrite import substitute_vars
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -136,7 +136,7 @@ def lower_launch(stmt: tirx.Stmt, where: str) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class CpuLowerLaunchPass(Pass):
+class CpuLowerLaunchPass(PrimFuncPass):
     """Lower ``T.Kernel`` launches for the CPU (see the module docstring).
 
     Raises (from ``run``):
@@ -145,12 +145,6 @@ class CpuLowerLaunchPass(Pass):
 
     name: ClassVar[str] = "cpu-lower-launch"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's launch lowered."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = lower_launch(func.body, f"cpu-lower-launch ({global_var.name_hint})")
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its launch lowered."""
+        return lower_launch(body, self.where(function_name))

@@ -17,7 +17,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 LOOP_KIND_KEY = "tl.loop_kind"
 
@@ -60,7 +60,7 @@ def lower_parallel_loops(stmt: tirx.Stmt, max_vector_extent: int) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class CpuLowerParallelLoopsPass(Pass):
+class CpuLowerParallelLoopsPass(PrimFuncPass):
     """Lower ``T.Parallel`` loops for the CPU.
 
     Args:
@@ -70,12 +70,6 @@ class CpuLowerParallelLoopsPass(Pass):
     name: ClassVar[str] = "cpu-lower-parallel-loops"
     max_vector_extent: int = 256
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's ``T.Parallel`` loops lowered."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = lower_parallel_loops(func.body, self.max_vector_extent)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its ``T.Parallel`` loops lowered."""
+        return lower_parallel_loops(body, self.max_vector_extent)

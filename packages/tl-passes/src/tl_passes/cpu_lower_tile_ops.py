@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -48,7 +47,7 @@ from tl_ir.ops import (
 )
 from tl_passes.atomics import emit_tile_atomic
 from tl_passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 from tl_passes.tile_emitters import (
     TileRegion,
     emit_tile_copy,
@@ -205,7 +204,7 @@ def lower_tile_ops(stmt: tirx.Stmt, *, isa: VectorISA, gemm_style: str, where: s
 
 
 @dataclass(frozen=True)
-class CpuLowerTileOpsPass(Pass):
+class CpuLowerTileOpsPass(PrimFuncPass):
     """Lower every tile op for the CPU (see the module docstring).
 
     Args:
@@ -222,8 +221,8 @@ class CpuLowerTileOpsPass(Pass):
                 f"got {self.gemm_style!r}"
             )
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with the tile ops of every PrimFunc lowered.
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its tile ops lowered.
 
         Raises:
             UnsupportedError, ValueError: a tile op that cannot be lowered.
@@ -234,11 +233,4 @@ class CpuLowerTileOpsPass(Pass):
             is_c = target is not None and str(target.kind.name) == "c"
             style = "c-vector-extension" if is_c else "tir"
         isa = vector_isa_for_target(target)
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                where = f"cpu-lower-tile-ops ({global_var.name_hint})"
-                body = lower_tile_ops(func.body, isa=isa, gemm_style=style, where=where)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+        return lower_tile_ops(body, isa=isa, gemm_style=style, where=self.where(function_name))

@@ -19,7 +19,7 @@ from tvm import tirx
 
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import OP_NAMES
-from tl_passes.pass_base import Pass, PassContext
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: TVM builtins with no CPU meaning -> the kernel-language name users wrote.
 GPU_ONLY_BUILTINS: dict[str, str] = {
@@ -63,24 +63,22 @@ def find_gpu_only(stmt: tirx.Stmt) -> list[str]:
 
 
 @dataclass(frozen=True)
-class CpuRejectGpuOpsPass(Pass):
+class CpuRejectGpuOpsPass(PrimFuncPass):
     """Raise `UnsupportedError` for GPU-only constructs (see the module docstring)."""
 
     name: ClassVar[str] = "cpu-reject-gpu-ops"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` unchanged, or raise.
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` unchanged, or raise.
 
         Raises:
             UnsupportedError: a GPU-only construct, named with the target kind.
         """
         kind = str(ctx.target.kind.name) if ctx.target is not None else "cpu"
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                found = find_gpu_only(func.body)
-                if found:
-                    raise UnsupportedError(
-                        f"{found[0]} is not supported on target {kind} "
-                        f"(kernel {global_var.name_hint}); it is GPU-only (LANGUAGE.md Tier 2)"
-                    )
-        return mod
+        found = find_gpu_only(body)
+        if found:
+            raise UnsupportedError(
+                f"{found[0]} is not supported on target {kind} "
+                f"(kernel {function_name}); it is GPU-only (LANGUAGE.md Tier 2)"
+            )
+        return body

@@ -20,7 +20,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_passes.buffer_rewrite import substitute_vars
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 from tl_passes.vector_isa import VectorISA, vector_isa_for_target
 
 
@@ -69,18 +69,11 @@ def split_vector_loops(stmt: tirx.Stmt, isa: VectorISA) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class CpuSplitVectorLoopsPass(Pass):
+class CpuSplitVectorLoopsPass(PrimFuncPass):
     """Split long vectorized loops into register-wide chunks for the target's vector unit."""
 
     name: ClassVar[str] = "cpu-split-vector-loops"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's long vectorized loops split."""
-        isa = vector_isa_for_target(ctx.target)
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = split_vector_loops(func.body, isa)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its long vectorized loops split."""
+        return split_vector_loops(body, vector_isa_for_target(ctx.target))

@@ -36,7 +36,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 F32 = "float32"
 I32 = "int32"
@@ -153,7 +153,7 @@ def vectorize_exp(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class CpuVectorizeExpPass(Pass):
+class CpuVectorizeExpPass(PrimFuncPass):
     """Replace float32 ``exp``/``exp2`` calls with a vectorizable polynomial (module docstring).
 
     Args:
@@ -164,14 +164,10 @@ class CpuVectorizeExpPass(Pass):
     name: ClassVar[str] = "cpu-vectorize-exp"
     kinds: tuple[str, ...] = ("c", "llvm")
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's float32 ``exp``/``exp2`` calls rewritten."""
-        if ctx.target is not None and str(ctx.target.kind.name) not in self.kinds:
-            return mod
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = vectorize_exp(func.body)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def applies_to(self, ctx: PassContext) -> bool:
+        """Return whether ``ctx``'s target kind is one of `kinds` (or no target is set)."""
+        return ctx.target is None or str(ctx.target.kind.name) in self.kinds
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its float32 ``exp``/``exp2`` calls rewritten."""
+        return vectorize_exp(body)

@@ -20,7 +20,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 _BINARY = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Min, tirx.Max)
 _COMPUTE_DTYPE = "float32"
@@ -66,7 +66,7 @@ def legalize_half_precision(stmt: tirx.Stmt, dtypes: tuple[str, ...]) -> tirx.St
 
 
 @dataclass(frozen=True)
-class LegalizeHalfPrecisionPass(Pass):
+class LegalizeHalfPrecisionPass(PrimFuncPass):
     """Compute half-precision arithmetic in float32.
 
     Args:
@@ -76,12 +76,6 @@ class LegalizeHalfPrecisionPass(Pass):
     name: ClassVar[str] = "legalize-half-precision"
     dtypes: tuple[str, ...] = field(default=("float16", "bfloat16"))
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's half-precision arithmetic widened."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = legalize_half_precision(func.body, self.dtypes)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its half-precision arithmetic widened."""
+        return legalize_half_precision(body, self.dtypes)

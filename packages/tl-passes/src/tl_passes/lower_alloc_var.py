@@ -13,17 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import tvm
 from tvm import tirx
 
 from tl_passes.buffer_rewrite import rescope_buffers
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 LOCAL_VAR_SCOPE = "local.var"
 
 
 @dataclass(frozen=True)
-class LowerAllocVarPass(Pass):
+class LowerAllocVarPass(PrimFuncPass):
     """Give every ``local.var`` buffer the scope ``scope`` (default ``local``).
 
     Args:
@@ -33,16 +32,10 @@ class LowerAllocVarPass(Pass):
     name: ClassVar[str] = "lower-alloc-var"
     scope: str = "local"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with the ``local.var`` buffers of every PrimFunc rescoped."""
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its ``local.var`` buffers rescoped."""
 
         def choose(buffer: Any) -> str | None:
             return self.scope if str(buffer.ty.storage_scope) == LOCAL_VAR_SCOPE else None
 
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = rescope_buffers(func.body, choose)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+        return rescope_buffers(body, choose)

@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The loop annotations this pass consumes.
 LOOP_KIND_KEY = "tl.loop_kind"
@@ -45,17 +44,11 @@ def lower_pipelined_loops(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class LowerPipelinedLoopsPass(Pass):
+class LowerPipelinedLoopsPass(PrimFuncPass):
     """Run ``T.Pipelined`` loops in order: drop their pipelining annotations."""
 
     name: ClassVar[str] = "lower-pipelined-loops"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's pipelined loops made plain serial loops."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                body = lower_pipelined_loops(func.body)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its pipelined loops made plain serial loops."""
+        return lower_pipelined_loops(body)

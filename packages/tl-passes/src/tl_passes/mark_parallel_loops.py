@@ -13,7 +13,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The default marker: an extern call the C toolchain rewrites into an OpenMP pragma.
 PARALLEL_FOR_MARKER = "TL_OMP_PARALLEL_FOR"
@@ -87,7 +87,7 @@ def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class MarkParallelLoopsPass(Pass):
+class MarkParallelLoopsPass(PrimFuncPass):
     """Insert ``marker()`` calls before outermost parallel loops (for the C toolchain).
 
     Args:
@@ -97,12 +97,8 @@ class MarkParallelLoopsPass(Pass):
     name: ClassVar[str] = "mark-parallel-loops"
     marker: str = PARALLEL_FOR_MARKER
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every PrimFunc's outermost parallel loops marked."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc) and _contains_parallel_loop(func.body):
-                updates[global_var] = func.with_body(
-                    mark_outermost_parallel_loops(func.body, self.marker)
-                )
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its outermost parallel loops marked."""
+        if not _contains_parallel_loop(body):
+            return body
+        return mark_outermost_parallel_loops(body, self.marker)

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 import tvm
+from tvm import tirx
 
 _KEBAB_CASE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -67,6 +68,71 @@ class Pass(abc.ABC):
         Returns:
             The transformed module (may be ``mod`` itself when nothing changed).
         """
+
+
+class PrimFuncPass(Pass):
+    """A pass applied to each `tirx.PrimFunc` of a module independently.
+
+    The base owns the per-function loop: `run` visits every PrimFunc (other
+    functions are left alone), calls `transform_function` and rebuilds the
+    module with only the functions that changed (an unchanged module is
+    returned as is). Subclasses override either `transform_body`, when the
+    pass rewrites the function body only, or `transform_function`, when it also
+    changes attributes or the signature. `applies_to` lets a pass skip a whole
+    compilation (returning the input module untouched).
+    """
+
+    def applies_to(self, ctx: PassContext) -> bool:
+        """Return whether this pass runs in ``ctx`` (default: always)."""
+        return True
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Apply `transform_function` to every PrimFunc of ``mod``.
+
+        Returns:
+            ``mod`` itself when the pass does not apply or nothing changed,
+            otherwise a copy (module attributes kept) with the changed functions.
+        """
+        if not self.applies_to(ctx):
+            return mod
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                result = self.transform_function(func, str(global_var.name_hint), ctx)
+                if not result.same_as(func):
+                    updates[global_var] = result
+        return replace_functions(mod, updates)
+
+    def transform_function(
+        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
+    ) -> tirx.PrimFunc:
+        """Return ``func`` transformed (``func`` itself when unchanged).
+
+        The default rewrites the body with `transform_body`.
+
+        Args:
+            func: one PrimFunc of the module.
+            function_name: its global name (for error messages, see `where`).
+            ctx: the compilation context.
+        """
+        body = self.transform_body(func.body, function_name, ctx)
+        return func if body.same_as(func.body) else func.with_body(body)
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` rewritten (``body`` itself when unchanged).
+
+        Raises:
+            NotImplementedError: when the subclass overrides neither this nor
+                `transform_function`.
+        """
+        raise NotImplementedError(
+            f"pass class {type(self).__qualname__} must override transform_body or "
+            "transform_function"
+        )
+
+    def where(self, function_name: str) -> str:
+        """Return ``"<pass-name> (<function_name>)"``, the prefix of this pass's errors."""
+        return f"{self.name} ({function_name})"
 
 
 def replace_functions(mod: tvm.IRModule, updates: Mapping[Any, Any]) -> tvm.IRModule:

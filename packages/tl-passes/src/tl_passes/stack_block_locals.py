@@ -19,7 +19,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The AllocBuffer annotation that makes LowerTVMBuiltin leave an allocation alone.
 DISABLE_LOWER_BUILTIN = "disable_lower_builtin"
@@ -90,7 +90,7 @@ def stack_block_locals(stmt: tirx.Stmt, max_bytes: int, where: str) -> tirx.Stmt
 
 
 @dataclass(frozen=True)
-class StackBlockLocalsPass(Pass):
+class StackBlockLocalsPass(PrimFuncPass):
     """Keep allocations inside parallel loops on the stack (see the module docstring).
 
     Args:
@@ -103,13 +103,6 @@ class StackBlockLocalsPass(Pass):
     name: ClassVar[str] = "stack-block-locals"
     max_bytes: int = 1 << 20
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with block-local allocations annotated in every PrimFunc."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                where = f"stack-block-locals ({global_var.name_hint})"
-                body = stack_block_locals(func.body, self.max_bytes, where)
-                if not body.same_as(func.body):
-                    updates[global_var] = func.with_body(body)
-        return replace_functions(mod, updates)
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its block-local allocations annotated."""
+        return stack_block_locals(body, self.max_bytes, self.where(function_name))
