@@ -140,7 +140,7 @@ def test_bug_inside_tl_ir_is_reported_as_internal_error(monkeypatch):
     import tl_ir.language as language
 
     # A helper called with the wrong arity fails inside tl_ir's own frame.
-    monkeypatch.setattr(language, "_check_same_tile", language._fmt)
+    monkeypatch.setattr(language._tile_ops, "check_same_tile", language._operands.fmt_extents)
 
     def build():
         @T.prim_func

@@ -1,0 +1,150 @@
+"""The kernel language, imported by kernel authors as ``T`` (``import tl_ir.language as T``).
+
+It re-exports TVMScript's TIR names (``tvm.script.tirx``: ``T.float32``, ``T.exp``,
+``T.if_then_else``...) and adds or replaces the TileLang names documented in
+docs/language.md: the kernel launch, tile allocations in their scopes, tile loops,
+and the tile ops, which become ``tl.*`` calls described by `tl_ir.ops`.
+
+The names live in modules by job: ``_params`` (parameter annotations, symbolic
+dims), ``_launch`` (``T.Kernel``), ``_alloc`` (allocations), ``_loops`` (tile loops),
+``_tile_ops`` (tile ops), ``_misc`` (scalar helpers, print, hints).
+
+Representation choices (also in docs/language.md):
+
+* ``T.Kernel`` binds ``blockIdx.*`` / ``threadIdx.*`` through ``launch_thread``
+  (``thread_extent`` attributes); see `tl_ir.launch.kernel_launch`.
+* loops carry ``{"tl.loop_kind": kind}``; ``T.Pipelined`` adds ``"num_stages"``.
+* scopes: ``alloc_shared`` -> ``shared.dyn``, ``alloc_fragment`` -> ``local.fragment``,
+  ``alloc_local`` -> ``local``, ``alloc_var`` -> ``local.var`` (shape ``(1,)``).
+* symbolic dims are ``int32`` Vars.
+"""
+
+# ruff: noqa: F403, F405
+from __future__ import annotations
+
+from typing import Any
+
+from tvm.script.tirx import *
+
+from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
+from tl_ir.errors import (
+    KernelSyntaxError,
+    KernelTypeError,
+    ScopeError,
+    ShapeMismatchError,
+    UnknownDtypeError,
+    UnsupportedError,
+)
+from tl_ir.frontend import prim_func
+from tl_ir.language._alloc import alloc_fragment, alloc_local, alloc_shared, alloc_var
+from tl_ir.language._launch import Kernel, get_block_binding, get_thread_binding
+from tl_ir.language._loops import Parallel, Pipelined, serial, unroll, vectorized
+from tl_ir.language._misc import annotate_layout, cast, clamp, print, use_swizzle
+from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
+from tl_ir.language._tile_ops import (
+    atomic_add,
+    atomic_max,
+    atomic_min,
+    clear,
+    copy,
+    cumsum,
+    fill,
+    gemm,
+    reduce,
+    reduce_absmax,
+    reduce_abssum,
+    reduce_max,
+    reduce_min,
+    reduce_sum,
+)
+
+_DTYPE_PREFIXES = ("float", "bfloat", "int", "uint", "bool")
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith(_DTYPE_PREFIXES):
+        raise UnknownDtypeError(
+            f"T.{name}: dtype {name!r} does not exist; expected one of {', '.join(_DTYPE_NAMES)}"
+        )
+    raise AttributeError(f"the kernel language (T) has no name {name!r}")
+
+
+__all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
+    "prim_func",
+    "Tensor",
+    "Buffer",
+    "symbolic",
+    "dynamic",
+    "param_alignment",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "bool",
+    "Kernel",
+    "get_thread_binding",
+    "get_block_binding",
+    "alloc_shared",
+    "alloc_fragment",
+    "alloc_local",
+    "alloc_var",
+    "serial",
+    "grid",
+    "Parallel",
+    "Pipelined",
+    "unroll",
+    "vectorized",
+    "copy",
+    "fill",
+    "clear",
+    "gemm",
+    "reduce",
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_abssum",
+    "reduce_absmax",
+    "cumsum",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "tanh",
+    "sigmoid",
+    "sin",
+    "cos",
+    "pow",
+    "floor",
+    "ceil",
+    "round",
+    "max",
+    "min",
+    "clamp",
+    "if_then_else",
+    "cast",
+    "infinity",
+    "ceildiv",
+    "floordiv",
+    "floormod",
+    "print",
+    "annotate_layout",
+    "use_swizzle",
+    "KernelSyntaxError",
+    "KernelTypeError",
+    "ShapeMismatchError",
+    "ScopeError",
+    "UnsupportedError",
+]

@@ -1,0 +1,119 @@
+"""``T.Kernel`` and the block/thread index bindings of the enclosing launch."""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import contextlib
+from typing import Any
+
+import tvm
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as _IB
+
+from tl_ir import ops as _ops
+from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
+from tl_ir.frontend import current_state as _current_state
+
+__all__ = ["Kernel", "active_kernel", "get_block_binding", "get_thread_binding"]
+
+_BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_THREAD_NAMES = ("tx", "ty", "tz")
+
+
+def _extent(value: Any, where: str) -> Any:
+    if isinstance(value, _builtins.bool) or not (
+        isinstance(value, int) or tvm.ir.is_prim_expr(value)
+    ):
+        raise KernelTypeError(f"{where}: expected an int or an integer expression, got {value!r}")
+    const = _ops.const_int(value)
+    if const is not None and const <= 0:
+        raise KernelTypeError(f"{where}: expected a positive extent, got {const}")
+    return value
+
+
+class Kernel:
+    """``with T.Kernel(gx, gy=..., gz=..., threads=n or (x, y, z)) as (bx, by):``
+
+    Launches a grid of 1-3 dims with ``threads`` threads per block (default 128) and
+    binds the block indices (one Var for one grid dim, else a tuple). Exactly one
+    ``T.Kernel`` per ``@T.prim_func``.
+
+    Raises:
+        KernelTypeError: no grid extent, more than 3, or non-integer extents.
+        ScopeError: used outside ``@T.prim_func``.
+        UnsupportedError: a second or nested ``T.Kernel``.
+    """
+
+    def __init__(self, *grid: Any, threads: Any = 128, prelude: Any = None) -> None:
+        if not 1 <= len(grid) <= 3:
+            raise KernelTypeError(f"T.Kernel(*grid): expected 1 to 3 grid extents, got {len(grid)}")
+        if prelude is not None:
+            raise UnsupportedError("T.Kernel(prelude=...) is not supported")
+        thread_dims = tuple(threads) if isinstance(threads, list | tuple) else (threads,)
+        if not 1 <= len(thread_dims) <= 3:
+            raise KernelTypeError(
+                f"T.Kernel(threads=...): expected an int or 1 to 3 extents, got {threads!r}"
+            )
+        self.grid = tuple(_extent(g, "T.Kernel grid extent") for g in grid)
+        self.threads = tuple(_extent(t, "T.Kernel threads") for t in thread_dims)
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> Any:
+        state = _current_state()
+        if state is None:
+            raise ScopeError("T.Kernel is only allowed inside a @T.prim_func body")
+        if state.kernel_depth or state.kernel_count:
+            raise UnsupportedError(
+                "only one T.Kernel per @T.prim_func is supported (found a second or nested one)"
+            )
+        block_vars = [
+            self._stack.enter_context(_IB.launch_thread(tag, ext))
+            for tag, ext in zip(_BLOCK_TAGS, self.grid, strict=False)
+        ]
+        thread_vars = [
+            self._stack.enter_context(_IB.launch_thread(tag, ext))
+            for tag, ext in zip(_THREAD_TAGS, self.threads, strict=False)
+        ]
+        for name, var in zip(_THREAD_NAMES, thread_vars, strict=False):
+            IRBuilder.name(name, var)
+        state.kernel_depth += 1
+        state.kernel_count += 1
+        state.block_vars = tuple(block_vars)
+        state.thread_vars = tuple(thread_vars)
+        return block_vars[0] if len(block_vars) == 1 else tuple(block_vars)
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        state = _current_state()
+        if state is not None:
+            state.kernel_depth -= 1
+        return self._stack.__exit__(*exc)
+
+
+def active_kernel(where: str) -> Any:
+    state = _current_state()
+    if state is None or not state.kernel_depth:
+        raise ScopeError(f"{where} is only allowed inside `with T.Kernel(...)`")
+    return state
+
+
+def get_thread_binding(dim: int = 0) -> Any:
+    """The thread index Var of dim ``dim`` (0 = x) of the enclosing ``T.Kernel``."""
+    state = active_kernel("T.get_thread_binding")
+    if not 0 <= dim < len(state.thread_vars):
+        raise KernelTypeError(
+            f"T.get_thread_binding(dim): the kernel binds {len(state.thread_vars)} thread "
+            f"dim(s), got dim={dim}"
+        )
+    return state.thread_vars[dim]
+
+
+def get_block_binding(dim: int = 0) -> Any:
+    """The block index Var of dim ``dim`` (0 = x) of the enclosing ``T.Kernel``."""
+    state = active_kernel("T.get_block_binding")
+    if not 0 <= dim < len(state.block_vars):
+        raise KernelTypeError(
+            f"T.get_block_binding(dim): the kernel binds {len(state.block_vars)} block "
+            f"dim(s), got dim={dim}"
+        )
+    return state.block_vars[dim]

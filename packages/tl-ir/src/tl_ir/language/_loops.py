@@ -1,0 +1,101 @@
+"""Tile loops: ``T.serial``, ``T.unroll``, ``T.vectorized``, ``T.Parallel``, ``T.Pipelined``.
+
+Each loop carries ``{"tl.loop_kind": kind}`` (``T.Pipelined`` adds ``"num_stages"``).
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+from typing import Any
+
+from tvm.script.ir_builder import tirx as _IB
+
+from tl_ir import ops as _ops
+from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
+from tl_ir.frontend import current_state as _current_state
+from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
+from tl_ir.launch import NUM_STAGES_KEY as _NUM_STAGES_KEY
+
+__all__ = ["Parallel", "Pipelined", "serial", "unroll", "vectorized"]
+
+
+def _loop_annotations(kind: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    annotations: dict[str, Any] = {_LOOP_KIND_KEY: kind}
+    if extra:
+        annotations.update(extra)
+    return annotations
+
+
+def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
+    """``for i in T.serial(n)`` / ``T.serial(start, stop, step)``: a sequential loop."""
+    return _IB.serial(start, stop, step=step, annotations=_loop_annotations("serial", annotations))
+
+
+def unroll(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
+    """``for i in T.unroll(n)``: a loop the compiler unrolls."""
+    return _IB.unroll(start, stop, step=step, annotations=_loop_annotations("unroll", annotations))
+
+
+def vectorized(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
+    """``for i in T.vectorized(n)``: a loop turned into vector operations."""
+    return _IB.vectorized(
+        start, stop, step=step, annotations=_loop_annotations("vectorized", annotations)
+    )
+
+
+def Parallel(*extents: Any) -> Any:
+    """``for i, j in T.Parallel(M, N)``: element-parallel loops over a tile, distributed
+    across threads (GPU) or lanes and cores (CPU). Extents must be compile-time constants.
+
+    Raises:
+        KernelTypeError: no extent or a non-constant extent.
+    """
+    if not extents:
+        raise KernelTypeError("T.Parallel(*extents): expected at least one extent")
+    for position, extent in enumerate(extents):
+        if _ops.const_int(extent) is None:
+            raise KernelTypeError(
+                f"T.Parallel(*extents): extent {position} must be a compile-time constant "
+                f"(the loop is distributed over a tile), got the run-time value {extent}; "
+                "use T.serial for run-time trip counts"
+            )
+    annotations = _loop_annotations("parallel")
+    if len(extents) == 1:
+        return _IB.serial(0, extents[0], annotations=annotations)
+    state = _current_state()
+    if state is None:
+        raise ScopeError("T.Parallel is only allowed inside a @T.prim_func body")
+    frame = _IB.grid(*extents)
+    for var in frame.vars:
+        state.loop_annotations[var] = annotations
+    return frame
+
+
+def Pipelined(
+    start: Any,
+    stop: Any = None,
+    num_stages: int = 0,
+    order: Any = None,
+    stage: Any = None,
+    sync: Any = None,
+    group: Any = None,
+) -> Any:
+    """``for k in T.Pipelined(n, num_stages=s)``: a loop software-pipelined over ``s``
+    stages (copies of later iterations overlap compute of the current one).
+
+    Raises:
+        KernelTypeError: ``num_stages`` is not a non-negative int.
+        UnsupportedError: ``order``/``stage``/``sync``/``group`` are given.
+    """
+    if isinstance(num_stages, _builtins.bool) or not isinstance(num_stages, int) or num_stages < 0:
+        raise KernelTypeError(
+            f"T.Pipelined(num_stages=...): expected a non-negative int, got {num_stages!r}"
+        )
+    for name, value in (("order", order), ("stage", stage), ("sync", sync), ("group", group)):
+        if value is not None:
+            raise UnsupportedError(f"T.Pipelined({name}=...) is not supported")
+    return _IB.serial(
+        start,
+        stop,
+        annotations=_loop_annotations("pipelined", {_NUM_STAGES_KEY: num_stages}),
+    )

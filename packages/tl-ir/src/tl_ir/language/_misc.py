@@ -1,0 +1,86 @@
+"""Scalar helpers (clamp, cast), ``T.print`` and the layout/schedule hints."""
+
+from __future__ import annotations
+
+import builtins as _builtins
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.script import tirx as _tvm_T
+
+from tl_ir import ops as _ops
+from tl_ir.dtypes import normalize_dtype as _normalize_dtype
+from tl_ir.errors import KernelTypeError, ScopeError
+from tl_ir.frontend import current_state as _current_state
+from tl_ir.language._operands import describe_operand, is_tile_operand, scalar_wrapper, tile_of
+
+__all__ = ["annotate_layout", "cast", "clamp", "print", "use_swizzle"]
+
+
+def clamp(value: Any, lo: Any, hi: Any) -> Any:
+    """``min(max(value, lo), hi)``."""
+    return _tvm_T.min(_tvm_T.max(value, lo), hi)
+
+
+def cast(value: Any, dtype: Any) -> Any:
+    """``value`` converted to ``dtype``."""
+    return tirx.Cast(_normalize_dtype(dtype), value)
+
+
+def print(value: Any, msg: str = "") -> Any:
+    """Print ``value`` (a scalar expression or a tile) prefixed by ``msg`` when the kernel
+    runs (on the CPU, to stdout)."""
+    if not isinstance(msg, str):
+        raise KernelTypeError(f"T.print(value, msg): expected msg to be a str, got {msg!r}")
+    operand: Any
+    if is_tile_operand(value):
+        operand = tile_of(value, "T.print(value)", _ops.ACCESS_READ)
+    else:
+        if isinstance(value, scalar_wrapper):
+            value = value.scalar
+        if not tvm.ir.is_prim_expr(value):
+            raise KernelTypeError(
+                f"T.print(value): expected an expression or a tile, got {describe_operand(value)}"
+            )
+        operand = value
+    return _ops.make_call("tl.print", operand, tvm.ir.StringImm(msg))
+
+
+def annotate_layout(layout_map: dict[Any, Any]) -> None:
+    """Hint the layout of tiles: ``{buffer: layout}`` where ``layout`` is a function
+    from indices to indices (or a ``tirx.IndexMap``). Recorded in the function attribute
+    ``tl.layout_map``; targets without layouts ignore it."""
+    if not isinstance(layout_map, dict):
+        raise KernelTypeError(
+            f"T.annotate_layout: expected a dict {{buffer: layout}}, got {layout_map!r}"
+        )
+    state = _current_state()
+    if state is None:
+        raise ScopeError("T.annotate_layout is only allowed inside a @T.prim_func body")
+    for buffer, layout in layout_map.items():
+        if not _ops.is_buffer(buffer):
+            raise KernelTypeError(f"T.annotate_layout: expected buffer keys, got {buffer!r}")
+        if callable(layout) and not isinstance(layout, tirx.IndexMap):
+            layout = tirx.IndexMap.from_func(layout, ndim=len(buffer.ty.shape))
+        elif not isinstance(layout, tirx.IndexMap):
+            raise KernelTypeError(
+                f"T.annotate_layout: expected a layout function or tirx.IndexMap, got {layout!r}"
+            )
+        state.layout_map[str(buffer.name)] = layout
+
+
+def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
+    """Hint a swizzled (panel-major) block order with panels of ``panel_size`` blocks.
+    Recorded in the function attribute ``tl.swizzle_panel``; a no-op where unused."""
+    if isinstance(panel_size, _builtins.bool) or not isinstance(panel_size, int) or panel_size <= 0:
+        raise KernelTypeError(
+            f"T.use_swizzle(panel_size): expected a positive int, got {panel_size!r}"
+        )
+    if order not in ("row", "column"):
+        raise KernelTypeError(f"T.use_swizzle(order): expected 'row' or 'column', got {order!r}")
+    state = _current_state()
+    if state is None:
+        raise ScopeError("T.use_swizzle is only allowed inside a @T.prim_func body")
+    if enable:
+        state.swizzle_panel = panel_size

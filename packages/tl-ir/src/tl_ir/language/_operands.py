@@ -1,0 +1,169 @@
+"""Operand helpers shared by the language modules: shapes, scalar values, and tile
+operands (a buffer, a region ``A[i:i+m, ...]`` or an element access ``A[i, j]``)."""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import linecache
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.script import tirx as _tvm_T
+from tvm.sym import Analyzer as _Analyzer
+
+from tl_ir import ops as _ops
+from tl_ir.errors import KernelTypeError, ShapeMismatchError, TileLangError
+from tl_ir.ops import Region
+
+#: TVMScript's wrapper of a scalar variable read (``T.alloc_var``).
+scalar_wrapper = _tvm_T.scalar_wrapper
+
+
+def expr_dtype(expr: Any) -> str:
+    dtype = getattr(expr, "dtype", None)
+    if dtype is None:
+        dtype = getattr(getattr(expr, "ty", None), "dtype", "")
+    return str(dtype)
+
+
+def check_shape(shape: Any, where: str) -> tuple[Any, ...]:
+    dims = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+    if not dims:
+        raise KernelTypeError(f"{where}: expected a non-empty shape, got {shape!r}")
+    for dim in dims:
+        ok = (isinstance(dim, int) and not isinstance(dim, _builtins.bool)) or (
+            tvm.ir.is_prim_expr(dim) and "int" in expr_dtype(dim)
+        )
+        if not ok:
+            raise KernelTypeError(
+                f"{where}: expected every dim to be an int or an integer expression, "
+                f"got {dim!r} ({type(dim).__name__}) in shape {shape!r}"
+            )
+        value = _ops.const_int(dim)
+        if value is not None and value <= 0:
+            raise KernelTypeError(f"{where}: expected positive dims, got {value} in {shape!r}")
+    return dims
+
+
+def locate_at_caller(err: TileLangError, depth: int) -> None:
+    frame = sys._getframe(depth)
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    err.locate(filename, lineno, linecache.getline(filename, lineno) or None)
+
+
+def as_value(value: Any, dtype: str) -> Any:
+    if isinstance(value, scalar_wrapper):
+        value = value.scalar
+    if isinstance(value, _builtins.bool | int | float):
+        return tirx.const(value, dtype)
+    if not tvm.ir.is_prim_expr(value):
+        raise KernelTypeError(f"expected a scalar value or expression, got {value!r}")
+    if expr_dtype(value) != dtype:
+        return tirx.Cast(dtype, value)
+    return value
+
+
+def describe_operand(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"[:200]
+
+
+class Element:
+    """An element access ``A[i, j]`` used as a tile operand: the anchor of a tile."""
+
+    def __init__(self, buffer: Any, indices: Sequence[Any]) -> None:
+        self.buffer = buffer
+        self.indices = tuple(indices)
+
+
+def tile_operand(value: Any, where: str, access: int) -> Region | Element:
+    if isinstance(value, scalar_wrapper):
+        value = value.scalar
+    if _ops.is_buffer(value):
+        shape = tuple(value.ty.shape)
+        zeros = tuple(tirx.IntImm("int32", 0) for _ in shape)
+        return Region(value, zeros, shape, access)
+    if isinstance(value, tvm.ir.TensorRegion):
+        ranges = list(value.region)
+        return Region(
+            value.source,
+            tuple(r.min for r in ranges),
+            tuple(r.extent for r in ranges),
+            access,
+        )
+    if isinstance(value, tvm.ir.TensorLoad):
+        return Element(value.source, list(value.indices))
+    raise KernelTypeError(
+        f"{where}: expected a buffer, a region A[i:i+m, ...] or an element access A[i, j]; "
+        f"got {describe_operand(value)}"
+    )
+
+
+def anchor(element: Element, extents: Sequence[Any], access: int, where: str) -> Region:
+    rank = len(element.indices)
+    extents = list(extents)
+    while len(extents) > rank and _ops.const_int(extents[0]) == 1:
+        extents.pop(0)
+    if len(extents) > rank:
+        raise ShapeMismatchError(
+            f"{where}: the element access {element.buffer.name}[...] has {rank} index(es) "
+            f"but the other operand's tile has {len(extents)} non-unit dims "
+            f"{fmt_extents(extents)}; they cannot match"
+        )
+    full = [tirx.IntImm("int32", 1)] * (rank - len(extents)) + extents
+    return Region(element.buffer, element.indices, tuple(full), access)
+
+
+def fmt_extents(extents: Sequence[Any]) -> str:
+    return "(" + ", ".join(str(e) for e in extents) + ")"
+
+
+def provably_different(a: Any, b: Any) -> bool:
+    ca, cb = _ops.const_int(a), _ops.const_int(b)
+    if ca is not None and cb is not None:
+        return ca != cb
+    diff = _ops.const_int(_Analyzer().simplify(a - b))
+    return diff is not None and diff != 0
+
+
+def check_same_tile(src: Region, dst: Region, where: str) -> None:
+    s = [e for e in src.extents if _ops.const_int(e) != 1]
+    d = [e for e in dst.extents if _ops.const_int(e) != 1]
+    all_const = all(_ops.const_int(e) is not None for e in (*s, *d))
+    mismatch = (len(s) != len(d) and all_const) or (
+        len(s) == len(d) and any(provably_different(a, b) for a, b in zip(s, d, strict=False))
+    )
+    if mismatch:
+        raise ShapeMismatchError(
+            f"{where}: tile shapes cannot match: source {src.buffer.name} tile is "
+            f"{fmt_extents(src.extents)}, destination {dst.buffer.name} tile is {fmt_extents(dst.extents)}; "
+            "expected the same extents (unit dims aside)"
+        )
+
+
+def region_of(value: Any, where: str, access: int) -> Region:
+    operand = tile_operand(value, where, access)
+    if isinstance(operand, Element):
+        return Region(
+            operand.buffer,
+            operand.indices,
+            tuple(tirx.IntImm("int32", 1) for _ in operand.indices),
+            access,
+        )
+    return operand
+
+
+def tile_of(value: Any, where: str, access: int) -> Region:
+    operand = tile_operand(value, where, access)
+    if isinstance(operand, Element):
+        raise KernelTypeError(
+            f"{where}: expected a whole tile (a buffer or a region A[i:i+m, ...]), got the "
+            f"element access {operand.buffer.name}[...]"
+        )
+    return operand
+
+
+def is_tile_operand(value: Any) -> bool:
+    return _ops.is_buffer(value) or isinstance(value, tvm.ir.TensorRegion)

@@ -1,0 +1,72 @@
+"""Kernel parameters: ``T.Tensor`` annotations, their alignment, and symbolic dims."""
+
+from __future__ import annotations
+
+import builtins as _builtins
+from typing import Any
+
+from tvm.script import tirx as _tvm_T
+
+from tl_ir.dtypes import bits as _dtype_bits
+from tl_ir.dtypes import normalize_dtype as _normalize_dtype
+from tl_ir.errors import TileLangError
+from tl_ir.frontend import current_state as _current_state
+from tl_ir.frontend import symbolic as _symbolic
+from tl_ir.language._operands import check_shape, locate_at_caller
+
+__all__ = ["Buffer", "Tensor", "dynamic", "param_alignment", "symbolic"]
+
+
+class _TensorAnnotation:
+    """``T.Tensor((M, K), dtype)``: the annotation of a tensor parameter (alias ``T.Buffer``)."""
+
+    def __call__(self, shape: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+        return self._make(shape, dtype, kwargs)
+
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], list | tuple):
+            return self._make(item[0], item[1], {})
+        return self._make(item, "float32", {})
+
+    def _make(self, shape: Any, dtype: Any, kwargs: dict[str, Any]) -> Any:
+        try:
+            dims = check_shape(shape, "T.Tensor(shape, dtype)")
+            name = _normalize_dtype(dtype)
+            # Kernels assume only element alignment of a tensor parameter's data pointer
+            # (see docs/language.md): callers' ordinary arrays (numpy's sit 16 bytes past a
+            # 64-byte boundary) then run without a copy. ``align=`` asks for more.
+            kwargs.setdefault("align", param_alignment(name))
+            return _tvm_T.Buffer(dims, name, **kwargs)
+        except TileLangError as err:
+            if _current_state() is None:
+                # Annotations are evaluated when Python defines the kernel function,
+                # before the parser runs: locate the error at the annotation's line
+                # (frames: locate_at_caller, _make, __call__/__getitem__, the kernel).
+                locate_at_caller(err, depth=3)
+            raise
+
+
+def param_alignment(dtype: Any) -> int:
+    """The byte alignment a tensor parameter of ``dtype`` declares unless ``align=`` is given.
+
+    It is the element size in bytes (1 for sub-byte types such as ``bool``), so any array
+    whose elements are naturally aligned is accepted without a copy.
+
+    Raises:
+        UnknownDtypeError: ``dtype`` is not a dtype of the language.
+    """
+    return _builtins.max(1, _dtype_bits(dtype) // 8)
+
+
+#: Tensor parameter annotation: ``A: T.Tensor((M, K), "float16")``.
+Tensor = _TensorAnnotation()
+Buffer = Tensor
+
+
+def symbolic(name: str, dtype: str = "int32") -> Any:
+    """A named symbolic dim (an ``int32`` Var) usable in shapes; the same name in one
+    kernel build gives the same Var. Raises `KernelTypeError` for a bad name."""
+    return _symbolic(name, dtype)
+
+
+dynamic = symbolic

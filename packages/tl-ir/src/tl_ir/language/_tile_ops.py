@@ -1,0 +1,273 @@
+"""Tile ops: copy, fill/clear, gemm, reductions, cumsum and atomics, each a ``tl.*``
+call described by `tl_ir.ops`."""
+
+from __future__ import annotations
+
+import builtins as _builtins
+from collections.abc import Callable
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from tl_ir import ops as _ops
+from tl_ir.errors import KernelTypeError, ShapeMismatchError
+from tl_ir.language._operands import (
+    Element,
+    anchor,
+    as_value,
+    check_same_tile,
+    fmt_extents,
+    is_tile_operand,
+    provably_different,
+    region_of,
+    tile_of,
+    tile_operand,
+)
+from tl_ir.ops import Region
+
+__all__ = [
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "clear",
+    "copy",
+    "cumsum",
+    "fill",
+    "gemm",
+    "reduce",
+    "reduce_absmax",
+    "reduce_abssum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_sum",
+]
+
+
+def copy(src: Any, dst: Any) -> Any:
+    """Copy the ``src`` tile into the ``dst`` tile.
+
+    Each side is a buffer, a region ``A[i:i+m, j:j+n]`` or an element access
+    ``A[i, j]`` meaning "the tile anchored here, shaped like the other side".
+
+    Raises:
+        KernelTypeError: an operand is not a buffer, region or element access.
+        ShapeMismatchError: the two tiles cannot have the same extents.
+    """
+    s = tile_operand(src, "T.copy(src, dst): src", _ops.ACCESS_READ)
+    d = tile_operand(dst, "T.copy(src, dst): dst", _ops.ACCESS_WRITE)
+    if isinstance(s, Element) and isinstance(d, Element):
+        s = region_of(src, "T.copy", _ops.ACCESS_READ)
+        d = region_of(dst, "T.copy", _ops.ACCESS_WRITE)
+    elif isinstance(s, Element):
+        assert isinstance(d, Region)
+        s = anchor(s, d.extents, _ops.ACCESS_READ, "T.copy(src, dst)")
+    elif isinstance(d, Element):
+        d = anchor(d, s.extents, _ops.ACCESS_WRITE, "T.copy(src, dst)")
+    assert isinstance(s, Region) and isinstance(d, Region)
+    check_same_tile(s, d, "T.copy(src, dst)")
+    return _ops.make_call("tl.copy", s, d)
+
+
+def fill(buffer: Any, value: Any) -> Any:
+    """Set every element of a buffer or region to ``value`` (cast to its dtype)."""
+    dst = region_of(buffer, "T.fill(buffer, value): buffer", _ops.ACCESS_WRITE)
+    return _ops.make_call("tl.fill", dst, as_value(value, dst.dtype))
+
+
+def clear(buffer: Any) -> Any:
+    """Set every element of a buffer or region to zero."""
+    return fill(buffer, 0)
+
+
+def _matrix(region: Region, name: str) -> tuple[Any, Any]:
+    extents = list(region.extents)
+    while len(extents) > 2 and _ops.const_int(extents[0]) == 1:
+        extents.pop(0)
+    if len(extents) != 2:
+        raise ShapeMismatchError(
+            f"T.gemm: {name} must be a 2-D tile, got {region.buffer.name} with tile "
+            f"{fmt_extents(region.extents)}"
+        )
+    return extents[0], extents[1]
+
+
+def gemm(
+    A: Any,
+    B: Any,
+    C: Any,
+    transpose_A: bool = False,
+    transpose_B: bool = False,
+    clear_accum: bool = False,
+) -> Any:
+    """``C += op(A) @ op(B)`` on tiles; ``op`` transposes when asked; accumulation in
+    C's dtype; with ``clear_accum`` C is zeroed first.
+
+    Raises:
+        KernelTypeError: an operand is not a tile.
+        ShapeMismatchError: the inner dims of A and B or the dims of C disagree.
+    """
+    a = tile_of(A, "T.gemm: A", _ops.ACCESS_READ)
+    b = tile_of(B, "T.gemm: B", _ops.ACCESS_READ)
+    c = tile_of(C, "T.gemm: C", _ops.ACCESS_READ_WRITE)
+    a0, a1 = _matrix(a, "A")
+    b0, b1 = _matrix(b, "B")
+    c0, c1 = _matrix(c, "C")
+    m, ka = (a1, a0) if transpose_A else (a0, a1)
+    kb, n = (b1, b0) if transpose_B else (b0, b1)
+    shapes = (
+        f"A {a.buffer.name} is {fmt_extents((a0, a1))}{' (transposed)' if transpose_A else ''}, "
+        f"B {b.buffer.name} is {fmt_extents((b0, b1))}{' (transposed)' if transpose_B else ''}, "
+        f"C {c.buffer.name} is {fmt_extents((c0, c1))}"
+    )
+    if provably_different(ka, kb):
+        raise ShapeMismatchError(
+            f"T.gemm: inner dims disagree: expected A's K ({ka}) to equal B's K ({kb}); {shapes}"
+        )
+    if provably_different(m, c0) or provably_different(n, c1):
+        raise ShapeMismatchError(
+            f"T.gemm: expected C to be M x N = {fmt_extents((m, n))}; {shapes}"
+        )
+    return _ops.make_call(
+        "tl.gemm",
+        a,
+        b,
+        c,
+        tirx.IntImm("int32", int(_builtins.bool(transpose_A))),
+        tirx.IntImm("int32", int(_builtins.bool(transpose_B))),
+        tirx.IntImm("int32", int(_builtins.bool(clear_accum))),
+        _as_index(c0),
+        _as_index(c1),
+        _as_index(ka),
+    )
+
+
+def _as_index(value: Any) -> Any:
+    return tirx.IntImm("int32", value) if isinstance(value, int) else value
+
+
+def _normalize_dim(dim: Any, rank: int, where: str) -> int:
+    if isinstance(dim, _builtins.bool) or not isinstance(dim, int):
+        raise KernelTypeError(f"{where}: expected dim to be an int, got {dim!r}")
+    if not -rank <= dim < rank:
+        raise KernelTypeError(f"{where}: dim {dim} is out of range for a {rank}-D tile")
+    return dim % rank
+
+
+def reduce(src: Any, dst: Any, dim: Any, kind: Any, clear: bool = True) -> Any:
+    """Reduce the ``src`` tile along ``dim`` into ``dst`` with ``kind`` (one of
+    ``sum max min abssum absmax``); ``clear=False`` folds into dst's old values.
+
+    ``dst`` has ``src``'s shape without ``dim`` (or with ``dim`` of extent 1).
+    TileLang's argument order ``reduce(src, dst, kind, dim)`` is accepted too.
+
+    Raises:
+        KernelTypeError: unknown kind, bad dim, non-tile operands.
+        ShapeMismatchError: dst's shape does not fit.
+    """
+    if isinstance(dim, str) and not isinstance(kind, str):
+        dim, kind = kind, dim
+    where = "T.reduce(src, dst, dim, kind)"
+    if kind not in _ops.REDUCE_KINDS:
+        raise KernelTypeError(
+            f"{where}: expected kind to be one of {', '.join(_ops.REDUCE_KINDS)}, got {kind!r}"
+        )
+    s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
+    d = tile_of(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE if not clear else _ops.ACCESS_WRITE)
+    axis = _normalize_dim(dim, s.rank, where)
+    kept = [e for i, e in enumerate(s.extents) if i != axis]
+    d_ext = list(d.extents)
+    if len(d_ext) == s.rank:
+        if _ops.const_int(d_ext[axis]) != 1:
+            raise ShapeMismatchError(
+                f"{where}: dst {d.buffer.name} {fmt_extents(d_ext)} has src's rank, so its dim "
+                f"{axis} must be 1; src {s.buffer.name} is {fmt_extents(s.extents)}"
+            )
+        d_ext.pop(axis)
+    if len(d_ext) != len(kept) or any(
+        provably_different(a, b) for a, b in zip(kept, d_ext, strict=False)
+    ):
+        raise ShapeMismatchError(
+            f"{where}: reducing {s.buffer.name} {fmt_extents(s.extents)} along dim {axis} gives "
+            f"{fmt_extents(kept)}, but dst {d.buffer.name} is {fmt_extents(d.extents)}"
+        )
+    return _ops.make_call(
+        "tl.reduce",
+        s,
+        d,
+        tvm.ir.StringImm(kind),
+        tirx.IntImm("int32", axis),
+        tirx.IntImm("int32", int(_builtins.bool(clear))),
+    )
+
+
+def _reducer(kind: str) -> Callable[..., Any]:
+    def reducer(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> Any:
+        return reduce(src, dst, dim, kind, clear)
+
+    reducer.__name__ = f"reduce_{kind}"
+    reducer.__doc__ = f"``T.reduce(src, dst, dim, {kind!r}, clear)`` (dim defaults to -1)."
+    return reducer
+
+
+reduce_sum = _reducer("sum")
+reduce_max = _reducer("max")
+reduce_min = _reducer("min")
+reduce_abssum = _reducer("abssum")
+reduce_absmax = _reducer("absmax")
+
+
+def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> Any:
+    """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (in place when ``dst``
+    is None); from the end when ``reverse``.
+
+    Raises:
+        ShapeMismatchError: ``dst`` is not shaped like ``src``.
+    """
+    where = "T.cumsum(src, dst, dim, reverse)"
+    s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
+    d = tile_of(src if dst is None else dst, f"{where}: dst", _ops.ACCESS_WRITE)
+    axis = _normalize_dim(dim, s.rank, where)
+    check_same_tile(s, d, where)
+    return _ops.make_call(
+        "tl.cumsum",
+        s,
+        d,
+        tirx.IntImm("int32", axis),
+        tirx.IntImm("int32", int(_builtins.bool(reverse))),
+    )
+
+
+def _atomic(kind: str) -> Callable[..., Any]:
+    def atomic(dst: Any, value: Any) -> Any:
+        where = f"T.atomic_{kind}(dst, value)"
+        if is_tile_operand(value):
+            v = tile_of(value, f"{where}: value", _ops.ACCESS_READ)
+            d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
+            d = (
+                anchor(d_op, v.extents, _ops.ACCESS_READ_WRITE, where)
+                if isinstance(d_op, Element)
+                else d_op
+            )
+            check_same_tile(v, d, where)
+            return _ops.make_call(f"tl.atomic_{kind}", d, v)
+        d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
+        if not isinstance(d_op, Element):
+            raise KernelTypeError(
+                f"{where}: a scalar value updates one element: expected dst to be an "
+                f"element access A[i, j], got the tile {d_op.buffer.name}{fmt_extents(d_op.extents)}"
+            )
+        d = region_of(dst, where, _ops.ACCESS_READ_WRITE)
+        return _ops.make_call(f"tl.atomic_{kind}", d, as_value(value, d.dtype))
+
+    atomic.__name__ = f"atomic_{kind}"
+    atomic.__doc__ = (
+        f"Atomic {kind} of ``value`` into ``dst``: an element ``A[i, j]`` with a scalar "
+        "value, or a tile with a tile value of the same extents (elementwise)."
+    )
+    return atomic
+
+
+atomic_add = _atomic("add")
+atomic_max = _atomic("max")
+atomic_min = _atomic("min")
