@@ -78,15 +78,6 @@ class JITFunction:
         options = {**self.options, **overrides}
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
 
-        front_key: str | None
-        try:
-            front_key = frontend_key(
-                self.func,  # type: ignore[arg-type]
-                arguments,
-                self._frontend_options(overrides),
-            )
-        except (Unkeyable, AttributeError):
-            front_key = None
         # In memory the function is fixed, so the arguments and options alone key a kernel
         # (the front-end key also covers closure and global values, which may mutate).
         try:
@@ -97,6 +88,15 @@ class JITFunction:
             memory_key = None
         if memory_key is not None and memory_key in self._kernels:
             return self._kernels[memory_key]
+        front_key: str | None
+        try:
+            front_key = frontend_key(
+                self.func,  # type: ignore[arg-type]
+                arguments,
+                self._frontend_options(overrides),
+            )
+        except (Unkeyable, AttributeError):
+            front_key = None
         kernel = None
         if front_key is not None and not env.cache_disabled():
             kernel = self._load_memo(front_key)

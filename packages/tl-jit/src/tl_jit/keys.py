@@ -7,19 +7,24 @@ or ``hash()`` values (docs/cache.md).
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import inspect
 import json
 import platform
+import sys
+import textwrap
 import types
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tl_jit.versions import compiler_versions
+from tl_jit.versions import COMPILER_PACKAGES, compiler_versions
 
 if TYPE_CHECKING:
     from tl_backend_api import BackendContext
 
-KEY_FORMAT = 1
+KEY_FORMAT = 2
 """Bumped whenever what a key covers changes, so old entries are never reused by mistake."""
 
 
@@ -101,15 +106,74 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
+@functools.lru_cache(maxsize=1024)
+def _source_reads(code: types.CodeType) -> tuple[str, frozenset[str], frozenset[tuple[str, str]]]:
+    """The source text of ``code``'s function and the names (and ``name.attr`` pairs) it reads.
+
+    The kernel parser reads a ``@T.prim_func``'s source, not its bytecode: a name that
+    appears only in a parameter annotation (a local of the builder in the bytecode, or a
+    string under PEP 563) is still resolved by the parser, so the key covers every name
+    the source mentions. Empty when the source is unavailable (``exec``, the REPL).
+    """
+    try:
+        source = textwrap.dedent(inspect.getsource(code))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return "", frozenset(), frozenset()
+    names: set[str] = set()
+    attributes: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            attributes.add((node.value.id, node.attr))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # A quoted annotation ("T.Tensor((N,), dtype)") is parsed as an expression.
+            try:
+                inner = ast.parse(node.value, mode="eval")
+            except SyntaxError:
+                continue
+            names.update(n.id for n in ast.walk(inner) if isinstance(n, ast.Name))
+    return source, frozenset(names), frozenset(attributes)
+
+
+_VERSIONED_TOP_LEVEL = frozenset(COMPILER_PACKAGES) | {"tvm", "tvm_ffi"}
+
+
+def _is_compiler_module(module: types.ModuleType) -> bool:
+    # The compiler packages and tvm are covered by compiler_versions(): their sources
+    # are fingerprinted (or versioned) as a whole, so their attributes need no keying.
+    return _is_compiler_module_name(module.__name__)
+
+
+def _is_compiler_module_name(name: str) -> bool:
+    top = name.partition(".")[0]
+    return top in _VERSIONED_TOP_LEVEL or top.startswith("tl_codegen_")
+
+
+def _is_library_module(module: types.ModuleType) -> bool:
+    # Installed third-party or standard-library modules (numpy, math): what their
+    # attributes are is fixed by their installed version, not by the user's code.
+    path = getattr(module, "__file__", None) or ""
+    return "site-packages" in path or "dist-packages" in path or path.startswith(sys.base_prefix)
+
+
 def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozenset()) -> str:
-    """sha256 over a function's code (nested code included), defaults, closure values and
-    the values of the module globals it names (constants, and functions by their code).
+    """sha256 over what building a kernel from ``func`` reads.
+
+    Covered: its code (nested code included), its source text, defaults, closure values,
+    the values of the module globals named in its code or source (constants, and
+    functions by their own digest), and the values of attributes it reads from the
+    user's own modules (``config.BLOCK``). Attributes of the compiler packages and of
+    installed libraries are covered by the version part of the key.
 
     Raises:
-        Unkeyable: a closure value or named global has no stable rendering.
+        Unkeyable: a closure value or a global it reads has no stable rendering (the
+            caller then keys on the IR only, which is always correct).
     """
     seen = _seen | {id(func)}
-    parts: dict[str, Any] = {"code": _code_digest(func.__code__)}
+    source, source_names, source_attributes = _source_reads(func.__code__)
+    parts: dict[str, Any] = {"code": _code_digest(func.__code__), "source": source}
     parts["defaults"] = canonical_value(func.__defaults__, _seen=seen)
     parts["kwdefaults"] = canonical_value(func.__kwdefaults__, _seen=seen)
     closure = []
@@ -121,21 +185,50 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
         closure.append([name, _global_value(contents, seen)])
     parts["closure"] = closure
     globals_used = []
-    for name in sorted(_global_names(func.__code__)):
-        if name in func.__globals__:
-            globals_used.append([name, _global_value(func.__globals__[name], seen)])
+    module_globals = func.__globals__
+    for name in sorted(_global_names(func.__code__) | source_names):
+        if name in module_globals:
+            globals_used.append([name, _global_value(module_globals[name], seen)])
     parts["globals"] = globals_used
+    attributes_used = []
+    for owner_name, attribute in sorted(source_attributes):
+        owner = module_globals.get(owner_name)
+        if not isinstance(owner, types.ModuleType):
+            continue
+        if _is_compiler_module(owner) or _is_library_module(owner):
+            continue
+        if hasattr(owner, attribute):
+            value = _global_value(getattr(owner, attribute), seen)
+            attributes_used.append([owner_name, attribute, value])
+    parts["attributes"] = attributes_used
     return _sha(parts)
 
 
 def _global_value(value: object, seen: frozenset[int]) -> Any:
-    # A global or closure value that is not a plain constant (a jit wrapper, a
-    # class instance...) contributes its type name only: the kernel's code names it,
-    # and its own code is keyed where it is compiled.
+    """A global's or closure value's rendering for the front-end key.
+
+    A wrapper (``functools.wraps``: a ``@jit`` function, a decorated helper) is keyed by
+    the function it wraps; objects from the compiler packages by their type (their code
+    is versioned); anything else without a stable rendering makes the whole call
+    unkeyable, so the kernel is looked up by its IR key rather than risk a stale one.
+    """
+    if isinstance(value, types.FunctionType):
+        owner = sys.modules.get(value.__module__)
+        if _is_compiler_module_name(value.__module__) or (
+            owner is not None and _is_library_module(owner)
+        ):
+            return {"function": f"{value.__module__}.{value.__qualname__}"}
     try:
         return canonical_value(value, _seen=seen)
     except Unkeyable:
-        return {"opaque": f"{type(value).__module__}.{type(value).__qualname__}"}
+        wrapped = getattr(value, "__wrapped__", None)
+        if isinstance(wrapped, types.FunctionType):
+            if id(wrapped) in seen:
+                return {"wraps": wrapped.__qualname__}
+            return {"wraps": function_digest(wrapped, _seen=seen | {id(wrapped)})}
+        if _is_compiler_module_name(type(value).__module__):
+            return {"opaque": f"{type(value).__module__}.{type(value).__qualname__}"}
+        raise
 
 
 def frontend_key(
