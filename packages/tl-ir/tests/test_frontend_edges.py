@@ -176,3 +176,15 @@ def test_bad_annotation_is_located_in_both_annotation_forms():
             build()
         assert info.value.filename == __file__
         assert '"float99"' in info.value.source_line
+
+
+@pytest.mark.parametrize("module_name", ["shadowed_global_kernel", "shadowed_global_pep563_kernel"])
+def test_builder_arguments_used_only_in_annotations_shadow_module_globals(module_name):
+    # The module defines globals N = 16 and dtype = "float64"; the builder's own
+    # arguments are what the annotations name, as in Python's scoping.
+    module = _load(module_name)
+    for n in (64, 32):
+        func = module.copy_kernel(n)
+        assert [tuple(int(d) for d in p.ty.shape) for p in func.params] == [(n,), (n,)]
+        assert [str(p.ty.dtype) for p in func.params] == ["float32", "float32"]
+    assert str(module.copy_kernel(8, "int32").params[0].ty.dtype) == "int32"

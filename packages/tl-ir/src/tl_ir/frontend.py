@@ -158,14 +158,18 @@ def _classify(cause: BaseException | None, message: str) -> TileLangError:
 
 
 def _capture_vars(func: Callable[..., Any], caller_locals: dict[str, Any]) -> dict[str, Any]:
-    extra_vars: dict[str, Any] = _parser_utils.inspect_function_capture(func)
-    annotations = getattr(func, "__annotations__", {})
-    if any(isinstance(a, str) for a in annotations.values()):
-        # PEP 563 (`from __future__ import annotations`): names used only in
-        # annotations are not in the closure; the builder function's locals hold them.
-        for key, value in caller_locals.items():
-            extra_vars.setdefault(key, value)
-    return extra_vars
+    """The names the parser resolves the kernel's source against, as Python would.
+
+    The parser re-evaluates the parameter annotations from the source, and a name used
+    only in an annotation (a builder argument in ``T.Tensor((N,), ...)``) is not in the
+    kernel function's closure: Python evaluates annotations in the scope that defines
+    the function, so the defining scope's locals (the builder's arguments) shadow the
+    module's globals. The closure comes last: it holds what the body itself reads.
+    """
+    captured: dict[str, Any] = dict(getattr(func, "__globals__", {}))
+    captured.update(caller_locals)
+    captured.update(_parser_utils.get_func_nonlocals(func))
+    return captured
 
 
 def _def_location(func: Callable[..., Any]) -> tuple[str, int]:
@@ -296,12 +300,12 @@ def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool
     if func is None:
 
         def decorator(inner: Callable[..., Any]) -> Any:
-            return _build(inner, check_well_formed, sys._getframe(1).f_locals)
+            return _build(inner, check_well_formed, dict(sys._getframe(1).f_locals))
 
         # The parser re-evaluates the decorator and asks it for its dialect.
         decorator.dispatch_token = "tirx"  # type: ignore[attr-defined]
         return decorator
-    return _build(func, check_well_formed, sys._getframe(1).f_locals)
+    return _build(func, check_well_formed, dict(sys._getframe(1).f_locals))
 
 
 def _build(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:
