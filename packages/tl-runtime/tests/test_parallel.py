@@ -131,3 +131,114 @@ def test_pthreads_helper_runs_parallel_kernels(artifact: Artifact, tmp_path: Pat
     )
     assert proc.returncode == 0, proc.stderr
     assert "THREADS 3" in proc.stdout
+
+
+FORK_SCRIPT = """
+import multiprocessing as mp, sys
+import numpy as np, tl_runtime
+
+kernel = tl_runtime.load({path!r}, adapter={adapter!r})
+a = np.arange(65536, dtype=np.float32)
+tl_runtime.set_num_threads(2)
+assert (kernel(a, a) == 2 * a).all()  # the parent runs a parallel region first
+
+def child(queue):
+    out = kernel(a, a)  # before the fix: waits forever for the parent's worker threads
+    queue.put(bool((out == 2 * a).all()))
+
+ctx = mp.get_context("fork")
+queue = ctx.Queue()
+proc = ctx.Process(target=child, args=(queue,))
+proc.start()
+proc.join(60)
+if proc.is_alive():
+    proc.kill()
+    sys.exit("the forked child hung on its first parallel kernel")
+print("CHILD", proc.exitcode, queue.get(timeout=5))
+assert (kernel(a, a) == 2 * a).all()  # the parent still runs after the fork
+"""
+
+
+@pytest.mark.parametrize("no_openmp", [False, True], ids=["openmp", "pthreads"])
+def test_forked_child_runs_parallel_kernels(
+    artifact: Artifact, adapter: str, tmp_path: Path, no_openmp: bool
+) -> None:
+    """A child forked after the parent ran a parallel kernel runs parallel kernels too."""
+    script = FORK_SCRIPT.format(path=str(artifact("padd", out_idx=(2,))), adapter=adapter)
+    env = {**os.environ, "TL_RUNTIME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": SRC}
+    env.pop("TL_RUNTIME_NO_OPENMP", None)
+    if no_openmp:
+        env["TL_RUNTIME_NO_OPENMP"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "CHILD 0 True" in proc.stdout
+
+
+def test_damaged_helper_is_rebuilt(tmp_path: Path) -> None:
+    """A truncated context helper in the cache is detected and rebuilt, not loaded."""
+    script = (
+        "from tl_runtime import context; s = context.ensure_context_symbols(); "
+        "print(s.parallel, s.helper_path)"
+    )
+    env = {**os.environ, "TL_RUNTIME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": SRC}
+    env.pop("TL_RUNTIME_NO_OPENMP", None)
+
+    def run() -> tuple[bool, Path]:
+        proc = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        parallel, path = proc.stdout.split()
+        return parallel == "True", Path(path)
+
+    parallel, helper = run()
+    assert parallel and helper.stat().st_mode & 0o777 == 0o600
+    intact = helper.read_bytes()
+    helper.write_bytes(intact[: len(intact) // 3])  # truncated in place
+    parallel, again = run()
+    assert parallel and again == helper and helper.read_bytes() == intact
+    helper.unlink()
+    helper.write_bytes(b"\x7fELF garbage")  # replaced, record left as it was
+    assert run()[0] and helper.read_bytes() == intact
+
+
+def test_insecure_helper_cache_is_refused(tmp_path: Path) -> None:
+    """A helper cache other users can write is refused: no helper is loaded from it."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    script = (
+        "from tl_runtime import context; s = context.ensure_context_symbols(); "
+        "print(s.parallel, '|', s.reason)"
+    )
+    env = {**os.environ, "TL_RUNTIME_CACHE_DIR": str(cache), "PYTHONPATH": SRC}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("False |") and "writable by other users" in proc.stdout
+    assert not list(cache.iterdir())
+
+
+def test_bad_launcher_variable_is_named(artifact: Artifact, tmp_path: Path) -> None:
+    bogus = tmp_path / "launcher.so"
+    bogus.write_bytes(b"not a library")
+    for value in (str(bogus), str(tmp_path / "missing.so")):
+        script = textwrap.dedent(
+            f"""
+            import tl_runtime
+            try:
+                tl_runtime.load({str(artifact("vadd_n", out_idx=(2,)))!r}, adapter="cython")
+            except Exception as exc:
+                print(type(exc).__name__, exc)
+            """
+        )
+        env = {**os.environ, "TL_RUNTIME_LAUNCHER": value, "PYTHONPATH": SRC}
+        proc = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "AdapterUnavailableError TL_RUNTIME_LAUNCHER=" in proc.stdout, proc.stdout
+        assert value in proc.stdout

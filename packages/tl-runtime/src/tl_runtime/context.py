@@ -88,7 +88,7 @@ def ensure_context_symbols() -> ContextStatus:
         from tl_runtime.native_build import build_shared_library
 
         try:
-            flag_sets = [["-O2", "-fopenmp"], ["-O2", "-pthread"]]
+            flag_sets = [["-O2", "-fopenmp", "-pthread"], ["-O2", "-pthread"]]
             if os.environ.get("TL_RUNTIME_NO_OPENMP"):
                 flag_sets = flag_sets[1:]
             path = build_shared_library("tl_rt_context_helper", [_HELPER_SOURCE], flag_sets)

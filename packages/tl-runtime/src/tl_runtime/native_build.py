@@ -1,7 +1,10 @@
-"""Builds small native helpers on first use into a per-user cache (locked, atomic).
+"""Builds small native helpers on first use into a per-user cache (locked, atomic, verified).
 
 The cache directory is ``$TL_RUNTIME_CACHE_DIR`` or the platform's user cache dir
-(``platformdirs``) plus ``tl-runtime``; it is created private to the user (0700).
+(``platformdirs``) plus ``tl-runtime``; it is created private to the user (0700), and a
+directory another user owns or can write is refused (`check_private_directory`): code is
+loaded from it. Each built file has a ``.sha256`` record beside it; a file that no longer
+matches its record (truncated, overwritten) is rebuilt instead of loaded.
 The C compiler is ``$TL_RUNTIME_CC``, else ``$CC``, else the first of ``cc``/``gcc``/``clang``.
 """
 
@@ -11,6 +14,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -19,18 +23,128 @@ from pathlib import Path
 
 from tl_runtime.errors import NativeBuildError
 
+CACHE_DIR_ENV = "TL_RUNTIME_CACHE_DIR"
+
+
+class InsecureDirectoryError(NativeBuildError):
+    """A directory code would be loaded from is owned or writable by another user."""
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create ``path`` and its missing parents with mode 0700 (whatever the umask)."""
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
+
+
+def check_private_directory(path: Path, what: str, remedy: str) -> None:
+    """Refuse a directory that someone other than this user could have written code into.
+
+    The rule is the one ssh and pip apply: the directory must be owned by the current user
+    and writable by nobody else (no group or other write bit); it must not be a symlink
+    owned by someone else. Its ancestors must not be writable by others either, unless they
+    carry the sticky bit (``/tmp``), where others cannot replace what they do not own.
+
+    Args:
+        path: an existing directory.
+        what: what the directory is, for the message (e.g. "tl_jit cache root").
+        remedy: what the user can do instead, for the message.
+
+    Raises:
+        InsecureDirectoryError: naming the directory, its owner and mode, and the remedy.
+    """
+    if not hasattr(os, "getuid"):  # Windows: no POSIX modes to check
+        return
+    uid = os.getuid()
+    try:
+        link = os.lstat(path)
+        info = os.stat(path)
+    except OSError as exc:
+        raise InsecureDirectoryError(f"{what} {path} cannot be inspected: {exc}") from None
+
+    def refuse(where: Path, st: os.stat_result, problem: str) -> InsecureDirectoryError:
+        return InsecureDirectoryError(
+            f"{what} {path} is not private: {where} {problem} (owner uid {st.st_uid}, mode "
+            f"{stat.S_IMODE(st.st_mode):04o}); expected a directory owned by uid {uid} that "
+            f"only its owner can write. {remedy}"
+        )
+
+    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (uid, 0):
+        raise refuse(path, link, "is a symlink owned by another user")
+    if not stat.S_ISDIR(info.st_mode):
+        raise InsecureDirectoryError(f"{what} {path} is not a directory. {remedy}")
+    if info.st_uid != uid:
+        raise refuse(path, info, "is owned by another user")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise refuse(path, info, "is writable by other users")
+    for parent in Path(os.path.realpath(path)).parents:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            continue
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            raise refuse(parent, st, "(a parent) is writable by other users without the sticky bit")
+        if st.st_uid not in (uid, 0) and st.st_mode & stat.S_IWGRP:
+            raise refuse(parent, st, "(a parent) is writable by another user's group")
+
 
 def cache_dir() -> Path:
-    """Return the per-user cache directory (created 0700 if missing)."""
-    override = os.environ.get("TL_RUNTIME_CACHE_DIR")
+    """Return the per-user cache directory (created 0700 if missing; checked private).
+
+    Raises:
+        InsecureDirectoryError: the directory is owned or writable by another user.
+    """
+    override = os.environ.get(CACHE_DIR_ENV)
     if override:
         path = Path(override)
     else:
         import platformdirs
 
         path = Path(platformdirs.user_cache_dir("tl-runtime", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(path)
+    check_private_directory(
+        path,
+        "the tl-runtime helper cache",
+        f"Run chmod 700 on it, or set {CACHE_DIR_ENV} to a private directory.",
+    )
     return path
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def record_cached_file(path: Path) -> None:
+    """Write the ``.sha256`` record of a file just placed in the cache (atomic, 0600)."""
+    record = _record_path(path)
+    tmp = record.with_name(f".{record.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(_digest(path))
+    os.replace(tmp, record)
+
+
+def cached_file_is_intact(path: Path) -> bool:
+    """Whether ``path`` exists and matches its ``.sha256`` record (False without a record)."""
+    try:
+        expected = _record_path(path).read_text(encoding="ascii").strip()
+        return path.is_file() and _digest(path) == expected
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def find_c_compiler() -> list[str] | None:
@@ -100,13 +214,15 @@ def build_shared_library(
     digest.update(sys.platform.encode())
     root = cache_dir()
     target = root / f"{name}-{digest.hexdigest()[:20]}.so"
-    if target.exists():
+    if cached_file_is_intact(target):
         return target
     import filelock
 
     with filelock.FileLock(str(target) + ".lock", timeout=600):
-        if target.exists():
+        if cached_file_is_intact(target):
             return target
+        # Absent, or damaged (truncated, overwritten, record lost): rebuild it. The old file
+        # is replaced by rename, so a process that has it mapped keeps its own copy.
         errors = []
         for flags in flag_sets:
             fd, tmp = tempfile.mkstemp(dir=root, prefix=f".{name}.", suffix=".so")
@@ -119,7 +235,9 @@ def build_shared_library(
                 os.unlink(tmp)
                 continue
             if proc.returncode == 0:
+                os.chmod(tmp, 0o600)
                 os.replace(tmp, target)
+                record_cached_file(target)
                 return target
             os.unlink(tmp)
             errors.append(f"$ {shlex.join(cmd)}\n{proc.stderr.strip()}")

@@ -2,56 +2,37 @@
  * expects its host runtime to supply (libtvm_runtime normally does; under
  * tvm-ffi alone nobody does). Registered through
  * TVMFFIEnvModRegisterContextSymbol before any kernel library is loaded.
- * Built on first use: cc -O2 -fopenmp -shared -fPIC (pthreads without OpenMP). */
+ * Built on first use: cc -O2 -fopenmp -pthread -shared -fPIC (pthreads only without OpenMP).
+ *
+ * Parallel launches use OpenMP when it is available, else a pthread team per launch.
+ * A child created by fork() after its parent ran an OpenMP region inherits a runtime
+ * whose worker threads do not exist in the child (GNU libgomp then waits forever for
+ * them), so after a fork this process uses the pthread team instead: forked children
+ * keep running parallel kernels in parallel. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct { void* sync_handle; int32_t num_task; } TLParallelGroupEnv;
 typedef int (*TLParallelLambda)(int task_id, TLParallelGroupEnv* penv, void* cdata);
 
 static int g_num_threads = 0;
 static volatile int g_last_launch_threads = 0;
+static volatile int g_forked_child = 0;
 
 void tl_rt_set_num_threads(int n) { g_num_threads = n > 0 ? n : 0; }
 int tl_rt_last_launch_threads(void) { return g_last_launch_threads; }
+/* 1 in a process created by fork() after this helper was loaded (see above). */
+int tl_rt_is_forked_child(void) { return g_forked_child; }
 
-#ifdef _OPENMP
-#include <omp.h>
-int tl_rt_max_threads(void) { return g_num_threads > 0 ? g_num_threads : omp_get_max_threads(); }
-int tl_rt_uses_openmp(void) { return 1; }
+static void tl_rt_mark_forked_child(void) { g_forked_child = 1; }
 
-int tl_rt_parallel_launch(TLParallelLambda flambda, void* cdata, int num_task) {
-  int n = num_task > 0 ? num_task : tl_rt_max_threads();
-  int rc = 0, seen = 0;
-  #pragma omp parallel num_threads(n)
-  {
-    TLParallelGroupEnv env;
-    env.sync_handle = NULL;
-    /* the lambda splits its range by task_id / num_task: use the team size we got */
-    env.num_task = omp_get_num_threads();
-    int r = flambda(omp_get_thread_num(), &env, cdata);
-    #pragma omp atomic
-    seen += 1;
-    if (r != 0) {
-      #pragma omp atomic write
-      rc = r;
-    }
-  }
-  g_last_launch_threads = seen;
-  return rc;
+__attribute__((constructor)) static void tl_rt_install_fork_handler(void) {
+  pthread_atfork(NULL, NULL, tl_rt_mark_forked_child);
 }
 
-int tl_rt_parallel_barrier(int task_id, TLParallelGroupEnv* penv) {
-  (void)task_id; (void)penv;
-  #pragma omp barrier
-  return 0;
-}
-#else
-#include <pthread.h>
-#include <unistd.h>
-int tl_rt_uses_openmp(void) { return 0; }
-int tl_rt_max_threads(void) {
-  if (g_num_threads > 0) return g_num_threads;
+static int tl_rt_online_cpus(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
 }
@@ -67,8 +48,8 @@ static void* tl_rt_run_task(void* arg) {
   return NULL;
 }
 
-int tl_rt_parallel_launch(TLParallelLambda flambda, void* cdata, int num_task) {
-  int n = num_task > 0 ? num_task : tl_rt_max_threads();
+/* One launch on a fresh pthread team of n (the caller is task 0). */
+static int tl_rt_pthread_launch(TLParallelLambda flambda, void* cdata, int n) {
   TLTask* tasks = (TLTask*)calloc((size_t)n, sizeof(TLTask));
   pthread_t* threads = (pthread_t*)calloc((size_t)n, sizeof(pthread_t));
   pthread_barrier_t barrier;
@@ -95,6 +76,54 @@ int tl_rt_parallel_launch(TLParallelLambda flambda, void* cdata, int num_task) {
   g_last_launch_threads = n;
   pthread_barrier_destroy(&barrier); free(tasks); free(threads);
   return rc;
+}
+
+#ifdef _OPENMP
+#include <omp.h>
+int tl_rt_uses_openmp(void) { return !g_forked_child; }
+int tl_rt_max_threads(void) {
+  if (g_num_threads > 0) return g_num_threads;
+  return g_forked_child ? tl_rt_online_cpus() : omp_get_max_threads();
+}
+
+int tl_rt_parallel_launch(TLParallelLambda flambda, void* cdata, int num_task) {
+  int n = num_task > 0 ? num_task : tl_rt_max_threads();
+  int rc = 0, seen = 0;
+  if (g_forked_child) return tl_rt_pthread_launch(flambda, cdata, n);
+  #pragma omp parallel num_threads(n)
+  {
+    TLParallelGroupEnv env;
+    env.sync_handle = NULL;
+    /* the lambda splits its range by task_id / num_task: use the team size we got */
+    env.num_task = omp_get_num_threads();
+    int r = flambda(omp_get_thread_num(), &env, cdata);
+    #pragma omp atomic
+    seen += 1;
+    if (r != 0) {
+      #pragma omp atomic write
+      rc = r;
+    }
+  }
+  g_last_launch_threads = seen;
+  return rc;
+}
+
+int tl_rt_parallel_barrier(int task_id, TLParallelGroupEnv* penv) {
+  (void)task_id;
+  if (penv && penv->sync_handle) {
+    pthread_barrier_wait((pthread_barrier_t*)penv->sync_handle);
+  } else {
+    #pragma omp barrier
+  }
+  return 0;
+}
+#else
+int tl_rt_uses_openmp(void) { return 0; }
+int tl_rt_max_threads(void) { return g_num_threads > 0 ? g_num_threads : tl_rt_online_cpus(); }
+
+int tl_rt_parallel_launch(TLParallelLambda flambda, void* cdata, int num_task) {
+  int n = num_task > 0 ? num_task : tl_rt_max_threads();
+  return tl_rt_pthread_launch(flambda, cdata, n);
 }
 
 int tl_rt_parallel_barrier(int task_id, TLParallelGroupEnv* penv) {

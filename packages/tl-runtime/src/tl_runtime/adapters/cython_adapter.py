@@ -69,6 +69,27 @@ def _import_extension(path: Path) -> ModuleType:
     return module
 
 
+def _import_prebuilt(path: Path) -> ModuleType:
+    """Import the launcher named by ``$TL_RUNTIME_LAUNCHER``; any failure names the variable."""
+    problem = None
+    if not path.is_file():
+        problem = "no such file"
+    else:
+        try:
+            module = _import_extension(path)
+        except (ImportError, OSError, NativeBuildError) as exc:
+            problem = f"it cannot be imported: {exc}"
+        else:
+            if hasattr(module, "Launcher"):
+                return module
+            problem = "it is not a tl-runtime launcher (it defines no Launcher)"
+    raise AdapterUnavailableError(
+        f"TL_RUNTIME_LAUNCHER={str(path)!r}: expected the path of a built tl-runtime Cython "
+        f"launcher extension; {problem}. Unset it to build the launcher on first use, or "
+        "use adapter='tvm_ffi'"
+    )
+
+
 def launcher_extension() -> ModuleType:
     """Return the compiled launcher module, building it on first use.
 
@@ -82,10 +103,16 @@ def launcher_extension() -> ModuleType:
             return _extension
         prebuilt = os.environ.get("TL_RUNTIME_LAUNCHER")
         if prebuilt:
-            _extension = _import_extension(Path(prebuilt))
+            _extension = _import_prebuilt(Path(prebuilt))
             return _extension
         from tl_runtime.context import ensure_context_symbols, libtvm_ffi
-        from tl_runtime.native_build import build_shared_library, cache_dir, find_c_compiler
+        from tl_runtime.native_build import (
+            build_shared_library,
+            cache_dir,
+            cached_file_is_intact,
+            find_c_compiler,
+            record_cached_file,
+        )
 
         ensure_context_symbols()  # loads libtvm_ffi globally, which the launcher links against
         try:
@@ -110,7 +137,7 @@ def launcher_extension() -> ModuleType:
         root = cache_dir()
         c_file = root / f"{_MODULE_NAME}-{key}.c"
         with filelock.FileLock(str(c_file) + ".lock", timeout=600):
-            if not c_file.exists():
+            if not cached_file_is_intact(c_file):  # absent or damaged: generate it again
                 work = root / f".{_MODULE_NAME}-{key}-{os.getpid()}"
                 work.mkdir(exist_ok=True)
                 try:
@@ -118,6 +145,7 @@ def launcher_extension() -> ModuleType:
                     shutil.copyfile(_PYX, pyx)
                     cythonize([str(pyx)], quiet=True, language_level=3, force=True)
                     os.replace(work / f"{_MODULE_NAME}.c", c_file)
+                    record_cached_file(c_file)
                 except Exception as exc:
                     raise AdapterUnavailableError(f"cythonizing {_PYX} failed: {exc}") from None
                 finally:
