@@ -1,6 +1,7 @@
-"""The shared kernel suite against every registered CPU-capable backend (``is_cpu_target``).
+"""The shared kernel suite against every registered backend that runs on the host CPU.
 
-For each installed backend owning a CPU target kind, every kernel of
+For each installed backend whose descriptor says it runs on the host
+(`Backend.runs_on_host`), for each kind it owns, every kernel of
 integration_tests/kernels (first case of each, to stay quick) is built
 through `tl_backend_api.build_artifact` and run through every available
 execution backend the backend offers, then compared with its numpy reference.
@@ -18,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from integration_tests.kernels import ALL_KERNELS, load
 from tl_backend_api import (
     create_backend_context,
-    is_cpu_target,
     list_backends,
     offered_execution_backends,
     probe_availability,
@@ -29,12 +29,12 @@ CPU_KINDS = [
     pytest.param(backend, kind, id=f"{backend.name}-{kind}")
     for backend in list_backends()
     for kind in backend.target_kinds
-    if is_cpu_target(kind)
+    if backend.runs_on_host
 ]
 
 
 def test_some_backend_serves_the_cpu() -> None:
-    assert CPU_KINDS, "no installed backend owns a CPU target kind (c or llvm)"
+    assert CPU_KINDS, "no installed backend runs on the host CPU"
 
 
 @pytest.mark.parametrize(("backend", "kind"), CPU_KINDS)

@@ -35,16 +35,15 @@ def _reexec_clean() -> None:
 
 def backend_table() -> None:
     """Print the backend report and what ``"auto"`` means here."""
-    from tl_backend_api import AUTO_CPU_TARGET_KIND, detect_auto_target_kind, format_backend_report
+    from tl_backend_api import auto_candidates, detect_auto_target_kind, format_backend_report
 
     print("tl demo: installed backends")
     print()
     print(format_backend_report())
     print()
     kind = detect_auto_target_kind()
-    print(
-        f'target "auto" on this machine means kind {kind!r} (CPU fallback: {AUTO_CPU_TARGET_KIND!r})'
-    )
+    order = ", ".join(f"{b.auto_kind} ({b.name})" for b in auto_candidates())
+    print(f'target "auto" on this machine means kind {kind!r} (tried in order: {order})')
 
 
 def _openblas_description() -> str:

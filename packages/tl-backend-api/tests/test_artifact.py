@@ -151,3 +151,28 @@ def test_gpu_artifacts_record_the_16_byte_vector_alignment(tmp_path: Path) -> No
         ("inout", 16),
         ("output", 64),
     ]
+    assert tl_runtime.read_manifest(directory).argument_device_types == (2,)
+
+
+def test_alignment_and_device_types_come_from_the_descriptor(tmp_path: Path) -> None:
+    import json
+
+    import attrs
+
+    full = create_backend_context("llvm")
+    plain = build_artifact(full, accumulate_kernel(), tmp_path / "plain", out_idx=-1)
+    raw = json.loads((plain / "manifest.json").read_text())
+    assert raw["argument_device_types"] == [1]  # the CPU backend's default: host memory
+    declared = attrs.evolve(full.backend, argument_alignment=32, argument_device_types=(1, 3))
+    context = BackendContext(
+        backend=declared,
+        target=full.target,
+        target_host=full.target_host,
+        execution_backend=full.execution_backend,
+    )
+    directory = build_artifact(context, accumulate_kernel(), tmp_path / "art", out_idx=-1)
+    manifest = tl_runtime.read_manifest(directory)
+    assert [p.alignment for p in manifest.params] == [32, 32, 32, 64]
+    assert manifest.argument_device_types == (1, 3)
+    raw = json.loads((directory / "manifest.json").read_text())
+    assert raw["argument_device_types"] == [1, 3]

@@ -181,7 +181,9 @@ def test_context_members_follow_the_adapter(small_module: Any) -> None:
 
 
 def test_host_targets() -> None:
-    register_backend(make_backend(kinds=("opencl", "c")))
+    # The descriptor says which targets run on the host: no host_kind = own host.
+    register_backend(make_backend("dev", kinds=("opencl",), host_kind="llvm"))
+    register_backend(make_backend("host", kinds=("c",)))
     device = create_backend_context("opencl")
     assert str(device.target_host.kind.name) == "llvm"
     assert str(device.target.host.kind.name) == "llvm"
@@ -209,9 +211,10 @@ def test_lower_dumps_ir_after_each_stage(tmp_path: Path, small_module: Any) -> N
     context.lower(small_module, dump_dir=tmp_path)
     assert order == ["one", "two", "three"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "00-one.tir",
-        "01-two.tir",
-        "02-three.tir",
+        "00-input.tir",
+        "01-one.tir",
+        "02-two.tir",
+        "03-three.tir",
     ]
     order.clear()
     context.lower(small_module, start="two", stop="two")

@@ -1,4 +1,4 @@
-"""Target normalization: option strings, dicts, Targets, aliases, "auto", CPU checks."""
+"""Target normalization: option strings, dicts, Targets, aliases (declared by installed backends)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ import pytest
 from tvm.target import Target
 
 from tl_backend_api import (
-    AUTO_CPU_TARGET_KIND,
-    DeviceProbe,
     TargetError,
-    detect_auto_target_kind,
-    is_cpu_target,
     normalize_target,
     parse_target_string,
     target_kind,
@@ -69,48 +65,6 @@ def test_dicts_targets_and_json() -> None:
 def test_bad_targets_raise_target_error(value: Any, message: str) -> None:
     with pytest.raises(TargetError, match=message):
         normalize_target(value)
-
-
-def _probe(cuda: bool = False, rocm: bool = False, metal: bool = False) -> DeviceProbe:
-    return DeviceProbe(cuda=lambda: cuda, rocm=lambda: rocm, metal=lambda: metal)
-
-
-@pytest.mark.parametrize(
-    ("probe", "kind"),
-    [
-        (_probe(cuda=True, rocm=True, metal=True), "cuda"),
-        (_probe(rocm=True, metal=True), "rocm"),
-        (_probe(metal=True), "metal"),
-        (_probe(), AUTO_CPU_TARGET_KIND),
-    ],
-)
-def test_auto_prefers_cuda_then_rocm_then_metal_then_cpu(probe: DeviceProbe, kind: str) -> None:
-    assert detect_auto_target_kind(probe) == kind
-    assert str(normalize_target("auto", device_probe=probe).kind.name) == kind
-
-
-def test_auto_on_this_machine_is_a_known_kind() -> None:
-    assert detect_auto_target_kind() in ("cuda", "rocm", "metal", AUTO_CPU_TARGET_KIND)
-
-
-def test_cuda_visible_devices_hides_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
-    assert DeviceProbe().cuda() is False
-
-
-@pytest.mark.parametrize(
-    ("target", "cpu"),
-    [
-        ("c", True),
-        ("llvm", True),
-        ("llvm -num-cores=2", True),
-        ({"kind": "c"}, True),
-        ("cuda", False),
-        ("metal", False),
-    ],
-)
-def test_is_cpu_target_is_true_for_c_and_llvm(target: Any, cpu: bool) -> None:
-    assert is_cpu_target(target) is cpu
 
 
 def test_describe_target_shows_only_what_was_set() -> None:

@@ -17,6 +17,7 @@ from tl_backend_api.context import (
     resolve_execution_backend,
 )
 from tl_backend_api.descriptors import (
+    HOST_DEVICE_TYPE,
     REMOVED_EXECUTION_BACKENDS,
     Backend,
     ExecutionBackendSpec,
@@ -46,6 +47,12 @@ from tl_backend_api.gpu_sources import (
     module_kernel_name,
     probe_tool_version,
 )
+from tl_backend_api.kinds import (
+    auto_candidates,
+    canonical_kind,
+    detect_auto_target_kind,
+    is_host_target,
+)
 from tl_backend_api.pipeline import (
     DUMP_IR_ENV,
     PipelineStage,
@@ -73,21 +80,14 @@ from tl_backend_api.registry import (
     isolated_registry,
     list_backends,
     register_backend,
+    registered_backends,
     registered_kinds,
     resolve_backend,
 )
 from tl_backend_api.report import format_backend_report
 from tl_backend_api.target import (
-    AUTO_CPU_TARGET_KIND,
-    CPU_TARGET_KINDS,
-    DEFAULT_DEVICE_HOST_KIND,
-    TARGET_KIND_ALIASES,
-    DeviceProbe,
     TargetLike,
-    default_host_for,
     describe_target,
-    detect_auto_target_kind,
-    is_cpu_target,
     normalize_target,
     parse_target_string,
     target_key,
@@ -95,14 +95,11 @@ from tl_backend_api.target import (
 )
 
 __all__ = [
-    "AUTO_CPU_TARGET_KIND",
-    "CPU_TARGET_KINDS",
-    "DEFAULT_DEVICE_HOST_KIND",
     "DUMP_IR_ENV",
     "ENTRY_POINT_GROUP",
+    "HOST_DEVICE_TYPE",
     "KNOWN_ADAPTERS",
     "REMOVED_EXECUTION_BACKENDS",
-    "TARGET_KIND_ALIASES",
     "AmbiguousBackendError",
     "Backend",
     "BackendConflictError",
@@ -112,7 +109,6 @@ __all__ = [
     "BackendValidationError",
     "DeviceBuildResult",
     "DeviceCodegen",
-    "DeviceProbe",
     "EntryPointLike",
     "ExecutionBackendError",
     "ExecutionBackendSpec",
@@ -134,12 +130,13 @@ __all__ = [
     "UnknownFeatureError",
     "always",
     "assert_conforms",
+    "auto_candidates",
     "build_artifact",
     "build_device_sources",
+    "canonical_kind",
     "clear_availability_cache",
     "conformance_problems",
     "create_backend_context",
-    "default_host_for",
     "describe_target",
     "detect_auto_target_kind",
     "device_kernel_sources",
@@ -147,7 +144,7 @@ __all__ = [
     "emit_single_source",
     "format_backend_report",
     "get_backend",
-    "is_cpu_target",
+    "is_host_target",
     "is_kebab_case",
     "isolated_registry",
     "kernel_description",
@@ -162,6 +159,7 @@ __all__ = [
     "probe_availability",
     "probe_tool_version",
     "register_backend",
+    "registered_backends",
     "registered_kinds",
     "resolve_backend",
     "resolve_execution_backend",

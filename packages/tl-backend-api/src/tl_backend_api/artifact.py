@@ -115,10 +115,10 @@ def written_buffers(func: tirx.PrimFunc) -> list[Any]:
         for value in vars(op).values():
             if isinstance(value, ops.Region) and value.access != ops.ACCESS_READ:
                 found.append(value.buffer)
-        for attribute in ("dst", "c"):  # destinations, whatever access flag they carry
-            region = getattr(op, attribute, None)
-            if isinstance(region, ops.Region):
-                found.append(region.buffer)
+        # Destinations count whatever access flag they carry (T.gemm's is its C operand).
+        region = op.c if isinstance(op, ops.GemmOp) else getattr(op, "dst", None)
+        if isinstance(region, ops.Region):
+            found.append(region.buffer)
     return found
 
 
@@ -164,17 +164,18 @@ def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, 
     return tuple(specs)
 
 
-def _with_device_vector_alignment(params: tuple[Any, ...]) -> tuple[Any, ...]:
-    """GPU kernels move global tiles in 128-bit vectors that assume the buffer's base is
-    16-byte aligned (tl_passes' GPU lowering), whatever the param declares: record that."""
+def with_argument_alignment(params: tuple[Any, ...], alignment: int) -> tuple[Any, ...]:
+    """``params`` with every tensor's alignment raised to at least ``alignment`` bytes.
+
+    A backend's generated code may assume more of an argument's base address
+    than its buffer declares (`Backend.argument_alignment`: GPU code moves
+    global tiles in 16-byte vectors); the manifest records what it assumes,
+    so the runtime checks (or copies) arrays against that.
+    """
     import dataclasses
 
-    from tl_passes.gpu_lower_tile_ops import VECTOR_BYTES
-
     return tuple(
-        dataclasses.replace(p, alignment=max(p.alignment, VECTOR_BYTES))
-        if p.kind == "tensor"
-        else p
+        dataclasses.replace(p, alignment=max(p.alignment, alignment)) if p.kind == "tensor" else p
         for p in params
     )
 
@@ -272,8 +273,7 @@ def build_artifact(
     params = param_specs(func, outputs)
     lowered = context.lower(kernel_module(func, name), dump_dir=dump_dir)
     build = context.build(lowered)
-    if build.sources.launches:
-        params = _with_device_vector_alignment(params)
+    params = with_argument_alignment(params, context.backend.argument_alignment)
     files: dict[str, bytes] = {}
     roles: dict[str, str] = {}
     for file_name, blob in build.binaries.items():
@@ -297,5 +297,6 @@ def build_artifact(
         adapter=context.adapter,
         launch=_launch(build.sources),
         versions=_versions(build, extra_versions),
+        argument_device_types=context.backend.argument_device_types,
     )
     return write_artifact(root, manifest, files, roles=roles)

@@ -27,13 +27,7 @@ from tl_backend_api.protocols import (
     PassPipeline,
 )
 from tl_backend_api.registry import resolve_backend
-from tl_backend_api.target import (
-    DeviceProbe,
-    TargetLike,
-    default_host_for,
-    describe_target,
-    normalize_target,
-)
+from tl_backend_api.target import TargetLike, describe_target, normalize_target
 
 
 @attrs.frozen(eq=False)
@@ -199,31 +193,29 @@ def create_backend_context(
     target: TargetLike,
     target_host: TargetLike | None = None,
     execution_backend: str = "auto",
-    *,
-    device_probe: DeviceProbe | None = None,
 ) -> BackendContext:
     """Resolve the backend, target, host target and execution backend once.
 
     Args:
         target: any form `normalize_target` accepts, ``"auto"`` included.
-        target_host: the host target; default the target's own host, the
-            target itself on CPU, else ``llvm``.
+        target_host: the host target; default `Backend.default_host`: the
+            target's own host, else the target itself for a backend that runs
+            on the host CPU, else a target of the backend's `host_kind`.
         execution_backend: a spec name, or ``"auto"`` (first available in
             the backend's declared order).
-        device_probe: the device checks behind ``"auto"`` (tests).
 
     Raises:
         everything `normalize_target`, `resolve_backend` and
         `resolve_execution_backend` raise.
     """
-    normalized = normalize_target(target, device_probe=device_probe)
+    normalized = normalize_target(target)
+    backend = resolve_backend(normalized)
     host = (
-        normalize_target(target_host, device_probe=device_probe)
+        normalize_target(target_host)
         if target_host is not None
-        else default_host_for(normalized)
+        else backend.default_host(normalized)
     )
     normalized = Target(normalized, host=host)
-    backend = resolve_backend(normalized)
     spec = resolve_execution_backend(backend, normalized, execution_backend)
     return BackendContext(
         backend=backend, target=normalized, target_host=host, execution_backend=spec

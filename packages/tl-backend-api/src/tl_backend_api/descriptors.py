@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
+import tvm_ffi
 from tvm.target import Target
 
 from tl_backend_api.errors import BackendValidationError, UnknownFeatureError
@@ -31,6 +32,10 @@ REMOVED_EXECUTION_BACKENDS: Mapping[str, str] = types.MappingProxyType({"ctypes"
 
 TargetPredicate = Callable[[Target], bool]
 _V = TypeVar("_V")
+
+#: The DLPack device type of host (CPU) memory: what a backend's artifacts
+#: accept unless it declares otherwise.
+HOST_DEVICE_TYPE: int = int(tvm_ffi.DLDeviceType.kDLCPU)
 
 
 def always() -> bool:
@@ -245,6 +250,31 @@ def _kinds(value: Sequence[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _kind_aliases(value: Mapping[str, str]) -> Mapping[str, str]:
+    return _frozen("kind_aliases", value)
+
+
+def _device_types(value: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise BackendValidationError(
+            "Backend.argument_device_types: expected a sequence of DLPack device type codes "
+            f"such as (1,), got {type(value).__name__} {value!r}"
+        )
+    codes: list[int] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or item <= 0:
+            raise BackendValidationError(
+                "Backend.argument_device_types: expected positive DLPack device type codes "
+                f"(tvm_ffi.DLDeviceType), got {item!r} in {value!r}"
+            )
+        codes.append(int(item))
+    return tuple(codes)
+
+
+def _tvm_target_kinds() -> frozenset[str]:
+    return frozenset(str(kind) for kind in Target.list_kinds())
+
+
 def _specs(value: Sequence[ExecutionBackendSpec]) -> tuple[ExecutionBackendSpec, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise BackendValidationError(
@@ -275,6 +305,30 @@ class Backend:
         callbacks: tvm-ffi global name -> function, registered once per
             process at the backend's first resolution.
         toolchains: tool name -> `Toolchain` the backend drives.
+        is_active: zero-argument probe: is a device this backend runs on
+            present? It must be cheap and never import torch (it runs for
+            every ``"auto"`` target); a probe that raises counts as no. The
+            default says yes (a backend that runs on the host CPU).
+        auto_kind: the owned kind ``"auto"`` stands for when this backend is
+            chosen; None (the default) keeps the backend out of ``"auto"``.
+        auto_priority: ``"auto"`` picks, among backends with an `auto_kind`
+            whose `is_active` says yes, the one with the highest priority
+            (ties go to the backend name that sorts first); the CPU backend
+            declares the lowest, so it is the fallback.
+        kind_aliases: names users may write -> the owned kind they mean, for
+            names that are not TVM target kinds (TVM calls HIP's kind
+            ``rocm``). An alias must not be a TVM kind: TVM's own meaning wins.
+        host_kind: the TVM kind of the host target a device target gets when
+            the caller names none; None (the default) means the target is
+            its own host, i.e. the backend's kernels run on the host CPU.
+        argument_alignment: the byte alignment (a power of two) the
+            generated code assumes of every tensor argument's base address,
+            whatever a buffer declares; recorded per parameter in the
+            artifact's manifest. Default 1 (no assumption beyond the buffer's).
+        argument_device_types: the DLPack device types (``DLDeviceType``
+            codes, tvm_ffi.DLDeviceType) whose arrays the artifacts accept,
+            recorded in the manifest as ``argument_device_types``; default
+            host memory only, ``(1,)``.
 
     Raises:
         BackendValidationError: any rule above is broken; the message names
@@ -298,6 +352,15 @@ class Backend:
         factory=dict, converter=_frozen_callbacks
     )
     toolchains: Mapping[str, Toolchain] = attrs.field(factory=dict, converter=_frozen_toolchains)
+    is_active: Callable[[], bool] = always
+    auto_kind: str | None = None
+    auto_priority: int = 0
+    kind_aliases: Mapping[str, str] = attrs.field(factory=dict, converter=_kind_aliases)
+    host_kind: str | None = None
+    argument_alignment: int = 1
+    argument_device_types: tuple[int, ...] = attrs.field(
+        default=(HOST_DEVICE_TYPE,), converter=_device_types
+    )
 
     def __attrs_post_init__(self) -> None:
         _non_empty_str("Backend", "name", self.name)
@@ -383,6 +446,92 @@ class Backend:
                     f"{owner}.toolchains[{tool_name!r}]: expected a Toolchain, "
                     f"got {type(toolchain).__name__}"
                 )
+        self._validate_target_facts(owner)
+
+    def _validate_target_facts(self, owner: str) -> None:
+        kinds = self.target_kinds
+        _require_callable(owner, "is_active", self.is_active)
+        if self.auto_kind is not None and self.auto_kind not in kinds:
+            raise BackendValidationError(
+                f"{owner}.auto_kind: expected None or one of the owned kinds {list(kinds)}, "
+                f"got {self.auto_kind!r}"
+            )
+        if isinstance(self.auto_priority, bool) or not isinstance(self.auto_priority, int):
+            raise BackendValidationError(
+                f"{owner}.auto_priority: expected an int, got {self.auto_priority!r}"
+            )
+        tvm_kinds = _tvm_target_kinds()
+        for alias, kind in self.kind_aliases.items():
+            _non_empty_str(owner, "kind_aliases key", alias)
+            if alias in tvm_kinds:
+                raise BackendValidationError(
+                    f"{owner}.kind_aliases: expected names that are not TVM target kinds, "
+                    f"got {alias!r} (TVM's own kind of that name would win)"
+                )
+            if kind not in kinds:
+                raise BackendValidationError(
+                    f"{owner}.kind_aliases[{alias!r}]: expected one of the owned kinds "
+                    f"{list(kinds)}, got {kind!r}"
+                )
+        if self.host_kind is not None and self.host_kind not in tvm_kinds:
+            raise BackendValidationError(
+                f"{owner}.host_kind: expected None or a TVM target kind "
+                f"({sorted(tvm_kinds)}), got {self.host_kind!r}"
+            )
+        alignment = self.argument_alignment
+        if (
+            isinstance(alignment, bool)
+            or not isinstance(alignment, int)
+            or alignment <= 0
+            or alignment & (alignment - 1)
+        ):
+            raise BackendValidationError(
+                f"{owner}.argument_alignment: expected a power of two number of bytes, "
+                f"got {alignment!r}"
+            )
+        types_ = self.argument_device_types
+        if not types_ or len(set(types_)) != len(types_):
+            raise BackendValidationError(
+                f"{owner}.argument_device_types: expected at least one DLPack device type, "
+                f"each once, got {types_!r}"
+            )
+
+    @property
+    def runs_on_host(self) -> bool:
+        """True when the backend's kernels run on the host CPU (it declares no `host_kind`)."""
+        return self.host_kind is None
+
+    def default_host(self, target: Target) -> Target:
+        """The host target for ``target`` when the caller names none.
+
+        The target's own ``host`` if it has one; the target itself for a
+        backend that `runs_on_host`; else a target of kind `host_kind`.
+        """
+        if target.host is not None:
+            return target.host
+        if self.host_kind is None:
+            return target
+        return Target({"kind": self.host_kind})
+
+    def device_present(self) -> bool:
+        """Call `is_active`: True when a device this backend runs on is present.
+
+        A probe that raises counts as absent (``"auto"`` must not fail because
+        one driver is broken).
+
+        Raises:
+            TypeError: the probe returned something other than a bool.
+        """
+        try:
+            answer = self.is_active()
+        except Exception:
+            return False
+        if not isinstance(answer, bool):
+            raise TypeError(
+                f"Backend {self.name!r}.is_active(): expected a bool, "
+                f"got {type(answer).__name__} {answer!r}"
+            )
+        return answer
 
     def accepts(self, target: Target) -> bool:
         """True when this backend serves ``target``: an owned kind and, if

@@ -125,6 +125,20 @@ def _check_shared_kinds(state: _RegistryState, backend: Backend, replacing: str 
             )
 
 
+def _check_aliases(state: _RegistryState, backend: Backend, replacing: str | None) -> None:
+    for other in state.backends.values():
+        if other.name == replacing or other is backend:
+            continue
+        for alias, kind in backend.kind_aliases.items():
+            theirs = other.kind_aliases.get(alias)
+            if theirs is not None and theirs != kind:
+                raise BackendConflictError(
+                    f"backend {backend.name!r} declares target kind alias {alias!r} -> "
+                    f"{kind!r}, but backend {other.name!r} declares it -> {theirs!r}; "
+                    "an alias has one meaning"
+                )
+
+
 def _unindex(state: _RegistryState, backend: Backend) -> None:
     for kind in backend.target_kinds:
         names = state.by_kind.get(kind)
@@ -147,6 +161,7 @@ def _register(state: _RegistryState, backend: Backend, override: bool) -> Backen
             f"(serving {list(existing.target_kinds)}); pass override=True to replace it"
         )
     _check_shared_kinds(state, backend, replacing=backend.name if existing else None)
+    _check_aliases(state, backend, replacing=backend.name if existing else None)
     if existing is not None:
         _unindex(state, existing)
     state.backends[backend.name] = backend
@@ -168,8 +183,9 @@ def register_backend(backend: Backend, *, override: bool = False) -> Backend:
 
     Raises:
         TypeError: ``backend`` is not a `Backend`.
-        BackendConflictError: the name is taken (without ``override``), or a
-            shared kind lacks ``supports_target``.
+        BackendConflictError: the name is taken (without ``override``), a
+            shared kind lacks ``supports_target``, or another backend gives one
+            of its `Backend.kind_aliases` a different meaning.
     """
     if not isinstance(backend, Backend):
         raise TypeError(
@@ -350,6 +366,12 @@ def list_backends() -> tuple[Backend, ...]:
     """
     with _lock:
         _ensure_all_loaded(_state)
+        return tuple(_state.backends[name] for name in sorted(_state.backends))
+
+
+def registered_backends() -> tuple[Backend, ...]:
+    """The backends registered so far, sorted by name, without loading any entry point."""
+    with _lock:
         return tuple(_state.backends[name] for name in sorted(_state.backends))
 
 

@@ -7,16 +7,11 @@ accepts, converting each option by the type TVM declares for it.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import shlex
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
-import attrs
-import tvm
 from tvm.target import Target, TargetKind
 
 from tl_backend_api.errors import TargetError
@@ -24,80 +19,26 @@ from tl_backend_api.errors import TargetError
 #: What users may pass wherever a target is expected.
 TargetLike: TypeAlias = Target | str | Mapping[str, Any]
 
-#: Target kinds served by the CPU backend; `is_cpu_target` is true for both.
-CPU_TARGET_KINDS: frozenset[str] = frozenset({"c", "llvm"})
 
-#: Names users may write that TVM spells differently (TVM has no ``hip`` kind).
-TARGET_KIND_ALIASES: Mapping[str, str] = {"hip": "rocm"}
+def _kind_meant(name: str) -> str:
+    """TVM's kind ``name``, or the kind a backend declares ``name`` an alias of."""
+    if name in _tvm_kinds():
+        return name
+    # Backends declare their aliases; the registry sits above this module.
+    from tl_backend_api.kinds import canonical_kind
 
-#: The kind ``"auto"`` picks when no GPU is visible. ``c`` because it needs
-#: only a C compiler to build and run (ARCHITECTURE.md: "a kernel runs on the
-#: CPU of any machine with a C compiler"), and its output can carry OpenMP
-#: pragmas; ``llvm`` stays one string away.
-AUTO_CPU_TARGET_KIND = "c"
-
-#: The host target given to device targets that name none.
-DEFAULT_DEVICE_HOST_KIND = "llvm"
+    return canonical_kind(name)
 
 
-def _cuda_visible() -> bool:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return False
-    try:
-        if bool(tvm.runtime.cuda(0).exist):
-            return True
-    except Exception:  # a TVM built without CUDA may raise instead of saying no
-        pass
-    # The wheel may lack the CUDA runtime while a device is present.
-    return bool(glob.glob("/dev/nvidia[0-9]*"))
+def _tvm_kinds() -> frozenset[str]:
+    return frozenset(str(kind) for kind in Target.list_kinds())
 
 
-def _rocm_visible() -> bool:
-    try:
-        if bool(tvm.runtime.rocm(0).exist):
-            return True
-    except Exception:
-        pass
-    return os.path.exists("/dev/kfd") and bool(glob.glob("/dev/dri/renderD*"))
+def _auto_kind() -> str:
+    # The registry sits above this module; "auto" asks the backends it holds.
+    from tl_backend_api.kinds import detect_auto_target_kind
 
-
-def _metal_visible() -> bool:
-    if sys.platform != "darwin":
-        return False
-    try:
-        return bool(tvm.runtime.metal(0).exist)
-    except Exception:
-        return False
-
-
-@attrs.frozen
-class DeviceProbe:
-    """The cheap device checks behind ``"auto"`` (none of them imports torch).
-
-    Each field is a zero-argument callable answering whether such a device is
-    visible to this process. Tests pass their own to simulate machines.
-    """
-
-    cuda: Callable[[], bool] = _cuda_visible
-    rocm: Callable[[], bool] = _rocm_visible
-    metal: Callable[[], bool] = _metal_visible
-
-
-def detect_auto_target_kind(probe: DeviceProbe | None = None) -> str:
-    """Return the target kind ``"auto"`` stands for on this machine.
-
-    CUDA if a CUDA device is visible, else ROCm, else Metal, else
-    `AUTO_CPU_TARGET_KIND` (the CPU backend).
-    """
-    probe = probe if probe is not None else DeviceProbe()
-    if probe.cuda():
-        return "cuda"
-    if probe.rocm():
-        return "rocm"
-    if probe.metal():
-        return "metal"
-    return AUTO_CPU_TARGET_KIND
+    return detect_auto_target_kind()
 
 
 def _convert_option(kind: str, key: str, raw: str, option_types: Mapping[str, str]) -> Any:
@@ -140,7 +81,10 @@ def parse_target_string(text: str) -> dict[str, Any]:
     """
     stripped = text.strip()
     if not stripped:
-        raise TargetError("target: expected a target kind such as 'c' or 'cuda', got ''")
+        raise TargetError(
+            "target: expected a target kind (a TVM kind, an alias a backend declares, "
+            "or 'auto'), got ''"
+        )
     if stripped.startswith("{"):
         try:
             loaded = json.loads(stripped)
@@ -153,7 +97,7 @@ def parse_target_string(text: str) -> dict[str, Any]:
         tokens = shlex.split(stripped)
     except ValueError as exc:
         raise TargetError(f"target: cannot split {text!r} into options ({exc})") from None
-    kind = TARGET_KIND_ALIASES.get(tokens[0], tokens[0])
+    kind = _kind_meant(tokens[0])
     config: dict[str, Any] = {"kind": kind}
     try:
         option_types: Mapping[str, str] = TargetKind.options_from_name(kind)
@@ -177,34 +121,30 @@ def _construct(config: Any, shown: object) -> Target:
         raise TargetError(f"target {shown!r} was refused by TVM: {exc}") from None
 
 
-def normalize_target(
-    target: TargetLike,
-    host: TargetLike | None = None,
-    *,
-    device_probe: DeviceProbe | None = None,
-) -> Target:
+def normalize_target(target: TargetLike, host: TargetLike | None = None) -> Target:
     """Turn any accepted target form into a `tvm.target.Target`.
 
     Args:
-        target: a `Target`; a string (``"c"``, ``"llvm"``, ``"cuda -arch=sm_90"``,
-            ``"hip"``, a TVM tag, JSON text); a dict (``{"kind": "cuda", ...}``);
-            or ``"auto"`` (see `detect_auto_target_kind`).
+        target: a `Target`; a string (a TVM kind with ``-key=value`` options, a
+            kind alias a backend declares, a TVM tag, JSON text); a dict
+            (``{"kind": ..., ...}``); or ``"auto"`` (see
+            `tl_backend_api.kinds.detect_auto_target_kind`).
         host: an optional host target in any of the same forms; attached as
             the result's ``host``.
-        device_probe: the device checks ``"auto"`` uses (tests pass their own).
 
     Returns:
         the normalized Target (with ``host`` attached when one was given).
 
     Raises:
         TargetError: the value is of another type, or TVM refuses it.
+        BackendNotFoundError: ``"auto"`` found no backend whose device is present.
     """
     if isinstance(target, Target):
         normalized = target
     elif isinstance(target, str):
         stripped = target.strip()
         if stripped == "auto":
-            normalized = _construct({"kind": detect_auto_target_kind(device_probe)}, target)
+            normalized = _construct({"kind": _auto_kind()}, target)
         elif "/" in stripped and " " not in stripped and not stripped.startswith("{"):
             normalized = _construct(stripped, target)  # a TVM tag, e.g. nvidia/nvidia-a100
         else:
@@ -216,15 +156,16 @@ def normalize_target(
             raise TargetError(
                 f"target: expected a dict with a non-empty string 'kind', got {target!r}"
             )
-        config["kind"] = TARGET_KIND_ALIASES.get(kind, kind)
+        config["kind"] = _kind_meant(kind)
         normalized = _construct(config, target)
     else:
         raise TargetError(
-            "target: expected a tvm.target.Target, a string such as 'c' or "
-            f"'cuda -arch=sm_90', a dict, or 'auto'; got {type(target).__name__} {target!r}"
+            "target: expected a tvm.target.Target, a string (a kind with -key=value options, "
+            "a TVM tag or JSON), a dict with a 'kind', or 'auto'; "
+            f"got {type(target).__name__} {target!r}"
         )
     if host is not None:
-        host_target = normalize_target(host, device_probe=device_probe)
+        host_target = normalize_target(host)
         try:
             normalized = Target(normalized, host=host_target)
         except Exception as exc:
@@ -239,28 +180,6 @@ def target_kind(target: TargetLike) -> str:
         TargetError: as `normalize_target`.
     """
     return str(normalize_target(target).kind.name)
-
-
-def is_cpu_target(target: TargetLike) -> bool:
-    """True when ``target`` is a CPU target: kind ``c`` or ``llvm``.
-
-    Raises:
-        TargetError: as `normalize_target`.
-    """
-    return target_kind(target) in CPU_TARGET_KINDS
-
-
-def default_host_for(target: Target) -> Target:
-    """The host target a context uses when the caller names none.
-
-    The target's own ``host`` if it has one; a CPU target hosts itself;
-    every device target gets `DEFAULT_DEVICE_HOST_KIND`.
-    """
-    if target.host is not None:
-        return target.host
-    if str(target.kind.name) in CPU_TARGET_KINDS:
-        return target
-    return Target({"kind": DEFAULT_DEVICE_HOST_KIND})
 
 
 def target_key(target: Target) -> str:

@@ -49,4 +49,9 @@ BACKEND = Backend(
         ),
     ),
     toolchains={"gcc": GccToolchain()},
+    # Kernels run on the host CPU: no host_kind, host arrays only, and "auto"
+    # falls back here when no device backend's probe finds its device. `c`
+    # rather than `llvm`: it needs only a C compiler and can carry OpenMP pragmas.
+    auto_kind="c",
+    auto_priority=0,
 )

@@ -17,9 +17,12 @@ Execution backends, in ``auto`` order:
 
 from __future__ import annotations
 
+from tvm_ffi import DLDeviceType
+
 from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import CudaDeviceCodegen
+from .device_presence import cuda_device_present
 from .features import FEATURES
 from .pipeline import PIPELINE
 from .probes import (
@@ -70,4 +73,14 @@ BACKEND = Backend(
     ),
     features=FEATURES,
     toolchains={"nvcc": Nvcc()},
+    # Target facts the core reads from the descriptor: device presence and
+    # rank for target="auto", the host target device code runs under, the
+    # 16-byte base alignment of the 128-bit global vector moves in the
+    # generated code, and the DLPack device types of the arrays it accepts.
+    is_active=cuda_device_present,
+    auto_kind="cuda",
+    auto_priority=30,
+    host_kind="llvm",
+    argument_alignment=16,
+    argument_device_types=(int(DLDeviceType.kDLCUDA),),
 )

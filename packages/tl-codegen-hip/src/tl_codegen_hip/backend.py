@@ -10,6 +10,8 @@ its artifacts cannot be loaded (tl_runtime names the file it cannot load).
 
 from __future__ import annotations
 
+from tvm_ffi import DLDeviceType
+
 from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import (
@@ -19,6 +21,7 @@ from .codegen import (
     keep_object,
     no_device_libraries,
 )
+from .device_presence import rocm_device_present
 from .pipeline import PIPELINE
 from .probes import always, hip_launcher_available
 from .toolchain import Lld
@@ -56,4 +59,15 @@ BACKEND = Backend(
     ),
     callbacks={BITCODE_CALLBACK: no_device_libraries, LINK_CALLBACK: keep_object},
     toolchains={"ld.lld": Lld()},
+    # Target facts the core reads from the descriptor: device presence and
+    # rank for target="auto", the host target device code runs under, the
+    # 16-byte base alignment of the 128-bit global vector moves in the
+    # generated code, and the DLPack device types of the arrays it accepts.
+    is_active=rocm_device_present,
+    auto_kind="rocm",
+    auto_priority=20,
+    kind_aliases={"hip": "rocm"},  # TVM has no kind named hip
+    host_kind="llvm",
+    argument_alignment=16,
+    argument_device_types=(int(DLDeviceType.kDLROCM),),
 )

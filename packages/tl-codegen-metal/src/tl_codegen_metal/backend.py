@@ -13,9 +13,12 @@ Execution backends, in ``auto`` order:
 
 from __future__ import annotations
 
+from tvm_ffi import DLDeviceType
+
 from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import MetalDeviceCodegen
+from .device_presence import metal_device_present
 from .pipeline import PIPELINE
 from .probes import always, torch_mps_available
 
@@ -41,4 +44,14 @@ BACKEND = Backend(
             install_hint="nothing: source generation needs no device",
         ),
     ),
+    # Target facts the core reads from the descriptor: device presence and
+    # rank for target="auto", the host target device code runs under, the
+    # 16-byte base alignment of the 128-bit global vector moves in the
+    # generated code, and the DLPack device types of the arrays it accepts.
+    is_active=metal_device_present,
+    auto_kind="metal",
+    auto_priority=10,
+    host_kind="llvm",
+    argument_alignment=16,
+    argument_device_types=(int(DLDeviceType.kDLMetal),),
 )

@@ -11,6 +11,8 @@ WebGPU artifact with tl_runtime fails with an ArtifactError naming the
 
 from __future__ import annotations
 
+from tvm_ffi import DLDeviceType
+
 from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import WebGpuDeviceCodegen
@@ -31,4 +33,8 @@ BACKEND = Backend(
             install_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
         ),
     ),
+    # No auto_kind: nothing here runs WGSL, so target="auto" never picks it.
+    host_kind="llvm",
+    argument_alignment=16,
+    argument_device_types=(int(DLDeviceType.kDLWebGPU),),
 )
