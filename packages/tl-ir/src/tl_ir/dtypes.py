@@ -31,6 +31,16 @@ _BITS: dict[str, int] = {
     "uint32": 32,
     "uint64": 64,
     "bool": 1,
+    "float8_e4m3fn": 8,
+    "float8_e5m2": 8,
+}
+
+#: Dtypes without a numpy type of their own: held in numpy as unsigned ints of the
+#: same width (the same bits).
+_STORAGE_AS_UINT: dict[str, str] = {
+    "bfloat16": "uint16",
+    "float8_e4m3fn": "uint8",
+    "float8_e5m2": "uint8",
 }
 
 #: Every dtype name the language accepts, in a stable order.
@@ -44,6 +54,12 @@ _ALIASES: dict[str, str] = {
     "bf16": "bfloat16",
     "fp32": "float32",
     "fp64": "float64",
+    # TileLang's C-style aliases (T.int, T.uint, T.long, T.short).
+    "int": "int32",
+    "uint": "uint32",
+    "long": "int64",
+    "ulong": "uint64",
+    "short": "int16",
 }
 
 
@@ -51,8 +67,9 @@ def normalize_dtype(dtype: Any) -> str:
     """Return the canonical dtype name of ``dtype``.
 
     Args:
-        dtype: a name (``"float16"``, ``"half"``), a numpy dtype or scalar type,
-            a TVM dtype object, or a `T.float16`-style constructor.
+        dtype: a name (``"float16"``, ``"half"``, ``"int"``), a `T.float16`-style dtype
+            object, a numpy or torch dtype, Python's ``bool``/``int``/``float``
+            (``bool``, ``int32``, ``float32``), or a TVM dtype object.
 
     Raises:
         UnknownDtypeError: the value names no dtype of the language.
@@ -64,6 +81,12 @@ def normalize_dtype(dtype: Any) -> str:
         raise UnknownDtypeError(
             f"dtype {dtype!r} does not exist; expected one of {', '.join(DTYPE_NAMES)}"
         )
+    for python_type, name in ((bool, "bool"), (int, "int32"), (float, "float32")):
+        if dtype is python_type:  # TileLang reads Python's scalar types this way
+            return name
+    if type(dtype).__module__ == "torch":
+        # torch.float16 -> "float16"; torch is never imported here.
+        return normalize_dtype(str(dtype).removeprefix("torch."))
     if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
         return normalize_dtype(np.dtype(dtype).name)
     # T.float16 and friends are TVM constructors carrying their dtype name.
@@ -88,18 +111,16 @@ def bits(dtype: Any) -> int:
 def numpy_dtype(dtype: Any) -> np.dtype[Any]:
     """The numpy dtype holding ``dtype`` elements.
 
-    ``bfloat16`` has no numpy type: it maps to ``uint16`` (the same bits).
-    Raises `UnknownDtypeError` for unknown names.
+    ``bfloat16`` and the float8 types have no numpy type: they map to ``uint16`` and
+    ``uint8`` (the same bits). Raises `UnknownDtypeError` for unknown names.
     """
     name = normalize_dtype(dtype)
-    if name == "bfloat16":
-        return np.dtype("uint16")
-    return np.dtype(name)
+    return np.dtype(_STORAGE_AS_UINT.get(name, name))
 
 
 def is_float(dtype: Any) -> bool:
     """Whether ``dtype`` is a floating-point type (bfloat16 included)."""
-    return normalize_dtype(dtype) in ("float16", "bfloat16", "float32", "float64")
+    return normalize_dtype(dtype).startswith(("float", "bfloat"))
 
 
 def is_int(dtype: Any) -> bool:

@@ -36,10 +36,21 @@ from tl_ir.errors import (
     UnsupportedError,
 )
 from tl_ir.frontend import prim_func
+from tl_ir.language import _tvm_compat
 from tl_ir.language._alloc import alloc_fragment, alloc_local, alloc_shared, alloc_var
+from tl_ir.language._dtypes import dtype, make_dtype_objects
 from tl_ir.language._launch import Kernel, get_block_binding, get_thread_binding
 from tl_ir.language._loops import Parallel, Pipelined, serial, unroll, vectorized
-from tl_ir.language._misc import annotate_layout, cast, clamp, print, use_swizzle
+from tl_ir.language._misc import (
+    annotate_layout,
+    cast,
+    clamp,
+    infinity,
+    max_value,
+    min_value,
+    print,
+    use_swizzle,
+)
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
 from tl_ir.language._tile_ops import (
     atomic_add,
@@ -57,6 +68,33 @@ from tl_ir.language._tile_ops import (
     reduce_min,
     reduce_sum,
 )
+
+_tvm_compat.install()
+
+# Dtype objects (strings that construct values), replacing TVMScript's constructors.
+_DTYPE_OBJECTS = make_dtype_objects()
+float16 = _DTYPE_OBJECTS["float16"]
+bfloat16 = _DTYPE_OBJECTS["bfloat16"]
+float32 = _DTYPE_OBJECTS["float32"]
+float64 = _DTYPE_OBJECTS["float64"]
+int8 = _DTYPE_OBJECTS["int8"]
+int16 = _DTYPE_OBJECTS["int16"]
+int32 = _DTYPE_OBJECTS["int32"]
+int64 = _DTYPE_OBJECTS["int64"]
+uint8 = _DTYPE_OBJECTS["uint8"]
+uint16 = _DTYPE_OBJECTS["uint16"]
+uint32 = _DTYPE_OBJECTS["uint32"]
+uint64 = _DTYPE_OBJECTS["uint64"]
+bool = _DTYPE_OBJECTS["bool"]
+float8_e4m3fn = _DTYPE_OBJECTS["float8_e4m3fn"]
+float8_e5m2 = _DTYPE_OBJECTS["float8_e5m2"]
+short = _DTYPE_OBJECTS["short"]
+int = _DTYPE_OBJECTS["int"]
+uint = _DTYPE_OBJECTS["uint"]
+long = _DTYPE_OBJECTS["long"]
+half = _DTYPE_OBJECTS["half"]
+float = _DTYPE_OBJECTS["float"]
+double = _DTYPE_OBJECTS["double"]
 
 _DTYPE_PREFIXES = ("float", "bfloat", "int", "uint", "bool")
 
@@ -76,6 +114,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "symbolic",
     "dynamic",
     "param_alignment",
+    "dtype",
     "float16",
     "bfloat16",
     "float32",
@@ -87,7 +126,17 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "uint8",
     "uint16",
     "uint32",
+    "uint64",
     "bool",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "short",
+    "int",
+    "uint",
+    "long",
+    "half",
+    "float",
+    "double",
     "Kernel",
     "get_thread_binding",
     "get_block_binding",
@@ -136,6 +185,8 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "if_then_else",
     "cast",
     "infinity",
+    "max_value",
+    "min_value",
     "ceildiv",
     "floordiv",
     "floormod",

@@ -15,7 +15,16 @@ from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._operands import describe_operand, is_tile_operand, scalar_wrapper, tile_of
 
-__all__ = ["annotate_layout", "cast", "clamp", "print", "use_swizzle"]
+__all__ = [
+    "annotate_layout",
+    "cast",
+    "clamp",
+    "infinity",
+    "max_value",
+    "min_value",
+    "print",
+    "use_swizzle",
+]
 
 
 def clamp(value: Any, lo: Any, hi: Any) -> Any:
@@ -26,6 +35,21 @@ def clamp(value: Any, lo: Any, hi: Any) -> Any:
 def cast(value: Any, dtype: Any) -> Any:
     """``value`` converted to ``dtype``."""
     return tirx.Cast(_normalize_dtype(dtype), value)
+
+
+def infinity(dtype: Any) -> Any:
+    """Positive infinity of the float ``dtype`` (a name or a dtype object)."""
+    return _tvm_T.infinity(_normalize_dtype(dtype))
+
+
+def max_value(dtype: Any) -> Any:
+    """The largest finite value of ``dtype`` (a name or a dtype object)."""
+    return _tvm_T.max_value(_normalize_dtype(dtype))
+
+
+def min_value(dtype: Any) -> Any:
+    """The smallest finite value of ``dtype`` (a name or a dtype object)."""
+    return _tvm_T.min_value(_normalize_dtype(dtype))
 
 
 def print(value: Any, msg: str = "") -> Any:

@@ -1,0 +1,77 @@
+"""Dtype objects of the kernel language: ``T.float16``, ``T.dtype``, ``T.float``...
+
+As in TileLang, a dtype object is a string (``T.uint8 == "uint8"``, usable wherever a
+dtype name goes: allocations, ``T.cast``, ``T.infinity``, numpy) that can also be
+called to make a value: ``T.float32(0)`` is a constant, ``T.int32()`` a fresh scalar
+variable, and ``alpha: T.float32`` declares a scalar parameter. ``T.dtype`` is their
+type and converts any dtype-like value (``T.dtype("half")``, ``T.dtype(np.float16)``);
+it also serves as the annotation of a builder argument that holds a dtype.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+from typing import Any, cast
+
+import tvm_ffi
+from tvm import tirx
+from tvm.script import tirx as _tvm_T
+
+from tl_ir.dtypes import DTYPE_NAMES, normalize_dtype
+
+__all__ = ["DTYPE_ALIASES", "dtype", "make_dtype_objects"]
+
+#: TileLang's C-style dtype names and what they stand for.
+DTYPE_ALIASES: dict[str, str] = {
+    "short": "int16",
+    "int": "int32",
+    "uint": "uint32",
+    "long": "int64",
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+}
+
+
+class dtype(tvm_ffi.dtype):
+    """A dtype of the kernel language: a ``str`` of the canonical name that is also a
+    value constructor.
+
+    ``dtype(value)`` accepts anything `tl_ir.normalize_dtype` does and raises
+    `UnknownDtypeError` otherwise.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: Any) -> dtype:
+        return cast("dtype", super().__new__(cls, normalize_dtype(value)))
+
+    def __call__(self, *args: Any) -> Any:
+        """``T.float32(x)``: the constant or expression ``x`` of this dtype;
+        ``T.int32()``: a fresh scalar variable; several args: a vector of them."""
+        if len(args) > 1:
+            return tirx.Shuffle(list(args), list(range(len(args))))
+        value = args[0] if args else None
+        if isinstance(value, _builtins.bool | int) and str(self) != "bool":
+            return tirx.const(value, str(self))
+        constructor = getattr(_tvm_T, str(self), None)
+        if constructor is None:
+            # TVM offers no constructor for this dtype: only constants and casts.
+            if value is None:
+                raise TypeError(f"T.{self}() cannot make a scalar variable of dtype {self}")
+            if isinstance(value, _builtins.float):
+                return tirx.const(value, str(self))
+            return tirx.Cast(str(self), value)
+        return constructor(value)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes per element (at least 1)."""
+        return _builtins.max(1, int(self.bits) // 8)
+
+
+def make_dtype_objects() -> dict[str, dtype]:
+    """Every dtype object ``T`` exports, by name: the canonical names and the aliases."""
+    objects = {name: dtype(name) for name in DTYPE_NAMES}
+    objects.update({alias: objects[target] for alias, target in DTYPE_ALIASES.items()})
+    return objects
