@@ -60,3 +60,76 @@ def test_symbolic_dims_need_sizes(fake_backend: Any) -> None:
     assert profiler.make_inputs()[0].shape == (37,)
     profiler.assert_allclose(lambda a, b: a + b)
     assert np.isfinite(profiler.do_bench(warmup=1, rep=2))  # type: ignore[arg-type]
+
+
+class _FakeDevice:
+    def __init__(self, type_: str) -> None:
+        self.type = type_
+
+
+class _FakeTensor:
+    def __init__(self, dlpack_code: int) -> None:
+        self._code = dlpack_code
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (self._code, 0)
+
+
+def _fake_torch(device_type: str = "npu", dlpack_code: int = 99) -> Any:
+    """A stand-in for torch with one accelerator, through torch's device-generic API only."""
+    import types
+
+    torch = types.ModuleType("torch")
+    state = {"synchronized": 0, "events": 0}
+    device = _FakeDevice(device_type)
+
+    class Event:
+        def __init__(self, *, device: Any, enable_timing: bool) -> None:
+            assert enable_timing and device.type == device_type
+            state["events"] += 1
+
+        def record(self) -> None:
+            pass
+
+        def elapsed_time(self, other: Any) -> float:
+            return 2.0
+
+    def synchronize() -> None:
+        state["synchronized"] += 1
+
+    torch.accelerator = types.SimpleNamespace(  # type: ignore[attr-defined]
+        is_available=lambda: True, current_accelerator=lambda: device, synchronize=synchronize
+    )
+    torch.Event = Event  # type: ignore[attr-defined]
+    torch.empty = lambda *shape, device: _FakeTensor(dlpack_code)  # type: ignore[attr-defined]
+    torch.state = state  # type: ignore[attr-defined]
+    return torch
+
+
+def test_do_bench_times_on_torchs_accelerator_whatever_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    torch = _fake_torch("npu")
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    assert do_bench(lambda: None, warmup=0, rep=10) == 2.0  # "auto": the accelerator's events
+    assert torch.state["synchronized"] >= 2 and torch.state["events"] >= 2
+    assert do_bench(lambda: None, warmup=0, rep=10, device="npu") == 2.0
+    wall = do_bench(lambda: None, warmup=0, rep=1, device="cpu")
+    assert isinstance(wall, float) and wall != 2.0
+    with pytest.raises(ValueError, match="accelerator \\(found: 'npu'\\), got 'tpu'"):
+        do_bench(lambda: None, device="tpu")
+
+
+def test_inputs_follow_the_artifacts_device_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from tl_jit.profiler import _input_placement
+
+    assert _input_placement((1,)) == ("numpy", None)
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch("npu", dlpack_code=99))
+    like, device = _input_placement((99,))
+    assert like == "torch" and device.type == "npu"
+    assert _input_placement((1, 42)) == ("torch", None)  # the accelerator is not accepted
+    assert _input_placement((1,)) == ("numpy", None)

@@ -1,5 +1,11 @@
-"""Timing kernels: `do_bench` (CPU wall clock, CUDA events when torch+CUDA are present)
-and `Profiler` (inputs generated from a kernel's params, benchmarking, checking)."""
+"""Timing kernels: `do_bench` (CPU wall clock, or device events of torch's accelerator)
+and `Profiler` (inputs generated from a kernel's params, benchmarking, checking).
+
+Nothing here names a device or target: where a kernel's inputs live comes from
+its artifact (the manifest's ``argument_device_types``, DLPack codes the backend
+declared), and device timing uses whatever accelerator torch reports through
+its device-generic API (``torch.accelerator``, ``torch.Event``).
+"""
 
 from __future__ import annotations
 
@@ -16,10 +22,11 @@ if TYPE_CHECKING:
     from tl_jit.kernel import JITKernel
 
 RETURN_MODES = ("mean", "median", "min", "max")
+HOST_DEVICE = "cpu"
+"""The ``device`` of `do_bench` that times with the wall clock."""
+_DLPACK_HOST = 1  # DLPack's code for host memory (kDLCPU)
 FLUSH_BYTES = 64 << 20
 """Bytes written between timed calls by ``flush_cache=True`` (larger than common L3 caches)."""
-
-_GPU_KINDS = frozenset({"cuda", "rocm", "hip"})
 
 
 def _validate(warmup: float, rep: float, return_mode: str) -> None:
@@ -55,14 +62,53 @@ def _summarize(
     return max(times_ms)
 
 
-def _cuda_available() -> bool:
+def torch_accelerator(*, import_torch: bool = False) -> Any:
+    """The ``torch.device`` of the accelerator torch reports, or None.
+
+    None when torch is not imported (or, with ``import_torch``, not
+    installed), is too old for ``torch.accelerator``, or sees no device.
+    """
     torch = sys.modules.get("torch")
-    if torch is None:
-        return False
+    if torch is None and import_torch:
+        try:
+            torch = importlib.import_module("torch")
+        except ImportError:
+            return None
+    accelerator = getattr(torch, "accelerator", None) if torch is not None else None
+    if accelerator is None:
+        return None
     try:
-        return bool(torch.cuda.is_available())
+        if not accelerator.is_available():
+            return None
+        return accelerator.current_accelerator()
+    except Exception:  # a broken driver means "no accelerator", not a crash
+        return None
+
+
+def _accelerator_dlpack_type(device: Any) -> int | None:
+    torch: Any = sys.modules["torch"]
+    try:
+        return int(torch.empty(0, device=device).__dlpack_device__()[0])
     except Exception:
-        return False
+        return None
+
+
+def _timing_device(device: str) -> Any:
+    """None for wall-clock timing, else the torch device whose events time the calls."""
+    if not isinstance(device, str):
+        raise ValueError(f"device: expected a str, got {type(device).__name__} {device!r}")
+    if device == HOST_DEVICE:
+        return None
+    accelerator = torch_accelerator(import_torch=device != "auto")
+    if device == "auto":
+        return accelerator
+    if accelerator is None or str(accelerator.type) != device:
+        found = "none" if accelerator is None else repr(str(accelerator.type))
+        raise ValueError(
+            f"device: expected 'auto', {HOST_DEVICE!r} or the device type of torch's "
+            f"accelerator (found: {found}), got {device!r}"
+        )
+    return accelerator
 
 
 def do_bench(
@@ -88,8 +134,10 @@ def do_bench(
         return_mode: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` of the per-call times.
         quantiles: when given, return these quantiles (each in [0, 1]) instead.
         flush_cache: write a 64 MiB buffer before every timed call (CPU: cold caches).
-        device: ``"cpu"`` (wall clock), ``"cuda"`` (CUDA events; needs torch with CUDA)
-            or ``"auto"`` (CUDA when torch is already imported and sees a GPU).
+        device: ``"cpu"`` (wall clock); the device type of torch's accelerator (timed
+            with its events, synchronized through ``torch.accelerator``); or
+            ``"auto"``: the accelerator when torch is already imported and has one,
+            else the wall clock.
         max_repeats: upper bound on the number of timed calls.
 
     Returns:
@@ -100,9 +148,7 @@ def do_bench(
         whatever ``fn`` raises.
     """
     _validate(warmup, rep, return_mode)
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device: expected 'auto', 'cpu' or 'cuda', got {device!r}")
-    use_cuda = device == "cuda" or (device == "auto" and _cuda_available())
+    timing_device = _timing_device(device)
     flush: Callable[[], None] | None = None
     if flush_cache:
         import numpy as np
@@ -112,8 +158,10 @@ def do_bench(
         def flush() -> None:
             buffer.fill(0)
 
-    if use_cuda:
-        return _bench_cuda(fn, warmup, rep, return_mode, quantiles, flush, max_repeats)
+    if timing_device is not None:
+        return _bench_device(
+            fn, timing_device, warmup, rep, return_mode, quantiles, flush, max_repeats
+        )
     # Estimate one call's cost (with its flush) to size the warmup and the timed runs.
     start = time.perf_counter()
     if flush is not None:
@@ -134,8 +182,9 @@ def do_bench(
     return _summarize(times_ms, return_mode, quantiles)
 
 
-def _bench_cuda(
+def _bench_device(
     fn: Callable[[], Any],
+    device: Any,
     warmup: float,
     rep: float,
     return_mode: str,
@@ -143,39 +192,49 @@ def _bench_cuda(
     flush: Callable[[], None] | None,
     max_repeats: int,
 ) -> float | list[float]:
-    torch: Any = importlib.import_module("torch")
+    torch: Any = sys.modules["torch"]  # `_timing_device` found the accelerator through it
 
-    if not torch.cuda.is_available():
-        raise ValueError("device: 'cuda' asked for, but torch sees no CUDA device")
+    def event() -> Any:
+        return torch.Event(device=device, enable_timing=True)
+
     fn()
-    torch.cuda.synchronize()
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.accelerator.synchronize()
+    begin, end = event(), event()
     begin.record()
     for _ in range(5):
         fn()
     end.record()
-    torch.cuda.synchronize()
+    torch.accelerator.synchronize()
     estimate_ms = max(begin.elapsed_time(end) / 5, 1e-4)
     for _ in range(min(max_repeats, int(warmup / estimate_ms))):
         fn()
     count = max(5, min(max_repeats, int(rep / estimate_ms)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    starts = [event() for _ in range(count)]
+    ends = [event() for _ in range(count)]
     for i in range(count):
         if flush is not None:
             flush()
         starts[i].record()
         fn()
         ends[i].record()
-    torch.cuda.synchronize()
+    torch.accelerator.synchronize()
     times_ms = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
     return _summarize(times_ms, return_mode, quantiles)
 
 
 def random_array(
-    shape: Sequence[int], dtype: str, rng: np.random.Generator, *, like: str = "numpy"
+    shape: Sequence[int],
+    dtype: str,
+    rng: np.random.Generator,
+    *,
+    like: str = "numpy",
+    device: Any = "auto",
 ) -> Any:
-    """A random array: standard normal for floats, small ints (-4..4, 0..8 unsigned), bools."""
+    """A random array: standard normal for floats, small ints (-4..4, 0..8 unsigned), bools.
+
+    ``like="torch"`` gives a torch tensor on ``device``: a torch device, None
+    (host memory) or ``"auto"`` (torch's accelerator when it has one).
+    """
     import numpy as np
 
     if dtype == "bool":
@@ -196,7 +255,8 @@ def random_array(
         tensor = torch.from_numpy(np.ascontiguousarray(data))
         if dtype == "bfloat16":
             tensor = tensor.to(torch.bfloat16)
-        return tensor.cuda() if torch.cuda.is_available() else tensor
+        target = torch_accelerator() if isinstance(device, str) and device == "auto" else device
+        return tensor if target is None else tensor.to(target)
     return data
 
 
@@ -213,8 +273,7 @@ class Profiler:
         self.kernel = kernel
         self.dims = dict(dims or {})
         self.seed = seed
-        kind = kernel.manifest.target.get("kind")
-        self._like = "torch" if kind in _GPU_KINDS else "numpy"
+        self._like, self._device = _input_placement(kernel.manifest.argument_device_types)
         self._inputs: list[Any] | None = None
 
     def _shape(self, param: Any, dims: Mapping[str, int]) -> tuple[int, ...]:
@@ -253,7 +312,13 @@ class Profiler:
                 inputs.append(1.0 if "float" in param.dtype else 1)
             else:
                 inputs.append(
-                    random_array(self._shape(param, sizes), param.dtype, rng, like=self._like)
+                    random_array(
+                        self._shape(param, sizes),
+                        param.dtype,
+                        rng,
+                        like=self._like,
+                        device=self._device,
+                    )
                 )
         return inputs
 
@@ -281,7 +346,7 @@ class Profiler:
         """
         target = func if func is not None else self.kernel
         args = list(inputs) if inputs is not None else self.inputs
-        device = "cuda" if self._like == "torch" and _cuda_available() else "cpu"
+        device = HOST_DEVICE if self._device is None else str(self._device.type)
         return do_bench(
             lambda: target(*args),
             warmup,
@@ -340,6 +405,24 @@ class Profiler:
                 raise AssertionError(
                     f"kernel {self.kernel.name!r} output {position} differs from ref_fn: {exc}"
                 ) from None
+
+
+def _input_placement(device_types: Sequence[int]) -> tuple[str, Any]:
+    """How a kernel accepting arrays of ``device_types`` (DLPack codes) gets its inputs.
+
+    ``("numpy", None)`` for a kernel that takes host arrays only; else torch
+    tensors, on torch's accelerator when the kernel accepts its device type
+    (``("torch", device)``), else in host memory (torch tensors when torch is
+    installed, numpy arrays when not): the adapter moves them, or says it cannot.
+    """
+    if all(code == _DLPACK_HOST for code in device_types):
+        return "numpy", None
+    accelerator = torch_accelerator(import_torch=True)
+    if accelerator is not None and _accelerator_dlpack_type(accelerator) in device_types:
+        return "torch", accelerator
+    if "torch" in sys.modules:
+        return "torch", None
+    return "numpy", None  # no torch: host arrays, which the adapter moves or refuses
 
 
 def _to_numpy(value: Any) -> Any:
