@@ -11,7 +11,7 @@ import tvm_ffi
 from tl_passes_testing import run_on_host
 
 import tl_ir.language as T
-from tl_passes import PassContext, Pipeline, create_pass
+from tl_passes import Pipeline, create_pass
 from tl_passes.cpu_forward_copies import CpuForwardCopiesPass
 
 LOWER = ("cpu-lower-launch", "cpu-forward-copies", "cpu-lower-tile-ops")
@@ -59,7 +59,7 @@ def transposed_kernel(M: int, block: int) -> Any:
 
 def _forwarded(func: Any) -> tvm.IRModule:
     passes = tuple(create_pass(n) for n in ("cpu-lower-launch", "cpu-forward-copies"))
-    return Pipeline(passes).run(tvm.IRModule({"main": func}), PassContext())
+    return Pipeline("test", passes).run(tvm.IRModule({"main": func}))
 
 
 def _copy_count(mod: tvm.IRModule) -> int:
@@ -82,9 +82,7 @@ def test_the_staged_add_becomes_one_nest_over_global_memory() -> None:
 )
 def test_tiles_used_otherwise_stay_staged(func: Any) -> None:
     before = _forwarded(func)
-    plain = Pipeline((create_pass("cpu-lower-launch"),)).run(
-        tvm.IRModule({"main": func}), PassContext()
-    )
+    plain = Pipeline("test", (create_pass("cpu-lower-launch"),)).run(tvm.IRModule({"main": func}))
     assert tvm_ffi.structural_equal(before, plain)
     assert _copy_count(before) >= 2
 
@@ -98,7 +96,7 @@ def test_the_pass_is_registered() -> None:
 def test_forwarded_add_matches_numpy_on_full_and_partial_tiles(M: int, N: int, block: int) -> None:
     passes = tuple(create_pass(n) for n in LOWER)
     target = tvm.target.Target("llvm")
-    mod = Pipeline(passes).run(tvm.IRModule({"main": add_kernel(M, N, block)}), PassContext(target))
+    mod = Pipeline("test", passes).run(tvm.IRModule({"main": add_kernel(M, N, block)}), target)
     assert "A_local[" not in mod.script()
     func = mod["main"].with_attr("global_symbol", "main")
     rng = np.random.default_rng(3)

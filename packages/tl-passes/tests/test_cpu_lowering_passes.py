@@ -236,7 +236,7 @@ def test_the_full_cpu_pipeline_dumps_ir_after_every_pass(tmp_path: Any) -> None:
             "cpu-localize-tiles",
         )
     )
-    Pipeline(passes, dump_dir=tmp_path).run(_module(gemm_func()), PassContext(target=LLVM))
+    Pipeline("test", passes).run(_module(gemm_func()), LLVM, dump_dir=tmp_path)
     dumped = {path.name for path in tmp_path.glob("*.tir")}
     for pass_ in passes:
         assert any(name.endswith(f"-{pass_.name}.tir") for name in dumped), (pass_.name, dumped)

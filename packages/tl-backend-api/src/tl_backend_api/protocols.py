@@ -7,7 +7,6 @@ packages and tl_jit exchange the frozen value types below.
 
 from __future__ import annotations
 
-import re
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,12 +18,8 @@ from tvm.target import Target
 
 from tl_backend_api.errors import BackendValidationError
 
-_KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-
-
-def is_kebab_case(name: str) -> bool:
-    """True for names like ``lower-tile-copy`` (lowercase words joined by ``-``)."""
-    return bool(_KEBAB.match(name))
+# One name rule for stages, hooks and pipelines (re-exported: conformance uses it).
+from tl_passes import is_kebab_case as is_kebab_case
 
 
 def _frozen_text_files(value: Mapping[str, str]) -> Mapping[str, str]:

@@ -35,7 +35,6 @@ from tl_passes import (
     C_MICROKERNEL_PRELUDE,
     PARALLEL_FOR_MARKER,
     MarkParallelLoopsPass,
-    PassContext,
     Pipeline,
     StackBlockLocalsPass,
     atomics_c_source,
@@ -45,7 +44,7 @@ from tl_passes import (
 #: What the C path runs before TVM's C codegen: block-local arrays on the
 #: thread's stack (a heap workspace's failure `return` is illegal inside an
 #: OpenMP region), then the markers that become `#pragma omp parallel for`.
-C_PREPARATION = Pipeline((StackBlockLocalsPass(), MarkParallelLoopsPass()))
+C_PREPARATION = Pipeline("cpu-c-preparation", (StackBlockLocalsPass(), MarkParallelLoopsPass()))
 
 #: Flags for the C path (before include paths, sources and output). The two
 #: after -fPIC bound gcc's complete unrolling: on the micro-kernel's many
@@ -340,7 +339,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
         ToolchainError: TVM's C code generation failed (its message as ``output``).
     """
     _check_module(mod, "generate_c_source")
-    marked = C_PREPARATION.run(mod, PassContext())
+    marked = C_PREPARATION.run(mod)
     # TVM's C printer emits OpenCL-style vector types, so vectorization is off (gcc
     # vectorizes the scalar lane loops); StorageRewrite would merge the stack arrays
     # into new allocations without their disable_lower_builtin annotation.
