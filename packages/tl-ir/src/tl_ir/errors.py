@@ -86,8 +86,9 @@ class ScopeError(TileLangError):
     """A construct used where it is not allowed (a shared/fragment tile outside `T.Kernel`)."""
 
 
-class UnsupportedError(TileLangError):
-    """A construct that is valid TileLang but not supported by this implementation."""
+class UnsupportedError(TileLangError, NotImplementedError):
+    """A construct that is valid TileLang but not supported by this implementation (also a
+    `NotImplementedError`, naming the missing feature)."""
 
 
 class TileLangInternalError(TileLangError):

@@ -39,6 +39,7 @@ from tl_ir.frontend import prim_func
 from tl_ir.language import _tvm_compat
 from tl_ir.language._alloc import alloc_fragment, alloc_local, alloc_shared, alloc_var
 from tl_ir.language._dtypes import dtype, make_dtype_objects
+from tl_ir.language._hints import GemmWarpPolicy
 from tl_ir.language._launch import Kernel, get_block_binding, get_thread_binding
 from tl_ir.language._loops import Parallel, Pipelined, serial, unroll, vectorized
 from tl_ir.language._misc import (
@@ -154,6 +155,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "fill",
     "clear",
     "gemm",
+    "GemmWarpPolicy",
     "reduce",
     "reduce_sum",
     "reduce_max",

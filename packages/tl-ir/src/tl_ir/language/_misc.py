@@ -14,6 +14,7 @@ from tl_ir.dtypes import normalize_dtype as _normalize_dtype
 from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._operands import describe_operand, is_tile_operand, scalar_wrapper, tile_of
+from tl_ir.layout import MemoryLayout
 
 __all__ = [
     "annotate_layout",
@@ -74,7 +75,8 @@ def print(value: Any, msg: str = "") -> Any:
 def annotate_layout(layout_map: dict[Any, Any]) -> None:
     """Hint the layout of tiles: ``{buffer: layout}`` where ``layout`` is a function
     from indices to indices (or a ``tirx.IndexMap``). Recorded in the function attribute
-    ``tl.layout_map``; targets without layouts ignore it."""
+    ``tl.layout_map``; targets without layouts ignore it. A `tl_ir.layout.MemoryLayout`
+    (``make_swizzled_layout(buffer)``...) is checked and records nothing."""
     if not isinstance(layout_map, dict):
         raise KernelTypeError(
             f"T.annotate_layout: expected a dict {{buffer: layout}}, got {layout_map!r}"
@@ -85,6 +87,9 @@ def annotate_layout(layout_map: dict[Any, Any]) -> None:
     for buffer, layout in layout_map.items():
         if not _ops.is_buffer(buffer):
             raise KernelTypeError(f"T.annotate_layout: expected buffer keys, got {buffer!r}")
+        if isinstance(layout, MemoryLayout):
+            # A shared-memory arrangement never changes values: a hint left to the target.
+            continue
         if callable(layout) and not isinstance(layout, tirx.IndexMap):
             layout = tirx.IndexMap.from_func(layout, ndim=len(buffer.ty.shape))
         elif not isinstance(layout, tirx.IndexMap):

@@ -11,7 +11,16 @@ import tvm
 from tvm import tirx
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, ShapeMismatchError
+from tl_ir.errors import KernelTypeError, ShapeMismatchError, UnsupportedError
+from tl_ir.language._hints import (
+    EVICTION_POLICIES,
+    MEMORY_ORDERS,
+    GemmWarpPolicy,
+    check_choice,
+    check_flag,
+    check_gemm_policy,
+    check_positive_int,
+)
 from tl_ir.language._operands import (
     Element,
     anchor,
@@ -44,16 +53,33 @@ __all__ = [
 ]
 
 
-def copy(src: Any, dst: Any) -> Any:
+def copy(
+    src: Any,
+    dst: Any,
+    *,
+    coalesced_width: int | None = None,
+    disable_tma: bool = False,
+    eviction_policy: str | None = None,
+    prefer_instruction: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    loop_layout: Any = None,
+) -> Any:
     """Copy the ``src`` tile into the ``dst`` tile.
 
     Each side is a buffer, a region ``A[i:i+m, j:j+n]`` or an element access
     ``A[i, j]`` meaning "the tile anchored here, shaped like the other side".
+    ``coalesced_width``, ``disable_tma``, ``eviction_policy``, ``prefer_instruction``,
+    ``annotations`` and ``loop_layout`` are TileLang's instruction-selection hints:
+    checked, then left to the target (they never change the copied values).
 
     Raises:
         KernelTypeError: an operand is not a buffer, region or element access.
         ShapeMismatchError: the two tiles cannot have the same extents.
     """
+    check_positive_int(coalesced_width, "T.copy(coalesced_width=...)", allow_none=True)
+    check_flag(disable_tma, "T.copy(disable_tma=...)")
+    check_choice(eviction_policy, EVICTION_POLICIES, "T.copy(eviction_policy=...)")
+    _check_hint_types(prefer_instruction, annotations)
     s = tile_operand(src, "T.copy(src, dst): src", _ops.ACCESS_READ)
     d = tile_operand(dst, "T.copy(src, dst): dst", _ops.ACCESS_WRITE)
     if isinstance(s, Element) and isinstance(d, Element):
@@ -98,15 +124,38 @@ def gemm(
     C: Any,
     transpose_A: bool = False,
     transpose_B: bool = False,
+    policy: Any = GemmWarpPolicy.Square,
     clear_accum: bool = False,
+    k_pack: int = 1,
+    wg_wait: int = 0,
+    mbar: Any = None,
+    annotations: dict[str, Any] | None = None,
 ) -> Any:
     """``C += op(A) @ op(B)`` on tiles; ``op`` transposes when asked; accumulation in
     C's dtype; with ``clear_accum`` C is zeroed first.
 
+    The arguments are TileLang's, in its order. ``policy`` (a `GemmWarpPolicy`),
+    ``k_pack``, ``wg_wait`` and ``annotations`` are scheduling hints, checked and left
+    to the target.
+
     Raises:
-        KernelTypeError: an operand is not a tile.
+        KernelTypeError: an operand is not a tile; a flag is not a bool; a bad hint.
+        UnsupportedError: ``mbar`` (an asynchronous Blackwell MMA barrier) is given.
         ShapeMismatchError: the inner dims of A and B or the dims of C disagree.
     """
+    transpose_A = check_flag(transpose_A, "T.gemm(transpose_A=...)")
+    transpose_B = check_flag(transpose_B, "T.gemm(transpose_B=...)")
+    clear_accum = check_flag(clear_accum, "T.gemm(clear_accum=...)")
+    check_gemm_policy(policy)
+    check_positive_int(k_pack, "T.gemm(k_pack=...)")
+    if isinstance(wg_wait, _builtins.bool) or not isinstance(wg_wait, int):
+        raise KernelTypeError(f"T.gemm(wg_wait=...): expected an int, got {wg_wait!r}")
+    if mbar is not None:
+        raise UnsupportedError(
+            "T.gemm(mbar=...): asynchronous MMA completion barriers (tcgen05) are not "
+            "supported; call T.gemm without mbar"
+        )
+    _check_hint_types(None, annotations)
     a = tile_of(A, "T.gemm: A", _ops.ACCESS_READ)
     b = tile_of(B, "T.gemm: B", _ops.ACCESS_READ)
     c = tile_of(C, "T.gemm: C", _ops.ACCESS_READ_WRITE)
@@ -238,9 +287,33 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> An
     )
 
 
+def _check_hint_types(prefer_instruction: Any, annotations: Any) -> None:
+    if prefer_instruction is not None and not isinstance(prefer_instruction, str):
+        raise KernelTypeError(
+            f"prefer_instruction=...: expected a str or None, got {prefer_instruction!r}"
+        )
+    if annotations is not None and not isinstance(annotations, dict):
+        raise KernelTypeError(f"annotations=...: expected a dict or None, got {annotations!r}")
+
+
 def _atomic(kind: str) -> Callable[..., Any]:
-    def atomic(dst: Any, value: Any) -> Any:
+    def atomic(
+        dst: Any,
+        value: Any,
+        memory_order: str | None = None,
+        return_prev: bool = False,
+        use_tma: bool = False,
+        annotations: dict[str, Any] | None = None,
+    ) -> Any:
         where = f"T.atomic_{kind}(dst, value)"
+        check_choice(memory_order, MEMORY_ORDERS, f"T.atomic_{kind}(memory_order=...)")
+        if check_flag(return_prev, f"T.atomic_{kind}(return_prev=...)"):
+            raise UnsupportedError(
+                f"T.atomic_{kind}(return_prev=True): returning the previous value is not "
+                "supported; the atomic updates dst and returns nothing"
+            )
+        check_flag(use_tma, f"T.atomic_{kind}(use_tma=...)")
+        _check_hint_types(None, annotations)
         if is_tile_operand(value):
             v = tile_of(value, f"{where}: value", _ops.ACCESS_READ)
             d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
@@ -263,7 +336,10 @@ def _atomic(kind: str) -> Callable[..., Any]:
     atomic.__name__ = f"atomic_{kind}"
     atomic.__doc__ = (
         f"Atomic {kind} of ``value`` into ``dst``: an element ``A[i, j]`` with a scalar "
-        "value, or a tile with a tile value of the same extents (elementwise)."
+        "value, or a tile with a tile value of the same extents (elementwise). "
+        "``memory_order`` (checked) is a hint: every target's atomics are at least as "
+        "strong as ``relaxed`` and the kernel's barriers order them; ``use_tma`` and "
+        "``annotations`` are hints too. ``return_prev=True`` raises `UnsupportedError`."
     )
     return atomic
 

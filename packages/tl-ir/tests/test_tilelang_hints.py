@@ -1,0 +1,103 @@
+"""TileLang's performance hints: accepted and checked everywhere, never changing the IR."""
+
+# ruff: noqa: F841  (kernel bodies bind launch vars they do not use)
+import numpy as np
+import pytest
+
+import tl_ir
+import tl_ir.language as T
+from tl_ir import GemmOp, tile_ops
+from tl_ir.interpret import run
+from tl_ir.layout import make_swizzled_layout
+
+
+def _gemm_with_hints(**hints):
+    @T.prim_func
+    def main(
+        A: T.Tensor((16, 8), "float32"),
+        B: T.Tensor((8, 16), "float32"),
+        C: T.Tensor((16, 16), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((16, 8), "float32")
+            B_s = T.alloc_shared((8, 16), "float32")
+            C_l = T.alloc_fragment((16, 16), "float32")
+            T.annotate_layout({A_s: make_swizzled_layout(A_s)})
+            T.copy(A, A_s, disable_tma=True, eviction_policy="evict_first")
+            T.copy(B, B_s, coalesced_width=4)
+            T.gemm(A_s, B_s, C_l, **hints)
+            T.copy(C_l, C)
+            T.atomic_add(C[0, 0], 1.0, memory_order="relaxed")
+
+    return main
+
+
+def test_hints_are_accepted_and_the_kernel_computes_the_same():
+    func = _gemm_with_hints(policy=T.GemmWarpPolicy.FullRow, clear_accum=True, k_pack=2)
+    (gemm,) = [op for op in tile_ops(func) if isinstance(op, GemmOp)]
+    assert gemm.clear_accum and not gemm.transpose_a
+    assert "tl.layout_map" not in (func.attrs or {})
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 16)).astype(np.float32)
+    c = np.zeros((16, 16), np.float32)
+    run(func, [a, b, c])
+    expected = a @ b
+    expected[0, 0] += 1
+    np.testing.assert_allclose(c, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("hints", "message"),
+    [
+        ({"transpose_A": "yes"}, r"T.gemm\(transpose_A=...\): expected a bool"),
+        ({"clear_accum": 2}, r"T.gemm\(clear_accum=...\): expected a bool"),
+        ({"policy": "row"}, r"T.gemm\(policy=...\): expected a T.GemmWarpPolicy"),
+        ({"k_pack": 0}, r"T.gemm\(k_pack=...\): expected a positive int"),
+    ],
+)
+def test_bad_gemm_arguments_name_the_parameter(hints, message):
+    with pytest.raises(tl_ir.KernelTypeError, match=message):
+        _gemm_with_hints(**hints)
+
+
+def test_gemm_mbar_and_atomic_return_prev_are_not_supported_errors():
+    with pytest.raises(NotImplementedError, match="mbar"):
+        _gemm_with_hints(mbar=1)
+
+    def atomic_return_prev():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4) as bx:
+                T.atomic_add(A[0], 1.0, return_prev=True)
+
+        return main
+
+    with pytest.raises(tl_ir.UnsupportedError, match="return_prev"):
+        atomic_return_prev()
+
+
+def test_bad_memory_order_and_eviction_policy_list_the_choices():
+    def build(order, eviction):
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4) as bx:
+                T.copy(A, B, eviction_policy=eviction)
+                T.atomic_max(A[0], 1.0, memory_order=order)
+
+        return main
+
+    build("seq_cst", None)
+    with pytest.raises(tl_ir.KernelTypeError, match="relaxed, consume"):
+        build("sequential", None)
+    with pytest.raises(tl_ir.KernelTypeError, match="evict_normal"):
+        build(None, "evict_sometimes")
+
+
+def test_layout_helpers_check_their_buffer_and_fragment_layouts_are_unsupported():
+    from tl_ir import layout
+
+    with pytest.raises(tl_ir.KernelTypeError, match="expected a buffer"):
+        layout.make_swizzled_layout(3)
+    with pytest.raises(NotImplementedError, match="register-fragment layouts"):
+        layout.make_gemm_fragment_8x8()
