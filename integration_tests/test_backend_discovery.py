@@ -1,8 +1,12 @@
-"""Discovery, override and selection through the real installed test plugins.
+"""Discovery, override and selection through the test plugins, found by real entry points.
 
-tl-backend-dummy serves ``opencl``; tl-backend-broken declares ``vulkan`` and
-raises on import. Each check runs in a fresh interpreter so "loaded once,
-only for the kind asked" is observed from a clean process.
+tl-backend-dummy serves TVM's ``ext_dev`` kind; tl-backend-broken declares
+TVM's ``test`` kind and raises on import. Neither is installed in the
+development venv: the `plugin_env` fixture writes their ``*.dist-info``
+metadata into a temporary directory and puts it, with their sources, on the
+``PYTHONPATH`` of each child interpreter. Each check runs in a fresh
+interpreter so "loaded once, only for the kind asked" is observed from a
+clean process.
 """
 
 from __future__ import annotations
@@ -10,8 +14,25 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from integration_tests.plugins.activation import plugin_path_entries, subprocess_env
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_ENV: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of a child interpreter that discovers both test plugins."""
+    _ENV.clear()
+    _ENV.update(subprocess_env(plugin_path_entries(tmp_path_factory.mktemp("plugins"))))
+    return _ENV
 
 
 def _run(code: str) -> str:
@@ -20,6 +41,8 @@ def _run(code: str) -> str:
         capture_output=True,
         text=True,
         timeout=120,
+        env=_ENV,
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
@@ -35,7 +58,7 @@ def test_resolving_a_kind_imports_only_that_kinds_plugin() -> None:
         import tl_backend_dummy.backend
         # callbacks are registered at first resolution, not at import
         assert tvm_ffi.get_global_func("tl_backend_dummy.describe", allow_missing=True) is None
-        backend = api.resolve_backend("opencl")
+        backend = api.resolve_backend("ext_dev")
         assert tvm_ffi.get_global_func("tl_backend_dummy.describe")() == "tl-backend-dummy"
         assert backend.name == "dummy"
         assert "tl_backend_dummy.backend" in sys.modules
@@ -53,23 +76,23 @@ def test_a_broken_plugin_is_named_and_breaks_nothing_else() -> None:
         import warnings
         import tl_backend_api as api
         try:
-            api.resolve_backend("vulkan")
+            api.resolve_backend("test")
         except api.PluginImportError as exc:
             print("error:", exc)
         names = [b.name for b in api.list_backends()]
         print("has dummy:", "dummy" in names)
         print("failures:", [f.distribution for f in api.discovery_errors()])
-        print("opencl:", api.resolve_backend("opencl").name)
+        print("ext_dev:", api.resolve_backend("ext_dev").name)
         print(api.format_backend_report())
         """
     )
-    assert "error: no backend for target kind 'vulkan'" in out
+    assert "error: no backend for target kind 'test'" in out
     assert "'tl-backend-broken'" in out and "fails to import on purpose" in out
     # Every other installed backend still loads (the list grows as codegen
     # packages land, so only the test plugin's presence is asserted).
     assert "has dummy: True" in out
     assert "failures: ['tl-backend-broken']" in out
-    assert "opencl: dummy" in out
+    assert "ext_dev: dummy" in out
     assert "plugins that failed to load: 1" in out
 
 
@@ -79,7 +102,7 @@ def test_an_explicit_override_replaces_the_plugin_backend() -> None:
         import attrs
         import tl_backend_api as api
         from tl_backend_dummy.backend import BACKEND
-        original = api.resolve_backend("opencl")
+        original = api.resolve_backend("ext_dev")
         assert original is BACKEND
         try:
             api.register_backend(attrs.evolve(BACKEND))
@@ -87,8 +110,8 @@ def test_an_explicit_override_replaces_the_plugin_backend() -> None:
             print("conflict:", exc)
         mine = attrs.evolve(BACKEND, execution_backends=(api.ExecutionBackendSpec("tvm_ffi"),))
         api.register_backend(mine, override=True)
-        print("resolved mine:", api.resolve_backend("opencl") is mine)
-        print("auto:", api.create_backend_context("opencl").execution_backend.name)
+        print("resolved mine:", api.resolve_backend("ext_dev") is mine)
+        print("auto:", api.create_backend_context("ext_dev").execution_backend.name)
         """
     )
     assert "conflict: a different backend is already registered under the name 'dummy'" in out
@@ -103,11 +126,11 @@ def test_selection_against_the_dummy_backend() -> None:
         import tvm
         from tl_backend_dummy.codegen import DummyDeviceCodegen
 
-        context = api.create_backend_context("opencl")
+        context = api.create_backend_context("ext_dev")
         print("auto:", context.execution_backend.name, context.adapter)
         for name in ("driver", "ctypes", "nope"):
             try:
-                api.create_backend_context("opencl", execution_backend=name)
+                api.create_backend_context("ext_dev", execution_backend=name)
             except api.BackendError as exc:
                 print(f"{name}:", type(exc).__name__, str(exc).replace(chr(10), " | "))
         n = tvm.tirx.Var("n", "int32")
@@ -117,34 +140,70 @@ def test_selection_against_the_dummy_backend() -> None:
         print("lowered target:", lowered["k"].attrs["target"].kind.name)
         built = context.build(lowered)
         print("compiled:", built.compiled, sorted(built.binaries))
-        source_only = api.create_backend_context("opencl", execution_backend="cython")
+        source_only = api.create_backend_context("ext_dev", execution_backend="cython")
         before = DummyDeviceCodegen.build_count
         result = source_only.build(lowered)
         print("source-only:", result.compiled, DummyDeviceCodegen.build_count == before)
         print("host:", sorted(source_only.generate_host(lowered).files))
-        print("images:", context.supports("images"))
+        print("model:", context.supports("model"))
+        named = api.create_backend_context({"kind": "ext_dev", "model": "m1"})
+        print("named model:", named.supports("model"))
         print("callback:", tvm.get_global_func("tl_backend_dummy.describe")())
         """
     )
     assert "auto: fast tvm_ffi" in out
-    assert "driver: ExecutionBackendUnavailableError" in out and "OpenCL driver" in out
+    assert "driver: ExecutionBackendUnavailableError" in out and "a device driver" in out
     assert (
         "ctypes: ExecutionBackendError" in out
         and "'ctypes' was removed; 'cython' replaced it" in out
     )
     assert "['driver', 'fast', 'cython']" in out
     assert "nope: ExecutionBackendError" in out
-    assert "lowered target: opencl" in out
+    assert "lowered target: ext_dev" in out
     assert "compiled: True ['k.tvmscript.bin']" in out
     assert "source-only: False True" in out
     assert "host: ['host.c']" in out
-    assert "images: True" in out
+    assert "model: False" in out and "named model: True" in out
     assert "callback: tl-backend-dummy" in out
 
 
-@pytest.mark.parametrize("command", [["-m", "tl_backend_api"]])
-def test_the_report_command_runs(command: list[str]) -> None:
-    result = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=120)
+def test_the_report_command_lists_the_plugins_when_they_are_on_the_path() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tl_backend_api"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_ENV,
+    )
     assert result.returncode == 0, result.stderr
-    assert "dummy" in result.stdout and "opencl" in result.stdout
+    assert "dummy" in result.stdout and "ext_dev" in result.stdout
     assert "tl-backend-broken" in result.stdout
+
+
+def test_the_development_venv_shows_the_real_backends_only() -> None:
+    """Outside the tests the plugins are invisible: no dummy, no load failure."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tl_backend_api"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dummy" not in result.stdout and "ext_dev" not in result.stdout
+    assert "failed to load" not in result.stdout and "tl-backend-broken" not in result.stdout
+
+
+def test_the_contract_checks_accept_the_dummy_backend() -> None:
+    """The dummy's own contract module covers every part it declares (contracts/checks.py)."""
+    out = _run(
+        """
+        import tl_backend_api as api
+        from contracts.checks import backend_packages, contract_problems, import_contract_module
+        backend = api.resolve_backend("ext_dev")
+        (package,) = backend_packages([backend])[backend.name]
+        module = import_contract_module(package)
+        print("package:", package)
+        print("problems:", contract_problems(backend, module))
+        module.check_types()
+        api.assert_conforms(backend)
+        """
+    )
+    assert "package: tl_backend_dummy" in out
+    assert "problems: []" in out

@@ -1,9 +1,13 @@
-"""The layering check (import-linter, root pyproject.toml) passes, and fails on bad imports.
+"""The layering check (import-linter, root pyproject.toml) passes, fails on bad imports,
+and covers every package of the workspace.
 
 Each case copies the root packages' sources into a temporary directory,
 adds one offending module there, and runs ``lint-imports`` with that
 directory first on PYTHONPATH, so the shared working tree is never touched
-(other work runs in it at the same time).
+(other work runs in it at the same time). import-linter takes no wildcards in
+``root_packages`` or ``layers``, so `unchecked_workspace_packages` proves that
+every package under packages/ is named there (scripts/new-backend adds the
+packages it generates into packages/).
 """
 
 from __future__ import annotations
@@ -32,6 +36,40 @@ def _root_packages() -> list[str]:
     return list(config["tool"]["importlinter"]["root_packages"])
 
 
+def unchecked_workspace_packages(root: Path) -> list[str]:
+    """Import packages under ``root``/packages/*/src missing from root_packages or from a layer."""
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layered = {
+        name.strip()
+        for contract in config["contracts"]
+        if contract["type"] == "layers"
+        for layer in contract["layers"]
+        for name in layer.split("|")
+    }
+    found = sorted(init.parent.name for init in (root / "packages").glob("*/src/*/__init__.py"))
+    return [name for name in found if name not in config["root_packages"] or name not in layered]
+
+
+def test_every_workspace_package_is_layer_checked() -> None:
+    assert unchecked_workspace_packages(ROOT) == [], (
+        "add these packages to [tool.importlinter] in pyproject.toml "
+        "(root_packages and their layer)"
+    )
+
+
+def test_a_package_missing_from_the_config_fails_the_coverage_check(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for init in (ROOT / "packages").glob("*/src/*/__init__.py"):
+        copy = tmp_path / init.relative_to(ROOT)
+        copy.parent.mkdir(parents=True)
+        copy.touch()
+    assert unchecked_workspace_packages(tmp_path) == []
+    extra = tmp_path / "packages" / "tl-codegen-unlisted" / "src" / "tl_codegen_unlisted"
+    extra.mkdir(parents=True)
+    (extra / "__init__.py").touch()
+    assert unchecked_workspace_packages(tmp_path) == ["tl_codegen_unlisted"]
+
+
 def _copy_sources(dest: Path) -> None:
     for name in _root_packages():
         spec = importlib.util.find_spec(name)
@@ -44,7 +82,7 @@ def _copy_sources(dest: Path) -> None:
 def _lint(pythonpath: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
     return subprocess.run(
-        [str(LINT_IMPORTS), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+        [str(LINT_IMPORTS), "--no-cache", str(ROOT / "pyproject.toml")],
         cwd=pythonpath,
         env=env,
         capture_output=True,
@@ -81,11 +119,18 @@ if TYPE_CHECKING:
         # upward, hidden behind TYPE_CHECKING
         ("tl_ir", UPWARD.format(target="tl_backend_api"), "Package layers"),
         ("tl_passes", UPWARD.format(target="tl_backend_api"), "Package layers"),
-        ("tl_backend_api", "import tl_backend_dummy\n", "Package layers"),
+        ("tl_backend_api", "import tl_codegen_cuda\n", "Package layers"),
         ("tl_backend_api", UPWARD.format(target="tl_codegen_cpu"), "Package layers"),
         # sideways between independent siblings
         ("tl_ir", "import tl_runtime\n", "Package layers"),
-        ("tl_codegen_cpu", "import tl_backend_dummy\n", "Package layers"),
+        ("tl_codegen_cpu", "import tl_codegen_metal\n", "Package layers"),
+        # the core reaches backends through the registry only, never by import
+        ("tl_jit", "import tl_codegen_cpu\n", "The core imports no backend package"),
+        (
+            "tl_passes",
+            UPWARD.format(target="tl_codegen_cuda"),
+            "The core imports no backend package",
+        ),
         # tl_runtime stays light
         ("tl_runtime", "import tvm\n", "tl_runtime imports neither tvm"),
         ("tl_runtime", UPWARD.format(target="tvm.target"), "tl_runtime imports neither tvm"),

@@ -1,5 +1,6 @@
-"""A compiler-free test backend for the ``opencl`` kind: exercises discovery, override and selection.
+"""A compiler-free test backend for TVM's ``ext_dev`` kind: exercises discovery, override and selection.
 
 Nothing here runs a compiler: "building" packages the generated text, the
-way OpenCL programs ship source that the driver compiles at load time.
+way a driver that compiles source at load time would receive it. The plugin
+is active only inside the tests (integration_tests/plugins/activation.py).
 """

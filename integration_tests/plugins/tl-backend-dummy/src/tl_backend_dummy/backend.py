@@ -1,4 +1,8 @@
-"""``BACKEND``: the dummy descriptor published under ``tl.backends`` as ``opencl``."""
+"""``BACKEND``: the dummy descriptor published under ``tl.backends`` as ``ext_dev``.
+
+``ext_dev`` is TVM's placeholder kind for an external device: no real backend
+serves it, so the dummy never collides with an installed one.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,14 @@ from tl_backend_dummy.pipeline import PIPELINE
 from tl_backend_dummy.toolchain import DummyPackager
 
 
-def opencl_driver_present() -> bool:
-    """The dummy never finds an OpenCL driver, so ``driver`` is always unavailable."""
+def device_driver_present() -> bool:
+    """The dummy never finds a device driver, so ``driver`` is always unavailable."""
     return False
 
 
-def has_images(target: Target) -> bool:
-    """Feature ``images``: the target declares an image base-address alignment."""
-    return int(target.attrs.get("image_base_address_alignment", 0)) > 0
+def has_model(target: Target) -> bool:
+    """Feature ``model``: the target names a device model (``{"kind": "ext_dev", "model": ...}``)."""
+    return str(target.attrs.get("model", "")) not in ("", "unknown")
 
 
 def describe() -> str:
@@ -27,22 +31,22 @@ def describe() -> str:
 
 BACKEND = Backend(
     name="dummy",
-    target_kinds=("opencl",),
-    pipelines={"opencl": PIPELINE},
-    device_codegens={"opencl": DummyDeviceCodegen()},
+    target_kinds=("ext_dev",),
+    pipelines={"ext_dev": PIPELINE},
+    device_codegens={"ext_dev": DummyDeviceCodegen()},
     execution_backends=(
         ExecutionBackendSpec(
             "driver",
             adapter="tvm_ffi",
-            is_available=opencl_driver_present,
+            is_available=device_driver_present,
             enable_device_compile=True,
-            install_hint="an OpenCL driver (the dummy backend never finds one)",
+            install_hint="a device driver (the dummy backend never finds one)",
         ),
         ExecutionBackendSpec("fast", adapter="tvm_ffi", enable_device_compile=True),
         ExecutionBackendSpec("cython", enable_host_codegen=True),
     ),
     host_codegens={"cython": DummyHostCodegen()},
-    features={"images": has_images},
+    features={"model": has_model},
     callbacks={"tl_backend_dummy.describe": describe},
     toolchains={"dummy-packager": DummyPackager()},
 )

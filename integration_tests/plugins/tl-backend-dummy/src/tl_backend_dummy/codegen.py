@@ -31,7 +31,7 @@ class DummyDeviceCodegen:
         )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
-        """Package the emitted text as the binary (OpenCL-style: compiled by the driver)."""
+        """Package the emitted text as the binary (compiled by the driver at load time)."""
         type(self).build_count += 1
         sources = self.emit_source(mod, target)
         binaries = {f"{name}.bin": text.encode() for name, text in sources.files.items()}

@@ -20,7 +20,7 @@ def simplify(mod: IRModule, target: Target) -> IRModule:
 
 
 PIPELINE = StagedPipeline(
-    name="dummy-opencl",
+    name="dummy-ext-dev",
     stages=(
         PipelineStage("bind-target", bind_target),
         PipelineStage("simplify", simplify),
