@@ -16,8 +16,11 @@ if TYPE_CHECKING:
     from tl_jit.cache import CacheWarning
     from tl_jit.compiler import compile, lower
     from tl_jit.decorator import JITFunction, jit
+    from tl_jit.device import get_num_sms
     from tl_jit.errors import AutotuneError, CacheError, JITError
     from tl_jit.kernel import JITKernel
+    from tl_jit.math import cdiv, next_power_of_2
+    from tl_jit.pass_configs import PassConfigKey
     from tl_jit.profiler import Profiler, do_bench
 
 __version__ = "0.1.0"
@@ -37,6 +40,10 @@ _LAZY = {
     "JITError": ("tl_jit.errors", "JITError"),
     "CacheError": ("tl_jit.errors", "CacheError"),
     "AutotuneError": ("tl_jit.errors", "AutotuneError"),
+    "PassConfigKey": ("tl_jit.pass_configs", "PassConfigKey"),
+    "cdiv": ("tl_jit.math", "cdiv"),
+    "next_power_of_2": ("tl_jit.math", "next_power_of_2"),
+    "get_num_sms": ("tl_jit.device", "get_num_sms"),
     "cache": ("tl_jit.cache", None),
     "profiler": ("tl_jit.profiler", None),
     "language": ("tl_jit.language", None),
@@ -67,13 +74,17 @@ __all__ = [
     "JITError",
     "JITFunction",
     "JITKernel",
+    "PassConfigKey",
     "Profiler",
     "autotune",
     "cache",
+    "cdiv",
     "compile",
     "do_bench",
+    "get_num_sms",
     "jit",
     "language",
     "lower",
+    "next_power_of_2",
     "profiler",
 ]

@@ -21,6 +21,7 @@ from tl_jit import env
 from tl_jit.cache import default_cache
 from tl_jit.kernel import JITKernel
 from tl_jit.keys import ir_key
+from tl_jit.pass_configs import dump_dir, normalize_pass_configs, split_pass_configs
 
 if TYPE_CHECKING:
     from tl_backend_api import BackendContext, KernelSources
@@ -71,16 +72,18 @@ def toolchain_versions(context: BackendContext) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _pass_context(pass_configs: Mapping[str, object] | None) -> Iterator[None]:
-    if not pass_configs:
+    # TileLang's tl.* keys are ours to interpret (tl_jit.pass_configs); the rest is TVM's.
+    tvm_configs, _ = split_pass_configs(pass_configs)
+    if not tvm_configs:
         yield
         return
     import tvm
 
     try:
-        scope = tvm.transform.PassContext(config=dict(pass_configs))
+        scope = tvm.transform.PassContext(config=tvm_configs)
     except (AttributeError, ValueError, TypeError) as exc:
         first = str(exc).splitlines()[0][:300]
-        raise ValueError(f"pass_configs: TVM refused {dict(pass_configs)!r}: {first}") from None
+        raise ValueError(f"pass_configs: TVM refused {tvm_configs!r}: {first}") from None
     with scope:
         yield
 
@@ -114,8 +117,12 @@ def build_into(
     extra = {"tl-jit": tl_jit.__version__}
     if key:
         extra["tl_jit.cache_key"] = key
+    options: dict[str, Any] = {"out_idx": out_idx, "extra_versions": extra}
+    dump = dump_dir(split_pass_configs(pass_configs)[1])
+    if dump is not None:
+        options["dump_dir"] = dump
     with _pass_context(pass_configs):
-        return Path(builder(context, func, directory, out_idx=out_idx, extra_versions=extra))
+        return Path(builder(context, func, directory, **options))
 
 
 def _scratch_dir() -> Path:
@@ -153,6 +160,7 @@ def compile_with_context(
     """`compile` for an already resolved context (the `jit` wrapper and the autotuner use it)."""
     _require_prim_func(func, "func")
     normalized_out = normalize_out_idx(out_idx)
+    pass_configs = normalize_pass_configs(pass_configs)
     started = time.perf_counter()
     key = ir_key(
         func,
@@ -225,7 +233,9 @@ def compile(
         target_host: the host target; default from the target.
         execution_backend: a name or ``"auto"`` (``TL_EXECUTION_BACKEND`` if set, else the
             backend's first available one).
-        pass_configs: TVM pass-context options applied while lowering and building.
+        pass_configs: pass-context options applied while lowering and building:
+            TileLang's ``tl.*`` keys (`tl_jit.PassConfigKey`; applied or ignored as
+            tl_jit.pass_configs documents) and TVM's own keys.
         verbose: print what happened (cache hit or build, timing) to stderr.
 
     Returns:
@@ -233,7 +243,8 @@ def compile(
 
     Raises:
         TypeError: ``func`` is not a PrimFunc, or ``out_idx`` is malformed.
-        ValueError: TVM refused ``pass_configs``.
+        ValueError: TVM refused ``pass_configs``, or a ``tl.*`` key is unknown (the
+            message lists the known ones; tl_jit.pass_configs).
         tl_backend_api.BackendError: the target, backend or execution backend cannot be
             resolved (the message says what is allowed or what to install).
         tl_backend_api.ToolchainError: the compiler failed (its message and source path).

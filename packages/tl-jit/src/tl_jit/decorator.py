@@ -16,6 +16,7 @@ from typing import Any, overload
 from tl_jit import env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, normalize_out_idx
 from tl_jit.kernel import JITKernel
+from tl_jit.pass_configs import normalize_pass_configs
 
 
 class JITFunction:
@@ -195,6 +196,7 @@ def jit(
 
     Raises:
         TypeError: ``out_idx`` is malformed, or what is decorated is not callable.
+        ValueError: ``pass_configs`` holds a ``tl.*`` key TileLang does not define.
     """
     normalize_out_idx(out_idx)
     options = {
@@ -202,7 +204,7 @@ def jit(
         "target": target,
         "target_host": target_host,
         "execution_backend": execution_backend,
-        "pass_configs": dict(pass_configs) if pass_configs else None,
+        "pass_configs": normalize_pass_configs(pass_configs),
         "verbose": verbose,
     }
     if func is not None:
