@@ -1,4 +1,4 @@
-"""The LANGUAGE.md GEMM kernel (fp32) compiled for c and llvm vs numpy.matmul, one run.
+"""The GEMM kernel of docs/language.md (fp32) compiled for c and llvm vs numpy.matmul, one run.
 
 Usage: .venv/bin/python benchmarks/gemm_cpu.py [--size 1024] [--rounds 5] [--reps 10]
        [--targets c llvm] [--blocks 128x128x128 128x128x64 64x128x128]
@@ -33,7 +33,7 @@ from bench_env import best_seconds, openblas_description, reexec_with_bench_env
 
 
 def matmul(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int) -> Any:
-    """The LANGUAGE.md GEMM kernel, fp32 in and out."""
+    """The GEMM kernel of docs/language.md, fp32 in and out."""
     import tl_ir.language as T
 
     @T.prim_func

@@ -1,4 +1,4 @@
-"""fp32 tile GEMM on the CPU (hand-built TIR + the tl_passes micro-kernel) vs numpy, one run.
+"""fp32 tile GEMM on the CPU (hand-built TIR + the CPU backend's micro-kernel) vs numpy, one run.
 
 Usage: .venv/bin/python benchmarks/gemm_microkernel_cpu.py [--size 1024] [--block 128 128 128]
        [--register-tile 8 32] [--rounds 7] [--targets llvm c] [--transpose-a] [--transpose-b]
@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from bench_env import openblas_description, reexec_with_bench_env
 
@@ -50,13 +52,16 @@ def main() -> None:
     import numpy as np
     import tvm
 
-    from tl_passes import (
+    from tl_codegen_cpu.passes import (
         RegisterTile,
         choose_register_tile,
         host_cpu_name,
         vector_isa_for_target,
     )
-    from tl_passes.reference_kernels import tile_gemm_prim_func
+
+    # The hand-built GEMM is a test fixture of the CPU backend's tests.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/tl-codegen-cpu/tests"))
+    from cpu_reference_kernels import tile_gemm_prim_func
 
     size = args.size
     mcpu = host_cpu_name()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,3 +20,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _HERE in Path(str(item.fspath)).parents:
             item.add_marker(skip)
+
+
+# importlib mode puts no test directory on sys.path; the helpers have unique names.
+sys.path.insert(0, str(_HERE))

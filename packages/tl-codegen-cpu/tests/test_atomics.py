@@ -10,7 +10,7 @@ import tvm
 from tvm import tirx
 
 from tl_codegen_cpu import build_c, build_llvm
-from tl_passes import ATOMIC_DTYPES, TileRegion, emit_atomic_update, emit_tile_atomic
+from tl_codegen_cpu.passes import ATOMIC_DTYPES, TileRegion, emit_atomic_update, emit_tile_atomic
 
 ITERATIONS = 4000
 

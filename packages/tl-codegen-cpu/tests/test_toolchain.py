@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
+from cpu_reference_kernels import tile_gemm_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tvm import tirx
@@ -23,8 +24,7 @@ from tl_codegen_cpu import (
     generate_c_source,
     insert_openmp_pragmas,
 )
-from tl_passes import PARALLEL_FOR_MARKER, host_cpu_name
-from tl_passes.reference_kernels import tile_gemm_module
+from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER, host_cpu_name
 
 
 def _run_gemm(
@@ -219,7 +219,7 @@ def test_grid_of_one_block_still_builds(tmp_path: Path) -> None:
 
 
 def test_too_large_block_locals_are_refused(tmp_path: Path) -> None:
-    from tl_passes import BlockLocalsTooLargeError
+    from tl_codegen_cpu.passes import BlockLocalsTooLargeError
 
     i = tirx.Var("i", "int32")
     big = tirx.decl_buffer((1 << 19,), "float32", name="Big")

@@ -7,15 +7,15 @@ from typing import ClassVar
 
 import pytest
 import tvm
-from tl_passes_testing import microkernel_func
+from tl_passes_testing import copy_func
 from tvm import tirx
 
 from tl_passes import PassContext, PrimFuncPass
 
 
 def two_function_module() -> tvm.IRModule:
-    first = microkernel_func(2, 3, 1).with_attr("global_symbol", "first")
-    second = microkernel_func(2, 3, 1).with_attr("global_symbol", "second")
+    first = copy_func().with_attr("global_symbol", "first")
+    second = copy_func().with_attr("global_symbol", "second")
     return tvm.IRModule({"first": first, "second": second})
 
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pytest
 import tvm
-from tl_passes_testing import microkernel_func
+from tl_passes_testing import copy_func
 from tvm import tirx
 
 from tl_passes import (
@@ -58,7 +58,7 @@ class ReturnsNothingPass(Pass):
 
 
 def small_module() -> tvm.IRModule:
-    return tvm.IRModule({"main": microkernel_func(2, 3, 1)})
+    return tvm.IRModule({"main": copy_func()})
 
 
 def test_pipeline_runs_stages_in_order_with_target_and_options() -> None:

@@ -11,19 +11,26 @@ workspace allocator, filled in by tl-runtime).
 from __future__ import annotations
 
 from tl_backend_api import StagedPipeline, pipeline_from_passes
-from tl_passes import Pass, RemoveNoOpPass, SimplifyPass, StackBlockLocalsPass
-from tl_passes.cpu_forward_copies import CpuForwardCopiesPass
-from tl_passes.cpu_legalize_intrinsics import CpuLegalizeIntrinsicsPass
-from tl_passes.cpu_localize_tiles import CpuLocalizeTilesPass
-from tl_passes.cpu_lower_launch import CpuLowerLaunchPass
-from tl_passes.cpu_lower_parallel_loops import CpuLowerParallelLoopsPass
-from tl_passes.cpu_lower_tile_ops import CpuLowerTileOpsPass
-from tl_passes.cpu_reject_gpu_ops import CpuRejectGpuOpsPass
-from tl_passes.cpu_split_vector_loops import CpuSplitVectorLoopsPass
-from tl_passes.cpu_vectorize_exp import CpuVectorizeExpPass
-from tl_passes.legalize_half_precision import LegalizeHalfPrecisionPass
-from tl_passes.lower_alloc_var import LowerAllocVarPass
-from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
+from tl_codegen_cpu.passes import (
+    CpuForwardCopiesPass,
+    CpuLegalizeIntrinsicsPass,
+    CpuLocalizeTilesPass,
+    CpuLowerLaunchPass,
+    CpuLowerParallelLoopsPass,
+    CpuLowerTileOpsPass,
+    CpuRejectGpuOpsPass,
+    CpuSplitVectorLoopsPass,
+    CpuVectorizeExpPass,
+    LegalizeHalfPrecisionPass,
+    StackBlockLocalsPass,
+)
+from tl_passes import (
+    LowerAllocVarPass,
+    LowerPipelinedLoopsPass,
+    Pass,
+    RemoveNoOpPass,
+    SimplifyPass,
+)
 
 
 def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:

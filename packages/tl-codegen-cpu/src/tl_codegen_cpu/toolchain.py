@@ -30,16 +30,16 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_backend_api import ToolchainError, ToolchainInfo
-from tl_passes import (
+from tl_codegen_cpu.passes import (
     C_ATOMICS_PRELUDE,
     C_MICROKERNEL_PRELUDE,
     PARALLEL_FOR_MARKER,
     MarkParallelLoopsPass,
-    Pipeline,
     StackBlockLocalsPass,
     atomics_c_source,
     host_cpu_name,
 )
+from tl_passes import Pipeline
 
 #: What the C path runs before TVM's C codegen: block-local arrays on the
 #: thread's stack (a heap workspace's failure `return` is illegal inside an
@@ -303,7 +303,7 @@ def insert_microkernel_prelude(source: str) -> str:
 
     TVM declares every extern it calls as an exported ``TVM_DLL`` function;
     those declarations of ``tl_gemm_f32x*`` are removed and the static inline
-    definitions (`tl_passes.C_MICROKERNEL_PRELUDE`) go after the includes.
+    definitions (`tl_codegen_cpu.passes.C_MICROKERNEL_PRELUDE`) go after the includes.
     """
     if "tl_gemm_f32x" not in source:
         return source

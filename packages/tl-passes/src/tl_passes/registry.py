@@ -1,16 +1,28 @@
-"""The pass registry: pass names mapped to lazy factories (nothing imported before use)."""
+"""Pass registries: pass names mapped to lazy factories (nothing imported before use).
+
+`PASS_REGISTRY` holds tl_passes' own passes; a backend package builds its own
+`PassRegistry` for the passes it owns (the CPU backend: ``tl_codegen_cpu.passes``).
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from tl_passes.pass_base import Pass
 
+#: A factory returning a pass class (importing its module on first use).
+PassFactory = Callable[[], type[Pass]]
 
-def _lazy(module: str, class_name: str) -> Callable[[], type[Pass]]:
+
+def lazy_pass_class(module: str, class_name: str) -> PassFactory:
+    """Return a factory that imports ``module`` and returns its `Pass` subclass ``class_name``.
+
+    The factory raises TypeError when the attribute is not a `Pass` subclass.
+    """
+
     def load() -> type[Pass]:
         cls = getattr(importlib.import_module(module), class_name)
         if not (isinstance(cls, type) and issubclass(cls, Pass)):
@@ -20,14 +32,65 @@ def _lazy(module: str, class_name: str) -> Callable[[], type[Pass]]:
     return load
 
 
-#: Pass name -> factory returning the pass class. A test checks every key equals
-#: the class's ``name``.
-PASS_REGISTRY: Mapping[str, Callable[[], type[Pass]]] = MappingProxyType(
+class PassRegistry(Mapping[str, PassFactory]):
+    """A read-only mapping of pass name -> lazy factory, with lookup and construction.
+
+    Args:
+        factories: pass name -> factory; every key must equal its class's
+            ``name`` (each owning package's tests check it).
+    """
+
+    def __init__(self, factories: Mapping[str, PassFactory]) -> None:
+        self._factories: Mapping[str, PassFactory] = MappingProxyType(dict(factories))
+
+    def __getitem__(self, name: str) -> PassFactory:
+        return self._factories[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._factories)
+
+    def __len__(self) -> int:
+        return len(self._factories)
+
+    def names(self) -> tuple[str, ...]:
+        """Return the registered pass names, sorted."""
+        return tuple(sorted(self._factories))
+
+    def get_class(self, name: str) -> type[Pass]:
+        """Return the pass class registered under ``name``.
+
+        Raises:
+            KeyError: if no pass has that name (the message lists the known names).
+        """
+        try:
+            factory = self._factories[name]
+        except KeyError:
+            raise KeyError(
+                f"unknown pass name {name!r}; registered passes: {', '.join(self.names())}"
+            ) from None
+        return factory()
+
+    def create(self, name: str, **options: Any) -> Pass:
+        """Instantiate the pass registered under ``name`` with ``options`` as its fields.
+
+        Raises:
+            KeyError: for an unknown name.
+            TypeError: for an option the pass does not have.
+        """
+        cls = self.get_class(name)
+        try:
+            return cls(**options)
+        except TypeError as error:
+            raise TypeError(f"pass {name!r}: bad options {sorted(options)}: {error}") from None
+
+
+_lazy = lazy_pass_class
+
+#: tl_passes' own passes. A test checks every key equals the class's ``name``.
+PASS_REGISTRY = PassRegistry(
     {
         "simplify": _lazy("tl_passes.simplify", "SimplifyPass"),
         "remove-no-op": _lazy("tl_passes.remove_no_op", "RemoveNoOpPass"),
-        "mark-parallel-loops": _lazy("tl_passes.mark_parallel_loops", "MarkParallelLoopsPass"),
-        "stack-block-locals": _lazy("tl_passes.stack_block_locals", "StackBlockLocalsPass"),
         "gpu-infer-layouts": _lazy("tl_passes.gpu_layout", "GpuInferLayoutsPass"),
         "gpu-insert-barriers": _lazy("tl_passes.gpu_insert_barriers", "GpuInsertBarriersPass"),
         "gpu-lower-tile-ops": _lazy("tl_passes.gpu_lower_tile_ops", "GpuLowerTileOpsPass"),
@@ -36,57 +99,20 @@ PASS_REGISTRY: Mapping[str, Callable[[], type[Pass]]] = MappingProxyType(
             "tl_passes.lower_pipelined_loops", "LowerPipelinedLoopsPass"
         ),
         "lower-alloc-var": _lazy("tl_passes.lower_alloc_var", "LowerAllocVarPass"),
-        "legalize-half-precision": _lazy(
-            "tl_passes.legalize_half_precision", "LegalizeHalfPrecisionPass"
-        ),
-        "cpu-reject-gpu-ops": _lazy("tl_passes.cpu_reject_gpu_ops", "CpuRejectGpuOpsPass"),
-        "cpu-lower-launch": _lazy("tl_passes.cpu_lower_launch", "CpuLowerLaunchPass"),
-        "cpu-lower-tile-ops": _lazy("tl_passes.cpu_lower_tile_ops", "CpuLowerTileOpsPass"),
-        "cpu-lower-parallel-loops": _lazy(
-            "tl_passes.cpu_lower_parallel_loops", "CpuLowerParallelLoopsPass"
-        ),
-        "cpu-localize-tiles": _lazy("tl_passes.cpu_localize_tiles", "CpuLocalizeTilesPass"),
-        "cpu-legalize-intrinsics": _lazy(
-            "tl_passes.cpu_legalize_intrinsics", "CpuLegalizeIntrinsicsPass"
-        ),
-        "cpu-forward-copies": _lazy("tl_passes.cpu_forward_copies", "CpuForwardCopiesPass"),
-        "cpu-vectorize-exp": _lazy("tl_passes.cpu_vectorize_exp", "CpuVectorizeExpPass"),
-        "cpu-split-vector-loops": _lazy(
-            "tl_passes.cpu_split_vector_loops", "CpuSplitVectorLoopsPass"
-        ),
     }
 )
 
 
 def available_passes() -> tuple[str, ...]:
-    """Return the registered pass names, sorted."""
-    return tuple(sorted(PASS_REGISTRY))
+    """Return the names in `PASS_REGISTRY`, sorted."""
+    return PASS_REGISTRY.names()
 
 
 def get_pass_class(name: str) -> type[Pass]:
-    """Return the pass class registered under ``name``.
-
-    Raises:
-        KeyError: if no pass has that name (the message lists the known names).
-    """
-    try:
-        factory = PASS_REGISTRY[name]
-    except KeyError:
-        raise KeyError(
-            f"unknown pass name {name!r}; registered passes: {', '.join(available_passes())}"
-        ) from None
-    return factory()
+    """Return the class registered under ``name`` in `PASS_REGISTRY` (see `PassRegistry.get_class`)."""
+    return PASS_REGISTRY.get_class(name)
 
 
 def create_pass(name: str, **options: Any) -> Pass:
-    """Instantiate the pass registered under ``name`` with ``options`` as its fields.
-
-    Raises:
-        KeyError: for an unknown name.
-        TypeError: for an option the pass does not have.
-    """
-    cls = get_pass_class(name)
-    try:
-        return cls(**options)
-    except TypeError as error:
-        raise TypeError(f"pass {name!r}: bad options {sorted(options)}: {error}") from None
+    """Instantiate the pass ``name`` of `PASS_REGISTRY` (see `PassRegistry.create`)."""
+    return PASS_REGISTRY.create(name, **options)

@@ -1,6 +1,6 @@
 """Hand-built TIR kernels of the shape tile-op lowering produces, for tests and benchmarks.
 
-`tile_gemm_prim_func` is the CPU lowering of the LANGUAGE.md GEMM kernel
+`tile_gemm_prim_func` is the CPU lowering of the GEMM kernel of docs/language.md
 written out by hand: the grid of C blocks is one parallel loop, each block
 copies its A and B tiles into block-local arrays, runs the GEMM micro-kernel
 for every step of k and writes its C tile back.
@@ -13,8 +13,8 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from tl_passes.gemm_microkernel import GemmOperand, RegisterTile, emit_gemm_microkernel
-from tl_passes.vector_isa import VectorISA
+from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, RegisterTile, emit_gemm_microkernel
+from tl_codegen_cpu.passes.vector_isa import VectorISA
 
 
 def _ceildiv(a: int, b: int) -> int:

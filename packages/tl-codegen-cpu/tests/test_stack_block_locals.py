@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import tvm
 import tvm_ffi
+from cpu_passes_testing import make_pass
 from tvm import tirx
 
-from tl_passes import (
+from tl_codegen_cpu.passes import (
     DISABLE_LOWER_BUILTIN,
     BlockLocalsTooLargeError,
-    PassContext,
     StackBlockLocalsPass,
-    create_pass,
 )
+from tl_passes import PassContext
 
 
 def _module(elements: int, parallel: bool) -> tvm.IRModule:
@@ -57,7 +57,7 @@ def test_allocations_outside_parallel_loops_are_left_alone() -> None:
 
 
 def test_budget_is_an_option_and_enforced() -> None:
-    small_budget = create_pass("stack-block-locals", max_bytes=1024)
+    small_budget = make_pass("stack-block-locals", max_bytes=1024)
     assert isinstance(small_budget, StackBlockLocalsPass) and small_budget.max_bytes == 1024
     with pytest.raises(BlockLocalsTooLargeError, match=r"take 16384 bytes, more than .* 1024"):
         small_budget.run(_module(4096, parallel=True), PassContext())

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cpu_passes_testing import PAD, microkernel_func, random_array, run_on_host
+from cpu_reference_kernels import tile_gemm_prim_func
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tl_passes_testing import PAD, microkernel_func, random_array, run_on_host
 from tvm import tirx
 
-from tl_passes import (
+from tl_codegen_cpu.passes import (
     GemmOperand,
     RegisterTile,
     VectorISA,
     choose_register_tile,
     emit_gemm_microkernel,
 )
-from tl_passes.reference_kernels import tile_gemm_prim_func
 
 
 def check_microkernel(
@@ -105,7 +105,7 @@ def test_bfloat16_operands_compile() -> None:
     func = microkernel_func(8, 32, 4, dtype="bfloat16", accum_dtype="float32")
     import tvm
 
-    from tl_passes import host_cpu_name
+    from tl_codegen_cpu.passes import host_cpu_name
 
     tvm.compile(func, target=tvm.target.Target({"kind": "llvm", "mcpu": host_cpu_name()}))
 
@@ -204,9 +204,9 @@ def test_aligned_fp32_tile_keeps_accumulators_in_zmm_registers() -> None:
     import re
 
     import tvm
-    from tl_passes_testing import HOST_TARGET
+    from cpu_passes_testing import HOST_TARGET
 
-    from tl_passes import vector_isa_for_target
+    from tl_codegen_cpu.passes import vector_isa_for_target
 
     if vector_isa_for_target(HOST_TARGET).vector_bits < 512:
         pytest.skip("the host has no AVX-512")

@@ -19,9 +19,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.vector_isa import VectorISA, vector_isa_for_target
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
-from tl_passes.vector_isa import VectorISA, vector_isa_for_target
 
 
 def _widest_bits(body: tirx.Stmt) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_passes.vector_isa import VectorISA
+from tl_codegen_cpu.passes.vector_isa import VectorISA
 
 PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
 
@@ -46,7 +46,7 @@ _C_MAX_ROWS, _C_MAX_VECTORS = 16, 4
 #: rows/vectors, the unrolled loops leave every accumulator in a register.
 C_MICROKERNEL_PRELUDE = (
     r"""
-/* tl_passes GEMM micro-kernel (GCC vector extensions). */
+/* tl-codegen-cpu GEMM micro-kernel (GCC vector extensions). */
 #define TL_GEMM_F32(LANES)                                                        \
 typedef float tl_f32x##LANES                                                      \
     __attribute__((vector_size(LANES * 4), aligned(4), may_alias));               \

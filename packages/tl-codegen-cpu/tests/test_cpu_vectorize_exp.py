@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from tl_passes_testing import run_on_host
+from cpu_passes_testing import make_pass, run_on_host
 from tvm import tirx
 
-from tl_passes import CpuVectorizeExpPass, PassContext, create_pass, fast_exp_f32
-from tl_passes.cpu_vectorize_exp import LN2_HIGH, LN2_LOW, POLY_COEFFICIENTS
+from tl_codegen_cpu.passes import CpuVectorizeExpPass, fast_exp_f32
+from tl_codegen_cpu.passes.vectorize_exp import LN2_HIGH, LN2_LOW, POLY_COEFFICIENTS
+from tl_passes import PassContext
 
 LANES = 16
 SIZE = 4096
@@ -94,7 +95,7 @@ def test_exp2_is_rewritten_and_other_dtypes_are_left_to_libm() -> None:
 
 
 def test_the_pass_is_registered_and_respects_its_kinds() -> None:
-    assert create_pass("cpu-vectorize-exp").name == "cpu-vectorize-exp"
+    assert make_pass("cpu-vectorize-exp").name == "cpu-vectorize-exp"
     mod = tvm.IRModule({"main": _elementwise(tirx.exp)})
     skipped = CpuVectorizeExpPass(kinds=("c",)).run(
         mod, PassContext(target=tvm.target.Target("llvm"))

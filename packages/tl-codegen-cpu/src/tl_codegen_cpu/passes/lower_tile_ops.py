@@ -30,6 +30,16 @@ from typing import Any, ClassVar
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.atomics import emit_tile_atomic
+from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
+from tl_codegen_cpu.passes.tile_emitters import (
+    TileRegion,
+    emit_tile_copy,
+    emit_tile_cumsum,
+    emit_tile_fill,
+    emit_tile_reduce,
+)
+from tl_codegen_cpu.passes.vector_isa import VectorISA, vector_isa_for_target
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import (
     AtomicOp,
@@ -45,17 +55,7 @@ from tl_ir.ops import (
     describe,
     is_tile_op,
 )
-from tl_passes.atomics import emit_tile_atomic
-from tl_passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
 from tl_passes.pass_base import PassContext, PrimFuncPass
-from tl_passes.tile_emitters import (
-    TileRegion,
-    emit_tile_copy,
-    emit_tile_cumsum,
-    emit_tile_fill,
-    emit_tile_reduce,
-)
-from tl_passes.vector_isa import VectorISA, vector_isa_for_target
 
 #: ``gemm_style`` values: ``auto`` picks ``c-vector-extension`` for target ``c``.
 GEMM_STYLES: tuple[str, ...] = ("auto", "tir", "c-vector-extension")

@@ -5,7 +5,7 @@ On the CPU a block runs on one core, so ``shared``/``shared.dyn`` tiles,
 arrays allocated inside the grid's parallel loop (one copy per running
 block). They get scope ``global``: TVM 0.27's ``LowerTVMBuiltin`` turns small
 allocations of any other scope into heap workspaces, which LLVM cannot keep
-in registers (TVM_NOTES.md). Where the arrays live (stack or TVM workspace)
+in registers. Where the arrays live (stack or TVM workspace)
 is decided later (`stack-block-locals` on the C path).
 """
 

@@ -7,24 +7,21 @@ from typing import Any
 import pytest
 import tvm
 import tvm_ffi
+from cpu_passes_testing import make_pass
 from tvm import tirx
 
 import tl_ir.language as T
-from tl_ir.errors import UnsupportedError
-from tl_ir.ops import is_tile_op
-from tl_passes import (
+from tl_codegen_cpu.passes import (
     CpuLocalizeTilesPass,
     CpuLowerLaunchPass,
     CpuLowerParallelLoopsPass,
     CpuLowerTileOpsPass,
     CpuRejectGpuOpsPass,
     LegalizeHalfPrecisionPass,
-    LowerAllocVarPass,
-    LowerPipelinedLoopsPass,
-    PassContext,
-    Pipeline,
-    create_pass,
 )
+from tl_ir.errors import UnsupportedError
+from tl_ir.ops import is_tile_op
+from tl_passes import LowerAllocVarPass, LowerPipelinedLoopsPass, PassContext, Pipeline
 
 LLVM = tvm.target.Target("llvm")
 C = tvm.target.Target("c")
@@ -221,12 +218,12 @@ def test_the_new_passes_are_registered_under_their_names() -> None:
         "cpu-localize-tiles",
         "cpu-split-vector-loops",
     ):
-        assert create_pass(name).name == name
+        assert make_pass(name).name == name
 
 
 def test_the_full_cpu_pipeline_dumps_ir_after_every_pass(tmp_path: Any) -> None:
     passes = tuple(
-        create_pass(n)
+        make_pass(n)
         for n in (
             "lower-pipelined-loops",
             "lower-alloc-var",
@@ -243,8 +240,8 @@ def test_the_full_cpu_pipeline_dumps_ir_after_every_pass(tmp_path: Any) -> None:
 
 
 def test_cpu_split_vector_loops_cuts_long_vector_loops_into_register_chunks() -> None:
-    from tl_passes import CpuSplitVectorLoopsPass, VectorISA
-    from tl_passes.cpu_split_vector_loops import split_vector_loops
+    from tl_codegen_cpu.passes import CpuSplitVectorLoopsPass, VectorISA
+    from tl_codegen_cpu.passes.split_vector_loops import split_vector_loops
 
     a = tirx.decl_buffer((96,), "float32", name="A")
     i = tirx.Var("i", "int32")
@@ -264,7 +261,7 @@ def test_cpu_split_vector_loops_cuts_long_vector_loops_into_register_chunks() ->
 
 
 def test_cpu_legalize_intrinsics_rewrites_what_the_c_printer_lacks() -> None:
-    from tl_passes import CpuLegalizeIntrinsicsPass
+    from tl_codegen_cpu.passes import CpuLegalizeIntrinsicsPass
 
     a = tirx.decl_buffer((4,), "float32", name="A")
     x = tirx.BufferLoad(a, [0])
@@ -282,3 +279,15 @@ def test_cpu_legalize_intrinsics_rewrites_what_the_c_printer_lacks() -> None:
     assert _walk(legal, tirx.Select)
     tvm.compile(legal, target="c")  # TVM's C printer accepts the result
     assert CpuLegalizeIntrinsicsPass().run(mod, PassContext(target=LLVM)) is mod
+
+
+def test_every_cpu_registry_key_equals_the_pass_name() -> None:
+    from tl_codegen_cpu.passes import CPU_PASS_REGISTRY, create_cpu_pass
+    from tl_passes import PASS_REGISTRY, Pass
+
+    assert not set(CPU_PASS_REGISTRY) & set(PASS_REGISTRY)
+    for key in CPU_PASS_REGISTRY.names():
+        cls = CPU_PASS_REGISTRY.get_class(key)
+        assert cls.name == key and isinstance(create_cpu_pass(key), Pass)
+    with pytest.raises(KeyError, match="unknown pass name 'simplify'; registered passes: cpu-"):
+        create_cpu_pass("simplify")

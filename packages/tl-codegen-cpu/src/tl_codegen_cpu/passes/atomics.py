@@ -14,7 +14,7 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_passes.tile_emitters import TileRegion, convert_to
+from tl_codegen_cpu.passes.tile_emitters import TileRegion, convert_to
 
 #: The atomic update kinds.
 ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
@@ -71,7 +71,7 @@ def atomics_c_source(storage: str = "static inline") -> str:
     form (``__attribute__((visibility("hidden")))``) for the object the LLVM
     path links in.
     """
-    parts = ["/* tl_passes CPU atomics (GCC __atomic builtins). */\n#include <stdint.h>\n"]
+    parts = ["/* tl-codegen-cpu CPU atomics (GCC __atomic builtins). */\n#include <stdint.h>\n"]
     for dtype in ATOMIC_DTYPES:
         for kind in ATOMIC_KINDS:
             parts.append(_c_definition(kind, dtype, storage))

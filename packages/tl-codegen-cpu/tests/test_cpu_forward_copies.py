@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from tl_passes_testing import run_on_host
+from cpu_passes_testing import make_pass, run_on_host
 
 import tl_ir.language as T
-from tl_passes import Pipeline, create_pass
-from tl_passes.cpu_forward_copies import CpuForwardCopiesPass
+from tl_codegen_cpu.passes.forward_copies import CpuForwardCopiesPass
+from tl_passes import Pipeline
 
 LOWER = ("cpu-lower-launch", "cpu-forward-copies", "cpu-lower-tile-ops")
 LOWER += ("cpu-lower-parallel-loops", "cpu-localize-tiles", "simplify")
@@ -58,7 +58,7 @@ def transposed_kernel(M: int, block: int) -> Any:
 
 
 def _forwarded(func: Any) -> tvm.IRModule:
-    passes = tuple(create_pass(n) for n in ("cpu-lower-launch", "cpu-forward-copies"))
+    passes = tuple(make_pass(n) for n in ("cpu-lower-launch", "cpu-forward-copies"))
     return Pipeline("test", passes).run(tvm.IRModule({"main": func}))
 
 
@@ -82,19 +82,19 @@ def test_the_staged_add_becomes_one_nest_over_global_memory() -> None:
 )
 def test_tiles_used_otherwise_stay_staged(func: Any) -> None:
     before = _forwarded(func)
-    plain = Pipeline("test", (create_pass("cpu-lower-launch"),)).run(tvm.IRModule({"main": func}))
+    plain = Pipeline("test", (make_pass("cpu-lower-launch"),)).run(tvm.IRModule({"main": func}))
     assert tvm_ffi.structural_equal(before, plain)
     assert _copy_count(before) >= 2
 
 
 def test_the_pass_is_registered() -> None:
-    assert create_pass("cpu-forward-copies").name == "cpu-forward-copies"
+    assert make_pass("cpu-forward-copies").name == "cpu-forward-copies"
     assert CpuForwardCopiesPass().name == "cpu-forward-copies"
 
 
 @pytest.mark.parametrize(("M", "N", "block"), [(32, 48, 16), (37, 21, 16)], ids=["full", "partial"])
 def test_forwarded_add_matches_numpy_on_full_and_partial_tiles(M: int, N: int, block: int) -> None:
-    passes = tuple(create_pass(n) for n in LOWER)
+    passes = tuple(make_pass(n) for n in LOWER)
     target = tvm.target.Target("llvm")
     mod = Pipeline("test", passes).run(tvm.IRModule({"main": add_kernel(M, N, block)}), target)
     assert "A_local[" not in mod.script()

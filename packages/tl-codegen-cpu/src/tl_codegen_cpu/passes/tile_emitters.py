@@ -5,7 +5,7 @@ Each function returns one TIR statement for one tile op on `TileRegion`s
 way `emit_gemm_microkernel` does for ``T.gemm``. The tile-op lowering passes
 map ``tl.copy`` / ``tl.fill`` / ``tl.reduce`` / ``tl.cumsum`` calls onto them.
 Elements of a partial tile that fall outside a buffer are neither read nor
-written (LANGUAGE.md); the guard is emitted only where a bound cannot be
+written (docs/language.md); the guard is emitted only where a bound cannot be
 proven statically. The innermost loop is vectorized where the op allows it.
 """
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import tvm
 from tvm import tirx
 
-from tl_passes import PARALLEL_FOR_MARKER, MarkParallelLoopsPass, PassContext
+from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER, MarkParallelLoopsPass
+from tl_passes import PassContext
 
 
 def _store_loop(kind: tirx.ForKind, inner: tirx.Stmt | None = None) -> tirx.For:

@@ -1,4 +1,4 @@
-"""`cpu-reject-gpu-ops`: GPU-only constructs (LANGUAGE.md Tier 2) fail early with a clear error.
+"""`cpu-reject-gpu-ops`: GPU-only constructs (Tier 2 in docs/language.md) fail early with a clear error.
 
 On CPU targets there is no faithful meaning for thread barriers, warp
 shuffles, asynchronous copies or virtual threads. This pass raises
@@ -79,6 +79,6 @@ class CpuRejectGpuOpsPass(PrimFuncPass):
         if found:
             raise UnsupportedError(
                 f"{found[0]} is not supported on target {kind} "
-                f"(kernel {function_name}); it is GPU-only (LANGUAGE.md Tier 2)"
+                f"(kernel {function_name}); it is GPU-only (Tier 2 in docs/language.md)"
             )
         return body

@@ -1,0 +1,41 @@
+"""`CPU_PASS_REGISTRY`: the CPU backend's passes by name (classes imported on first use)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tl_passes import Pass, PassRegistry, lazy_pass_class
+from tl_passes.registry import PassFactory
+
+
+def _cpu(module: str, class_name: str) -> PassFactory:
+    return lazy_pass_class(f"tl_codegen_cpu.passes.{module}", class_name)
+
+
+#: Pass name -> lazy factory. A test checks every key equals the class's ``name``.
+CPU_PASS_REGISTRY = PassRegistry(
+    {
+        "cpu-reject-gpu-ops": _cpu("reject_gpu_ops", "CpuRejectGpuOpsPass"),
+        "cpu-lower-launch": _cpu("lower_launch", "CpuLowerLaunchPass"),
+        "cpu-forward-copies": _cpu("forward_copies", "CpuForwardCopiesPass"),
+        "cpu-lower-tile-ops": _cpu("lower_tile_ops", "CpuLowerTileOpsPass"),
+        "cpu-lower-parallel-loops": _cpu("lower_parallel_loops", "CpuLowerParallelLoopsPass"),
+        "cpu-split-vector-loops": _cpu("split_vector_loops", "CpuSplitVectorLoopsPass"),
+        "cpu-localize-tiles": _cpu("localize_tiles", "CpuLocalizeTilesPass"),
+        "legalize-half-precision": _cpu("legalize_half_precision", "LegalizeHalfPrecisionPass"),
+        "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
+        "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
+        "stack-block-locals": _cpu("stack_block_locals", "StackBlockLocalsPass"),
+        "mark-parallel-loops": _cpu("mark_parallel_loops", "MarkParallelLoopsPass"),
+    }
+)
+
+
+def create_cpu_pass(name: str, **options: Any) -> Pass:
+    """Instantiate the CPU pass ``name`` with ``options`` (see `tl_passes.PassRegistry.create`).
+
+    Raises:
+        KeyError: an unknown name (the message lists the CPU passes).
+        TypeError: an option the pass does not have.
+    """
+    return CPU_PASS_REGISTRY.create(name, **options)
