@@ -79,10 +79,12 @@ def _copy_sources(dest: Path) -> None:
         )
 
 
-def _lint(pythonpath: Path) -> subprocess.CompletedProcess[str]:
+def _lint(
+    pythonpath: Path, config: Path = ROOT / "pyproject.toml"
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
     return subprocess.run(
-        [str(LINT_IMPORTS), "--no-cache", str(ROOT / "pyproject.toml")],
+        [str(LINT_IMPORTS), "--no-cache", str(config)],
         cwd=pythonpath,
         env=env,
         capture_output=True,
@@ -147,3 +149,29 @@ def test_a_forbidden_import_fails_the_check(
     assert result.returncode != 0, output
     assert f"{contract}" in output and "BROKEN" in output, output
     assert f"{package}.{module}" in output, output
+
+
+def test_a_package_scaffolded_into_packages_is_layer_checked_without_a_hand_edit(
+    source_copy: Path,
+) -> None:
+    """scripts/new-backend adds a package it writes into packages/ to the import-linter config."""
+    from tl_backend_api.scaffold import create_backend_package
+
+    workspace = source_copy / "workspace"
+    (workspace / "packages").mkdir(parents=True)
+    shutil.copy(ROOT / "pyproject.toml", workspace / "pyproject.toml")
+    package = create_backend_package(
+        "layered", workspace / "packages" / "tl-codegen-layered", kind="ext_dev"
+    )
+    shutil.copytree(package / "src" / "tl_codegen_layered", source_copy / "tl_codegen_layered")
+    assert unchecked_workspace_packages(workspace) == []
+
+    config = workspace / "pyproject.toml"
+    result = _lint(source_copy, config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (source_copy / "tl_codegen_layered" / "_probe.py").write_text("import tl_codegen_cpu\n")
+    (source_copy / "tl_jit" / "_probe.py").write_text("import tl_codegen_layered\n")
+    output = (result := _lint(source_copy, config)).stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "tl_codegen_layered._probe -> tl_codegen_cpu" in output, output
+    assert "tl_jit._probe -> tl_codegen_layered" in output, output

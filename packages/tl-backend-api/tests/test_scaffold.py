@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,13 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from tl_backend_api import Backend, assert_conforms, create_backend_context, isolated_registry
-from tl_backend_api.scaffold import ScaffoldError, create_backend_package, main
+from tl_backend_api.scaffold import (
+    ScaffoldError,
+    create_backend_package,
+    main,
+    register_in_workspace,
+    workspace_config_for,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -119,3 +126,48 @@ def test_generated_package_is_mypy_strict_clean(generated: Path) -> None:
         cwd=generated,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _importlinter(pyproject: Path) -> dict[str, object]:
+    section: dict[str, object] = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]
+    return section
+
+
+def test_a_package_generated_into_packages_joins_the_layering_config(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "packages").mkdir()
+    dest = tmp_path / "packages" / "tl-codegen-joined"
+    assert workspace_config_for(dest) == (tmp_path / "pyproject.toml").resolve()
+    create_backend_package("joined", dest, kind="ext_dev")
+    config = _importlinter(tmp_path / "pyproject.toml")
+    assert "tl_codegen_joined" in config["root_packages"]  # type: ignore[operator]
+    contracts = {c["id"]: c for c in config["contracts"]}  # type: ignore[attr-defined]
+    codegen_layer = next(layer for layer in contracts["layers"]["layers"] if "tl_codegen_" in layer)
+    assert codegen_layer.endswith("| tl_codegen_joined")
+    for contract_id in ("runtime-is-light", "core-imports-no-backend"):
+        assert "tl_codegen_joined" in contracts[contract_id]["forbidden_modules"], contract_id
+    # Idempotent: a second registration changes nothing.
+    before = (tmp_path / "pyproject.toml").read_text()
+    assert register_in_workspace(tmp_path / "pyproject.toml", "tl_codegen_joined") is False
+    assert (tmp_path / "pyproject.toml").read_text() == before
+
+
+def test_a_package_generated_elsewhere_touches_no_config(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    before = (tmp_path / "pyproject.toml").read_text()
+    dest = tmp_path / "elsewhere" / "tl-codegen-outside"
+    assert workspace_config_for(dest) is None
+    create_backend_package("outside", dest, kind="ext_dev")
+    assert (tmp_path / "pyproject.toml").read_text() == before
+
+
+def test_a_config_without_importlinter_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    with pytest.raises(ScaffoldError, match=r"expected a \[tool.importlinter\] section"):
+        register_in_workspace(tmp_path / "pyproject.toml", "tl_codegen_x")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.importlinter]\nroot_packages = ["a"]\n'
+        '[[tool.importlinter.contracts]]\nid = "l"\nname = "l"\ntype = "layers"\nlayers = ["a"]\n'
+    )
+    with pytest.raises(ScaffoldError, match="add it there by hand"):
+        register_in_workspace(tmp_path / "pyproject.toml", "tl_codegen_x")

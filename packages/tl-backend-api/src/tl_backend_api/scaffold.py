@@ -1,12 +1,17 @@
 """``scripts/new-backend NAME``: create a codegen package that already passes the contract tests.
 
 Run as ``python -m tl_backend_api.scaffold NAME [--kind KIND] [--dest DIR]``.
-The package has the layout CONVENTIONS.md asks for: pyproject.toml
+The package has the layout docs/backends.md describes: pyproject.toml
 (hatchling, a ``tl.backends`` entry point named after the kind),
 ``src/tl_codegen_NAME/{__init__,backend,pipeline,codegen,toolchain,language,contract}.py``
 (``contract.py``: annotated assignments mypy --strict checks against the Protocols),
 ``py.typed`` and a contract test. Device codegen raises NotImplementedError
 naming what to write; everything else works as generated.
+
+A package generated into a workspace's ``packages/`` folder (one whose parent
+holds a ``pyproject.toml`` with an ``[tool.importlinter]`` section) is also
+added to that configuration, so the layering check covers it without a
+hand edit; a package generated anywhere else changes no other file.
 """
 
 from __future__ import annotations
@@ -16,6 +21,14 @@ import importlib.metadata
 import re
 import sys
 from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    # tomli is a dependency on 3.10 only, so a 3.11 dev venv (where mypy checks
+    # this branch for python_version 3.10) does not have it installed.
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 from tvm.target import Target
 
@@ -229,10 +242,8 @@ __all__: list[str] = []
 
 from __future__ import annotations
 
-# Sorted for the monorepo's ruff config, where tl_codegen_* counts as third-party.
-from {module}.backend import BACKEND
-
 from tl_backend_api import assert_conforms
+from {module}.backend import BACKEND
 
 
 def test_backend_conforms() -> None:
@@ -247,6 +258,99 @@ def test_static_contract_module_imports() -> None:
     }
 
 
+_LIST_START = re.compile(r"^(?P<key>[a-z_]+) = \[\s*$")
+_CODEGEN_ITEM = re.compile(r'^(?P<indent>\s*)"tl_codegen_[a-z0-9_]+",\s*$')
+_CODEGEN_LAYER = re.compile(r'^(?P<head>\s*"[^"]*\btl_codegen_[a-z0-9_]+[^"]*)(?P<tail>",\s*)$')
+
+
+def _add_to_lists(lines: list[str], module: str) -> list[str]:
+    """Add ``module`` to each multi-line list that names tl_codegen_* packages one per line,
+    and to the layer line that joins them with ``|``."""
+    out: list[str] = []
+    key: str | None = None
+    block: list[str] = []
+
+    def flush() -> None:
+        items = [i for i, line in enumerate(block) if _CODEGEN_ITEM.match(line)]
+        if key == "layers":
+            for i, line in enumerate(block):
+                match = _CODEGEN_LAYER.match(line)
+                if match and module not in line.split('"')[1].replace(" ", "").split("|"):
+                    block[i] = f"{match['head']} | {module}{match['tail']}"
+        elif items and f'"{module}",' not in (line.strip() for line in block):
+            indent = _CODEGEN_ITEM.match(block[items[-1]])["indent"]  # type: ignore[index]
+            block.insert(items[-1] + 1, f'{indent}"{module}",\n')
+        out.extend(block)
+        block.clear()
+
+    for line in lines:
+        if key is None:
+            start = _LIST_START.match(line)
+            if start:
+                key = start["key"]
+            out.append(line)
+            continue
+        if line.strip() == "]":
+            flush()
+            out.append(line)
+            key = None
+            continue
+        block.append(line)
+    flush()
+    return out
+
+
+def _is_layer_checked(config: dict[str, Any], module: str) -> bool:
+    layered = {
+        name.strip()
+        for contract in config.get("contracts", [])
+        if contract.get("type") == "layers"
+        for layer in contract["layers"]
+        for name in layer.split("|")
+    }
+    return module in config.get("root_packages", []) and module in layered
+
+
+def register_in_workspace(pyproject: Path, module: str) -> bool:
+    """Add the import package ``module`` to ``pyproject``'s ``[tool.importlinter]`` configuration.
+
+    It joins ``root_packages``, the layer of the codegen packages and every
+    forbidden-module list that names the codegen packages (each list written
+    one name per line, as the repository's root pyproject.toml does).
+    Returns False when it was already in root_packages and a layer. Raises ScaffoldError
+    when the file has no importlinter section or the edit did not take (a
+    configuration shaped differently: add the package by hand).
+    """
+    text = pyproject.read_text()
+    config = tomllib.loads(text).get("tool", {}).get("importlinter")
+    if config is None:
+        raise ScaffoldError(f"pyproject: expected a [tool.importlinter] section in {pyproject}")
+    if _is_layer_checked(config, module):
+        return False
+    updated = "".join(_add_to_lists(text.splitlines(keepends=True), module))
+    if not _is_layer_checked(tomllib.loads(updated)["tool"]["importlinter"], module):
+        raise ScaffoldError(
+            f"pyproject: could not add {module!r} to root_packages and the codegen layer of "
+            f"{pyproject}; add it there by hand"
+        )
+    pyproject.write_text(updated)
+    return True
+
+
+def workspace_config_for(dest: Path) -> Path | None:
+    """The workspace ``pyproject.toml`` whose import-linter config covers ``dest``, if any.
+
+    That is ``dest/../../pyproject.toml`` when ``dest`` sits directly in a
+    folder named ``packages`` and the file has a ``[tool.importlinter]`` section.
+    """
+    parent = dest.resolve().parent
+    candidate = parent.parent / "pyproject.toml"
+    if parent.name != "packages" or not candidate.is_file():
+        return None
+    config = tomllib.loads(candidate.read_text())
+    return candidate if "importlinter" in config.get("tool", {}) else None
+
+
 def create_backend_package(name: str, dest: Path | None = None, kind: str | None = None) -> Path:
     """Write a new codegen package and return its directory.
 
@@ -255,6 +359,9 @@ def create_backend_package(name: str, dest: Path | None = None, kind: str | None
             starting with a letter; the package is ``tl_codegen_<name>``.
         dest: the package directory to create (must not exist or be empty);
             default ``packages/tl-codegen-<name>`` under the current directory.
+            When it lies directly in a workspace's ``packages/`` folder, the
+            workspace's import-linter configuration gains the package
+            (`register_in_workspace`).
         kind: the TVM target kind it serves; default ``name``.
 
     Raises:
@@ -279,10 +386,13 @@ def create_backend_package(name: str, dest: Path | None = None, kind: str | None
         raise ScaffoldError(
             f"dest: expected a new or empty directory, got {str(dest)!r} holding files"
         )
+    workspace = workspace_config_for(dest)
     for relative, text in _files(name, kind).items():
         path = dest / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    if workspace is not None:
+        register_in_workspace(workspace, f"tl_codegen_{name}")
     return dest
 
 
