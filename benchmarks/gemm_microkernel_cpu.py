@@ -95,10 +95,10 @@ def main() -> None:
         if kind == "llvm":
             kernel = tvm.compile(func, target=target)["main"]
         else:
-            from tl_codegen_cpu import build_c
+            from tl_codegen_cpu import build_c, prepare_for_c
 
             out_dir = tempfile.mkdtemp(prefix="tl-gemm-c-")
-            built = build_c(tvm.IRModule({"main": func}), out_dir, name="gemm")
+            built = build_c(prepare_for_c(tvm.IRModule({"main": func})), out_dir, name="gemm")
             kernel = tvm.runtime.load_module(str(built.library_path))["main"]
         compile_ms = (time.perf_counter() - start) * 1e3
         kernel(a_dev, b_dev, c_dev)

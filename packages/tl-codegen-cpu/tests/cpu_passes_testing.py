@@ -8,6 +8,7 @@ import numpy as np
 import tvm
 from tvm import tirx
 
+from tl_codegen_cpu import CpuBuildResult, build_c, prepare_for_c
 from tl_codegen_cpu.passes import (
     CPU_PASS_REGISTRY,
     GemmOperand,
@@ -76,3 +77,8 @@ def make_pass(name: str, **options: Any) -> Pass:
     if name in CPU_PASS_REGISTRY:
         return CPU_PASS_REGISTRY.create(name, **options)
     return create_pass(name, **options)
+
+
+def build_prepared_c(mod: tvm.IRModule, output_dir: Any, **options: Any) -> CpuBuildResult:
+    """`build_c` of a hand-built module after the C pipeline's preparation stages."""
+    return build_c(prepare_for_c(mod), output_dir, **options)

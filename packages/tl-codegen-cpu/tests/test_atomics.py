@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
+from cpu_passes_testing import build_prepared_c
 from tvm import tirx
 
-from tl_codegen_cpu import build_c, build_llvm
+from tl_codegen_cpu import build_llvm
 from tl_codegen_cpu.passes import ATOMIC_DTYPES, TileRegion, emit_atomic_update, emit_tile_atomic
 
 ITERATIONS = 4000
@@ -26,7 +27,7 @@ def _contended_module(kind: str, dtype: str) -> tvm.IRModule:
     return tvm.IRModule({"main": func})
 
 
-@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 @pytest.mark.parametrize("kind", ["add", "max", "min"])
 @pytest.mark.parametrize("dtype", list(ATOMIC_DTYPES))
 def test_contended_atomic_updates(builder: object, kind: str, dtype: str, tmp_path: Path) -> None:
@@ -44,7 +45,7 @@ def test_contended_atomic_updates(builder: object, kind: str, dtype: str, tmp_pa
     np.testing.assert_array_equal(out.numpy(), combine(start, reduce(grouped, axis=0)))
 
 
-@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 def test_tile_atomic_add_of_a_tile_and_a_scalar(builder: object, tmp_path: Path) -> None:
     src = tirx.decl_buffer((3, 5), "float32", name="S")
     out = tirx.decl_buffer((4, 4), "float32", name="Out")

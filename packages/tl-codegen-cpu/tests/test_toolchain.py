@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
+from cpu_passes_testing import build_prepared_c
 from cpu_reference_kernels import tile_gemm_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from tl_codegen_cpu import (
     build_llvm,
     generate_c_source,
     insert_openmp_pragmas,
+    prepare_for_c,
 )
 from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER, host_cpu_name
 
@@ -46,7 +48,7 @@ def _run_gemm(
     np.testing.assert_array_equal(c.numpy(), a @ b)
 
 
-@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 @pytest.mark.parametrize(("m", "n", "k"), [(64, 96, 48), (37, 50, 19)])
 def test_gemm_builds_and_runs(builder: object, m: int, n: int, k: int, tmp_path: Path) -> None:
     mod = tile_gemm_module(m, n, k, 32, 32, 16)
@@ -84,14 +86,14 @@ def test_c_vector_extension_microkernel(
         transpose_b=transpose_b,
         style="c-vector-extension",
     )
-    result = build_c(mod, tmp_path)
+    result = build_prepared_c(mod, tmp_path)
     # A transposed B tile is packed first, so the C micro-kernel runs in every case.
     assert "tl_gemm_f32x" in result.source
     assert "TVM_DLL int32_t tl_gemm_f32x" not in result.source
     _run_gemm(result, m, n, k, transpose_a, transpose_b)
 
 
-@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 @pytest.mark.parametrize(("dtype", "accum_dtype"), [("float16", "float32"), ("int8", "int32")])
 def test_mixed_precision_gemm(
     builder: object, dtype: str, accum_dtype: str, tmp_path: Path
@@ -108,7 +110,7 @@ def test_mixed_precision_gemm(
     np.testing.assert_array_equal(c.numpy(), a.astype(accum_dtype) @ b.astype(accum_dtype))
 
 
-@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 def test_bfloat16_gemm(builder: object, tmp_path: Path) -> None:
     m, n, k = 40, 36, 20
     rng = np.random.default_rng(4)
@@ -130,7 +132,7 @@ def test_bfloat16_gemm(builder: object, tmp_path: Path) -> None:
 
 
 def test_c_source_has_openmp_pragma_and_no_marker(tmp_path: Path) -> None:
-    result = build_c(tile_gemm_module(64, 64, 32, 32, 32, 16), tmp_path)
+    result = build_prepared_c(tile_gemm_module(64, 64, 32, 32, 32, 16), tmp_path)
     assert result.source.count("#pragma omp parallel for") == 1
     assert PARALLEL_FOR_MARKER not in result.source
     # Block-local tiles are stack arrays: no heap workspace inside the OpenMP region.
@@ -138,7 +140,7 @@ def test_c_source_has_openmp_pragma_and_no_marker(tmp_path: Path) -> None:
     assert result.target_kind == "c"
 
 
-@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 def test_library_exports_the_entry_symbol(builder: object, tmp_path: Path) -> None:
     import subprocess
 
@@ -158,7 +160,7 @@ def test_llvm_build_targets_the_host_cpu(tmp_path: Path) -> None:
 
 def test_build_dispatches_on_target_kind(tmp_path: Path) -> None:
     mod = tile_gemm_module(16, 16, 16, 16, 16, 16)
-    assert build(mod, "c", tmp_path / "c").target_kind == "c"
+    assert build(prepare_for_c(mod), "c", tmp_path / "c").target_kind == "c"
     assert build(mod, {"kind": "llvm"}, tmp_path / "l").target_kind == "llvm"  # type: ignore[arg-type]
     with pytest.raises(
         ValueError, match="expected a target of kind 'c' or 'llvm', got kind 'cuda'"
@@ -181,7 +183,7 @@ def test_missing_compiler_is_a_toolchain_error(tmp_path: Path) -> None:
     tool = GccToolchain(executable="no-such-compiler-xyz")
     assert tool.discover() is None
     with pytest.raises(ToolchainError, match="'no-such-compiler-xyz' not found on PATH"):
-        build_c(tile_gemm_module(16, 16, 16, 16, 16, 16), tmp_path, toolchain=tool)
+        build_prepared_c(tile_gemm_module(16, 16, 16, 16, 16, 16), tmp_path, toolchain=tool)
 
 
 def test_gcc_toolchain_satisfies_the_protocol() -> None:
@@ -213,7 +215,7 @@ def test_pragma_rewrite_handles_leftover_markers() -> None:
 
 def test_grid_of_one_block_still_builds(tmp_path: Path) -> None:
     # The parallel loop of extent 1 is simplified away; its marker must not survive.
-    result = build_c(tile_gemm_module(8, 8, 8, 8, 8, 8), tmp_path)
+    result = build_prepared_c(tile_gemm_module(8, 8, 8, 8, 8, 8), tmp_path)
     assert PARALLEL_FOR_MARKER not in result.source
     _run_gemm(result, 8, 8, 8)
 
@@ -239,7 +241,7 @@ def test_too_large_block_locals_are_refused(tmp_path: Path) -> None:
     )
     func = tirx.PrimFunc([out], body).with_attrs({"global_symbol": "f"})
     with pytest.raises(BlockLocalsTooLargeError, match="2097152 bytes"):
-        build_c(tvm.IRModule({"f": func}), tmp_path)
+        build_prepared_c(tvm.IRModule({"f": func}), tmp_path)
 
 
 def test_c_library_runs_under_tvm_ffi_alone(tmp_path: Path) -> None:
@@ -248,7 +250,7 @@ def test_c_library_runs_under_tvm_ffi_alone(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    result = build_c(tile_gemm_module(96, 80, 40, 32, 32, 16), tmp_path)
+    result = build_prepared_c(tile_gemm_module(96, 80, 40, 32, 32, 16), tmp_path)
     script = f"""
 import sys
 import numpy as np
@@ -288,11 +290,11 @@ def test_c_vector_extension_path_for_any_small_shape(
     mod = tile_gemm_module(
         m, n, k, 16, 32, block_k, transpose_a=transpose_a, style="c-vector-extension"
     )
-    result = build_c(mod, tmp_path_factory.mktemp("c"))
+    result = build_prepared_c(mod, tmp_path_factory.mktemp("c"))
     _run_gemm(result, m, n, k, transpose_a)
 
 
-@pytest.mark.parametrize("builder", [build_c, build_llvm])
+@pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 def test_tvm_codegen_failure_is_a_toolchain_error(builder: object, tmp_path: Path) -> None:
     unbound = tirx.Var("unbound", "int32")
     out = tirx.decl_buffer((4,), "int32", name="Out")
@@ -301,3 +303,41 @@ def test_tvm_codegen_failure_is_a_toolchain_error(builder: object, tmp_path: Pat
     with pytest.raises(ToolchainError, match="code generation failed") as caught:
         builder(mod, tmp_path)  # type: ignore[operator]
     assert "unbound" in caught.value.output
+
+
+def test_an_unprepared_parallel_loop_is_refused_naming_the_fix(tmp_path: Path) -> None:
+    # Printed as is, the grid loop would run serially: the C path refuses it.
+    mod = tile_gemm_module(32, 32, 16, 16, 16, 16)
+    with pytest.raises(ValueError, match=r"unmarked parallel loop over \w+ in main.*prepare_for_c"):
+        generate_c_source(mod)
+    with pytest.raises(ValueError, match=r"build_c mod: expected a module prepared for C"):
+        build_c(mod, tmp_path)
+    assert "#pragma omp parallel for" in generate_c_source(prepare_for_c(mod))
+
+
+def test_the_c_preparation_stages_run_in_the_pipeline_and_show_in_ir_dumps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tl_ir.language as T
+    from tl_backend_api import create_backend_context, lower_to_sources
+    from tl_codegen_cpu import C_PIPELINE, C_PREPARATION_PASSES
+
+    @T.prim_func
+    def scale(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):  # type: ignore[no-untyped-def]
+        with T.Kernel(4, threads=1) as bx:
+            for i in T.Parallel(16):
+                B[bx * 16 + i] = A[bx * 16 + i] * 2.0
+
+    names = [p.name for p in C_PREPARATION_PASSES]
+    assert names == ["stack-block-locals", "mark-parallel-loops"]
+    assert C_PIPELINE.stage_names[-2:] == tuple(names)
+    monkeypatch.setenv("TL_DUMP_IR", str(tmp_path))
+    sources = lower_to_sources(create_backend_context("c"), scale)
+    dumped = sorted(p.name for p in (tmp_path / C_PIPELINE.name).iterdir())
+    last = len(C_PIPELINE.stage_names)
+    assert dumped[-2:] == [
+        f"{last - 1:02d}-stack-block-locals.tir",
+        f"{last:02d}-mark-parallel-loops.tir",
+    ]
+    assert PARALLEL_FOR_MARKER in (tmp_path / C_PIPELINE.name / dumped[-1]).read_text()
+    assert "#pragma omp parallel for" in sources.files["kernel.c"]

@@ -6,7 +6,15 @@ pipelines, device codegen and toolchain are importable on their own.
 
 from tl_codegen_cpu.backend import BACKEND, cython_available, tvm_ffi_available
 from tl_codegen_cpu.codegen import CpuDeviceCodegen, entry_function_name
-from tl_codegen_cpu.pipeline import C_PASSES, C_PIPELINE, LLVM_PASSES, LLVM_PIPELINE, PIPELINES
+from tl_codegen_cpu.pipeline import (
+    C_PASSES,
+    C_PIPELINE,
+    C_PREPARATION_PASSES,
+    LLVM_PASSES,
+    LLVM_PIPELINE,
+    PIPELINES,
+    prepare_for_c,
+)
 from tl_codegen_cpu.toolchain import (
     C_FLAGS,
     HALF_TYPEDEF,
@@ -30,6 +38,7 @@ __all__ = [
     "C_FLAGS",
     "C_PASSES",
     "C_PIPELINE",
+    "C_PREPARATION_PASSES",
     "HALF_TYPEDEF",
     "LLVM_PASSES",
     "LLVM_PIPELINE",
@@ -49,6 +58,7 @@ __all__ = [
     "insert_microkernel_prelude",
     "insert_openmp_pragmas",
     "llvm_host_target",
+    "prepare_for_c",
     "tvm_ffi_available",
     "tvm_include_dirs",
 ]

@@ -5,10 +5,14 @@ micro-kernel style (``c``: GCC vector-extension calls, since TVM's C printer
 cannot print vector types; ``llvm``: vectorized TIR loops) and in where
 block-local arrays live (``c``: on the stack, `stack-block-locals`, because a
 heap workspace cannot be allocated inside an OpenMP region; ``llvm``: TVM's
-workspace allocator, filled in by tl-runtime).
+workspace allocator, filled in by tl-runtime). The ``c`` pipeline ends with the
+stages that prepare the module for TVM's C printer (`C_PREPARATION_PASSES`),
+so they show in ``TL_DUMP_IR`` like every other stage.
 """
 
 from __future__ import annotations
+
+from tvm import IRModule
 
 from tl_backend_api import StagedPipeline, pipeline_from_passes
 from tl_codegen_cpu.passes import (
@@ -22,6 +26,7 @@ from tl_codegen_cpu.passes import (
     CpuSplitVectorLoopsPass,
     CpuVectorizeExpPass,
     LegalizeHalfPrecisionPass,
+    MarkParallelLoopsPass,
     StackBlockLocalsPass,
 )
 from tl_passes import (
@@ -55,11 +60,17 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
     ]
 
 
-#: Target ``c``: ends with block-local arrays on the stack (the C toolchain then
-#: marks the grid loop for ``#pragma omp parallel for``).
+#: The last stages of the ``c`` pipeline, which prepare a lowered module for
+#: TVM's C printer: block-local arrays on the thread's stack (a heap workspace's
+#: failure ``return`` is illegal inside an OpenMP region), then a marker call
+#: before each outermost parallel loop, which the C source generator turns into
+#: ``#pragma omp parallel for``.
+C_PREPARATION_PASSES: tuple[Pass, ...] = (StackBlockLocalsPass(), MarkParallelLoopsPass())
+
+#: Target ``c``.
 C_PASSES: tuple[Pass, ...] = (
     *_common("c-vector-extension", split_vector_loops=False),
-    StackBlockLocalsPass(),
+    *C_PREPARATION_PASSES,
 )
 
 #: Target ``llvm``.
@@ -67,6 +78,22 @@ LLVM_PASSES: tuple[Pass, ...] = tuple(_common("tir", split_vector_loops=True))
 
 C_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-c", C_PASSES)
 LLVM_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-llvm", LLVM_PASSES)
+
+
+def prepare_for_c(mod: IRModule) -> IRModule:
+    """Run only the C preparation stages of `C_PIPELINE` on ``mod``.
+
+    For modules built by hand rather than lowered by `C_PIPELINE` (which
+    already ends with these stages): ``generate_c_source`` and ``build_c``
+    expect a prepared module.
+
+    Raises:
+        TypeError: ``mod`` is not an IRModule.
+        BlockLocalsTooLargeError: a parallel loop's block-local arrays exceed
+            the stack budget.
+    """
+    return C_PIPELINE.run(mod, start=C_PREPARATION_PASSES[0].name)
+
 
 #: Kind -> pipeline.
 PIPELINES: dict[str, StagedPipeline] = {"c": C_PIPELINE, "llvm": LLVM_PIPELINE}
