@@ -13,7 +13,7 @@ import pytest
 
 import tl_jit
 import tl_jit.language as T
-from tl_codegen_cpu.toolchain import insert_special_float_constants
+from tl_codegen_cpu.c_patches import insert_special_float_constants
 
 
 def _clamp_to_finite(n: int, dtype: str) -> Any:

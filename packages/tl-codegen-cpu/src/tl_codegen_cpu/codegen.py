@@ -1,4 +1,4 @@
-"""Device codegen of the CPU backend: TVM's C or LLVM code generator plus the toolchain.
+"""Device codegen of the CPU backend: TVM's C or LLVM code generator plus gcc.
 
 `CpuDeviceCodegen("c")` generates C (OpenMP pragmas, micro-kernel prelude)
 and builds it with ``gcc -O3 -march=native -fopenmp``; `CpuDeviceCodegen("llvm")`
@@ -13,17 +13,13 @@ import tempfile
 from pathlib import Path
 
 import tvm
-from tvm import IRModule, tirx
+from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources, ToolchainError
-from tl_codegen_cpu.toolchain import (
-    CpuBuildResult,
-    build_c,
-    build_llvm,
-    generate_c_source,
-    llvm_host_target,
-)
+from tl_codegen_cpu.build import CpuBuildResult, build_c, build_llvm, llvm_host_target
+from tl_codegen_cpu.c_source import generate_c_source
+from tl_codegen_cpu.module_info import function_names
 
 #: The target kinds this codegen serves.
 CPU_KINDS: tuple[str, ...] = ("c", "llvm")
@@ -35,11 +31,10 @@ def entry_function_name(mod: IRModule) -> str:
     Raises:
         ValueError: the module holds no PrimFunc.
     """
-    for global_var, func in mod.functions.items():
-        if isinstance(func, tirx.PrimFunc):
-            symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
-            return str(symbol) if symbol is not None else str(global_var.name_hint)
-    raise ValueError("mod: expected at least one PrimFunc, the module has none")
+    names = function_names(mod)
+    if not names:
+        raise ValueError("mod: expected at least one PrimFunc, the module has none")
+    return names[0]
 
 
 def _mcpu(target: Target) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from tl_backend_api import Backend, DeviceCodegen, PassPipeline, Toolchain
 from tl_codegen_cpu.backend import BACKEND
 from tl_codegen_cpu.codegen import CpuDeviceCodegen
+from tl_codegen_cpu.gcc import GccToolchain
 from tl_codegen_cpu.pipeline import C_PIPELINE, LLVM_PIPELINE
-from tl_codegen_cpu.toolchain import GccToolchain
 
 
 def check_types() -> None:

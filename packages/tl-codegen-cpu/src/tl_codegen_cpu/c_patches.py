@@ -1,0 +1,121 @@
+"""Textual fixes of the C that TVM's C printer writes, so gcc compiles it as intended.
+
+Each function takes and returns the C source; `patch_c_source` applies them
+all in order. TVM prints a parallel loop as a serial ``for`` after the marker
+call `mark-parallel-loops` put before it (the marker line becomes
+``#pragma omp parallel for``), declares every extern it calls (the micro-kernel,
+atomics and ``printf`` declarations are replaced by their definitions or
+headers), names fp16 ``half`` and prints special float values as bare names.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tl_codegen_cpu.passes import C_ATOMICS_PRELUDE, C_MICROKERNEL_PRELUDE, PARALLEL_FOR_MARKER
+
+_MARKER_BEFORE_LOOP = re.compile(
+    rf"^(?P<indent>[ \t]*){PARALLEL_FOR_MARKER}\(\);\n(?P=indent)for \(", re.MULTILINE
+)
+_LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
+_MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
+_MICROKERNEL_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_gemm_f32x\d+\(.*\);\n", re.MULTILINE)
+_ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
+_PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
+_LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
+
+
+def insert_openmp_pragmas(source: str) -> tuple[str, int]:
+    """Replace each ``MARKER();`` line before a ``for`` with ``#pragma omp parallel for``.
+
+    Markers whose loop was simplified away (a grid of one block) are dropped, and
+    so is the marker's extern declaration.
+
+    Returns:
+        The rewritten source and the number of pragmas inserted.
+    """
+    rewritten, count = _MARKER_BEFORE_LOOP.subn(
+        lambda match: f"{match['indent']}#pragma omp parallel for\n{match['indent']}for (",
+        source,
+    )
+    rewritten = _LEFTOVER_MARKER.sub("", rewritten)
+    rewritten = _MARKER_DECLARATION.sub("", rewritten)
+    return rewritten, count
+
+
+_HALF_TYPE = re.compile(r"\bhalf\b")
+
+#: TVM's C printer names fp16 ``half`` (a CUDA/OpenCL type); gcc >= 12 offers
+#: IEEE binary16 on x86-64 as ``_Float16``.
+HALF_TYPEDEF = "typedef _Float16 half;\n"
+
+
+def _after_includes(source: str, text: str) -> str:
+    includes = list(_LAST_INCLUDE.finditer(source))
+    at = includes[-1].end() if includes else 0
+    return source[:at] + text + source[at:]
+
+
+def insert_half_typedef(source: str) -> str:
+    """Define TVM's ``half`` as gcc's ``_Float16`` when ``source`` uses it."""
+    if not _HALF_TYPE.search(source):
+        return source
+    return _after_includes(source, HALF_TYPEDEF)
+
+
+#: TVM's C printer writes IEEE special values as the bare names ``inff``/``nanf``
+#: (float) and ``inf``/``nan`` (double), which C does not declare.
+_SPECIAL_FLOAT_DEFINITIONS = {
+    "inff": "#define inff __builtin_inff()\n",
+    "nanf": '#define nanf __builtin_nanf("")\n',
+    "inf": "#define inf __builtin_inf()\n",
+    "nan": '#define nan __builtin_nan("")\n',
+}
+
+
+def insert_special_float_constants(source: str) -> str:
+    """Define the special float names (``inff``, ``nanf``, ``inf``, ``nan``) ``source`` uses."""
+    used = [
+        definition
+        for name, definition in _SPECIAL_FLOAT_DEFINITIONS.items()
+        if re.search(rf"(?<![\w.]){name}(?![\w(])", source)
+    ]
+    if not used:
+        return source
+    return _after_includes(source, "".join(used))
+
+
+def insert_microkernel_prelude(source: str) -> str:
+    """Add the C GEMM micro-kernel definitions when ``source`` calls them.
+
+    TVM declares every extern it calls as an exported ``TVM_DLL`` function;
+    those declarations of ``tl_gemm_f32x*`` are removed and the static inline
+    definitions (`tl_codegen_cpu.passes.C_MICROKERNEL_PRELUDE`) go after the includes.
+    """
+    if "tl_gemm_f32x" not in source:
+        return source
+    source = _MICROKERNEL_DECLARATION.sub("", source)
+    return _after_includes(source, C_MICROKERNEL_PRELUDE)
+
+
+def insert_atomics_prelude(source: str) -> str:
+    """Add the ``tl_atomic_*`` definitions (and drop TVM's declarations) when ``source`` uses them."""
+    if "tl_atomic_" not in source:
+        return source
+    source = _ATOMIC_DECLARATION.sub("", source)
+    return _after_includes(source, C_ATOMICS_PRELUDE)
+
+
+def insert_stdio(source: str) -> str:
+    """Use ``<stdio.h>``'s ``printf``/``fflush`` (T.print) instead of TVM's extern declarations."""
+    if not _PRINTF_DECLARATION.search(source):
+        return source
+    source = _PRINTF_DECLARATION.sub("", source)
+    return _after_includes(source, "#include <stdio.h>\n")
+
+
+def patch_c_source(source: str) -> str:
+    """Apply every fix of this module to TVM's C ``source`` and return the result."""
+    source, _ = insert_openmp_pragmas(source)
+    source = insert_stdio(insert_atomics_prelude(insert_microkernel_prelude(source)))
+    return insert_special_float_constants(insert_half_typedef(source))
