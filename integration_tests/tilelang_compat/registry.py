@@ -1,0 +1,32 @@
+"""Every case of the corpus, and the failures expected today per target.
+
+`EXPECTED_FAILURES` (expected.py, written by survey.py) is what the README table
+says: ``(case name, target) -> (exception type, reason)``. The corpus test marks those cases
+``xfail(strict=True, raises=...)``, so a fix shows up as XPASS and the entry
+(and the README row) must then be removed.
+"""
+
+from __future__ import annotations
+
+from integration_tests.tilelang_compat import cases_examples, cases_gemm, cases_language
+from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
+from integration_tests.tilelang_compat.harness import Case
+
+TARGETS = ("c", "llvm", "cuda-nvcc")
+"""The columns: run on the C and LLVM CPU targets, lowered for CUDA and compiled by nvcc."""
+
+ALL_CASES: dict[str, Case] = {
+    case.name: case for case in (*cases_gemm.CASES, *cases_language.CASES, *cases_examples.CASES)
+}
+
+NOTES: dict[str, str] = {
+    "cpu_reduce._make_kernel_2d-sum-dim1": (
+        "Silent wrong result: the kernel calls T.reduce_* through a Python helper "
+        "(_emit_reduce); tl_ir drops a tile op issued from a helper's body, so the output "
+        "is never written on any target (nvcc compiles the same incomplete kernel)."
+    ),
+    "cpu_reduce._make_kernel_2d-max-dim0": "Same silent wrong result as the sum case.",
+}
+"""What the README says about a case beyond the error it raises."""
+
+__all__ = ["ALL_CASES", "EXPECTED_FAILURES", "NOTES", "TARGETS"]

@@ -1,0 +1,134 @@
+"""Run every corpus case on every target and rewrite the expected failures and README table.
+
+``python -m integration_tests.tilelang_compat.survey`` (from the repository root) runs
+each case on ``c``, ``llvm`` and ``cuda-nvcc`` in this process, then writes
+``expected.py`` (the strict xfails the corpus test applies) and the results table
+between the markers in ``README.md``. Run it after a fix turns an xfail into an XPASS.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from integration_tests.tilelang_compat.harness import build_for_cuda, run_on_cpu
+from integration_tests.tilelang_compat.registry import ALL_CASES, NOTES, TARGETS
+
+HERE = Path(__file__).resolve().parent
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+
+
+def _message(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    text = re.sub(r"^/\S+/programs/(\w+\.py):(\d+): ", r"\1:\2: ", text)
+    if isinstance(exc, AssertionError) and len(lines) > 1:
+        text = "wrong numbers: " + " ".join(lines[:3])
+    return text[:160]
+
+
+def run_case(name: str, target: str) -> BaseException | None:
+    """The exception ``name`` raises on ``target`` (None when it passes)."""
+    case = ALL_CASES[name]
+    try:
+        if target == "cuda-nvcc":
+            build_for_cuda(case, Path(tempfile.mkdtemp(prefix="tl-compat-")) / "cuda")
+        else:
+            run_on_cpu(case, target)
+    except Exception as exc:
+        return exc
+    return None
+
+
+def _exception_path(exc: BaseException) -> str:
+    cls = type(exc)
+    module = cls.__module__
+    if module == "builtins":
+        return cls.__qualname__
+    # Prefer the public package that re-exports the class (tl_ir.errors.X -> tl_ir.X).
+    top = module.partition(".")[0]
+    if getattr(importlib.import_module(top), cls.__qualname__, None) is cls:
+        return f"{top}.{cls.__qualname__}"
+    return f"{module}.{cls.__qualname__}"
+
+
+def main() -> int:
+    """Survey the corpus; rewrite expected.py and the README table; print the counts."""
+    os.environ.setdefault("TL_CACHE_DIR", tempfile.mkdtemp(prefix="tl-compat-cache-"))
+    results: dict[tuple[str, str], BaseException | None] = {}
+    for name in ALL_CASES:
+        for target in TARGETS:
+            results[(name, target)] = outcome = run_case(name, target)
+            status = "ok" if outcome is None else f"{type(outcome).__name__}: {_message(outcome)}"
+            print(f"{name} [{target}] {status}", flush=True)
+    _write_expected(results)
+    _write_readme(results)
+    for target in TARGETS:
+        passed = sum(results[(n, target)] is None for n in ALL_CASES)
+        print(f"{target}: {passed}/{len(ALL_CASES)}")
+    return 0
+
+
+def _write_expected(results: dict[tuple[str, str], BaseException | None]) -> None:
+    imports: set[str] = set()
+    entries = []
+    for (name, target), exc in results.items():
+        if exc is None:
+            continue
+        path = _exception_path(exc)
+        if "." in path:
+            imports.add(path.rpartition(".")[0])
+        reason = _message(exc).replace("\\", "\\\\").replace('"', '\\"')
+        entries.append(
+            f'    ("{name}", "{target}"): (\n        {path},\n        "{reason}",\n    ),'
+        )
+    text = [
+        '"""Failures the corpus expects today (written by survey.py; do not edit by hand)."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        *sorted(f"import {module}" for module in imports),
+        "",
+        "EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {",
+        *entries,
+        "}",
+        "",
+    ]
+    (HERE / "expected.py").write_text("\n".join(text))
+
+
+def _cell(exc: BaseException | None) -> str:
+    return "ok" if exc is None else f"`{type(exc).__name__}`"
+
+
+def _write_readme(results: dict[tuple[str, str], BaseException | None]) -> None:
+    rows = ["| kernel | TileLang source | c | llvm | cuda (nvcc) | error when it fails |"]
+    rows.append("| --- | --- | --- | --- | --- | --- |")
+    for name, case in ALL_CASES.items():
+        outcomes = [results[(name, t)] for t in TARGETS]
+        errors = []
+        for exc in outcomes:
+            if exc is not None and _message(exc) not in errors:
+                errors.append(_message(exc))
+        note = NOTES.get(name)
+        detail = "; ".join(e.replace("|", "\\|") for e in errors)
+        if note:
+            detail = f"**{note}** {detail}".strip()
+        cells = " | ".join(_cell(e) for e in outcomes)
+        rows.append(f"| `{name}` | `{case.source}` | {cells} | {detail} |")
+    counts = ", ".join(
+        f"{t}: {sum(results[(n, t)] is None for n in ALL_CASES)}/{len(ALL_CASES)}" for t in TARGETS
+    )
+    table = "\n".join([f"Passing: {counts}.", "", *rows])
+    readme = HERE / "README.md"
+    text = readme.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    readme.write_text(text[:start] + "\n" + table + "\n" + text[end:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

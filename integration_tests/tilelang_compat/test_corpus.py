@@ -1,0 +1,58 @@
+"""The TileLang compatibility corpus: TileLang's own kernels, imports changed only, checked
+against numpy on ``c`` and ``llvm`` and lowered for CUDA with nvcc compiling the result.
+
+Failures known today are strict xfails carrying the exception they raise (see
+registry.EXPECTED_FAILURES and README.md); a wrong number is never expected.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from integration_tests.tilelang_compat.harness import build_for_cuda, run_on_cpu
+from integration_tests.tilelang_compat.registry import ALL_CASES, EXPECTED_FAILURES, TARGETS
+
+
+def _params() -> list[object]:
+    params = []
+    for name, case in ALL_CASES.items():
+        for target in TARGETS:
+            marks: list[pytest.MarkDecorator] = []
+            expected = EXPECTED_FAILURES.get((name, target))
+            if expected is not None:
+                raises, reason = expected
+                marks.append(pytest.mark.xfail(strict=True, raises=raises, reason=reason))
+            if "slow" in case.tags:
+                marks.append(pytest.mark.slow)
+            params.append(pytest.param(name, target, marks=marks, id=f"{name}-{target}"))
+    return params
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path_factory.getbasetemp() / "tilelang-compat-cache"
+    monkeypatch.setenv("TL_CACHE_DIR", str(root))
+    monkeypatch.delenv("TL_DISABLE_CACHE", raising=False)
+
+
+@pytest.mark.parametrize(("name", "target"), _params())
+def test_tilelang_kernel(name: str, target: str, tmp_path: Path) -> None:
+    case = ALL_CASES[name]
+    if target == "cuda-nvcc":
+        if shutil.which("nvcc") is None:
+            pytest.skip("nvcc is not on PATH")
+        cubin = build_for_cuda(case, tmp_path / "cuda")
+        assert cubin.read_bytes()[:4] == b"\x7fELF"
+    else:
+        run_on_cpu(case, target)
+
+
+def test_every_expected_failure_names_a_case_and_target() -> None:
+    for name, target in EXPECTED_FAILURES:
+        assert name in ALL_CASES, name
+        assert target in TARGETS, target
