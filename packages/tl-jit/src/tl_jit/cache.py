@@ -13,13 +13,21 @@ key's file lock, so readers never see half an entry and concurrent builders of
 one key leave exactly one. A reader that finds a damaged entry (tl_runtime's
 hash check fails) discards it with a warning and the caller rebuilds it.
 Nothing here imports tvm.
+
+Trust: the cache loads native code, so the root and its directories must be owned by
+this user and writable by nobody else (refused otherwise, like ssh and pip do). Keys are
+sha256 hex digests, never paths; an entry must record the key it is found under; a
+record must name the key it was written for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
+import stat
 import uuid
 import warnings
 from collections.abc import Callable
@@ -38,26 +46,59 @@ LOCK_TIMEOUT_S = 900.0
 
 _KINDS = ("kernels", "frontend", "autotune", "locks", "tmp")
 
+_KEY_PATTERN = re.compile(r"[0-9a-f]{64}")
+
+ENTRY_KEY_FIELD = "tl_jit.cache_key"
+"""The manifest ``versions`` field in which an entry records the ir key it was built for."""
+
+_RECORD_KEY_FIELD = "key"
+"""The field in which a JSON record records the key it was written for."""
+
 
 class CacheWarning(UserWarning):
     """A cache entry was damaged and is being rebuilt, or the cache could not be written."""
 
 
+def is_cache_key(key: object) -> bool:
+    """Whether ``key`` has the form of a cache key: 64 lowercase hex digits (a sha256)."""
+    return isinstance(key, str) and _KEY_PATTERN.fullmatch(key) is not None
+
+
+def _require_key(key: object, what: str = "key") -> str:
+    if not is_cache_key(key):
+        raise CacheError(
+            f"cache {what}: expected a sha256 hex digest (64 lowercase hex digits), got {key!r}"
+        )
+    assert isinstance(key, str)
+    return key
+
+
 def _make_private_dir(path: Path) -> None:
     """Create ``path`` (and parents) with mode 0700 for the directories created here."""
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
+    from tl_runtime.native_build import make_private_dirs
+
+    make_private_dirs(path)
+
+
+def _make_private_tree(path: Path) -> None:
+    """Make a freshly built entry private: directories 0700, files 0600 (links untouched)."""
+    for directory, dirnames, filenames in os.walk(path):
+        os.chmod(directory, 0o700)
+        for name in filenames:
+            file = os.path.join(directory, name)
+            if not os.path.islink(file):
+                os.chmod(file, 0o600)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(directory, d))]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -103,11 +144,47 @@ class KernelCache:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._checked = False
 
     def _dir(self, kind: str) -> Path:
         return self.root / kind
 
+    def check_root(self) -> None:
+        """Refuse a root (or a directory under it) that another user owns or can write.
+
+        Checked once per `KernelCache` before anything is read from or written to it; a
+        root that does not exist yet passes (it is created 0700).
+
+        Raises:
+            CacheError: naming the directory, its owner and mode, and what to do.
+        """
+        if self._checked:
+            return
+        from tl_runtime.errors import NativeBuildError
+        from tl_runtime.native_build import check_private_directory
+
+        remedy = (
+            f"Run chmod 700 on it, set {env.CACHE_DIR_ENV} to a private directory, or "
+            f"set {env.DISABLE_CACHE_ENV}=1"
+        )
+        if os.path.lexists(self.root):
+            try:
+                check_private_directory(self.root, "the tl_jit cache root", remedy)
+                for kind in _KINDS:
+                    directory = self._dir(kind)
+                    if os.path.islink(directory):
+                        raise CacheError(
+                            f"the tl_jit cache directory {directory} is a symlink; expected a "
+                            f"directory inside the cache root. {remedy}"
+                        )
+                    if directory.exists():
+                        check_private_directory(directory, "the tl_jit cache directory", remedy)
+            except NativeBuildError as exc:
+                raise CacheError(str(exc)) from None
+        self._checked = True
+
     def _ensure(self, kind: str) -> Path:
+        self.check_root()
         directory = self._dir(kind)
         if not directory.is_dir():
             try:
@@ -121,8 +198,12 @@ class KernelCache:
 
     # ------------------------------------------------------------ kernels
     def entry_path(self, key: str) -> Path:
-        """Where the artifact of ``key`` lives (whether or not it exists)."""
-        return self._dir("kernels") / key
+        """Where the artifact of ``key`` lives (whether or not it exists).
+
+        Raises:
+            CacheError: ``key`` is not a sha256 hex digest (keys are never paths).
+        """
+        return self._dir("kernels") / _require_key(key)
 
     def load(self, key: str, adapter: str | None = None) -> tl_runtime.Kernel | None:
         """Load the entry of ``key``; None when absent or damaged (a damaged one is discarded).
@@ -137,12 +218,17 @@ class KernelCache:
 
         Warns:
             CacheWarning: the entry failed the integrity check (hash mismatch, missing or
-                malformed file) and was removed.
+                malformed file, a symlink, an entry recording another key) and was removed.
 
         Raises:
+            CacheError: ``key`` is not a sha256 hex digest, or the root is not private.
             everything `tl_runtime.load` raises for an intact entry.
         """
         path = self.entry_path(key)
+        self.check_root()
+        if os.path.islink(path):
+            self.discard(key, "it is a symlink (entries are directories inside the cache)")
+            return None
         if not (path / "manifest.json").is_file():
             if path.exists():
                 self.discard(key, "it has no manifest.json")
@@ -150,9 +236,18 @@ class KernelCache:
         import tl_runtime
 
         try:
-            tl_runtime.read_manifest(path, verify=True)
+            manifest = tl_runtime.read_manifest(path, verify=True)
         except (tl_runtime.ArtifactError, tl_runtime.SchemaVersionError) as exc:
             self.discard(key, str(exc))
+            return None
+        except RecursionError:
+            self.discard(key, "its manifest.json is nested too deeply")
+            return None
+        recorded = manifest.versions.get(ENTRY_KEY_FIELD)
+        if recorded != key:
+            self.discard(
+                key, f"its manifest records {ENTRY_KEY_FIELD}={recorded!r}, not the key {key}"
+            )
             return None
         return tl_runtime.load(path, adapter=adapter)
 
@@ -168,7 +263,7 @@ class KernelCache:
             self._remove_tree(path)
 
     def _remove_tree(self, path: Path) -> None:
-        if not path.exists():
+        if not os.path.lexists(path):
             return
         # Rename first so that no reader sees a half-deleted entry.
         trash = self._ensure("tmp") / f"trash-{uuid.uuid4().hex}"
@@ -176,13 +271,18 @@ class KernelCache:
             os.rename(path, trash)
         except OSError:
             trash = path
-        shutil.rmtree(trash, ignore_errors=True)
+        if os.path.islink(trash):  # remove the link itself, never what it points to
+            os.unlink(trash)
+        else:
+            shutil.rmtree(trash, ignore_errors=True)
 
     def _lock(self, key: str) -> Any:
         import filelock
 
         locks = self._ensure("locks")
-        return filelock.FileLock(str(locks / f"{key}.lock"), timeout=LOCK_TIMEOUT_S)
+        return filelock.FileLock(
+            str(locks / f"{_require_key(key)}.lock"), timeout=LOCK_TIMEOUT_S, mode=0o600
+        )
 
     def get_or_build(
         self,
@@ -214,18 +314,29 @@ class KernelCache:
         self._ensure("kernels")
         try:
             with self._lock(key):
-                if final.exists():
-                    if check(final):
+                if os.path.lexists(final):
+                    if not os.path.islink(final) and check(final):
                         return final
                     self._remove_tree(final)
-                staging = self._ensure("tmp") / f"{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-                try:
-                    build(staging)
-                    os.rename(staging, final)
-                finally:
-                    if staging.exists():
-                        shutil.rmtree(staging, ignore_errors=True)
-                return final
+                # `clear()` never removes tmp/ or kernels/ under a running build; a directory
+                # removed by other means (rm -rf) is recreated and the build tried once more.
+                for attempt in (1, 2):
+                    staging = (
+                        self._ensure("tmp") / f"{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                    )
+                    try:
+                        build(staging)
+                        _make_private_tree(staging)
+                        self._ensure("kernels")
+                        os.rename(staging, final)
+                        return final
+                    except FileNotFoundError:
+                        if attempt == 2 or self._dir("tmp").is_dir():
+                            raise
+                    finally:
+                        if os.path.lexists(staging):
+                            shutil.rmtree(staging, ignore_errors=True)
+                raise AssertionError("unreachable")  # pragma: no cover
         except filelock.Timeout:
             raise CacheError(
                 f"timed out after {LOCK_TIMEOUT_S:.0f} s waiting for the lock of cache entry "
@@ -235,20 +346,45 @@ class KernelCache:
 
     # ------------------------------------------------------------ JSON records
     def read_record(self, kind: str, key: str) -> dict[str, Any] | None:
-        """The JSON record ``<kind>/<key>.json`` (``frontend`` or ``autotune``), or None."""
-        path = self._dir(kind) / f"{key}.json"
+        """The JSON record ``<kind>/<key>.json`` (``frontend`` or ``autotune``), or None.
+
+        A record that is unreadable, not a JSON object, written for another key (copied
+        or renamed), nested too deeply, or (``frontend``) whose ``ir_key`` is not a sha256
+        hex digest is treated as absent.
+
+        Raises:
+            CacheError: ``key`` is not a sha256 hex digest, or the root is not private.
+        """
+        path = self._dir(kind) / f"{_require_key(key)}.json"
+        self.check_root()
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
-        return data if isinstance(data, dict) else None
+        if not isinstance(data, dict) or data.get(_RECORD_KEY_FIELD) != key:
+            return None
+        if kind == "frontend" and not is_cache_key(data.get("ir_key")):
+            warnings.warn(
+                f"tl_jit cache: ignoring front-end record {path}: its ir_key "
+                f"{data.get('ir_key')!r} is not a sha256 hex digest",
+                CacheWarning,
+                2,
+            )
+            return None
+        return data
 
     def write_record(self, kind: str, key: str, record: dict[str, Any]) -> None:
-        """Write the JSON record atomically (temp file + rename); failures only warn."""
+        """Write the JSON record atomically (temp file + rename, 0600); failures only warn.
+
+        The record is stored with the key it is written for, which `read_record` checks.
+        """
         try:
             directory = self._ensure(kind)
-            tmp = directory / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-            tmp.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+            tmp = directory / f".{_require_key(key)}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+            text = json.dumps({**record, _RECORD_KEY_FIELD: key}, sort_keys=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
             os.replace(tmp, directory / f"{key}.json")
         except (OSError, CacheError, TypeError, ValueError) as exc:
             warnings.warn(f"tl_jit cache: cannot write {kind} record: {exc}", CacheWarning, 2)
@@ -285,13 +421,55 @@ class KernelCache:
         )
 
     def clear(self) -> int:
-        """Remove every entry and record; returns how many kernel entries were removed."""
-        removed = self.info().kernels
-        for kind in _KINDS:
+        """Remove every entry and record; returns how many kernel entries were removed.
+
+        Safe while other processes use the cache: entries are renamed aside before they
+        are deleted, the directories themselves stay, builds in progress (their staging
+        directories in ``tmp/`` and their lock files) are left alone, and a process that
+        has a library loaded keeps its mapping.
+        """
+        if not self.root.is_dir():
+            return 0
+        self.check_root()
+        removed = 0
+        kernels = self._dir("kernels")
+        if kernels.is_dir():
+            for entry in list(kernels.iterdir()):
+                if entry.name.startswith("."):
+                    continue
+                self._remove_tree(entry)
+                removed += 1
+        for kind in ("frontend", "autotune"):
             directory = self._dir(kind)
-            if directory.exists():
-                shutil.rmtree(directory, ignore_errors=True)
+            if directory.is_dir():
+                for record in list(directory.iterdir()):
+                    with contextlib.suppress(FileNotFoundError):
+                        if record.is_dir() and not record.is_symlink():
+                            shutil.rmtree(record, ignore_errors=True)
+                        else:
+                            record.unlink()
+        tmp = self._dir("tmp")
+        if tmp.is_dir():
+            for leftover in list(tmp.iterdir()):
+                if not self._in_use(leftover.name):
+                    self._discard_leftover(leftover)
         return removed
+
+    @staticmethod
+    def _in_use(name: str) -> bool:
+        """Whether a ``tmp/`` name is the staging directory of a build still running."""
+        parts = name.split("-")
+        if len(parts) == 3 and parts[1].isdigit():
+            return _pid_alive(int(parts[1]))
+        return False
+
+    @staticmethod
+    def _discard_leftover(path: Path) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
 
 
 def default_cache() -> KernelCache:
