@@ -47,7 +47,14 @@ def _load_object(spec: str) -> Any:
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[module_name] = module
     sys.path.insert(0, str(path.resolve().parent))
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except SystemExit as exc:
+        # Not a success: nothing was compiled. Report it like any failed import.
+        raise UsageError(
+            f"{path_text}: importing it called sys.exit({exc.code!r}); a kernel file must "
+            "define FUNC without exiting (guard scripts with if __name__ == '__main__')"
+        ) from None
     value: Any = module
     for part in attribute.split("."):
         if not hasattr(value, part):
@@ -220,6 +227,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tl: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:
+        # argparse exits before this try; anything here is user code exiting mid-command,
+        # which must not pass for success (the command did not finish).
+        if args.traceback:
+            raise
+        print(
+            f"tl: error: the kernel code called sys.exit({exc.code!r}) before "
+            f"'tl {args.command}' finished",
+            file=sys.stderr,
+        )
+        return 1
     except Exception as exc:
         if args.traceback:
             raise
