@@ -57,9 +57,178 @@ def _gdn_ref(a: dict[str, Any], g: np.ndarray) -> Arrays:
     return [out.reshape(b, s, h).astype(np.float32)]
 
 
+def _gemv_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    return [
+        rng.standard_normal(a["K"]).astype(np.float16),
+        rng.standard_normal((a["N"], a["K"])).astype(np.float16),
+    ]
+
+
+def _gemv_ref(a: dict[str, Any], x: np.ndarray, w: np.ndarray) -> Arrays:
+    return [(w.astype(np.float32) @ x.astype(np.float32)).astype(np.float16)]
+
+
+def _rms_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    return [rng.standard_normal((a["M"], a["N"])).astype(np.float32)]
+
+
+def _rms_ref(a: dict[str, Any], x: np.ndarray) -> Arrays:
+    x64 = x.astype(np.float64)
+    scale = 1.0 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-12)
+    return [(x64 * scale).astype(np.float32)]
+
+
+def _softmax_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    return [rng.standard_normal((a["M"], a["N"])).astype(np.float16)]
+
+
+def _softmax_ref(a: dict[str, Any], x: np.ndarray) -> Arrays:
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    return [(e / e.sum(axis=1, keepdims=True)).astype(np.float16)]
+
+
+def _topk_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    # Distinct values (a permutation) so the k largest and their order are unique.
+    m, n = a["M"], a["N"]
+    return [np.stack([rng.permutation(n) for _ in range(m)]).astype(np.float32) / n]
+
+
+def _topk_ref(a: dict[str, Any], logits: np.ndarray) -> Arrays:
+    order = np.argsort(-logits, axis=1, kind="stable")[:, : a["topk"]]
+    return [np.take_along_axis(logits, order, axis=1), order.astype(np.int32)]
+
+
+def _splitk_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    m, n, k = a["M"], a["N"], a["K"]
+    return [
+        rng.standard_normal((m, k)).astype(np.float16),
+        rng.standard_normal((n, k)).astype(np.float16),
+        np.zeros((m, n), np.float32),
+    ]
+
+
+def _splitk_ref(a: dict[str, Any], x: np.ndarray, y: np.ndarray, c: np.ndarray) -> Arrays:
+    # The kernel reads B[k, n] from the (N, K) tensor (square sizes): C += A @ B.
+    return [c + x.astype(np.float32) @ y.astype(np.float32)]
+
+
+def _add_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    shape = (a["M"], a["N"])
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
+
+
 _ATTENTION = {"batch": 1, "heads": 2, "seq_len": 128, "dim": 64, "block_M": 64, "block_N": 64}
 
+_GEMV = {"N": 128, "K": 256, "BLOCK_N": 32}
+
 CASES = [
+    Case(
+        "example_gemv.naive_gemv",
+        "examples/gemv/example_gemv.py@3ee0988c8",
+        "example_gemv:naive_gemv",
+        {**_GEMV, "BLOCK_K": 64},
+        _gemv_inputs,
+        _gemv_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_gemv.naive_splitk_gemv",
+        "examples/gemv/example_gemv.py@3ee0988c8",
+        "example_gemv:naive_splitk_gemv",
+        {**_GEMV, "BLOCK_K": 32},
+        _gemv_inputs,
+        _gemv_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_gemv.splitk_gemv",
+        "examples/gemv/example_gemv.py@3ee0988c8",
+        "example_gemv:splitk_gemv",
+        {**_GEMV, "BLOCK_K": 64, "reduce_threads": 8},
+        _gemv_inputs,
+        _gemv_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_gemv.splitk_gemv_vectorized",
+        "examples/gemv/example_gemv.py@3ee0988c8",
+        "example_gemv:splitk_gemv_vectorized",
+        {**_GEMV, "reduce_threads": 8},
+        _gemv_inputs,
+        _gemv_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_rms_norm.rms_norm_splitk",
+        "examples/norm/rms_norm.py@3ee0988c8",
+        "example_rms_norm:rms_norm_splitk",
+        {"M": 64, "N": 256, "blk_m": 2, "blk_k": 64},
+        _rms_inputs,
+        _rms_ref,
+        out_idx=[1],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    Case(
+        "example_rms_norm.rms_norm",
+        "examples/norm/rms_norm.py@3ee0988c8",
+        "example_rms_norm:rms_norm",
+        {"M": 64, "N": 256, "blk_m": 2},
+        _rms_inputs,
+        _rms_ref,
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    Case(
+        "example_online_softmax.softmax_kernel",
+        "examples/online_softmax/online_softmax.py@c750fb8a9",
+        "example_online_softmax:softmax_kernel",
+        {"M": 16, "N": 512},
+        _softmax_inputs,
+        _softmax_ref,
+        rtol=1e-2,
+        atol=1e-3,
+    ),
+    Case(
+        "example_topk.tl_topk",
+        "examples/topk/example_topk.py@ba23181d2",
+        "example_topk:tl_topk",
+        {"M": 64, "N": 64, "topk": 4, "blk_m": 16, "threads": 128},
+        _topk_inputs,
+        _topk_ref,
+    ),
+    Case(
+        "example_gemm_splitk.matmul",
+        "examples/gemm_splitk/example_tilelang_gemm_splitk.py@e23bce79d",
+        "example_gemm_splitk:matmul",
+        {"M": 64, "N": 64, "K": 64, "block_M": 32, "block_N": 32, "block_K": 16, "split_k": 2},
+        _splitk_inputs,
+        _splitk_ref,
+        inplace=[2],
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Case(
+        "example_elementwise_add.elementwise_add",
+        "examples/elementwise/example_elementwise_add.py@4fb96a0f5",
+        "example_elementwise_add:elementwise_add",
+        {
+            "M": 128,
+            "N": 96,
+            "block_M": 32,
+            "block_N": 32,
+            "in_dtype": "float32",
+            "out_dtype": "float32",
+            "threads": 128,
+        },
+        _add_inputs,
+        lambda a, x, y: [x + y],
+    ),
     Case(
         "example_flash_attention.flashattn",
         "examples/flash_attention/example_mha_fwd_bshd.py",

@@ -258,4 +258,36 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
         AssertionError,
         "wrong numbers: Not equal to tolerance rtol=1e-05, atol=1e-05 cpu_reduce._make_kernel_2d-max-dim0: output 0 Mismatched elements: 64 / 64 (100%)",
     ),
+    ("example_gemv.naive_gemv", "c"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
+    ("example_gemv.naive_gemv", "llvm"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
+    ("example_gemv.naive_splitk_gemv", "c"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
+    ("example_gemv.naive_splitk_gemv", "llvm"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
+    ("example_gemv.splitk_gemv", "c"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
+    ("example_gemv.splitk_gemv", "llvm"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
+    ("example_gemv.splitk_gemv_vectorized", "c"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
+    ("example_gemv.splitk_gemv_vectorized", "llvm"): (
+        tl_ir.UnsupportedError,
+        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
+    ),
 }
