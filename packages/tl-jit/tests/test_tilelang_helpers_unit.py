@@ -106,3 +106,33 @@ def test_autotune_skips_tuning_when_a_tuned_argument_is_passed(fake_backend: Any
     np.testing.assert_allclose(kernel(a), a * 2.0)
     positional = scale(64, 2.0, 7)
     assert built == [3000, 7] and positional is not kernel
+
+
+def _offset_copy() -> Any:
+    import tl_jit.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8) as _:
+            for i in T.serial(8):
+                B[i] = A[i + 2 - 2]
+
+    return main
+
+
+def test_apply_simplify_folds_index_arithmetic() -> None:
+    import tvm
+
+    from tl_jit.transform import apply_simplify, simplify_prim_func
+
+    func = _offset_copy()
+    assert "i + 2 - 2" in func.script()
+    simplified = apply_simplify(func)
+    assert "i + 2" not in simplified.script()
+    assert isinstance(apply_simplify(tvm.IRModule.from_expr(func)), type(func))
+    assert "i + 2" not in simplify_prim_func(_offset_copy)().script()
+    with pytest.raises(TypeError, match="stmt: expected a PrimFunc or an IRModule"):
+        apply_simplify("main")
+    two = tvm.IRModule({"a": func, "b": func})
+    with pytest.raises(ValueError, match="one function, got 2"):
+        apply_simplify(two)
