@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -31,19 +32,24 @@ _ENV: dict[str, str] = {}
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of a child interpreter that discovers both test plugins."""
     _ENV.clear()
-    _ENV.update(subprocess_env(plugin_path_entries(tmp_path_factory.mktemp("plugins"))))
+    entries = plugin_path_entries(tmp_path_factory.mktemp("plugins"))
+    _ENV.update(subprocess_env([*entries, str(ROOT)]))  # ROOT: contracts.checks
     return _ENV
 
 
 def _run(code: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_ENV,
-        cwd=ROOT,
-    )
+    # A file, not ``-c``: TVMScript kernels need their source to be readable.
+    with tempfile.TemporaryDirectory() as scratch:
+        script = Path(scratch) / "check.py"
+        script.write_text(textwrap.dedent(code))
+        result = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_ENV,
+            cwd=ROOT,
+        )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -207,3 +213,30 @@ def test_the_contract_checks_accept_the_dummy_backend() -> None:
     )
     assert "package: tl_backend_dummy" in out
     assert "problems: []" in out
+
+
+def test_build_artifact_runs_host_hooks_then_host_codegen_when_the_spec_asks() -> None:
+    out = _run(
+        """
+        import json, pathlib, tempfile
+        import tl_backend_api as api
+        from tvm.script import tirx as T
+
+        @T.prim_func
+        def scale(A: T.Buffer((4,), "float32")):
+            for i in range(4):
+                A[i] = A[i] * T.float32(2)
+
+        root = pathlib.Path(tempfile.mkdtemp())
+        for spec in ("cython", "fast"):
+            context = api.create_backend_context("ext_dev", execution_backend=spec)
+            artifact = api.build_artifact(context, scale, root / spec)
+            manifest = json.loads((artifact / "manifest.json").read_text())
+            names = sorted(f["path"] for f in manifest["files"])
+            print(spec, names)
+            if (artifact / "host.c").exists():
+                print(spec, "host:", (artifact / "host.c").read_text().splitlines()[0])
+        """
+    )
+    assert "cython host: /* host side for llvm; hooks: mark-host */" in out, out
+    assert "fast host:" not in out, out

@@ -22,6 +22,7 @@ from tvm import IRModule, tirx
 
 from tl_backend_api.context import BackendContext
 from tl_backend_api.protocols import DeviceBuildResult, KernelSources
+from tl_runtime.out_idx import normalize_out_idx
 
 #: Distributions whose versions every artifact records (when installed).
 VERSIONED_DISTRIBUTIONS: tuple[str, ...] = (
@@ -70,34 +71,6 @@ def _dim(value: Any, param: str) -> int | str:
         f"parameter {param!r}: expected every dim to be a constant or a symbolic dim "
         f"(T.symbolic), got the expression {value}"
     )
-
-
-def normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> tuple[int, ...]:
-    """``out_idx`` as sorted-as-given non-negative indices into ``count`` parameters.
-
-    Raises:
-        TypeError: not an int, a sequence of ints or None.
-        ValueError: an index out of range or repeated.
-    """
-    if out_idx is None:
-        return ()
-    items: Sequence[Any] = [out_idx] if isinstance(out_idx, int) else out_idx
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise TypeError(f"out_idx: expected an int, a sequence of ints or None, got {out_idx!r}")
-    result: list[int] = []
-    for index in items:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"out_idx: expected ints, got {index!r} in {out_idx!r}")
-        if not -count <= index < count:
-            raise ValueError(
-                f"out_idx: expected indices in [{-count}, {count}) for a kernel with {count} "
-                f"parameters, got {index}"
-            )
-        normalized = index % count
-        if normalized in result:
-            raise ValueError(f"out_idx: parameter {normalized} appears twice in {out_idx!r}")
-        result.append(normalized)
-    return tuple(result)
 
 
 def written_buffers(func: tirx.PrimFunc) -> list[Any]:
@@ -257,7 +230,10 @@ def build_artifact(
         The artifact directory, loadable with ``tl_runtime.load``.
 
     Raises:
-        TypeError, ValueError: a bad argument (named in the message).
+        TypeError, ValueError: a bad argument (named in the message); ValueError
+            also when host codegen (run for execution backends with
+            ``enable_host_codegen``, after the backend's host codegen hooks)
+            names a file the device build already wrote.
         FileExistsError: ``directory`` exists and is not an empty directory.
         tl_ir.errors.TileLangError: a construct the target cannot lower.
         ToolchainError: code generation or the compiler failed.
@@ -273,6 +249,10 @@ def build_artifact(
     params = param_specs(func, outputs)
     lowered = context.lower(kernel_module(func, name), dump_dir=dump_dir)
     build = context.build(lowered)
+    host = None
+    if context.host_codegen is not None:
+        # The backend's host hooks rewrite the lowered module for host codegen only.
+        host = context.generate_host(context.run_host_codegen_hooks(lowered))
     params = with_argument_alignment(params, context.backend.argument_alignment)
     files: dict[str, bytes] = {}
     roles: dict[str, str] = {}
@@ -282,6 +262,14 @@ def build_artifact(
     for file_name, text in build.sources.files.items():
         files[file_name] = text.encode("utf-8")
         roles.setdefault(file_name, "source")
+    for file_name, text in (host.files if host is not None else {}).items():
+        if file_name in files:
+            raise ValueError(
+                f"host codegen: expected file names distinct from the device build's, "
+                f"got {file_name!r} from both"
+            )
+        files[file_name] = text.encode("utf-8")
+        roles[file_name] = "source"
     library = next(iter(build.binaries), None) or next(iter(build.sources.files))
     entry = build.entry_symbol
     if entry.startswith(_TVM_FFI_PREFIX):

@@ -32,23 +32,6 @@ _toolchain_versions: dict[str, dict[str, str]] = {}
 _scratch_root: Path | None = None
 
 
-def normalize_out_idx(out_idx: OutIdx) -> tuple[int, ...] | None:
-    """``None``, an int or a sequence of ints -> ``None`` or a tuple of ints.
-
-    Raises:
-        TypeError: anything else (names the parameter and what came).
-    """
-    if out_idx is None:
-        return None
-    if isinstance(out_idx, int) and not isinstance(out_idx, bool):
-        return (out_idx,)
-    if isinstance(out_idx, Sequence) and not isinstance(out_idx, str | bytes):
-        items = tuple(out_idx)
-        if all(isinstance(i, int) and not isinstance(i, bool) for i in items):
-            return items
-    raise TypeError(f"out_idx: expected None, an int or a list of ints, got {out_idx!r}")
-
-
 def _require_prim_func(func: object, where: str) -> None:
     from tvm.tirx import PrimFunc
 
@@ -89,16 +72,10 @@ def _pass_context(pass_configs: Mapping[str, object] | None) -> Iterator[None]:
 
 
 def _artifact_builder() -> Any:
-    """``tl_backend_api.build_artifact`` (tests swap this function for a small builder)."""
-    import tl_backend_api
+    """``tl_backend_api.build_artifact``, imported on first use (tests swap this seam)."""
+    from tl_backend_api import build_artifact
 
-    builder = getattr(tl_backend_api, "build_artifact", None)
-    if builder is None:
-        raise NotImplementedError(
-            "tl_backend_api.build_artifact is not installed yet (issue 5: the CPU compiler); "
-            "tl_jit cannot build kernels without it"
-        )
-    return builder
+    return build_artifact
 
 
 def build_into(
@@ -159,7 +136,9 @@ def compile_with_context(
 ) -> JITKernel:
     """`compile` for an already resolved context (the `jit` wrapper and the autotuner use it)."""
     _require_prim_func(func, "func")
-    normalized_out = normalize_out_idx(out_idx)
+    from tl_runtime.out_idx import normalize_out_idx
+
+    normalized_out = normalize_out_idx(out_idx, len(func.params))
     pass_configs = normalize_pass_configs(pass_configs)
     started = time.perf_counter()
     key = ir_key(
@@ -274,17 +253,11 @@ def lower(
 
     Raises:
         TypeError: ``func`` is not a PrimFunc.
-        NotImplementedError: ``tl_backend_api.lower_to_sources`` is not installed.
         the errors of `compile`'s resolution.
     """
     _require_prim_func(func, "func")
-    import tl_backend_api
+    from tl_backend_api import lower_to_sources
 
-    lower_to_sources = getattr(tl_backend_api, "lower_to_sources", None)
-    if lower_to_sources is None:
-        raise NotImplementedError(
-            "tl_backend_api.lower_to_sources is not installed yet (issue 5: the CPU compiler)"
-        )
     context = create_context(target, target_host, execution_backend)
     with _pass_context(pass_configs):
         sources: KernelSources = lower_to_sources(context, func)

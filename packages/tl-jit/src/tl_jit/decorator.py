@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from tl_jit import env
-from tl_jit.compiler import OutIdx, compile_with_context, create_context, normalize_out_idx
+from tl_jit.compiler import OutIdx, compile_with_context, create_context
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import normalize_pass_configs
 
@@ -198,7 +198,9 @@ def jit(
         TypeError: ``out_idx`` is malformed, or what is decorated is not callable.
         ValueError: ``pass_configs`` holds a ``tl.*`` key TileLang does not define.
     """
-    normalize_out_idx(out_idx)
+    from tl_runtime.out_idx import normalize_out_idx
+
+    normalize_out_idx(out_idx, None)  # types now; the indices once the kernel is known
     options = {
         "out_idx": out_idx,
         "target": target,

@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tl_jit.profiler import Profiler
+
 if TYPE_CHECKING:
     import tl_runtime
     from tl_backend_api import BackendContext
-    from tl_jit.profiler import Profiler
 
 
 class JITKernel:
@@ -151,8 +152,6 @@ class JITKernel:
             dims: sizes of the symbolic dims (``{"M": 1024}``), needed when params use any.
             seed: the random seed of the generated inputs.
         """
-        from tl_jit.profiler import Profiler
-
         return Profiler(self, dims=dims, seed=seed)
 
     def __repr__(self) -> str:

@@ -14,12 +14,12 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from tl_jit.kernel import JITKernel
+    import tl_runtime
 
 RETURN_MODES = ("mean", "median", "min", "max")
 HOST_DEVICE = "cpu"
@@ -260,6 +260,38 @@ def random_array(
     return data
 
 
+class ProfiledKernel(Protocol):
+    """What a `Profiler` needs of a kernel; `tl_jit.JITKernel` provides it.
+
+    Declared here so this module does not import tl_jit.kernel, which imports
+    it (``JITKernel.get_profiler``).
+    """
+
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+        ...
+
+    @property
+    def params(self) -> tuple[tl_runtime.ParamSpec, ...]:
+        """Every parameter, in order."""
+        ...
+
+    @property
+    def out_idx(self) -> tuple[int, ...]:
+        """Indices of the parameters the call allocates and returns."""
+        ...
+
+    @property
+    def manifest(self) -> tl_runtime.Manifest:
+        """The artifact's manifest (``argument_device_types`` places the inputs)."""
+        ...
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the kernel."""
+        ...
+
+
 class Profiler:
     """Benchmarks and checks one `JITKernel` on inputs generated from its params.
 
@@ -269,7 +301,9 @@ class Profiler:
         seed: random seed of the generated inputs.
     """
 
-    def __init__(self, kernel: JITKernel, dims: Mapping[str, int] | None = None, seed: int = 0):
+    def __init__(
+        self, kernel: ProfiledKernel, dims: Mapping[str, int] | None = None, seed: int = 0
+    ):
         self.kernel = kernel
         self.dims = dict(dims or {})
         self.seed = seed

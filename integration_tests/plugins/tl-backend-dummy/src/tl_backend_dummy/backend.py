@@ -9,7 +9,7 @@ from __future__ import annotations
 from tvm.target import Target
 
 from tl_backend_api import Backend, ExecutionBackendSpec
-from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen
+from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen, MarkHostHook
 from tl_backend_dummy.pipeline import PIPELINE
 from tl_backend_dummy.toolchain import DummyPackager
 
@@ -46,6 +46,7 @@ BACKEND = Backend(
         ExecutionBackendSpec("cython", enable_host_codegen=True),
     ),
     host_codegens={"cython": DummyHostCodegen()},
+    host_codegen_hooks={"ext_dev": [MarkHostHook()]},
     features={"model": has_model},
     callbacks={"tl_backend_dummy.describe": describe},
     toolchains={"dummy-packager": DummyPackager()},

@@ -6,9 +6,16 @@ names each part of ``BACKEND``.
 
 from __future__ import annotations
 
-from tl_backend_api import Backend, DeviceCodegen, HostCodegen, PassPipeline, Toolchain
+from tl_backend_api import (
+    Backend,
+    DeviceCodegen,
+    HostCodegen,
+    HostCodegenHook,
+    PassPipeline,
+    Toolchain,
+)
 from tl_backend_dummy.backend import BACKEND
-from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen
+from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen, MarkHostHook
 from tl_backend_dummy.pipeline import PIPELINE
 from tl_backend_dummy.toolchain import DummyPackager
 
@@ -19,5 +26,6 @@ def check_types() -> None:
     pipeline: PassPipeline = PIPELINE
     device_codegen: DeviceCodegen = DummyDeviceCodegen()
     host_codegen: HostCodegen = DummyHostCodegen()
+    host_hook: HostCodegenHook = MarkHostHook()
     toolchain: Toolchain = DummyPackager()
-    del descriptor, pipeline, device_codegen, host_codegen, toolchain
+    del descriptor, pipeline, device_codegen, host_codegen, host_hook, toolchain
