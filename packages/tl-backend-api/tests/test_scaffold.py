@@ -68,7 +68,7 @@ def test_generated_backend_passes_the_contract_checks(generated: Path) -> None:
         register_backend(backend)
         context = create_backend_context("opencl")
         assert context.adapter == "tvm_ffi"
-        with pytest.raises(NotImplementedError, match="emit_source is not written yet"):
+        with pytest.raises(NotImplementedError, match="emit_source is not implemented"):
             context.emit_source(None)
 
 

@@ -125,14 +125,14 @@ class DeviceCodegen:
     def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
         """Generate '{kind}' source for ``mod``; must never run a compiler."""
         raise NotImplementedError(
-            "{dist}: DeviceCodegen.emit_source is not written yet: generate {kind} "
+            "{dist}: DeviceCodegen.emit_source is not implemented: generate {kind} "
             "source from the lowered module and return KernelSources"
         )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
         """Generate source and compile it with the toolchain."""
         raise NotImplementedError(
-            "{dist}: DeviceCodegen.build is not written yet: compile emit_source's "
+            "{dist}: DeviceCodegen.build is not implemented: compile emit_source's "
             "output with the toolchain and return DeviceBuildResult"
         )
 ''',
