@@ -136,3 +136,16 @@ def test_apply_simplify_folds_index_arithmetic() -> None:
     two = tvm.IRModule({"a": func, "b": func})
     with pytest.raises(ValueError, match="one function, got 2"):
         apply_simplify(two)
+
+
+def test_eager_style_jit_is_refused_with_a_clear_error() -> None:
+    import tl_jit.language as T
+
+    @tl_jit.jit
+    def eager(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")) -> None:
+        raise AssertionError("an eager-style body must not run")
+
+    with pytest.raises(NotImplementedError, match=r"eager-style @jit .*A, B"):
+        eager()
+    with pytest.raises(NotImplementedError, match="eager-style"):
+        eager.get_prim_func()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
@@ -17,6 +18,16 @@ from tl_jit import env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import normalize_pass_configs
+
+_KERNEL_ANNOTATION = re.compile(r"\b(Tensor|StridedTensor|Buffer)\s*[\[(]")
+
+
+def _is_kernel_annotation(annotation: object) -> bool:
+    """Whether a parameter annotation declares a kernel tensor (``T.Tensor((64,), dtype)``),
+    evaluated or as a PEP 563 string."""
+    if isinstance(annotation, str):
+        return _KERNEL_ANNOTATION.search(annotation) is not None
+    return type(annotation).__module__.partition(".")[0] in ("tvm", "tl_ir")
 
 
 class JITFunction:
@@ -34,6 +45,13 @@ class JITFunction:
         self.func = func
         self.options = options
         self._signature = inspect.signature(func)
+        # TileLang's eager style annotates the decorated function's own parameters with
+        # T.Tensor(...); those are kernel values, not compile-time arguments.
+        self._kernel_parameters = [
+            name
+            for name, parameter in self._signature.parameters.items()
+            if _is_kernel_annotation(parameter.annotation)
+        ]
         self._kernels: dict[str, JITKernel] = {}
         functools.update_wrapper(self, func)
 
@@ -74,7 +92,12 @@ class JITFunction:
         kwargs: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> JITKernel:
-        """Like calling the object, with compile options overridden (``target="llvm"``...)."""
+        """Like calling the object, with compile options overridden (``target="llvm"``...).
+
+        Raises:
+            NotImplementedError: the function is written in TileLang's eager style.
+        """
+        self._refuse_eager_style()
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
@@ -115,6 +138,15 @@ class JITFunction:
             self._kernels[memory_key] = kernel
         return kernel
 
+    def _refuse_eager_style(self) -> None:
+        if self._kernel_parameters:
+            raise NotImplementedError(
+                f"{self.func.__qualname__}: TileLang's eager-style @jit (kernel parameters "
+                f"annotated with T.Tensor: {', '.join(self._kernel_parameters)}) is not "
+                "supported; write a function of compile-time arguments that returns a "
+                "@T.prim_func kernel"
+            )
+
     def _load_memo(self, front_key: str) -> JITKernel | None:
         from tl_jit.cache import default_cache
 
@@ -151,7 +183,12 @@ class JITFunction:
         )
 
     def get_prim_func(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the decorated function and return its PrimFunc (no compile)."""
+        """Run the decorated function and return its PrimFunc (no compile).
+
+        Raises:
+            NotImplementedError: the function is written in TileLang's eager style.
+        """
+        self._refuse_eager_style()
         return self.func(**self.bind_arguments(args, kwargs))
 
     def __repr__(self) -> str:
