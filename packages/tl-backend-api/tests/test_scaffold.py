@@ -16,7 +16,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from tl_backend_api import Backend, assert_conforms, create_backend_context, isolated_registry
+from tl_backend_api import Backend, create_backend_context, isolated_registry
+from tl_backend_api.conformance import conformance_problems
 from tl_backend_api.scaffold import (
     ScaffoldError,
     create_backend_package,
@@ -32,7 +33,7 @@ BIN = Path(sys.executable).parent
 @pytest.fixture
 def generated(tmp_path: Path) -> Iterator[Path]:
     package = create_backend_package(
-        "scaffolded", tmp_path / "tl-codegen-scaffolded", kind="opencl"
+        "scaffolded", tmp_path / "tl-codegen-scaffolded", kind="ext_dev"
     )
     sys.path.insert(0, str(package / "src"))
     try:
@@ -45,14 +46,18 @@ def generated(tmp_path: Path) -> Iterator[Path]:
 
 def test_layout_and_entry_point(generated: Path) -> None:
     module = generated / "src" / "tl_codegen_scaffolded"
-    for name in ("__init__", "backend", "pipeline", "codegen", "toolchain", "language", "contract"):
+    names = ("__init__", "backend", "pipeline", "codegen", "toolchain", "launcher", "language")
+    for name in (*names, "contract"):
         assert (module / f"{name}.py").is_file(), name
     assert (module / "py.typed").is_file()
     assert (generated / "tests" / "test_contract.py").is_file()
     project = tomllib.loads((generated / "pyproject.toml").read_text())
     assert project["project"]["name"] == "tl-codegen-scaffolded"
     assert project["project"]["entry-points"]["tl.backends"] == {
-        "opencl": "tl_codegen_scaffolded.backend:BACKEND"
+        "ext_dev": "tl_codegen_scaffolded.backend:BACKEND"
+    }
+    assert project["project"]["entry-points"]["tl.adapters"] == {
+        "scaffolded_launcher": "tl_codegen_scaffolded.launcher:Launcher"
     }
     assert project["build-system"]["build-backend"] == "hatchling.build"
 
@@ -61,15 +66,38 @@ def test_generated_backend_passes_the_contract_checks(generated: Path) -> None:
     backend = importlib.import_module("tl_codegen_scaffolded.backend").BACKEND
     assert isinstance(backend, Backend) and backend.name == "scaffolded"
     importlib.import_module("tl_codegen_scaffolded.contract").check_types()
-    assert_conforms(backend)
+    # Not installed here, so its tl.adapters entry point is not in any metadata yet:
+    # name the launcher's key as installed (integration_tests/test_new_backend.py installs it).
+    launcher = importlib.import_module("tl_codegen_scaffolded.launcher").Launcher
+    assert launcher.key == "scaffolded_launcher"
+    missing = conformance_problems(backend, adapter_keys={"tvm_ffi"})
+    assert any("scaffolded_launcher" in problem for problem in missing), missing
+    assert conformance_problems(backend, adapter_keys={"tvm_ffi", launcher.key}) == []
     with isolated_registry(discover=False):
         from tl_backend_api import register_backend
 
         register_backend(backend)
-        context = create_backend_context("opencl")
-        assert context.adapter == "tvm_ffi"
+        context = create_backend_context("ext_dev")
+        assert context.adapter == "scaffolded_launcher"
         with pytest.raises(NotImplementedError, match="emit_source is not implemented"):
             context.emit_source(None)
+
+
+def test_generated_backend_declares_the_descriptor_fields(generated: Path) -> None:
+    source = (generated / "src" / "tl_codegen_scaffolded" / "backend.py").read_text()
+    for field in (
+        "is_active=",
+        "auto_kind=",
+        "auto_priority=",
+        "kind_aliases=",
+        "host_kind=",
+        "argument_alignment=",
+        "argument_device_types=",
+    ):
+        assert field in source, field
+    backend = importlib.import_module("tl_codegen_scaffolded.backend").BACKEND
+    assert backend.is_active() is True and backend.auto_kind is None
+    assert backend.argument_device_types == (1,)
 
 
 def test_generated_toolchain_finds_the_c_compiler(generated: Path) -> None:

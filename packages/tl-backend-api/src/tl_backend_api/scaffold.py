@@ -3,7 +3,7 @@
 Run as ``python -m tl_backend_api.scaffold NAME [--kind KIND] [--dest DIR]``.
 The package has the layout docs/backends.md describes: pyproject.toml
 (hatchling, a ``tl.backends`` entry point named after the kind),
-``src/tl_codegen_NAME/{__init__,backend,pipeline,codegen,toolchain,language,contract}.py``
+``src/tl_codegen_NAME/{__init__,backend,pipeline,codegen,toolchain,launcher,language,contract}.py``
 (``contract.py``: annotated assignments mypy --strict checks against the Protocols),
 ``py.typed`` and a contract test. Device codegen raises NotImplementedError
 naming what to write; everything else works as generated.
@@ -46,9 +46,15 @@ def _version(distribution: str, fallback: str) -> str:
         return fallback
 
 
+def launcher_key(name: str) -> str:
+    """The tl_runtime adapter key of the launcher generated for backend ``name``."""
+    return f"{name}_launcher"
+
+
 def _files(name: str, kind: str) -> dict[str, str]:
     module = f"tl_codegen_{name}"
     dist = f"tl-codegen-{name.replace('_', '-')}"
+    key = launcher_key(name)
     tvm_version = _version("apache-tvm", "0.27.0.post1")
     return {
         "pyproject.toml": f'''[build-system]
@@ -61,11 +67,15 @@ version = "0.1.0"
 description = "Target backend for the '{kind}' target kind."
 requires-python = ">=3.10"
 license = "Apache-2.0"
-dependencies = ["tl-backend-api", "tl-passes", "apache-tvm=={tvm_version}"]
+dependencies = ["tl-backend-api", "tl-passes", "tl-runtime", "apache-tvm=={tvm_version}"]
 
 # The entry point's name is the target kind this backend serves.
 [project.entry-points."tl.backends"]
 {kind} = "{module}.backend:BACKEND"
+
+# This package's own launcher: tl_runtime.load finds it by its key.
+[project.entry-points."tl.adapters"]
+{key} = "{module}.launcher:Launcher"
 
 [tool.hatch.build.targets.wheel]
 packages = ["src/{module}"]
@@ -86,17 +96,43 @@ from __future__ import annotations
 from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import DeviceCodegen
+from .launcher import Launcher
 from .pipeline import PIPELINE
 from .toolchain import CCompiler
+
+
+def device_present() -> bool:
+    """Is a device this backend runs on present? Cheap; never imports torch.
+
+    Replace with a real probe (a device node, a driver library) for a device
+    target; a backend whose kernels run on the host CPU keeps True.
+    """
+    return True
+
 
 BACKEND = Backend(
     name="{name}",
     target_kinds=("{kind}",),
     pipelines={{"{kind}": PIPELINE}},
     device_codegens={{"{kind}": DeviceCodegen()}},
-    # In "auto" order; adapters are tl_runtime keys: tvm_ffi, cython, nvrtc, torch.
-    execution_backends=(ExecutionBackendSpec("tvm_ffi", enable_device_compile=True),),
+    # In "auto" order. The adapter is this package's own launcher (launcher.py,
+    # entry point "tl.adapters"); any installed tl_runtime adapter key works.
+    execution_backends=(
+        ExecutionBackendSpec(
+            Launcher.key,
+            enable_device_compile=True,
+            install_hint="{dist} installed with pip (it declares the {key!r} adapter)",
+        ),
+    ),
     toolchains={{"cc": CCompiler()}},
+    # What the core asks of every backend instead of naming target kinds:
+    is_active=device_present,
+    auto_kind=None,  # the owned kind target="auto" may pick; None keeps it out of "auto"
+    auto_priority=0,  # among active backends with an auto_kind, the highest wins
+    kind_aliases={{}},  # extra names users may write for an owned kind
+    host_kind=None,  # a device target's host kind (e.g. "llvm"); None: runs on the host
+    argument_alignment=1,  # byte alignment the generated code assumes of array arguments
+    argument_device_types=(1,),  # DLPack device types of accepted arrays (1: host memory)
 )
 ''',
         f"src/{module}/pipeline.py": f'''"""The lowering pipeline for '{kind}': an explicit, ordered list of tl_passes passes."""
@@ -209,17 +245,69 @@ class CCompiler:
             )
         return output
 ''',
+        f"src/{module}/launcher.py": f'''"""The tl_runtime adapter of this backend, published as ``{key}`` under ``tl.adapters``.
+
+It loads the artifact's shared library through tvm-ffi and calls its packed
+entry function. Replace the loading and the call in ``__init__`` and
+``make_call`` when your kernels need a launcher of their own (a driver API,
+a device queue); keep the checks: ``checker.prepare`` validates every call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tl_runtime import (
+    ArgumentChecker,
+    Availability,
+    CallFunction,
+    Manifest,
+    load_tvm_ffi_library,
+    pack_result,
+)
+
+
+class Launcher:
+    """`tl_runtime.Adapter` for artifacts built by this backend."""
+
+    key = "{key}"
+
+    def __init__(self, manifest: Manifest, directory: Path, checker: ArgumentChecker) -> None:
+        self.checker = checker
+        self.module, self.function = load_tvm_ffi_library(manifest, directory)
+
+    @classmethod
+    def probe(cls) -> Availability:
+        """Whether the launcher can run here (tvm-ffi is a tl-runtime dependency: yes)."""
+        return Availability(True)
+
+    def make_call(self) -> CallFunction:
+        """The call path: check the arguments, allocate outputs, call, return the outputs."""
+        checker, function = self.checker, self.function
+
+        def call(*args: Any) -> Any:
+            prepared = checker.prepare(args)
+            function(*prepared.args)
+            return pack_result(prepared.outputs)
+
+        return call
+''',
         f"src/{module}/contract.py": '''"""Static conformance: mypy --strict checks these assignments against the Protocols.
 
 Keep one line per part; a missing member or a wrong signature fails type-checking.
+contracts/ in the tl repository imports this module for every installed backend
+and checks that it names each part of ``BACKEND``.
 """
 
 from __future__ import annotations
 
 from tl_backend_api import Backend, DeviceCodegen, PassPipeline, Toolchain
+from tl_runtime import Adapter
 
 from .backend import BACKEND
 from .codegen import DeviceCodegen as ThisDeviceCodegen
+from .launcher import Launcher
 from .pipeline import PIPELINE
 from .toolchain import CCompiler
 
@@ -230,7 +318,8 @@ def check_types() -> None:
     device_codegen: DeviceCodegen = ThisDeviceCodegen()
     pipeline: PassPipeline = PIPELINE
     toolchain: Toolchain = CCompiler()
-    del descriptor, device_codegen, pipeline, toolchain
+    launcher: type[Adapter] = Launcher
+    del descriptor, device_codegen, pipeline, toolchain, launcher
 ''',
         f"src/{module}/language.py": f'''"""Language extensions only the '{kind}' target has (``T.*`` functions); none yet."""
 
@@ -242,12 +331,20 @@ __all__: list[str] = []
 
 from __future__ import annotations
 
+import tl_runtime
 from tl_backend_api import assert_conforms
 from {module}.backend import BACKEND
+from {module}.launcher import Launcher
 
 
 def test_backend_conforms() -> None:
     assert_conforms(BACKEND)
+
+
+def test_tl_runtime_finds_the_launcher() -> None:
+    """Needs the package installed (pip install): the entry point is in its metadata."""
+    assert Launcher.key in tl_runtime.adapter_keys()
+    assert tl_runtime.get_adapter(Launcher.key) is Launcher
 
 
 def test_static_contract_module_imports() -> None:
