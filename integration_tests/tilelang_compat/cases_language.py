@@ -527,6 +527,17 @@ CASES = [
         inplace=[1],
     ),
     Case(
+        "language_let.bind_kernel",
+        _L + "test_tilelang_language_let.py",
+        "language_let:bind_kernel",
+        {},
+        lambda a, rng: [rng.standard_normal(64).astype(np.float16), np.zeros(64, np.float16)],
+        lambda a, x, b: [(x.astype(np.float32) + 1.0).astype(np.float16)],
+        inplace=[1],
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Case(
         "cpu_reduce._make_kernel_2d-sum-dim1",
         "testing/python/cpu/test_tilelang_cpu_reduce.py",
         "cpu_reduce:_make_kernel_2d",
