@@ -8,7 +8,7 @@ fresh processes import the kernel's module and time the first ``jit`` call
 ``warm imports`` (numpy and tvm_ffi already imported by the program, as any
 program that has arrays to pass has done) and ``cold`` (the call also pays
 for importing tvm_ffi, ~0.2 s, which tl_jit cannot avoid: the kernel is loaded
-through it). Target (ARCHITECTURE.md): at most 20 ms from jit call to callable.
+through it). Target (docs/cache.md): at most 20 ms from jit call to callable.
 Also printed: ``import tl_jit`` and whether tvm was imported on the hit path.
 """
 

@@ -1,4 +1,4 @@
-"""Cold compile time of the LANGUAGE.md GEMM kernel (fp32 1024^3) for targets c and llvm.
+"""Cold compile time of the GEMM kernel of docs/language.md (fp32 1024^3) for targets c and llvm.
 
 Usage: .venv/bin/python benchmarks/compile_time.py [--repeats 3] [--block 128x128x64]
 

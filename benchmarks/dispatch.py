@@ -6,7 +6,7 @@ Prints, in one run, microseconds per call of a 1024-element float32 add (params 
 4-byte alignment, like tl-ir kernels) with numpy arguments 16 bytes past a 64-byte
 boundary (where numpy's large arrays usually start) through each adapter and through a raw ``tvm_ffi`` call of the same library;
 the wall time of ``import tl_runtime`` in a fresh process; and the installed size of a
-venv holding only tl-runtime, apache-tvm-ffi and numpy. Targets (ARCHITECTURE.md):
+venv holding only tl-runtime, apache-tvm-ffi and numpy. Targets:
 at most 2 us and at most 3x the raw call; import under 0.2 s; venv under 150 MB.
 """
 
@@ -93,7 +93,7 @@ def main() -> None:
     contenders: dict[str, tuple[object, tuple[object, ...]]] = {"raw tvm_ffi": (raw, (a, b, c))}
     for key, kernel in kernels.items():
         contenders[f"tl_runtime {key}"] = (kernel, (a, b, c))
-    # The user-facing object: tl_jit's JITKernel over the same artifact (issue 6).
+    # The user-facing object: tl_jit's JITKernel over the same artifact.
     from tl_jit import JITKernel
 
     for key in kernels:
