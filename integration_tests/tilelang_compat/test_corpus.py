@@ -56,3 +56,23 @@ def test_every_expected_failure_names_a_case_and_target() -> None:
     for name, target in EXPECTED_FAILURES:
         assert name in ALL_CASES, name
         assert target in TARGETS, target
+
+
+def test_the_harness_rejects_wrong_numbers_and_shapes() -> None:
+    import numpy as np
+
+    from integration_tests.tilelang_compat.harness import compare
+
+    case = ALL_CASES["language_copy.tilelang_copy"]
+    inputs = case.make_inputs()
+    (want,) = case.expected(inputs)
+    compare(case, [want.copy()], [want])
+    wrong = want.copy()
+    wrong[0, 0] += 1
+    with pytest.raises(AssertionError, match="output 0"):
+        compare(case, [wrong], [want])
+    with pytest.raises(AssertionError, match="shape"):
+        compare(case, [want[:1]], [want])
+    with pytest.raises(AssertionError, match="outputs"):
+        compare(case, [], [want])
+    assert np.array_equal(case.make_inputs()[0], inputs[0])  # inputs are deterministic
