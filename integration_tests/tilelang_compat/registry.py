@@ -29,4 +29,16 @@ NOTES: dict[str, str] = {
 }
 """What the README says about a case beyond the error it raises."""
 
-__all__ = ["ALL_CASES", "EXPECTED_FAILURES", "NOTES", "TARGETS"]
+
+def runnable_cases(target: str) -> list[Case]:
+    """The cases expected to run correctly on ``target`` today (benchmarks time these).
+
+    Raises:
+        ValueError: ``target`` is not one of `TARGETS`.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target: expected one of {TARGETS}, got {target!r}")
+    return [case for name, case in ALL_CASES.items() if (name, target) not in EXPECTED_FAILURES]
+
+
+__all__ = ["ALL_CASES", "EXPECTED_FAILURES", "NOTES", "TARGETS", "runnable_cases"]

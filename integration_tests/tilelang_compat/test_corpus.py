@@ -56,6 +56,13 @@ def test_every_expected_failure_names_a_case_and_target() -> None:
     for name, target in EXPECTED_FAILURES:
         assert name in ALL_CASES, name
         assert target in TARGETS, target
+    from integration_tests.tilelang_compat.registry import runnable_cases
+
+    for target in TARGETS:
+        failing = {n for n, t in EXPECTED_FAILURES if t == target}
+        assert {c.name for c in runnable_cases(target)} == set(ALL_CASES) - failing
+    with pytest.raises(ValueError, match="target: expected one of"):
+        runnable_cases("metal")
 
 
 def test_the_harness_rejects_wrong_numbers_and_shapes() -> None:
