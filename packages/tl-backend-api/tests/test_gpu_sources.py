@@ -28,7 +28,7 @@ from tl_backend_api.gpu_sources import (
 )
 from tl_backend_api.testing import SUITE_FIRST_CASE_GRIDS, GpuSourceSuite
 from tl_passes.gpu_device_build import DeviceArgument, DeviceBuildError, DeviceKernel, DeviceModule
-from tl_passes.gpu_lower_tile_ops import GpuLoweringError
+from tl_passes.gpu import GpuLoweringError
 
 
 def one_function_module(symbol: str | None, global_name: str = "gv") -> tvm.IRModule:

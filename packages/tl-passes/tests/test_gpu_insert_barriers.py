@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 import tl_ir.language as T
 from integration_tests.kernels import load
-from tl_passes.gpu_insert_barriers import insert_barriers, is_barrier
+from tl_passes.gpu.barriers import insert_barriers, is_barrier
 
 
 def barriers_in(stmt: Any) -> int:

@@ -16,17 +16,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from integration_tests.kernels import ALL_KERNELS, load
 from tl_ir import ops as tile
-from tl_passes.gpu_insert_barriers import insert_barriers
-from tl_passes.gpu_lower_tile_ops import GpuLoweringError, lower_gpu_tile_ops
-from tl_passes.gpu_shared_memory import dynamic_shared_bytes, make_shared_static
+from tl_passes.gpu import (
+    AtomicCall,
+    GpuLoweringError,
+    GpuTraits,
+    WarpShuffle,
+    dynamic_shared_bytes,
+    insert_barriers,
+    lower_gpu_tile_ops,
+    make_shared_static,
+)
 
-CUDA = Target({"kind": "cuda", "arch": "sm_80"})
+#: A GPU with 32-lane shuffles and an external atomicAdd (what a backend declares).
+SHUFFLING = GpuTraits(
+    name="test-gpu",
+    warp_size=32,
+    warp_shuffle=WarpShuffle(),
+    atomics={"add": AtomicCall("atomicAdd")},
+)
+#: A GPU with neither shuffles nor atomics.
+PLAIN = GpuTraits(name="plain-gpu", max_vector_lanes=4)
 
 
-def lowered(name: str, target: Target = CUDA) -> Any:
+def lowered(name: str, traits: GpuTraits = SHUFFLING, target: Target | None = None) -> Any:
     module = load(name)
     func = module.KERNEL(**module.CASES[0]["args"])
-    return lower_gpu_tile_ops(func.with_body(insert_barriers(func.body)), target)
+    return lower_gpu_tile_ops(func.with_body(insert_barriers(func.body)), traits, target)
 
 
 def allocations(func: Any) -> dict[str, Any]:
@@ -55,18 +70,61 @@ def test_partitioned_fragment_becomes_its_threads_share() -> None:
     assert str(buffers["C_local_regs"].ty.storage_scope) == "local"
 
 
-def test_cuda_reduction_uses_warp_shuffles_and_metal_does_not() -> None:
-    def shuffles(func: Any) -> int:
-        return str(func).count("tvm_warp_shuffle")
+def shuffles(func: Any) -> int:
+    return str(func).count("tvm_warp_shuffle")
 
+
+def test_reductions_shuffle_only_where_the_traits_have_shuffles() -> None:
     assert shuffles(lowered("softmax")) > 0
-    assert shuffles(lowered("softmax", Target({"kind": "metal"}))) == 0
+    assert shuffles(lowered("softmax", PLAIN)) == 0
 
 
-def test_atomics_are_refused_where_the_target_has_none() -> None:
-    with pytest.raises(GpuLoweringError, match="not implemented on target 'webgpu'"):
-        lowered("atomic_sum", Target({"kind": "webgpu"}))
+def test_warp_size_comes_from_the_target_when_the_traits_leave_it_open() -> None:
+    open_width = GpuTraits(name="wave-gpu", warp_shuffle=WarpShuffle())
+    wave64 = Target({"kind": "rocm", "mcpu": "gfx942"})
+    assert open_width.warp_size_for(wave64) == int(wave64.attrs["thread_warp_size"])
+    assert open_width.warp_size_for(None) == 1
+    # thread_warp_size 1: no shuffles, partials combine through a shared table.
+    narrow = Target({"kind": "cuda", "arch": "sm_80", "thread_warp_size": 1})
+    assert shuffles(lowered("softmax", open_width, narrow)) == 0
+    assert shuffles(lowered("softmax", open_width, wave64)) > 0
+
+
+def test_atomics_are_refused_where_the_traits_have_none() -> None:
+    with pytest.raises(GpuLoweringError, match="not implemented on target 'plain-gpu'"):
+        lowered("atomic_sum", PLAIN)
     assert "atomicAdd" in str(lowered("atomic_sum"))
+
+
+def test_an_intrinsic_atomic_is_called_as_an_intrinsic() -> None:
+    traits = GpuTraits(name="llvm-gpu", atomics={"add": AtomicCall("tirx.atomic_add", True)})
+    text = str(lowered("atomic_sum", traits))
+    assert "atomic_add" in text and "atomicAdd" not in text
+
+
+def test_vector_copies_respect_the_traits_lane_limit() -> None:
+    def widest_ramp(func: Any) -> int:
+        lanes = [0]
+
+        def visit(node: Any) -> None:
+            if isinstance(node, tirx.Ramp):
+                lanes[0] = max(lanes[0], int(node.lanes))
+
+        tvm_ffi.structural_walk(func.body, visit, order="pre")
+        return lanes[0]
+
+    assert widest_ramp(lowered("gemm")) == 8  # fp16 tiles: 8 lanes in 16 bytes
+    assert widest_ramp(lowered("gemm", PLAIN)) == 4
+    assert widest_ramp(lowered("gemm", GpuTraits(name="narrow", vector_bytes=4))) == 2
+
+
+def test_traits_refuse_bad_values_by_name() -> None:
+    with pytest.raises(ValueError, match=r"GpuTraits\.atomics: expected keys among"):
+        GpuTraits(name="x", atomics={"exchange": AtomicCall("f")})
+    with pytest.raises(ValueError, match=r"GpuTraits\.max_vector_lanes: expected an int >= 1"):
+        GpuTraits(name="x", max_vector_lanes=0)
+    with pytest.raises(TypeError, match=r"GpuTraits\.atomics\['add'\]: expected an AtomicCall"):
+        GpuTraits(name="x", atomics={"add": "atomicAdd"})  # type: ignore[dict-item]
 
 
 def test_dynamic_shared_size_and_static_conversion() -> None:
@@ -95,4 +153,4 @@ def test_a_parallel_loop_over_differently_laid_out_fragments_is_refused() -> Non
             T.copy(x, B[0, 0])
 
     with pytest.raises(GpuLoweringError, match="laid out differently"):
-        lower_gpu_tile_ops(main.with_body(insert_barriers(main.body)), CUDA)
+        lower_gpu_tile_ops(main.with_body(insert_barriers(main.body)), SHUFFLING)

@@ -20,7 +20,7 @@ from tvm.target import Target
 from tl_backend_api.artifact import kernel_module
 from tl_backend_api.descriptors import Backend
 from tl_backend_api.protocols import KernelSources
-from tl_passes.gpu_lower_tile_ops import GpuLoweringError
+from tl_passes.gpu import GpuLoweringError
 
 #: Grid of each suite kernel's first case (``integration_tests/kernels``), worked
 #: out from its ``T.Kernel`` by hand; the suite and this table change together

@@ -10,20 +10,22 @@ from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources
 from tl_backend_api.gpu_sources import emit_single_source, module_kernel_name
-from tl_passes.gpu_lower_tile_ops import CUDA_ATOMICS_PRELUDE
 
 from .features import DEFAULT_ARCH, target_arch
 from .toolchain import Nvcc
+from .traits import CUDA_TRAITS
 
 _PRELUDE_ANCHOR = 'extern "C" __global__'
 
 
 def with_prelude(source: str) -> str:
-    """``source`` with the device helpers (atomics) placed before the first kernel."""
+    """``source`` with the device helpers the cuda traits' atomics need
+    (`CUDA_TRAITS.atomics_prelude`) placed before the first kernel."""
+    prelude = CUDA_TRAITS.atomics_prelude
     position = source.find(_PRELUDE_ANCHOR)
     if position < 0:
-        return source + CUDA_ATOMICS_PRELUDE
-    return source[:position] + CUDA_ATOMICS_PRELUDE + "\n" + source[position:]
+        return source + prelude
+    return source[:position] + prelude + "\n" + source[position:]
 
 
 class CudaDeviceCodegen:

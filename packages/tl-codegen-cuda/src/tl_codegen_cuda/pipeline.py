@@ -1,28 +1,13 @@
-"""The lowering pipeline for 'cuda': the shared GPU passes of tl_passes, in order."""
+"""The lowering pipeline for 'cuda': the shared GPU passes (tl_passes.gpu) with its traits."""
 
 from __future__ import annotations
 
 from tl_backend_api import pipeline_from_passes
-from tl_passes import SimplifyPass
-from tl_passes.gpu_insert_barriers import GpuInsertBarriersPass
-from tl_passes.gpu_layout import GpuInferLayoutsPass
-from tl_passes.gpu_lower_tile_ops import GpuLowerTileOpsPass
-from tl_passes.gpu_shared_memory import GpuPlanSharedMemoryPass
-from tl_passes.lower_alloc_var import LowerAllocVarPass
-from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
+from tl_passes.gpu import gpu_passes
 
-#: scalars to thread-local arrays, pipelined loops in order (the target-neutral passes
-#: the CPU uses too) -> infer fragment layouts -> barriers on the tile program -> per-thread code
+from .traits import CUDA_TRAITS
+
+#: The shared GPU passes with the cuda traits: scalars to thread-local arrays, pipelined
+#: loops in order -> fragment layouts -> barriers on the tile program -> per-thread code
 #: (warp-shuffle reductions, CUDA atomics) -> dynamic shared memory size -> simplify.
-PIPELINE = pipeline_from_passes(
-    "cuda",
-    [
-        LowerAllocVarPass(),
-        LowerPipelinedLoopsPass(),
-        GpuInferLayoutsPass(),
-        GpuInsertBarriersPass(),
-        GpuLowerTileOpsPass(),
-        GpuPlanSharedMemoryPass(),
-        SimplifyPass(),
-    ],
-)
+PIPELINE = pipeline_from_passes("cuda", gpu_passes(CUDA_TRAITS))

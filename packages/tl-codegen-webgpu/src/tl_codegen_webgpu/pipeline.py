@@ -1,28 +1,12 @@
-"""The lowering pipeline for 'webgpu': the shared GPU passes, with static workgroup memory."""
+"""The lowering pipeline for 'webgpu': the shared GPU passes with static workgroup memory."""
 
 from __future__ import annotations
 
 from tl_backend_api import pipeline_from_passes
-from tl_passes import SimplifyPass
-from tl_passes.gpu_insert_barriers import GpuInsertBarriersPass
-from tl_passes.gpu_layout import GpuInferLayoutsPass
-from tl_passes.gpu_lower_tile_ops import GpuLowerTileOpsPass
-from tl_passes.gpu_shared_memory import GpuPlanSharedMemoryPass
-from tl_passes.lower_alloc_var import LowerAllocVarPass
-from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
+from tl_passes.gpu import gpu_passes
 
-#: TVM's WebGPU codegen has no dynamic workgroup memory: shared tiles become
-#: static arrays. Reductions combine through workgroup memory; atomics are
-#: not lowered on WebGPU (a clear error).
-PIPELINE = pipeline_from_passes(
-    "webgpu",
-    [
-        LowerAllocVarPass(),
-        LowerPipelinedLoopsPass(),
-        GpuInferLayoutsPass(),
-        GpuInsertBarriersPass(),
-        GpuLowerTileOpsPass(),
-        GpuPlanSharedMemoryPass(static=True),
-        SimplifyPass(),
-    ],
-)
+from .traits import WEBGPU_TRAITS
+
+#: The shared GPU passes with the webgpu traits: shared tiles become static workgroup
+#: arrays, reductions combine through workgroup memory, atomics are a clear error.
+PIPELINE = pipeline_from_passes("webgpu", gpu_passes(WEBGPU_TRAITS))

@@ -2,13 +2,20 @@
 
 No target-specific pass lives here: each backend package owns its passes
 (the CPU ones are in ``tl_codegen_cpu.passes``). Lowering shared by the
-GPU-style backends is in the ``gpu_*`` modules.
+GPU-style backends is in ``tl_passes.gpu``, parameterized by each backend's traits.
 """
 
-from tl_passes.gpu_insert_barriers import GpuInsertBarriersPass
-from tl_passes.gpu_layout import FragmentLayout, GpuInferLayoutsPass, infer_fragment_layouts
-from tl_passes.gpu_lower_tile_ops import GpuLoweringError, GpuLowerTileOpsPass
-from tl_passes.gpu_shared_memory import GpuPlanSharedMemoryPass
+from tl_passes.gpu import (
+    FragmentLayout,
+    GpuInferLayoutsPass,
+    GpuInsertBarriersPass,
+    GpuLoweringError,
+    GpuLowerTileOpsPass,
+    GpuPlanSharedMemoryPass,
+    GpuTraits,
+    gpu_passes,
+    infer_fragment_layouts,
+)
 from tl_passes.lower_alloc_var import LowerAllocVarPass
 from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
 from tl_passes.pass_base import (
@@ -50,6 +57,7 @@ __all__ = [
     "GpuLowerTileOpsPass",
     "GpuLoweringError",
     "GpuPlanSharedMemoryPass",
+    "GpuTraits",
     "IRDumpError",
     "LowerAllocVarPass",
     "LowerPipelinedLoopsPass",
@@ -68,6 +76,7 @@ __all__ = [
     "create_pass",
     "dump_directory",
     "get_pass_class",
+    "gpu_passes",
     "infer_fragment_layouts",
     "is_kebab_case",
     "lazy_pass_class",

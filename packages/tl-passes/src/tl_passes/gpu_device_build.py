@@ -20,7 +20,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from tl_passes.gpu_shared_memory import DYNAMIC_SHARED_ATTR
+from tl_passes.gpu.shared_memory import DYNAMIC_SHARED_ATTR
 
 
 class DeviceBuildError(RuntimeError):

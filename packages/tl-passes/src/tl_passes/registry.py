@@ -91,10 +91,10 @@ PASS_REGISTRY = PassRegistry(
     {
         "simplify": _lazy("tl_passes.simplify", "SimplifyPass"),
         "remove-no-op": _lazy("tl_passes.remove_no_op", "RemoveNoOpPass"),
-        "gpu-infer-layouts": _lazy("tl_passes.gpu_layout", "GpuInferLayoutsPass"),
-        "gpu-insert-barriers": _lazy("tl_passes.gpu_insert_barriers", "GpuInsertBarriersPass"),
-        "gpu-lower-tile-ops": _lazy("tl_passes.gpu_lower_tile_ops", "GpuLowerTileOpsPass"),
-        "gpu-plan-shared-memory": _lazy("tl_passes.gpu_shared_memory", "GpuPlanSharedMemoryPass"),
+        "gpu-infer-layouts": _lazy("tl_passes.gpu.layout", "GpuInferLayoutsPass"),
+        "gpu-insert-barriers": _lazy("tl_passes.gpu.barriers", "GpuInsertBarriersPass"),
+        "gpu-lower-tile-ops": _lazy("tl_passes.gpu.lower_tile_ops", "GpuLowerTileOpsPass"),
+        "gpu-plan-shared-memory": _lazy("tl_passes.gpu.shared_memory", "GpuPlanSharedMemoryPass"),
         "lower-pipelined-loops": _lazy(
             "tl_passes.lower_pipelined_loops", "LowerPipelinedLoopsPass"
         ),

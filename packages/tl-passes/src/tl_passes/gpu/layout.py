@@ -448,3 +448,14 @@ class GpuInferLayoutsPass(Pass):
                 described = {name: layout.describe() for name, layout in layouts.items()}
                 updates[global_var] = func.with_attr(LAYOUTS_ATTR, described)
         return replace_functions(mod, updates)
+
+
+def same_placement(a: FragmentLayout, b: FragmentLayout) -> bool:
+    """Whether two layouts put every element on the same thread at the same local index."""
+    return (a.kind, a.shape, a.num_threads, a.vector, a.owners) == (
+        b.kind,
+        b.shape,
+        b.num_threads,
+        b.vector,
+        b.owners,
+    )

@@ -25,7 +25,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.gpu_layout import is_buffer_load, loop_kind_of
+from tl_passes.gpu.layout import is_buffer_load, loop_kind_of
 from tl_passes.pass_base import Pass, PassContext, replace_functions
 
 SHARED_SCOPES = ("shared", "shared.dyn")

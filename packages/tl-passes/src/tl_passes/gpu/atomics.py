@@ -1,0 +1,72 @@
+"""``T.atomic_add``/``max``/``min`` on GPU targets, spelled as the backend's
+`GpuTraits.atomics` says (an external helper or a TIR intrinsic per kind).
+
+A kind the traits lack raises `GpuLoweringError` naming the target. A scalar
+atomic outside a ``T.Parallel`` nest runs once per block (thread 0).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tvm import tirx
+
+from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.operand import SHARED_SCOPES, Operand
+from tl_passes.gpu.tir_build import both, cast, guard, int_imm
+
+if TYPE_CHECKING:
+    from tl_passes.gpu.kernel import KernelLowering
+
+
+def atomic(kernel: KernelLowering, kind: str, buffer: Any, index: list[Any], value: Any) -> Any:
+    """``buffer[index] <kind>= value`` atomically, as the target's traits spell it.
+
+    Raises:
+        GpuLoweringError: the target's `GpuTraits.atomics` has no ``kind``.
+    """
+    dtype = str(buffer.ty.dtype)
+    value = cast(value, dtype)
+    address = tirx.address_of(tirx.BufferLoad(buffer, index))
+    spelling = kernel.traits.atomics.get(kind)
+    if spelling is None:
+        offered = ", ".join(sorted(kernel.traits.atomics)) or "none"
+        raise GpuLoweringError(
+            f"T.atomic_{kind} is not implemented on target {kernel.traits.name!r} "
+            f"(its atomics: {offered})"
+        )
+    if spelling.intrinsic:
+        return tirx.Evaluate(tirx.call_intrin(dtype, spelling.name, address, value))
+    return tirx.Evaluate(tirx.call_extern(dtype, spelling.name, address, value))
+
+
+def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
+    """The per-thread code of the tile atomic ``op``; ``per_element``: inside a
+    ``T.Parallel`` nest (each thread runs its own update)."""
+    from tl_ir import ops as tile
+
+    dst = Operand(op.dst, kernel)
+    if dst.scope != "global" and dst.scope not in SHARED_SCOPES:
+        raise GpuLoweringError(
+            f"T.atomic_{op.kind}: destination {dst.name} must be in global or shared memory"
+        )
+    if not isinstance(op.value, tile.Region):
+        value = op.value
+        stmt = guard(
+            atomic(
+                kernel, op.kind, dst.buffer, dst.full_index([int_imm(0)] * len(dst.extents)), value
+            ),
+            dst.inside([int_imm(0)] * len(dst.extents)),
+        )
+        return stmt if per_element else guard(stmt, kernel.tid == 0)
+    src = Operand(op.value, kernel)
+    extents = dst.squeezed
+
+    def body(index: list[Any], local: Any) -> Any:
+        s_index, d_index = src.expand(index), dst.expand(index)
+        update = atomic(
+            kernel, op.kind, dst.buffer, dst.full_index(d_index), src.load(s_index, local)
+        )
+        return guard(update, both(dst.inside(d_index), src.inside(s_index)))
+
+    return kernel.drive([src], extents, body, None)

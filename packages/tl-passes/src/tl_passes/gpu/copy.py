@@ -1,0 +1,145 @@
+"""``T.copy`` on GPU targets.
+
+Copies between global/shared tiles of one dtype and shape move vectors of
+up to `GpuTraits.vector_bytes` (at most `GpuTraits.max_vector_lanes` lanes)
+when the tiles are aligned to the vector; out of a partitioned fragment into
+a differently placed one they convert through a shared staging tile;
+otherwise the operands' driver (`KernelLowering.drive`) walks the elements.
+Out-of-bounds source elements read as zero, out-of-bounds destination
+elements are not written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import tvm
+from tvm import tirx
+
+from tl_passes.gpu.barriers import barrier
+from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.layout import same_placement
+from tl_passes.gpu.operand import Operand
+from tl_passes.gpu.tir_build import cast, const_int, guard, int_imm, seq
+
+if TYPE_CHECKING:
+    from tl_passes.gpu.kernel import KernelLowering
+
+
+def vector_width(src: Operand, dst: Operand, vector_bytes: int, max_lanes: int) -> int | None:
+    """Lanes of a vector copy between ``src`` and ``dst``, or None when not allowed:
+    both global/shared with the same dtype and extents, the innermost tile extent and
+    both buffers' innermost dims multiples of the width, and both tiles starting at a
+    multiple of it (so every vector is aligned and wholly in or out of bounds); at
+    most ``vector_bytes`` bytes and ``max_lanes`` lanes."""
+    vector_scopes = ("global", "shared", "shared.dyn")
+    if src.scope not in vector_scopes or dst.scope not in vector_scopes:
+        return None
+    if src.dtype != dst.dtype or src.extents != dst.extents or not src.extents:
+        return None
+    bits = int(tvm.DataType(src.dtype).bits)
+    if bits == 0 or (vector_bytes * 8) % bits:
+        return None
+    width = min(vector_bytes * 8 // bits, max_lanes)
+    if width < 2 or src.extents[-1] % width:
+        return None
+    analyzer = tvm.sym.Analyzer()
+    for operand in (src, dst):
+        size = const_int(operand.buffer.shape[-1])
+        if size is None or size % width:
+            return None
+        start = analyzer.simplify(tirx.floormod(operand.region.mins[-1], width))
+        if const_int(start) != 0:
+            return None
+    return width
+
+
+def lower_copy(kernel: KernelLowering, op: Any) -> Any:
+    """The per-thread code of the ``T.copy`` ``op`` (module docstring)."""
+    src, dst = Operand(op.src, kernel), Operand(op.dst, kernel)
+    extents = dst.squeezed
+    if extents != src.squeezed:
+        raise GpuLoweringError(
+            f"T.copy {src.name} -> {dst.name}: tile extents {src.squeezed} and {extents} differ"
+        )
+
+    vectorized = _vector_copy(kernel, src, dst)
+    if vectorized is not None:
+        return vectorized
+    if src.partitioned and (
+        dst.per_thread
+        or (
+            dst.partitioned
+            and dst.layout is not None
+            and src.layout is not None
+            and not same_placement(src.layout, dst.layout)
+        )
+    ):
+        return _convert_through_shared(kernel, src, dst, extents)
+
+    def body(index: list[Any], local: Any) -> Any:
+        s_index, d_index = src.expand(index), dst.expand(index)
+        value = cast(src.load(s_index, local), dst.dtype)
+        inside = src.inside(s_index)
+        if inside is not None:
+            value = tirx.if_then_else(inside, value, tirx.const(0, dst.dtype))
+        return guard(dst.store(d_index, value, local), dst.inside(d_index))
+
+    return kernel.drive([dst, src], extents, body, dst)
+
+
+def _convert_through_shared(
+    kernel: KernelLowering, src: Operand, dst: Operand, extents: list[int]
+) -> Any:
+    """A copy out of a partitioned fragment into a differently placed one (or into
+    every thread's replica): the holders write a shared staging tile, a barrier,
+    then the destination's threads read it, and a barrier before it is reused."""
+    staging = kernel.shared_array(f"{src.name}_staging", extents, dst.dtype)
+
+    def publish(index: list[Any], local: Any) -> Any:
+        value = cast(src.load(src.expand(index), local), dst.dtype)
+        return tirx.BufferStore(staging, value, list(index))
+
+    def gather(index: list[Any], local: Any) -> Any:
+        d_index = dst.expand(index)
+        return guard(
+            dst.store(d_index, tirx.BufferLoad(staging, list(index)), local),
+            dst.inside(d_index),
+        )
+
+    return seq(
+        [
+            tirx.AllocBuffer(staging),
+            kernel.drive([src], extents, publish, None),
+            barrier(),
+            kernel.drive([dst], extents, gather, dst),
+            barrier(),
+        ]
+    )
+
+
+def _vector_copy(kernel: KernelLowering, src: Operand, dst: Operand) -> Any | None:
+    """A cooperative copy between global/shared tiles in 128-bit vectors, or None
+    when the tiles do not allow it (see `vector_width`)."""
+    traits = kernel.traits
+    width = vector_width(src, dst, traits.vector_bytes, traits.max_vector_lanes)
+    if width is None:
+        return None
+    extents = [*src.extents[:-1], src.extents[-1] // width]
+
+    def body(index: list[Any]) -> Any:
+        column = index[-1] * width
+        element = [*index[:-1], column]
+        s_full = src.full_index(element)
+        d_full = dst.full_index(element)
+        s_vector = [*s_full[:-1], tirx.Ramp(s_full[-1], int_imm(1), width)]
+        d_vector = [*d_full[:-1], tirx.Ramp(d_full[-1], int_imm(1), width)]
+        value: Any = tirx.BufferLoad(src.buffer, s_vector)
+        # Aligned vectors lie wholly inside or wholly outside the last dim.
+        inside = src.inside(element)
+        if inside is not None:
+            zero = tirx.Broadcast(tirx.const(0, src.dtype), width)
+            value = tirx.if_then_else(inside, value, zero)
+        return guard(tirx.BufferStore(dst.buffer, value, d_vector), dst.inside(element))
+
+    return kernel.cooperative(extents, body)

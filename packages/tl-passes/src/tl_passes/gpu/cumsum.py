@@ -1,0 +1,105 @@
+"""``T.cumsum`` on GPU targets.
+
+Operands every thread holds are scanned by every thread. Shared/global tiles
+are scanned cooperatively: rows split over the block, each thread scans its
+row into registers, a barrier, then writes it back (so reads and writes of a
+shared tile never race and no barrier sits under the per-thread row guard).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from tvm import tirx
+
+from tl_passes.gpu.barriers import barrier
+from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.operand import Operand
+from tl_passes.gpu.tir_build import cast, for_loop, guard, seq, unflatten
+
+if TYPE_CHECKING:
+    from tl_passes.gpu.kernel import KernelLowering
+
+
+def lower_cumsum(kernel: KernelLowering, op: Any) -> Any:
+    """The per-thread code of the ``T.cumsum`` ``op`` (module docstring)."""
+    src, dst = Operand(op.src, kernel), Operand(op.dst, kernel)
+    if src.partitioned or dst.partitioned:
+        raise GpuLoweringError("T.cumsum: fragment operands must be replicated")
+    dim = op.dim
+    length = src.extents[dim]
+    rows = [e for d, e in enumerate(src.extents) if d != dim]
+    running = kernel.local_array("scan", [1], dst.dtype)
+    jv = kernel.fresh("j")
+
+    def per_row(row_index: list[Any]) -> Any:
+        position = (length - 1 - jv) if op.reverse else jv
+        full = [*row_index[:dim], position, *row_index[dim:]]
+        value = cast(src.load(full), dst.dtype)
+        inside = src.inside(full)
+        if inside is not None:
+            value = tirx.if_then_else(inside, value, tirx.const(0, dst.dtype))
+        add = tirx.BufferStore(running, tirx.BufferLoad(running, [0]) + value, [0])
+        out = guard(dst.store(full, tirx.BufferLoad(running, [0])), dst.inside(full))
+        return seq(
+            [
+                tirx.BufferStore(running, tirx.const(0, dst.dtype), [0]),
+                for_loop(jv, length, seq([add, out])),
+            ]
+        )
+
+    if src.per_thread and dst.per_thread:
+        return seq([tirx.AllocBuffer(running), kernel.every(rows, per_row)])
+    return seq([tirx.AllocBuffer(running), _cooperative_scan(kernel, src, dst, op, rows)])
+
+
+def _cooperative_scan(
+    kernel: KernelLowering, src: Operand, dst: Operand, op: Any, rows: list[int]
+) -> Any:
+    """Rows split over threads: scan each row into registers, barrier, write back.
+
+    Reading all of a row before any thread writes keeps shared reads and
+    writes apart, so no barrier falls inside the per-thread row guard.
+    """
+    dim = op.dim
+    length = src.extents[dim]
+    values = kernel.local_array("scan_row", [length], dst.dtype)
+    running = kernel.local_array("scan_sum", [1], dst.dtype)
+    t = kernel.num_threads
+    row_count = math.prod(rows)
+    it = kernel.fresh("it")
+    flat = it * t + kernel.tid
+    row_index = unflatten(flat, rows)
+    valid = None if row_count % t == 0 else flat < row_count
+    j1, j2 = kernel.fresh("j"), kernel.fresh("j")
+    position = (length - 1 - j1) if op.reverse else j1
+    full = [*row_index[:dim], position, *row_index[dim:]]
+    value = cast(src.load(full), dst.dtype)
+    inside = src.inside(full)
+    if inside is not None:
+        value = tirx.if_then_else(inside, value, tirx.const(0, dst.dtype))
+    scan = seq(
+        [
+            tirx.BufferStore(running, tirx.const(0, dst.dtype), [0]),
+            for_loop(
+                j1,
+                length,
+                seq(
+                    [
+                        tirx.BufferStore(running, tirx.BufferLoad(running, [0]) + value, [0]),
+                        tirx.BufferStore(values, tirx.BufferLoad(running, [0]), [position]),
+                    ]
+                ),
+            ),
+        ]
+    )
+    full2 = [*row_index[:dim], j2, *row_index[dim:]]
+    write = for_loop(
+        j2,
+        length,
+        guard(dst.store(full2, tirx.BufferLoad(values, [j2])), dst.inside(full2)),
+    )
+    steps = -(-row_count // t)
+    body = seq([guard(scan, valid), barrier(), guard(write, valid), barrier()])
+    return seq([tirx.AllocBuffer(values), tirx.AllocBuffer(running), for_loop(it, steps, body)])

@@ -1,0 +1,59 @@
+"""``T.gemm`` on GPU targets: a per-thread FMA loop over K.
+
+Each thread updates the C elements its driver gives it (C's layout, or a
+cooperative split), accumulating in C's dtype; A and B are shared, global or
+replicated (a partitioned A or B is refused) and transposes are by index.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tvm import tirx
+
+from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.operand import Operand
+from tl_passes.gpu.tir_build import cast, const_int, for_loop, int_imm, seq
+
+if TYPE_CHECKING:
+    from tl_passes.gpu.kernel import KernelLowering
+
+
+def lower_gemm(kernel: KernelLowering, op: Any) -> Any:
+    """The per-thread code of the ``T.gemm`` ``op`` (module docstring)."""
+    a, b, c = Operand(op.a, kernel), Operand(op.b, kernel), Operand(op.c, kernel)
+    m, n, k = (const_int(op.M), const_int(op.N), const_int(op.K))
+    if m is None or n is None or k is None:
+        raise GpuLoweringError("T.gemm: expected static M, N, K on GPU targets")
+    for operand in (a, b):
+        if operand.partitioned:
+            raise GpuLoweringError(f"T.gemm: operand {operand.name} must not be partitioned")
+    acc = c.dtype
+    kv = kernel.fresh("k")
+
+    def a_at(i: Any) -> Any:
+        return a.load([kv, i] if op.transpose_a else [i, kv])
+
+    def b_at(j: Any) -> Any:
+        return b.load([j, kv] if op.transpose_b else [kv, j])
+
+    def c_index(index: list[Any]) -> list[Any]:
+        return c.expand(index) if c.squeezed == [m, n] else index
+
+    def clear(index: list[Any], local: Any) -> Any:
+        return c.store(c_index(index), tirx.const(0, acc), local)
+
+    def update(index: list[Any], local: Any) -> Any:
+        i, j = index if len(index) == 2 else (index[0], int_imm(0))
+        full = c_index(index)
+        product = cast(a_at(i), acc) * cast(b_at(j), acc)
+        return c.store(full, c.load(full, local) + product, local)
+
+    if c.squeezed != [m, n] and not (m == 1 or n == 1):
+        raise GpuLoweringError(f"T.gemm: C tile {c.extents} does not match M x N = {m}x{n}")
+    extents = [m, n]
+    parts = []
+    if op.clear_accum:
+        parts.append(kernel.drive([c], extents, clear, c))
+    parts.append(for_loop(kv, k, kernel.drive([c], extents, update, c)))
+    return seq(parts)

@@ -1,0 +1,274 @@
+"""`KernelLowering`: one kernel's lowering state, iteration drivers and statement walk.
+
+The thread's linear index ``tid`` is ``threadIdx.x + threadIdx.y * X +
+threadIdx.z * X * Y``; ``T`` is the block size. Fragments get the layouts of
+`layout.infer_fragment_layouts` and become thread-local arrays (``local``
+scope): ``local_size`` elements for a partitioned or annotated fragment, the
+whole tile for a replicated one.
+
+Who does what, per operand kind (`KernelLowering.drive`):
+
+* a partitioned fragment drives the iteration: each thread walks its own
+  local indices (unrolled when there are at most `UNROLL_LIMIT`);
+* shared or global tiles with no partitioned operand are split
+  cooperatively: flat element ``it * T + tid`` for ``it`` in
+  ``ceildiv(numel, T)``;
+* replicated fragments and ``local`` arrays: every thread does every element.
+
+``T.Pipelined`` loops run in order (their annotations are dropped).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.gpu.atomics import lower_atomic
+from tl_passes.gpu.copy import lower_copy
+from tl_passes.gpu.cumsum import lower_cumsum
+from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.fill import lower_fill
+from tl_passes.gpu.gemm import lower_gemm
+from tl_passes.gpu.layout import (
+    ANNOTATED,
+    FRAGMENT_SCOPE,
+    REPLICATED,
+    FragmentLayout,
+    block_threads,
+    infer_fragment_layouts,
+    loop_kind_of,
+    same_placement,
+)
+from tl_passes.gpu.operand import Operand
+from tl_passes.gpu.parallel import Nest, lower_parallel, rewrite_expr
+from tl_passes.gpu.reduce import lower_reduce
+from tl_passes.gpu.shared_memory import rescope
+from tl_passes.gpu.tir_build import UNROLL_LIMIT, for_loop, guard, int_imm, seq, unflatten
+from tl_passes.gpu.traits import GpuTraits
+
+
+class KernelLowering:
+    """The lowering of one kernel: its threads, fragment layouts and iteration drivers.
+
+    The tile-op modules (`copy`, `fill`, `gemm`, `reduce`, `cumsum`, `atomics`,
+    `parallel`) build per-thread code through it; `lower` walks the kernel body
+    and hands each tile op to its module.
+
+    Args:
+        func: the PrimFunc (tile ops, one ``T.Kernel``).
+        traits: what the target's codegen offers.
+        target: the TVM target (read only for ``traits.warp_size_for``).
+
+    Raises:
+        GpuLoweringError: ``func`` has no ``T.Kernel`` launch.
+        LayoutError: a fragment cannot be laid out.
+    """
+
+    def __init__(self, func: Any, traits: GpuTraits, target: Any | None = None) -> None:
+        from tl_ir.launch import kernel_launch
+
+        self.func = func
+        self.traits = traits
+        self.warp_size = traits.warp_size_for(target)
+        launch = kernel_launch(func)
+        if launch is None:
+            raise GpuLoweringError("a GPU kernel needs a T.Kernel launch")
+        self.num_threads = block_threads(func)
+        tid: Any = None
+        stride = 1
+        for var, extent in zip(launch.thread_vars, launch.threads, strict=True):
+            term = var if stride == 1 else var * stride
+            tid = term if tid is None else tid + term
+            stride *= int(extent)
+        self.tid = tid if tid is not None else int_imm(0)
+        self.layouts: dict[str, FragmentLayout] = infer_fragment_layouts(func, self.num_threads)
+        self.local_buffers: dict[str, Any] = {}
+        self.fragment_vars: dict[str, Any] = {}
+        self.counter = 0
+
+    # ---- names and buffers -------------------------------------------------
+    def fresh(self, stem: str) -> Any:
+        """A new int32 variable named ``stem<n>``."""
+        self.counter += 1
+        return tirx.Var(f"{stem}{self.counter}", "int32")
+
+    def local_array(self, stem: str, shape: Sequence[int], dtype: str) -> Any:
+        """A new thread-local array (declare it with ``AllocBuffer``)."""
+        self.counter += 1
+        return tirx.decl_buffer(tuple(shape), dtype, f"{stem}{self.counter}", scope="local")
+
+    def shared_array(self, stem: str, shape: Sequence[int], dtype: str) -> Any:
+        """A new static shared array (declare it with ``AllocBuffer``)."""
+        self.counter += 1
+        return tirx.decl_buffer(tuple(shape), dtype, f"{stem}{self.counter}", scope="shared")
+
+    # ---- iteration drivers -------------------------------------------------
+    def owned(self, layout: FragmentLayout, body: Callable[[list[Any], Any], Any]) -> Any:
+        """Each thread visits the elements of ``layout`` it holds: body(flat-unflattened index
+        over the fragment's dims, local index)."""
+        shape = list(layout.shape)
+        if layout.kind == ANNOTATED:
+            # The annotated map gives (thread, local) for an index: each thread scans the
+            # tile for its own elements.
+            flat = self.fresh("e")
+            index = unflatten(flat, shape)
+            thread, local = layout.index_map.map_indices(index)
+            return for_loop(flat, layout.numel, guard(body(index, local), thread == self.tid))
+        local_var = self.fresh("l")
+        flat, valid = layout.element_of(self.tid, local_var)
+        index = unflatten(flat, shape)
+        unroll = layout.local_size <= UNROLL_LIMIT
+        return for_loop(local_var, layout.local_size, guard(body(index, local_var), valid), unroll)
+
+    def cooperative(self, extents: Sequence[int], body: Callable[[list[Any]], Any]) -> Any:
+        """The block's threads split the elements of an ``extents`` tile."""
+        numel = math.prod(extents)
+        t = self.num_threads
+        if numel <= t:
+            index = unflatten(self.tid, extents)
+            return guard(body(index), None if numel == t else self.tid < numel)
+        it = self.fresh("it")
+        flat = it * t + self.tid
+        index = unflatten(flat, extents)
+        valid = None if numel % t == 0 else flat < numel
+        steps = -(-numel // t)
+        return for_loop(it, steps, guard(body(index), valid), steps <= 8)
+
+    def every(self, extents: Sequence[int], body: Callable[[list[Any]], Any]) -> Any:
+        """Every thread visits every element."""
+        loop_vars = [self.fresh("i") for _ in extents]
+        stmt = body(list(loop_vars))
+        for var, extent in zip(reversed(loop_vars), reversed(list(extents)), strict=True):
+            stmt = for_loop(var, extent, stmt)
+        return stmt
+
+    def drive(
+        self,
+        operands: Sequence[Operand],
+        extents: Sequence[int],
+        body: Callable[[list[Any], Any], Any],
+        writer: Operand | None,
+    ) -> Any:
+        """Pick the iteration for a tile op over ``extents`` (squeezed) with ``operands``."""
+        for operand in operands:
+            if operand.partitioned:
+                assert operand.layout is not None
+                if [e for e in operand.layout.shape if e != 1] != list(extents):
+                    raise GpuLoweringError(
+                        f"fragment {operand.name}: tile extents {list(extents)} differ from "
+                        f"its shape {list(operand.layout.shape)}"
+                    )
+                layout = operand.layout
+
+                def squeeze_body(
+                    index: list[Any], local: Any, shape: tuple[int, ...] = layout.shape
+                ) -> Any:
+                    squeezed = [i for i, e in zip(index, shape, strict=True) if e != 1]
+                    return body(squeezed, local)
+
+                for other in operands:
+                    if other.partitioned and other is not operand:
+                        assert other.layout is not None
+                        if not same_placement(other.layout, layout):
+                            raise GpuLoweringError(
+                                f"fragments {operand.name} and {other.name} have different "
+                                "layouts; a layout conversion is not implemented"
+                            )
+                return self.owned(layout, squeeze_body)
+        if writer is not None and writer.per_thread:
+            return self.every(extents, lambda index: body(index, None))
+        return self.cooperative(extents, lambda index: body(index, None))
+
+    def lower_stmt(self, stmt: Any, per_element: bool, nest: Nest | None) -> Any:
+        """``stmt`` with its tile ops and ``T.Parallel`` nests lowered; ``per_element``:
+        inside code each thread runs for its own elements; ``nest``: the enclosing nest."""
+        from tl_ir import ops as tile
+
+        if isinstance(stmt, tirx.SeqStmt):
+            return seq([self.lower_stmt(s, per_element, nest) for s in stmt.seq])
+        if isinstance(stmt, tirx.AttrStmt):
+            return tirx.AttrStmt(
+                stmt.node, stmt.attr_key, stmt.value, self.lower_stmt(stmt.body, per_element, nest)
+            )
+        if isinstance(stmt, tirx.For):
+            if loop_kind_of(stmt) == "parallel" and nest is None:
+                return lower_parallel(self, stmt, per_element)
+            annotations = {
+                k: v
+                for k, v in (stmt.annotations.items() if stmt.annotations else [])
+                if k not in ("tl.loop_kind", "num_stages")
+            }
+            kind = stmt.kind
+            if loop_kind_of(stmt) == "parallel":
+                kind = tirx.ForKind.SERIAL
+            return tirx.For(
+                stmt.loop_var,
+                stmt.min,
+                stmt.extent,
+                kind,
+                self.lower_stmt(stmt.body, per_element, nest),
+                annotations=annotations or None,
+            )
+        if isinstance(stmt, tirx.IfThenElse):
+            else_case = (
+                self.lower_stmt(stmt.else_case, per_element, nest)
+                if stmt.else_case is not None
+                else None
+            )
+            return tirx.IfThenElse(
+                stmt.condition,
+                self.lower_stmt(stmt.then_case, per_element, nest),
+                else_case,
+            )
+        if isinstance(stmt, tirx.While):
+            return tirx.While(stmt.condition, self.lower_stmt(stmt.body, per_element, nest))
+        if isinstance(stmt, tirx.AllocBuffer):
+            name = str(stmt.buffer.name)
+            if name in self.local_buffers and stmt.buffer.same_as(self.fragment_vars[name]):
+                return tirx.AllocBuffer(self.local_buffers[name])
+            return stmt
+        if isinstance(stmt, tirx.Evaluate) and tile.is_tile_op(stmt.value):
+            op = tile.describe(stmt.value)
+            if isinstance(op, tile.CopyOp):
+                return lower_copy(self, op)
+            if isinstance(op, tile.FillOp):
+                return lower_fill(self, op)
+            if isinstance(op, tile.GemmOp):
+                return lower_gemm(self, op)
+            if isinstance(op, tile.ReduceOp):
+                return lower_reduce(self, op)
+            if isinstance(op, tile.CumsumOp):
+                return lower_cumsum(self, op)
+            if isinstance(op, tile.AtomicOp):
+                return lower_atomic(self, op, per_element)
+            raise GpuLoweringError(f"T.print is not implemented on GPU target {self.traits.name!r}")
+        return stmt
+
+    def lower(self) -> Any:
+        """The kernel body as per-thread code (fragments become thread-local arrays)."""
+        for name, layout in self.layouts.items():
+            buffer = _find_alloc(self.func.body, name)
+            self.fragment_vars[name] = buffer
+            shape = layout.shape if layout.kind == REPLICATED else (layout.local_size,)
+            self.local_buffers[name] = tirx.decl_buffer(
+                shape, str(buffer.ty.dtype), name=f"{name}_regs", scope="local"
+            )
+        body = self.lower_stmt(self.func.body, False, None)
+        body = rescope(body, "local.var", "local")
+        # Element accesses of replicated fragments outside T.Parallel nests.
+        return rewrite_expr(self, body, None)
+
+
+def _find_alloc(body: Any, name: str) -> Any:
+    found: list[Any] = []
+
+    def visit(alloc: Any) -> None:
+        if str(alloc.buffer.name) == name and str(alloc.buffer.ty.storage_scope) == FRAGMENT_SCOPE:
+            found.append(alloc.buffer)
+
+    tvm_ffi.structural_walk(body, (tirx.AllocBuffer, visit), order="pre")
+    return found[0]

@@ -1,0 +1,63 @@
+"""`gpu-lower-tile-ops`: tile ops and ``T.Parallel`` nests become per-thread code.
+
+Input: a kernel as ``tl_ir.language`` builds it, after `gpu-insert-barriers`.
+Output: plain TIR over ``threadIdx``/``blockIdx`` that TVM's GPU codegens
+accept. `KernelLowering` holds the kernel's threads, layouts and iteration
+drivers; each tile op is lowered by its own module (`copy`, `fill`, `gemm`,
+`reduce`, `cumsum`, `atomics`, `parallel`), and whatever differs between GPU
+backends comes from the pass's `GpuTraits`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import tvm
+from tvm import tirx
+
+from tl_passes.gpu.kernel import KernelLowering
+from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
+from tl_passes.pass_base import Pass, PassContext, replace_functions
+
+
+def lower_gpu_tile_ops(func: Any, traits: GpuTraits, target: Any | None = None) -> Any:
+    """Lower one kernel (see the module docstring); a PrimFunc without a
+    ``T.Kernel`` comes back as is.
+
+    Args:
+        func: the PrimFunc (tile ops, ``T.Kernel``).
+        traits: what the target's codegen offers (shuffles, atomics, vectors).
+        target: the TVM target; read only when ``traits.warp_size`` is None.
+
+    Raises:
+        GpuLoweringError: a construct the GPU lowering, or the target's
+            traits, does not support.
+        LayoutError: a fragment cannot be laid out.
+    """
+    from tl_ir.launch import kernel_launch
+
+    if kernel_launch(func) is None:
+        return func
+    return func.with_body(KernelLowering(func, traits, target).lower())
+
+
+@dataclass(frozen=True)
+class GpuLowerTileOpsPass(Pass):
+    """Turn tile ops and ``T.Parallel`` nests into per-thread code (module docstring).
+
+    Args:
+        traits: the backend's `GpuTraits` (default: `PORTABLE_TRAITS`, no
+            shuffles and no atomics).
+    """
+
+    name: ClassVar[str] = "gpu-lower-tile-ops"
+    traits: GpuTraits = field(default=PORTABLE_TRAITS)
+
+    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
+        """Return ``mod`` with every kernel lowered for ``self.traits`` and ``ctx.target``."""
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                updates[global_var] = lower_gpu_tile_ops(func, self.traits, ctx.target)
+        return replace_functions(mod, updates)

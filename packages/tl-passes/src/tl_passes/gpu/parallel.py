@@ -1,0 +1,161 @@
+"""``T.Parallel`` nests on GPU targets, and fragment element accesses inside them.
+
+A nest over a partitioned fragment (indexed by the loop variables) follows
+that fragment's layout: each thread loops over its local indices. A nest
+writing a replicated fragment or a thread-local array runs entirely on every
+thread. A nest over shared/global tiles only is split across the block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.layout import FragmentLayout, is_buffer_load, parallel_nest, same_placement
+
+if TYPE_CHECKING:
+    from tl_passes.gpu.kernel import KernelLowering
+
+
+@dataclass
+class Nest:
+    """Where a statement sits inside a lowered ``T.Parallel`` nest.
+
+    Attributes:
+        substitution: (loop variable, its per-thread index expression) pairs.
+        local: the local index of the element in the driving fragment (None
+            when the nest is not driven by a partitioned fragment).
+    """
+
+    substitution: list[tuple[Any, Any]]
+    local: Any | None
+
+
+def rewrite_expr(kernel: KernelLowering, expr: Any, nest: Nest | None) -> Any:
+    """Rewrite element accesses of fragments in an expression or statement."""
+    layouts = kernel.layouts
+    local_buffers = kernel.local_buffers
+
+    def on_load(node: Any) -> Any:
+        if not is_buffer_load(node):
+            return node
+        name = str(node.source.name)
+        target = local_buffers.get(name)
+        if target is None or not node.source.same_as(kernel.fragment_vars[name]):
+            return node
+        layout = layouts[name]
+        if layout.kind != "replicated":
+            if nest is None or nest.local is None:
+                raise GpuLoweringError(
+                    f"fragment {name}: element read outside a T.Parallel nest over it"
+                )
+            return tirx.BufferLoad(target, [nest.local])
+        return tirx.BufferLoad(target, list(node.indices))
+
+    def on_store(node: Any) -> Any:
+        name = str(node.buffer.name)
+        target = local_buffers.get(name)
+        if target is None or not node.buffer.same_as(kernel.fragment_vars[name]):
+            return node
+        layout = layouts[name]
+        if layout.kind != "replicated":
+            if nest is None or nest.local is None:
+                raise GpuLoweringError(
+                    f"fragment {name}: element written outside a T.Parallel nest over it"
+                )
+            return tirx.BufferStore(target, node.value, [nest.local])
+        return tirx.BufferStore(target, node.value, list(node.indices))
+
+    mapped = expr
+    if nest is not None and nest.substitution:
+        substitution = nest.substitution
+
+        def on_var(var: Any) -> Any:
+            for old, new in substitution:
+                if var.same_as(old):
+                    return new
+            return var
+
+        mapped = tvm_ffi.structural_map(mapped, (tvm.ir.Var, on_var), order="post")
+    # Loads are rewritten on the catch-all (BufferLoad has no registered class).
+    mapped = tvm_ffi.structural_map(mapped, (tirx.BufferStore, on_store), order="post")
+    return tvm_ffi.structural_map(mapped, on_load, order="post")
+
+
+def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
+    """The per-thread code of the ``T.Parallel`` nest ``loop`` (module docstring);
+    ``per_element``: the nest sits where each thread runs its own element."""
+    loop_vars, extents, body = parallel_nest(loop)
+    driver: FragmentLayout | None = None
+    writes_replica = False
+    touches_fragment = False
+    for name, layout in kernel.layouts.items():
+        accessed = _accesses(body, kernel.fragment_vars[name])
+        if not accessed:
+            continue
+        touches_fragment = True
+        reads_aligned, stores = accessed
+        if layout.kind != "replicated" and reads_aligned:
+            if driver is not None and not same_placement(driver, layout):
+                raise GpuLoweringError(
+                    f"T.Parallel{tuple(extents)}: fragments {driver.name} and {layout.name} "
+                    "are laid out differently (an annotated layout?); converting between "
+                    "layouts is not implemented"
+                )
+            driver = driver or layout
+        if layout.kind == "replicated" and stores:
+            writes_replica = True
+    stores_private = _stores_private(body)
+
+    def emit(index: list[Any], local: Any | None, element_context: bool) -> Any:
+        nest = Nest(list(zip(loop_vars, index, strict=True)), local)
+        inner = kernel.lower_stmt(body, element_context, nest)
+        return rewrite_expr(kernel, inner, nest)
+
+    if driver is not None:
+        layout = driver
+        if [e for e in layout.shape] != extents:
+            raise GpuLoweringError(
+                f"T.Parallel{tuple(extents)}: extents differ from fragment "
+                f"{layout.name} {layout.shape}"
+            )
+        return kernel.owned(layout, lambda index, local: emit(index, local, True))
+    if writes_replica or (touches_fragment and stores_private) or stores_private:
+        return kernel.every(extents, lambda index: emit(index, None, per_element))
+    return kernel.cooperative(extents, lambda index: emit(index, None, True))
+
+
+def _accesses(body: Any, buffer: Any) -> tuple[bool, bool] | None:
+    reads = [False]
+    stores = [False]
+
+    def visit_store(store: Any) -> None:
+        if store.buffer.same_as(buffer):
+            stores[0] = True
+            reads[0] = True
+
+    def visit_any(node: Any) -> None:
+        if is_buffer_load(node) and node.source.same_as(buffer):
+            reads[0] = True
+
+    tvm_ffi.structural_walk(body, (tirx.BufferStore, visit_store), order="pre")
+    tvm_ffi.structural_walk(body, visit_any, order="pre")
+    if not reads[0] and not stores[0]:
+        return None
+    return reads[0], stores[0]
+
+
+def _stores_private(body: Any) -> bool:
+    found = [False]
+
+    def visit_store(store: Any) -> None:
+        if str(store.buffer.ty.storage_scope) in ("local", "local.var"):
+            found[0] = True
+
+    tvm_ffi.structural_walk(body, (tirx.BufferStore, visit_store), order="pre")
+    return found[0]

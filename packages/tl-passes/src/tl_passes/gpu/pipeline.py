@@ -1,0 +1,38 @@
+"""`gpu_passes`: the pass list every GPU-style backend's pipeline runs."""
+
+from __future__ import annotations
+
+from tl_passes.gpu.barriers import GpuInsertBarriersPass
+from tl_passes.gpu.layout import GpuInferLayoutsPass
+from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass
+from tl_passes.gpu.shared_memory import GpuPlanSharedMemoryPass
+from tl_passes.gpu.traits import GpuTraits, SharedMemoryModel
+from tl_passes.lower_alloc_var import LowerAllocVarPass
+from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
+from tl_passes.pass_base import Pass
+from tl_passes.simplify import SimplifyPass
+
+
+def gpu_passes(traits: GpuTraits) -> list[Pass]:
+    """The GPU lowering passes for a backend with ``traits``, in order.
+
+    ``lower-alloc-var`` and ``lower-pipelined-loops`` (target-neutral: scalars
+    become thread-local arrays, pipelined loops run in order), then
+    ``gpu-infer-layouts``, ``gpu-insert-barriers``, ``gpu-lower-tile-ops``
+    (with ``traits``), ``gpu-plan-shared-memory`` (static tiles when
+    ``traits.shared_memory`` is `SharedMemoryModel.STATIC`) and ``simplify``.
+
+    Raises:
+        TypeError: ``traits`` is not a `GpuTraits`.
+    """
+    if not isinstance(traits, GpuTraits):
+        raise TypeError(f"gpu_passes: traits must be a GpuTraits, got {type(traits).__name__}")
+    return [
+        LowerAllocVarPass(),
+        LowerPipelinedLoopsPass(),
+        GpuInferLayoutsPass(),
+        GpuInsertBarriersPass(),
+        GpuLowerTileOpsPass(traits),
+        GpuPlanSharedMemoryPass(static=traits.shared_memory is SharedMemoryModel.STATIC),
+        SimplifyPass(),
+    ]

@@ -1,0 +1,149 @@
+"""`GpuTraits`: what the shared GPU lowering needs to know about one GPU backend.
+
+The ``tl_passes.gpu`` passes never ask which target they compile for; every
+difference between GPU backends is a field of the `GpuTraits` value the
+backend declares in its own package and hands to `gpu_passes` when it builds
+its pipeline. A new GPU backend writes one ``GpuTraits(...)`` and changes no
+file here.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+#: Bytes one vector access moves when a backend does not say otherwise (128-bit
+#: loads and stores); artifacts record at least this parameter alignment.
+DEFAULT_VECTOR_BYTES = 16
+
+#: The tile-level atomic kinds (``T.atomic_add``/``max``/``min``).
+ATOMIC_KINDS = ("add", "max", "min")
+
+
+class SharedMemoryModel(enum.Enum):
+    """How a backend's codegen holds ``T.alloc_shared`` tiles.
+
+    ``DYNAMIC``: one dynamic allocation sized at launch (the size is recorded in
+    the kernel's launch metadata). ``STATIC``: each tile becomes a static
+    shared array (codegens without dynamic shared memory).
+    """
+
+    DYNAMIC = "dynamic"
+    STATIC = "static"
+
+
+@attrs.frozen
+class WarpShuffle:
+    """How a backend spells a warp shuffle (``shfl_xor``) in TIR.
+
+    Attributes:
+        intrinsic: the TIR intrinsic the lowering calls (its operands are
+            mask, value, source lane, width, warp size).
+        mask_width: lanes the mask operand can name; a warp of at most this
+            many lanes gets an all-ones mask over its lanes, a wider one a
+            zero mask (a codegen that ignores the mask).
+    """
+
+    intrinsic: str = "tirx.tvm_warp_shuffle"
+    mask_width: int = 32
+
+    def mask(self, warp_size: int) -> int:
+        """The mask operand for a shuffle across ``warp_size`` lanes."""
+        if warp_size > self.mask_width:
+            return 0
+        return (1 << self.mask_width) - 1
+
+
+@attrs.frozen
+class AtomicCall:
+    """How one atomic read-modify-write is spelled: ``name(address, value)``.
+
+    Attributes:
+        name: the function (``extern``) or TIR intrinsic (``intrinsic``) called.
+        intrinsic: True for a TIR intrinsic (``call_intrin``), False for an
+            external device function (``call_extern``; a helper the backend's
+            `GpuTraits.atomics_prelude` may define).
+    """
+
+    name: str
+    intrinsic: bool = False
+
+
+def _check_atomics(
+    instance: GpuTraits, attribute: attrs.Attribute[Any], value: Mapping[str, AtomicCall]
+) -> None:
+    unknown = sorted(set(value) - set(ATOMIC_KINDS))
+    if unknown:
+        raise ValueError(
+            f"GpuTraits.atomics: expected keys among {ATOMIC_KINDS}, got {unknown} "
+            f"(in {sorted(value)})"
+        )
+    for kind, call in value.items():
+        if not isinstance(call, AtomicCall):
+            raise TypeError(
+                f"GpuTraits.atomics[{kind!r}]: expected an AtomicCall, got {type(call).__name__}"
+            )
+
+
+def _positive(instance: GpuTraits, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is None and attribute.name == "warp_size":
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"GpuTraits.{attribute.name}: expected an int >= 1, got {value!r}")
+
+
+def _frozen_mapping(value: Mapping[str, AtomicCall]) -> Mapping[str, AtomicCall]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class GpuTraits:
+    """What one GPU backend's codegen offers the shared lowering.
+
+    Attributes:
+        name: the backend's name for its target, used in error messages
+            (``"T.atomic_max is not implemented on target '<name>'"``).
+        warp_size: threads per warp/wavefront/simdgroup; None: the target's
+            ``thread_warp_size`` attribute (1 when it has none), for backends
+            whose warp width depends on the device (ROCm wavefronts).
+        warp_shuffle: how a warp shuffle is spelled; None: the codegen has
+            none and reductions combine partials through shared memory.
+        atomics: atomic kind (``add``, ``max``, ``min``) -> how it is spelled;
+            a kind missing here raises `GpuLoweringError` when a kernel uses it.
+        atomics_prelude: device source the ``atomics`` calls need (helper
+            functions), which the backend's codegen places before the kernels.
+        vector_bytes: bytes of the widest global/shared vector access.
+        max_vector_lanes: the most lanes a vector access may have.
+        shared_memory: how ``T.alloc_shared`` tiles are held.
+    """
+
+    name: str
+    warp_size: int | None = attrs.field(default=None, validator=_positive)
+    warp_shuffle: WarpShuffle | None = None
+    atomics: Mapping[str, AtomicCall] = attrs.field(
+        factory=dict, converter=_frozen_mapping, validator=_check_atomics, hash=False
+    )
+    atomics_prelude: str = ""
+    vector_bytes: int = attrs.field(default=DEFAULT_VECTOR_BYTES, validator=_positive)
+    max_vector_lanes: int = attrs.field(default=16, validator=_positive)
+    shared_memory: SharedMemoryModel = SharedMemoryModel.DYNAMIC
+
+    def warp_size_for(self, target: Any | None) -> int:
+        """Threads per warp when compiling for the TVM ``target`` (see ``warp_size``)."""
+        if self.warp_size is not None:
+            return self.warp_size
+        if target is None:
+            return 1
+        attributes = target.attrs
+        if "thread_warp_size" in attributes:
+            return int(attributes["thread_warp_size"])
+        return 1
+
+
+#: Traits of a GPU with nothing beyond barriers and shared memory: no shuffles,
+#: no atomics, dynamic shared memory. What a pass built without traits assumes.
+PORTABLE_TRAITS = GpuTraits(name="gpu")
