@@ -238,5 +238,25 @@ def test_build_artifact_runs_host_hooks_then_host_codegen_when_the_spec_asks() -
                 print(spec, "host:", (artifact / "host.c").read_text().splitlines()[0])
         """
     )
-    assert "cython host: /* host side for llvm; hooks: mark-host */" in out, out
+    assert "cython host: /* host side for ext_dev; hooks: mark-host */" in out, out
     assert "fast host:" not in out, out
+
+
+def test_the_dummy_contract_module_type_checks(tmp_path: Path) -> None:
+    """mypy --strict over the dummy's sources (./scripts/test covers packages/*/src only)."""
+    plugin_src = ROOT / "integration_tests" / "plugins" / "tl-backend-dummy" / "src"
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("mypy")),
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(tmp_path / "mypy-cache"),
+            str(plugin_src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
