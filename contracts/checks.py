@@ -30,7 +30,11 @@ PART_PROTOCOLS = {
     "host_codegens": "HostCodegen",
     "host_codegen_hooks": "HostCodegenHook",
     "toolchains": "Toolchain",
+    "launchers": "Adapter",
 }
+
+#: The entry-point group tl_runtime finds adapters (launchers) under.
+ADAPTER_GROUP = "tl.adapters"
 
 
 def backend_packages(backends: Iterable[Backend]) -> dict[str, set[str]]:
@@ -79,14 +83,28 @@ def annotation_names(module: ModuleType) -> set[str]:
             annotation = node.annotation
             if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
                 names.add(annotation.value.rsplit(".", 1)[-1])
-            elif isinstance(annotation, ast.Name):
-                names.add(annotation.id)
-            elif isinstance(annotation, ast.Attribute):
-                names.add(annotation.attr)
+            else:
+                # `x: Proto`, `x: module.Proto` and `x: type[Proto]` all name Proto.
+                for part in ast.walk(annotation):
+                    if isinstance(part, ast.Name):
+                        names.add(part.id)
+                    elif isinstance(part, ast.Attribute):
+                        names.add(part.attr)
     return names
 
 
-def _parts(backend: Backend) -> dict[str, list[object]]:
+def own_launchers(backend: Backend, package: str) -> list[object]:
+    """The adapter classes ``package`` publishes (``tl.adapters``) that ``backend``'s specs use."""
+    used = {spec.adapter for spec in backend.execution_backends}
+    found: list[object] = []
+    for entry_point in importlib.metadata.entry_points(group=ADAPTER_GROUP):
+        top = entry_point.value.split(":", 1)[0].split(".", 1)[0]
+        if top == package and entry_point.name in used:
+            found.append(entry_point.load())
+    return found
+
+
+def _parts(backend: Backend, package: str | None) -> dict[str, list[object]]:
     hooks: list[object] = [
         hook for kind_hooks in backend.host_codegen_hooks.values() for hook in kind_hooks
     ]
@@ -97,21 +115,33 @@ def _parts(backend: Backend) -> dict[str, list[object]]:
         "host_codegens": list(backend.host_codegens.values()),
         "host_codegen_hooks": hooks,
         "toolchains": list(backend.toolchains.values()),
+        "launchers": own_launchers(backend, package) if package else [],
     }
 
 
-def contract_problems(backend: Backend, module: ModuleType) -> list[str]:
+#: Parts the contract module instantiates itself: it must import their classes.
+_INSTANTIATED = ("device_codegens", "host_codegens", "host_codegen_hooks", "toolchains")
+
+
+def contract_problems(
+    backend: Backend, module: ModuleType, package: str | None = None
+) -> list[str]:
     """What ``module`` (the backend's contract module) fails to cover; empty when it covers all.
 
     Each part of the descriptor must be reachable from the module's globals
     (the object itself, or its class for codegens, hooks and toolchains, which
     the module instantiates) and the module must annotate an assignment with
-    the part's Protocol, which is what mypy then checks.
+    the part's Protocol, which is what mypy then checks. A launcher the
+    backend's package publishes under ``tl.adapters`` and its specs use is a
+    part too (its class, annotated ``type[Adapter]``); ``package`` is the
+    backend's top-level package, by default the one ``module`` belongs to.
     """
     problems: list[str] = []
     values = list(vars(module).values())
     annotated = annotation_names(module)
-    for part, objects in _parts(backend).items():
+    if package is None and "." in module.__name__:
+        package = module.__name__.split(".", 1)[0]  # P.contract belongs to P
+    for part, objects in _parts(backend, package).items():
         if not objects:
             continue
         protocol = PART_PROTOCOLS[part]
@@ -119,9 +149,9 @@ def contract_problems(backend: Backend, module: ModuleType) -> list[str]:
             problems.append(f"{part}: no assignment annotated `: {protocol}`")
         for obj in objects:
             present = any(v is obj for v in values) or (
-                part not in ("descriptor", "pipelines") and any(v is type(obj) for v in values)
+                part in _INSTANTIATED and any(v is type(obj) for v in values)
             )
             if not present:
-                what = type(obj).__qualname__ if part not in ("descriptor", "pipelines") else obj
+                what = type(obj).__qualname__ if part in _INSTANTIATED else obj
                 problems.append(f"{part}: {what!r} is not imported by {module.__name__}")
     return problems

@@ -13,6 +13,7 @@ from tl_backend_api import list_backends
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from contracts import checks
 from contracts.checks import (
     annotation_names,
     backend_packages,
@@ -78,3 +79,31 @@ def test_a_contract_annotating_without_importing_the_part_is_refused(
     assert annotation_names(module) >= {"Backend", "PassPipeline", "DeviceCodegen"}
     problems = contract_problems(backend, module)  # type: ignore[arg-type]
     assert any(p.startswith("descriptor: ") and "is not imported" in p for p in problems)
+
+
+class _FakeEntryPoint:
+    def __init__(self, name: str, value: str, loaded: object) -> None:
+        self.name, self.value, self._loaded = name, value, loaded
+
+    def load(self) -> object:
+        return self._loaded
+
+
+def test_a_launcher_the_package_publishes_must_be_in_its_contract(
+    tmp_path: Path, backend_and_package: tuple[object, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend, package = backend_and_package
+    adapter_key = backend.execution_backends[0].adapter  # type: ignore[attr-defined]
+
+    class Launcher:
+        key = adapter_key
+
+    published = [_FakeEntryPoint(adapter_key, f"{package}.launcher:Launcher", Launcher)]
+    monkeypatch.setattr(
+        "importlib.metadata.entry_points",
+        lambda group: published if group == checks.ADAPTER_GROUP else [],
+    )
+    module = _module_from(tmp_path / "no_launcher.py", "x = 1\n")
+    problems = contract_problems(backend, module, package)  # type: ignore[arg-type]
+    assert "launchers: no assignment annotated `: Adapter`" in problems
+    assert any(p.startswith("launchers: ") and "is not imported" in p for p in problems)
