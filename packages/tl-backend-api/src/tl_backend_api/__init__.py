@@ -9,7 +9,11 @@ backend once; later stages take the resulting `BackendContext`.
 from __future__ import annotations
 
 from tl_backend_api.artifact import build_artifact, lower_to_sources
-from tl_backend_api.conformance import KNOWN_ADAPTERS, assert_conforms, conformance_problems
+from tl_backend_api.conformance import (
+    assert_conforms,
+    conformance_problems,
+    installed_adapter_keys,
+)
 from tl_backend_api.context import (
     BackendContext,
     create_backend_context,
@@ -98,7 +102,6 @@ __all__ = [
     "DUMP_IR_ENV",
     "ENTRY_POINT_GROUP",
     "HOST_DEVICE_TYPE",
-    "KNOWN_ADAPTERS",
     "REMOVED_EXECUTION_BACKENDS",
     "AmbiguousBackendError",
     "Backend",
@@ -144,6 +147,7 @@ __all__ = [
     "emit_single_source",
     "format_backend_report",
     "get_backend",
+    "installed_adapter_keys",
     "is_host_target",
     "is_kebab_case",
     "isolated_registry",

@@ -8,7 +8,7 @@ them against every installed backend.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 from tvm.target import Target
@@ -24,9 +24,7 @@ from tl_backend_api.protocols import (
     is_kebab_case,
 )
 from tl_backend_api.registry import isolated_registry, register_backend, resolve_backend
-
-#: Adapter keys tl_runtime knows (plain strings: tl_backend_api does not import tl_runtime).
-KNOWN_ADAPTERS: frozenset[str] = frozenset({"tvm_ffi", "cython", "nvrtc", "torch"})
+from tl_backend_api.target import target_kind
 
 _UNKNOWN_FEATURE = "no-such-feature-for-conformance"
 
@@ -51,18 +49,33 @@ def _default_target(kind: str) -> Target | None:
         return None
 
 
-def conformance_problems(backend: Backend, *, check_resolution: bool = True) -> list[str]:
+def installed_adapter_keys() -> frozenset[str]:
+    """The adapter keys installed in tl_runtime (its own and other packages' ``tl.adapters``)."""
+    import tl_runtime
+
+    return frozenset(tl_runtime.adapter_keys())
+
+
+def conformance_problems(
+    backend: Backend,
+    *,
+    check_resolution: bool = True,
+    adapter_keys: Iterable[str] | None = None,
+) -> list[str]:
     """Everything ``backend`` does wrong against the contract (empty list: conforms).
 
     Checks: the descriptor re-validates; every owned kind is a TVM target
     kind; pipelines, device/host codegens, hooks and toolchains satisfy their
     Protocols (members present, callable with the declared arity); stage
-    names are kebab-case and unique; every availability probe returns a
-    bool; every adapter is a known tl_runtime key; ``supports`` refuses an
-    unknown feature and every declared feature answers a bool on each
-    owned kind's default target; and (``check_resolution``) a registry
-    holding only this backend resolves each owned kind to it when it has
-    no ``supports_target``.
+    names are kebab-case and unique; every availability probe and the
+    device probe (`Backend.is_active`) return a bool; every adapter is one
+    installed in tl_runtime (``adapter_keys``: default
+    `installed_adapter_keys`, so a package that installs its own adapter
+    conforms); ``supports`` refuses an unknown feature and every declared
+    feature answers a bool on each owned kind's default target; and
+    (``check_resolution``) a registry holding only this backend resolves
+    each owned kind, each declared alias and (with an `auto_kind` whose
+    device is present) ``"auto"`` to it, when it has no ``supports_target``.
     """
     problems: list[str] = []
     if not isinstance(backend, Backend):
@@ -118,16 +131,23 @@ def conformance_problems(backend: Backend, *, check_resolution: bool = True) -> 
         problems.append(f"supports() on an unknown feature raised {exc!r}, not UnknownFeatureError")
     else:
         problems.append("supports() on an unknown feature did not raise UnknownFeatureError")
+    installed = frozenset(installed_adapter_keys() if adapter_keys is None else adapter_keys)
     for spec in backend.execution_backends:
         try:
             probe_availability(spec)
         except TypeError as exc:
             problems.append(str(exc))
-        if spec.adapter not in KNOWN_ADAPTERS:
+        if spec.adapter not in installed:
             problems.append(
                 f"execution backend {spec.name!r} names adapter {spec.adapter!r}; "
-                f"expected one of {sorted(KNOWN_ADAPTERS)}"
+                f"expected one installed in tl_runtime {sorted(installed)} (a package adds "
+                "its own under the tl.adapters entry-point group)"
             )
+    device_present = False
+    try:
+        device_present = backend.device_present()
+    except TypeError as exc:
+        problems.append(str(exc))
     for adapter, host_codegen in backend.host_codegens.items():
         if not isinstance(host_codegen, HostCodegen):
             problems.append(f"host_codegens[{adapter!r}] is not a HostCodegen")
@@ -156,6 +176,29 @@ def conformance_problems(backend: Backend, *, check_resolution: bool = True) -> 
                     continue
                 if resolved is not backend:
                     problems.append(f"kind {kind!r} resolved to {resolved.name!r}")
+            problems += _alias_and_auto_problems(backend, device_present)
+    return problems
+
+
+def _alias_and_auto_problems(backend: Backend, device_present: bool) -> list[str]:
+    """Inside a registry holding only ``backend``: its aliases and ``"auto"`` reach it."""
+    problems: list[str] = []
+    for alias, kind in backend.kind_aliases.items():
+        try:
+            resolved_kind = target_kind(alias)
+        except Exception as exc:
+            problems.append(f"kind alias {alias!r} does not resolve: {exc}")
+            continue
+        if resolved_kind != kind:
+            problems.append(f"kind alias {alias!r} resolved to {resolved_kind!r}, not {kind!r}")
+    if backend.auto_kind is not None and device_present:
+        try:
+            auto = target_kind("auto")
+        except Exception as exc:
+            problems.append(f"'auto' does not resolve although the device is present: {exc}")
+        else:
+            if auto != backend.auto_kind:
+                problems.append(f"'auto' resolved to {auto!r}, not auto_kind {backend.auto_kind!r}")
     return problems
 
 

@@ -244,8 +244,8 @@ def _frozen_hooks(
 def _kinds(value: Sequence[str]) -> tuple[str, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise BackendValidationError(
-            "Backend.target_kinds: expected a sequence of TVM target kind names "
-            f"(a tuple of str), got {value!r}"
+            "Backend.target_kinds: expected a sequence of kind names (TVM target kinds, "
+            f"a tuple of str), got {value!r}"
         )
     return tuple(value)
 
