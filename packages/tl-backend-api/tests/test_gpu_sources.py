@@ -17,6 +17,12 @@ from tvm.target import Target
 import tl_backend_api
 from tl_backend_api import KernelLaunch, KernelSources, ToolchainError
 from tl_backend_api import gpu_sources as gpu_sources_module
+from tl_backend_api.gpu_build import (
+    DeviceArgument,
+    DeviceBuildError,
+    DeviceKernel,
+    DeviceModule,
+)
 from tl_backend_api.gpu_sources import (
     build_device_sources,
     device_kernel_sources,
@@ -27,7 +33,6 @@ from tl_backend_api.gpu_sources import (
     probe_tool_version,
 )
 from tl_backend_api.testing import SUITE_FIRST_CASE_GRIDS, GpuSourceSuite
-from tl_passes.gpu_device_build import DeviceArgument, DeviceBuildError, DeviceKernel, DeviceModule
 from tl_passes.gpu import GpuLoweringError
 
 
@@ -69,10 +74,15 @@ def test_module_kernel_name_of_an_empty_module_names_the_parameter() -> None:
         module_kernel_name(tvm.IRModule({}))
 
 
+def test_a_target_without_host_needs_the_backends_host() -> None:
+    with pytest.raises(ToolchainError, match="has no host target and no host= was given"):
+        build_device_sources(one_function_module("k"), Target("cuda"))
+
+
 def test_build_device_sources_reports_tvm_failure_as_toolchain_error() -> None:
     # A module without T.Kernel: lowering yields no device kernel.
     with pytest.raises(ToolchainError, match="no device kernel") as caught:
-        build_device_sources(one_function_module("k"), Target("cuda"))
+        build_device_sources(one_function_module("k"), Target("cuda"), host="llvm")
     assert isinstance(caught.value.__cause__, DeviceBuildError)
 
 
@@ -117,7 +127,9 @@ def test_emit_single_source_names_the_file_and_applies_the_transform(
 ) -> None:
     seen: list[tuple[str, ...]] = []
 
-    def fake_build(mod: Any, target: Any, *, source_formats: tuple[str, ...]) -> DeviceModule:
+    def fake_build(
+        mod: Any, target: Any, *, host: Any, source_formats: tuple[str, ...]
+    ) -> DeviceModule:
         seen.append(source_formats)
         return two_kernel_device("kernel body")
 

@@ -1,6 +1,6 @@
 """Shared pieces of the GPU device codegens (cuda, hip, metal, webgpu).
 
-Every GPU backend lowers with `tl_passes.gpu_device_build.build_device_module`
+Every GPU backend lowers with `tl_backend_api.gpu_build.build_device_module`
 and answers `DeviceCodegen.emit_source` with the same shape of
 `KernelSources`: its own source file(s) named ``<name>.<ext>``, plus
 ``<name>.kernel.json`` (device symbol and parameter order, read by the
@@ -19,8 +19,8 @@ from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api.errors import ToolchainError
+from tl_backend_api.gpu_build import DeviceBuildError, DeviceModule, build_device_module
 from tl_backend_api.protocols import KernelLaunch, KernelSources, ToolchainInfo
-from tl_passes.gpu_device_build import DeviceBuildError, DeviceModule, build_device_module
 
 #: Seconds a ``<tool> --version`` probe may take before the tool counts as absent.
 VERSION_PROBE_TIMEOUT_S = 60
@@ -43,13 +43,18 @@ def module_kernel_name(mod: IRModule) -> str:
 
 
 def build_device_sources(
-    mod: IRModule, target: Target, *, source_formats: tuple[str, ...] = ("",)
+    mod: IRModule,
+    target: Target,
+    *,
+    host: Target | str | None = None,
+    source_formats: tuple[str, ...] = ("",),
 ) -> DeviceModule:
     """`build_device_module` with its failure reported as a `ToolchainError`.
 
     Args:
         mod: the module after the backend's ``gpu-*`` pipeline.
         target: the GPU target.
+        host: the host target the backend builds for, when ``target`` has none.
         source_formats: the formats to read from TVM's device module
             (``""`` the primary source; ``"asm"`` on ROCm).
 
@@ -58,7 +63,7 @@ def build_device_sources(
             the `DeviceBuildError` is the cause).
     """
     try:
-        return build_device_module(mod, target, source_formats=source_formats)
+        return build_device_module(mod, target, host=host, source_formats=source_formats)
     except DeviceBuildError as exc:
         raise ToolchainError(str(exc)) from exc
 
@@ -127,6 +132,7 @@ def emit_single_source(
     *,
     language: str,
     extension: str,
+    host: Target | str | None = None,
     transform: Callable[[str], str] | None = None,
 ) -> KernelSources:
     """Sources for a backend whose device code is one text file: ``<name>.<extension>``
@@ -138,6 +144,7 @@ def emit_single_source(
         target: the GPU target.
         language: the `KernelSources.language`.
         extension: the source file's extension, without the dot (``"cu"``).
+        host: the host target the backend builds for, when ``target`` has none.
         transform: rewrites the source text (the cuda backend adds its prelude).
 
     Raises:
@@ -145,7 +152,7 @@ def emit_single_source(
         ToolchainError: TVM's code generation failed (its message).
     """
     name = module_kernel_name(mod)
-    device = build_device_sources(mod, target)
+    device = build_device_sources(mod, target, host=host)
     source = device.sources[""]
     if transform is not None:
         source = transform(source)

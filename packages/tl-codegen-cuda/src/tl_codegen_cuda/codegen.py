@@ -17,6 +17,10 @@ from .traits import CUDA_TRAITS
 
 _PRELUDE_ANCHOR = 'extern "C" __global__'
 
+#: The host target the kernels' host side is built for when the target names none
+#: (TVM's LLVM CPU codegen; the launch itself runs through the runtime's adapter).
+HOST_TARGET = "llvm"
+
 
 def with_prelude(source: str) -> str:
     """``source`` with the device helpers the cuda traits' atomics need
@@ -49,7 +53,12 @@ class CudaDeviceCodegen:
             ToolchainError: TVM's code generation failed (its message).
         """
         return emit_single_source(
-            mod, target, language="cuda", extension="cu", transform=with_prelude
+            mod,
+            target,
+            language="cuda",
+            extension="cu",
+            host=HOST_TARGET,
+            transform=with_prelude,
         )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:

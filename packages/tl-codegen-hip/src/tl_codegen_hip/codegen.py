@@ -18,12 +18,12 @@ from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources, ToolchainError
+from tl_backend_api.gpu_build import DeviceModule
 from tl_backend_api.gpu_sources import (
     build_device_sources,
     device_kernel_sources,
     module_kernel_name,
 )
-from tl_passes.gpu_device_build import DeviceModule
 
 from .toolchain import Lld
 
@@ -31,6 +31,10 @@ BITCODE_CALLBACK = "tvm_callback_rocm_bitcode_path"
 LINK_CALLBACK = "tvm_callback_rocm_link"
 #: What TVM's ROCm device module is read as: AMDGPU assembly, then LLVM IR.
 _SOURCE_FORMATS = ("asm", "")
+
+#: The host target the kernels' host side is built for when the target names none
+#: (TVM's LLVM CPU codegen; the launch itself runs through the runtime's adapter).
+HOST_TARGET = "llvm"
 
 
 def no_device_libraries(rocdl_dir: Any = None) -> list[str]:
@@ -79,7 +83,7 @@ class HipDeviceCodegen:
             ToolchainError: TVM's code generation failed (its message).
         """
         install_source_only_callbacks()
-        device = build_device_sources(mod, target, source_formats=_SOURCE_FORMATS)
+        device = build_device_sources(mod, target, host=HOST_TARGET, source_formats=_SOURCE_FORMATS)
         return amdgpu_sources(mod, device)
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
@@ -110,7 +114,9 @@ class HipDeviceCodegen:
             tvm_ffi.register_global_func(BITCODE_CALLBACK, no_device_libraries, override=True)
             tvm_ffi.register_global_func(LINK_CALLBACK, link, override=True)
             try:
-                device = build_device_sources(mod, target, source_formats=_SOURCE_FORMATS)
+                device = build_device_sources(
+                    mod, target, host=HOST_TARGET, source_formats=_SOURCE_FORMATS
+                )
             finally:
                 install_source_only_callbacks()
         if not linked:

@@ -8,6 +8,10 @@ from tvm.target import Target
 from tl_backend_api import DeviceBuildResult, KernelSources
 from tl_backend_api.gpu_sources import emit_single_source
 
+#: The host target the kernels' host side is built for when the target names none
+#: (TVM's LLVM CPU codegen; the launch itself runs through the runtime's adapter).
+HOST_TARGET = "llvm"
+
 
 class MetalDeviceCodegen:
     """The `tl_backend_api.DeviceCodegen` of the metal backend.
@@ -23,7 +27,9 @@ class MetalDeviceCodegen:
             ValueError: ``mod`` holds no kernel.
             ToolchainError: TVM's code generation failed (its message).
         """
-        return emit_single_source(mod, target, language="metal", extension="metal")
+        return emit_single_source(
+            mod, target, language="metal", extension="metal", host=HOST_TARGET
+        )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
         """The MSL source (Metal compiles it at load; no offline compiler runs here)."""

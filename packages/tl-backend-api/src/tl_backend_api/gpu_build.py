@@ -1,6 +1,7 @@
-"""Device source from a GPU-lowered module through TVM's codegens, without a device.
+"""GPU code generation: device source from a GPU-lowered module through TVM's codegens,
+without a device.
 
-After the ``gpu-*`` passes, `build_device_module` runs TVM's own lowering
+After the ``gpu-*`` passes (``tl_passes.gpu``), `build_device_module` runs TVM's own lowering
 (``BindTarget``, the ``s_tir`` pipeline, host/device split, device
 finalization) and calls ``target.build.<kind>`` directly: TVM keeps the
 device source text (CUDA C, Metal, WGSL) or, for ROCm, LLVM IR and AMDGPU
@@ -20,7 +21,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from tl_passes.gpu.shared_memory import DYNAMIC_SHARED_ATTR
+from tl_passes.gpu import DYNAMIC_SHARED_ATTR
 
 
 class DeviceBuildError(RuntimeError):
@@ -169,13 +170,19 @@ def _arguments(device_func: Any, host_func: Any) -> tuple[DeviceArgument, ...]:
 
 
 def build_device_module(
-    mod: tvm.IRModule, target: Any, *, source_formats: tuple[str, ...] = ("",)
+    mod: tvm.IRModule,
+    target: Any,
+    *,
+    host: Any | None = None,
+    source_formats: tuple[str, ...] = ("",),
 ) -> DeviceModule:
     """Lower ``mod`` (after the ``gpu-*`` passes) with TVM and generate device code.
 
     Args:
         mod: the module with one GPU kernel PrimFunc (others are ignored).
-        target: the GPU target (a host is added when missing: ``llvm``).
+        target: the GPU target.
+        host: the host target (a TVM Target or its text) the backend's host code
+            is built for; used when ``target`` has no host of its own.
         source_formats: the formats to read from TVM's device module
             (``""`` the default source; ``"asm"``/``"ll"`` on ROCm).
 
@@ -183,13 +190,19 @@ def build_device_module(
         The device sources and kernels.
 
     Raises:
-        DeviceBuildError: TVM failed (its message), or no device kernel came out.
+        DeviceBuildError: TVM failed (its message), no device kernel came out, or
+            neither ``target`` nor ``host`` names a host target.
     """
     from tvm.target import Target
     from tvm.tirx.build import split_host_device_mods
 
     if target.host is None:
-        target = Target(target, host=Target("llvm"))
+        if host is None:
+            raise DeviceBuildError(
+                f"target {target.kind.name!r} has no host target and no host= was given "
+                "(the backend's codegen passes the host it builds for)"
+            )
+        target = Target(target, host=host if isinstance(host, Target) else Target(host))
     kernels_before = {
         gv.name_hint: func for gv, func in mod.functions.items() if isinstance(func, tirx.PrimFunc)
     }
