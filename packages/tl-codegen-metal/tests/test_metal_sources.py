@@ -52,9 +52,10 @@ def test_backend_resolves_for_the_kind() -> None:
     assert resolve_backend("metal") is BACKEND
 
 
-def test_torch_execution_backend_is_unavailable_here() -> None:
+def test_only_the_source_backend_is_declared_until_a_metal_launcher_exists() -> None:
     from tl_backend_api.descriptors import probe_availability
 
-    torch_spec = BACKEND.execution_backend("torch")
-    assert torch_spec.adapter == "torch"
-    assert probe_availability(torch_spec)[0] is False
+    assert [spec.name for spec in BACKEND.execution_backends] == ["source"]
+    source = BACKEND.execution_backend("source")
+    assert source.enable_device_compile is False
+    assert probe_availability(source)[0] is True

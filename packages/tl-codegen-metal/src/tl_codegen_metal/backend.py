@@ -1,14 +1,9 @@
 """``BACKEND``: the descriptor published under the ``tl.backends`` entry point ``metal``.
 
-Execution backends, in ``auto`` order:
-
-* ``torch``: MSL run through PyTorch's MPS device on an Apple machine
-  (tl_runtime's ``torch`` adapter; its Metal launcher is not written yet,
-  so the probe says no everywhere for now);
-* ``source``: source only (``enable_device_compile=False``): the artifact
-  holds the MSL; always available so ``tl_jit.lower`` works anywhere.
-  Loading such an artifact goes to the ``torch`` adapter, which says what
-  is missing.
+Execution backends: ``source`` only (``enable_device_compile=False``): the
+artifact holds the MSL; always available so ``tl_jit.lower`` works anywhere.
+No Metal launcher exists yet, so none is declared; loading such an artifact
+goes to the ``tvm_ffi`` adapter, which refuses it naming the ``.metal`` file.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from tl_backend_api import Backend, ExecutionBackendSpec
 from .codegen import MetalDeviceCodegen
 from .device_presence import metal_device_present
 from .pipeline import PIPELINE
-from .probes import always, torch_mps_available
+from .probes import always
 
 BACKEND = Backend(
     name="metal",
@@ -29,16 +24,8 @@ BACKEND = Backend(
     device_codegens={"metal": MetalDeviceCodegen()},
     execution_backends=(
         ExecutionBackendSpec(
-            "torch",
-            adapter="torch",
-            is_available=torch_mps_available,
-            enable_device_compile=False,
-            install_hint="an Apple machine with torch (MPS) and tl_runtime's Metal launcher "
-            "(not written yet)",
-        ),
-        ExecutionBackendSpec(
             "source",
-            adapter="torch",
+            adapter="tvm_ffi",
             is_available=always,
             enable_device_compile=False,
             install_hint="nothing: source generation needs no device",
