@@ -1,4 +1,7 @@
-"""Tier 2 names of the kernel language (LANGUAGE.md) for GPU targets.
+"""Tier 2 names of the kernel language for GPU targets (docs/gpu.md, "Tier 2 names").
+
+Language, not a pass: it lives below the codegens so every GPU backend's
+``language`` module can re-export it.
 
 Plain functions called inside a ``@T.prim_func`` body; each returns the TIR
 the GPU lowering and TVM's codegens understand, so they work on every GPU
