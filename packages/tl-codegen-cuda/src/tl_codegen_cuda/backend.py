@@ -21,7 +21,7 @@ from tvm_ffi import DLDeviceType
 
 from tl_backend_api import Backend, ExecutionBackendSpec
 
-from .codegen import CudaDeviceCodegen
+from .codegen import HOST_TARGET, CudaDeviceCodegen
 from .device_presence import cuda_device_present
 from .features import FEATURES
 from .pipeline import PIPELINE
@@ -32,6 +32,7 @@ from .probes import (
     nvrtc_available,
 )
 from .toolchain import Nvcc
+from .traits import CUDA_TRAITS
 
 _GPU_HINT = "cuda-python (pip install cuda-python) and an NVIDIA GPU with its driver"
 
@@ -80,7 +81,7 @@ BACKEND = Backend(
     is_active=cuda_device_present,
     auto_kind="cuda",
     auto_priority=30,
-    host_kind="llvm",
-    argument_alignment=16,
+    host_kind=HOST_TARGET,
+    argument_alignment=CUDA_TRAITS.vector_bytes,
     argument_device_types=(int(DLDeviceType.kDLCUDA),),
 )

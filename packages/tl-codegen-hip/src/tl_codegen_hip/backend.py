@@ -16,6 +16,7 @@ from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import (
     BITCODE_CALLBACK,
+    HOST_TARGET,
     LINK_CALLBACK,
     HipDeviceCodegen,
     keep_object,
@@ -25,6 +26,7 @@ from .device_presence import rocm_device_present
 from .pipeline import PIPELINE
 from .probes import always, hip_launcher_available
 from .toolchain import Lld
+from .traits import HIP_TRAITS
 
 _HINT = (
     "a ROCm install (libamdhip64) and a HIP launcher in tl_runtime, which is not written "
@@ -67,7 +69,7 @@ BACKEND = Backend(
     auto_kind="rocm",
     auto_priority=20,
     kind_aliases={"hip": "rocm"},  # TVM has no kind named hip
-    host_kind="llvm",
-    argument_alignment=16,
+    host_kind=HOST_TARGET,
+    argument_alignment=HIP_TRAITS.vector_bytes,
     argument_device_types=(int(DLDeviceType.kDLROCM),),
 )

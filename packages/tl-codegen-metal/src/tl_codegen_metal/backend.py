@@ -12,10 +12,11 @@ from tvm_ffi import DLDeviceType
 
 from tl_backend_api import Backend, ExecutionBackendSpec
 
-from .codegen import MetalDeviceCodegen
+from .codegen import HOST_TARGET, MetalDeviceCodegen
 from .device_presence import metal_device_present
 from .pipeline import PIPELINE
 from .probes import always
+from .traits import METAL_TRAITS
 
 BACKEND = Backend(
     name="metal",
@@ -38,7 +39,7 @@ BACKEND = Backend(
     is_active=metal_device_present,
     auto_kind="metal",
     auto_priority=10,
-    host_kind="llvm",
-    argument_alignment=16,
+    host_kind=HOST_TARGET,
+    argument_alignment=METAL_TRAITS.vector_bytes,
     argument_device_types=(int(DLDeviceType.kDLMetal),),
 )

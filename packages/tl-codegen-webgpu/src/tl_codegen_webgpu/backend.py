@@ -15,9 +15,10 @@ from tvm_ffi import DLDeviceType
 
 from tl_backend_api import Backend, ExecutionBackendSpec
 
-from .codegen import WebGpuDeviceCodegen
+from .codegen import HOST_TARGET, WebGpuDeviceCodegen
 from .pipeline import PIPELINE
 from .probes import always
+from .traits import WEBGPU_TRAITS
 
 BACKEND = Backend(
     name="webgpu",
@@ -34,7 +35,7 @@ BACKEND = Backend(
         ),
     ),
     # No auto_kind: nothing here runs WGSL, so target="auto" never picks it.
-    host_kind="llvm",
-    argument_alignment=16,
+    host_kind=HOST_TARGET,
+    argument_alignment=WEBGPU_TRAITS.vector_bytes,
     argument_device_types=(int(DLDeviceType.kDLWebGPU),),
 )
