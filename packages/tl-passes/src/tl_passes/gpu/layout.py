@@ -39,7 +39,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 FRAGMENT_SCOPE = "local.fragment"
 LOOP_KIND_KEY = "tl.loop_kind"
@@ -430,24 +430,22 @@ def block_threads(func: Any) -> int:
 
 
 @dataclass(frozen=True)
-class GpuInferLayoutsPass(Pass):
+class GpuInferLayoutsPass(PrimFuncPass):
     """Record each fragment's layout in the function attribute ``tl.gpu_fragment_layouts``
     (name -> `FragmentLayout.describe`), for dumps and tests. The lowering
     recomputes the same layouts (the inference is deterministic)."""
 
     name: ClassVar[str] = "gpu-infer-layouts"
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with the layouts recorded on every kernel that has fragments."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if not isinstance(func, tirx.PrimFunc):
-                continue
-            layouts = infer_fragment_layouts(func, block_threads(func))
-            if layouts:
-                described = {name: layout.describe() for name, layout in layouts.items()}
-                updates[global_var] = func.with_attr(LAYOUTS_ATTR, described)
-        return replace_functions(mod, updates)
+    def transform_function(
+        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
+    ) -> tirx.PrimFunc:
+        """``func`` with its fragments' layouts recorded (as is when it has none)."""
+        layouts = infer_fragment_layouts(func, block_threads(func))
+        if not layouts:
+            return func
+        described = {name: layout.describe() for name, layout in layouts.items()}
+        return func.with_attr(LAYOUTS_ATTR, described)
 
 
 def same_placement(a: FragmentLayout, b: FragmentLayout) -> bool:

@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import tvm
 from tvm import tirx
 
 from tl_passes.gpu.kernel import KernelLowering
 from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 
 def lower_gpu_tile_ops(func: Any, traits: GpuTraits, target: Any | None = None) -> Any:
@@ -43,7 +42,7 @@ def lower_gpu_tile_ops(func: Any, traits: GpuTraits, target: Any | None = None) 
 
 
 @dataclass(frozen=True)
-class GpuLowerTileOpsPass(Pass):
+class GpuLowerTileOpsPass(PrimFuncPass):
     """Turn tile ops and ``T.Parallel`` nests into per-thread code (module docstring).
 
     Args:
@@ -54,10 +53,9 @@ class GpuLowerTileOpsPass(Pass):
     name: ClassVar[str] = "gpu-lower-tile-ops"
     traits: GpuTraits = field(default=PORTABLE_TRAITS)
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with every kernel lowered for ``self.traits`` and ``ctx.target``."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                updates[global_var] = lower_gpu_tile_ops(func, self.traits, ctx.target)
-        return replace_functions(mod, updates)
+    def transform_function(
+        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
+    ) -> tirx.PrimFunc:
+        """``func`` lowered for ``self.traits`` and ``ctx.target``."""
+        result: tirx.PrimFunc = lower_gpu_tile_ops(func, self.traits, ctx.target)
+        return result

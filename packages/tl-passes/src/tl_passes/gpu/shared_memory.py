@@ -19,7 +19,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext, replace_functions
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 DYNAMIC_SHARED_ATTR = "tl.dynamic_shared_memory_bytes"
 ALIGNMENT = 16
@@ -87,7 +87,7 @@ def make_shared_static(body: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class GpuPlanSharedMemoryPass(Pass):
+class GpuPlanSharedMemoryPass(PrimFuncPass):
     """Record the dynamic shared memory size (or make shared tiles static).
 
     Args:
@@ -97,16 +97,13 @@ class GpuPlanSharedMemoryPass(Pass):
     name: ClassVar[str] = "gpu-plan-shared-memory"
     static: bool = False
 
-    def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
-        """Return ``mod`` with ``tl.dynamic_shared_memory_bytes`` on every PrimFunc."""
-        updates = {}
-        for global_var, func in mod.functions.items():
-            if not isinstance(func, tirx.PrimFunc):
-                continue
-            if self.static:
-                func = func.with_body(make_shared_static(func.body))
-                size = 0
-            else:
-                size = dynamic_shared_bytes(func.body)
-            updates[global_var] = func.with_attr(DYNAMIC_SHARED_ATTR, tirx.IntImm("int64", size))
-        return replace_functions(mod, updates)
+    def transform_function(
+        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
+    ) -> tirx.PrimFunc:
+        """``func`` with ``tl.dynamic_shared_memory_bytes`` recorded (and static tiles)."""
+        if self.static:
+            func = func.with_body(make_shared_static(func.body))
+            size = 0
+        else:
+            size = dynamic_shared_bytes(func.body)
+        return func.with_attr(DYNAMIC_SHARED_ATTR, tirx.IntImm("int64", size))
