@@ -83,24 +83,64 @@ def test_the_page_holds_the_walkthrough() -> None:
     }
 
 
+def _install(package: Path, site: Path, env: dict[str, str]) -> None:
+    """What ``pip install`` makes visible: the sources, and the entry points in a dist-info."""
+    write_distribution_metadata(package, site)
+    entries = [str(package / "src"), str(site)]
+    previous = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = os.pathsep.join([*entries, *([previous] if previous else [])])
+
+
+def _env(tmp_path: Path, work: Path) -> dict[str, str]:
+    env = dict(os.environ, WORK=str(work), TL_CACHE_DIR=str(tmp_path / "cache"))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def test_a_package_as_generated_passes_the_contract_checks(tmp_path: Path) -> None:
+    """Before any code is written: installed, its own tests and contracts/ pass."""
+    env = _env(tmp_path, tmp_path)
+    package = tmp_path / "tl-codegen-fresh"
+    generate = [str(ROOT / "scripts" / "new-backend"), "fresh", "--kind", "ext_dev"]
+    for command in (
+        [*generate, "--dest", str(package)],
+        "INSTALL",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(package / "tests")],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "contracts",
+            "-k",
+            "fresh",
+        ],
+    ):
+        if command == "INSTALL":
+            _install(package, tmp_path / "site", env)
+            continue
+        done = subprocess.run(
+            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+    assert re.search(r"\d+ passed", done.stdout), done.stdout
+
+
 def test_the_walkthrough_ships_a_backend_with_its_own_launcher(tmp_path: Path) -> None:
     if not (ROOT / ".git").exists():
         pytest.skip("needs the git checkout (the check compares git status before and after)")
     before = worktree_state()
     work = tmp_path / "work"
     work.mkdir()
-    site = tmp_path / "site"
-    env = dict(os.environ, WORK=str(work), TL_CACHE_DIR=str(tmp_path / "cache"))
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = _env(tmp_path, work)
     section = walkthrough()
     outputs: list[str] = []
     for command in commands(section):
         if command.startswith("pip install -e "):
-            package = Path(shlex.split(os.path.expandvars(command.replace("$WORK", str(work))))[-1])
-            write_distribution_metadata(package, site)
-            entries = [str(package / "src"), str(site)]
-            previous = env.get("PYTHONPATH")
-            env["PYTHONPATH"] = os.pathsep.join([*entries, *([previous] if previous else [])])
+            package = Path(shlex.split(command.replace("$WORK", str(work)))[-1])
+            _install(package, tmp_path / "site", env)
             continue
         done = subprocess.run(
             ["bash", "-c", command],
