@@ -127,13 +127,13 @@ def copy_of_a_scalar():
     return main
 
 
-def two_kernels():
+def nested_kernels():
     @T.prim_func
     def main(A: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128) as bx:
             A[0] = T.float32(0)
-        with T.Kernel(1, threads=128) as by:
-            A[1] = T.float32(0)
+            with T.Kernel(1, threads=128) as by:
+                A[1] = T.float32(0)
 
     return main
 
@@ -194,7 +194,12 @@ CASES = [
         KernelTypeError,
         ["expected a buffer, a region", "got int 3"],
     ),
-    (two_kernels, "with T.Kernel(1, threads=128) as by", UnsupportedError, ["only one T.Kernel"]),
+    (
+        nested_kernels,
+        "with T.Kernel(1, threads=128) as by",
+        UnsupportedError,
+        ["T.Kernel inside another T.Kernel"],
+    ),
     (
         reduce_into_wrong_shape,
         "T.reduce_sum(t, r, dim=1)",

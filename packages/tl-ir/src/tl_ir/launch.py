@@ -20,12 +20,15 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.errors import UnsupportedError
+
 __all__ = [
     "LOOP_KINDS",
     "LOOP_KIND_KEY",
     "NUM_STAGES_KEY",
     "KernelLaunch",
     "kernel_launch",
+    "kernel_launches",
     "loop_kind",
     "loops",
     "num_stages",
@@ -67,9 +70,45 @@ class KernelLaunch:
         return total
 
 
-def kernel_launch(func: Any) -> KernelLaunch | None:
-    """The launch of ``func`` (a PrimFunc or a statement); None when it has no `T.Kernel`."""
+def kernel_launches(func: Any) -> list[tuple[Any, KernelLaunch]]:
+    """Every `T.Kernel` of ``func`` (a PrimFunc or a statement) in program order, as
+    ``(statement, launch)`` pairs; the statement is the launch's outermost
+    ``thread_extent`` attribute. Kernels of one prim_func run one after the other."""
     body = getattr(func, "body", func)
+    roots: list[Any] = []
+
+    def visit(stmt: Any) -> None:
+        if stmt.attr_key == "thread_extent" and str(stmt.node.thread_tag) == _BLOCK_TAGS[0]:
+            roots.append(stmt)
+
+    tvm_ffi.structural_walk(body, (tirx.AttrStmt, visit), order="pre")
+    launches = []
+    for root in roots:
+        launch = _single_launch(root)
+        assert launch is not None
+        launches.append((root, launch))
+    return launches
+
+
+def kernel_launch(func: Any) -> KernelLaunch | None:
+    """The launch of ``func`` (a PrimFunc or a statement); None when it has no `T.Kernel`.
+
+    Raises:
+        UnsupportedError: ``func`` holds more than one `T.Kernel` (consecutive launches):
+            a caller that handles them walks `kernel_launches` instead.
+    """
+    body = getattr(func, "body", func)
+    launches = kernel_launches(body)
+    if len(launches) > 1:
+        raise UnsupportedError(
+            f"this prim_func has {len(launches)} T.Kernel launches that run one after the "
+            "other; this target's lowering supports one T.Kernel per prim_func (split "
+            "the kernels into separate prim_funcs)"
+        )
+    return _single_launch(body)
+
+
+def _single_launch(body: Any) -> KernelLaunch | None:
     found: dict[str, tuple[Any, Any]] = {}
 
     def visit(stmt: Any) -> None:

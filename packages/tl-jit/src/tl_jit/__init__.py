@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tl_jit import cache, language, profiler
+    from tl_jit import cache, language, layout, profiler
     from tl_jit.autotuner import AutoTuner, AutotuneWarning, autotune
     from tl_jit.cache import CacheWarning
     from tl_jit.compiler import compile, lower
@@ -47,6 +47,7 @@ _LAZY = {
     "cache": ("tl_jit.cache", None),
     "profiler": ("tl_jit.profiler", None),
     "language": ("tl_jit.language", None),
+    "layout": ("tl_jit.layout", None),
 }
 
 
@@ -84,6 +85,7 @@ __all__ = [
     "get_num_sms",
     "jit",
     "language",
+    "layout",
     "lower",
     "next_power_of_2",
     "profiler",

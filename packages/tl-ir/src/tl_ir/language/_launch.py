@@ -36,13 +36,14 @@ class Kernel:
     """``with T.Kernel(gx, gy=..., gz=..., threads=n or (x, y, z)) as (bx, by):``
 
     Launches a grid of 1-3 dims with ``threads`` threads per block (default 128) and
-    binds the block indices (one Var for one grid dim, else a tuple). Exactly one
-    ``T.Kernel`` per ``@T.prim_func``.
+    binds the block indices (one Var for one grid dim, else a tuple). Several
+    ``T.Kernel`` blocks in one ``@T.prim_func`` are consecutive launches: each runs
+    to completion before the next starts (see `tl_ir.launch.kernel_launches`).
 
     Raises:
         KernelTypeError: no grid extent, more than 3, or non-integer extents.
         ScopeError: used outside ``@T.prim_func``.
-        UnsupportedError: a second or nested ``T.Kernel``.
+        UnsupportedError: a ``T.Kernel`` nested in another.
     """
 
     def __init__(self, *grid: Any, threads: Any = 128, prelude: Any = None) -> None:
@@ -63,9 +64,10 @@ class Kernel:
         state = _current_state()
         if state is None:
             raise ScopeError("T.Kernel is only allowed inside a @T.prim_func body")
-        if state.kernel_depth or state.kernel_count:
+        if state.kernel_depth:
             raise UnsupportedError(
-                "only one T.Kernel per @T.prim_func is supported (found a second or nested one)"
+                "T.Kernel inside another T.Kernel is not supported; kernels of one "
+                "@T.prim_func run one after the other"
             )
         block_vars = [
             self._stack.enter_context(_IB.launch_thread(tag, ext))
