@@ -186,12 +186,16 @@ def test_the_report_command_lists_the_plugins_when_they_are_on_the_path() -> Non
     assert "tl-backend-broken" in result.stdout
 
 
-def test_the_development_venv_shows_the_real_backends_only() -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["-m", "tl_backend_api"], ["-m", "tl_jit.cli", "backends"]],
+    ids=["python-m-tl_backend_api", "tl-backends"],
+)
+def test_the_development_venv_shows_the_real_backends_only(command: list[str]) -> None:
     """Outside the tests the plugins are invisible: no dummy, no load failure."""
-    result = subprocess.run(
-        [sys.executable, "-m", "tl_backend_api"], capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+    assert "cpu" in result.stdout
     assert "dummy" not in result.stdout and "ext_dev" not in result.stdout
     assert "failed to load" not in result.stdout and "tl-backend-broken" not in result.stdout
 
