@@ -171,10 +171,10 @@ def test_artifact_holds_cubin_launch_and_refuses_to_load_without_cuda_python(
     )
     manifest = tl_runtime.read_manifest(directory)
     assert manifest.library == "symbolic_scale.cubin"
-    assert manifest.adapter == "nvrtc"
+    assert manifest.adapter == "cuda_driver"
     assert manifest.launch is not None
     assert manifest.launch.resolve({"M": 70})[0] == (3,)
-    if not tl_runtime.adapter_availability("nvrtc").available:
+    if not tl_runtime.adapter_availability("cuda_driver").available:
         with pytest.raises(tl_runtime.AdapterUnavailableError, match=r"cuda-python|CUDA"):
             tl_runtime.load(directory)
 

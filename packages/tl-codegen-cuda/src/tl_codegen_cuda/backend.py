@@ -3,7 +3,7 @@
 Execution backends, in ``auto`` order:
 
 * ``tvm_ffi``: nvcc builds a cubin at compile time; tl_runtime's CUDA-driver
-  adapter (key ``nvrtc``, one of the contract's fixed adapter keys) loads it
+  adapter (key ``cuda_driver``) loads it
   through cuda-python, without apache-tvm;
 * ``nvrtc``: the artifact keeps CUDA C; the same adapter compiles it with
   NVRTC for the device at load;
@@ -44,14 +44,14 @@ BACKEND = Backend(
     execution_backends=(
         ExecutionBackendSpec(
             "tvm_ffi",
-            adapter="nvrtc",
+            adapter="cuda_driver",
             is_available=cuda_driver_available,
             enable_device_compile=True,
             install_hint=_GPU_HINT,
         ),
         ExecutionBackendSpec(
             "nvrtc",
-            adapter="nvrtc",
+            adapter="cuda_driver",
             is_available=nvrtc_available,
             enable_device_compile=False,
             install_hint=_GPU_HINT,
@@ -66,7 +66,7 @@ BACKEND = Backend(
         ),
         ExecutionBackendSpec(
             "source",
-            adapter="nvrtc",
+            adapter="cuda_driver",
             is_available=always,
             enable_device_compile=False,
             install_hint="nothing: CUDA C is generated without nvcc or a GPU",

@@ -10,7 +10,7 @@ from tl_runtime import adapter_availability
 
 def cuda_driver_available() -> bool:
     """True with cuda-python and a visible NVIDIA GPU (the driver is called)."""
-    return adapter_availability("nvrtc").available
+    return adapter_availability("cuda_driver").available
 
 
 def nvrtc_available() -> bool:
