@@ -9,8 +9,20 @@ written since then (write after read / write), gets a
 ``tvm_storage_sync("shared")`` before it. A loop whose body starts with
 accesses that conflict with those at its end gets a barrier at the end of
 its body as well (the next iteration's reads after this iteration's
-writes, and the reverse). Barriers are never placed inside an ``if`` (a
-conditional unit counts as one), so every thread reaches each of them.
+writes, and the reverse); a ``while`` loop likewise.
+
+Every thread must reach every barrier. An ``if`` whose accesses conflict
+with what came before gets its barrier before it. Inside an ``if`` or a
+``while`` (a ``T.copy`` into shared memory under a run-time condition,
+then a read of the tile), barriers go where the conflicts are when the
+condition is the same on every thread of the block (`ThreadDependence`:
+it reads no thread index, directly or through local variables). Under a
+condition that differs between threads, the ``if`` is split at its
+barriers: ``if c: A; sync; if c: B`` (each barrier is reached by all
+threads, each part runs on the threads it did before), which needs the
+condition to read nothing the branch writes; a ``while`` whose condition
+differs between threads cannot hold a barrier. Both refusals raise
+`GpuLoweringError` saying what to change.
 
 Every shared access is assumed to cross threads, which is conservative:
 a barrier may appear where each thread only touches its own elements.
@@ -18,6 +30,7 @@ a barrier may appear where each thread only touches its own elements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -25,7 +38,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.layout import is_buffer_load, loop_kind_of
+from tl_passes.gpu.uniformity import ThreadDependence, loaded_buffers, written_buffers
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -67,6 +82,18 @@ class Accesses:
     def empty(self) -> bool:
         """Whether nothing is recorded."""
         return not self.reads and not self.writes
+
+    def copy(self) -> Accesses:
+        """An independent copy."""
+        return Accesses(set(self.reads), set(self.writes))
+
+    @staticmethod
+    def union(*parts: Accesses) -> Accesses:
+        """The accesses of all ``parts``."""
+        merged = Accesses()
+        for part in parts:
+            merged.merge(part)
+        return merged
 
 
 def _is_shared(buffer: Any) -> bool:
@@ -117,16 +144,16 @@ def _is_compound(stmt: Any) -> bool:
     return isinstance(stmt, tirx.AttrStmt)
 
 
-def _process(stmt: Any, pending: Accesses) -> tuple[Any, Accesses]:
+def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[Any, Accesses]:
     """Insert barriers in ``stmt`` given the accesses pending since the last barrier."""
     if isinstance(stmt, tirx.SeqStmt):
         out: list[Any] = []
         for child in stmt.seq:
-            new_child, pending = _process(child, pending)
+            new_child, pending = _process(child, pending, threads)
             out.extend(new_child.seq if isinstance(new_child, tirx.SeqStmt) else [new_child])
         return tirx.SeqStmt(out), pending
     if isinstance(stmt, tirx.AttrStmt):
-        body, pending = _process(stmt.body, pending)
+        body, pending = _process(stmt.body, pending, threads)
         return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, body), pending
     if isinstance(stmt, tirx.For) and _is_compound(stmt):
         whole = shared_accesses(stmt.body)
@@ -136,7 +163,7 @@ def _process(stmt: Any, pending: Accesses) -> tuple[Any, Accesses]:
         if pending.conflicts_with(whole):
             prefix.append(barrier())
             pending = Accesses()
-        body, end = _process(stmt.body, Accesses())
+        body, end = _process(stmt.body, Accesses(), threads)
         if end.conflicts_with(whole):
             body = tirx.SeqStmt([*_flat(body), barrier()])
             end = Accesses()
@@ -152,6 +179,10 @@ def _process(stmt: Any, pending: Accesses) -> tuple[Any, Accesses]:
             annotations=stmt.annotations,
         )
         return (tirx.SeqStmt([*prefix, loop]) if prefix else loop), after
+    if isinstance(stmt, tirx.IfThenElse):
+        return _process_if(stmt, pending, threads)
+    if isinstance(stmt, tirx.While):
+        return _process_while(stmt, pending, threads)
     if is_barrier(stmt):
         return stmt, Accesses()
     unit = shared_accesses(stmt)
@@ -169,9 +200,132 @@ def _flat(stmt: Any) -> list[Any]:
     return list(stmt.seq) if isinstance(stmt, tirx.SeqStmt) else [stmt]
 
 
-def insert_barriers(body: tirx.Stmt) -> tirx.Stmt:
-    """Return ``body`` with block barriers inserted (see the module docstring)."""
-    new_body, _ = _process(body, Accesses())
+def _barrier_count(stmt: Any) -> int:
+    count = [0]
+
+    def visit(node: Any) -> None:
+        if is_barrier(node):
+            count[0] += 1
+
+    tvm_ffi.structural_walk(stmt, (tirx.Evaluate, visit), order="pre")
+    return count[0]
+
+
+def _process_if(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[Any, Accesses]:
+    unit = shared_accesses(stmt)
+    if unit.empty():
+        return stmt, pending
+    prefix: list[Any] = []
+    if pending.conflicts_with(unit):
+        prefix.append(barrier())
+        pending = Accesses()
+    condition_reads = shared_accesses(tirx.Evaluate(stmt.condition))
+    entry = Accesses.union(pending, condition_reads)
+    then_case, then_end = _process(stmt.then_case, entry.copy(), threads)
+    else_case, else_end = (None, entry.copy())
+    if stmt.else_case is not None:
+        else_case, else_end = _process(stmt.else_case, entry.copy(), threads)
+    added = _barrier_count(then_case) - _barrier_count(stmt.then_case)
+    if else_case is not None:
+        added += _barrier_count(else_case) - _barrier_count(stmt.else_case)
+    if added == 0:
+        # No conflict inside: the if is one unit, as every other statement.
+        return _with_prefix(prefix, stmt), Accesses.union(pending, unit)
+    after = Accesses.union(then_end, else_end)
+    if threads.is_uniform(stmt.condition):
+        return _with_prefix(prefix, tirx.IfThenElse(stmt.condition, then_case, else_case)), after
+    return _with_prefix(prefix, _split_if(stmt, then_case, else_case)), after
+
+
+def _split_if(original: Any, then_case: Any, else_case: Any | None) -> Any:
+    """``if c: A; sync; B`` as ``if c: A; sync; if c: B`` (and the else branch under
+    ``not c``), so that every thread reaches each barrier."""
+    condition = original.condition
+    written = written_buffers(original.then_case)
+    if original.else_case is not None:
+        written |= written_buffers(original.else_case)
+    rewritten = sorted(loaded_buffers(condition) & written)
+    if rewritten:
+        raise GpuLoweringError(
+            f"a block barrier is needed inside `if {condition}`, whose condition differs "
+            f"between threads and reads {rewritten}, which the branch writes; every thread "
+            "must reach a barrier: make the condition the same on every thread of the "
+            "block, or compute it into a local variable before the if"
+        )
+    parts: list[Any] = []
+    for case, guard in ((then_case, condition), (else_case, tirx.Not(condition))):
+        if case is None:
+            continue
+        for index, segment in enumerate(_segments(case, condition)):
+            if index:
+                parts.append(barrier())
+            if segment:
+                parts.append(tirx.IfThenElse(guard, _seq(segment), None))
+    return tirx.SeqStmt(parts) if len(parts) > 1 else parts[0]
+
+
+def _segments(case: Any, condition: Any) -> list[list[Any]]:
+    """The statements of ``case`` between its top-level barriers."""
+    segments: list[list[Any]] = [[]]
+    for child in _flat(case):
+        if is_barrier(child):
+            segments.append([])
+        elif _barrier_count(child):
+            raise GpuLoweringError(
+                f"a block barrier is needed inside a loop under `if {condition}`, whose "
+                "condition differs between threads; every thread must reach a barrier: "
+                "make the condition the same on every thread of the block, or move the "
+                "loop out of the if"
+            )
+        else:
+            segments[-1].append(child)
+    return segments
+
+
+def _process_while(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[Any, Accesses]:
+    whole = shared_accesses(stmt)
+    if whole.empty():
+        return stmt, pending
+    prefix: list[Any] = []
+    if pending.conflicts_with(whole):
+        prefix.append(barrier())
+        pending = Accesses()
+    condition_reads = shared_accesses(tirx.Evaluate(stmt.condition))
+    body, end = _process(stmt.body, condition_reads.copy(), threads)
+    if Accesses.union(end, condition_reads).conflicts_with(whole):
+        body = tirx.SeqStmt([*_flat(body), barrier()])
+        end = Accesses()
+    if _barrier_count(body) > _barrier_count(stmt.body) and not threads.is_uniform(stmt.condition):
+        raise GpuLoweringError(
+            f"a block barrier is needed inside `while {stmt.condition}`, whose condition "
+            "differs between threads; every thread must reach a barrier: make the loop "
+            "condition the same on every thread of the block"
+        )
+    after = Accesses.union(pending, end, condition_reads)
+    return _with_prefix(prefix, tirx.While(stmt.condition, body)), after
+
+
+def _with_prefix(prefix: list[Any], stmt: Any) -> Any:
+    return tirx.SeqStmt([*prefix, stmt]) if prefix else stmt
+
+
+def _seq(stmts: list[Any]) -> Any:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def insert_barriers(body: tirx.Stmt, thread_vars: Sequence[Any] = ()) -> tirx.Stmt:
+    """Return ``body`` with block barriers inserted (see the module docstring).
+
+    Args:
+        body: a kernel body at tile level.
+        thread_vars: the kernel's thread index variables (what makes a condition
+            differ between threads); none: only ``T.Parallel`` loop variables do.
+
+    Raises:
+        GpuLoweringError: a barrier is needed where not every thread would reach it
+            (the message says what to change).
+    """
+    new_body, _ = _process(body, Accesses(), ThreadDependence(body, thread_vars))
     return new_body
 
 
@@ -181,6 +335,12 @@ class GpuInsertBarriersPass(PrimFuncPass):
 
     name: ClassVar[str] = "gpu-insert-barriers"
 
-    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
-        """``body`` with block barriers inserted (module docstring)."""
-        return insert_barriers(body)
+    def transform_function(
+        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
+    ) -> tirx.PrimFunc:
+        """``func`` with block barriers inserted (module docstring)."""
+        from tl_ir.launch import kernel_launch
+
+        launch = kernel_launch(func)
+        thread_vars = list(launch.thread_vars) if launch is not None else []
+        return func.with_body(insert_barriers(func.body, thread_vars))
