@@ -188,3 +188,53 @@ def test_builder_arguments_used_only_in_annotations_shadow_module_globals(module
         assert [tuple(int(d) for d in p.ty.shape) for p in func.params] == [(n,), (n,)]
         assert [str(p.ty.dtype) for p in func.params] == ["float32", "float32"]
     assert str(module.copy_kernel(8, "int32").params[0].ty.dtype) == "int32"
+
+
+def test_constant_out_of_bounds_element_is_a_build_error_naming_buffer_index_extent():
+    def element():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                A[8] = T.float32(0)
+
+        return main
+
+    def tile():
+        @T.prim_func
+        def main(A: T.Tensor((8, 4), "float32"), B: T.Tensor((8, 4), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                T.copy(A[4:12, 0:4], B[0:8, 0:4])
+
+        return main
+
+    def negative_read():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                B[0] = A[-1]
+
+        return main
+
+    with pytest.raises(tl_ir.KernelTypeError, match=r"index 8 of buffer A .* \[0, 8\), got 8"):
+        element()
+    tile()  # a partial tile is legal: its outside part reads zeros and is not written
+    with pytest.raises(tl_ir.KernelTypeError, match=r"index -1 of buffer A"):
+        negative_read()
+
+
+def test_try_in_a_kernel_is_reported_at_the_try_line():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                try:
+                    A[0] = T.float32(0)
+                except ValueError:
+                    A[1] = T.float32(1)
+
+        return main
+
+    with pytest.raises(tl_ir.KernelSyntaxError, match="try/except is not supported") as info:
+        build()
+    assert info.value.source_line.strip() == "try:"
+    assert info.value.lineno == build.__code__.co_firstlineno + 4

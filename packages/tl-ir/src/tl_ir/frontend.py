@@ -9,6 +9,7 @@ line); TVM's own error is chained as ``__cause__`` but never the only message.
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import threading
@@ -24,6 +25,7 @@ from tvm.script.parser.core import utils as _parser_utils
 from tvm.script.parser.core.diagnostics import Diagnostics, Source
 from tvm.script.parser.core.parser import Parser
 
+from tl_ir.bounds import check_constant_bounds
 from tl_ir.errors import (
     KernelSyntaxError,
     KernelTypeError,
@@ -179,6 +181,25 @@ def _def_location(func: Callable[..., Any]) -> tuple[str, int]:
     return str(code.co_filename), int(code.co_firstlineno)
 
 
+def _reject_try_statements(source: Any, filename: str) -> None:
+    """``try`` has no meaning in a kernel; TVM's parser would report it at the enclosing
+    statement, so it is refused here at its own line."""
+    try:
+        tree = ast.parse(str(source.source))
+    except SyntaxError:
+        return  # the parser reports it
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try | ast.TryStar):
+            lineno = int(source.start_line) + node.lineno - 1
+            raise KernelSyntaxError(
+                "try/except is not supported in a kernel (a kernel cannot catch errors at "
+                "run time); move the try outside the @T.prim_func",
+                filename=filename,
+                lineno=lineno,
+                source_line=_source_line(source, lineno),
+            )
+
+
 def _parse(func: Callable[..., Any], extra_vars: dict[str, Any], check_well_formed: bool) -> Any:
     filename, first_line = _def_location(func)
     try:
@@ -190,6 +211,7 @@ def _parse(func: Callable[..., Any], extra_vars: dict[str, Any], check_well_form
             filename=filename,
             lineno=first_line,
         ) from err
+    _reject_try_statements(source, filename)
     parser = Parser(source, {func.__name__: func.__annotations__})
     parser.diag = _KernelDiagnostics(source)
     try:
@@ -267,6 +289,11 @@ def _check_symbolic_names(func: Any, filename: str, lineno: int) -> None:
 def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     filename, lineno = _def_location(py_func)
     _check_symbolic_names(func, filename, lineno)
+    try:
+        check_constant_bounds(func)
+    except TileLangError as err:
+        err.locate(filename, lineno, None)
+        raise
     if state.loop_annotations:
         func = func.with_body(_annotate_loops(func.body, state.loop_annotations))
     attrs: dict[str, Any] = {}

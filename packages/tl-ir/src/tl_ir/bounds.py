@@ -1,0 +1,88 @@
+"""Compile-time bounds check of constant indices.
+
+An element access whose index and buffer extent are both constants is checked when
+the kernel is built: ``A[8]`` on an 8-element buffer is an error naming the buffer,
+the index and the extent, instead of a kernel that reads or writes out of bounds at
+run time. Tile operands are not element accesses: a tile may reach past its buffer
+(the part outside reads zeros and is not written). Indices that depend on run-time
+values are left to the kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_ir import ops as _ops
+from tl_ir.errors import KernelTypeError
+
+__all__ = ["check_constant_bounds"]
+
+
+def _shape(buffer: Any) -> tuple[Any, ...]:
+    ty = getattr(buffer, "ty", None)
+    return tuple(ty.shape) if isinstance(ty, tirx.BufferType) else ()
+
+
+def _index_problem(buffer: Any, dim: int, first: int, last: int, what: str) -> str | None:
+    shape = _shape(buffer)
+    if dim >= len(shape):
+        return None
+    extent = _ops.const_int(shape[dim])
+    if extent is None or (first >= 0 and last < extent):
+        return None
+    return (
+        f"{what} of buffer {buffer.name} is out of bounds in dim {dim}: expected "
+        f"indices in [0, {extent}), got {first if first < 0 else last} "
+        f"(buffer shape ({', '.join(str(s) for s in shape)}))"
+    )
+
+
+def _element_problems(buffer: Any, indices: Any) -> list[str]:
+    problems = []
+    for dim, index in enumerate(indices):
+        value = _ops.const_int(index)
+        if value is not None:
+            problem = _index_problem(buffer, dim, value, value, f"constant index {value}")
+            if problem is not None:
+                problems.append(problem)
+    return problems
+
+
+def check_constant_bounds(func: Any) -> None:
+    """Raise `KernelTypeError` for a constant element index outside its buffer.
+
+    Args:
+        func: a PrimFunc (or statement) as `tl_ir.language` builds it.
+
+    Raises:
+        KernelTypeError: names the buffer, the dim, the allowed range and the index.
+    """
+    body = getattr(func, "body", func)
+    # The walks' callbacks run under TVM's FFI, which would wrap a raised error:
+    # collect what is wrong and raise afterwards.
+    problems: list[str] = []
+
+    anchors: list[Any] = []
+
+    def visit_call(call: Any) -> None:
+        # Tile operands may reach past their buffer (partial tiles read zeros and skip
+        # writes): their anchor loads are not element accesses.
+        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tl.region":
+            anchors.append(call.args[0])
+
+    def visit_load(load: Any) -> None:
+        if not any(anchor.same_as(load) for anchor in anchors):
+            problems.extend(_element_problems(load.source, load.indices))
+
+    def visit_store(store: Any) -> None:
+        problems.extend(_element_problems(store.buffer, store.indices))
+
+    tvm_ffi.structural_walk(body, (tvm.ir.Call, visit_call), order="pre")
+    tvm_ffi.structural_walk(body, (tvm.ir.TensorLoad, visit_load), order="pre")
+    tvm_ffi.structural_walk(body, (tirx.BufferStore, visit_store), order="pre")
+    if problems:
+        raise KernelTypeError(problems[0])
