@@ -154,3 +154,32 @@ def test_a_parallel_loop_over_differently_laid_out_fragments_is_refused() -> Non
 
     with pytest.raises(GpuLoweringError, match="laid out differently"):
         lower_gpu_tile_ops(main.with_body(insert_barriers(main.body)), SHUFFLING)
+
+
+def test_gpu_passes_follow_the_traits() -> None:
+    from tl_passes.gpu import (
+        GpuLowerTileOpsPass,
+        GpuPlanSharedMemoryPass,
+        SharedMemoryModel,
+        gpu_passes,
+    )
+
+    static = GpuTraits(name="static-gpu", shared_memory=SharedMemoryModel.STATIC)
+    passes = gpu_passes(static)
+    assert [p.name for p in passes] == [
+        "lower-alloc-var",
+        "lower-pipelined-loops",
+        "gpu-infer-layouts",
+        "gpu-insert-barriers",
+        "gpu-lower-tile-ops",
+        "gpu-plan-shared-memory",
+        "simplify",
+    ]
+    (lowering,) = [p for p in passes if isinstance(p, GpuLowerTileOpsPass)]
+    assert lowering.traits is static
+    (planning,) = [p for p in passes if isinstance(p, GpuPlanSharedMemoryPass)]
+    assert planning.static is True
+    (dynamic,) = [p for p in gpu_passes(SHUFFLING) if isinstance(p, GpuPlanSharedMemoryPass)]
+    assert dynamic.static is False
+    with pytest.raises(TypeError, match="gpu_passes: traits must be a GpuTraits, got str"):
+        gpu_passes("cuda")  # type: ignore[arg-type]
