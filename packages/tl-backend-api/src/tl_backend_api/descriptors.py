@@ -30,7 +30,7 @@ from tl_backend_api.protocols import (
     PassPipeline,
     Toolchain,
 )
-from tl_backend_api.target import TargetLike, normalize_target
+from tl_backend_api.target import TargetLike, normalize_target, tvm_target_kinds
 
 _V = TypeVar("_V")
 
@@ -120,10 +120,6 @@ def _device_types(value: Sequence[int]) -> tuple[int, ...]:
             )
         codes.append(int(item))
     return tuple(codes)
-
-
-def _tvm_target_kinds() -> frozenset[str]:
-    return frozenset(str(kind) for kind in Target.list_kinds())
 
 
 def _specs(value: Sequence[ExecutionBackendSpec]) -> tuple[ExecutionBackendSpec, ...]:
@@ -311,7 +307,7 @@ class Backend:
             raise BackendValidationError(
                 f"{owner}.auto_priority: expected an int, got {self.auto_priority!r}"
             )
-        tvm_kinds = _tvm_target_kinds()
+        tvm_kinds = tvm_target_kinds()
         for alias, kind in self.kind_aliases.items():
             _non_empty_str(owner, "kind_aliases key", alias)
             if alias in tvm_kinds:

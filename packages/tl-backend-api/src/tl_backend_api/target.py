@@ -2,7 +2,10 @@
 
 TVM 0.27 refuses option strings such as ``"cuda -arch=sm_90"``; users may
 still write them, so this module turns them into the dict form TVM
-accepts, converting each option by the type TVM declares for it.
+accepts, converting each option by the type TVM declares for it. A kind
+name TVM does not know is looked up in the backends' declared aliases, and
+``"auto"`` is answered by the backends' device probes (`tl_backend_api.kinds`):
+nothing here names a target kind.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ TargetLike: TypeAlias = Target | str | Mapping[str, Any]
 
 def _kind_meant(name: str) -> str:
     """TVM's kind ``name``, or the kind a backend declares ``name`` an alias of."""
-    if name in _tvm_kinds():
+    if name in tvm_target_kinds():
         return name
     # Backends declare their aliases; the registry sits above this module.
     from tl_backend_api.kinds import canonical_kind
@@ -30,7 +33,8 @@ def _kind_meant(name: str) -> str:
     return canonical_kind(name)
 
 
-def _tvm_kinds() -> frozenset[str]:
+def tvm_target_kinds() -> frozenset[str]:
+    """The target kind names TVM knows (``Target.list_kinds()``)."""
     return frozenset(str(kind) for kind in Target.list_kinds())
 
 
