@@ -181,6 +181,9 @@ def _def_location(func: Callable[..., Any]) -> tuple[str, int]:
     return str(code.co_filename), int(code.co_firstlineno)
 
 
+_TRY_NODES: tuple[type[ast.AST], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
 def _reject_try_statements(source: Any, filename: str) -> None:
     """``try`` has no meaning in a kernel; TVM's parser would report it at the enclosing
     statement, so it is refused here at its own line."""
@@ -189,8 +192,8 @@ def _reject_try_statements(source: Any, filename: str) -> None:
     except SyntaxError:
         return  # the parser reports it
     for node in ast.walk(tree):
-        if isinstance(node, ast.Try | ast.TryStar):
-            lineno = int(source.start_line) + node.lineno - 1
+        if isinstance(node, _TRY_NODES):
+            lineno = int(source.start_line) + int(getattr(node, "lineno", 1)) - 1
             raise KernelSyntaxError(
                 "try/except is not supported in a kernel (a kernel cannot catch errors at "
                 "run time); move the try outside the @T.prim_func",

@@ -162,6 +162,16 @@ class _Interpreter:
         self.arrays[buffer] = np.full(shape, fill, dtype=dtype)
 
     def _stmt_DeclBuffer(self, node: Any) -> None:
+        data = getattr(node, "data", None)
+        source = data.args[0] if isinstance(data, tvm.ir.Call) and len(data.args) == 1 else None
+        if source is None or source not in self.arrays:
+            return None
+        # A view (T.view / T.reshape / T.Tensor(shape, dtype, data)): the source's
+        # memory under another shape and dtype, sharing its elements.
+        buffer = node.buffer
+        shape = tuple(int(self.value(d)) for d in buffer.ty.shape)
+        flat = self.arrays[source].reshape(-1)
+        self.arrays[buffer] = flat.view(numpy_dtype(str(buffer.ty.dtype))).reshape(shape)
         return None
 
     def _stmt_BufferStore(self, node: Any) -> None:

@@ -37,7 +37,13 @@ from tl_ir.errors import (
 )
 from tl_ir.frontend import prim_func
 from tl_ir.language import _tvm_compat
-from tl_ir.language._alloc import alloc_fragment, alloc_local, alloc_shared, alloc_var
+from tl_ir.language._alloc import (
+    alloc_fragment,
+    alloc_global,
+    alloc_local,
+    alloc_shared,
+    alloc_var,
+)
 from tl_ir.language._dtypes import dtype, make_dtype_objects
 from tl_ir.language._hints import GemmWarpPolicy
 from tl_ir.language._launch import Kernel, get_block_binding, get_thread_binding
@@ -69,6 +75,7 @@ from tl_ir.language._tile_ops import (
     reduce_min,
     reduce_sum,
 )
+from tl_ir.language._views import reshape, view
 
 _tvm_compat.install()
 
@@ -145,6 +152,9 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "alloc_fragment",
     "alloc_local",
     "alloc_var",
+    "alloc_global",
+    "reshape",
+    "view",
     "serial",
     "grid",
     "Parallel",

@@ -11,11 +11,12 @@ from tl_ir.dtypes import normalize_dtype as _normalize_dtype
 from tl_ir.language._launch import active_kernel
 from tl_ir.language._operands import as_value, check_shape, scalar_wrapper
 from tl_ir.scopes import FRAGMENT as _FRAGMENT
+from tl_ir.scopes import GLOBAL as _GLOBAL
 from tl_ir.scopes import LOCAL as _LOCAL
 from tl_ir.scopes import LOCAL_VAR as _LOCAL_VAR
 from tl_ir.scopes import SHARED_DYN as _SHARED_DYN
 
-__all__ = ["alloc_fragment", "alloc_local", "alloc_shared", "alloc_var"]
+__all__ = ["alloc_fragment", "alloc_global", "alloc_local", "alloc_shared", "alloc_var"]
 
 
 def _alloc(shape: Any, dtype: Any, scope: str, where: str) -> Any:
@@ -52,3 +53,9 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = _LOCAL_VAR) -> Any:
     if init is not None:
         _IB.buffer_store(buffer, as_value(init, name), [0])
     return scalar_wrapper(tirx.BufferLoad(buffer, [0]))
+
+
+def alloc_global(shape: Any, dtype: Any, scope: str = _GLOBAL) -> Any:
+    """A global-memory workspace (scope ``global``) shared by every block of the
+    kernel, allocated for the duration of one call; usually outside ``T.Kernel``."""
+    return _alloc(shape, dtype, scope, "T.alloc_global(shape, dtype)")

@@ -18,9 +18,16 @@ __all__ = ["Buffer", "Tensor", "dynamic", "param_alignment", "symbolic"]
 
 
 class _TensorAnnotation:
-    """``T.Tensor((M, K), dtype)``: the annotation of a tensor parameter (alias ``T.Buffer``)."""
+    """``T.Tensor((M, K), dtype)``: the annotation of a tensor parameter (alias ``T.Buffer``);
+    with ``data`` (a buffer or its ``.data``), inside a kernel body, a view of that
+    buffer's memory (see ``T.view``)."""
 
-    def __call__(self, shape: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+    def __call__(self, shape: Any, dtype: Any = "float32", data: Any = None, **kwargs: Any) -> Any:
+        if data is not None:
+            # TileLang's T.Tensor(shape, dtype, A.data) in a kernel body: a view of A.
+            from tl_ir.language._views import make_view
+
+            return make_view(shape, dtype, data, "T.Tensor(shape, dtype, data)")
         return self._make(shape, dtype, kwargs)
 
     def __getitem__(self, item: Any) -> Any:
