@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,9 @@ def main() -> None:
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
     if args.aligned_inputs:
-        from tl_codegen_cpu.suite import aligned_copy
+        # The suite helpers live with the suite's kernels, in the repository's tests.
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from integration_tests.kernels.suite import aligned_copy
 
         a, b = aligned_copy(a), aligned_copy(b)
     expected = a @ b

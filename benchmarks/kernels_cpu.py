@@ -58,7 +58,7 @@ def main() -> None:
     y = rng.standard_normal((m, n)).astype(np.float32)
     w = rng.standard_normal((n,)).astype(np.float32)
     if args.aligned_inputs:
-        from tl_codegen_cpu.suite import aligned_copy
+        from integration_tests.kernels.suite import aligned_copy
 
         x, y, w = aligned_copy(x), aligned_copy(y), aligned_copy(w)
     offsets = ", ".join(f"{k} {v.ctypes.data % 64}" for k, v in (("x", x), ("y", y), ("w", w)))

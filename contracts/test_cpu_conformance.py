@@ -17,13 +17,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from integration_tests.kernels import ALL_KERNELS, load
+from integration_tests.kernels.suite import build_case, run_case
 from tl_backend_api import (
     create_backend_context,
     list_backends,
     offered_execution_backends,
     probe_availability,
 )
-from tl_codegen_cpu.suite import build_case, run_case
 
 CPU_KINDS = [
     pytest.param(backend, kind, id=f"{backend.name}-{kind}")

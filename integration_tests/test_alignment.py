@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tl_codegen_cpu.suite as suite
+import integration_tests.kernels.suite as suite
 import tl_runtime
 from integration_tests.kernels import ALL_KERNELS, load
 from tl_backend_api import create_backend_context

@@ -16,8 +16,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from integration_tests.kernels import ALL_KERNELS, load
+from integration_tests.kernels.suite import build_case, build_key, run_case
 from tl_backend_api import create_backend_context
-from tl_codegen_cpu.suite import build_case, build_key, run_case
 
 TARGETS = ("c", "llvm")
 ADAPTERS = ("tvm_ffi", "cython")

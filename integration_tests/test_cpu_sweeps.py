@@ -55,6 +55,6 @@ def test_symbolic_rows_sweep(target: str, rows: int, adapter: str) -> None:
     build_artifact(
         create_backend_context(target), module.KERNEL(**case["args"]), directory, out_idx=[-1]
     )
-    from tl_codegen_cpu.suite import run_case
+    from integration_tests.kernels.suite import run_case
 
     assert run_case(directory, module, case, adapter) == []

@@ -18,7 +18,7 @@ from tl_backend_api import create_backend_context
 
 @pytest.mark.parametrize("name", ALL_KERNELS)
 def test_source_only_cuda_artifact_has_what_the_launcher_needs(name: str, tmp_path: Path) -> None:
-    from tl_codegen_cpu.suite import build_case
+    from integration_tests.kernels.suite import build_case
 
     context = create_backend_context({"kind": "cuda", "arch": "sm_90"}, execution_backend="source")
     module = load(name)

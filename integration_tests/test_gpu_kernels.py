@@ -38,8 +38,8 @@ CASES = [
 @pytest.fixture(scope="session")
 def gpu_artifacts(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Build each (kernel, args, execution backend) once; ``get(name, case, spec) -> Path``."""
+    from integration_tests.kernels.suite import build_case, build_key
     from tl_backend_api import create_backend_context
-    from tl_codegen_cpu.suite import build_case, build_key
 
     root = tmp_path_factory.mktemp("gpu-artifacts")
     built: dict[str, Path] = {}
@@ -68,7 +68,7 @@ def _device_arch() -> str:
 def test_kernel_case_matches_reference_on_the_gpu(
     gpu_artifacts: Any, name: str, index: int
 ) -> None:
-    from tl_codegen_cpu.suite import run_case
+    from integration_tests.kernels.suite import run_case
 
     module = load(name)
     case = module.CASES[index]
@@ -78,7 +78,7 @@ def test_kernel_case_matches_reference_on_the_gpu(
 
 @pytest.mark.parametrize("name", ALL_KERNELS)
 def test_nvrtc_compiles_at_load_and_matches_reference(gpu_artifacts: Any, name: str) -> None:
-    from tl_codegen_cpu.suite import run_case
+    from integration_tests.kernels.suite import run_case
 
     module = load(name)
     case = module.CASES[0]
