@@ -24,7 +24,7 @@ import tvm
 
 from tl_backend_api import ToolchainError
 from tl_codegen_cpu.c_source import check_prepared_for_c, generate_c_source
-from tl_codegen_cpu.gcc import C_FLAGS, GccToolchain, tvm_include_dirs
+from tl_codegen_cpu.gcc import C_FLAGS, GccToolchain, tvm_ffi_library, tvm_include_dirs
 from tl_codegen_cpu.module_info import check_module
 from tl_codegen_cpu.passes import atomics_c_source, host_cpu_name
 
@@ -87,8 +87,10 @@ def build_c(
 
     Raises:
         TypeError, ValueError: for a bad module or output directory.
-        ToolchainError: TVM's code generation failed, or the compiler is
-            missing or failed (its message, the source path).
+        ToolchainError: TVM's code generation failed, the compiler is
+            missing or failed (its message, the source path), or the library
+            calls a function nothing defines (named; see
+            `GccToolchain.check_symbols_resolve`).
     """
     names = check_module(mod, "build_c")
     check_prepared_for_c(mod, "build_c")
@@ -103,6 +105,7 @@ def build_c(
         out / f"{name}.so",
         options=[*C_FLAGS, *extra_flags, *include_flags],
     )
+    tool.check_symbols_resolve(library, [tvm_ffi_library()], source_path=str(source_path))
     info = tool.discover()
     return CpuBuildResult(
         target_kind="c",
@@ -137,7 +140,8 @@ def build_llvm(
 
     Raises:
         TypeError, ValueError: for a bad module or output directory.
-        ToolchainError: LLVM code generation or the link failed.
+        ToolchainError: LLVM code generation or the link failed, or the
+            library calls a function nothing defines (named).
     """
     names = check_module(mod, "build_llvm")
     out = _output_dir(output_dir, "build_llvm")
@@ -165,6 +169,7 @@ def build_llvm(
         inputs.append(atomics_path)
         options = ["-O2"]
     library = tool.compile_shared_object(inputs, out / f"{name}.so", options=options)
+    tool.check_symbols_resolve(library, [tvm_ffi_library()], source_path=str(source_path))
     info = tool.discover()
     llvm_version = int(tvm.target.codegen.llvm_version_major())
     return CpuBuildResult(

@@ -9,7 +9,6 @@ under it).
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import tvm
@@ -20,6 +19,7 @@ from tl_backend_api import DeviceBuildResult, KernelSources, ToolchainError
 from tl_codegen_cpu.build import CpuBuildResult, build_c, build_llvm, llvm_host_target
 from tl_codegen_cpu.c_source import generate_c_source
 from tl_codegen_cpu.module_info import function_names
+from tl_codegen_cpu.scratch import scratch_directory
 
 #: The target kinds this codegen serves.
 CPU_KINDS: tuple[str, ...] = ("c", "llvm")
@@ -95,8 +95,8 @@ class CpuDeviceCodegen:
                 the source path).
         """
         name = entry_function_name(mod)
-        with tempfile.TemporaryDirectory(prefix="tl-cpu-build-") as tmp:
-            result = self.build_to(mod, target, Path(tmp))
+        with scratch_directory() as tmp:
+            result = self.build_to(mod, target, tmp)
             library = result.library_path.read_bytes()
         file_name = "kernel.c" if self.kind == "c" else "kernel.ll"
         sources = KernelSources(

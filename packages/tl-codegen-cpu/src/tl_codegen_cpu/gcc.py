@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +42,8 @@ C_FLAGS: tuple[str, ...] = (
 #: Environment variable naming the C compiler (default: ``gcc``).
 CC_ENV = "CC"
 
-#: Environment variable naming the C compiler (default: ``gcc``).
-CC_ENV = "CC"
+#: How GNU ld reports a symbol nothing defines (quotes differ between locales).
+_UNDEFINED_REFERENCE = re.compile(r"undefined reference to [`'\u2018]([^'`\u2019]+)['\u2019]")
 
 
 def c_compiler() -> str:
@@ -133,14 +135,7 @@ class GccToolchain:
             if required not in flags:
                 flags.append(required)
         command = (info.executable, *flags, *(str(s) for s in source_paths), "-o", str(output))
-        try:
-            completed = subprocess.run(
-                command, capture_output=True, text=True, timeout=600, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise ToolchainError(
-                f"{self.name} could not run: {error}", command=command, source_path=first_source
-            ) from error
+        completed = self._run(command, first_source)
         if completed.returncode != 0:
             raise ToolchainError(
                 f"{self.name} failed with exit code {completed.returncode}",
@@ -149,3 +144,84 @@ class GccToolchain:
                 source_path=first_source,
             )
         return Path(output)
+
+    def check_symbols_resolve(
+        self,
+        library: Path,
+        providers: Sequence[Path] = (),
+        *,
+        source_path: str | None = None,
+    ) -> None:
+        """Fail unless every symbol ``library`` uses is defined somewhere it will be loaded.
+
+        Links a throwaway program against ``library`` and ``providers`` (the
+        libraries the loading process supplies, such as tvm-ffi's): the linker
+        then reports each function the library calls that neither it, the
+        providers nor the system libraries it names (libc, libm, libgomp)
+        define. Without this check such a library loads lazily and kills the
+        process at the first call of the missing function.
+
+        Raises:
+            ToolchainError: naming the unresolved symbols (typically a
+                ``T.call_extern`` of a function that does not exist), or the
+                linker's own message when the check link fails otherwise.
+        """
+        info = self.discover()
+        if info is None:
+            raise ToolchainError(
+                f"C compiler {self.command!r} not found on PATH; install gcc or set "
+                f"${CC_ENV} to a C compiler",
+                source_path=source_path,
+            )
+        with tempfile.TemporaryDirectory(prefix="symbol-check-", dir=library.parent) as scratch:
+            program = Path(scratch) / "main.c"
+            program.write_text("int main(void) { return 0; }\n")
+            command = (
+                info.executable,
+                str(program),
+                "-Wl,--no-as-needed",
+                str(library),
+                *(str(p) for p in providers),
+                "-o",
+                str(Path(scratch) / "symbol-check"),
+            )
+            completed = self._run(command, source_path)
+        if completed.returncode == 0:
+            return
+        output = completed.stderr + completed.stdout
+        missing = sorted(set(_UNDEFINED_REFERENCE.findall(output)))
+        if missing:
+            raise ToolchainError(
+                f"the kernel library {library.name} calls {', '.join(missing)}, which nothing "
+                "defines (not the kernel, tvm-ffi, libc, libm or OpenMP): is it a "
+                "T.call_extern of a function that does not exist?",
+                command=command,
+                output=output,
+                source_path=source_path,
+            )
+        raise ToolchainError(
+            f"{self.name} could not link a check program against {library.name} "
+            f"(exit code {completed.returncode})",
+            command=command,
+            output=output,
+            source_path=source_path,
+        )
+
+    def _run(
+        self, command: Sequence[str], source_path: str | None
+    ) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ToolchainError(
+                f"{self.name} could not run: {error}",
+                command=tuple(command),
+                source_path=source_path,
+            ) from error
+
+
+def tvm_ffi_library() -> Path:
+    """The tvm-ffi shared library: what a kernel library may leave for the loading process."""
+    import tvm_ffi.libinfo
+
+    return Path(tvm_ffi.libinfo.find_libtvm_ffi())
