@@ -127,7 +127,7 @@ class GpuTraits:
     atomics: Mapping[str, AtomicCall] = attrs.field(
         factory=dict, converter=_frozen_mapping, validator=_check_atomics, hash=False
     )
-    atomics_prelude: str = ""
+    atomics_prelude: str = attrs.field(default="", repr=False)  # long device source
     vector_bytes: int = attrs.field(default=DEFAULT_VECTOR_BYTES, validator=_positive)
     max_vector_lanes: int = attrs.field(default=16, validator=_positive)
     shared_memory: SharedMemoryModel = SharedMemoryModel.DYNAMIC
