@@ -118,6 +118,32 @@ def _add_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
 
 
+def _moe_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    hidden, expert = a["d_hidden"], a["d_expert"] * a["n_shared_experts"]
+    tokens = a["num_tokens"]
+
+    def weights(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float16)
+
+    return [
+        rng.standard_normal((tokens, hidden)).astype(np.float16),
+        weights(expert, hidden),
+        weights(expert, hidden),
+        weights(hidden, expert),
+        np.zeros((tokens, expert), np.float16),
+        np.zeros((tokens, hidden), np.float16),
+    ]
+
+
+def _moe_ref(a: dict[str, Any], x: Any, w_gate: Any, w_up: Any, w_down: Any, *_: Any) -> Arrays:
+    x32 = x.astype(np.float32)
+    gate = x32 @ w_gate.astype(np.float32).T
+    up = (x32 @ w_up.astype(np.float32).T) * gate / (1.0 + np.exp(-gate))
+    up16 = up.astype(np.float16)
+    out = up16.astype(np.float32) @ w_down.astype(np.float32).T
+    return [up16, out.astype(np.float16)]
+
+
 _ATTENTION = {"batch": 1, "heads": 2, "seq_len": 128, "dim": 64, "block_M": 64, "block_N": 64}
 
 _GEMV = {"N": 128, "K": 256, "BLOCK_N": 32}
@@ -228,6 +254,27 @@ CASES = [
         },
         _add_inputs,
         lambda a, x, y: [x + y],
+    ),
+    Case(
+        "example_fusedmoe.moe_forward_tilelang_shared",
+        "examples/fusedmoe/example_fusedmoe_tilelang.py@3ee0988c8",
+        "example_fusedmoe:moe_forward_tilelang_shared",
+        {
+            "d_hidden": 128,
+            "d_expert": 64,
+            "n_shared_experts": 2,
+            "dtype": "float16",
+            "num_tokens": 64,
+            "block_token": 32,
+            "block_dhidden": 64,
+            "block_dexpert": 64,
+            "threads": 128,
+        },
+        _moe_inputs,
+        _moe_ref,
+        inplace=[4, 5],
+        rtol=2e-2,
+        atol=2e-2,
     ),
     Case(
         "example_flash_attention.flashattn",
