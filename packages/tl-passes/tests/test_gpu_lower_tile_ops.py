@@ -183,3 +183,18 @@ def test_gpu_passes_follow_the_traits() -> None:
     assert dynamic.static is False
     with pytest.raises(TypeError, match="gpu_passes: traits must be a GpuTraits, got str"):
         gpu_passes("cuda")  # type: ignore[arg-type]
+
+
+def test_the_pass_names_itself_and_the_function_in_its_errors() -> None:
+    import tvm
+
+    from tl_passes import PassContext
+    from tl_passes.gpu import GpuLowerTileOpsPass
+
+    module = load("atomic_sum")
+    func = module.KERNEL(**module.CASES[0]["args"]).with_attr("global_symbol", "atomic_sum")
+    mod = tvm.IRModule({"atomic_sum": func})
+    with pytest.raises(
+        GpuLoweringError, match=r"^gpu-lower-tile-ops \(atomic_sum\): T\.atomic_add"
+    ):
+        GpuLowerTileOpsPass(PLAIN).run(mod, PassContext())

@@ -343,4 +343,8 @@ class GpuInsertBarriersPass(PrimFuncPass):
 
         launch = kernel_launch(func)
         thread_vars = list(launch.thread_vars) if launch is not None else []
-        return func.with_body(insert_barriers(func.body, thread_vars))
+        try:
+            body = insert_barriers(func.body, thread_vars)
+        except GpuLoweringError as exc:
+            raise GpuLoweringError(f"{self.where(function_name)}: {exc}") from exc
+        return func.with_body(body)

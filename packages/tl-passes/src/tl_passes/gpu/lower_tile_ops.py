@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from tvm import tirx
 
+from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.kernel import KernelLowering
 from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -56,6 +57,14 @@ class GpuLowerTileOpsPass(PrimFuncPass):
     def transform_function(
         self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
     ) -> tirx.PrimFunc:
-        """``func`` lowered for ``self.traits`` and ``ctx.target``."""
-        result: tirx.PrimFunc = lower_gpu_tile_ops(func, self.traits, ctx.target)
+        """``func`` lowered for ``self.traits`` and ``ctx.target``.
+
+        Raises:
+            GpuLoweringError: as `lower_gpu_tile_ops`, the message prefixed with
+                the pass and function name.
+        """
+        try:
+            result: tirx.PrimFunc = lower_gpu_tile_ops(func, self.traits, ctx.target)
+        except GpuLoweringError as exc:
+            raise GpuLoweringError(f"{self.where(function_name)}: {exc}") from exc
         return result
