@@ -407,3 +407,15 @@ def test_nvrtc_compiles_every_kernel_for_sm90() -> None:
         source = CudaDeviceCodegen().emit_source(lowered(name, 0, target), target)
         image = compile_with_nvrtc(source.files[f"{name}.cu"].encode(), f"{name}.cu", "sm_90")
         assert image[:4] == b"\x7fELF", name
+
+
+def test_the_pipeline_lowers_with_this_packages_traits() -> None:
+    from tl_codegen_cuda.backend import BACKEND as backend
+    from tl_codegen_cuda.traits import CUDA_TRAITS
+    from tl_passes.gpu import GpuLowerTileOpsPass, GpuPlanSharedMemoryPass, SharedMemoryModel
+
+    stages = backend.pipelines["cuda"].stages
+    (lowering,) = [s for s in stages if isinstance(s, GpuLowerTileOpsPass)]
+    assert lowering.traits is CUDA_TRAITS
+    (planning,) = [s for s in stages if isinstance(s, GpuPlanSharedMemoryPass)]
+    assert planning.static is (CUDA_TRAITS.shared_memory is SharedMemoryModel.STATIC)

@@ -68,3 +68,15 @@ def test_execution_backends_report_unavailable_here() -> None:
     assert probe_availability(tvm_ffi)[0] is False
     assert probe_availability(cython)[0] is False
     assert source.enable_device_compile is False
+
+
+def test_the_pipeline_lowers_with_this_packages_traits() -> None:
+    from tl_codegen_hip.backend import BACKEND as backend
+    from tl_codegen_hip.traits import HIP_TRAITS
+    from tl_passes.gpu import GpuLowerTileOpsPass, GpuPlanSharedMemoryPass, SharedMemoryModel
+
+    stages = backend.pipelines["rocm"].stages
+    (lowering,) = [s for s in stages if isinstance(s, GpuLowerTileOpsPass)]
+    assert lowering.traits is HIP_TRAITS
+    (planning,) = [s for s in stages if isinstance(s, GpuPlanSharedMemoryPass)]
+    assert planning.static is (HIP_TRAITS.shared_memory is SharedMemoryModel.STATIC)

@@ -59,3 +59,15 @@ def test_only_the_source_backend_is_declared_until_a_metal_launcher_exists() -> 
     source = BACKEND.execution_backend("source")
     assert source.enable_device_compile is False
     assert probe_availability(source)[0] is True
+
+
+def test_the_pipeline_lowers_with_this_packages_traits() -> None:
+    from tl_codegen_metal.backend import BACKEND as backend
+    from tl_codegen_metal.traits import METAL_TRAITS
+    from tl_passes.gpu import GpuLowerTileOpsPass, GpuPlanSharedMemoryPass, SharedMemoryModel
+
+    stages = backend.pipelines["metal"].stages
+    (lowering,) = [s for s in stages if isinstance(s, GpuLowerTileOpsPass)]
+    assert lowering.traits is METAL_TRAITS
+    (planning,) = [s for s in stages if isinstance(s, GpuPlanSharedMemoryPass)]
+    assert planning.static is (METAL_TRAITS.shared_memory is SharedMemoryModel.STATIC)

@@ -62,3 +62,15 @@ def test_tl_jit_lower_gives_wgsl_and_running_says_it_cannot(
     assert "@compute" in sources.files["main.wgsl"]
     with pytest.raises(tl_runtime.ArtifactError, match=r"main\.wgsl"):
         tl_jit.compile(func, target="webgpu", out_idx=module.OUT_IDX)
+
+
+def test_the_pipeline_lowers_with_this_packages_traits() -> None:
+    from tl_codegen_webgpu.backend import BACKEND as backend
+    from tl_codegen_webgpu.traits import WEBGPU_TRAITS
+    from tl_passes.gpu import GpuLowerTileOpsPass, GpuPlanSharedMemoryPass, SharedMemoryModel
+
+    stages = backend.pipelines["webgpu"].stages
+    (lowering,) = [s for s in stages if isinstance(s, GpuLowerTileOpsPass)]
+    assert lowering.traits is WEBGPU_TRAITS
+    (planning,) = [s for s in stages if isinstance(s, GpuPlanSharedMemoryPass)]
+    assert planning.static is (WEBGPU_TRAITS.shared_memory is SharedMemoryModel.STATIC)
