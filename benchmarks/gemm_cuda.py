@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def _missing() -> str | None:
     from tl_runtime import adapter_availability
 
-    availability = adapter_availability("nvrtc")
+    availability = adapter_availability("cuda_driver")
     if not availability.available:
         return availability.reason
     try:

@@ -1,4 +1,4 @@
-"""The CUDA-driver adapter (key ``nvrtc``): probes without cuda-python, and the whole call
+"""The CUDA-driver adapter (key ``cuda_driver``): probes without cuda-python, and the whole call
 path (argument order, launch dims, copies in and back) against a fake driver module."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 import tl_runtime
 from tl_runtime import LaunchSpec, Manifest, ParamSpec, write_artifact
-from tl_runtime.adapters import ADAPTERS, cuda_driver
+from tl_runtime.adapters import cuda_driver
 from tl_runtime.adapters.cuda_driver import CudaDriverAdapter
 
 
@@ -105,7 +105,8 @@ def write_scale_artifact(directory: Path) -> Path:
         library="scale.cubin",
         out_idx=(2,),
         execution_backend="tvm_ffi",
-        adapter="nvrtc",
+        adapter="cuda_driver",
+        argument_device_types=(2,),
         launch=LaunchSpec(grid=("((M + 31) // 32)",), block=(128,)),
     )
     description = {
@@ -124,8 +125,8 @@ def write_scale_artifact(directory: Path) -> Path:
     return write_artifact(directory, manifest, files)
 
 
-def test_the_nvrtc_key_is_the_cuda_driver_adapter() -> None:
-    assert ADAPTERS["nvrtc"] is CudaDriverAdapter
+def test_the_cuda_driver_key_is_the_cuda_driver_adapter() -> None:
+    assert tl_runtime.get_adapter("cuda_driver") is CudaDriverAdapter
 
 
 def test_probe_without_cuda_python_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:

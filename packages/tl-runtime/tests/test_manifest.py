@@ -116,6 +116,36 @@ def test_file_paths_must_stay_inside(path: str) -> None:
         FileEntry(path, "0" * 64)
 
 
+def test_argument_device_types_round_trip_and_default(tmp_path: Path) -> None:
+    tl_runtime.write_artifact(tmp_path, _manifest(argument_device_types=[2, 1]), {"k.so": b"x"})
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    assert data["argument_device_types"] == [2, 1]
+    assert tl_runtime.read_manifest(tmp_path).argument_device_types == (2, 1)
+    # A manifest written before the field existed accepts host arrays only (read without
+    # the integrity check: editing the file is exactly what that check detects).
+    del data["argument_device_types"]
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    assert tl_runtime.read_manifest(tmp_path, verify=False).argument_device_types == (1,)
+    assert _manifest().argument_device_types == (1,)
+
+
+@pytest.mark.parametrize(
+    "value", [(), (0,), (5,), (99,), (True,), ("2",), (1, 1), 2, "cpu", None, (2.0,)]
+)
+def test_invalid_argument_device_types_are_refused(value: object) -> None:
+    with pytest.raises(ArtifactError, match="argument_device_types: expected a non-empty list"):
+        _manifest(argument_device_types=value)
+
+
+def test_argument_device_types_not_a_list_in_json(tmp_path: Path) -> None:
+    tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x"})
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    data["argument_device_types"] = {"cpu": 1}
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(ArtifactError, match="argument_device_types"):
+        tl_runtime.read_manifest(tmp_path)
+
+
 def test_schema_version_mismatch(tmp_path: Path) -> None:
     tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x"})
     data = json.loads((tmp_path / "manifest.json").read_text())

@@ -2,12 +2,32 @@
 
 Imports neither ``tvm`` nor any other ``tl_*`` package; needs only ``apache-tvm-ffi``
 (numpy optional, torch optional). Heavy pieces (tvm-ffi, numpy, adapters) load lazily.
+
+Adapters are found by key through the entry-point group ``tl.adapters``
+(``adapter_keys``, ``get_adapter``); a package adds its own by providing the ``Adapter``
+protocol and reusing ``ArgumentChecker`` and ``pack_result`` (see docs/deploy.md).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tl_runtime.adapters import (
+    ENTRY_POINT_GROUP as ADAPTER_ENTRY_POINT_GROUP,
+)
+from tl_runtime.adapters import (
+    adapter_availability,
+    adapter_keys,
+    get_adapter,
+)
+from tl_runtime.adapters.base import (
+    Adapter,
+    Availability,
+    CallFunction,
+    load_tvm_ffi_library,
+    pack_result,
+)
+from tl_runtime.checking import ArgumentChecker, PreparedCall, TensorView
 from tl_runtime.errors import (
     AdapterUnavailableError,
     ArtifactError,
@@ -30,20 +50,7 @@ from tl_runtime.manifest import (
     write_artifact,
 )
 
-if TYPE_CHECKING:
-    from tl_runtime.adapters.base import Availability
-
 __version__ = "0.1.0"
-
-ADAPTER_KEYS = ("tvm_ffi", "cython", "nvrtc", "torch")
-"""The adapter keys this runtime declares (no ``ctypes``)."""
-
-
-def adapter_availability(key: str) -> Availability:
-    """Return whether adapter ``key`` can run here; ``.reason`` says why not."""
-    from tl_runtime.adapters import adapter_availability as probe
-
-    return probe(key)
 
 
 def set_num_threads(count: int) -> None:
@@ -67,12 +74,16 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ADAPTER_KEYS",
+    "ADAPTER_ENTRY_POINT_GROUP",
     "DTYPES",
     "MANIFEST_NAME",
     "SCHEMA_VERSION",
+    "Adapter",
     "AdapterUnavailableError",
+    "ArgumentChecker",
     "ArtifactError",
+    "Availability",
+    "CallFunction",
     "FileEntry",
     "HashMismatchError",
     "Kernel",
@@ -80,9 +91,15 @@ __all__ = [
     "Manifest",
     "NativeBuildError",
     "ParamSpec",
+    "PreparedCall",
     "SchemaVersionError",
+    "TensorView",
     "adapter_availability",
+    "adapter_keys",
+    "get_adapter",
     "load",
+    "load_tvm_ffi_library",
+    "pack_result",
     "read_manifest",
     "set_num_threads",
     "sha256_file",

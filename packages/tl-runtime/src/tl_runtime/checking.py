@@ -111,17 +111,25 @@ class PreparedCall:
 class ArgumentChecker:
     """Validates call arguments against a manifest's parameters (built once per kernel).
 
+    The checker an adapter reuses: ``prepare(args)`` is the complete check of a call (every
+    error message a caller sees comes from it), ``tensor_view`` reads one array's dtype,
+    shape, strides, device and data pointer, ``allocate`` makes an output like the inputs.
+
     Args:
         manifest: the kernel's manifest.
-        device_types: DLPack device types the kernel accepts (``(1,)``, CPU, for CPU targets).
+        device_types: DLPack device types whose arrays the kernel accepts; None (the
+            default) means the manifest's ``argument_device_types``. An adapter that copies
+            host arrays to the device itself passes those types plus 1 (CPU).
     """
 
-    def __init__(self, manifest: Manifest, device_types: Sequence[int] = (_DLPACK_CPU,)) -> None:
+    def __init__(self, manifest: Manifest, device_types: Sequence[int] | None = None) -> None:
         self.manifest = manifest
         self.params = manifest.params
         self.out_idx = frozenset(manifest.out_idx)
         self.caller_params = [i for i in range(len(self.params)) if i not in self.out_idx]
-        self.device_types = tuple(device_types)
+        self.device_types = tuple(
+            manifest.argument_device_types if device_types is None else device_types
+        )
         names = ", ".join(self.params[i].name for i in self.caller_params)
         self._signature = f"{manifest.name}({names})"
         self._np = optional_numpy()

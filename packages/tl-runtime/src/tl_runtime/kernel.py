@@ -9,8 +9,6 @@ from typing import Any
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError
 from tl_runtime.manifest import Manifest, ParamSpec, read_manifest
 
-_GPU_TARGETS = frozenset({"cuda", "hip", "rocm", "metal", "webgpu", "vulkan", "opencl"})
-
 
 class Kernel:
     """A loaded kernel: call it with the inputs (``out_idx`` outputs are allocated and returned).
@@ -22,15 +20,18 @@ class Kernel:
     """
 
     def __init__(self, manifest: Manifest, directory: Path, adapter: str) -> None:
-        from tl_runtime.adapters import ADAPTERS
+        from tl_runtime.adapters import get_adapter
         from tl_runtime.checking import ArgumentChecker
+        from tl_runtime.load_paths import load_directory
 
         self.manifest = manifest
         self.directory = directory
         self.adapter = adapter
-        device_types = (1,) if manifest.target.get("kind") not in _GPU_TARGETS else (2, 10)
-        self._checker = ArgumentChecker(manifest, device_types)
-        self._impl = ADAPTERS[adapter](manifest, directory, self._checker)
+        # The artifact says which memory its kernel reads (manifest argument_device_types).
+        self._checker = ArgumentChecker(manifest, manifest.argument_device_types)
+        # Code is loaded from a path that names its content: dlopen caches by path.
+        code_directory = load_directory(directory, manifest)
+        self._impl = get_adapter(adapter)(manifest, code_directory, self._checker)
         self._call = self._impl.make_call()
         # Calls go straight to the adapter's call path: a per-kernel subclass holds it as
         # a staticmethod ``__call__``, which saves a Python frame on every launch.
@@ -100,7 +101,8 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
 
     Args:
         path: the artifact directory (holding ``manifest.json``).
-        adapter: adapter key to use instead of the manifest's (``"tvm_ffi"``, ``"cython"``...).
+        adapter: key of an installed adapter to use instead of the manifest's
+            (``"tvm_ffi"``, ``"cython"``...; ``tl_runtime.adapter_keys()`` lists them).
 
     Returns:
         The Kernel.
@@ -109,20 +111,20 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
         ArtifactError: no/invalid manifest, a missing file, or an unloadable library.
         SchemaVersionError: the manifest's schema version is not the one this runtime reads.
         HashMismatchError: a file's sha256 differs from the manifest (names the file).
-        AdapterUnavailableError: the adapter is unknown or cannot run here (says why).
+        AdapterUnavailableError: the adapter is not installed (the message lists the
+            installed ones), fails to load, or cannot run here (says why).
+        TypeError: ``adapter`` is neither None nor a str.
     """
-    from tl_runtime.adapters import ADAPTERS
+    from tl_runtime.adapters import get_adapter
 
+    if adapter is not None and not isinstance(adapter, str):
+        raise TypeError(f"load: adapter: expected an adapter key (str) or None, got {adapter!r}")
     directory = Path(path)
     if not directory.is_dir():
         raise ArtifactError(f"artifact path {str(directory)!r} is not a directory")
     manifest = read_manifest(directory, verify=True)
     key = adapter if adapter is not None else manifest.adapter
-    if key not in ADAPTERS:
-        raise AdapterUnavailableError(
-            f"adapter {key!r} is not one of the known adapters {sorted(ADAPTERS)}"
-        )
-    availability = ADAPTERS[key].probe()
+    availability = get_adapter(key).probe()
     if not availability:
         raise AdapterUnavailableError(f"adapter {key!r} is unavailable: {availability.reason}")
     return Kernel(manifest, directory, key)

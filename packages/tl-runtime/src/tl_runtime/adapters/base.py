@@ -28,10 +28,30 @@ class Availability:
 
 
 class Adapter(Protocol):
-    """An execution adapter: loads an artifact's library and launches its entry.
+    """What an execution adapter provides: the class an entry point of ``tl.adapters`` names.
 
-    Implementations are classes with a ``key`` (the ``ExecutionBackendSpec.adapter`` name),
-    a ``probe`` saying whether they can run here, and a constructor that loads the library.
+    ``tl_runtime.load`` finds the class by key (``get_adapter``), asks ``probe()``, builds
+    the kernel's ``ArgumentChecker`` from the manifest, constructs the adapter with
+    ``(manifest, directory, checker)`` and calls what ``make_call()`` returned on every
+    kernel call.
+
+    Contract:
+        key: class attribute; the adapter key. It equals the entry-point name, the
+            ``execution.adapter`` of the manifests the adapter loads, and the ``adapter``
+            of the backend's execution-backend spec.
+        probe(): classmethod; whether the adapter can run on this machine, with the reason
+            when not. Cheap, imports nothing heavy, loads no library, never raises.
+        __init__(manifest, directory, checker): load ``directory / manifest.library`` (its
+            sha256 is already verified) and resolve the entry. ``checker`` accepts arrays on
+            the DLPack device types of ``manifest.argument_device_types``. Raise
+            ``ArtifactError`` for an artifact the adapter cannot use (naming the file or
+            field), ``AdapterUnavailableError`` for something missing on this machine.
+        make_call(): return the call function, called as ``call(*args)`` with the caller's
+            arguments (``out_idx`` parameters left out). It validates them with
+            ``checker.prepare(args)`` (which raises the documented ``TypeError``/``ValueError``
+            and allocates outputs), or skips only checks it has proven redundant for the
+            arguments at hand; launches; returns ``pack_result(prepared.outputs)``. A kernel
+            failure is a Python exception, never a crash.
     """
 
     key: str
@@ -49,7 +69,14 @@ class Adapter(Protocol):
 
 
 def pack_result(outputs: Sequence[Any]) -> Any:
-    """None for no outputs, the array for one, a tuple for several."""
+    """Return what a kernel call returns for its allocated ``out_idx`` outputs.
+
+    Args:
+        outputs: ``PreparedCall.outputs`` (the allocated outputs, in ``out_idx`` order).
+
+    Returns:
+        None for no outputs, the array itself for one, a tuple for several.
+    """
     if not outputs:
         return None
     if len(outputs) == 1:

@@ -1,7 +1,7 @@
 """CUDA artifacts launched through the CUDA driver API (cuda-python), without apache-tvm.
 
-One adapter, key ``nvrtc`` (the adapter keys are fixed by tl_backend_api's
-contract: tvm_ffi, cython, nvrtc, torch), for both kinds of CUDA artifact:
+One adapter, key ``cuda_driver``, for both kinds of CUDA artifact (the CUDA backend's
+execution backends ``tvm_ffi`` and ``nvrtc`` both load through it):
 
 * ``manifest.library`` is a ``.cubin`` or ``.fatbin`` built by nvcc: loaded as is;
 * ``manifest.library`` is CUDA C (``.cu``): compiled with NVRTC for the
@@ -216,7 +216,7 @@ class CudaDriverAdapter:
         CudaError: the driver refused the module or the kernel symbol.
     """
 
-    key = "nvrtc"
+    key = "cuda_driver"
 
     def __init__(self, manifest: Manifest, directory: Path, checker: ArgumentChecker) -> None:
         self.manifest = manifest

@@ -47,6 +47,8 @@ _DTYPE_INFO: dict[str, tuple[int, int, str]] = {
     "bfloat16": (4, 16, ""),
 }
 
+_DLPACK_CPU = 1
+
 _lock = threading.Lock()
 _extension: ModuleType | None = None
 
@@ -193,6 +195,9 @@ class CythonAdapter:
             ) from None
         symbols: dict[str, int] = {}
         specs = []
+        # The launcher's fast path reads host memory only (the buffer protocol): a kernel
+        # whose manifest does not accept host arrays sends every tensor to the full checks.
+        host_arrays_accepted = _DLPACK_CPU in checker.device_types
         for index, param in enumerate(manifest.params):
             code, bits, formats = _DTYPE_INFO[param.dtype]
             dims = []
@@ -225,7 +230,12 @@ class CythonAdapter:
                     "dims": dims,
                     "fast_ok": int(
                         (param.kind == "scalar" and param.dtype not in ("float16", "bfloat16"))
-                        or (param.kind == "tensor" and param.strides is None and bool(formats))
+                        or (
+                            param.kind == "tensor"
+                            and param.strides is None
+                            and bool(formats)
+                            and host_arrays_accepted
+                        )
                     ),
                     "lo": low,
                     "hi": high,

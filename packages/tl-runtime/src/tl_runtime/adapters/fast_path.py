@@ -16,6 +16,8 @@ from typing import Any
 from tl_runtime.checking import _INT_RANGES, ArgumentChecker
 from tl_runtime.manifest import ParamSpec
 
+_DLPACK_CPU = 1
+
 
 def build_fast_path(
     checker: ArgumentChecker,
@@ -33,10 +35,13 @@ def build_fast_path(
             ``checker.allocation_alignment``).
 
     Returns:
-        The call function; without numpy it only forwards to ``slow``.
+        The call function; without numpy, or when the kernel does not accept host (CPU)
+        arrays, it only forwards to ``slow``.
     """
     np = checker._np
-    if np is None:
+    # The generated checks accept numpy arrays, which live in host memory: a kernel whose
+    # manifest does not accept host arrays (argument_device_types) takes the full path.
+    if np is None or _DLPACK_CPU not in checker.device_types:
         return lambda *args: slow(args)
     import tvm_ffi
 

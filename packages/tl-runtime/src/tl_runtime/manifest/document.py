@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tl_runtime.errors import ArtifactError, SchemaVersionError
 from tl_runtime.manifest.fields import (
+    DEFAULT_ARGUMENT_DEVICE_TYPES,
+    DLPACK_DEVICE_TYPES,
     IDENTIFIER,
     SCHEMA_VERSION,
     JSONValue,
@@ -35,6 +37,10 @@ class Manifest:
         files: every file of the artifact with its sha256 (empty in a draft given to
             ``write_artifact``, which fills it; a manifest read from disk always has them).
         launch: GPU launch metadata, or None for CPU targets.
+        argument_device_types: the DLPack device types (``DLDeviceType`` codes: 1 CPU,
+            2 CUDA, 4 OpenCL, 7 Vulkan, 8 Metal, 10 ROCm, 15 WebGPU, ...) of the arrays the
+            kernel accepts, declared by the backend that built it. A manifest without the
+            field means ``(1,)``: host arrays only.
         versions: package and toolchain versions that produced the artifact.
         schema_version: the schema version (``SCHEMA_VERSION`` when written by this runtime).
     """
@@ -50,6 +56,7 @@ class Manifest:
     adapter: str = "tvm_ffi"
     launch: LaunchSpec | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
+    argument_device_types: tuple[int, ...] = DEFAULT_ARGUMENT_DEVICE_TYPES
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -102,8 +109,25 @@ class Manifest:
         for key, value in self.versions.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise fail("versions", "a mapping of strings to strings", self.versions)
+        self._check_argument_device_types()
         if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
             raise fail("schema_version", "an int", self.schema_version)
+
+    def _check_argument_device_types(self) -> None:
+        value = self.argument_device_types
+        expected = (
+            f"a non-empty list of distinct DLPack device type codes {sorted(DLPACK_DEVICE_TYPES)}"
+        )
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise fail("argument_device_types", expected, value)
+        codes = tuple(value)
+        if (
+            not codes
+            or any(type(c) is not int or c not in DLPACK_DEVICE_TYPES for c in codes)
+            or len(set(codes)) != len(codes)
+        ):
+            raise fail("argument_device_types", expected, value)
+        object.__setattr__(self, "argument_device_types", codes)
 
     @property
     def source_files(self) -> tuple[FileEntry, ...]:
@@ -121,6 +145,7 @@ class Manifest:
             "execution": {"backend": self.execution_backend, "adapter": self.adapter},
             "library": self.library,
             "launch": None if self.launch is None else self.launch.to_json(),
+            "argument_device_types": list(self.argument_device_types),
             "files": [f.to_json() for f in self.files],
             "versions": dict(self.versions),
         }
@@ -156,6 +181,9 @@ class Manifest:
         if not isinstance(out_idx, list):
             raise fail("out_idx", "a list", out_idx)
         launch = obj.get("launch")
+        device_types = obj.get("argument_device_types", list(DEFAULT_ARGUMENT_DEVICE_TYPES))
+        if not isinstance(device_types, list):
+            raise fail("argument_device_types", "a list of DLPack device type codes", device_types)
         return cls(
             name=as_str("kernel name", kernel.get("name")),
             entry_symbol=as_str("kernel entry_symbol", kernel.get("entry_symbol")),
@@ -168,6 +196,7 @@ class Manifest:
             launch=None if launch is None else LaunchSpec.from_json(launch),
             files=tuple(FileEntry.from_json(f) for f in files),
             versions=as_mapping("versions", obj.get("versions", {})),
+            argument_device_types=tuple(device_types),
             schema_version=version,
         )
 

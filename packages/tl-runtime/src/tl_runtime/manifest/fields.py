@@ -49,6 +49,14 @@ DEFAULT_ALIGNMENT = 64
 (what the generated code assumed before manifests recorded it)."""
 FILE_ROLES = ("library", "source", "other")
 
+DLPACK_DEVICE_TYPES: frozenset[int] = frozenset(range(1, 18)) - {5, 6}
+"""The DLPack ``DLDeviceType`` codes a manifest may name in ``argument_device_types``:
+1 CPU, 2 CUDA, 3 CUDA host, 4 OpenCL, 7 Vulkan, 8 Metal, 9 VPI, 10 ROCm, 11 ROCm host,
+12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA."""
+
+DEFAULT_ARGUMENT_DEVICE_TYPES: tuple[int, ...] = (1,)
+"""What a manifest without ``argument_device_types`` accepts: host (CPU) arrays only."""
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """A C identifier (param names, symbolic dim names, entry symbols)."""
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
