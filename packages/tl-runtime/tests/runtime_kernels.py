@@ -232,8 +232,13 @@ def cached_artifact(kernel: str, **options: Any) -> Path:
     Copy it before modifying it: other tests share it.
     """
     this_file = Path(__file__).read_bytes()
+    # The artifact writer's code too: an artifact written before a manifest format change
+    # (e.g. a new integrity field) is rebuilt, not reused.
+    import tl_runtime.manifest.storage as writer
+
+    writer_code = Path(writer.__file__).read_bytes()
     key = hashlib.sha256(
-        repr((kernel, sorted(options.items()), tvm.__version__)).encode() + this_file
+        repr((kernel, sorted(options.items()), tvm.__version__)).encode() + this_file + writer_code
     )
     directory = _CACHE_ROOT / f"{kernel}-{key.hexdigest()[:16]}"
     if not (directory / "manifest.json").exists():

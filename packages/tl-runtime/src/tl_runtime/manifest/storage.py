@@ -1,9 +1,19 @@
-"""Artifacts on disk: reading ``manifest.json``, checking file hashes, writing artifacts."""
+"""Artifacts on disk: reading ``manifest.json``, checking file hashes, writing artifacts.
+
+Integrity, checked by ``read_manifest(verify=True)`` before any code is loaded: the
+manifest carries ``manifest_sha256``, the sha256 of its own canonical JSON without that
+field, so an edit of any field (an output's shape, a file's recorded hash) is detected;
+every listed file has its recorded sha256; no path inside the artifact (the manifest, a
+listed file, a directory on the way to one) is a symlink, so nothing is read from outside
+the artifact directory.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,6 +23,38 @@ from tl_runtime.errors import ArtifactError, HashMismatchError
 from tl_runtime.manifest.document import Manifest
 from tl_runtime.manifest.fields import MANIFEST_NAME
 from tl_runtime.manifest.params import FileEntry
+
+MANIFEST_DIGEST_FIELD = "manifest_sha256"
+"""The top-level manifest field holding the sha256 of the rest of the manifest."""
+
+
+def manifest_digest(data: Mapping[str, Any]) -> str:
+    """The sha256 of the manifest JSON object ``data`` without its digest field.
+
+    Computed over a canonical rendering (sorted keys, no whitespace), so it does not depend
+    on how the file was indented.
+    """
+    body = {k: v for k, v in data.items() if k != MANIFEST_DIGEST_FIELD}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _refuse_symlinks(root: Path, relative: str) -> None:
+    """Refuse ``relative`` under ``root`` when it, or a directory on the way, is a symlink."""
+    probe = root
+    for part in Path(relative).parts:
+        probe = probe / part
+        try:
+            mode = os.lstat(probe).st_mode
+        except FileNotFoundError:
+            return  # reported as missing by the caller
+        except OSError as exc:
+            raise ArtifactError(f"artifact file {relative!r} cannot be inspected: {exc}") from None
+        if stat.S_ISLNK(mode):
+            raise ArtifactError(
+                f"artifact file {relative!r}: {probe.relative_to(root)} is a symlink; an "
+                "artifact holds its files itself (symlinks could load code from outside it)"
+            )
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -35,20 +77,45 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
         The validated Manifest.
 
     Raises:
-        ArtifactError: no manifest, malformed manifest, or a listed file is missing.
+        ArtifactError: no manifest, malformed or too deeply nested manifest, a listed file
+            is missing, or (``verify``) the manifest has no ``manifest_sha256`` or a path
+            inside the artifact is a symlink.
         SchemaVersionError: the schema version is not ``SCHEMA_VERSION``.
-        HashMismatchError: a file's sha256 differs from the manifest (the message names it).
+        HashMismatchError: (``verify``) a file's sha256 differs from the manifest, or the
+            manifest's own content differs from its ``manifest_sha256`` (names the file).
     """
     root = Path(directory)
     path = root / MANIFEST_NAME
+    if verify:
+        _refuse_symlinks(root, MANIFEST_NAME)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ArtifactError(f"{root} is not an artifact: {MANIFEST_NAME} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"cannot read {path}: {exc}") from None
-    manifest = Manifest.loads(text)
+    try:
+        data = json.loads(text)
+        manifest = Manifest.from_json(data)
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"{MANIFEST_NAME} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ArtifactError(
+            f"{path}: nested too deeply to be a manifest (a manifest is a few levels deep)"
+        ) from None
     if verify:
+        recorded = data.get(MANIFEST_DIGEST_FIELD)
+        if recorded is None:
+            raise ArtifactError(
+                f"{path} has no {MANIFEST_DIGEST_FIELD}: it was not written by this tl-runtime's "
+                "write_artifact (or the field was removed); re-export the artifact"
+            )
+        actual = manifest_digest(data)
+        if recorded != actual:
+            raise HashMismatchError(
+                f"{path}: its content has sha256 {actual}, its {MANIFEST_DIGEST_FIELD} records "
+                f"{recorded!r}: the manifest was modified after export"
+            )
         verify_files(root, manifest)
     return manifest
 
@@ -57,12 +124,13 @@ def verify_files(directory: str | os.PathLike[str], manifest: Manifest) -> None:
     """Check that every file of ``manifest`` exists under ``directory`` with its sha256.
 
     Raises:
-        ArtifactError: a file is missing.
+        ArtifactError: a file is missing, or it or a directory on its path is a symlink.
         HashMismatchError: a file's content differs (names the file and both hashes).
     """
     root = Path(directory)
     for entry in manifest.files:
         file_path = root / entry.path
+        _refuse_symlinks(root, entry.path)
         if not file_path.is_file():
             raise ArtifactError(f"artifact file {entry.path!r} listed in the manifest is missing")
         actual = sha256_file(file_path)
@@ -124,7 +192,9 @@ def write_artifact(
             FileEntry(path=rel, sha256=sha256_file(root / rel), role=known_roles.get(rel, "other"))
         )
     final = Manifest(**{**_fields(manifest), "files": tuple(entries)})
-    _atomic_write(root / MANIFEST_NAME, final.dumps().encode("utf-8"))
+    document = final.to_json()
+    document[MANIFEST_DIGEST_FIELD] = manifest_digest(document)
+    _atomic_write(root / MANIFEST_NAME, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
     return root
 
 
