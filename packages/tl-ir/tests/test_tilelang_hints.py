@@ -101,3 +101,28 @@ def test_layout_helpers_check_their_buffer_and_fragment_layouts_are_unsupported(
         layout.make_swizzled_layout(3)
     with pytest.raises(NotImplementedError, match="register-fragment layouts"):
         layout.make_gemm_fragment_8x8()
+
+
+def test_small_tilelang_names_in_a_kernel():
+    seen = []
+
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32")):
+        with T.Kernel(2, threads=(4, 2)) as bx:
+            T.disable_warp_group_reg_alloc()
+            T.annotate_min_blocks_per_sm(2)
+            seen.append((T.get_thread_extent(1), len(T.get_block_extents())))
+            seen.append(len(T.get_thread_bindings()))
+            for i, j in T.Parallel(4, 4):
+                B[i, bx * 4 + j] = T.ieee_add(T.__exp(A[i, bx * 4 + j]), T.float32(0))
+            for k in T.Serial(2):
+                r, c = T.index_to_coordinates(k * 2, (4, 8))
+                B[r, c] = T.fast_rcp(A[r, c]) * 0 + B[r, c]
+
+    a = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    b = np.zeros((4, 8), np.float32)
+    run(main, [a, b])
+    np.testing.assert_allclose(b, np.exp(a), rtol=1e-5)
+    assert seen == [(2, 1), 2]
+    with pytest.raises(NotImplementedError, match="rounding"):
+        T.ieee_add(1.0, 2.0, rounding_mode="rz")

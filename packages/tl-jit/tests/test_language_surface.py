@@ -1,9 +1,26 @@
-"""``tl_jit.language`` and ``tl_jit.layout`` offer TileLang's names."""
+"""``tl_jit.language`` and ``tl_jit.layout`` offer TileLang's names; the compatibility
+table of docs/language.md is the registry's."""
 
+from pathlib import Path
+
+import pytest
+
+import tl_ir
 import tl_ir.language
 import tl_ir.layout
 import tl_jit.language as T
+from tl_ir.language._compat import (
+    GPU_ONLY,
+    UNSUPPORTED,
+    UNSUPPORTED_REASONS,
+    compatibility_table,
+    status,
+)
+from tl_ir.language._tilelang_names import TILELANG_NAMES
 from tl_jit import layout
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "language.md"
+ALL_NAMES = [(group, name) for group, names in TILELANG_NAMES.items() for name in names]
 
 
 def test_layout_module_is_tilelangs_layout_helpers():
@@ -14,4 +31,37 @@ def test_layout_module_is_tilelangs_layout_helpers():
 def test_language_resolves_tilelang_names_to_tl_ir():
     assert T.GemmWarpPolicy is tl_ir.language.GemmWarpPolicy
     assert T.float == "float32" and T.dtype is tl_ir.language.dtype
-    assert "GemmWarpPolicy" in T.__all__
+    assert "GemmWarpPolicy" in T.__all__ and "shfl_xor" in T.__all__
+
+
+def test_tilelang_name_list_has_no_duplicates():
+    names = [name for _, name in ALL_NAMES]
+    assert len(names) == len(set(names)) > 500
+
+
+@pytest.mark.parametrize(("group", "name"), ALL_NAMES)
+def test_every_tilelang_name_exists(group, name):
+    value = getattr(T, name)
+    assert value is not None
+    state, note = status(name, group)
+    if state == UNSUPPORTED:
+        assert note, name
+    if state == GPU_ONLY:
+        assert not hasattr(tl_ir.language, name)
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED_REASONS))
+def test_unsupported_names_raise_not_implemented_naming_the_reason(name):
+    with pytest.raises(NotImplementedError, match=f"T.{name}: "):
+        getattr(T, name)()
+
+
+def test_unsupported_dtype_is_refused_where_a_dtype_goes():
+    with pytest.raises(tl_ir.UnknownDtypeError, match="int4"):
+        tl_ir.normalize_dtype(T.int4)
+    with pytest.raises(NotImplementedError, match="dtype not supported"):
+        T.tfloat32(1.0)
+
+
+def test_docs_compatibility_table_is_the_registrys():
+    assert compatibility_table() in DOCS.read_text()

@@ -46,6 +46,8 @@ class ParseState:
         kernel_count: how many `T.Kernel` frames were opened so far.
         thread_vars: the thread Vars of the open `T.Kernel` (x first).
         block_vars: the block Vars of the open `T.Kernel` (x first).
+        thread_extents: the thread-block extents of the open `T.Kernel` (x first).
+        block_extents: the grid extents of the open `T.Kernel` (x first).
         loop_annotations: annotations to set on loops whose frame could not take them
             (multi-dim ``T.Parallel``), keyed by loop Var.
         layout_map: ``T.annotate_layout`` hints, buffer name to layout.
@@ -57,6 +59,8 @@ class ParseState:
     kernel_count: int = 0
     thread_vars: tuple[Any, ...] = ()
     block_vars: tuple[Any, ...] = ()
+    thread_extents: tuple[Any, ...] = ()
+    block_extents: tuple[Any, ...] = ()
     loop_annotations: dict[Any, dict[str, Any]] = field(default_factory=dict)
     layout_map: dict[str, Any] = field(default_factory=dict)
     swizzle_panel: int | None = None

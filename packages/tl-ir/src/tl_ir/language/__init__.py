@@ -44,9 +44,48 @@ from tl_ir.language._alloc import (
     alloc_shared,
     alloc_var,
 )
+from tl_ir.language._compat import UNSUPPORTED_REASONS as _UNSUPPORTED_REASONS
+from tl_ir.language._compat import UnsupportedDtype as _UnsupportedDtype
+from tl_ir.language._compat import unsupported_dtype_names as _unsupported_dtype_names
+from tl_ir.language._compat import unsupported_stub as _unsupported_stub
 from tl_ir.language._dtypes import dtype, make_dtype_objects
+from tl_ir.language._extras import (
+    AnyDType,
+    KernelLaunchFrame,
+    PrimExpr,
+    PrimFunc,
+    Serial,
+    StridedTensor,
+    StringImm,
+    Unroll,
+    Vectorized,
+    align_up,
+    allocate,
+    annotate_l2_hit_ratio,
+    annotate_min_blocks_per_sm,
+    annotate_restrict_buffers,
+    cdiv,
+    disable_warp_group_reg_alloc,
+    fast_rcp,
+    get_tvm_dtype,
+    index_to_coordinates,
+    loop_break,
+    no_set_max_nreg,
+)
+from tl_ir.language._extras import fast_math as _fast_math
+from tl_ir.language._extras import ieee_math as _ieee_math
 from tl_ir.language._hints import GemmWarpPolicy
-from tl_ir.language._launch import Kernel, get_block_binding, get_thread_binding
+from tl_ir.language._launch import (
+    Kernel,
+    get_block_binding,
+    get_block_bindings,
+    get_block_extent,
+    get_block_extents,
+    get_thread_binding,
+    get_thread_bindings,
+    get_thread_extent,
+    get_thread_extents,
+)
 from tl_ir.language._loops import Parallel, Pipelined, serial, unroll, vectorized
 from tl_ir.language._misc import (
     annotate_layout,
@@ -104,6 +143,18 @@ half = _DTYPE_OBJECTS["half"]
 float = _DTYPE_OBJECTS["float"]
 double = _DTYPE_OBJECTS["double"]
 
+# TileLang's fast-math (``T.__exp``) and IEEE-rounding (``T.ieee_add``) spellings.
+for _name in ("exp", "exp10", "log", "log2", "log10", "sin", "cos", "tan"):
+    globals()[f"__{_name}"] = _fast_math(_name)
+for _name in ("add", "sub", "mul", "fdiv", "fmaf", "frcp", "fsqrt", "frsqrt"):
+    globals()[f"ieee_{_name}"] = _ieee_math(_name)
+# TileLang names without support here: calling one raises UnsupportedError naming why.
+for _name in _UNSUPPORTED_REASONS:
+    globals()[_name] = _unsupported_stub(_name)
+for _name in _unsupported_dtype_names():
+    globals().setdefault(_name, _UnsupportedDtype(_name))
+del _name
+
 _DTYPE_PREFIXES = ("float", "bfloat", "int", "uint", "bool")
 
 
@@ -112,7 +163,10 @@ def __getattr__(name: str) -> Any:
         raise UnknownDtypeError(
             f"T.{name}: dtype {name!r} does not exist; expected one of {', '.join(_DTYPE_NAMES)}"
         )
-    raise AttributeError(f"the kernel language (T) has no name {name!r}")
+    raise AttributeError(
+        f"the kernel language (T) has no name {name!r} (GPU-only names such as shfl_xor "
+        "are in tl_jit.language)"
+    )
 
 
 __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
@@ -147,7 +201,13 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "double",
     "Kernel",
     "get_thread_binding",
+    "get_thread_bindings",
+    "get_thread_extent",
+    "get_thread_extents",
     "get_block_binding",
+    "get_block_bindings",
+    "get_block_extent",
+    "get_block_extents",
     "alloc_shared",
     "alloc_fragment",
     "alloc_local",
@@ -159,6 +219,9 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "grid",
     "Parallel",
     "Pipelined",
+    "Serial",
+    "Unroll",
+    "Vectorized",
     "unroll",
     "vectorized",
     "copy",
@@ -205,6 +268,24 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "print",
     "annotate_layout",
     "use_swizzle",
+    "annotate_l2_hit_ratio",
+    "annotate_min_blocks_per_sm",
+    "annotate_restrict_buffers",
+    "disable_warp_group_reg_alloc",
+    "no_set_max_nreg",
+    "StridedTensor",
+    "AnyDType",
+    "get_tvm_dtype",
+    "KernelLaunchFrame",
+    "PrimExpr",
+    "PrimFunc",
+    "StringImm",
+    "align_up",
+    "allocate",
+    "cdiv",
+    "index_to_coordinates",
+    "loop_break",
+    "fast_rcp",
     "KernelSyntaxError",
     "KernelTypeError",
     "ShapeMismatchError",

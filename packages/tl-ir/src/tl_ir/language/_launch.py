@@ -14,7 +14,18 @@ from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
 
-__all__ = ["Kernel", "active_kernel", "get_block_binding", "get_thread_binding"]
+__all__ = [
+    "Kernel",
+    "active_kernel",
+    "get_block_binding",
+    "get_block_bindings",
+    "get_block_extent",
+    "get_block_extents",
+    "get_thread_binding",
+    "get_thread_bindings",
+    "get_thread_extent",
+    "get_thread_extents",
+]
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -83,6 +94,8 @@ class Kernel:
         state.kernel_count += 1
         state.block_vars = tuple(block_vars)
         state.thread_vars = tuple(thread_vars)
+        state.block_extents = self.grid
+        state.thread_extents = self.threads
         return block_vars[0] if len(block_vars) == 1 else tuple(block_vars)
 
     def __exit__(self, *exc: Any) -> bool | None:
@@ -119,3 +132,43 @@ def get_block_binding(dim: int = 0) -> Any:
             f"dim(s), got dim={dim}"
         )
     return state.block_vars[dim]
+
+
+def get_thread_bindings() -> list[Any]:
+    """The thread index Vars of the enclosing ``T.Kernel`` (x first)."""
+    return list(active_kernel("T.get_thread_bindings").thread_vars)
+
+
+def get_block_bindings() -> list[Any]:
+    """The block index Vars of the enclosing ``T.Kernel`` (x first)."""
+    return list(active_kernel("T.get_block_bindings").block_vars)
+
+
+def get_thread_extent(dim: int = 0) -> Any:
+    """The thread-block extent of dim ``dim`` of the enclosing ``T.Kernel``."""
+    extents = active_kernel("T.get_thread_extent").thread_extents
+    if not 0 <= dim < len(extents):
+        raise KernelTypeError(
+            f"T.get_thread_extent(dim): the kernel has {len(extents)} thread dim(s), got {dim}"
+        )
+    return extents[dim]
+
+
+def get_thread_extents() -> list[Any]:
+    """The thread-block extents of the enclosing ``T.Kernel`` (x first)."""
+    return list(active_kernel("T.get_thread_extents").thread_extents)
+
+
+def get_block_extent(dim: int = 0) -> Any:
+    """The grid extent of dim ``dim`` of the enclosing ``T.Kernel``."""
+    extents = active_kernel("T.get_block_extent").block_extents
+    if not 0 <= dim < len(extents):
+        raise KernelTypeError(
+            f"T.get_block_extent(dim): the kernel has {len(extents)} grid dim(s), got {dim}"
+        )
+    return extents[dim]
+
+
+def get_block_extents() -> list[Any]:
+    """The grid extents of the enclosing ``T.Kernel`` (x first)."""
+    return list(active_kernel("T.get_block_extents").block_extents)

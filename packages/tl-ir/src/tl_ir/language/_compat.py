@@ -1,0 +1,258 @@
+"""Where each TileLang name stands here: supported, accepted as a no-op, supported on
+GPU targets only, or not supported (and why).
+
+Names that are not supported still exist in ``T``: calling one raises
+`UnsupportedError` (a ``NotImplementedError``) naming the feature, so a TileLang
+program fails at the line that needs it, with the reason. docs/language.md's
+compatibility table is `compatibility_table()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tvm.script import tirx as _tvm_T
+
+from tl_ir.dtypes import DTYPE_NAMES
+from tl_ir.errors import UnsupportedError
+from tl_ir.language._tilelang_names import TILELANG_NAMES
+
+__all__ = [
+    "GPU_ONLY",
+    "HINTS",
+    "SUPPORTED",
+    "UNSUPPORTED",
+    "UnsupportedDtype",
+    "compatibility_table",
+    "status",
+    "unsupported_dtype_names",
+    "unsupported_stub",
+]
+
+SUPPORTED = "supported"
+HINTS = "accepted as a no-op"
+GPU_ONLY = "supported on GPU targets (tl_jit.language)"
+UNSUPPORTED = "not supported"
+
+#: Names whose TileLang meaning is a scheduling hint: accepted, no effect.
+HINT_NAMES: frozenset[str] = frozenset(
+    {
+        "annotate_l2_hit_ratio",
+        "annotate_min_blocks_per_sm",
+        "annotate_restrict_buffers",
+        "disable_warp_group_reg_alloc",
+        "no_set_max_nreg",
+    }
+)
+
+#: Names tl_jit.language takes from the GPU-style backends' shared language module.
+GPU_NAMES: frozenset[str] = frozenset(
+    {
+        "async_copy",
+        "get_lane_idx",
+        "get_warp_idx",
+        "shfl_down",
+        "shfl_sync",
+        "shfl_up",
+        "shfl_xor",
+        "sync_threads",
+        "warp_reduce_max",
+        "warp_reduce_min",
+        "warp_reduce_sum",
+    }
+)
+
+_REASONS: list[tuple[str, str]] = [
+    (
+        "TMA (tensor memory accelerator) copies and descriptors are NVIDIA Hopper-only; "
+        "T.copy leaves the copy instruction to the target",
+        "tma_copy tma_gather4 tma_gather4_bytes tma_load tma_load_2sm tma_scatter4 "
+        "tma_store_arrive tma_store_wait create_tma_descriptor fence_proxy_async "
+        "ptx_cp_async_bulk",
+    ),
+    (
+        "tcgen05 MMA and tensor memory (TMEM) are NVIDIA Blackwell-only",
+        "alloc_tmem deallocate_tmem alloc_descriptor increase_descriptor_offset "
+        "TCGEN05DescriptorParams TCGEN05TensorCoreIntrinEmitter alloc_tcgen05_instr_desc "
+        "alloc_tcgen05_instruction_desc alloc_tcgen05_smem_desc compute_umma_descriptor "
+        "initialize_tcgen05_descriptor make_blockscaled_gemm_layout "
+        "ptx_tcgen05_mma_blockscaled_ss ptx_tcgen05_mma_ss ptx_tcgen05_mma_ts "
+        "tcgen05_after_thread_sync tcgen05_before_thread_sync tcgen05_cp_warpx4 "
+        "tcgen05_gemm mma_gemm_blockscaled tcgen05_gemm_blockscaled tcgen05_gemm_sp "
+        "tcgen05_mma tcgen05_mma_arrive tcgen05_mma_blockscaled tcgen05_sf_warp_transpose "
+        "ptx_mma_block_scale",
+    ),
+    (
+        "WGMMA (warpgroup MMA) is NVIDIA Hopper-only; T.gemm leaves the MMA instruction "
+        "to the target",
+        "WGMMADescriptorParams WGMMATensorCoreIntrinEmitter WGSparseTensorCoreIntrinEmitter "
+        "alloc_wgmma_desc compute_gmma_descriptor initialize_wgmma_descriptor ptx_wgmma_rs "
+        "ptx_wgmma_sp_rs ptx_wgmma_sp_ss ptx_wgmma_ss wait_wgmma warpgroup_arrive "
+        "warpgroup_commit_batch warpgroup_fence_operand warpgroup_wait wgmma_gemm "
+        "wgmma_gemm_sp wgmma_mma",
+    ),
+    (
+        "warp specialization (producer/consumer warpgroups, register reallocation) is "
+        "not supported; T.Pipelined overlaps copies and compute",
+        "WarpSpecialize WarpSpecializeFrame ws WSID WSInstr WSOpRef WSPipeline WSRole "
+        "WSSchedule WSScope WSSync WSSyncKind annotate_ws_schedule ws_op set_max_nreg "
+        "inc_max_nreg dec_max_nreg annotate_producer_reg_dealloc "
+        "annotate_consumer_reg_alloc get_warp_group_idx named_barrier_arrive shuffle_elect",
+    ),
+    (
+        "thread-block clusters and cluster launch control are NVIDIA Hopper-only",
+        "ClusterKernel alloc_cluster_barrier copy_cluster ptx_arrive_cluster_barrier "
+        "cluster_arrive_relaxed cluster_arrive cluster_wait cluster_sync "
+        "block_rank_in_cluster clc_try_cancel clc_try_cancel_multicast clc_is_canceled "
+        "clc_get_first_ctaid_x clc_get_first_ctaid_y clc_get_first_ctaid_z",
+    ),
+    (
+        "memory barriers (mbarrier) belong to hand-written asynchronous pipelines; "
+        "T.Pipelined schedules its own",
+        "alloc_barrier barrier_arrive barrier_wait mbarrier_arrive mbarrier_arrive_expect_tx "
+        "mbarrier_expect_tx mbarrier_wait_parity create_barriers ptx_arrive_barrier "
+        "ptx_arrive_barrier_expect_tx ptx_init_barrier_thread_count cp_async_barrier_noinc "
+        "ptx_cp_async_barrier ptx_fence_barrier_init ptx_wait_barrier",
+    ),
+    ("programmatic dependent launch is NVIDIA Hopper-only", "pdl_trigger pdl_sync"),
+    (
+        "raw PTX and tensor-core intrinsics are CUDA-only; T.gemm and T.copy leave "
+        "instructions to the target",
+        "ptx_mma ptx_mma_sp ptx_ldmatrix ptx_cp_async ptx_commit_group ptx_wait_group "
+        "ptx_mma_sm70 mma_fill mma_store __ldg ldg32 ldg64 ldg128 ldg256 lds32 lds64 lds128 "
+        "stg32 stg64 stg128 stg256 sts32 sts64 sts128 TensorCoreIntrinEmitter "
+        "TensorCoreIntrinEmitterSM120 TensorCoreIntrinEmitterWithLadderTransform "
+        "SparseTensorCoreIntrinEmitter get_ldmatrix_offset get_mma_micro_size "
+        "get_swizzle_layout make_mma_swizzle_layout mma_store_index_map",
+    ),
+    ("sparse tensor-core GEMM is NVIDIA-only", "gemm_sp"),
+    ("a kernel written as CUDA source is not a tile program", "CUDASourceCodeKernel"),
+    (
+        "warp vote and match intrinsics are not supported yet (shuffles and warp "
+        "reductions are, on GPU targets)",
+        "activemask all_sync any_sync ballot ballot_sync match_all_sync match_any_sync "
+        "sync_warp syncthreads_and syncthreads_count syncthreads_or get_warp_idx_sync "
+        "__ffs __fns",
+    ),
+    (
+        "grid-wide synchronization needs a cooperative launch; write consecutive "
+        "T.Kernel blocks instead",
+        "sync_global sync_grid",
+    ),
+    (
+        "reducers are not supported yet; use T.reduce_* on a fragment or T.atomic_add",
+        "alloc_reducer reducer_init reducer_update finalize_reducer",
+    ),
+    (
+        "bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/"
+        "min/abssum/absmax and T.cumsum are)",
+        "reduce_bitand reduce_bitor reduce_bitxor warp_reduce_bitand warp_reduce_bitor cummax",
+    ),
+    (
+        "this atomic is not supported yet (T.atomic_add/max/min are)",
+        "atomic_addx2 atomic_addx4 atomic_load atomic_store atomic_or",
+    ),
+    ("not supported yet: write the loop over the tile", "any_of all_of"),
+    (
+        "persistent-kernel scheduling is not supported yet; launch one block per tile",
+        "Persistent PersistentTileScheduler BaseTileScheduler",
+    ),
+    ("not supported yet: write it with T.Parallel and T.copy", "im2col c2d_im2col transpose"),
+    (
+        "raw pointers and eager tensors are not supported; tensors are kernel parameters "
+        "(views: T.view, T.reshape, T.Tensor(shape, dtype, data))",
+        "empty make_tensor make_tensor_from_addr access_ptr",
+    ),
+    (
+        "macro parameter annotations are not supported; use T.Tensor",
+        "FragmentBuffer SharedBuffer LocalBuffer",
+    ),
+    ("let-bound value queries are not supported", "has_let_value get_let_value"),
+    ("injecting C source into a kernel is not supported", "import_source"),
+    (
+        "safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
+        "annotate_safe_value",
+    ),
+    (
+        "TileLang's eager @T.jit front end is not supported; write a builder for tl_jit.jit",
+        "JITFunc Ref const annotate_compile_flags annotate_pass_configs",
+    ),
+    ("packed two-wide math is not supported yet", "add2 sub2 mul2 fma2 max2 min2 abs2"),
+    ("not supported", "extract_lane ret"),
+    ("random numbers in kernels are not supported yet", "rng_init rng_rand rng_rand_float"),
+    ("device assertions are not supported yet", "device_assert"),
+    (
+        "TileLang's layout.Fragment is not supported; fragments get their layout from the "
+        "target's lowering",
+        "Fragment",
+    ),
+]
+
+#: Name -> why it is not supported.
+UNSUPPORTED_REASONS: dict[str, str] = {
+    name: reason for reason, names in _REASONS for name in names.split()
+}
+
+
+def unsupported_stub(name: str) -> Callable[..., Any]:
+    """A callable for ``T.<name>`` that raises `UnsupportedError` with the reason."""
+    reason = UNSUPPORTED_REASONS[name]
+
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError(f"T.{name}: {reason}")
+
+    stub.__name__ = name
+    stub.__doc__ = f"Not supported: {reason}. Raises `UnsupportedError`."
+    return stub
+
+
+class UnsupportedDtype(str):
+    """``T.<name>`` for a TileLang dtype this language lacks: the name as a string (so a
+    use as a dtype is refused by `tl_ir.normalize_dtype` listing the dtypes there are),
+    and calling it raises `UnsupportedError`."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError(f"T.{self}: {_dtype_status(str(self))[1]}")
+
+
+def unsupported_dtype_names() -> list[str]:
+    """TileLang's dtype names that are not supported here."""
+    return [n for n in TILELANG_NAMES["dtypes"] if status(n, "dtypes")[0] == UNSUPPORTED]
+
+
+def _dtype_status(name: str) -> tuple[str, str]:
+    supported = set(DTYPE_NAMES) | {"short", "int", "uint", "long", "half", "float", "double"}
+    if name in supported:
+        return SUPPORTED, ""
+    if name in ("dtype", "AnyDType", "get_tvm_dtype"):
+        return SUPPORTED, ""
+    base, _, lanes = name.rpartition("x")
+    if base in supported and lanes.isdigit() and hasattr(_tvm_T, name):
+        return SUPPORTED, "TVM's vector dtype (T.float32x4(...) builds a vector value)"
+    return UNSUPPORTED, "dtype not supported (storage types: " + ", ".join(DTYPE_NAMES) + ")"
+
+
+def status(name: str, group: str = "") -> tuple[str, str]:
+    """``(status, note)`` of the TileLang name ``name`` here."""
+    if name in UNSUPPORTED_REASONS:
+        return UNSUPPORTED, UNSUPPORTED_REASONS[name]
+    if name in HINT_NAMES:
+        return HINTS, "a CUDA scheduling hint"
+    if name in GPU_NAMES:
+        return GPU_ONLY, "the CPU targets reject it"
+    if group == "dtypes":
+        return _dtype_status(name)
+    return SUPPORTED, ""
+
+
+def compatibility_table() -> str:
+    """The Markdown table of every TileLang name, its status and note, by TileLang module."""
+    rows = ["| TileLang module | name | status | note |", "| --- | --- | --- | --- |"]
+    for group, names in TILELANG_NAMES.items():
+        for name in names:
+            state, note = status(name, group)
+            rows.append(f"| {group} | `{name}` | {state} | {note} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,164 @@
+"""Smaller TileLang names: aliases, index helpers, math variants and target hints.
+
+* ``Serial``/``Unroll``/``Vectorized``, ``cdiv``, ``allocate``, ``loop_break``,
+  ``KernelLaunchFrame``, ``PrimFunc``, ``get_tvm_dtype``: other spellings of names
+  the language has.
+* ``__exp``/``__log``... (fast approximate math) compute the exact function, which is
+  within any tolerance the fast one promises; ``ieee_*`` with the default
+  round-to-nearest rounding are the plain operations; ``fast_rcp`` is ``1 / x``.
+* ``annotate_l2_hit_ratio``, ``annotate_min_blocks_per_sm``,
+  ``annotate_restrict_buffers``, ``disable_warp_group_reg_alloc``,
+  ``no_set_max_nreg``: CUDA scheduling and register-allocation hints, checked loosely
+  and accepted as no-ops on every target (a hint never changes results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.script import tirx as _tvm_T
+from tvm.script.ir_builder import tirx as _IB
+
+from tl_ir.errors import KernelTypeError, UnsupportedError
+from tl_ir.language._dtypes import dtype
+from tl_ir.language._launch import Kernel
+from tl_ir.language._loops import serial, unroll, vectorized
+from tl_ir.language._params import Tensor
+from tl_ir.language._tvm_compat import PrimExpr
+
+__all__ = [
+    "AnyDType",
+    "KernelLaunchFrame",
+    "PrimExpr",
+    "PrimFunc",
+    "Serial",
+    "StridedTensor",
+    "StringImm",
+    "Unroll",
+    "Vectorized",
+    "align_up",
+    "allocate",
+    "annotate_l2_hit_ratio",
+    "annotate_min_blocks_per_sm",
+    "annotate_restrict_buffers",
+    "cdiv",
+    "disable_warp_group_reg_alloc",
+    "fast_math",
+    "fast_rcp",
+    "get_tvm_dtype",
+    "ieee_math",
+    "index_to_coordinates",
+    "loop_break",
+    "no_set_max_nreg",
+]
+
+Serial = serial
+Unroll = unroll
+Vectorized = vectorized
+KernelLaunchFrame = Kernel
+PrimFunc = tirx.PrimFunc
+StringImm = tvm.ir.StringImm
+allocate = _IB.alloc_buffer
+loop_break = _tvm_T.break_loop
+cdiv = _tvm_T.ceildiv
+#: What TileLang accepts where a dtype goes.
+AnyDType = str | type | dtype
+
+
+def get_tvm_dtype(value: Any) -> dtype:
+    """``value`` (any dtype-like) as a dtype object (``T.dtype(value)``)."""
+    return dtype(value)
+
+
+def align_up(value: Any, alignment: Any) -> Any:
+    """``value`` rounded up to a multiple of ``alignment``."""
+    return _tvm_T.ceildiv(value, alignment) * alignment
+
+
+def index_to_coordinates(index: Any, shape: Sequence[Any]) -> list[Any]:
+    """The row-major coordinates in ``shape`` of the flat ``index``."""
+    if not shape:
+        raise KernelTypeError("T.index_to_coordinates(index, shape): expected a non-empty shape")
+    coordinates = []
+    for extent in reversed(list(shape)):
+        coordinates.append(index % extent)
+        index = index // extent
+    return coordinates[::-1]
+
+
+def StridedTensor(shape: Any, strides: Any, dtype: Any = "float32", scope: Any = None) -> Any:
+    """A tensor parameter with explicit element ``strides`` (one per dim)."""
+    if len(tuple(shape)) != len(tuple(strides)):
+        raise KernelTypeError(
+            f"T.StridedTensor(shape, strides): expected one stride per dim, got shape "
+            f"{shape!r} and strides {strides!r}"
+        )
+    if scope not in (None, "global"):
+        raise UnsupportedError(f"T.StridedTensor(scope={scope!r}): only global tensors")
+    return Tensor(shape, dtype, strides=tuple(strides))
+
+
+def fast_math(name: str) -> Any:
+    """TileLang's fast ``__<name>`` math: the exact TVM function of the same name."""
+    exact = getattr(_tvm_T, name)
+
+    def approximate(x: Any) -> Any:
+        return exact(x)
+
+    approximate.__name__ = f"__{name}"
+    approximate.__doc__ = f"``T.__{name}(x)``: ``T.{name}(x)`` (exact, within the fast bound)."
+    return approximate
+
+
+def fast_rcp(x: Any) -> Any:
+    """Reciprocal ``1 / x`` (exact; TileLang's fast approximation is within its error)."""
+    return 1.0 / x
+
+
+_IEEE_OPS: dict[str, Any] = {
+    "add": lambda x, y: x + y,
+    "sub": lambda x, y: x - y,
+    "mul": lambda x, y: x * y,
+    "fdiv": lambda x, y: x / y,
+    "fmaf": lambda x, y, z: x * y + z,
+    "frcp": lambda x: 1.0 / x,
+    "fsqrt": _tvm_T.sqrt,
+    "frsqrt": _tvm_T.rsqrt,
+}
+
+
+def ieee_math(name: str) -> Any:
+    """TileLang's ``ieee_<name>(*operands, rounding_mode="rn")``: round-to-nearest is
+    the plain operation; other rounding modes raise `UnsupportedError`."""
+    operation = _IEEE_OPS[name]
+
+    def ieee(*operands: Any, rounding_mode: str = "rn") -> Any:
+        if rounding_mode != "rn":
+            raise UnsupportedError(
+                f"T.ieee_{name}(rounding_mode={rounding_mode!r}): only round-to-nearest "
+                "('rn') is supported"
+            )
+        return operation(*operands)
+
+    ieee.__name__ = f"ieee_{name}"
+    ieee.__doc__ = f"IEEE {name} with round-to-nearest (``rounding_mode='rn'``)."
+    return ieee
+
+
+def _hint(name: str) -> Any:
+    def hint(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    hint.__name__ = name
+    hint.__doc__ = f"``T.{name}(...)``: a CUDA scheduling hint, accepted as a no-op."
+    return hint
+
+
+annotate_l2_hit_ratio = _hint("annotate_l2_hit_ratio")
+annotate_min_blocks_per_sm = _hint("annotate_min_blocks_per_sm")
+annotate_restrict_buffers = _hint("annotate_restrict_buffers")
+disable_warp_group_reg_alloc = _hint("disable_warp_group_reg_alloc")
+no_set_max_nreg = _hint("no_set_max_nreg")
