@@ -161,3 +161,32 @@ def test_replaced_artifact_at_the_same_path_runs_the_new_code(
     assert proc.stdout.split("\n")[:3] == ["first 7.0", "second 3.0", "third 7.0 7.0 3.0"], (
         proc.stdout
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("shape", [2**62, 2**62], r"shape: expected static dims totalling at most 2\*\*63 - 1"),
+        ("shape", [2**64], r"shape\[0\]: expected an int in \[0, 2\*\*63 - 1\]"),
+        (
+            "shape",
+            [2**61],
+            "shape: expected static dims totalling at most",
+        ),  # 2**61 float32 elements: 2**63 bytes
+        ("alignment", 2**40, r"alignment: expected a power of two in \[1, 65536\]"),
+    ],
+)
+def test_huge_dims_or_alignment_are_refused_at_load(
+    artifact_copy: Artifact, field: str, value: object, message: str
+) -> None:
+    """Values no array can have fail once, at load, naming the parameter (not at each call)."""
+    directory = artifact_copy("vadd", out_idx=(2,))
+
+    def enlarge(data: dict[str, object]) -> None:
+        params = data["params"]
+        assert isinstance(params, list)
+        params[2][field] = value
+
+    _edit_manifest(directory, enlarge)
+    with pytest.raises(ArtifactError, match=r"param 'C' " + message):
+        tl_runtime.load(directory)

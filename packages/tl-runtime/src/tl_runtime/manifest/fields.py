@@ -44,6 +44,13 @@ else passed by the caller); ``inout``: written by the kernel and passed by the c
 WRITTEN_ROLES = frozenset({"output", "inout"})
 """Roles of the parameters a kernel writes: the caller's array itself must be passed."""
 
+MAX_ALIGNMENT = 1 << 16
+"""The largest ``alignment`` a manifest may declare (64 KiB; code never assumes more)."""
+
+MAX_EXTENT = (1 << 63) - 1
+"""The largest dim, stride or total byte size a manifest may declare: what an int64
+(numpy's and DLPack's size type) holds. Larger values can never describe a real array."""
+
 DEFAULT_ALIGNMENT = 64
 """The data alignment (bytes) of a tensor param whose manifest entry has no ``alignment``
 (what the generated code assumed before manifests recorded it)."""
@@ -78,8 +85,8 @@ def check_dim(where: str, dim: object) -> Dim:
     """Return ``dim`` if it is an int >= 0 or a symbolic dim name; else raise ArtifactError."""
     if isinstance(dim, bool) or not isinstance(dim, int | str):
         raise fail(where, "an int >= 0 or a symbolic dim name", dim)
-    if isinstance(dim, int) and dim < 0:
-        raise fail(where, "an int >= 0 or a symbolic dim name", dim)
+    if isinstance(dim, int) and not 0 <= dim <= MAX_EXTENT:
+        raise fail(where, "an int in [0, 2**63 - 1] or a symbolic dim name", dim)
     if isinstance(dim, str) and not IDENTIFIER.match(dim):
         raise fail(where, "a symbolic dim name (identifier)", dim)
     return dim

@@ -12,6 +12,8 @@ from tl_runtime.manifest.fields import (
     HEX64,
     IDENTIFIER,
     MANIFEST_NAME,
+    MAX_ALIGNMENT,
+    MAX_EXTENT,
     PARAM_KINDS,
     PARAM_ROLES,
     WRITTEN_ROLES,
@@ -22,6 +24,12 @@ from tl_runtime.manifest.fields import (
     check_dim,
     fail,
 )
+
+
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a ``DTYPES`` name (``bool`` is one byte)."""
+    digits = "".join(c for c in dtype if c.isdigit())
+    return int(digits) // 8 if digits else 1
 
 
 @dataclass(frozen=True)
@@ -63,13 +71,24 @@ class ParamSpec:
         if (
             isinstance(alignment, bool)
             or not isinstance(alignment, int)
-            or alignment < 1
+            or not 1 <= alignment <= MAX_ALIGNMENT
             or alignment & (alignment - 1)
         ):
-            raise fail(f"{where} alignment", "a power of two >= 1 (bytes)", alignment)
+            raise fail(
+                f"{where} alignment", f"a power of two in [1, {MAX_ALIGNMENT}] (bytes)", alignment
+            )
         object.__setattr__(self, "shape", tuple(self.shape))
         for i, dim in enumerate(self.shape):
             check_dim(f"{where} shape[{i}]", dim)
+        static_bytes = _itemsize(self.dtype)
+        for dim in self.shape:
+            if isinstance(dim, int):
+                static_bytes *= dim
+        if static_bytes > MAX_EXTENT:
+            # Caught here, once, instead of as OverflowError/MemoryError at every call.
+            raise fail(
+                f"{where} shape", "static dims totalling at most 2**63 - 1 bytes", self.shape
+            )
         if self.strides is not None:
             object.__setattr__(self, "strides", tuple(self.strides))
             assert self.strides is not None
