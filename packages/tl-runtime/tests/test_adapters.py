@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import runtime_kernels
 
 import tl_runtime
 from tl_runtime.adapters import _forget_installed_adapters
@@ -187,7 +188,8 @@ def test_argument_device_types_decide_which_arrays_run(
         directory, tl_runtime.Manifest(**{**fields, "argument_device_types": (2,)}), ["vadd.so"]
     )
     kernel = tl_runtime.load(directory, adapter=adapter)
-    a, b, c = (np.zeros(1024, dtype=np.float32) for _ in range(3))
+    # Arrays the fast paths would take (64-byte aligned, the kernel's declared alignment).
+    a, b, c = (runtime_kernels.aligned_array(np, (1024,), "float32") for _ in range(3))
     for _ in range(3):  # the first call and the repeated ones (cached views)
         with pytest.raises(ValueError, match=r"parameter 'A': expected a tensor on DLPack device"):
             kernel(a, b, c)
