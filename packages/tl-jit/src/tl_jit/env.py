@@ -1,6 +1,6 @@
 """Environment defaults: ``TL_TARGET``, ``TL_EXECUTION_BACKEND``, ``TL_CACHE_DIR``, ``TL_DISABLE_CACHE``.
 
-``TL_DUMP_IR`` is honoured by the backend's pass pipeline itself (tl_backend_api).
+``TL_DUMP_IR`` is honoured by the backend's pass pipeline itself (`tl_passes.Pipeline`).
 Read at every use, so a test (or a user) may change them at run time.
 """
 
