@@ -238,3 +238,25 @@ def test_try_in_a_kernel_is_reported_at_the_try_line():
         build()
     assert info.value.source_line.strip() == "try:"
     assert info.value.lineno == build.__code__.co_firstlineno + 4
+
+
+def _copy_then_reduce(T, src, staged, dst):
+    # A plain Python helper issuing tile ops, as TileLang programs write them.
+    T.copy(src, staged)
+    T.reduce_sum(staged, dst, dim=1)
+
+
+def test_tile_ops_issued_from_a_python_helper_are_kept():
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            staged = T.alloc_fragment((4, 8), "float32")
+            row = T.alloc_fragment((4,), "float32")
+            _copy_then_reduce(T, A, staged, row)
+            T.copy(row, B)
+
+    assert [type(op).__name__ for op in tl_ir.tile_ops(main)] == ["CopyOp", "ReduceOp", "CopyOp"]
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    b = np.zeros(4, np.float32)
+    run(main, [a, b])
+    np.testing.assert_array_equal(b, a.sum(axis=1))

@@ -115,6 +115,7 @@ from tl_ir.language._tile_ops import (
     reduce_sum,
 )
 from tl_ir.language._views import reshape, view
+from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 
 _tvm_compat.install()
 
@@ -286,6 +287,11 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "index_to_coordinates",
     "loop_break",
     "fast_rcp",
+    "const",
+    "empty",
+    "macro",
+    "make_tensor",
+    "ptr",
     "KernelSyntaxError",
     "KernelTypeError",
     "ShapeMismatchError",

@@ -160,9 +160,9 @@ _REASONS: list[tuple[str, str]] = [
     ),
     ("not supported yet: write it with T.Parallel and T.copy", "im2col c2d_im2col transpose"),
     (
-        "raw pointers and eager tensors are not supported; tensors are kernel parameters "
+        "raw pointers are not supported; tensors are kernel parameters "
         "(views: T.view, T.reshape, T.Tensor(shape, dtype, data))",
-        "empty make_tensor make_tensor_from_addr access_ptr",
+        "make_tensor_from_addr access_ptr",
     ),
     (
         "macro parameter annotations are not supported; use T.Tensor",
@@ -175,8 +175,8 @@ _REASONS: list[tuple[str, str]] = [
         "annotate_safe_value",
     ),
     (
-        "TileLang's eager @T.jit front end is not supported; write a builder for tl_jit.jit",
-        "JITFunc Ref const annotate_compile_flags annotate_pass_configs",
+        "TileLang's eager @T.jit front end is not supported (the eager style is tl_jit.jit)",
+        "JITFunc Ref annotate_compile_flags annotate_pass_configs",
     ),
     ("packed two-wide math is not supported yet", "add2 sub2 mul2 fma2 max2 min2 abs2"),
     ("not supported", "extract_lane ret"),

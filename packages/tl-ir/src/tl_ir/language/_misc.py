@@ -13,7 +13,13 @@ from tl_ir import ops as _ops
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
 from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
-from tl_ir.language._operands import describe_operand, is_tile_operand, scalar_wrapper, tile_of
+from tl_ir.language._operands import (
+    describe_operand,
+    emit_tile_op,
+    is_tile_operand,
+    scalar_wrapper,
+    tile_of,
+)
 from tl_ir.layout import MemoryLayout
 
 __all__ = [
@@ -69,7 +75,7 @@ def print(value: Any, msg: str = "") -> Any:
                 f"T.print(value): expected an expression or a tile, got {describe_operand(value)}"
             )
         operand = value
-    return _ops.make_call("tl.print", operand, tvm.ir.StringImm(msg))
+    return emit_tile_op("tl.print", operand, tvm.ir.StringImm(msg))
 
 
 def annotate_layout(layout_map: dict[Any, Any]) -> None:

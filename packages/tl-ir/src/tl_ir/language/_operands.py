@@ -12,6 +12,8 @@ from typing import Any
 import tvm
 from tvm import tirx
 from tvm.script import tirx as _tvm_T
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as _IB
 from tvm.sym import Analyzer as _Analyzer
 
 from tl_ir import ops as _ops
@@ -167,3 +169,15 @@ def tile_of(value: Any, where: str, access: int) -> Region:
 
 def is_tile_operand(value: Any) -> bool:
     return _ops.is_buffer(value) or isinstance(value, tvm.ir.TensorRegion)
+
+
+def emit_tile_op(name: str, *operands: Any) -> Any:
+    """Build the ``tl.*`` call ``name(*operands)`` and, inside a kernel being built,
+    append it to the kernel as a statement (returning None), as TileLang's tile ops do:
+    a tile op issued from a plain Python helper called in the kernel body is kept.
+    Outside a kernel build the call is returned."""
+    call = _ops.make_call(name, *operands)
+    if IRBuilder.is_in_scope():
+        _IB.evaluate(call)
+        return None
+    return call

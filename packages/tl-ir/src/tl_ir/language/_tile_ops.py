@@ -26,6 +26,7 @@ from tl_ir.language._operands import (
     anchor,
     as_value,
     check_same_tile,
+    emit_tile_op,
     fmt_extents,
     is_tile_operand,
     provably_different,
@@ -92,13 +93,13 @@ def copy(
         d = anchor(d, s.extents, _ops.ACCESS_WRITE, "T.copy(src, dst)")
     assert isinstance(s, Region) and isinstance(d, Region)
     check_same_tile(s, d, "T.copy(src, dst)")
-    return _ops.make_call("tl.copy", s, d)
+    return emit_tile_op("tl.copy", s, d)
 
 
 def fill(buffer: Any, value: Any) -> Any:
     """Set every element of a buffer or region to ``value`` (cast to its dtype)."""
     dst = region_of(buffer, "T.fill(buffer, value): buffer", _ops.ACCESS_WRITE)
-    return _ops.make_call("tl.fill", dst, as_value(value, dst.dtype))
+    return emit_tile_op("tl.fill", dst, as_value(value, dst.dtype))
 
 
 def clear(buffer: Any) -> Any:
@@ -177,7 +178,7 @@ def gemm(
         raise ShapeMismatchError(
             f"T.gemm: expected C to be M x N = {fmt_extents((m, n))}; {shapes}"
         )
-    return _ops.make_call(
+    return emit_tile_op(
         "tl.gemm",
         a,
         b,
@@ -240,7 +241,7 @@ def reduce(src: Any, dst: Any, dim: Any, kind: Any, clear: bool = True) -> Any:
             f"{where}: reducing {s.buffer.name} {fmt_extents(s.extents)} along dim {axis} gives "
             f"{fmt_extents(kept)}, but dst {d.buffer.name} is {fmt_extents(d.extents)}"
         )
-    return _ops.make_call(
+    return emit_tile_op(
         "tl.reduce",
         s,
         d,
@@ -278,7 +279,7 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> An
     d = tile_of(src if dst is None else dst, f"{where}: dst", _ops.ACCESS_WRITE)
     axis = _normalize_dim(dim, s.rank, where)
     check_same_tile(s, d, where)
-    return _ops.make_call(
+    return emit_tile_op(
         "tl.cumsum",
         s,
         d,
@@ -323,7 +324,7 @@ def _atomic(kind: str) -> Callable[..., Any]:
                 else d_op
             )
             check_same_tile(v, d, where)
-            return _ops.make_call(f"tl.atomic_{kind}", d, v)
+            return emit_tile_op(f"tl.atomic_{kind}", d, v)
         d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
         if not isinstance(d_op, Element):
             raise KernelTypeError(
@@ -331,7 +332,7 @@ def _atomic(kind: str) -> Callable[..., Any]:
                 f"element access A[i, j], got the tile {d_op.buffer.name}{fmt_extents(d_op.extents)}"
             )
         d = region_of(dst, where, _ops.ACCESS_READ_WRITE)
-        return _ops.make_call(f"tl.atomic_{kind}", d, as_value(value, d.dtype))
+        return emit_tile_op(f"tl.atomic_{kind}", d, as_value(value, d.dtype))
 
     atomic.__name__ = f"atomic_{kind}"
     atomic.__doc__ = (
