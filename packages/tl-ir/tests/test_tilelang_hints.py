@@ -126,3 +126,16 @@ def test_small_tilelang_names_in_a_kernel():
     assert seen == [(2, 1), 2]
     with pytest.raises(NotImplementedError, match="rounding"):
         T.ieee_add(1.0, 2.0, rounding_mode="rz")
+
+
+def test_clamp_takes_tilelangs_keyword_names():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4) as bx:
+            for i in T.Parallel(4):
+                B[i] = T.clamp(A[i], min_val=T.float32(-1), max_val=T.float32(1))
+
+    a = np.array([-3.0, -0.5, 0.5, 3.0], np.float32)
+    b = np.zeros(4, np.float32)
+    run(main, [a, b])
+    np.testing.assert_array_equal(b, np.clip(a, -1, 1))

@@ -34,9 +34,9 @@ __all__ = [
 ]
 
 
-def clamp(value: Any, lo: Any, hi: Any) -> Any:
-    """``min(max(value, lo), hi)``."""
-    return _tvm_T.min(_tvm_T.max(value, lo), hi)
+def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
+    """``min(max(dst, min_val), max_val)`` (TileLang's parameter names)."""
+    return _tvm_T.min(_tvm_T.max(dst, min_val), max_val)
 
 
 def cast(value: Any, dtype: Any) -> Any:
