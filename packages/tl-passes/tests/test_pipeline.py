@@ -162,6 +162,8 @@ def test_pipeline_is_frozen_and_validates() -> None:
     assert isinstance(pipeline.stages, tuple)
     with pytest.raises(FrozenInstanceError):
         pipeline.stages = ()  # type: ignore[misc]
+    same = Pipeline("checked", (SimplifyPass(),), options={"a": 1})
+    assert pipeline == Pipeline("checked", (SimplifyPass(),)) and hash(pipeline) == hash(same)
     with pytest.raises(TypeError, match=r"stages\[1\]: expected a tl_passes.Pass instance"):
         Pipeline("checked", (SimplifyPass(), "simplify"))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"callbacks\[0\]: expected a callable"):

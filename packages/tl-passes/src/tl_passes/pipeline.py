@@ -217,6 +217,10 @@ class Pipeline:
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
         object.__setattr__(self, "callbacks", callbacks)
 
+    def __hash__(self) -> int:
+        # `options` is a read-only mapping (unhashable); equal pipelines share name and stages.
+        return hash((self.name, self.stages))
+
     @property
     def stage_names(self) -> tuple[str, ...]:
         """The stages' names, in the order they run."""
