@@ -32,3 +32,22 @@ def test_public_names() -> None:
     for name in tl_runtime.__all__:
         assert getattr(tl_runtime, name) is not None
     assert tl_runtime.ALIGNMENT == 64
+
+
+def test_the_adapter_api_is_public_and_documented() -> None:
+    """What a package needs to ship its own adapter is exported with its contract."""
+    for name in (
+        "Adapter",
+        "ArgumentChecker",
+        "PreparedCall",
+        "TensorView",
+        "Availability",
+        "pack_result",
+        "load_tvm_ffi_library",
+        "adapter_keys",
+        "get_adapter",
+        "adapter_availability",
+    ):
+        assert name in tl_runtime.__all__, name
+        assert (getattr(tl_runtime, name).__doc__ or "").strip(), name
+    assert tl_runtime.ADAPTER_ENTRY_POINT_GROUP == "tl.adapters"

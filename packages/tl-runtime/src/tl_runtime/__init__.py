@@ -12,14 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tl_runtime.adapters import (
-    ENTRY_POINT_GROUP as ADAPTER_ENTRY_POINT_GROUP,
-)
-from tl_runtime.adapters import (
-    adapter_availability,
-    adapter_keys,
-    get_adapter,
-)
+from tl_runtime.adapters import ENTRY_POINT_GROUP as ADAPTER_ENTRY_POINT_GROUP
+from tl_runtime.adapters import adapter_availability, adapter_keys, get_adapter
 from tl_runtime.adapters.base import (
     Adapter,
     Availability,
