@@ -7,8 +7,13 @@
  * Parallel launches use OpenMP when it is available, else a pthread team per launch.
  * A child created by fork() after its parent ran an OpenMP region inherits a runtime
  * whose worker threads do not exist in the child (GNU libgomp then waits forever for
- * them), so after a fork this process uses the pthread team instead: forked children
- * keep running parallel kernels in parallel. */
+ * them), so after a fork the helper's launches use the pthread team instead (kernels
+ * launched through the helper keep running in parallel), and OpenMP's own team size is
+ * set to one (kernels with their own OpenMP pragmas run serially in the child). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,7 +31,15 @@ int tl_rt_last_launch_threads(void) { return g_last_launch_threads; }
 /* 1 in a process created by fork() after this helper was loaded (see above). */
 int tl_rt_is_forked_child(void) { return g_forked_child; }
 
-static void tl_rt_mark_forked_child(void) { g_forked_child = 1; }
+static void tl_rt_mark_forked_child(void) {
+  g_forked_child = 1;
+  /* Kernels compiled with their own `#pragma omp parallel` (the c target) call the OpenMP
+   * runtime directly: with a team of one it never waits for the missing workers. Looked
+   * up by name: the runtime is there whenever such a kernel is (even when this helper was
+   * built without OpenMP). */
+  void (*set_threads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+  if (set_threads) set_threads(1);
+}
 
 __attribute__((constructor)) static void tl_rt_install_fork_handler(void) {
   pthread_atfork(NULL, NULL, tl_rt_mark_forked_child);
