@@ -5,9 +5,12 @@ never followed."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
+import signal
 import stat
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -221,3 +224,41 @@ def test_clear_spares_live_staging_and_removes_dead_leftovers(tmp_path: Path) ->
     assert store.clear() == 1
     assert live.is_dir() and not dead.exists() and not trash.exists()
     assert (tmp_path / "cache" / "kernels").is_dir()
+
+
+def _build_forever(root: str, key: str, started: str) -> None:
+    def build(directory: Path) -> None:
+        directory.mkdir()
+        (directory / "half-written").write_bytes(b"x" * 1000)
+        Path(started).write_text("building")
+        time.sleep(600)
+
+    KernelCache(Path(root)).get_or_build(key, build)
+
+
+def test_kill_during_a_build_leaves_nothing_in_use(tmp_path: Path) -> None:
+    """kill -9 of a builder: its lock dies with it, no entry appears, the next build works."""
+    root, key, started = tmp_path / "cache", "5" * 64, tmp_path / "started"
+    context = multiprocessing.get_context("spawn")
+    builder = context.Process(target=_build_forever, args=(str(root), key, str(started)))
+    builder.start()
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the builder never started"
+    os.kill(builder.pid, signal.SIGKILL)
+    builder.join(30)
+    store = KernelCache(root)
+    assert not store.entry_path(key).exists()
+    assert store.load(key) is None
+    leftovers = list((root / "tmp").iterdir())
+    assert len(leftovers) == 1 and str(builder.pid) in leftovers[0].name
+
+    def build(directory: Path) -> None:
+        directory.mkdir()
+        (directory / "manifest.json").write_text("{}")
+
+    entry = store.get_or_build(key, build)  # the dead builder's lock does not block
+    assert (entry / "manifest.json").read_text() == "{}"
+    store.clear()
+    assert not any((root / "tmp").iterdir()), "the dead build's staging directory remains"
