@@ -174,11 +174,13 @@ class GccToolchain:
                 source_path=source_path,
             )
         with tempfile.TemporaryDirectory(prefix="symbol-check-", dir=library.parent) as scratch:
-            program = Path(scratch) / "main.c"
-            program.write_text("int main(void) { return 0; }\n")
+            # An executable with no code of its own (no start files, entry 0): only the
+            # link matters, and linking an executable reports undefined symbols of the
+            # shared libraries it is linked against.
             command = (
                 info.executable,
-                str(program),
+                "-nostartfiles",
+                "-Wl,-e,0",
                 "-Wl,--no-as-needed",
                 str(library),
                 *(str(p) for p in providers),
