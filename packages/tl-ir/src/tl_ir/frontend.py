@@ -52,6 +52,8 @@ class ParseState:
             (multi-dim ``T.Parallel``), keyed by loop Var.
         layout_map: ``T.annotate_layout`` hints, buffer name to layout.
         swizzle_panel: the panel size given to ``T.use_swizzle``, if any.
+        persistent: ``T.Persistent`` loops to rewrite after parsing, keyed by the
+            first coordinate Var.
     """
 
     symbolic: dict[str, Any] = field(default_factory=dict)
@@ -64,6 +66,7 @@ class ParseState:
     loop_annotations: dict[Any, dict[str, Any]] = field(default_factory=dict)
     layout_map: dict[str, Any] = field(default_factory=dict)
     swizzle_panel: int | None = None
+    persistent: dict[Any, Any] = field(default_factory=dict)
 
 
 class _Local(threading.local):
@@ -303,6 +306,10 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
         raise
     if state.loop_annotations:
         func = func.with_body(_annotate_loops(func.body, state.loop_annotations))
+    if state.persistent:
+        from tl_ir.language._persistent import rewrite_persistent_loops
+
+        func = func.with_body(rewrite_persistent_loops(func.body, state.persistent))
     attrs: dict[str, Any] = {}
     if state.layout_map:
         attrs["tl.layout_map"] = dict(state.layout_map)

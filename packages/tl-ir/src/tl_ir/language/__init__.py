@@ -114,6 +114,7 @@ from tl_ir.language._tile_ops import (
     reduce_min,
     reduce_sum,
 )
+from tl_ir.language._persistent import Persistent
 from tl_ir.language._views import reshape, view
 from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 
@@ -220,6 +221,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "grid",
     "Parallel",
     "Pipelined",
+    "Persistent",
     "Serial",
     "Unroll",
     "Vectorized",

@@ -155,8 +155,8 @@ _REASONS: list[tuple[str, str]] = [
     ),
     ("not supported yet: write the loop over the tile", "any_of all_of"),
     (
-        "persistent-kernel scheduling is not supported yet; launch one block per tile",
-        "Persistent PersistentTileScheduler BaseTileScheduler",
+        "tile schedulers are not supported yet; use T.Persistent or one block per tile",
+        "PersistentTileScheduler BaseTileScheduler",
     ),
     ("not supported yet: write it with T.Parallel and T.copy", "im2col c2d_im2col transpose"),
     (
