@@ -26,8 +26,21 @@ def test_dump_ir_writes_every_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("TL_DISABLE_CACHE", "1")
     module = load("elementwise_add")
     tl_jit.compile(module.KERNEL(**module.CASES[0]["args"]), out_idx=module.OUT_IDX, target="c")
-    dumps = sorted(p.name for p in (tmp_path / "dump").rglob("*.tir"))
-    assert dumps and dumps[0].startswith("00-")
+    dumps = sorted(p.name for p in (tmp_path / "dump" / "cpu-c").glob("*.tir"))
+    assert dumps[0] == "00-input.tir" and dumps[-1].endswith("-mark-parallel-loops.tir")
+
+
+def test_a_dump_ir_path_under_a_file_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tl_passes import IRDumpError
+
+    (tmp_path / "a-file").write_text("not a directory")
+    monkeypatch.setenv("TL_DUMP_IR", str(tmp_path / "a-file" / "dump"))
+    monkeypatch.setenv("TL_DISABLE_CACHE", "1")
+    module = load("elementwise_add")
+    with pytest.raises(IRDumpError, match=r"TL_DUMP_IR=.*a-file/dump.*cannot create"):
+        tl_jit.compile(module.KERNEL(**module.CASES[0]["args"]), out_idx=module.OUT_IDX, target="c")
 
 
 def test_jit_follows_target_and_execution_backend_env(
