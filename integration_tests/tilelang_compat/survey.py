@@ -114,7 +114,7 @@ def _write_readme(results: dict[tuple[str, str], BaseException | None]) -> None:
         for exc in outcomes:
             if exc is not None and _message(exc) not in errors:
                 errors.append(_message(exc))
-        note = NOTES.get(name)
+        note = NOTES.get(name) if any(e is not None for e in outcomes) else None
         detail = "; ".join(e.replace("|", "\\|") for e in errors)
         if note:
             detail = f"**{note}** {detail}".strip()
