@@ -138,14 +138,15 @@ def test_apply_simplify_folds_index_arithmetic() -> None:
         apply_simplify(two)
 
 
-def test_eager_style_jit_is_refused_with_a_clear_error() -> None:
+def test_eager_style_jit_routes_to_the_eager_front_end() -> None:
     import tl_jit.language as T
+    from tl_jit.eager import EagerJITFunction
 
     @tl_jit.jit
     def eager(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")) -> None:
-        raise AssertionError("an eager-style body must not run")
+        with T.Kernel(1, threads=1):
+            for i in T.serial(64):
+                B[i] = A[i]
 
-    with pytest.raises(NotImplementedError, match=r"eager-style @jit .*A, B"):
-        eager()
-    with pytest.raises(NotImplementedError, match="eager-style"):
-        eager.get_prim_func()
+    assert isinstance(eager, EagerJITFunction)
+    assert [str(p.name) for p in eager.get_tir().params] == ["A", "B"]

@@ -126,6 +126,8 @@ def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, 
                     name=name,
                     dtype=str(ty.dtype),
                     shape=tuple(_dim(d, name) for d in ty.shape),
+                    # Declared element strides (T.StridedTensor); none: C-contiguous.
+                    strides=tuple(_dim(s, name) for s in ty.strides) if len(ty.strides) else None,
                     role=role,
                     alignment=int(ty.data_alignment),
                 )

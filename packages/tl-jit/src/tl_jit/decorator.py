@@ -247,9 +247,21 @@ def jit(
         "verbose": verbose,
     }
     if func is not None:
-        return JITFunction(func, **options)
+        return _jit_function(func, options)
 
     def decorate(function: Callable[..., Any]) -> JITFunction:
-        return JITFunction(function, **options)
+        return _jit_function(function, options)
 
     return decorate
+
+
+def _jit_function(func: Callable[..., Any], options: Mapping[str, Any]) -> JITFunction:
+    """A `JITFunction` for a builder; an `EagerJITFunction` (tl_jit.eager) for a function
+    written in TileLang's eager style."""
+    from tl_jit.eager_style import is_eager_function
+
+    if callable(func) and is_eager_function(func):
+        from tl_jit.eager import EagerJITFunction
+
+        return EagerJITFunction(func, **options)  # type: ignore[return-value]
+    return JITFunction(func, **options)
