@@ -139,3 +139,20 @@ def test_clamp_takes_tilelangs_keyword_names():
     b = np.zeros(4, np.float32)
     run(main, [a, b])
     np.testing.assert_array_equal(b, np.clip(a, -1, 1))
+
+
+def test_any_of_and_all_of_over_a_row():
+    @T.prim_func
+    def main(
+        Mask: T.Tensor((3, 4), "bool"), Any: T.Tensor((3,), "int32"), All: T.Tensor((3,), "int32")
+    ):
+        with T.Kernel(3, threads=1) as bx:
+            Any[bx] = T.if_then_else(T.any_of(Mask[bx, :]), 1, 0)
+            All[bx] = T.if_then_else(T.all_of(Mask[bx, 0:4]), 1, 0)
+
+    mask = np.array([[0, 0, 0, 0], [0, 1, 0, 0], [1, 1, 1, 1]], dtype=bool)
+    any_out = np.zeros(3, np.int32)
+    all_out = np.zeros(3, np.int32)
+    run(main, [mask, any_out, all_out])
+    np.testing.assert_array_equal(any_out, [0, 1, 1])
+    np.testing.assert_array_equal(all_out, [0, 0, 1])

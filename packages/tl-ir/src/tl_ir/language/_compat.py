@@ -153,7 +153,6 @@ _REASONS: list[tuple[str, str]] = [
         "this atomic is not supported yet (T.atomic_add/max/min are)",
         "atomic_addx2 atomic_addx4 atomic_load atomic_store atomic_or",
     ),
-    ("not supported yet: write the loop over the tile", "any_of all_of"),
     (
         "tile schedulers are not supported yet; use T.Persistent or one block per tile",
         "PersistentTileScheduler BaseTileScheduler",

@@ -40,10 +40,12 @@ __all__ = [
     "Unroll",
     "Vectorized",
     "align_up",
+    "all_of",
     "allocate",
     "annotate_l2_hit_ratio",
     "annotate_min_blocks_per_sm",
     "annotate_restrict_buffers",
+    "any_of",
     "cdiv",
     "disable_warp_group_reg_alloc",
     "fast_math",
@@ -162,3 +164,49 @@ annotate_min_blocks_per_sm = _hint("annotate_min_blocks_per_sm")
 annotate_restrict_buffers = _hint("annotate_restrict_buffers")
 disable_warp_group_reg_alloc = _hint("disable_warp_group_reg_alloc")
 no_set_max_nreg = _hint("no_set_max_nreg")
+
+
+#: The most elements ``any_of``/``all_of`` expand into one expression.
+LOGICAL_REDUCTION_LIMIT = 256
+
+
+def _logical_reduction(buffer: Any, combine: Any, where: str) -> Any:
+    import itertools
+
+    from tl_ir import ops as _ops
+    from tl_ir.language._operands import region_of
+
+    region = region_of(buffer, where, _ops.ACCESS_READ)
+    extents = [_ops.const_int(e) for e in region.extents]
+    if any(e is None for e in extents):
+        raise UnsupportedError(f"{where}: the region must have constant extents")
+    count = 1
+    for extent in extents:
+        count *= int(extent or 0)
+    if count > LOGICAL_REDUCTION_LIMIT:
+        raise UnsupportedError(
+            f"{where}: regions of at most {LOGICAL_REDUCTION_LIMIT} elements are supported, "
+            f"got {count}"
+        )
+    truth = []
+    for offsets in itertools.product(*(range(int(e or 0)) for e in extents)):
+        load = tirx.BufferLoad(
+            region.buffer, [m + o for m, o in zip(region.mins, offsets, strict=True)]
+        )
+        truth.append(load if str(region.dtype) == "bool" else load != tirx.const(0, region.dtype))
+    result = truth[0]
+    for value in truth[1:]:
+        result = combine(result, value)
+    return result
+
+
+def any_of(buffer: Any) -> Any:
+    """Whether any element of ``buffer`` (a buffer or region of at most 256 elements)
+    is true (non-zero): a boolean expression."""
+    return _logical_reduction(buffer, tirx.Or, "T.any_of(buffer)")
+
+
+def all_of(buffer: Any) -> Any:
+    """Whether every element of ``buffer`` (a buffer or region of at most 256 elements)
+    is true (non-zero): a boolean expression."""
+    return _logical_reduction(buffer, tirx.And, "T.all_of(buffer)")
