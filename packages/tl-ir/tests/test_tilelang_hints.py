@@ -156,3 +156,31 @@ def test_any_of_and_all_of_over_a_row():
     run(main, [mask, any_out, all_out])
     np.testing.assert_array_equal(any_out, [0, 1, 1])
     np.testing.assert_array_equal(all_out, [0, 0, 1])
+
+
+def test_transpose_swaps_the_last_two_dims_of_a_tile():
+    @T.prim_func
+    def main(A: T.Tensor((8, 4), "float32"), B: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            tile = T.alloc_shared((8, 4), "float32")
+            tile_t = T.alloc_shared((4, 8), "float32")
+            T.copy(A, tile)
+            T.transpose(tile, tile_t)
+            T.copy(tile_t, B)
+
+    a = np.arange(32, dtype=np.float32).reshape(8, 4)
+    b = np.zeros((4, 8), np.float32)
+    run(main, [a, b])
+    np.testing.assert_array_equal(b, a.T)
+
+    def bad():
+        @T.prim_func
+        def main(A: T.Tensor((8, 4), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                tile = T.alloc_shared((8, 4), "float32")
+                T.transpose(A, tile)
+
+        return main
+
+    with pytest.raises(tl_ir.ShapeMismatchError, match="transposed"):
+        bad()

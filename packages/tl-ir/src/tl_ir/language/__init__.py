@@ -27,6 +27,7 @@ from typing import Any
 from tvm.script.tirx import *
 
 from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
+from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 from tl_ir.errors import (
     KernelSyntaxError,
     KernelTypeError,
@@ -62,10 +63,10 @@ from tl_ir.language._extras import (
     align_up,
     all_of,
     allocate,
-    any_of,
     annotate_l2_hit_ratio,
     annotate_min_blocks_per_sm,
     annotate_restrict_buffers,
+    any_of,
     cdiv,
     disable_warp_group_reg_alloc,
     fast_rcp,
@@ -100,6 +101,7 @@ from tl_ir.language._misc import (
     use_swizzle,
 )
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
+from tl_ir.language._persistent import Persistent
 from tl_ir.language._tile_ops import (
     atomic_add,
     atomic_max,
@@ -115,10 +117,9 @@ from tl_ir.language._tile_ops import (
     reduce_max,
     reduce_min,
     reduce_sum,
+    transpose,
 )
-from tl_ir.language._persistent import Persistent
 from tl_ir.language._views import reshape, view
-from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 
 _tvm_compat.install()
 
@@ -241,6 +242,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "reduce_abssum",
     "reduce_absmax",
     "cumsum",
+    "transpose",
     "atomic_add",
     "atomic_max",
     "atomic_min",

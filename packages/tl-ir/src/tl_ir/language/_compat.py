@@ -157,7 +157,7 @@ _REASONS: list[tuple[str, str]] = [
         "tile schedulers are not supported yet; use T.Persistent or one block per tile",
         "PersistentTileScheduler BaseTileScheduler",
     ),
-    ("not supported yet: write it with T.Parallel and T.copy", "im2col c2d_im2col transpose"),
+    ("not supported yet: write it with T.Parallel and T.copy", "im2col c2d_im2col"),
     (
         "raw pointers are not supported; tensors are kernel parameters "
         "(views: T.view, T.reshape, T.Tensor(shape, dtype, data))",

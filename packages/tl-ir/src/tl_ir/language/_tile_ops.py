@@ -51,6 +51,7 @@ __all__ = [
     "reduce_max",
     "reduce_min",
     "reduce_sum",
+    "transpose",
 ]
 
 
@@ -348,3 +349,40 @@ def _atomic(kind: str) -> Callable[..., Any]:
 atomic_add = _atomic("add")
 atomic_max = _atomic("max")
 atomic_min = _atomic("min")
+
+
+def transpose(src: Any, dst: Any, annotations: dict[str, Any] | None = None) -> None:
+    """``dst[..., j, i] = src[..., i, j]`` for the last two dims of two tiles (TileLang's
+    shared-memory transpose); written as a ``T.Parallel`` loop over the tile, so every
+    target lowers it like any element-parallel loop.
+
+    Raises:
+        KernelTypeError: an operand is not a tile; a leading dim is not 1.
+        ShapeMismatchError: dst is not src's last two dims swapped.
+    """
+    from tvm.script.ir_builder import tirx as _IB
+
+    from tl_ir.language._loops import Parallel
+
+    where = "T.transpose(src, dst)"
+    _check_hint_types(None, annotations)
+    s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
+    d = tile_of(dst, f"{where}: dst", _ops.ACCESS_WRITE)
+    for name, region in (("src", s), ("dst", d)):
+        if region.rank < 2 or any(_ops.const_int(e) != 1 for e in region.extents[:-2]):
+            raise KernelTypeError(
+                f"{where}: expected {name} to be a 2-D tile (leading dims of extent 1), got "
+                f"{region.buffer.name}{fmt_extents(region.extents)}"
+            )
+    rows, cols = s.extents[-2], s.extents[-1]
+    if provably_different(d.extents[-2], cols) or provably_different(d.extents[-1], rows):
+        raise ShapeMismatchError(
+            f"{where}: dst must be src's tile transposed: src {s.buffer.name} is "
+            f"{fmt_extents((rows, cols))}, dst {d.buffer.name} is "
+            f"{fmt_extents(d.extents[-2:])}"
+        )
+    with Parallel(rows, cols) as (i, j):
+        src_index = [*s.mins[:-2], s.mins[-2] + i, s.mins[-1] + j]
+        dst_index = [*d.mins[:-2], d.mins[-2] + j, d.mins[-1] + i]
+        value = tirx.BufferLoad(s.buffer, src_index)
+        _IB.buffer_store(d.buffer, as_value(value, d.dtype), dst_index)
