@@ -130,7 +130,7 @@ BACKEND = Backend(
     auto_kind=None,  # the owned kind target="auto" may pick; None keeps it out of "auto"
     auto_priority=0,  # among active backends with an auto_kind, the highest wins
     kind_aliases={{}},  # extra names users may write for an owned kind
-    host_kind=None,  # a device target's host kind (e.g. "llvm"); None: runs on the host
+    host_kind=None,  # the kind that runs a device target's host code; None: runs on the host
     argument_alignment=1,  # byte alignment the generated code assumes of array arguments
     argument_device_types=(1,),  # DLPack device types of accepted arrays (1: host memory)
 )
@@ -499,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="new-backend",
         description="Create a tl-codegen-NAME package that passes the contract tests.",
     )
-    parser.add_argument("name", help="backend name (lowercase, e.g. 'opencl')")
+    parser.add_argument("name", help="backend name (lowercase letters, digits and underscores)")
     parser.add_argument("--kind", help="TVM target kind it serves (default: NAME)")
     parser.add_argument(
         "--dest", type=Path, help="package directory (default: packages/tl-codegen-NAME)"
