@@ -68,3 +68,19 @@ def test_alloc_global_is_a_global_scope_workspace_outside_the_kernel():
     b = np.zeros(8, np.float32)
     run(main, [a, b])
     np.testing.assert_array_equal(b, a)
+
+
+def test_strided_tensor_parameter_in_both_forms():
+    @T.prim_func
+    def main(
+        A: T.StridedTensor[(4, 2), (1, 4), T.float32],
+        B: T.StridedTensor((4, 2), (2, 1), "float32"),
+    ):
+        with T.Kernel(1, threads=1) as bx:
+            B[0, 0] = A[0, 0]
+
+    a_type, b_type = (p.ty for p in main.params)
+    assert [int(s) for s in a_type.strides] == [1, 4]
+    assert [int(s) for s in b_type.strides] == [2, 1]
+    with pytest.raises(tl_ir.KernelTypeError, match="one stride per dim"):
+        T.StridedTensor((4, 2), (1,), "float32")

@@ -91,16 +91,29 @@ def index_to_coordinates(index: Any, shape: Sequence[Any]) -> list[Any]:
     return coordinates[::-1]
 
 
-def StridedTensor(shape: Any, strides: Any, dtype: Any = "float32", scope: Any = None) -> Any:
-    """A tensor parameter with explicit element ``strides`` (one per dim)."""
-    if len(tuple(shape)) != len(tuple(strides)):
-        raise KernelTypeError(
-            f"T.StridedTensor(shape, strides): expected one stride per dim, got shape "
-            f"{shape!r} and strides {strides!r}"
-        )
-    if scope not in (None, "global"):
-        raise UnsupportedError(f"T.StridedTensor(scope={scope!r}): only global tensors")
-    return Tensor(shape, dtype, strides=tuple(strides))
+class _StridedTensorAnnotation:
+    """``T.StridedTensor(shape, strides, dtype)`` / ``T.StridedTensor[shape, strides,
+    dtype]``: a tensor parameter with explicit element ``strides`` (one per dim)."""
+
+    def __call__(self, shape: Any, strides: Any, dtype: Any = "float32", scope: Any = None) -> Any:
+        if len(tuple(shape)) != len(tuple(strides)):
+            raise KernelTypeError(
+                f"T.StridedTensor(shape, strides): expected one stride per dim, got shape "
+                f"{shape!r} and strides {strides!r}"
+            )
+        if scope not in (None, "global"):
+            raise UnsupportedError(f"T.StridedTensor(scope={scope!r}): only global tensors")
+        return Tensor(shape, dtype, strides=tuple(strides))
+
+    def __getitem__(self, item: Any) -> Any:
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise KernelTypeError(
+                f"T.StridedTensor[shape, strides, dtype]: expected 2 or 3 items, got {item!r}"
+            )
+        return self(*item)
+
+
+StridedTensor = _StridedTensorAnnotation()
 
 
 def fast_math(name: str) -> Any:
