@@ -5,8 +5,8 @@ import pytest
 
 import tl_ir
 import tl_ir.language as T
+from tl_ir import kernel_launches
 from tl_ir.interpret import run
-from tl_ir.launch import kernel_launches
 
 
 def _scale_then_add(N, block):
