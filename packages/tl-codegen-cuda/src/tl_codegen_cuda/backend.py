@@ -7,8 +7,6 @@ Execution backends, in ``auto`` order:
   through cuda-python, without apache-tvm;
 * ``nvrtc``: the artifact keeps CUDA C; the same adapter compiles it with
   NVRTC for the device at load;
-* ``cython``: declared for a lean Cython launcher; not written yet, so its
-  probe says no;
 * ``source``: source only and always available (no nvcc, no GPU), so
   ``tl_jit.lower``/``compile`` work anywhere; the artifact keeps CUDA C,
   which the CUDA-driver adapter compiles with NVRTC when loaded (loading
@@ -28,7 +26,6 @@ from .pipeline import PIPELINE
 from .probes import (
     always,
     cuda_driver_available,
-    cython_launcher_available,
     nvrtc_available,
 )
 from .toolchain import Nvcc
@@ -55,14 +52,6 @@ BACKEND = Backend(
             is_available=nvrtc_available,
             enable_device_compile=False,
             install_hint=_GPU_HINT,
-        ),
-        ExecutionBackendSpec(
-            "cython",
-            adapter="cython",
-            is_available=cython_launcher_available,
-            enable_device_compile=True,
-            install_hint="nothing yet: the Cython launcher for CUDA kernels is not written; "
-            "use 'tvm_ffi' or 'nvrtc'",
         ),
         ExecutionBackendSpec(
             "source",

@@ -24,11 +24,6 @@ def nvrtc_available() -> bool:
     return False
 
 
-def cython_launcher_available() -> bool:
-    """Always False: a Cython launcher for CUDA kernels is not written yet."""
-    return False
-
-
 def always() -> bool:
     """The source-only spec's probe: generating CUDA C needs neither nvcc nor a GPU."""
     return True

@@ -1,11 +1,11 @@
 """``BACKEND``: the descriptor published under the ``tl.backends`` entry point ``rocm``.
 
-Execution backends ``tvm_ffi`` then ``cython`` are declared; no HIP
-launcher exists in tl_runtime yet, so their probes report unavailable
-unless a ROCm runtime *and* that launcher are present (never, for now).
-The last spec, ``source``, is source only and always available, so
-``tl_jit.lower(func, target="rocm")`` gives the AMDGPU assembly anywhere;
-its artifacts cannot be loaded (tl_runtime names the file it cannot load).
+One execution backend, ``source``: source only and always available, so
+``tl_jit.lower(func, target="rocm")`` gives the AMDGPU assembly anywhere.
+There is no HIP launcher in tl_runtime, so these artifacts cannot be
+launched (tl_runtime names the file it cannot load); a launcher would be
+published under the ``tl.adapters`` entry-point group and declared here as
+another execution backend.
 """
 
 from __future__ import annotations
@@ -24,14 +24,9 @@ from .codegen import (
 )
 from .device_presence import rocm_device_present
 from .pipeline import PIPELINE
-from .probes import always, hip_launcher_available
+from .probes import always
 from .toolchain import Lld
 from .traits import HIP_TRAITS
-
-_HINT = (
-    "a ROCm install (libamdhip64) and a HIP launcher in tl_runtime, which is not written "
-    "yet; use execution_backend='source' (tl_jit.lower) for the AMDGPU assembly"
-)
 
 BACKEND = Backend(
     name="hip",
@@ -39,18 +34,6 @@ BACKEND = Backend(
     pipelines={"rocm": PIPELINE},
     device_codegens={"rocm": HipDeviceCodegen()},
     execution_backends=(
-        ExecutionBackendSpec(
-            "tvm_ffi",
-            is_available=hip_launcher_available,
-            enable_device_compile=True,
-            install_hint=_HINT,
-        ),
-        ExecutionBackendSpec(
-            "cython",
-            is_available=hip_launcher_available,
-            enable_device_compile=True,
-            install_hint=_HINT,
-        ),
         ExecutionBackendSpec(
             "source",
             adapter="tvm_ffi",
