@@ -18,6 +18,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, SupportsFloat, SupportsIndex, cast
 
+from tl_runtime.argument_memory import (
+    check_index_range,
+    check_native_byte_order,
+    check_no_overlap,
+    element_span,
+)
 from tl_runtime.manifest import Manifest, ParamSpec
 
 ALIGNMENT = 64
@@ -134,6 +140,15 @@ class ArgumentChecker:
         self._signature = f"{manifest.name}({names})"
         self._np = optional_numpy()
         # Arrays the runtime makes satisfy every param: 64 bytes, or more if one asks.
+        # Bytes per element of each tensor param (byte ranges of the aliasing check).
+        self._itemsizes = [
+            (int("".join(c for c in p.dtype if c.isdigit()) or 8) + 7) // 8 for p in self.params
+        ]
+        # Aliasing needs a written parameter the caller passes and another tensor.
+        caller_tensors = [i for i in self.caller_params if self.params[i].kind == "tensor"]
+        self._check_aliasing = len(caller_tensors) > 1 and any(
+            self.params[i].written for i in caller_tensors
+        )
         self.allocation_alignment = max(
             [ALIGNMENT] + [p.alignment for p in self.params if p.kind == "tensor"]
         )
@@ -146,11 +161,15 @@ class ArgumentChecker:
             The PreparedCall (full argument list, allocated outputs, symbolic dim values).
 
         Raises:
-            TypeError: wrong count, a non-array for a tensor, wrong dtype, wrong scalar type.
+            TypeError: wrong count, a non-array for a tensor, wrong dtype (or byte order),
+                wrong scalar type.
             ValueError: wrong rank or dims, disagreeing symbolic dims, non-contiguous or
                 wrongly strided data, wrong device, a written (``output``/``inout``) array
                 that is read-only or not aligned to its parameter's ``alignment``, scalar
-                out of range. Misaligned or read-only inputs are copied, never refused.
+                out of range, a tensor (or an ``out_idx`` output) with more elements than
+                the kernel's index width reaches, a written array overlapping another
+                parameter's memory. Misaligned or read-only inputs are copied, never
+                refused. (``tl_runtime.argument_memory`` states these assumptions.)
         """
         if len(args) != len(self.caller_params):
             raise TypeError(
@@ -160,6 +179,7 @@ class ArgumentChecker:
         bound_by: dict[str, str] = {}
         full: list[Any] = [None] * len(self.params)
         first_tensor: Any = None
+        spans: list[tuple[int, int, int]] = []  # (param, first byte, last byte + 1)
         for index, value in zip(self.caller_params, args, strict=True):
             spec = self.params[index]
             if spec.kind == "scalar":
@@ -168,6 +188,7 @@ class ArgumentChecker:
             value = self._as_array(spec, value)
             view = self.tensor_view(spec, value)
             self._check_tensor(spec, view, bindings, bound_by)
+            spans.append(self._byte_span(index, spec, view))
             if first_tensor is None:
                 first_tensor = value
             writable = self._writable(value)
@@ -195,16 +216,26 @@ class ArgumentChecker:
                     )
                 value = self._aligned_copy(spec, value)
             full[index] = self._compact_if_empty(value)
+        if self._check_aliasing:
+            check_no_overlap(self.manifest.name, self.params, spans)
         outputs = []
         for index in sorted(self.out_idx):
             spec = self.params[index]
             shape = tuple(d if isinstance(d, int) else bindings[d] for d in spec.shape)
+            check_index_range(self._where(spec), self.manifest, shape, math.prod(shape))
             out = self.allocate(spec.dtype, shape, like=first_tensor)
             full[index] = out
             outputs.append(out)
         return PreparedCall(full, outputs, bindings)
 
     # ------------------------------------------------------------------ pieces
+    def _byte_span(self, index: int, spec: ParamSpec, view: TensorView) -> tuple[int, int, int]:
+        """Check the tensor's reach against the index width; return its byte range."""
+        low, high = element_span(view.shape, view.strides)
+        check_index_range(self._where(spec), self.manifest, view.shape, high - low)
+        size = self._itemsizes[index]
+        return index, view.data_ptr + low * size, view.data_ptr + high * size
+
     def _where(self, spec: ParamSpec) -> str:
         return f"{self.manifest.name}: parameter {spec.name!r}"
 
@@ -234,7 +265,13 @@ class ArgumentChecker:
         is_float = isinstance(value, float) or (np is not None and isinstance(value, np.floating))
         if not (integral or is_float):
             raise TypeError(f"{where}: expected a real scalar ({dtype}), got {_describe(value)}")
-        number_f = float(cast(SupportsFloat, value))
+        try:
+            number_f = float(cast(SupportsFloat, value))
+        except OverflowError:  # an int beyond float64 (10**400)
+            raise ValueError(
+                f"{where}: expected a value representable as {dtype}, got an int of "
+                f"{int(cast(SupportsIndex, value)).bit_length()} bits (beyond float64's range)"
+            ) from None
         limit = _FLOAT_MAX.get(dtype)
         if limit is not None and math.isfinite(number_f) and abs(number_f) > limit:
             raise ValueError(f"{where}: expected a value representable as {dtype}, got {number_f}")
@@ -265,6 +302,7 @@ class ArgumentChecker:
         """
         np = self._np
         if np is not None and isinstance(value, np.ndarray):
+            check_native_byte_order(self._where(spec), value.dtype)
             itemsize = value.dtype.itemsize
             strides = tuple(s // itemsize if itemsize else 0 for s in value.strides)
             if itemsize and any(s % itemsize for s in value.strides):

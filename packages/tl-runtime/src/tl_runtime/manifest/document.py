@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from tl_runtime.errors import ArtifactError, SchemaVersionError
 from tl_runtime.manifest.fields import (
     DEFAULT_ARGUMENT_DEVICE_TYPES,
+    DEFAULT_INDEX_BITS,
     DLPACK_DEVICE_TYPES,
     IDENTIFIER,
+    INDEX_BITS,
     SCHEMA_VERSION,
     JSONValue,
     as_mapping,
@@ -41,6 +43,10 @@ class Manifest:
             2 CUDA, 4 OpenCL, 7 Vulkan, 8 Metal, 10 ROCm, 15 WebGPU, ...) of the arrays the
             kernel accepts, declared by the backend that built it. A manifest without the
             field means ``(1,)``: host arrays only.
+        index_bits: the width (32 or 64) of the integers the kernel computes element
+            indices in. The runtime refuses, before any call, a tensor whose elements an
+            index of that width cannot reach. A manifest without the field means 32 (what
+            kernels written in tl-ir use: their symbolic dims are ``int32``).
         versions: package and toolchain versions that produced the artifact.
         schema_version: the schema version (``SCHEMA_VERSION`` when written by this runtime).
     """
@@ -57,6 +63,7 @@ class Manifest:
     launch: LaunchSpec | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
     argument_device_types: tuple[int, ...] = DEFAULT_ARGUMENT_DEVICE_TYPES
+    index_bits: int = DEFAULT_INDEX_BITS
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -110,6 +117,8 @@ class Manifest:
             if not isinstance(key, str) or not isinstance(value, str):
                 raise fail("versions", "a mapping of strings to strings", self.versions)
         self._check_argument_device_types()
+        if type(self.index_bits) is not int or self.index_bits not in INDEX_BITS:
+            raise fail("index_bits", f"one of {list(INDEX_BITS)}", self.index_bits)
         if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
             raise fail("schema_version", "an int", self.schema_version)
 
@@ -146,6 +155,7 @@ class Manifest:
             "library": self.library,
             "launch": None if self.launch is None else self.launch.to_json(),
             "argument_device_types": list(self.argument_device_types),
+            "index_bits": self.index_bits,
             "files": [f.to_json() for f in self.files],
             "versions": dict(self.versions),
         }
@@ -197,6 +207,7 @@ class Manifest:
             files=tuple(FileEntry.from_json(f) for f in files),
             versions=as_mapping("versions", obj.get("versions", {})),
             argument_device_types=tuple(device_types),
+            index_bits=obj.get("index_bits", DEFAULT_INDEX_BITS),
             schema_version=version,
         )
 

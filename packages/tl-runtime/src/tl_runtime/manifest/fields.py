@@ -64,6 +64,12 @@ DLPACK_DEVICE_TYPES: frozenset[int] = frozenset(range(1, 18)) - {5, 6}
 DEFAULT_ARGUMENT_DEVICE_TYPES: tuple[int, ...] = (1,)
 """What a manifest without ``argument_device_types`` accepts: host (CPU) arrays only."""
 
+INDEX_BITS = (32, 64)
+"""The element-index widths a manifest may declare in ``index_bits``."""
+
+DEFAULT_INDEX_BITS = 32
+"""The index width of a manifest without ``index_bits``: 32 (tl-ir's symbolic dims are int32)."""
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """A C identifier (param names, symbolic dim names, entry symbols)."""
 HEX64 = re.compile(r"^[0-9a-f]{64}$")

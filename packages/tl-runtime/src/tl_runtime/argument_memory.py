@@ -1,0 +1,118 @@
+"""What a kernel assumes about the memory of its tensor arguments, and the checks of it.
+
+A compiled kernel assumes, for every tensor argument:
+
+* index width: every element it addresses is reachable with an index of the manifest's
+  ``index_bits`` (32 unless the manifest says 64): at most ``2**31 - 1`` elements from
+  the first to the last one it reads. A larger array would be indexed with wrapped
+  integers (too few elements computed, or writes before the array).
+* byte order: elements in the machine's native byte order (DLPack has no byte-order
+  field; the kernel reads raw bytes).
+* aliasing: a parameter the kernel writes (role ``output`` or ``inout``) shares no byte
+  with any other parameter (kernels are compiled assuming no aliasing: an output shifted
+  into an input would read values the kernel already overwrote). An ``inout`` parameter is
+  the kernel's declared in-place update: it is read and written through the one pointer.
+
+``ArgumentChecker.prepare`` refuses arguments breaking any of these with an error naming
+the parameter; the adapters' fast paths decline such calls to it (a per-call address
+range check between written parameters and the others, and an element-count bound on
+the shapes they bind).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from tl_runtime.manifest import Manifest, ParamSpec
+
+_INDEX_LIMITS = {32: 2**31 - 1, 64: 2**63 - 1}
+
+
+def max_elements(manifest: Manifest) -> int:
+    """The most elements a tensor argument of ``manifest``'s kernel may span (index width)."""
+    return _INDEX_LIMITS[manifest.index_bits]
+
+
+def element_span(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, int]:
+    """``(lowest, highest + 1)`` element offsets a tensor of ``shape``/``strides`` addresses.
+
+    ``(0, 0)`` for a zero-size tensor (no element is addressed). Strides are in elements
+    and may be negative.
+    """
+    if any(d == 0 for d in shape):
+        return 0, 0
+    low = high = 0
+    for extent, stride in zip(shape, strides, strict=True):
+        reach = (extent - 1) * stride
+        if reach < 0:
+            low += reach
+        else:
+            high += reach
+    return low, high + 1
+
+
+def check_index_range(where: str, manifest: Manifest, shape: Sequence[int], span: int) -> None:
+    """Refuse a tensor spanning more elements than the kernel's index width reaches.
+
+    Args:
+        where: the parameter's description for the message (kernel and parameter name).
+        manifest: the kernel's manifest (its ``index_bits``).
+        shape: the tensor's shape (for the message).
+        span: elements from the first to the last one addressed.
+
+    Raises:
+        ValueError: ``span`` exceeds ``max_elements(manifest)``.
+    """
+    limit = max_elements(manifest)
+    if span > limit:
+        raise ValueError(
+            f"{where}: expected at most {limit} elements (the kernel indexes with "
+            f"{manifest.index_bits}-bit integers), got shape {list(shape)} spanning {span} "
+            "elements; split the work into smaller arrays"
+        )
+
+
+def check_native_byte_order(where: str, dtype: object) -> None:
+    """Refuse a numpy dtype that is not in the machine's native byte order.
+
+    Raises:
+        TypeError: ``dtype`` (a numpy dtype) is byte-swapped.
+    """
+    if getattr(dtype, "isnative", True):
+        return
+    order = "big" if sys.byteorder == "little" else "little"
+    raise TypeError(
+        f"{where}: expected {getattr(dtype, 'name', dtype)} in native ({sys.byteorder}-endian) "
+        f"byte order, got a {order}-endian array; convert it with "
+        "x.astype(x.dtype.newbyteorder('='))"
+    )
+
+
+def check_no_overlap(
+    kernel: str, params: Sequence[ParamSpec], spans: Sequence[tuple[int, int, int]]
+) -> None:
+    """Refuse a written parameter whose memory overlaps another parameter's.
+
+    Args:
+        kernel: the kernel's name (for the message).
+        params: the manifest's parameters.
+        spans: ``(param index, first byte address, last byte address + 1)`` of every
+            tensor the caller passed (empty ranges for zero-size tensors).
+
+    Raises:
+        ValueError: naming both parameters; an ``inout`` parameter is only its own alias.
+    """
+    for position, (index, low, high) in enumerate(spans):
+        if not params[index].written or low == high:
+            continue
+        for other, other_low, other_high in spans[:position] + spans[position + 1 :]:
+            if other_low < high and low < other_high:
+                spec = params[index]
+                raise ValueError(
+                    f"{kernel}: parameter {spec.name!r}: expected memory shared with no other "
+                    f"parameter (the kernel writes this {spec.role} parameter and is compiled "
+                    f"assuming no aliasing), got bytes [{low:#x}, {high:#x}) overlapping "
+                    f"parameter {params[other].name!r} at [{other_low:#x}, {other_high:#x}); "
+                    "pass separate arrays (a copy of the input)"
+                )
