@@ -106,18 +106,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
         tl_ir.KernelTypeError,
         "language_parallel.py:34: T.Parallel(*extents): extent 0 must be a compile-time constant (the loop is distributed over a tile), got the run-time value span; use ",
     ),
-    ("language_transpose.tilelang_transpose", "c"): (
-        tl_ir.UnsupportedError,
-        "language_transpose.py:33: T.transpose: not supported yet: write it with T.Parallel and T.copy",
-    ),
-    ("language_transpose.tilelang_transpose", "llvm"): (
-        tl_ir.UnsupportedError,
-        "language_transpose.py:33: T.transpose: not supported yet: write it with T.Parallel and T.copy",
-    ),
-    ("language_transpose.tilelang_transpose", "cuda-nvcc"): (
-        tl_ir.UnsupportedError,
-        "language_transpose.py:33: T.transpose: not supported yet: write it with T.Parallel and T.copy",
-    ),
     ("language_alloc.alloc_global", "c"): (
         tl_backend_api.ToolchainError,
         "the kernel library kernel.so calls TVMBackendAllocWorkspace, TVMBackendFreeWorkspace, which nothing defines (not the kernel, tvm-ffi, libc, libm or OpenMP): is ",
@@ -145,18 +133,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
     ("language_reshape.reduce_after_reshape_test", "cuda-nvcc"): (
         tl_backend_api.ToolchainError,
         "TVM device codegen for cuda failed: Check failed: (it != flat_map_.end()) is false: Buffer A_local is used before its definition (AllocBuffer/DeclBuffer/PrimFun",
-    ),
-    ("language_vectorize.vectorize_test", "c"): (
-        TypeError,
-        "'function' object is not subscriptable",
-    ),
-    ("language_vectorize.vectorize_test", "llvm"): (
-        TypeError,
-        "'function' object is not subscriptable",
-    ),
-    ("language_vectorize.vectorize_test", "cuda-nvcc"): (
-        TypeError,
-        "'function' object is not subscriptable",
     ),
     ("language_let.bind_kernel", "c"): (
         tl_ir.TileLangInternalError,
