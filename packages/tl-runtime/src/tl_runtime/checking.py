@@ -87,6 +87,26 @@ def _describe(value: object) -> str:
     )
 
 
+def outputs_follow(kind: type) -> bool:
+    """Whether ``out_idx`` outputs are allocated by the library of tensors of type ``kind``.
+
+    torch tensors in give torch tensors out (on the device of the first tensor argument);
+    every other type gives numpy arrays. One rule for every adapter and path.
+    """
+    return kind.__module__.startswith("torch")
+
+
+def _is_torch(value: object) -> bool:
+    return type(value).__module__.startswith("torch")
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception's first line, capped: libraries append pages of C++ frames."""
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 @dataclass(frozen=True)
 class TensorView:
     """What the checker reads from one tensor argument (library-independent)."""
@@ -186,6 +206,8 @@ class ArgumentChecker:
                 full[index] = self._check_scalar(spec, value)
                 continue
             value = self._as_array(spec, value)
+            if _is_torch(value):
+                value = self._torch_argument(spec, value)
             view = self.tensor_view(spec, value)
             self._check_tensor(spec, view, bindings, bound_by)
             spans.append(self._byte_span(index, spec, view))
@@ -294,6 +316,29 @@ class ArgumentChecker:
                 f"{_describe(value)} buffer numpy cannot view ({exc})"
             ) from None
 
+    def _torch_argument(self, spec: ParamSpec, value: Any) -> Any:
+        """A torch tensor as the kernel may take it: autograd and meta tensors handled.
+
+        Inputs that require grad are passed detached (the output is a plain tensor, as
+        in TileLang); a parameter the kernel writes refuses them, since autograd cannot
+        see the write (torch itself forbids in-place writes into such leaves).
+        """
+        if getattr(value, "is_meta", False):
+            raise TypeError(
+                f"{self._where(spec)}: expected a tensor with data, got a torch meta tensor "
+                f"(shape {list(value.shape)}); meta tensors have no memory to compute on"
+            )
+        if getattr(value, "requires_grad", False):
+            if spec.written:
+                raise ValueError(
+                    f"{self._where(spec)}: expected a tensor that does not require grad, got one "
+                    f"that does; the kernel writes this {spec.role} parameter in place, which "
+                    "autograd cannot track (pass x.detach(), or allocate it under "
+                    "torch.no_grad())"
+                )
+            value = value.detach()
+        return value
+
     def tensor_view(self, spec: ParamSpec, value: object) -> TensorView:
         """Read dtype, shape, strides, device and data pointer from a tensor argument.
 
@@ -328,7 +373,7 @@ class ArgumentChecker:
         except Exception as exc:
             raise TypeError(
                 f"{self._where(spec)}: expected a DLPack-exportable array, got "
-                f"{_describe(value)} whose export failed: {exc}"
+                f"{_describe(value)} whose export failed: {_first_line(exc)}"
             ) from None
         device = tensor.device
         return TensorView(
@@ -468,8 +513,7 @@ class ArgumentChecker:
         Raises:
             RuntimeError: numpy is needed but not installed.
         """
-        module = type(like).__module__ if like is not None else ""
-        if module.startswith("torch"):
+        if like is not None and outputs_follow(type(like)):
             import importlib
 
             torch = importlib.import_module("torch")  # reached only when torch tensors came in

@@ -1,19 +1,29 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """tl-runtime's Cython launcher: checks arguments and calls a kernel's packed C entry directly.
 
-Data pointers come straight from the buffer protocol (numpy) or a DLPack capsule; the
-packed argument array is built in C and the entry (``int f(void*, const TVMFFIAny*,
-int32_t, TVMFFIAny*)``) is called without tvm-ffi's Python marshalling. Anything the fast
-checks decline goes to the Python checker (``slow``), which raises the precise error or
-returns normalized arguments for ``launch_prepared``.
+Data pointers come straight from the buffer protocol (numpy) or, for tensors of a framework
+that publishes the DLPack C exchange API (``type(x).__dlpack_c_exchange_api__``: torch),
+from that API's ``dltensor_from_py_object_no_sync`` (no Python ``__dlpack__()`` call, no
+capsule). The packed argument array is built in C and the entry (``int f(void*, const
+TVMFFIAny*, int32_t, TVMFFIAny*)``) is called without tvm-ffi's Python marshalling.
+Anything the fast checks decline goes to the Python checker (``slow``), which raises the
+precise error or returns normalized arguments for ``launch_prepared``.
+
+A ``Launcher`` built with entry address 0 checks, then calls a ``delegate`` (the tvm-ffi
+function): the ``tvm_ffi`` adapter's path for non-numpy arguments.
 """
 
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyObject_CheckBuffer, PyBUF_STRIDES, PyBUF_FORMAT
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.ref cimport Py_DECREF
+from cpython.exc cimport PyErr_Clear
 from libc.stdint cimport int64_t, int32_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memset
+
+cdef extern from "Python.h":
+    void* Py_TYPE_PTR "Py_TYPE" (object o)
 
 cdef extern from "tvm/ffi/c_api.h":
     ctypedef struct DLDevice:
@@ -33,6 +43,34 @@ cdef extern from "tvm/ffi/c_api.h":
         uint64_t byte_offset
     ctypedef struct DLManagedTensor:
         DLTensor dl_tensor
+    ctypedef struct DLPackVersion:
+        uint32_t major
+        uint32_t minor
+    ctypedef struct DLManagedTensorVersioned:
+        DLPackVersion version
+        void* manager_ctx
+        void (*deleter)(DLManagedTensorVersioned* self)
+        uint64_t flags
+        DLTensor dl_tensor
+    ctypedef int (*DLPackManagedTensorAllocator)(
+        DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+        void (*SetError)(void* error_ctx, const char* kind, const char* message) noexcept
+    ) noexcept
+    ctypedef int (*DLPackManagedTensorFromPyObjectNoSync)(
+        void* py_object, DLManagedTensorVersioned** out) noexcept
+    ctypedef int (*DLPackManagedTensorToPyObjectNoSync)(
+        DLManagedTensorVersioned* tensor, void** out_py_object) noexcept
+    ctypedef int (*DLPackDLTensorFromPyObjectNoSync)(void* py_object, DLTensor* out) noexcept
+    ctypedef struct DLPackExchangeAPIHeader:
+        DLPackVersion version
+        DLPackExchangeAPIHeader* prev_api
+    ctypedef struct DLPackExchangeAPI:
+        DLPackExchangeAPIHeader header
+        DLPackManagedTensorAllocator managed_tensor_allocator
+        DLPackManagedTensorFromPyObjectNoSync managed_tensor_from_py_object_no_sync
+        DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync
+        DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync
+        void* current_work_stream
     ctypedef struct TVMFFIAny:
         int32_t type_index
         uint32_t zero_padding
@@ -57,6 +95,9 @@ ctypedef int (*SafeCall)(void*, const TVMFFIAny*, int32_t, TVMFFIAny*) noexcept 
 cdef enum:
     MAX_PARAMS = 64
     MAX_DIMS = 8
+    MAX_TYPES = 8      # tensor types whose exchange API is remembered per launcher
+    DLPACK_CPU = 1
+    DLPACK_MAJOR = 1
 
 cdef enum Kind:
     TENSOR = 0
@@ -64,10 +105,15 @@ cdef enum Kind:
     SCALAR_FLOAT = 2
     SCALAR_BOOL = 3
 
+cdef enum Source:
+    NO_TENSOR = 0
+    BUFFER = 1          # buffer protocol (numpy)
+    EXCHANGE = 2        # DLPack C exchange API (torch)
+
 cdef struct ParamInfo:
     int kind
-    int written          # output/inout the caller passes: read-only or misaligned is an
-                         # error (the slow path says so), never copied
+    int written          # output/inout the caller passes: read-only, misaligned or (torch)
+                         # requiring grad is an error (the slow path says so), never copied
     uintptr_t align_mask # declared alignment - 1: a pointer with these bits set goes slow
     int is_out_idx       # allocated by the launcher
     int caller_pos       # position among the caller's args (params not in out_idx)
@@ -81,6 +127,18 @@ cdef struct ParamInfo:
     int fast_ok          # 0: always defer to the slow path (declared strides, odd dtype)
     int64_t lo
     int64_t hi
+    int64_t max_elements # the kernel's index width: more elements go slow (refused there)
+
+cdef struct CallState:
+    TVMFFIAny packed[MAX_PARAMS]
+    DLTensor tensors[MAX_PARAMS]
+    int64_t shapes[MAX_PARAMS][MAX_DIMS]
+    int64_t strides[MAX_PARAMS][MAX_DIMS]
+    Py_buffer views[MAX_PARAMS]
+    int nheld
+    int64_t symbols[MAX_PARAMS * MAX_DIMS]
+    int first_source             # Source of the first tensor argument (outputs follow it)
+    int first_type               # its slot in the launcher's type table (EXCHANGE only)
 
 
 cdef object _raise_kernel_error(int rc):
@@ -100,6 +158,11 @@ cdef object _raise_kernel_error(int rc):
     raise RuntimeError(f"{kind}: {message}")
 
 
+cdef void _ignore_error(void* ctx, const char* kind, const char* message) noexcept:
+    # An allocation the framework refuses sends the call to the slow path, which reports it.
+    pass
+
+
 cdef inline int _format_ok(const char* fmt, ParamInfo* p) noexcept:
     if fmt == NULL:
         return 0
@@ -110,12 +173,30 @@ cdef inline int _format_ok(const char* fmt, ParamInfo* p) noexcept:
     return fmt[0] == p.fmt_a or (p.fmt_b != 0 and fmt[0] == p.fmt_b)
 
 
-cdef class Launcher:
-    """``Launcher(address, specs, n_symbols, allocate, slow)``; call it with the caller's args.
+cdef const DLPackExchangeAPI* _exchange_api(object api_obj):
+    """The exchange API a type publishes, or NULL when absent, malformed or of another major."""
+    cdef const DLPackExchangeAPI* api = NULL
+    if api_obj is None:
+        return NULL
+    if isinstance(api_obj, int):
+        api = <const DLPackExchangeAPI*><uintptr_t>api_obj
+    elif PyCapsule_IsValid(api_obj, b"dlpack_exchange_api"):
+        api = <const DLPackExchangeAPI*>PyCapsule_GetPointer(api_obj, b"dlpack_exchange_api")
+    if api == NULL or api.header.version.major != DLPACK_MAJOR:
+        return NULL
+    if api.dltensor_from_py_object_no_sync == NULL:
+        return NULL
+    return api
 
-    ``specs`` is a list of dicts built by tl_runtime.adapters.cython_adapter; ``allocate``
-    is ``(dtype_name, shape) -> aligned numpy array``; ``slow(args)`` returns the full
-    normalized argument list (and raises on invalid input) plus the outputs.
+
+cdef class Launcher:
+    """``Launcher(address, specs, n_symbols, slow, outputs_follow, alloc_alignment)``.
+
+    Call it with the caller's args. ``specs`` is a list of dicts built by
+    tl_runtime.adapters.cython_adapter; ``slow(args)`` runs the complete path; ``outputs_follow(tensor_type) -> bool`` says whether
+    outputs are allocated by the framework of that tensor type (torch) rather than numpy;
+    numpy outputs are aligned to ``alloc_alignment`` bytes. With ``address`` 0 the launcher
+    checks only and then calls ``delegate(*full_args)`` (a tvm-ffi function) itself.
     """
     cdef SafeCall fn
     cdef int nparams
@@ -123,25 +204,53 @@ cdef class Launcher:
     cdef int nsym
     cdef int n_out
     cdef ParamInfo info[MAX_PARAMS]
-    cdef object allocate
     cdef object slow
+    cdef object outputs_follow
+    cdef object delegate
     cdef list dtype_names
+    cdef list np_dtypes
+    cdef object np_empty
+    cdef object np_uint8
+    cdef uintptr_t alloc_alignment
     cdef int caller_index[MAX_PARAMS]
     cdef int out_index[MAX_PARAMS]
+    # tensor types seen with an exchange API: type, API, whether outputs follow it
+    cdef int ntypes
+    cdef void* types[MAX_TYPES]
+    cdef const DLPackExchangeAPI* apis[MAX_TYPES]
+    cdef int follows[MAX_TYPES]
+    cdef list type_refs
+    cdef list refused_types
+    cdef int check_aliasing   # a written caller tensor and another caller tensor exist
 
-    def __init__(self, uintptr_t address, list specs, int n_symbols, allocate, slow):
-        if address == 0:
-            raise ValueError("Launcher: entry address is NULL")
+    def __init__(self, uintptr_t address, list specs, int n_symbols, slow,
+                 outputs_follow=None, alloc_alignment=64, delegate=None):
         if len(specs) > MAX_PARAMS:
             raise ValueError(f"Launcher: at most {MAX_PARAMS} params, got {len(specs)}")
+        if alloc_alignment <= 0 or alloc_alignment & (alloc_alignment - 1):
+            raise ValueError(f"Launcher: alloc_alignment must be a power of two, got {alloc_alignment}")
+        if address == 0 and delegate is None:
+            raise ValueError("Launcher: entry address is 0 and no delegate was given")
         self.fn = <SafeCall>address
+        self.delegate = delegate
         self.nparams = len(specs)
         self.nsym = n_symbols
-        self.allocate = allocate
         self.slow = slow
+        self.outputs_follow = outputs_follow
+        self.alloc_alignment = alloc_alignment
         self.dtype_names = []
+        self.np_dtypes = []
+        self.type_refs = []
+        self.refused_types = []
+        self.ntypes = 0
         self.ncaller = 0
         self.n_out = 0
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        self.np_empty = numpy.empty if numpy is not None else None
+        self.np_uint8 = numpy.dtype("uint8") if numpy is not None else None
         cdef int i, k
         cdef ParamInfo* p
         for i, spec in enumerate(specs):
@@ -166,7 +275,12 @@ cdef class Launcher:
             p.fast_ok = spec["fast_ok"]
             p.lo = spec["lo"]
             p.hi = spec["hi"]
+            p.max_elements = spec.get("max_elements", 0x7FFFFFFFFFFFFFFF)
             self.dtype_names.append(spec["dtype"])
+            np_dtype = None
+            if numpy is not None and spec["formats"]:
+                np_dtype = numpy.dtype(spec["dtype"])
+            self.np_dtypes.append(np_dtype)
             p.caller_pos = self.ncaller
             if p.is_out_idx:
                 self.out_index[self.n_out] = i
@@ -174,10 +288,268 @@ cdef class Launcher:
             else:
                 self.caller_index[self.ncaller] = i
                 self.ncaller += 1
+        cdef int n_tensors = 0, n_written = 0
+        for k in range(self.ncaller):
+            i = self.caller_index[k]
+            if self.info[i].kind == TENSOR:
+                n_tensors += 1
+                n_written += self.info[i].written
+        self.check_aliasing = n_tensors > 1 and n_written > 0
+
+    # ------------------------------------------------------------------ tensor types
+    cdef int _type_slot(self, object obj) except -2:
+        """Slot of ``type(obj)`` in the exchange-API table; -1 when it has no usable API."""
+        cdef void* tp = Py_TYPE_PTR(obj)
+        cdef int i
+        for i in range(self.ntypes):
+            if self.types[i] == tp:
+                return i
+        kind = type(obj)
+        if kind in self.refused_types or self.ntypes == MAX_TYPES:
+            return -1
+        cdef const DLPackExchangeAPI* api = _exchange_api(
+            getattr(kind, "__dlpack_c_exchange_api__", None))
+        if api == NULL:
+            if len(self.refused_types) < MAX_TYPES:
+                self.refused_types.append(kind)
+            return -1
+        i = self.ntypes
+        self.type_refs.append(kind)   # keeps the type (and its API) alive
+        self.types[i] = tp
+        self.apis[i] = api
+        self.follows[i] = 1 if (self.outputs_follow is not None and self.outputs_follow(kind)) else 0
+        self.ntypes += 1
+        return i
+
+    # ------------------------------------------------------------------ checks
+    cdef int _check_shape(self, ParamInfo* p, CallState* st, int j, const int64_t* shape,
+                          const int64_t* strides, int64_t unit, int strict) noexcept:
+        """Check dims against the param (binding symbols) and the layout for compactness.
+
+        ``strides`` are in units of ``unit`` (bytes for buffers, 1 for DLPack) and may be
+        NULL (compact). ``strict`` also checks the strides of size-1 dims. Fills the
+        compact shape/strides the kernel receives. Returns 1 when fine, 0 to decline.
+        """
+        cdef int64_t stride = 1
+        cdef int64_t got, want
+        cdef int k
+        for k in range(p.ndim - 1, -1, -1):
+            got = shape[k]
+            if got <= 0:
+                return 0   # zero-size: the slow path re-views it
+            want = p.dims[k]
+            if want >= 0:
+                if got != want:
+                    return 0
+            elif st.symbols[-want - 1] < 0:
+                st.symbols[-want - 1] = got
+            elif st.symbols[-want - 1] != got:
+                return 0
+            if strides != NULL and (got != 1 or strict) and strides[k] != stride * unit:
+                return 0
+            st.shapes[j][k] = got
+            st.strides[j][k] = stride
+            if got > p.max_elements // stride:
+                return 0   # beyond the kernel's index width: the slow path refuses it
+            stride *= got
+        return 1
+
+    cdef int _prepare(self, tuple args, CallState* st, list outputs, int check_only) except -1:
+        """Fast checks of every caller arg, then output allocation; 1 = ready, 0 = declined."""
+        cdef int i, j, k, overflow, slot
+        cdef int64_t value
+        cdef ParamInfo* p
+        cdef Py_buffer* view
+        cdef DLTensor* t
+        cdef char* data
+        cdef object obj
+        st.nheld = 0
+        st.first_source = NO_TENSOR
+        st.first_type = -1
+        for k in range(self.nsym):
+            st.symbols[k] = -1
+        for j in range(self.nparams):
+            p = &self.info[j]
+            if p.is_out_idx:
+                continue
+            obj = args[p.caller_pos]
+            if not p.fast_ok:
+                return 0
+            if p.kind == SCALAR_INT:
+                if type(obj) is not int:
+                    return 0
+                value = PyLong_AsLongLongAndOverflow(obj, &overflow)
+                if overflow != 0 or value < p.lo or value > p.hi:
+                    return 0
+                st.packed[j].type_index = kTVMFFIInt
+                st.packed[j].zero_padding = 0
+                st.packed[j].v_int64 = value
+                continue
+            if p.kind == SCALAR_FLOAT:
+                if type(obj) is not float:
+                    return 0
+                if p.bits == 32 and not (-3.4028234663852886e38 <= PyFloat_AS_DOUBLE(obj) <= 3.4028234663852886e38):
+                    return 0
+                st.packed[j].type_index = kTVMFFIFloat
+                st.packed[j].zero_padding = 0
+                st.packed[j].v_float64 = PyFloat_AS_DOUBLE(obj)
+                continue
+            if p.kind == SCALAR_BOOL:
+                if type(obj) is not bool:
+                    return 0
+                st.packed[j].type_index = kTVMFFIBool
+                st.packed[j].zero_padding = 0
+                st.packed[j].v_int64 = 1 if obj else 0
+                continue
+            if PyObject_CheckBuffer(obj):
+                if check_only:
+                    return 0   # numpy: the tvm_ffi adapter's generated path; others: slow
+                try:
+                    PyObject_GetBuffer(obj, &st.views[st.nheld], PyBUF_STRIDES | PyBUF_FORMAT)
+                except Exception:
+                    return 0   # the slow path reports the precise error
+                view = &st.views[st.nheld]
+                st.nheld += 1
+                if (not _format_ok(view.format, p)
+                        or view.itemsize != p.itemsize
+                        or view.ndim != p.ndim
+                        or (view.readonly and p.written)
+                        or (<uintptr_t>view.buf) & p.align_mask):
+                    return 0
+                if not self._check_shape(p, st, j, <int64_t*>view.shape, <int64_t*>view.strides, p.itemsize, 0):
+                    return 0
+                self._fill(&st.tensors[j], &st.packed[j], view.buf, p, st.shapes[j], st.strides[j])
+                if st.first_source == NO_TENSOR:
+                    st.first_source = BUFFER
+                continue
+            # DLPack C exchange API (torch): a non-owning DLTensor, no capsule
+            slot = self._type_slot(obj)
+            if slot < 0:
+                return 0
+            t = &st.tensors[j]
+            if self.apis[slot].dltensor_from_py_object_no_sync(<void*>obj, t) != 0:
+                PyErr_Clear()   # e.g. a meta tensor: the slow path says it shortly
+                return 0
+            if (t.device.device_type != DLPACK_CPU or t.dtype.code != p.code
+                    or t.dtype.bits != p.bits or t.dtype.lanes != 1 or t.ndim != p.ndim):
+                return 0
+            data = (<char*>t.data) + t.byte_offset
+            if (<uintptr_t>data) & p.align_mask:
+                return 0
+            if not self._check_shape(p, st, j, t.shape, t.strides, 1, check_only):
+                return 0
+            if p.written and getattr(obj, "requires_grad", False):
+                return 0   # autograd cannot see the kernel's write: the slow path refuses it
+            self._fill(t, &st.packed[j], data, p, st.shapes[j], st.strides[j])
+            if st.first_source == NO_TENSOR:
+                st.first_source = EXCHANGE
+                st.first_type = slot
+        if self.check_aliasing and self._overlapping(st):
+            return 0   # a written argument shares memory with another: the slow path refuses it
+        for k in range(self.n_out):
+            j = self.out_index[k]
+            if not self._allocate_output(j, st, outputs):
+                return 0
+        return 1
+
+    cdef int _overlapping(self, CallState* st) noexcept:
+        """Whether a written caller tensor shares a byte with another caller tensor."""
+        cdef int a, b, i, j, k
+        cdef uintptr_t low_a, high_a, low_b, high_b
+        cdef int64_t count
+        for a in range(self.ncaller):
+            i = self.caller_index[a]
+            if self.info[i].kind != TENSOR or not self.info[i].written:
+                continue
+            count = self.info[i].itemsize
+            for k in range(self.info[i].ndim):
+                count *= st.shapes[i][k]
+            low_a = <uintptr_t>st.tensors[i].data
+            high_a = low_a + <uintptr_t>count
+            for b in range(self.ncaller):
+                j = self.caller_index[b]
+                if j == i or self.info[j].kind != TENSOR:
+                    continue
+                count = self.info[j].itemsize
+                for k in range(self.info[j].ndim):
+                    count *= st.shapes[j][k]
+                low_b = <uintptr_t>st.tensors[j].data
+                high_b = low_b + <uintptr_t>count
+                if low_b < high_a and low_a < high_b:
+                    return 1
+        return 0
+
+    cdef int _allocate_output(self, int j, CallState* st, list outputs) except -1:
+        """Allocate out_idx parameter ``j`` like the first tensor argument; 0 = declined."""
+        cdef ParamInfo* p = &self.info[j]
+        cdef int i
+        cdef int64_t nbytes = p.itemsize
+        cdef int64_t stride = 1
+        cdef uintptr_t address, offset
+        cdef DLTensor proto
+        cdef DLManagedTensorVersioned* managed = NULL
+        cdef void* py_out = NULL
+        cdef const DLPackExchangeAPI* api
+        cdef DLTensor* t = &st.tensors[j]
+        for i in range(p.ndim - 1, -1, -1):
+            st.shapes[j][i] = p.dims[i] if p.dims[i] >= 0 else st.symbols[-p.dims[i] - 1]
+            if st.shapes[j][i] <= 0:
+                return 0   # zero-size: the slow path makes it
+            st.strides[j][i] = stride
+            if st.shapes[j][i] > p.max_elements // stride:
+                return 0   # beyond the kernel's index width: the slow path refuses it
+            stride *= st.shapes[j][i]
+        nbytes *= stride
+        if st.first_source == EXCHANGE and self.follows[st.first_type]:
+            api = self.apis[st.first_type]
+            if api.managed_tensor_allocator == NULL or api.managed_tensor_to_py_object_no_sync == NULL:
+                return 0
+            memset(&proto, 0, sizeof(DLTensor))
+            proto.device.device_type = DLPACK_CPU
+            proto.ndim = p.ndim
+            proto.dtype.code = p.code
+            proto.dtype.bits = p.bits
+            proto.dtype.lanes = 1
+            proto.shape = st.shapes[j]
+            if api.managed_tensor_allocator(&proto, &managed, NULL, _ignore_error) != 0 or managed == NULL:
+                PyErr_Clear()
+                return 0
+            address = <uintptr_t>managed.dl_tensor.data + managed.dl_tensor.byte_offset
+            if api.managed_tensor_to_py_object_no_sync(managed, &py_out) != 0 or py_out == NULL:
+                PyErr_Clear()
+                return 0
+            out = <object>py_out          # a new reference: hand it to Python's ownership
+            Py_DECREF(out)
+            outputs.append(out)
+            if address & p.align_mask:
+                return 0   # the slow path says the framework's allocation is misaligned
+            self._fill(t, &st.packed[j], <void*>address, p, st.shapes[j], st.strides[j])
+            return 1
+        if st.first_source == EXCHANGE or self.np_empty is None or self.np_dtypes[j] is None:
+            return 0   # another framework's type, no numpy, or a dtype numpy lacks
+        raw = self.np_empty(nbytes + self.alloc_alignment, self.np_uint8)
+        PyObject_GetBuffer(raw, &st.views[st.nheld], PyBUF_STRIDES | PyBUF_FORMAT)
+        address = <uintptr_t>st.views[st.nheld].buf
+        PyBuffer_Release(&st.views[st.nheld])
+        offset = (-address) & (self.alloc_alignment - 1)
+        out = raw[offset:offset + nbytes].view(self.np_dtypes[j])
+        if p.ndim != 1:
+            out = out.reshape(tuple([st.shapes[j][i] for i in range(p.ndim)]))
+        outputs.append(out)
+        self._fill(t, &st.packed[j], <void*>(address + offset), p, st.shapes[j], st.strides[j])
+        return 1
+
+    cdef void _release(self, CallState* st) noexcept:
+        cdef int k
+        for k in range(st.nheld):
+            PyBuffer_Release(&st.views[k])
+        st.nheld = 0
 
     cdef object _invoke(self, TVMFFIAny* packed):
         cdef TVMFFIAny result
         cdef int rc
+        if self.fn == NULL:
+            raise RuntimeError("Launcher: a check-only launcher (address 0) cannot launch")
         memset(&result, 0, sizeof(TVMFFIAny))
         result.type_index = kTVMFFINone
         with nogil:
@@ -188,114 +560,39 @@ cdef class Launcher:
             TVMFFIObjectDecRef(result.v_ptr)
 
     def __call__(self, *args):
-        cdef TVMFFIAny packed[MAX_PARAMS]
-        cdef DLTensor tensors[MAX_PARAMS]
-        cdef int64_t shapes[MAX_PARAMS][MAX_DIMS]
-        cdef int64_t strides[MAX_PARAMS][MAX_DIMS]
-        cdef Py_buffer views[MAX_PARAMS]
-        cdef int held[MAX_PARAMS]
-        cdef int64_t symbols[MAX_PARAMS * MAX_DIMS]
-        cdef int nheld = 0
-        cdef int i, j, k, overflow
-        cdef int64_t want, got, stride, value
-        cdef ParamInfo* p
-        cdef object obj
-        cdef list outputs
+        return self._run(args)
+
+    def run(self, tuple args):
+        """``launcher.run(args)`` is ``launcher(*args)``, for callers holding the tuple."""
+        return self._run(args)
+
+    cdef object _run(self, tuple args):
+        cdef CallState st
+        cdef int ready
+        cdef int j, k
+        cdef list outputs = [] if self.n_out else None
         if len(args) != self.ncaller:
             return self.slow(args)
-        for k in range(self.nsym):
-            symbols[k] = -1
-        outputs = None
+        check_only = self.fn == NULL
         try:
-            for j in range(self.nparams):
-                p = &self.info[j]
-                if p.is_out_idx:
-                    continue
-                obj = args[p.caller_pos]
-                if not p.fast_ok:
-                    return self.slow(args)
-                if p.kind == SCALAR_INT:
-                    if type(obj) is not int:
-                        return self.slow(args)
-                    value = PyLong_AsLongLongAndOverflow(obj, &overflow)
-                    if overflow != 0 or value < p.lo or value > p.hi:
-                        return self.slow(args)
-                    packed[j].type_index = kTVMFFIInt
-                    packed[j].zero_padding = 0
-                    packed[j].v_int64 = value
-                    continue
-                if p.kind == SCALAR_FLOAT:
-                    if type(obj) is not float:
-                        return self.slow(args)
-                    if p.bits == 32 and not (-3.4028234663852886e38 <= PyFloat_AS_DOUBLE(obj) <= 3.4028234663852886e38):
-                        return self.slow(args)
-                    packed[j].type_index = kTVMFFIFloat
-                    packed[j].zero_padding = 0
-                    packed[j].v_float64 = PyFloat_AS_DOUBLE(obj)
-                    continue
-                if p.kind == SCALAR_BOOL:
-                    if type(obj) is not bool:
-                        return self.slow(args)
-                    packed[j].type_index = kTVMFFIBool
-                    packed[j].zero_padding = 0
-                    packed[j].v_int64 = 1 if obj else 0
-                    continue
-                # tensor: buffer protocol only on the fast path
-                if not PyObject_CheckBuffer(obj):
-                    return self.slow(args)
-                try:
-                    PyObject_GetBuffer(obj, &views[nheld], PyBUF_STRIDES | PyBUF_FORMAT)
-                except Exception:
-                    return self.slow(args)   # the slow path reports the precise error
-                held[nheld] = j
-                nheld += 1
-                if (not _format_ok(views[nheld - 1].format, p)
-                        or views[nheld - 1].itemsize != p.itemsize
-                        or views[nheld - 1].ndim != p.ndim
-                        or (views[nheld - 1].readonly and p.written)
-                        or (<uintptr_t>views[nheld - 1].buf) & p.align_mask):
-                    return self.slow(args)
-                stride = 1
-                for k in range(p.ndim - 1, -1, -1):
-                    got = views[nheld - 1].shape[k]
-                    want = p.dims[k]
-                    if want >= 0:
-                        if got != want:
-                            return self.slow(args)
-                    elif symbols[-want - 1] < 0:
-                        symbols[-want - 1] = got
-                    elif symbols[-want - 1] != got:
-                        return self.slow(args)
-                    if got != 1 and views[nheld - 1].strides[k] != stride * p.itemsize:
-                        return self.slow(args)
-                    shapes[j][k] = got
-                    strides[j][k] = stride
-                    stride *= got
-                self._fill(&tensors[j], &packed[j], views[nheld - 1].buf, p, shapes[j], strides[j])
-            if self.n_out:
-                outputs = []
-                for k in range(self.n_out):
-                    j = self.out_index[k]
-                    p = &self.info[j]
-                    shape = []
-                    for i in range(p.ndim):
-                        want = p.dims[i]
-                        shape.append(want if want >= 0 else symbols[-want - 1])
-                    obj = self.allocate(self.dtype_names[j], tuple(shape))
-                    outputs.append(obj)
-                    PyObject_GetBuffer(obj, &views[nheld], PyBUF_STRIDES | PyBUF_FORMAT)
-                    held[nheld] = j
-                    nheld += 1
-                    stride = 1
-                    for i in range(p.ndim - 1, -1, -1):
-                        shapes[j][i] = views[nheld - 1].shape[i]
-                        strides[j][i] = stride
-                        stride *= shapes[j][i]
-                    self._fill(&tensors[j], &packed[j], views[nheld - 1].buf, p, shapes[j], strides[j])
-            self._invoke(packed)
+            ready = self._prepare(args, &st, outputs, check_only)
+            if ready and not check_only:
+                self._invoke(st.packed)
         finally:
-            for k in range(nheld):
-                PyBuffer_Release(&views[k])
+            self._release(&st)
+        if not ready:
+            return self.slow(args)
+        if check_only:
+            # tvm-ffi's call takes the same objects (torch through the same exchange API)
+            if not self.n_out:
+                self.delegate(*args)
+                return None
+            full = [None] * self.nparams
+            for j in range(self.ncaller):
+                full[self.caller_index[j]] = args[j]
+            for k in range(self.n_out):
+                full[self.out_index[k]] = outputs[k]
+            self.delegate(*full)
         if outputs is None:
             return None
         if len(outputs) == 1:
@@ -305,7 +602,7 @@ cdef class Launcher:
     cdef inline void _fill(self, DLTensor* t, TVMFFIAny* a, void* data, ParamInfo* p,
                            int64_t* shape, int64_t* strides) noexcept:
         t.data = data
-        t.device.device_type = 1
+        t.device.device_type = DLPACK_CPU
         t.device.device_id = 0
         t.ndim = p.ndim
         t.dtype.code = p.code
@@ -321,8 +618,9 @@ cdef class Launcher:
     def launch_prepared(self, list full_args):
         """Call with every parameter already checked and normalized by the Python checker.
 
-        Tensors may be buffer-protocol objects or DLPack producers (their capsules stay
-        alive during the call); scalars are Python int/float/bool.
+        Tensors may be buffer-protocol objects, tensors of a type with a DLPack C exchange
+        API, or other DLPack producers (their capsules stay alive during the call); scalars
+        are Python int/float/bool.
         """
         cdef TVMFFIAny packed[MAX_PARAMS]
         cdef DLTensor tensors[MAX_PARAMS]
@@ -330,7 +628,7 @@ cdef class Launcher:
         cdef int64_t shapes[MAX_PARAMS][MAX_DIMS]
         cdef int64_t strides[MAX_PARAMS][MAX_DIMS]
         cdef int nheld = 0
-        cdef int j, k
+        cdef int j, k, slot
         cdef ParamInfo* p
         cdef DLManagedTensor* managed
         cdef list capsules = []
@@ -360,12 +658,17 @@ cdef class Launcher:
                         strides[j][k] = views[nheld - 1].strides[k] // views[nheld - 1].itemsize
                     self._fill(&tensors[j], &packed[j], views[nheld - 1].buf, p, shapes[j], strides[j])
                 else:
-                    capsule = obj.__dlpack__()
-                    if not PyCapsule_IsValid(capsule, b"dltensor"):
-                        raise TypeError(f"argument {j}: __dlpack__() did not return a 'dltensor' capsule")
-                    capsules.append(capsule)
-                    managed = <DLManagedTensor*>PyCapsule_GetPointer(capsule, b"dltensor")
-                    tensors[j] = managed.dl_tensor
+                    slot = self._type_slot(obj)
+                    if slot >= 0 and self.apis[slot].dltensor_from_py_object_no_sync(<void*>obj, &tensors[j]) == 0:
+                        pass   # a non-owning view; ``full_args`` keeps the tensor alive
+                    else:
+                        PyErr_Clear()
+                        capsule = obj.__dlpack__()
+                        if not PyCapsule_IsValid(capsule, b"dltensor"):
+                            raise TypeError(f"argument {j}: __dlpack__() did not return a 'dltensor' capsule")
+                        capsules.append(capsule)
+                        managed = <DLManagedTensor*>PyCapsule_GetPointer(capsule, b"dltensor")
+                        tensors[j] = managed.dl_tensor
                     packed[j].type_index = kTVMFFIDLTensorPtr
                     packed[j].zero_padding = 0
                     packed[j].v_ptr = &tensors[j]

@@ -18,12 +18,14 @@ import shutil
 import sys
 import sysconfig
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from tl_runtime.adapters.base import Availability, CallFunction, load_tvm_ffi_library, pack_result
-from tl_runtime.checking import _INT_RANGES, ArgumentChecker
+from tl_runtime.argument_memory import max_elements
+from tl_runtime.checking import _INT_RANGES, ArgumentChecker, outputs_follow
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
 from tl_runtime.manifest import Manifest
 
@@ -169,6 +171,83 @@ def launcher_extension() -> ModuleType:
         return _extension
 
 
+def launcher_specs(checker: ArgumentChecker) -> tuple[list[dict[str, Any]], int]:
+    """The launcher's per-parameter specs and symbol count, from the checker's manifest."""
+    manifest = checker.manifest
+    symbols: dict[str, int] = {}
+    specs = []
+    # The launcher's fast checks accept host memory only (buffers, CPU DLPack tensors): a
+    # kernel whose manifest does not accept host arrays sends every tensor to the full checks.
+    host_arrays_accepted = _DLPACK_CPU in checker.device_types
+    for index, param in enumerate(manifest.params):
+        code, bits, formats = _DTYPE_INFO[param.dtype]
+        dims = []
+        for dim in param.shape:
+            if isinstance(dim, int):
+                dims.append(dim)
+            else:
+                dims.append(-(symbols.setdefault(dim, len(symbols)) + 1))
+        kind = 0
+        low, high = 0, 0
+        if param.kind == "scalar":
+            if param.dtype == "bool":
+                kind = 3
+            elif param.dtype in _INT_RANGES:
+                kind = 1
+                low, high = _INT_RANGES[param.dtype]
+                high = min(high, 2**63 - 1)
+            else:
+                kind = 2
+        specs.append(
+            {
+                "kind": kind,
+                "written": int(param.written),
+                "alignment": param.alignment,
+                "is_out_idx": int(index in checker.out_idx),
+                "code": code,
+                "bits": bits,
+                "formats": formats,
+                "itemsize": bits // 8,
+                "dims": dims,
+                "fast_ok": int(
+                    (param.kind == "scalar" and param.dtype not in ("float16", "bfloat16"))
+                    or (param.kind == "tensor" and param.strides is None and host_arrays_accepted)
+                ),
+                "lo": low,
+                "hi": high,
+                "dtype": param.dtype,
+                "max_elements": max_elements(manifest),
+            }
+        )
+    for index in checker.out_idx:
+        for dim in manifest.params[index].shape:
+            if isinstance(dim, str):
+                symbols.setdefault(dim, len(symbols))
+    return specs, len(symbols)
+
+
+def make_launcher(
+    extension: ModuleType,
+    address: int,
+    checker: ArgumentChecker,
+    slow: Callable[..., Any],
+    delegate: Callable[..., Any] | None = None,
+) -> Any:
+    """A ``Launcher`` of the compiled extension for the checker's kernel.
+
+    Args:
+        extension: the launcher module (``launcher_extension()``).
+        address: the C entry's address, or 0 to check and then call ``delegate``.
+        checker: the kernel's checker (its manifest and output allocation policy).
+        slow: the complete path, called with the caller's args when the fast checks decline.
+        delegate: with ``address`` 0, what launches: called with every parameter in order.
+    """
+    specs, n_symbols = launcher_specs(checker)
+    return extension.Launcher(
+        address, specs, n_symbols, slow, outputs_follow, checker.allocation_alignment, delegate
+    )
+
+
 class CythonAdapter:
     """Loads the library through tvm-ffi, then calls its C entry from the Cython launcher.
 
@@ -190,68 +269,12 @@ class CythonAdapter:
         try:
             address = ctypes.cast(getattr(self._library, symbol), ctypes.c_void_p).value
         except AttributeError:
+            address = None
+        if not address:
             raise ArtifactError(
                 f"library {manifest.library!r} exports no C entry {symbol!r} for the cython adapter"
-            ) from None
-        symbols: dict[str, int] = {}
-        specs = []
-        # The launcher's fast path reads host memory only (the buffer protocol): a kernel
-        # whose manifest does not accept host arrays sends every tensor to the full checks.
-        host_arrays_accepted = _DLPACK_CPU in checker.device_types
-        for index, param in enumerate(manifest.params):
-            code, bits, formats = _DTYPE_INFO[param.dtype]
-            dims = []
-            for dim in param.shape:
-                if isinstance(dim, int):
-                    dims.append(dim)
-                else:
-                    dims.append(-(symbols.setdefault(dim, len(symbols)) + 1))
-            kind = 0
-            low, high = 0, 0
-            if param.kind == "scalar":
-                if param.dtype == "bool":
-                    kind = 3
-                elif param.dtype in _INT_RANGES:
-                    kind = 1
-                    low, high = _INT_RANGES[param.dtype]
-                    high = min(high, 2**63 - 1)
-                else:
-                    kind = 2
-            specs.append(
-                {
-                    "kind": kind,
-                    "written": int(param.written),
-                    "alignment": param.alignment,
-                    "is_out_idx": int(index in checker.out_idx),
-                    "code": code,
-                    "bits": bits,
-                    "formats": formats,
-                    "itemsize": bits // 8,
-                    "dims": dims,
-                    "fast_ok": int(
-                        (param.kind == "scalar" and param.dtype not in ("float16", "bfloat16"))
-                        or (
-                            param.kind == "tensor"
-                            and param.strides is None
-                            and bool(formats)
-                            and host_arrays_accepted
-                        )
-                    ),
-                    "lo": low,
-                    "hi": high,
-                    "dtype": param.dtype,
-                }
             )
-        for index in checker.out_idx:
-            for dim in manifest.params[index].shape:
-                if isinstance(dim, str):
-                    symbols.setdefault(dim, len(symbols))
-        self.launcher: Any = extension.Launcher(
-            address, specs, len(symbols), self._allocate, self.call_checked
-        )
-
-    def _allocate(self, dtype: str, shape: tuple[int, ...]) -> Any:
-        return self.checker.allocate(dtype, shape, None)
+        self.launcher: Any = make_launcher(extension, address, checker, self.call_checked)
 
     @classmethod
     def probe(cls) -> Availability:

@@ -2,7 +2,8 @@
 
 The generated function accepts only the common case (exact ``numpy.ndarray`` arguments
 of the declared dtype and shape, C-contiguous, aligned to the parameter's declared
-``alignment``; Python int/float scalars in range) and hands anything else to the full checker. The data-pointer read (the
+``alignment``; Python int/float scalars in range) and hands anything else to ``other``
+(the adapter's path for other tensor types, e.g. torch) or the full checker. The data-pointer read (the
 expensive part) is cached per argument position: when the caller passes the same array
 object again, its tvm-ffi tensor view is reused. The cache holds references to the last
 arguments, which keeps them alive and stops numpy from resizing them in place.
@@ -10,9 +11,11 @@ arguments, which keeps them alive and stops numpy from resizing them in place.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+from tl_runtime.argument_memory import max_elements
 from tl_runtime.checking import _INT_RANGES, ArgumentChecker
 from tl_runtime.manifest import ParamSpec
 
@@ -23,7 +26,7 @@ def build_fast_path(
     checker: ArgumentChecker,
     launch: Callable[..., Any],
     slow: Callable[[tuple[Any, ...]], Any],
-    allocate: Callable[[str, tuple[int, ...]], Any] | None = None,
+    other: Callable[[], Callable[[tuple[Any, ...]], Any]] | None = None,
 ) -> Callable[..., Any]:
     """Return ``call(*args)`` that checks the common case inline and calls ``launch(*full_args)``.
 
@@ -31,27 +34,41 @@ def build_fast_path(
         checker: the kernel's checker (its manifest decides the generated checks).
         launch: the native call, taking every parameter in order (tensors as tvm-ffi views).
         slow: the complete path, called with the caller's args when the fast path declines.
-        allocate: ``(dtype, shape) -> array`` for ``out_idx`` outputs (numpy, aligned to
-            ``checker.allocation_alignment``).
+        other: makes (on the first call that needs it) the path for caller args that are
+            not what the generated numpy checks accept (torch tensors...); that path runs
+            its own checks or ``slow``. Default: ``slow``.
 
     Returns:
-        The call function; without numpy, or when the kernel does not accept host (CPU)
-        arrays, it only forwards to ``slow``.
+        The call function; without numpy it forwards to ``other``; when the kernel does not
+        accept host (CPU) arrays, to ``slow``.
     """
     np = checker._np
     # The generated checks accept numpy arrays, which live in host memory: a kernel whose
     # manifest does not accept host arrays (argument_device_types) takes the full path.
-    if np is None or _DLPACK_CPU not in checker.device_types:
+    if _DLPACK_CPU not in checker.device_types:
         return lambda *args: slow(args)
+    namespace: dict[str, Any] = {"slow": slow}
+    if other is not None:
+        make_other = other
+
+        def resolve(args: tuple[Any, ...]) -> Any:
+            # Made once, then called directly: the generated code reads ``slow`` from here.
+            namespace["slow"] = resolved = make_other()
+            return resolved(args)
+
+        namespace["slow"] = resolve
+    if np is None:
+        return lambda *args: namespace["slow"](args)
     import tvm_ffi
 
     params = checker.params
-    namespace: dict[str, Any] = {
+    alignment = checker.allocation_alignment
+    namespace |= {
         "ndarray": np.ndarray,
+        "empty": np.empty,
+        "uint8": np.dtype("uint8"),
         "from_dlpack": tvm_ffi.from_dlpack,
         "launch": launch,
-        "slow": slow,
-        "allocate": allocate,
         # (array, view) pairs in one slot each: a single store is atomic under the GIL, so
         # concurrent callers never pair one array with another array's view.
         "last": [(None, None)] * len(params),
@@ -64,21 +81,39 @@ def build_fast_path(
     if names:
         lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
     bound: set[str] = set()
+    # The kernel's index width and aliasing assumptions (tl_runtime.argument_memory): a
+    # new array with more elements, or a written array overlapping another, goes slow.
+    limit = max_elements(checker.manifest)
+    aliasing = checker._check_aliasing
     for i in caller:
         spec = params[i]
         if spec.kind == "scalar":
             lines.extend(_scalar_lines(i, spec, namespace))
         else:
-            lines.extend(_tensor_lines(i, spec, namespace, bound, np))
+            lines.extend(_tensor_lines(i, spec, namespace, bound, np, limit, aliasing))
+    if aliasing:
+        lines.extend(_overlap_lines(checker))
     out_names = []
     for k in sorted(checker.out_idx):
         spec = params[k]
-        if spec.dtype == "bfloat16" or allocate is None:
-            return lambda *args: slow(args)
-        shape = ", ".join(str(d) if isinstance(d, int) else f"sym_{d}" for d in spec.shape)
-        lines.append(
-            f"    o{k} = allocate({spec.dtype!r}, ({shape}{',' if len(spec.shape) == 1 else ''}))"
-        )
+        if spec.dtype == "bfloat16":  # numpy has no bfloat16: the full path says so
+            return lambda *args: namespace["slow"](args)
+        namespace[f"dt{k}"] = np.dtype(spec.dtype)
+        dims = [str(d) if isinstance(d, int) else f"sym_{d}" for d in spec.shape]
+        size = " * ".join([str(np.dtype(spec.dtype).itemsize), *dims])
+        # Over-allocate raw bytes and view them at the first aligned address (what
+        # checker.allocate does, inline: this is most of an out_idx call's cost).
+        lines += [
+            f"    n{k} = {size}",
+            *_output_limit_lines(k, checker, limit),
+            f"    if not n{k}:",  # zero-size: the full path gives it compact strides
+            "        return slow(args)",
+            f"    r{k} = empty(n{k} + {alignment}, uint8)",
+            f"    p{k} = (-from_dlpack(r{k}, require_alignment=0).data_ptr()) & {alignment - 1}",
+            f"    o{k} = r{k}[p{k} : p{k} + n{k}].view(dt{k})",
+        ]
+        if len(spec.shape) != 1:
+            lines.append(f"    o{k} = o{k}.reshape(({', '.join(dims)},))")
         lines.append(f"    v{k} = from_dlpack(o{k}, require_alignment={spec.alignment})")
         out_names.append(f"o{k}")
     call_args = ", ".join(
@@ -119,8 +154,40 @@ def _scalar_lines(i: int, spec: ParamSpec, namespace: dict[str, Any]) -> list[st
     return ["    return slow(args)"]
 
 
+def _overlap_lines(checker: ArgumentChecker) -> list[str]:
+    """A written caller tensor sharing a byte with another caller tensor goes slow."""
+    tensors = [i for i in checker.caller_params if checker.params[i].kind == "tensor"]
+    pairs = [
+        f"l{w} < h{o} and l{o} < h{w}"
+        for w in tensors
+        if checker.params[w].written
+        for o in tensors
+        if o != w and not (checker.params[o].written and o < w)  # each pair once
+    ]
+    return [f"    if {' or '.join(pairs)}:", "        return slow(args)"]
+
+
+def _output_limit_lines(k: int, checker: ArgumentChecker, limit: int) -> list[str]:
+    """An ``out_idx`` output beyond the index width goes slow (which refuses it)."""
+    spec = checker.params[k]
+    same_as_input = any(
+        checker.params[i].shape == spec.shape
+        for i in checker.caller_params
+        if checker.params[i].kind == "tensor"
+    )
+    if same_as_input:  # the input's own element count was bounded already
+        return []
+    return [f"    if n{k} > {limit * checker._itemsizes[k]}:", "        return slow(args)"]
+
+
 def _tensor_lines(
-    i: int, spec: ParamSpec, namespace: dict[str, Any], bound: set[str], np: Any
+    i: int,
+    spec: ParamSpec,
+    namespace: dict[str, Any],
+    bound: set[str],
+    np: Any,
+    limit: int,
+    aliasing: bool,
 ) -> list[str]:
     try:
         namespace[f"dt{i}"] = np.dtype(spec.dtype)
@@ -133,6 +200,8 @@ def _tensor_lines(
     if spec.strides is not None:
         return ["    return slow(args)"]
     static = all(isinstance(d, int) for d in spec.shape)
+    if static and math.prod(spec.shape) > limit:  # every call is refused by the full path
+        return ["    return slow(args)"]
     if static:
         out += [f"    if a{i}.shape != {tuple(spec.shape)!r}:", "        return slow(args)"]
     else:
@@ -152,17 +221,25 @@ def _tensor_lines(
     out += [
         f"    c{i} = last[{i}]",
         f"    if a{i} is c{i}[0]:",
-        f"        v{i} = c{i}[1]",
+        f"        _, v{i}, l{i}, h{i} = c{i}" if aliasing else f"        v{i} = c{i}[1]",
         "    else:",
         # Zero-size arrays carry zero strides in numpy: the full path re-views them.
         f"        if not a{i}.size:",
         "            return slow(args)",
+        *([] if static else [f"        if a{i}.size > {limit}:", "            return slow(args)"]),
         "        try:",
         # A pointer below the param's declared alignment raises here: the full path
         # copies such an input, or refuses it for a written (output/inout) param.
         f"            v{i} = from_dlpack(a{i}, require_alignment={spec.alignment})",
         "        except Exception:",  # also read-only arrays: the full path copies them
         "            return slow(args)",
-        f"        last[{i}] = (a{i}, v{i})",
     ]
+    if aliasing:  # the byte range, cached with the view (the array's memory cannot move)
+        out += [
+            f"        l{i} = v{i}.data_ptr()",
+            f"        h{i} = l{i} + a{i}.nbytes",
+            f"        last[{i}] = (a{i}, v{i}, l{i}, h{i})",
+        ]
+    else:
+        out.append(f"        last[{i}] = (a{i}, v{i})")
     return out

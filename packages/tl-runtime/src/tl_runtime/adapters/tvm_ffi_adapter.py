@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,27 @@ class TvmFfiAdapter:
         return pack_result(prepared.outputs)
 
     def make_call(self) -> CallFunction:
-        """Return the generated fast path (falls back to ``call_checked``)."""
-        allocate = lambda dtype, shape: self.checker.allocate(dtype, shape, None)  # noqa: E731
-        return build_fast_path(self.checker, self.function, self.call_checked, allocate)
+        """Return the generated fast path (falls back to ``call_checked``).
+
+        numpy arguments take the generated checks; other tensors (torch) take the compiled
+        launcher's checks (dtype, shape, strides, device, alignment, autograd, read straight
+        through the DLPack C exchange API) and go to tvm-ffi's call, which takes them
+        through the same API. Without the compiled launcher (an editable
+        install with no C compiler) they take ``call_checked``.
+        """
+        return build_fast_path(
+            self.checker, self.function, self.call_checked, self._make_guarded_call
+        )
+
+    def _make_guarded_call(self) -> Callable[[tuple[Any, ...]], Any]:
+        """The path for non-numpy args: the compiled launcher checks, then tvm-ffi calls."""
+        from tl_runtime.adapters.cython_adapter import launcher_extension, make_launcher
+        from tl_runtime.errors import AdapterUnavailableError
+
+        try:
+            extension = launcher_extension()
+        except AdapterUnavailableError:
+            return self.call_checked
+        launcher = make_launcher(extension, 0, self.checker, self.call_checked, self.function)
+        run: Callable[[tuple[Any, ...]], Any] = launcher.run
+        return run
