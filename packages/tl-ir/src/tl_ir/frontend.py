@@ -54,6 +54,7 @@ class ParseState:
         swizzle_panel: the panel size given to ``T.use_swizzle``, if any.
         persistent: ``T.Persistent`` loops to rewrite after parsing, keyed by the
             first coordinate Var.
+        reducers: ``T.alloc_reducer`` buffers and their combine (``sum``...).
     """
 
     symbolic: dict[str, Any] = field(default_factory=dict)
@@ -67,6 +68,7 @@ class ParseState:
     layout_map: dict[str, Any] = field(default_factory=dict)
     swizzle_panel: int | None = None
     persistent: dict[Any, Any] = field(default_factory=dict)
+    reducers: dict[Any, str] = field(default_factory=dict)
 
 
 class _Local(threading.local):

@@ -102,6 +102,12 @@ from tl_ir.language._misc import (
 )
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
 from tl_ir.language._persistent import Persistent
+from tl_ir.language._reducers import (
+    alloc_reducer,
+    finalize_reducer,
+    reducer_init,
+    reducer_update,
+)
 from tl_ir.language._tile_ops import (
     atomic_add,
     atomic_max,
@@ -218,6 +224,10 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "alloc_local",
     "alloc_var",
     "alloc_global",
+    "alloc_reducer",
+    "reducer_init",
+    "reducer_update",
+    "finalize_reducer",
     "reshape",
     "view",
     "serial",

@@ -141,10 +141,6 @@ _REASONS: list[tuple[str, str]] = [
         "sync_global sync_grid",
     ),
     (
-        "reducers are not supported yet; use T.reduce_* on a fragment or T.atomic_add",
-        "alloc_reducer reducer_init reducer_update finalize_reducer",
-    ),
-    (
         "bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/"
         "min/abssum/absmax and T.cumsum are)",
         "reduce_bitand reduce_bitor reduce_bitxor warp_reduce_bitand warp_reduce_bitor cummax",
