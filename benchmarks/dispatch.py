@@ -1,6 +1,6 @@
 """Call overhead of tl-runtime's adapters against a raw tvm-ffi call, import time, footprint.
 
-Run: .venv/bin/python benchmarks/dispatch.py [--skip-venv]
+Run: .venv/bin/python benchmarks/dispatch.py [--skip-venv] [--eager-only]
 
 Prints, in one run, microseconds per call of a 1024-element float32 add (params declaring
 4-byte alignment, like tl-ir kernels) with numpy arguments 16 bytes past a 64-byte
@@ -8,6 +8,8 @@ boundary (where numpy's large arrays usually start) through each adapter and thr
 the wall time of ``import tl_runtime`` in a fresh process; and the installed size of a
 venv holding only tl-runtime, apache-tvm-ffi and numpy. Targets:
 at most 2 us and at most 3x the raw call; import under 0.2 s; venv under 150 MB.
+Then (``eager_dispatch``; alone with ``--eager-only``) an eager-style ``@tl_jit.jit``
+call against the classic kernel's call of the same add: at most 2x.
 """
 
 from __future__ import annotations
@@ -147,5 +149,85 @@ def main() -> None:
     )
 
 
+# ---------------------------------------------------------------- eager-style dispatch
+def _eager_and_classic_add() -> tuple[object, object]:
+    """The same float32 add as a classic ``@tl_jit.jit`` builder and as an
+    eager function (``T.const`` bound from the tensors), both for the ``c`` target."""
+    import tl_jit
+    import tl_jit.language as T
+
+    @tl_jit.jit(target="c")
+    def classic_add(n: int) -> object:
+        @T.prim_func
+        def main(
+            A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")
+        ) -> None:
+            with T.Kernel(1, threads=1):
+                for i in T.serial(n):
+                    C[i] = A[i] + B[i]
+
+        return main
+
+    @tl_jit.jit(target="c")
+    def eager_add(A, B, C, dtype: T.dtype = T.float32):  # type: ignore[no-untyped-def]
+        N = T.const("N")
+        A: T.Tensor[[N], dtype]
+        B: T.Tensor[[N], dtype]
+        C: T.Tensor[[N], dtype]
+        with T.Kernel(1, threads=1):
+            for i in T.serial(N):
+                C[i] = A[i] + B[i]
+
+    return classic_add, eager_add
+
+
+def eager_dispatch() -> None:
+    """Eager dispatch (the second call of an eager kernel: bind, key, dictionary lookup,
+    launch) against the classic call of the same compiled kernel; target <= 2x.
+
+    16 elements and one OpenMP thread (the c target parallelizes the loop; waking a
+    thread pool would dwarf the call), so that the call is what is timed."""
+    if os.environ.get("OMP_NUM_THREADS") != "1":
+        # OpenMP reads it when loaded, which importing tvm_ffi already did: a fresh process.
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        done = subprocess.run(
+            [sys.executable, __file__, "--eager-only"], env=env, capture_output=True, text=True
+        )
+        print(done.stdout + done.stderr, end="")
+        return
+    classic_add, eager_add = _eager_and_classic_add()
+    a = rk.aligned_array(np, (16,), "float32", 16)
+    b = rk.aligned_array(np, (16,), "float32", 16)
+    c = rk.aligned_array(np, (16,), "float32", 16)
+    a[:], b[:] = 1.0, 2.0
+    classic = classic_add(16)  # type: ignore[operator]
+    classic(a, b, c)
+    eager_add(a, b, c)  # type: ignore[operator]
+    assert np.allclose(c, 3.0)
+    results = interleaved_us(
+        {
+            "classic @jit kernel call": (classic, (a, b, c)),
+            "eager @jit call": (eager_add, (a, b, c)),
+        }
+    )
+    ratio = results["eager @jit call"] / results["classic @jit kernel call"]
+    print(
+        "eager dispatch: the same 16-element float32 add on target c (OMP_NUM_THREADS="
+        f"{os.environ['OMP_NUM_THREADS']}), classic kernel(a, b, c) "
+        "against the eager add(a, b, c) (best of 9 x 20000 calls, round-robin)"
+    )
+    for name, us in results.items():
+        print(f"  {name:26s} {us:6.3f} us/call")
+    overhead = results["eager @jit call"] - results["classic @jit kernel call"]
+    print(
+        f"  eager / classic {ratio:.2f}x (eager adds {overhead:+.3f} us)  target <=2x: "
+        f"{'PASS' if ratio <= 2.0 else 'FAIL'}"
+    )
+
+
 if __name__ == "__main__":
-    main()
+    if "--eager-only" in sys.argv:
+        eager_dispatch()
+    else:
+        main()
+        eager_dispatch()
