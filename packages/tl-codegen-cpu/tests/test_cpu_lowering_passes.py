@@ -137,9 +137,13 @@ def test_cpu_lower_launch_puts_thread_index_code_in_a_loop_over_threads() -> Non
     assert str(loops[1].loop_var.name) == "tx"
 
 
-def test_cpu_lower_launch_refuses_thread_index_code_mixed_with_tile_ops() -> None:
-    with pytest.raises(UnsupportedError, match="thread index"):
-        CpuLowerLaunchPass().run(_module(scan_with_tile_op_func()), PassContext(target=C))
+def test_cpu_lower_launch_runs_the_tile_op_once_between_the_thread_loops() -> None:
+    lowered = CpuLowerLaunchPass().run(_module(scan_with_tile_op_func()), PassContext(target=C))
+    text = lowered.script()
+    # The copy (all threads together) sits between nothing and the per-thread store:
+    # one thread loop after it, the copy itself outside any thread loop.
+    assert text.count("for tx in range(4)") == 1
+    assert text.index("T.copy(") < text.index("for tx in range(4)")
 
 
 @pytest.mark.parametrize(("target", "expect_vector_extension"), [(LLVM, False), (C, True)])
@@ -198,10 +202,14 @@ def test_legalize_half_precision_computes_in_float32() -> None:
 
 def test_cpu_reject_gpu_ops_names_the_construct_and_target() -> None:
     buffer = tirx.decl_buffer((4,), "float32", name="A")
-    sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+    sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "global"))
     func = tirx.PrimFunc([buffer], sync)
-    with pytest.raises(UnsupportedError, match=r"T\.sync_threads is not supported on target c"):
+    with pytest.raises(UnsupportedError, match=r"grid-wide T\.sync_threads"):
         CpuRejectGpuOpsPass().run(_module(func), PassContext(target=C))
+    # A block barrier is kept: cpu-lower-launch splits the thread loops there.
+    block_sync = tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+    kept = _module(tirx.PrimFunc([buffer], block_sync))
+    assert CpuRejectGpuOpsPass().run(kept, PassContext(target=C)) is kept
     fine = _module(gemm_func())
     assert CpuRejectGpuOpsPass().run(fine, PassContext(target=C)) is fine
 

@@ -1,4 +1,4 @@
-"""`cpu-lower-launch`: the ``T.Kernel`` grid becomes one parallel loop; threads become loops.
+"""`cpu-lower-launch`: each ``T.Kernel`` grid becomes a parallel loop; threads become loops.
 
 ``T.Kernel(gx, gy, gz, threads=...)`` is a chain of ``thread_extent``
 attributes on ``blockIdx.x/y/z`` and ``threadIdx.x/y/z``. On the CPU:
@@ -10,77 +10,91 @@ attributes on ``blockIdx.x/y/z`` and ``threadIdx.x/y/z``. On the CPU:
   on one core.
 * the threads of a block do not exist at run time when the kernel never
   names them: tile ops and ``T.Parallel`` loops already describe the whole
-  block's work (they become loops and vector lanes).
+  block's work (they become loops and vector lanes), and ``T.sync_threads``
+  is a no-op.
 * when the body uses a thread index (``T.get_thread_binding``, or the
-  ``threadIdx`` Var), the block body runs inside serial loops over the
-  block's threads (``threadIdx.x`` innermost). Such kernels may not contain
-  tile ops (a tile op is the whole block's work, not one thread's) and have
-  no barriers on the CPU; the pass raises `tl_ir.errors.UnsupportedError`
-  for tile ops there. Shared-tile allocations at the top of the block stay
-  outside the thread loops (one per block).
+  ``threadIdx`` Var), the block runs as loops over its threads
+  (``threadIdx.x`` innermost), split into regions at barriers: explicit
+  ``T.sync_threads``, the operations the threads do together (tile ops on
+  shared operands, ``T.Parallel`` loops over shared data, thread
+  reductions), and conflicting shared-memory accesses of different threads.
+  `thread_regions` says how; thread-local values that cross a region
+  boundary become per-thread arrays (`per_thread_locals`).
+* several ``T.Kernel`` blocks in one prim_func run one after the other: each
+  becomes its own parallel grid loop, and a parallel loop ends only when all
+  its blocks have finished (OpenMP's implicit barrier; TVM's parallel launch
+  returns when its workers are done), so each launch sees everything the one
+  before it wrote.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
+from tl_codegen_cpu.passes.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.passes.thread_ir import (
+    THREAD_NEST_KEY,
+    ThreadSpace,
+    is_block_barrier,
+    thread_dependent_values,
+    uses_any,
+)
+from tl_codegen_cpu.passes.thread_regions import RegionSplitter
+from tl_codegen_cpu.passes.vector_isa import vector_isa_for_target
 from tl_ir.errors import UnsupportedError
-from tl_ir.ops import is_tile_op
+from tl_ir.ops import describe
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-_SHARED_SCOPES = ("shared", "shared.dyn")
 
 
-def _uses_any(stmt: tirx.Stmt, variables: list[Any]) -> bool:
-    found = False
+def _strip_nest_markers(stmt: tirx.Stmt) -> tirx.Stmt:
+    def strip(loop: Any) -> Any:
+        if not is_thread_nest(loop):
+            return loop
+        kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
+        return tirx.For(
+            loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, annotations=kept or None
+        )
 
-    def visit(var: Any) -> None:
-        nonlocal found
-        if any(var.same_as(v) for v in variables):
-            found = True
-
-    tvm_ffi.structural_walk(stmt, (tvm.ir.Var, visit), order="post")
-    return found
-
-
-def _has_tile_op(stmt: tirx.Stmt) -> bool:
-    found = False
-
-    def visit(call: Any) -> None:
-        nonlocal found
-        if is_tile_op(call):
-            found = True
-
-    tvm_ffi.structural_walk(stmt, (tvm.ir.Call, visit), order="post")
-    return found
+    return tvm_ffi.structural_map(stmt, (tirx.For, strip), order="post")
 
 
-def _seq(stmts: list[tirx.Stmt]) -> tirx.Stmt:
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
+    # Without thread loops a block is one sequential run: a barrier orders nothing.
+    def drop(evaluate: Any) -> Any:
+        return tirx.Evaluate(tirx.const(0, "int32")) if is_block_barrier(evaluate) else evaluate
+
+    return tvm_ffi.structural_map(stmt, (tirx.Evaluate, drop), order="post")
 
 
-def _thread_loops(body: tirx.Stmt, threads: list[tuple[Any, Any]]) -> tirx.Stmt:
-    items = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
-    hoisted: list[tirx.Stmt] = []
-    while (
-        items
-        and isinstance(items[0], tirx.AllocBuffer)
-        and str(items[0].buffer.ty.storage_scope) in _SHARED_SCOPES
-    ):
-        hoisted.append(items.pop(0))
-    inner = _seq(items) if items else tirx.Evaluate(tirx.const(0, "int32"))
-    # threadIdx.x is the innermost loop (consecutive threads touch consecutive data).
-    for var, extent in threads:
-        inner = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, inner)
-    return _seq([*hoisted, inner])
+def run_threads(
+    body: tirx.Stmt,
+    threads: list[tuple[Any, Any]],
+    lower_thread_op: Callable[[Any], tirx.Stmt],
+    where: str,
+) -> tirx.Stmt:
+    """A block body that names its thread index, as loops over the threads split at
+    barriers (see `thread_regions`), with cross-region locals per thread.
+
+    Raises:
+        UnsupportedError: a barrier or cooperative op the CPU cannot place (see
+            `thread_regions`).
+    """
+    space = ThreadSpace(tuple(v for v, _ in threads), tuple(e for _, e in threads))
+    dependent = thread_dependent_values(body, list(space.variables))
+    splitter = RegionSplitter(space, dependent, lower_thread_op, where)
+    lowered = splitter.lower_block(body)
+    lowered = expand_per_thread_locals(lowered, space, where)
+    return _strip_nest_markers(lowered)
 
 
 def _grid_loop(body: tirx.Stmt, blocks: list[tuple[Any, Any]]) -> tirx.Stmt:
@@ -97,13 +111,18 @@ def _grid_loop(body: tirx.Stmt, blocks: list[tuple[Any, Any]]) -> tirx.Stmt:
     return tirx.For(block, 0, stride, tirx.ForKind.PARALLEL, substitute_vars(body, mapping))
 
 
-def lower_launch(stmt: tirx.Stmt, where: str) -> tirx.Stmt:
+def lower_launch(
+    stmt: tirx.Stmt, where: str, lower_thread_op: Callable[[Any], tirx.Stmt]
+) -> tirx.Stmt:
     """Return ``stmt`` with every ``T.Kernel`` launch lowered as the module docstring says.
 
+    ``lower_thread_op`` lowers one tile-op call that a single thread runs (an operand
+    in thread-local memory) to its loops.
+
     Raises:
-        UnsupportedError: a kernel that uses its thread index also contains tile ops.
+        UnsupportedError: thread-index code the CPU cannot split at its barriers.
     """
-    problems: list[str] = []
+    problems: list[UnsupportedError] = []
 
     def rewrite(attr: tirx.AttrStmt) -> tirx.Stmt:
         if attr.attr_key != "thread_extent":
@@ -115,23 +134,23 @@ def lower_launch(stmt: tirx.Stmt, where: str) -> tirx.Stmt:
             body = body.body
         blocks = [found[t] for t in _BLOCK_TAGS if t in found]
         threads = [found[t] for t in _THREAD_TAGS if t in found]
-        if threads and _uses_any(body, [v for v, _ in threads]):
-            if _has_tile_op(body):
-                problems.append(
-                    f"{where}: on CPU targets a kernel that uses its thread index "
-                    "(T.get_thread_binding / threadIdx) cannot also contain tile ops "
-                    "(T.copy, T.gemm, T.reduce...): a tile op is the whole block's work. "
-                    "Write the per-thread part with T.Parallel loops instead."
-                )
+        if threads and uses_any(body, {v for v, _ in threads}):
+            try:
+                body = run_threads(body, threads, lower_thread_op, where)
+            except UnsupportedError as error:
+                problems.append(error)
                 return attr
-            body = _thread_loops(body, threads)
+        else:
+            body = _drop_barriers(body)
         if not blocks:
             return body
         return _grid_loop(body, blocks)
 
+    # Exceptions raised inside structural_map callbacks come back as RuntimeError,
+    # so they are collected and re-raised here.
     result = tvm_ffi.structural_map(stmt, (tirx.AttrStmt, rewrite), order="pre")
     if problems:
-        raise UnsupportedError(problems[0])
+        raise problems[0]
     return result
 
 
@@ -140,11 +159,16 @@ class CpuLowerLaunchPass(PrimFuncPass):
     """Lower ``T.Kernel`` launches for the CPU (see the module docstring).
 
     Raises (from ``run``):
-        UnsupportedError: thread-index code mixed with tile ops.
+        UnsupportedError: thread-index code with a barrier the CPU cannot place.
     """
 
     name: ClassVar[str] = "cpu-lower-launch"
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
-        """Return ``body`` with its launch lowered."""
-        return lower_launch(body, self.where(function_name))
+        """Return ``body`` with its launches lowered."""
+        isa = vector_isa_for_target(ctx.target)
+
+        def lower_thread_op(call: Any) -> tirx.Stmt:
+            return lower_tile_op(describe(call), isa=isa, gemm_style="tir")
+
+        return lower_launch(body, self.where(function_name), lower_thread_op)

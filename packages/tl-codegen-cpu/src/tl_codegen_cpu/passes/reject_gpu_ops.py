@@ -1,7 +1,9 @@
 """`cpu-reject-gpu-ops`: GPU-only constructs (Tier 2 in docs/language.md) fail early with a clear error.
 
-On CPU targets there is no faithful meaning for thread barriers, warp
-shuffles, asynchronous copies or virtual threads. This pass raises
+On CPU targets there is no faithful meaning for grid-wide barriers, warp
+shuffles, asynchronous copies or virtual threads. (``T.sync_threads``, a
+barrier among one block's threads, is kept: `cpu-lower-launch` splits the
+block's thread loops there.) This pass raises
 `tl_ir.errors.UnsupportedError` naming the construct and the target
 (``"T.sync_threads is not supported on target c"``) instead of letting a
 later pass or TVM's code generator fail obscurely. Tile ops unknown to
@@ -17,13 +19,13 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.thread_ir import is_block_barrier
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import OP_NAMES
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: TVM builtins with no CPU meaning -> the kernel-language name users wrote.
 GPU_ONLY_BUILTINS: dict[str, str] = {
-    "tirx.tvm_storage_sync": "T.sync_threads",
     "tirx.tvm_warp_shuffle": "T.shfl_sync (also behind T.shfl_xor and T.warp_reduce_*)",
     "tirx.tvm_warp_shuffle_up": "T.shfl_up",
     "tirx.tvm_warp_shuffle_down": "T.shfl_down",
@@ -45,7 +47,9 @@ def find_gpu_only(stmt: tirx.Stmt) -> list[str]:
         if not isinstance(op, tvm.ir.Op):
             return
         name = str(op.name)
-        if name in GPU_ONLY_BUILTINS:
+        if name == "tirx.tvm_storage_sync" and not is_block_barrier(tirx.Evaluate(call)):
+            found.append("a grid-wide T.sync_threads / T.sync_grid")
+        elif name in GPU_ONLY_BUILTINS:
             found.append(GPU_ONLY_BUILTINS[name])
         elif name.startswith("tl.") and name not in OP_NAMES:
             found.append(f"T.{name[3:]}")
