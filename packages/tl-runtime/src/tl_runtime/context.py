@@ -63,9 +63,9 @@ _keepalive: list[Any] = []
 
 def libtvm_ffi() -> ctypes.CDLL:
     """Return libtvm_ffi loaded with RTLD_GLOBAL (the library tvm_ffi itself uses)."""
-    import tvm_ffi.libinfo
+    from tl_runtime.tvm_ffi_paths import libtvm_ffi_path  # no import of the Python package
 
-    return ctypes.CDLL(tvm_ffi.libinfo.find_libtvm_ffi(), mode=ctypes.RTLD_GLOBAL)
+    return ctypes.CDLL(libtvm_ffi_path(), mode=ctypes.RTLD_GLOBAL)
 
 
 def ensure_context_symbols() -> ContextStatus:

@@ -28,6 +28,7 @@ from tl_runtime.argument_memory import max_elements
 from tl_runtime.checking import _INT_RANGES, ArgumentChecker, outputs_follow
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
 from tl_runtime.manifest import Manifest
+from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
 _PYX = Path(__file__).resolve().parent.parent / "_native" / "launcher.pyx"
 _MODULE_NAME = "tl_rt_launcher"
@@ -133,7 +134,6 @@ def launcher_extension() -> ModuleType:
                 "gcc/clang); use adapter='tvm_ffi' instead"
             )
         import filelock
-        import tvm_ffi.libinfo
 
         key = hashlib.sha256(
             _PYX.read_bytes() + cython_version.encode() + sys.version.encode()
@@ -154,7 +154,7 @@ def launcher_extension() -> ModuleType:
                     raise AdapterUnavailableError(f"cythonizing {_PYX} failed: {exc}") from None
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
-        lib_dir = str(Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent)
+        lib_dir = str(Path(libtvm_ffi_path()).parent)
         flags = [
             "-O2",
             *(f"-I{d}" for d in _include_dirs()),
