@@ -153,7 +153,9 @@ CASES = [
         "example_gemv.naive_gemv",
         "examples/gemv/example_gemv.py@3ee0988c8",
         "example_gemv:naive_gemv",
-        {**_GEMV, "BLOCK_K": 64},
+        # One thread per output row: BLOCK_N is the block's thread count (T.Kernel's
+        # default 128), as in TileLang's example.
+        {**_GEMV, "N": 256, "BLOCK_N": 128, "BLOCK_K": 64},
         _gemv_inputs,
         _gemv_ref,
         rtol=1e-2,

@@ -10,14 +10,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
         ValueError,
         "zip() argument 2 is shorter than argument 1",
     ),
-    ("kernel_gemv_simt.gemv_simt", "c"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("kernel_gemv_simt.gemv_simt", "llvm"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
     ("language_pipeline.matmul-order-stage", "c"): (
         tl_ir.UnsupportedError,
         "language_pipeline.py:40: T.Pipelined(order=...) is not supported",
@@ -77,22 +69,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
     ("language_copy.tilelang_elementwise_copy_oob_safe_value", "cuda-nvcc"): (
         tl_ir.UnsupportedError,
         "language_copy.py:57: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-    ),
-    ("language_mask_op.tilelang_copy_mask_parallel", "c"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("language_mask_op.tilelang_copy_mask_parallel", "llvm"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("language_mask_op.tilelang_copy_mask_copy", "c"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("language_mask_op.tilelang_copy_mask_copy", "llvm"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
     ),
     ("language_parallel.parallel_elementwise_dynamic", "c"): (
         tl_ir.KernelTypeError,
@@ -157,38 +133,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
     ("language_chain_equal.chain_equal", "cuda-nvcc"): (
         tl_ir.KernelSyntaxError,
         "language_chain_equal.py:21: cannot parse this kernel statement: Consequential assignments like 'a = b = c' are not supported.",
-    ),
-    ("example_gemv.naive_gemv", "c"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("example_gemv.naive_gemv", "llvm"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("example_gemv.naive_splitk_gemv", "c"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("example_gemv.naive_splitk_gemv", "llvm"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("example_gemv.splitk_gemv", "c"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("example_gemv.splitk_gemv", "llvm"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("example_gemv.splitk_gemv_vectorized", "c"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
-    ),
-    ("example_gemv.splitk_gemv_vectorized", "llvm"): (
-        tl_ir.UnsupportedError,
-        "cpu-lower-launch (main): on CPU targets a kernel that uses its thread index (T.get_thread_binding / threadIdx) cannot also contain tile ops (T.copy, T.gemm, T.r",
     ),
     ("example_fusedmoe.moe_forward_tilelang_shared", "cuda-nvcc"): (
         tl_ir.UnsupportedError,
