@@ -8,6 +8,9 @@ boundary (where numpy's large arrays usually start) through each adapter and thr
 the wall time of ``import tl_runtime`` in a fresh process; and the installed size of a
 venv holding only tl-runtime, apache-tvm-ffi and numpy. Targets:
 at most 2 us and at most 3x the raw call; import under 0.2 s; venv under 150 MB.
+Then (``array_dispatch``) numpy and torch through the raw call and each adapter, with
+and without ``out_idx``, as ratios; and (``cache_hit``) a fresh process's ``@tl_jit.jit``
+disk-cache hit with numpy preloaded (at most 20 ms).
 Then (``eager_dispatch``; alone with ``--eager-only``) an eager-style ``@tl_jit.jit``
 call against the classic kernel's call of the same add: at most 2x.
 """
@@ -127,6 +130,9 @@ def main() -> None:
             f"  with output allocation (symbolic n, out_idx), {key:8s} {per_call_us(kernel, fresh, 5000, 5):6.3f} us/call"
         )
 
+    array_dispatch()
+    cache_hit()
+
     seconds = import_time_s()
     print(
         f"import tl_runtime (fresh process, best of 7): {seconds * 1000:.1f} ms  target <200 ms: {'PASS' if seconds < 0.2 else 'FAIL'}"
@@ -147,6 +153,71 @@ def main() -> None:
     print(
         f"runtime-only venv ({', '.join(listing)}): {mb:.1f} MB installed  target <150 MB: {'PASS' if mb < 150 else 'FAIL'}"
     )
+
+
+# ---------------------------------------------------------------- torch and numpy, out_idx
+def array_dispatch() -> None:
+    """Per-call cost with numpy arrays and torch tensors, explicit output and ``out_idx``.
+
+    Ratios: an explicit-output call against the raw tvm-ffi call with the same arrays
+    (targets: numpy <=3x, torch <=2.5x); an ``out_idx`` call against the explicit-output
+    call of the same adapter and arrays (target <=2x). The kernels declare 64-byte
+    alignment (``vadd_n``, symbolic n = 1024) and the arrays are 64-byte aligned.
+    """
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    explicit_dir = rk.cached_artifact("vadd_n")
+    out_dir = rk.cached_artifact("vadd_n", out_idx=(2,))
+    manifest = tl_runtime.read_manifest(explicit_dir)
+    raw = tvm_ffi.load_module(str(explicit_dir / manifest.library))[manifest.entry_symbol]
+    libraries: dict[str, tuple[object, ...]] = {
+        "numpy": tuple(rk.aligned_array(np, (1024,), "float32") for _ in range(3))
+    }
+    if torch is not None:
+        libraries["torch"] = tuple(torch.ones(1024) for _ in range(3))
+    contenders: dict[str, tuple[object, tuple[object, ...]]] = {}
+    for library, (x, y, z) in libraries.items():
+        contenders[f"raw tvm_ffi {library}"] = (raw, (x, y, z))
+        for key in ("tvm_ffi", "cython"):
+            explicit = tl_runtime.load(explicit_dir, adapter=key)
+            allocating = tl_runtime.load(out_dir, adapter=key)
+            explicit(x, y, z)
+            assert type(allocating(x, y)) is type(x)
+            contenders[f"{key} {library}"] = (explicit, (x, y, z))
+            contenders[f"{key} {library} out_idx"] = (allocating, (x, y))
+    results = interleaved_us(contenders, number=5000, repeat=7)
+    print(
+        "arrays: 1024-element float32 add (64-byte aligned params and arrays), "
+        f"numpy{' and torch ' + torch.__version__ if torch is not None else ' (torch absent)'} "
+        "(best of 7 x 5000 calls, round-robin)"
+    )
+    for library in libraries:
+        raw_us = results[f"raw tvm_ffi {library}"]
+        print(f"  raw tvm_ffi {library:5s}           {raw_us:6.3f} us/call")
+        for key in ("tvm_ffi", "cython"):
+            us = results[f"{key} {library}"]
+            target = 3.0 if library == "numpy" else 2.5
+            verdict = "PASS" if us <= target * raw_us else "FAIL"
+            print(
+                f"  {key:7s} {library:5s}               {us:6.3f} us/call  "
+                f"ratio to raw {us / raw_us:.2f}x  target <={target}x: {verdict}"
+            )
+            out_us = results[f"{key} {library} out_idx"]
+            verdict = "PASS" if out_us <= 2 * us else "FAIL"
+            print(
+                f"  {key:7s} {library:5s} out_idx       {out_us:6.3f} us/call  "
+                f"ratio to explicit {out_us / us:.2f}x  target <=2x: {verdict}"
+            )
+
+
+def cache_hit() -> None:
+    """A fresh process's ``@tl_jit.jit`` disk-cache hit (benchmarks/cache.py, numpy preloaded)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import cache
+
+    cache.main(["--samples", "5", "--modes", "numpy"])
 
 
 # ---------------------------------------------------------------- eager-style dispatch

@@ -21,6 +21,10 @@ from cpython.ref cimport Py_DECREF
 from cpython.exc cimport PyErr_Clear
 from libc.stdint cimport int64_t, int32_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memset
+from libc.stdlib cimport malloc, free
+
+cdef extern from "stdlib.h":
+    int posix_memalign(void** memptr, size_t alignment, size_t size) nogil
 
 cdef extern from "Python.h":
     void* Py_TYPE_PTR "Py_TYPE" (object o)
@@ -158,9 +162,46 @@ cdef object _raise_kernel_error(int rc):
     raise RuntimeError(f"{kind}: {message}")
 
 
-cdef void _ignore_error(void* ctx, const char* kind, const char* message) noexcept:
-    # An allocation the framework refuses sends the call to the slow path, which reports it.
-    pass
+cdef void _free_owned(DLManagedTensorVersioned* managed) noexcept:
+    free(managed.manager_ctx)
+    free(managed)
+
+
+cdef DLManagedTensorVersioned* _owned_tensor(ParamInfo* p, int64_t* shape, int64_t nbytes,
+                                             uintptr_t alignment) noexcept:
+    """A compact host tensor of ``p``'s dtype on fresh ``alignment``-aligned memory."""
+    cdef int k
+    cdef void* data = NULL
+    cdef DLManagedTensorVersioned* managed = <DLManagedTensorVersioned*>malloc(
+        sizeof(DLManagedTensorVersioned) + 2 * MAX_DIMS * sizeof(int64_t))
+    if managed == NULL:
+        return NULL
+    if posix_memalign(&data, alignment if alignment >= sizeof(void*) else sizeof(void*),
+                      <size_t>(nbytes if nbytes > 0 else 1)) != 0:
+        free(managed)
+        return NULL
+    memset(managed, 0, sizeof(DLManagedTensorVersioned))
+    managed.version.major = DLPACK_MAJOR
+    managed.version.minor = 0
+    managed.manager_ctx = data
+    managed.deleter = _free_owned
+    managed.flags = 0
+    managed.dl_tensor.data = data
+    managed.dl_tensor.device.device_type = DLPACK_CPU
+    managed.dl_tensor.device.device_id = 0
+    managed.dl_tensor.ndim = p.ndim
+    managed.dl_tensor.dtype.code = p.code
+    managed.dl_tensor.dtype.bits = p.bits
+    managed.dl_tensor.dtype.lanes = 1
+    managed.dl_tensor.shape = <int64_t*>(<char*>managed + sizeof(DLManagedTensorVersioned))
+    managed.dl_tensor.strides = managed.dl_tensor.shape + MAX_DIMS
+    cdef int64_t stride = 1
+    for k in range(p.ndim - 1, -1, -1):
+        managed.dl_tensor.shape[k] = shape[k]
+        managed.dl_tensor.strides[k] = stride
+        stride *= shape[k]
+    managed.dl_tensor.byte_offset = 0
+    return managed
 
 
 cdef inline int _format_ok(const char* fmt, ParamInfo* p) noexcept:
@@ -486,7 +527,6 @@ cdef class Launcher:
         cdef int64_t nbytes = p.itemsize
         cdef int64_t stride = 1
         cdef uintptr_t address, offset
-        cdef DLTensor proto
         cdef DLManagedTensorVersioned* managed = NULL
         cdef void* py_out = NULL
         cdef const DLPackExchangeAPI* api
@@ -502,21 +542,16 @@ cdef class Launcher:
         nbytes *= stride
         if st.first_source == EXCHANGE and self.follows[st.first_type]:
             api = self.apis[st.first_type]
-            if api.managed_tensor_allocator == NULL or api.managed_tensor_to_py_object_no_sync == NULL:
+            if api.managed_tensor_to_py_object_no_sync == NULL:
                 return 0
-            memset(&proto, 0, sizeof(DLTensor))
-            proto.device.device_type = DLPACK_CPU
-            proto.ndim = p.ndim
-            proto.dtype.code = p.code
-            proto.dtype.bits = p.bits
-            proto.dtype.lanes = 1
-            proto.shape = st.shapes[j]
-            if api.managed_tensor_allocator(&proto, &managed, NULL, _ignore_error) != 0 or managed == NULL:
-                PyErr_Clear()
-                return 0
-            address = <uintptr_t>managed.dl_tensor.data + managed.dl_tensor.byte_offset
+            # The memory is ours (aligned like numpy outputs), handed to the framework with a
+            # deleter: one wrap, cheaper than the framework's allocator plus its export.
+            managed = _owned_tensor(p, st.shapes[j], nbytes, self.alloc_alignment)
+            if managed == NULL:
+                raise MemoryError(f"allocating an output of {nbytes} bytes")
+            address = <uintptr_t>managed.dl_tensor.data
             if api.managed_tensor_to_py_object_no_sync(managed, &py_out) != 0 or py_out == NULL:
-                PyErr_Clear()
+                PyErr_Clear()   # the framework owns (and frees) what it was given
                 return 0
             out = <object>py_out          # a new reference: hand it to Python's ownership
             Py_DECREF(out)
