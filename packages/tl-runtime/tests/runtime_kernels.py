@@ -109,6 +109,22 @@ def accumulate(A: T.Buffer((1024,), "float32", align=4), X: T.Buffer((1024,), "f
         X[i] = X[i] + A[i]
 
 
+@T.prim_func
+def int_mix(a: T.handle, b: T.handle, c: T.handle, shift: T.int64, flag: T.bool):
+    # Mixed integer dtypes, ranks and symbolic dims (int32, as tl-ir's), an int64 and a
+    # bool scalar: C[i, j] = A[i, j] + B[j] + (shift if flag else 0), in int64.
+    T.func_attr({"tir.noalias": True})
+    m = T.int32()
+    n = T.int32()
+    A = T.match_buffer(a, (m, n), "int8", align=1)
+    B = T.match_buffer(b, (n,), "uint16", align=2)
+    C = T.match_buffer(c, (m, n), "int64", align=8)
+    for i, j in T.grid(m, n):
+        C[i, j] = (
+            T.Cast("int64", A[i, j]) + T.Cast("int64", B[j]) + T.Select(flag, shift, T.int64(0))
+        )
+
+
 def _tensor(
     name: str,
     dtype: str,
@@ -173,6 +189,16 @@ KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
             _tensor("B", "float64", (16, 8)),
             _tensor("S", "float64", (16, 8), "output"),
             _tensor("D", "float64", (16, 8), "output"),
+        ],
+    ),
+    "int_mix": (
+        int_mix,
+        [
+            _tensor("A", "int8", ("m", "n"), alignment=1),
+            _tensor("B", "uint16", ("n",), alignment=2),
+            _tensor("C", "int64", ("m", "n"), "output", alignment=8),
+            ParamSpec(name="shift", dtype="int64", kind="scalar"),
+            ParamSpec(name="flag", dtype="bool", kind="scalar"),
         ],
     ),
     "axpb": (
