@@ -269,6 +269,18 @@ def test_the_checker_names_both_parameters() -> None:
     ArgumentChecker(manifest).prepare((raw[:4], raw[4:8]))
 
 
+def test_a_zero_size_argument_inside_a_written_range_is_no_overlap() -> None:
+    params = (
+        ParamSpec("A", "float32", shape=("n",), alignment=4),
+        ParamSpec("X", "float32", shape=(4,), role="inout", alignment=4),
+    )
+    manifest = Manifest(
+        name="k", entry_symbol="k", params=params, target={"kind": "llvm"}, library="k.so"
+    )
+    x = _aligned((4,))
+    ArgumentChecker(manifest).prepare((x[2:2], x))  # addresses no byte of X
+
+
 # ---------------------------------------------------------------------------- devices
 def test_device_only_manifests_refuse_host_torch_tensors(
     artifact_copy: Artifact, adapter: str

@@ -103,10 +103,12 @@ def check_no_overlap(
     Raises:
         ValueError: naming both parameters; an ``inout`` parameter is only its own alias.
     """
-    for position, (index, low, high) in enumerate(spans):
+    for index, low, high in spans:
         if not params[index].written or low == high:
             continue
-        for other, other_low, other_high in spans[:position] + spans[position + 1 :]:
+        for other, other_low, other_high in spans:
+            if other == index or other_low == other_high:  # itself, or no byte addressed
+                continue
             if other_low < high and low < other_high:
                 spec = params[index]
                 raise ValueError(

@@ -200,7 +200,8 @@ def _tensor_lines(
     if spec.strides is not None:
         return ["    return slow(args)"]
     static = all(isinstance(d, int) for d in spec.shape)
-    if static and math.prod(spec.shape) > limit:  # every call is refused by the full path
+    static_size = math.prod(d for d in spec.shape if isinstance(d, int))
+    if static and static_size > limit:  # every call is refused by the full path
         return ["    return slow(args)"]
     if static:
         out += [f"    if a{i}.shape != {tuple(spec.shape)!r}:", "        return slow(args)"]
