@@ -175,7 +175,7 @@ class EagerJITFunction:
             f"    except Exception:\n"
             f"        kernel = None\n"
             f"    if kernel is None or __extra:\n"
-            f"        return __slow((), {{{', '.join(forwarded)}, **__extra}})\n"
+            f"        return __slow((), {{{''.join(f + ', ' for f in forwarded)}**__extra}})\n"
             f"    return kernel({arguments})\n"
         )
         namespace: dict[str, Any] = {
@@ -235,11 +235,11 @@ class EagerJITFunction:
                 raise TypeError(f"{qualname}: missing a required argument: {name!r}")
             value = values[name]
             if _is_dtype_annotation(parameters[name].annotation):
-                from tl_ir.dtypes import normalize_dtype
                 from tl_ir.errors import UnknownDtypeError
+                from tl_ir.language import dtype as dtype_object
 
                 try:
-                    value = normalize_dtype(value)
+                    value = dtype_object(value)  # torch/numpy/str spellings: one dtype
                 except UnknownDtypeError as exc:
                     raise TypeError(f"{qualname}: parameter {name!r}: {exc}") from None
             templates[name] = value
@@ -381,8 +381,10 @@ class EagerJITFunction:
     ) -> tuple[Any, ...]:
         from tl_jit.keys import Unkeyable, canonical_value
 
+        # Strings by their text: a dtype object and its name are one specialization.
+        plain = {k: str(v) if isinstance(v, str) else v for k, v in templates.items()}
         try:
-            rendered = repr(canonical_value(dict(templates)))
+            rendered = repr(canonical_value(plain))
             options = repr(canonical_value(self._frontend_options(overrides))) if overrides else ""
         except Unkeyable:
             rendered, options = repr(sorted(templates.items(), key=lambda i: i[0])), repr(overrides)

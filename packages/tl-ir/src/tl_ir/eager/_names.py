@@ -180,21 +180,35 @@ def _static_element(value: Any) -> tuple[bool, Any]:
 
 
 def _reads_memory(expr: Any) -> bool:
-    found = False
-
-    def visit(node: Any) -> None:
-        nonlocal found
-        if isinstance(node, tirx.BufferLoad | tvm.ir.Call):
-            found = True
-
-    tirx.stmt_functor.post_order_visit(expr, visit)
-    return found
+    found: list[Any] = []
+    tvm_ffi.structural_walk(expr, ((tvm.ir.TensorLoad, tvm.ir.Call), found.append), order="pre")
+    return bool(found)
 
 
-def static_value(value: Any, unpack: bool) -> Any:
+def _names_a_variable(name: str) -> bool:
+    """Whether ``name`` is bound, in the kernel being parsed, to a kernel variable
+    (``T.alloc_var``, a scalar): assigning to it stores into it."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        parser = frame.f_globals.get("__current_script_parser__")
+        if parser is not None:
+            bound = parser.var_table.get().get(name)
+            return isinstance(bound, _tvm_T.scalar_wrapper | tvm.ir.TensorLoad) or bool(
+                tirx.is_buffer_var(bound)
+            )
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def static_value(value: Any, unpack: bool, name: str | None = None) -> Any:
     """An assignment's value as the eager style binds it: Python numbers, integer
     constants and shape expressions (``M, N = A.shape``) stay compile-time values
-    instead of becoming kernel variables; anything else is left to the parser."""
+    instead of becoming kernel variables (unless ``name`` already is a kernel
+    variable: then the parser stores into it); anything else is left to the parser."""
+    if name is not None and _names_a_variable(name):
+        return value
     if isinstance(value, (list | tuple, _ARRAY_TYPE)):
         items = [_static_element(item) for item in cast(Any, value)]
         if not all(ok for ok, _ in items):

@@ -47,6 +47,7 @@ def _call_name(node: ast.AST) -> str | None:
 class _BodyRewriter(ast.NodeTransformer):
     def __init__(self, where: str) -> None:
         self.where = where
+        self.counter = 0
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
         return node  # nested helpers keep their own meaning
@@ -54,10 +55,37 @@ class _BodyRewriter(ast.NodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> Any:
         return node
 
+    def _parallel_assignment(self, node: ast.Assign) -> list[ast.stmt] | None:
+        """``a, b = b, a`` (names or elements): every value is read into a temporary
+        before any target is written, as Python does."""
+        target, value = node.targets[0], node.value
+        if not (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(value, ast.Tuple | ast.List)
+            and len(target.elts) == len(value.elts)
+            and all(isinstance(t, ast.Name | ast.Subscript) for t in target.elts)
+        ):
+            return None
+        reads: list[ast.stmt] = []
+        writes: list[ast.stmt] = []
+        for element, source in zip(target.elts, value.elts, strict=True):
+            temporary = f"__tl_swap_{self.counter}"
+            self.counter += 1
+            reads.append(
+                ast.copy_location(ast.Assign([ast.Name(temporary, ast.Store())], source), node)
+            )
+            writes.append(
+                ast.copy_location(ast.Assign([element], ast.Name(temporary, ast.Load())), node)
+            )
+        return [self.visit_Assign(s) for s in reads + writes]  # type: ignore[arg-type]
+
     def visit_Assign(self, node: ast.Assign) -> Any:
         self.generic_visit(node)
         if len(node.targets) != 1:
             return node
+        parallel = self._parallel_assignment(node)
+        if parallel is not None:
+            return parallel
         target, value = node.targets[0], node.value
         if isinstance(target, ast.Name) and _call_name(value) == "empty":
             assert isinstance(value, ast.Call)
@@ -71,7 +99,8 @@ class _BodyRewriter(ast.NodeTransformer):
         unpack = isinstance(target, ast.Tuple | ast.List)
         if not unpack and not isinstance(target, ast.Name):
             return node
-        node.value = _call(STATIC_HELPER, value, [value, ast.Constant(unpack)])
+        name = ast.Constant(target.id if isinstance(target, ast.Name) else None)
+        node.value = _call(STATIC_HELPER, value, [value, ast.Constant(unpack), name])
         return node
 
     def visit_Assert(self, node: ast.Assert) -> Any:
@@ -115,7 +144,10 @@ def rewrite_statements(
             body.append(ast.copy_location(ast.Expr(_call(final_return, last, [returned])), last))
             returned = None
     rewriter = _BodyRewriter(where)
-    rewritten = [rewriter.visit(statement) for statement in body]
+    rewritten: list[ast.stmt] = []
+    for statement in body:
+        result = rewriter.visit(statement)
+        rewritten.extend(result if isinstance(result, list) else [result])
     for statement in rewritten:
         ast.fix_missing_locations(statement)
     if returned is not None:

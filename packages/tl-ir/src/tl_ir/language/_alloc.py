@@ -45,13 +45,12 @@ def alloc_local(shape: Any, dtype: Any, scope: str = _LOCAL) -> Any:
 def alloc_var(dtype: Any, init: Any = None, scope: str = _LOCAL_VAR) -> Any:
     """A thread-private scalar variable (a ``(1,)`` buffer of scope ``local.var``).
 
-    Reading the name gives its current value; ``x = expr`` stores into it. With
-    ``init`` the variable is set to ``init`` where it is declared.
+    Reading the name gives its current value; ``x = expr`` stores into it. It is set
+    to ``init`` where it is declared (zero without ``init``, as in TileLang).
     """
     name = _normalize_dtype(dtype)
     buffer = _IB.alloc_buffer((1,), name, scope=scope)
-    if init is not None:
-        _IB.buffer_store(buffer, as_value(init, name), [0])
+    _IB.buffer_store(buffer, as_value(0 if init is None else init, name), [0])
     return scalar_wrapper(tirx.BufferLoad(buffer, [0]))
 
 
