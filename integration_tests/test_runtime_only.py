@@ -37,7 +37,8 @@ def test_artifact_runs_with_tl_runtime_alone(runtime_only_python: Path, tmp_path
             "cpus": os.cpu_count(),
             "tvm_importable": importlib.util.find_spec("tvm") is not None,
             "other_tl": sorted(m for m in sys.modules
-                               if m.startswith("tl_") and not m.startswith("tl_runtime")),
+                               if m.startswith("tl_")
+                               and not m.startswith(("tl_runtime", "tl_rt_"))),
             "tvm_loaded": "tvm" in sys.modules,
             "runtime_file": tl_runtime.__file__,
         }}))
@@ -60,3 +61,47 @@ def test_artifact_runs_with_tl_runtime_alone(runtime_only_python: Path, tmp_path
     assert str(runtime_only_python.parent.parent) in report["runtime_file"]
     if (report["cpus"] or 1) >= 2:
         assert report["threads"] >= 2
+
+
+def test_wheel_ships_the_cython_launcher(runtime_only_python: Path, tmp_path: Path) -> None:
+    """tl-runtime installed from its built wheel runs the cython adapter with no C compiler
+    on PATH and no Cython: the launcher was compiled when the wheel was built."""
+    built = runtime_kernels.cached_artifact("vadd_elem")  # element-aligned: no copies
+    deployed = tmp_path / "deployed-vadd"
+    shutil.copytree(built, deployed)
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, json, shutil
+        import numpy as np
+        import tl_runtime
+        from tl_runtime.adapters import cython_adapter
+        kernel = tl_runtime.load({str(deployed)!r}, adapter="cython")
+        a = np.ones(1024, dtype=np.float32)
+        c = np.zeros(1024, dtype=np.float32)
+        kernel(a, a, c)
+        print(json.dumps({{
+            "correct": bool((c == 2).all()),
+            "launcher": cython_adapter.launcher_extension().__file__,
+            "compiler": [shutil.which(n) for n in ("cc", "gcc", "clang")],
+            "cython": importlib.util.find_spec("Cython") is not None,
+            "torch": importlib.util.find_spec("torch") is not None,
+        }}))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "CC")}
+    env["PATH"] = str(runtime_only_python.parent)  # the venv's bin: no compiler
+    env["TL_RUNTIME_CACHE_DIR"] = str(tmp_path / "cache")  # no launcher built before
+    env.pop("TL_RUNTIME_LAUNCHER", None)
+    proc = subprocess.run(
+        [str(runtime_only_python), "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["correct"]
+    assert report["compiler"] == [None, None, None] and not report["cython"]
+    assert not report["torch"]  # and tl-runtime ran without torch
+    assert report["launcher"].startswith(str(runtime_only_python.parent.parent))

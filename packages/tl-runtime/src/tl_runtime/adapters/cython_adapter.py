@@ -1,8 +1,9 @@
 """The ``cython`` adapter: a Cython-compiled launcher that calls the kernel's C entry directly.
 
-The launcher (``_native/launcher.pyx``) is compiled on first use into the per-user cache
-(Cython + the system C compiler, under a file lock), or taken prebuilt from
-``$TL_RUNTIME_LAUNCHER`` (a path to a built extension). It reads data pointers straight
+The launcher (``_native/launcher.pyx``) ships compiled in tl-runtime's built wheel; in an
+editable install it is compiled on first use into the per-user cache (Cython + the system
+C compiler, under a file lock); ``$TL_RUNTIME_LAUNCHER`` (a path to a built extension)
+overrides both. It reads data pointers straight
 from the buffer protocol (numpy) or DLPack capsules, builds the packed argument array in C
 and calls ``__tvm_ffi_<entry>`` of the library that tvm-ffi loaded (so the library's context
 slots are already filled).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
 import shutil
@@ -95,8 +97,30 @@ def _import_prebuilt(path: Path) -> ModuleType:
     )
 
 
+def shipped_launcher() -> Path | None:
+    """The launcher a built wheel ships (hatch_build.py), if it was built from this source.
+
+    Editable installs have none (the launcher is compiled on first use); a shipped binary
+    whose recorded source sha256 differs from ``launcher.pyx`` is ignored.
+    """
+    directory = _PYX.parent
+    record = directory / f"{_MODULE_NAME}.sha256"
+    try:
+        recorded = record.read_text().strip()
+    except OSError:
+        return None
+    if recorded != hashlib.sha256(_PYX.read_bytes()).hexdigest():
+        return None
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = directory / f"{_MODULE_NAME}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def launcher_extension() -> ModuleType:
-    """Return the compiled launcher module, building it on first use.
+    """Return the compiled launcher module: ``$TL_RUNTIME_LAUNCHER``, else the one the
+    wheel ships, else one built on first use (Cython and a C compiler) in the user cache.
 
     Raises:
         AdapterUnavailableError: Cython or the C compiler is missing, or the build failed
@@ -110,6 +134,17 @@ def launcher_extension() -> ModuleType:
         if prebuilt:
             _extension = _import_prebuilt(Path(prebuilt))
             return _extension
+        shipped = shipped_launcher()
+        if shipped is not None:
+            from tl_runtime.context import ensure_context_symbols, libtvm_ffi
+
+            ensure_context_symbols()
+            libtvm_ffi()  # loaded globally: the launcher links against it
+            try:
+                _extension = _import_extension(shipped)
+                return _extension
+            except (ImportError, OSError, NativeBuildError):
+                pass  # e.g. a tvm-ffi of another ABI: build one for this machine below
         from tl_runtime.context import ensure_context_symbols, libtvm_ffi
         from tl_runtime.native_build import (
             build_shared_library,
@@ -278,8 +313,8 @@ class CythonAdapter:
 
     @classmethod
     def probe(cls) -> Availability:
-        """Available when a prebuilt launcher is configured, or Cython and a C compiler exist."""
-        if os.environ.get("TL_RUNTIME_LAUNCHER"):
+        """Available with a prebuilt or shipped launcher, or where Cython and a C compiler exist."""
+        if os.environ.get("TL_RUNTIME_LAUNCHER") or shipped_launcher() is not None:
             return Availability(True)
         if importlib.util.find_spec("Cython") is None:
             return Availability(False, "Cython is not installed (needed to build the launcher)")

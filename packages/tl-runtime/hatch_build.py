@@ -1,0 +1,100 @@
+"""Hatch build hook: a built tl-runtime wheel ships the Cython launcher compiled.
+
+The ``cython`` adapter's launcher (``src/tl_runtime/_native/launcher.pyx``) is cythonized
+and compiled against tvm-ffi's headers and library when the wheel is built, and shipped
+as ``tl_runtime/_native/tl_rt_launcher<EXT_SUFFIX>`` beside a record of the source's
+sha256; the wheel becomes a platform wheel. A machine that installs the wheel needs no
+Cython and no C compiler to run the fastest adapter. Editable installs skip this: their
+launcher is compiled on first use into the per-user cache (what the runtime falls back
+to whenever no shipped launcher matches the source).
+
+``TL_RUNTIME_PURE_WHEEL=1`` builds a pure-Python wheel without the launcher (then the
+runtime compiles it on first use, where Cython and a compiler exist).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+MODULE = "tl_rt_launcher"
+
+
+class LauncherBuildHook(BuildHookInterface):  # type: ignore[misc]
+    """Compiles the launcher into the wheel (standard builds of the wheel target only)."""
+
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel" or version != "standard":
+            return
+        if os.environ.get("TL_RUNTIME_PURE_WHEEL", "").strip() not in ("", "0"):
+            return
+        root = Path(self.root)
+        pyx = root / "src" / "tl_runtime" / "_native" / "launcher.pyx"
+        self._work = Path(tempfile.mkdtemp(prefix="tl-runtime-launcher-build-"))
+        built = _build(pyx, self._work)
+        digest = self._work / f"{MODULE}.sha256"
+        digest.write_text(hashlib.sha256(pyx.read_bytes()).hexdigest() + "\n")
+        force_include = build_data.setdefault("force_include", {})
+        force_include[str(built)] = f"tl_runtime/_native/{built.name}"
+        force_include[str(digest)] = f"tl_runtime/_native/{digest.name}"
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        work = getattr(self, "_work", None)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _build(pyx: Path, work: Path) -> Path:
+    """Cythonize and compile ``pyx`` in ``work``; return the extension module's path."""
+    import tvm_ffi.libinfo
+    from Cython.Build import cythonize
+
+    source = work / f"{MODULE}.pyx"
+    shutil.copyfile(pyx, source)
+    cythonize([str(source)], quiet=True, language_level=3, force=True)
+    paths = sysconfig.get_paths()
+    includes = [
+        paths["include"],
+        paths["platinclude"],
+        str(tvm_ffi.libinfo.find_include_path()),
+        str(tvm_ffi.libinfo.find_dlpack_include_path()),
+    ]
+    lib_dir = str(Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    output = work / f"{MODULE}{suffix}"
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
+    command = [
+        compiler,
+        "-O2",
+        "-shared",
+        "-fPIC",
+        *(f"-I{d}" for d in dict.fromkeys(includes)),
+        str(work / f"{MODULE}.c"),
+        "-o",
+        str(output),
+        f"-L{lib_dir}",
+        "-ltvm_ffi",
+        # the installed layout: site-packages/tl_runtime/_native -> site-packages/tvm_ffi/lib
+        "-Wl,-rpath,$ORIGIN/../../tvm_ffi/lib",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout + result.stderr)
+        raise RuntimeError(
+            f"building the tl-runtime Cython launcher failed ({' '.join(command)}); "
+            "install a C compiler, or set TL_RUNTIME_PURE_WHEEL=1 to build a wheel without it"
+        )
+    return output
