@@ -13,13 +13,17 @@ from __future__ import annotations
 import re
 
 from tl_codegen_cpu.passes import C_ATOMICS_PRELUDE, C_MICROKERNEL_PRELUDE, PARALLEL_FOR_MARKER
+from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
 
 _MARKER_BEFORE_LOOP = re.compile(
     rf"^(?P<indent>[ \t]*){PARALLEL_FOR_MARKER}\(\);\n(?P=indent)for \(", re.MULTILINE
 )
 _LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
-_MICROKERNEL_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_gemm_f32x\d+\(.*\);\n", re.MULTILINE)
+_MICROKERNEL_DECLARATION = re.compile(
+    r"^TVM_DLL int32_t tl_gemm_(?:f16_)?f32x\d+\(.*\);\n", re.MULTILINE
+)
+_HALF_MICROKERNEL_CALL = re.compile(r"\btl_gemm_f16_f32x\d+\(")
 _ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
 _PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
 _LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
@@ -92,10 +96,13 @@ def insert_microkernel_prelude(source: str) -> str:
     those declarations of ``tl_gemm_f32x*`` are removed and the static inline
     definitions (`tl_codegen_cpu.passes.C_MICROKERNEL_PRELUDE`) go after the includes.
     """
-    if "tl_gemm_f32x" not in source:
+    if "tl_gemm_" not in source:
         return source
     source = _MICROKERNEL_DECLARATION.sub("", source)
-    return _after_includes(source, C_MICROKERNEL_PRELUDE)
+    prelude = C_MICROKERNEL_PRELUDE
+    if _HALF_MICROKERNEL_CALL.search(source):
+        prelude += C_HALF_GEMM_PRELUDE
+    return _after_includes(source, prelude)
 
 
 def insert_atomics_prelude(source: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from tvm import tirx
 
+from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_DTYPES
 from tl_codegen_cpu.passes.vector_isa import VectorISA
 
 PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
@@ -341,11 +342,14 @@ def emit_gemm_microkernel(
         return value if str(b_buffer.dtype) == acc_dtype else tirx.Cast(acc_dtype, value)
 
     counter = [0]
+    # fp32 tiles, or fp16/bf16 tiles widened by the CPU's conversions (half_conversions).
+    operand_dtype = str(a_buffer.dtype)
+    c_kernel = "f32" if operand_dtype == "float32" else C_HALF_GEMM_DTYPES.get(operand_dtype)
     use_c_calls = (
         style == "c-vector-extension"
         and acc_dtype == "float32"
-        and str(a_buffer.dtype) == "float32"
-        and str(b_buffer.dtype) == "float32"
+        and c_kernel is not None
+        and str(b_buffer.dtype) == operand_dtype
         and not transpose_b
         and not a_buffer.strides
         and not b_buffer.strides
@@ -364,7 +368,7 @@ def emit_gemm_microkernel(
             a_row_stride, a_k_stride = a_row_pitch, 1
         call = tirx.call_extern(
             "int32",
-            f"tl_gemm_f32x{lanes}",
+            f"tl_gemm_f32x{lanes}" if c_kernel == "f32" else f"tl_gemm_{c_kernel}_f32x{lanes}",
             tile_rows,
             tile_cols // lanes,
             k,
