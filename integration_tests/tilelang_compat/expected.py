@@ -6,10 +6,6 @@ import tl_backend_api
 import tl_ir
 
 EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
-    ("kernel_gemm_batched.matmul_batched", "cuda-nvcc"): (
-        ValueError,
-        "zip() argument 2 is shorter than argument 1",
-    ),
     ("language_pipeline.matmul-order-stage", "c"): (
         tl_ir.UnsupportedError,
         "language_pipeline.py:40: T.Pipelined(order=...) is not supported",
@@ -109,18 +105,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
     ("language_reshape.reduce_after_reshape_test", "cuda-nvcc"): (
         tl_backend_api.ToolchainError,
         "TVM device codegen for cuda failed: Check failed: (it != flat_map_.end()) is false: Buffer A_local is used before its definition (AllocBuffer/DeclBuffer/PrimFun",
-    ),
-    ("language_let.bind_kernel", "c"): (
-        tl_ir.TileLangInternalError,
-        "language_let.py:15: internal error in tl_ir while parsing this statement (AttributeError: module 'tvm.tirx' has no attribute 'stmt_functor'); please report it w",
-    ),
-    ("language_let.bind_kernel", "llvm"): (
-        tl_ir.TileLangInternalError,
-        "language_let.py:15: internal error in tl_ir while parsing this statement (AttributeError: module 'tvm.tirx' has no attribute 'stmt_functor'); please report it w",
-    ),
-    ("language_let.bind_kernel", "cuda-nvcc"): (
-        tl_ir.TileLangInternalError,
-        "language_let.py:15: internal error in tl_ir while parsing this statement (AttributeError: module 'tvm.tirx' has no attribute 'stmt_functor'); please report it w",
     ),
     ("language_chain_equal.chain_equal", "c"): (
         tl_ir.KernelSyntaxError,
