@@ -19,6 +19,8 @@ EXPECTED = {
     "softmax.py",
     "symbolic_shape.py",
 }
+# Every example has an eager-style twin beside it (name_eager.py).
+EXPECTED |= {name.replace(".py", "_eager.py") for name in EXPECTED}
 
 
 def test_every_listed_example_exists() -> None:
