@@ -7,7 +7,8 @@ Each ``tl.*`` call statement is replaced by the statement of its emitter:
                    elements read as zero, out-of-bounds destination elements
                    are not written; the innermost loop is vectorized
 ``T.fill/clear``   `emit_tile_fill`
-``T.gemm``         `emit_gemm_microkernel` over the whole tiles (register
+``T.gemm``         `emit_tile_gemm` (fp16/bf16 operands widened to fp32 tiles
+                   first), then `emit_gemm_microkernel` over the whole tiles (register
                    tiles chosen by tile shape and dtype; on target ``c`` the
                    GCC vector-extension style), after a fill when
                    ``clear_accum``
@@ -31,7 +32,8 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.passes.atomics import emit_tile_atomic
-from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
+from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand
+from tl_codegen_cpu.passes.gemm_operands import emit_tile_gemm
 from tl_codegen_cpu.passes.tile_emitters import (
     TileRegion,
     emit_tile_copy,
@@ -138,7 +140,7 @@ def lower_tile_op(op: TileOp, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
         if any(s is None for s in sizes):
             raise UnsupportedError("T.gemm: M, N and K must be compile-time constants")
         m, n, k = (int(s) for s in sizes if s is not None)
-        micro = emit_gemm_microkernel(
+        micro = emit_tile_gemm(
             GemmOperand(a.buffer, a.offset),
             GemmOperand(b.buffer, b.offset),
             GemmOperand(c.buffer, c.offset),

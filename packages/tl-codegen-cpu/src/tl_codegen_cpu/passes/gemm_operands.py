@@ -1,0 +1,117 @@
+"""Half-precision ``T.gemm`` operands widened once per call, then the fp32 micro-kernel.
+
+A ``T.gemm`` of fp16/bf16 tiles into an fp32 accumulator would otherwise convert
+inside the micro-kernel's k loop: every broadcast element of A and every vector of
+B once per register tile that reads it (B's tile 16 times for a 128-row C tile on
+AVX-512), which halves the FMA rate on ``llvm`` and leaves ``c`` without a vector
+kernel. Here each half operand is first converted into a block-local fp32 tile in
+the micro-kernel's preferred layout (A as ``[m, k]``, B as ``[k, n]``, so transposed
+operands come out contiguous too): ``k * (m + n)`` conversions per call, in
+vectorized loops, against ``m * n * k`` multiply-adds. The products are the same
+(fp16 and bf16 convert to fp32 exactly; the micro-kernel multiplies in fp32 either
+way).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import tirx
+
+from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
+from tl_codegen_cpu.passes.vector_isa import VectorISA
+from tl_passes.buffer_rewrite import substitute_vars
+
+#: Operand dtypes widened to fp32 before an fp32-accumulating micro-kernel.
+WIDENED_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+
+
+def _substitute(index: list[Any], var: tirx.Var, value: Any) -> list[Any]:
+    return [substitute_vars(tirx.Evaluate(e), {var: value}).value for e in index]
+
+
+def _widen(
+    operand: GemmOperand, rows: int, cols: int, transposed: bool, lanes: int, name: str
+) -> tuple[tirx.Stmt, tirx.Stmt, GemmOperand]:
+    """``(allocation, conversion, fp32 operand)``: the ``rows x cols`` logical tile of
+    ``operand`` (stored ``[cols, rows]`` when ``transposed``) as a contiguous fp32 array."""
+    buffer = operand.buffer
+    offset = list(operand.offset)
+    packed = tirx.decl_buffer((rows, cols), "float32", name=name)
+    row, col = tirx.Var("row", "int32"), tirx.Var("col", "int32")
+    where = (
+        [*offset[:-2], offset[-2] + col, offset[-1] + row]
+        if transposed
+        else [*offset[:-2], offset[-2] + row, offset[-1] + col]
+    )
+    store = tirx.BufferStore(
+        packed, tirx.Cast("float32", tirx.BufferLoad(buffer, where)), [row, col]
+    )
+    if cols % lanes == 0 and cols > lanes:
+        # Register-wide vector chunks (one conversion instruction each).
+        chunk, lane = tirx.Var("chunk", "int32"), tirx.Var("lane", "int32")
+        store = tirx.BufferStore(
+            packed,
+            tirx.Cast(
+                "float32",
+                tirx.BufferLoad(buffer, _substitute(where, col, chunk * lanes + lane)),
+            ),
+            [row, chunk * lanes + lane],
+        )
+        loop = tirx.For(lane, 0, lanes, tirx.ForKind.VECTORIZED, store)
+        loop = tirx.For(chunk, 0, cols // lanes, tirx.ForKind.SERIAL, loop)
+    else:
+        kind = tirx.ForKind.VECTORIZED if cols <= lanes else tirx.ForKind.SERIAL
+        loop = tirx.For(col, 0, cols, kind, store)
+    loop = tirx.For(row, 0, rows, tirx.ForKind.SERIAL, loop)
+    return tirx.AllocBuffer(packed), loop, GemmOperand(packed, (0, 0))
+
+
+def emit_tile_gemm(
+    a: GemmOperand,
+    b: GemmOperand,
+    c: GemmOperand,
+    m: int,
+    n: int,
+    k: int,
+    *,
+    transpose_a: bool,
+    transpose_b: bool,
+    isa: VectorISA,
+    style: str,
+) -> tirx.Stmt:
+    """``C[m x n] += op(A) @ op(B)`` for ``T.gemm``: `emit_gemm_microkernel`, with
+    fp16/bf16 operands of an fp32 accumulator widened to fp32 tiles first (module doc).
+
+    Raises:
+        TypeError, ValueError: as `emit_gemm_microkernel` (bad operands, extents,
+            dtype mixes).
+    """
+    c_dtype = str(c.buffer.dtype)
+    widen = [
+        c_dtype == "float32" and str(operand.buffer.dtype) in WIDENED_DTYPES for operand in (a, b)
+    ]
+    if not any(widen):
+        return emit_gemm_microkernel(
+            a, b, c, m, n, k, transpose_a=transpose_a, transpose_b=transpose_b, isa=isa, style=style
+        )
+    lanes = isa.lanes("float32")
+    prologue: list[Any] = []
+    allocations: list[Any] = []
+    if widen[0]:
+        alloc, convert, a = _widen(a, m, k, transpose_a, lanes, "gemm_a_fp32")
+        allocations.append(alloc)
+        prologue.append(convert)
+        transpose_a = False
+    if widen[1]:
+        alloc, convert, b = _widen(b, k, n, transpose_b, lanes, "gemm_b_fp32")
+        allocations.append(alloc)
+        prologue.append(convert)
+        transpose_b = False
+    kernel = emit_gemm_microkernel(
+        a, b, c, m, n, k, transpose_a=transpose_a, transpose_b=transpose_b, isa=isa, style=style
+    )
+    return tirx.SeqStmt([*allocations, *prologue, kernel])
+
+
+__all__ = ["WIDENED_DTYPES", "emit_tile_gemm"]
