@@ -2,7 +2,9 @@
 
 Each thread updates the C elements its driver gives it (C's layout, or a
 cooperative split), accumulating in C's dtype; A and B are shared, global or
-replicated (a partitioned A or B is refused) and transposes are by index.
+replicated (a partitioned A or B is refused) and transposes are by index. A and B
+are the last two dims of their tiles: leading dims of extent 1 (a batch slice
+``A_shared[b, :, :]``) index at the region's start.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
 
 
+def _matrix_index(operand: Operand, row: Any, col: Any) -> list[Any]:
+    """The tile index of element ``(row, col)`` of a matrix tile whose leading dims (a batch
+    slice such as ``A_shared[b, :, :]``) have extent 1."""
+    return [int_imm(0)] * (len(operand.extents) - 2) + [row, col]
+
+
 def lower_gemm(kernel: KernelLowering, op: Any) -> Any:
     """The per-thread code of the ``T.gemm`` ``op`` (module docstring)."""
     a, b, c = Operand(op.a, kernel), Operand(op.b, kernel), Operand(op.c, kernel)
@@ -28,14 +36,19 @@ def lower_gemm(kernel: KernelLowering, op: Any) -> Any:
     for operand in (a, b):
         if operand.partitioned:
             raise GpuLoweringError(f"T.gemm: operand {operand.name} must not be partitioned")
+        if len(operand.extents) < 2 or any(e != 1 for e in operand.extents[:-2]):
+            raise GpuLoweringError(
+                f"T.gemm: operand {operand.name}: expected a matrix tile (leading dims of "
+                f"extent 1, as in A_shared[b, :, :]), got extents {operand.extents}"
+            )
     acc = c.dtype
     kv = kernel.fresh("k")
 
     def a_at(i: Any) -> Any:
-        return a.load([kv, i] if op.transpose_a else [i, kv])
+        return a.load(_matrix_index(a, *((kv, i) if op.transpose_a else (i, kv))))
 
     def b_at(j: Any) -> Any:
-        return b.load([j, kv] if op.transpose_b else [kv, j])
+        return b.load(_matrix_index(b, *((j, kv) if op.transpose_b else (kv, j))))
 
     def c_index(index: list[Any]) -> list[Any]:
         return c.expand(index) if c.squeezed == [m, n] else index

@@ -231,6 +231,11 @@ class KernelLowering:
             if name in self.local_buffers and stmt.buffer.same_as(self.fragment_vars[name]):
                 return tirx.AllocBuffer(self.local_buffers[name])
             return stmt
+        if isinstance(stmt, tirx.DeclBuffer):
+            name = str(stmt.buffer.name)
+            if name in self.local_buffers and stmt.buffer.same_as(self.fragment_vars[name]):
+                return self._declare_view(self.layouts[name])
+            return stmt
         if isinstance(stmt, tirx.Evaluate) and tile.is_tile_op(stmt.value):
             op = tile.describe(stmt.value)
             if isinstance(op, tile.CopyOp):
@@ -248,27 +253,56 @@ class KernelLowering:
             raise GpuLoweringError(f"T.print is not implemented on GPU target {self.traits.name!r}")
         return stmt
 
+    def _declare_view(self, layout: FragmentLayout) -> Any:
+        """The statement standing for the declaration of a fragment view: a partitioned
+        view uses its fragment's registers as they are (nothing to declare); a replicated
+        one declares them under the view's shape."""
+        if layout.kind != REPLICATED:
+            return seq([])
+        assert layout.view_of is not None
+        base = self.local_buffers[layout.view_of]
+        return tirx.DeclBuffer(self.local_buffers[layout.name], data=tirx.buffer_data(base))
+
     def lower(self) -> Any:
         """The kernel body as per-thread code (fragments become thread-local arrays)."""
+        buffers = _fragment_buffers(self.func.body)
         for name, layout in self.layouts.items():
-            buffer = _find_alloc(self.func.body, name)
+            buffer = buffers[name]
             self.fragment_vars[name] = buffer
-            shape = layout.shape if layout.kind == REPLICATED else (layout.local_size,)
-            self.local_buffers[name] = tirx.decl_buffer(
-                shape, str(buffer.ty.dtype), name=f"{name}_regs", scope="local"
-            )
+            if layout.view_of is None:
+                shape = layout.shape if layout.kind == REPLICATED else (layout.local_size,)
+                self.local_buffers[name] = tirx.decl_buffer(
+                    shape, str(buffer.ty.dtype), name=f"{name}_regs", scope="local"
+                )
+        for name, layout in self.layouts.items():
+            if layout.view_of is None:
+                continue
+            base = self.local_buffers[layout.view_of]
+            if layout.kind != REPLICATED:
+                # Same flat order and slot width: the fragment's registers as they are.
+                self.local_buffers[name] = base
+            else:
+                self.local_buffers[name] = tirx.decl_buffer(
+                    layout.shape,
+                    str(buffers[name].ty.dtype),
+                    name=f"{name}_regs",
+                    scope="local",
+                )
         body = self.lower_stmt(self.func.body, False, None)
         body = rescope(body, "local.var", "local")
         # Element accesses of replicated fragments outside T.Parallel nests.
         return rewrite_expr(self, body, None)
 
 
-def _find_alloc(body: Any, name: str) -> Any:
-    found: list[Any] = []
+def _fragment_buffers(body: Any) -> dict[str, Any]:
+    """The fragments and fragment views declared in ``body``, by name (first wins)."""
+    found: dict[str, Any] = {}
 
-    def visit(alloc: Any) -> None:
-        if str(alloc.buffer.name) == name and str(alloc.buffer.ty.storage_scope) == FRAGMENT_SCOPE:
-            found.append(alloc.buffer)
+    def visit(decl: Any) -> None:
+        buffer = decl.buffer
+        if str(buffer.ty.storage_scope) == FRAGMENT_SCOPE:
+            found.setdefault(str(buffer.name), buffer)
 
     tvm_ffi.structural_walk(body, (tirx.AllocBuffer, visit), order="pre")
-    return found[0]
+    tvm_ffi.structural_walk(body, (tirx.DeclBuffer, visit), order="pre")
+    return found

@@ -27,6 +27,13 @@ index. Three kinds exist:
 Inference runs to a fixed point: a ``T.Parallel`` nest that writes a
 replicated fragment runs on every thread, so the partitioned fragments it
 touches become replicated too.
+
+A view of a fragment (``T.reshape``/``T.view``: a ``DeclBuffer`` over the
+fragment's memory, same dtype) shares its fragment's registers: it gets the
+fragment's kind and slot width with its own shape. The flat (row-major)
+element order of a view is the fragment's, so a partitioned view puts every
+element on the same thread at the same local index; when either needs to be
+replicated, both are.
 """
 
 from __future__ import annotations
@@ -76,6 +83,7 @@ class FragmentLayout:
     vector: int = 1
     owners: tuple[tuple[int, int], ...] = field(default=(), repr=False)
     index_map: Any = field(default=None, repr=False, compare=False)
+    view_of: str | None = None
 
     @property
     def numel(self) -> int:
@@ -107,8 +115,10 @@ class FragmentLayout:
         return flat, valid
 
     def describe(self) -> str:
-        """One line for IR dumps and tests: ``kind vector=v local=n``."""
-        return f"{self.kind} vector={self.vector} local={self.local_size}"
+        """One line for IR dumps and tests: ``kind vector=v local=n`` (plus ``view of
+        NAME`` for a view)."""
+        line = f"{self.kind} vector={self.vector} local={self.local_size}"
+        return line if self.view_of is None else f"{line} view of {self.view_of}"
 
 
 def default_vector(shape: tuple[int, ...], num_threads: int) -> int:
@@ -287,6 +297,9 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
     tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, visit_alloc), order="pre")
     if not fragments:
         return {}
+    views = fragment_views(func.body, fragments)
+    for view_name, (view_buffer, _) in views.items():
+        fragments[view_name] = view_buffer
 
     replicated: set[str] = set()
 
@@ -394,11 +407,24 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
             if not new <= replicated:
                 replicated |= new
                 changed = True
+        # A fragment and its views share registers: one replicated makes all replicated.
+        for view_name, (_, root) in views.items():
+            if (view_name in replicated) != (root in replicated):
+                replicated |= {view_name, root}
+                changed = True
 
     annotations = func.attrs.get(LAYOUT_MAP_ATTR) if func.attrs is not None else None
     layouts: dict[str, FragmentLayout] = {}
+    viewed = {root for _, root in views.values()}
     for name, buffer in fragments.items():
+        if name in views:
+            continue
         shape = static_shape(buffer)
+        if annotations is not None and name in annotations and name in viewed:
+            raise LayoutError(
+                f"fragment {name}: T.annotate_layout on a fragment that is also used "
+                "through a view (T.reshape/T.view) is not supported on GPU targets"
+            )
         if annotations is not None and name in annotations and name not in replicated:
             owners = _annotated_owners(buffer, annotations[name], num_threads)
             layouts[name] = FragmentLayout(
@@ -409,7 +435,62 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
         else:
             vector = default_vector(shape, num_threads)
             layouts[name] = FragmentLayout(name, shape, num_threads, PARTITIONED, vector)
+    for view_name, (view_buffer, root) in views.items():
+        base = layouts[root]
+        layouts[view_name] = FragmentLayout(
+            view_name,
+            static_shape(view_buffer),
+            num_threads,
+            base.kind,
+            base.vector,
+            view_of=root,
+        )
     return layouts
+
+
+def fragment_views(body: Any, fragments: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """The views of fragments in ``body``: view name -> (view buffer, the fragment whose
+    registers it shares), following views of views.
+
+    Raises:
+        LayoutError: a view changes the dtype, or has a symbolic shape.
+    """
+    views: dict[str, tuple[Any, str]] = {}
+
+    def visit(decl: Any) -> None:
+        source = viewed_buffer(decl)
+        if source is None:
+            return
+        source_name = str(source.name)
+        if source_name in views and source.same_as(views[source_name][0]):
+            root = views[source_name][1]
+        elif source_name in fragments and source.same_as(fragments[source_name]):
+            root = source_name
+        else:
+            return
+        buffer = decl.buffer
+        name = str(buffer.name)
+        if str(buffer.ty.dtype) != str(source.ty.dtype):
+            raise LayoutError(
+                f"fragment view {name}: expected the dtype of fragment {source_name} "
+                f"({source.ty.dtype}) on GPU targets, got {buffer.ty.dtype}"
+            )
+        if name in fragments or name in views:
+            raise LayoutError(f"two fragments are named {name!r}; expected unique names")
+        static_shape(buffer)
+        views[name] = (buffer, root)
+
+    tvm_ffi.structural_walk(body, (tirx.DeclBuffer, visit), order="pre")
+    return views
+
+
+def viewed_buffer(decl: Any) -> Any | None:
+    """The buffer whose memory the ``DeclBuffer`` ``decl`` views (``tirx.buffer_data``),
+    or None when it declares other memory."""
+    data = decl.data
+    if isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data" and data.args:
+        return data.args[0]
+    return None
 
 
 def block_threads(func: Any) -> int:
