@@ -178,6 +178,20 @@ def _versions(build: DeviceBuildResult, extra: Mapping[str, str] | None) -> dict
     return versions
 
 
+#: The PrimFunc attribute a backend's passes set to the bytes of arrays one block keeps
+#: on its thread's stack; the manifest records the largest as ``stack_bytes``.
+STACK_BYTES_ATTR = "tl.stack_bytes"
+
+
+def _stack_bytes(lowered: IRModule) -> int:
+    needs = [
+        int(func.attrs[STACK_BYTES_ATTR])
+        for func in lowered.functions.values()
+        if isinstance(func, tirx.PrimFunc) and func.attrs and STACK_BYTES_ATTR in func.attrs
+    ]
+    return max(needs, default=0)
+
+
 def _launch(sources: KernelSources) -> Any:
     if not sources.launches:
         return None
@@ -288,5 +302,6 @@ def build_artifact(
         launch=_launch(build.sources),
         versions=_versions(build, extra_versions),
         argument_device_types=context.backend.argument_device_types,
+        stack_bytes=_stack_bytes(lowered),
     )
     return write_artifact(root, manifest, files, roles=roles)

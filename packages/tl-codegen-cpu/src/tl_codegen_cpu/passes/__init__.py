@@ -41,6 +41,7 @@ from tl_codegen_cpu.passes.reject_gpu_ops import CpuRejectGpuOpsPass
 from tl_codegen_cpu.passes.split_vector_loops import CpuSplitVectorLoopsPass
 from tl_codegen_cpu.passes.stack_block_locals import (
     DISABLE_LOWER_BUILTIN,
+    STACK_BYTES_ATTR,
     BlockLocalsTooLargeError,
     StackBlockLocalsPass,
     stack_block_locals,
@@ -66,6 +67,7 @@ __all__ = [
     "MICROKERNEL_STYLES",
     "PARALLEL_FOR_MARKER",
     "REDUCE_KINDS",
+    "STACK_BYTES_ATTR",
     "SUPPORTED_OPERAND_DTYPES",
     "BlockLocalsTooLargeError",
     "CpuForwardCopiesPass",

@@ -8,6 +8,11 @@ block is slower than a stack array anyway. This pass marks every allocation
 inside an outermost parallel loop with ``disable_lower_builtin`` so codegen
 emits a plain array, as long as one iteration's arrays stay within
 ``max_bytes`` (threads have stacks of a few MiB).
+
+The largest such total over the function's parallel loops is recorded as the
+function attribute ``STACK_BYTES_ATTR``; the artifact's manifest carries it as
+``stack_bytes`` so that tl-runtime can compare it, at load and at call time,
+with the stacks of the threads that will run the blocks (docs/cpu.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_backend_api.artifact import STACK_BYTES_ATTR
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The AllocBuffer annotation that makes LowerTVMBuiltin leave an allocation alone.
@@ -46,6 +52,22 @@ def stack_block_locals(stmt: tirx.Stmt, max_bytes: int, where: str) -> tirx.Stmt
         BlockLocalsTooLargeError: a parallel loop's body allocates more than
             ``max_bytes`` (or an array of non-constant size).
     """
+    return stack_block_locals_with_need(stmt, max_bytes, where)[0]
+
+
+def stack_block_locals_with_need(
+    stmt: tirx.Stmt, max_bytes: int, where: str
+) -> tuple[tirx.Stmt, int]:
+    """Like `stack_block_locals`, also returning the stack bytes one block needs.
+
+    Returns:
+        The annotated statement and the largest total of the arrays one iteration
+        of an outermost parallel loop allocates (0 when there are none).
+
+    Raises:
+        BlockLocalsTooLargeError: a parallel loop's body allocates more than
+            ``max_bytes`` (or an array of non-constant size).
+    """
 
     def annotate(alloc: tirx.AllocBuffer) -> tirx.AllocBuffer:
         annotations = dict(alloc.annotations.items()) if alloc.annotations else {}
@@ -55,6 +77,7 @@ def stack_block_locals(stmt: tirx.Stmt, max_bytes: int, where: str) -> tirx.Stmt
     # Exceptions raised inside structural_map callbacks come back as RuntimeError,
     # so problems are collected and raised afterwards.
     problems: list[str] = []
+    needs: list[int] = [0]
 
     def rewrite_parallel(loop: tirx.For) -> tirx.For:
         if loop.kind != tirx.ForKind.PARALLEL:
@@ -77,6 +100,7 @@ def stack_block_locals(stmt: tirx.Stmt, max_bytes: int, where: str) -> tirx.Stmt
                 f"more than the stack budget of {max_bytes} bytes; use smaller tiles"
             )
             return loop
+        needs.append(total)
         body = tvm_ffi.structural_map(loop.body, (tirx.AllocBuffer, annotate), order="post")
         return tirx.For(
             loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
@@ -86,7 +110,7 @@ def stack_block_locals(stmt: tirx.Stmt, max_bytes: int, where: str) -> tirx.Stmt
     result = tvm_ffi.structural_map(stmt, (tirx.For, rewrite_parallel), order="pre")
     if problems:
         raise BlockLocalsTooLargeError(problems[0])
-    return result
+    return result, max(needs)
 
 
 @dataclass(frozen=True)
@@ -103,6 +127,17 @@ class StackBlockLocalsPass(PrimFuncPass):
     name: ClassVar[str] = "stack-block-locals"
     max_bytes: int = 1 << 20
 
-    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
-        """Return ``body`` with its block-local allocations annotated."""
-        return stack_block_locals(body, self.max_bytes, self.where(function_name))
+    def transform_function(
+        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
+    ) -> tirx.PrimFunc:
+        """Return ``func`` with its block-local allocations annotated and its need recorded.
+
+        The function gets ``STACK_BYTES_ATTR`` (the bytes one block's stack arrays
+        take) whenever it has stack arrays.
+        """
+        body, need = stack_block_locals_with_need(
+            func.body, self.max_bytes, self.where(function_name)
+        )
+        if need == 0:
+            return func if body.same_as(func.body) else func.with_body(body)
+        return func.with_body(body).with_attr(STACK_BYTES_ATTR, tirx.IntImm("int64", need))

@@ -13,6 +13,7 @@ from tl_runtime.manifest.fields import (
     DLPACK_DEVICE_TYPES,
     IDENTIFIER,
     INDEX_BITS,
+    MAX_STACK_BYTES,
     SCHEMA_VERSION,
     JSONValue,
     as_mapping,
@@ -47,6 +48,10 @@ class Manifest:
             indices in. The runtime refuses, before any call, a tensor whose elements an
             index of that width cannot reach. A manifest without the field means 32 (what
             kernels written in tl-ir use: their symbolic dims are ``int32``).
+        stack_bytes: the bytes of arrays one block of the kernel keeps on the stack of
+            the thread that runs it (the ``c`` target's block-local tiles). The runtime
+            compares it with the threads' stacks at load and at call time
+            (`tl_runtime.stack_budget`). A manifest without the field means 0.
         versions: package and toolchain versions that produced the artifact.
         schema_version: the schema version (``SCHEMA_VERSION`` when written by this runtime).
     """
@@ -64,6 +69,7 @@ class Manifest:
     versions: Mapping[str, str] = field(default_factory=dict)
     argument_device_types: tuple[int, ...] = DEFAULT_ARGUMENT_DEVICE_TYPES
     index_bits: int = DEFAULT_INDEX_BITS
+    stack_bytes: int = 0
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -119,6 +125,8 @@ class Manifest:
         self._check_argument_device_types()
         if type(self.index_bits) is not int or self.index_bits not in INDEX_BITS:
             raise fail("index_bits", f"one of {list(INDEX_BITS)}", self.index_bits)
+        if type(self.stack_bytes) is not int or not 0 <= self.stack_bytes <= MAX_STACK_BYTES:
+            raise fail("stack_bytes", f"an int in [0, {MAX_STACK_BYTES}]", self.stack_bytes)
         if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
             raise fail("schema_version", "an int", self.schema_version)
 
@@ -156,6 +164,7 @@ class Manifest:
             "launch": None if self.launch is None else self.launch.to_json(),
             "argument_device_types": list(self.argument_device_types),
             "index_bits": self.index_bits,
+            "stack_bytes": self.stack_bytes,
             "files": [f.to_json() for f in self.files],
             "versions": dict(self.versions),
         }
@@ -208,6 +217,7 @@ class Manifest:
             versions=as_mapping("versions", obj.get("versions", {})),
             argument_device_types=tuple(device_types),
             index_bits=obj.get("index_bits", DEFAULT_INDEX_BITS),
+            stack_bytes=obj.get("stack_bytes", 0),
             schema_version=version,
         )
 

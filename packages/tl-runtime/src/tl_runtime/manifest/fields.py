@@ -70,6 +70,9 @@ INDEX_BITS = (32, 64)
 DEFAULT_INDEX_BITS = 32
 """The index width of a manifest without ``index_bits``: 32 (tl-ir's symbolic dims are int32)."""
 
+MAX_STACK_BYTES = 1 << 40
+"""The largest ``stack_bytes`` a manifest may declare (a sanity bound: no thread has 1 TiB)."""
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """A C identifier (param names, symbolic dim names, entry symbols)."""
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
