@@ -294,3 +294,31 @@ def test_a_classic_builder_is_not_routed_to_the_eager_front_end() -> None:
         return main
 
     assert isinstance(builder, tl_jit.JITFunction)
+
+
+def test_t_empty_inside_a_kernel_and_t_const_outside_an_eager_body_are_scope_errors(
+    cache_dir: Path,
+) -> None:
+    @tl_jit.jit(target="c")
+    def late(A):
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        with T.Kernel(1, threads=1) as _:
+            out = T.empty((N,), T.float32)
+            out[0] = A[0]
+        return out
+
+    with pytest.raises(T.ScopeError, match="top level of the kernel body"):
+        late(np.ones(4, np.float32))
+    with pytest.raises(T.ScopeError, match="T.const"):
+        T.const("N")
+
+
+def test_dtype_spellings_are_one_specialization(cache_dir: Path) -> None:
+    add = _add_kernel()
+    a = np.ones(4, np.float32)
+    for spelling in (T.float32, "float32", np.float32, np.dtype("float32")):
+        np.testing.assert_array_equal(add(a, a, spelling), 2 * a)
+    assert len(add._specializations) == 1
+    with pytest.raises(TypeError, match="parameter 'dtype'"):
+        add(a, a, "float33")
