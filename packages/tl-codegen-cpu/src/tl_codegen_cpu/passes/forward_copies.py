@@ -51,7 +51,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.ops import CopyOp, FillOp, Region, const_int, describe, is_tile_op
+from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int, describe, is_tile_op
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -68,7 +68,12 @@ def _tile_op(stmt: tirx.Stmt) -> Any:
     return None
 
 
-def _parallel_nest(stmt: tirx.Stmt) -> tuple[list[tirx.For], tirx.BufferStore] | None:
+def _atomic(stmt: Any) -> AtomicOp | None:
+    op = _tile_op(stmt) if isinstance(stmt, tirx.Evaluate) else None
+    return op if isinstance(op, AtomicOp) and not isinstance(op.value, Region) else None
+
+
+def _parallel_nest(stmt: tirx.Stmt) -> tuple[list[tirx.For], Any] | None:
     loops: list[tirx.For] = []
     node: Any = stmt
     while isinstance(node, tirx.For):
@@ -79,7 +84,7 @@ def _parallel_nest(stmt: tirx.Stmt) -> tuple[list[tirx.For], tirx.BufferStore] |
             return None
         loops.append(node)
         node = node.body
-    if not loops or not isinstance(node, tirx.BufferStore):
+    if not loops or not (isinstance(node, tirx.BufferStore) or _atomic(node) is not None):
         return None
     return loops, node
 
@@ -260,38 +265,20 @@ class _Chain:
         self.check_reads(partial, target, dst.buffer)
         self.emit(index, extents, dst, target, full, partial, value.sources)
 
-    def nest(self, loops: list[tirx.For], store: tirx.BufferStore) -> None:
+    def nest(self, loops: list[tirx.For], store: Any) -> None:
+        """A ``T.Parallel`` nest: ``store`` is a BufferStore or an element atomic."""
         loop_vars = [loop.loop_var for loop in loops]
         extents = tuple(int(const_int(loop.extent) or 0) for loop in loops)
+        atomic = _atomic(store)
+        if atomic is not None:
+            self.atomic_nest(loops, store, atomic)
+            return
         to_local = self.local(store.buffer)
         if to_local and not (
             _is_loop_index(store.indices, loop_vars) and _shape(store.buffer) == extents
         ):
             raise _Refused(f"{store.buffer.name} is stored at another index")
-        # The local tiles' values now (a later statement may rebind a tile).
-        captured: list[tuple[Any, _Value]] = []
-
-        for load in _loads(store.value):
-            if not self.local(load.source):
-                continue
-            if not _is_loop_index(load.indices, loop_vars):
-                raise _Refused(f"{load.source.name} is read at another index")
-            if _shape(load.source) != extents:
-                raise _Refused(f"{load.source.name} has other extents than the nest")
-            if not any(load.source.same_as(b) for b, _ in captured):
-                captured.append((load.source, self.value_of(load.source)))
-        sources = [s for _, value in captured for s in value.sources]
-
-        def evaluate(partial: bool, destination: Region | None) -> Any:
-            def visit(load: Any) -> Any:
-                value = next((v for b, v in captured if load.source.same_as(b)), None)
-                if value is None:
-                    return load
-                full, guarded = value.at(list(loop_vars), destination)
-                return guarded if partial else full
-
-            return tvm_ffi.structural_map(store.value, (tvm.ir.TensorLoad, visit), order="post")
-
+        evaluate, sources = self.reader(store.value, loop_vars, extents)
         full = evaluate(False, None)
         if to_local:
             index = [tirx.Var(f"p{d}", "int32") for d in range(len(extents))]
@@ -313,6 +300,57 @@ class _Chain:
         self.outputs.append(
             _guarded_pair(
                 _rebuild(loops, body_full), _rebuild(loops, body_partial), sources, None, ()
+            )
+        )
+
+    def reader(
+        self, expr: Any, loop_vars: list[tirx.Var], extents: tuple[int, ...]
+    ) -> tuple[Callable[[bool, Region | None], Any], list[Region]]:
+        """``(evaluate, sources)``: ``evaluate(partial, destination)`` is ``expr`` with its
+        local tiles' values (as they are now: a later statement may rebind a tile)."""
+        captured: list[tuple[Any, _Value]] = []
+        for load in _loads(expr):
+            if not self.local(load.source):
+                continue
+            if not _is_loop_index(load.indices, loop_vars):
+                raise _Refused(f"{load.source.name} is read at another index")
+            if _shape(load.source) != extents:
+                raise _Refused(f"{load.source.name} has other extents than the nest")
+            if not any(load.source.same_as(b) for b, _ in captured):
+                captured.append((load.source, self.value_of(load.source)))
+        sources = [s for _, value in captured for s in value.sources]
+
+        def evaluate(partial: bool, destination: Region | None) -> Any:
+            def visit(load: Any) -> Any:
+                value = next((v for b, v in captured if load.source.same_as(b)), None)
+                if value is None:
+                    return load
+                full, guarded = value.at(list(loop_vars), destination)
+                return guarded if partial else full
+
+            return tvm_ffi.structural_map(expr, (tvm.ir.TensorLoad, visit), order="post")
+
+        return evaluate, sources
+
+    def atomic_nest(self, loops: list[tirx.For], stmt: tirx.Evaluate, op: AtomicOp) -> None:
+        """``T.atomic_*(G[...], f(tiles))`` per element: the value read from the tiles'
+        sources (the atomic itself stays: other blocks may add to the same element)."""
+        loop_vars = [loop.loop_var for loop in loops]
+        extents = tuple(int(const_int(loop.extent) or 0) for loop in loops)
+        evaluate, sources = self.reader(stmt.value, loop_vars, extents)
+        full, guarded = evaluate(False, None), evaluate(True, None)
+        if self.local(op.dst.buffer):
+            raise _Refused(f"an atomic on the tile {op.dst.buffer.name}")
+        self.check_reads(full, list(op.dst.mins), op.dst.buffer)
+        self.check_reads(guarded, list(op.dst.mins), op.dst.buffer)
+        self.written.append(op.dst.buffer)
+        self.outputs.append(
+            _guarded_pair(
+                _rebuild(loops, tirx.Evaluate(full)),
+                _rebuild(loops, tirx.Evaluate(guarded)),
+                sources,
+                None,
+                (),
             )
         )
 
