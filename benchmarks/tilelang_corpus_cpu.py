@@ -108,6 +108,11 @@ SIZES: dict[str, dict[str, Any] | None] = {
 """Benchmark sizes per case (overrides of the case's arguments); None: fixed by the program."""
 
 
+PEER_DOES_THE_WORK_ONLY = frozenset({"language_clear.matmul"})
+"""Cases whose peer performs the program's work but not its (degenerate) result: the
+program clears A's tile after loading it, so its output is zero, yet it multiplies."""
+
+
 def _numpy_formulations() -> dict[str, Callable[..., Any]]:
     """``case name -> (args, *inputs) -> result``: numpy's best way to the same result.
 
@@ -316,7 +321,8 @@ def _measure(args: argparse.Namespace) -> None:
         # The numpy formulation must give the case's result (within its tolerance).
         peer_result = peer(full_args, *[np.array(x, copy=True) for x in inputs])
         peer_list = list(peer_result) if isinstance(peer_result, list | tuple) else [peer_result]
-        compare(case, peer_list, want)
+        if name not in PEER_DOES_THE_WORK_ONLY:
+            compare(case, peer_list, want)
         calls: dict[str, Callable[[], Any]] = {
             "numpy": lambda p=peer, a=full_args, xs=inputs: p(a, *xs)
         }
