@@ -150,3 +150,33 @@ def test_misaligned_written_view_is_refused(artifact: Artifact, adapter: str) ->
     out = torch.zeros(1024)
     kernel(torch.ones(1025)[1:], a, out)
     assert torch.equal(out, torch.full((1024,), 2.0))
+
+
+def test_cython_adapter_imports_neither_tvm_ffi_package_nor_torch(artifact: Artifact) -> None:
+    """The cython adapter needs libtvm_ffi only: importing tvm-ffi's Python package would
+    import torch (seconds) wherever torch is installed."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    directory = artifact("vadd_elem")
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        import numpy as np
+        import tl_runtime
+        kernel = tl_runtime.load({str(directory)!r}, adapter="cython")
+        a = np.ones(1024, np.float32); c = np.zeros(1024, np.float32)
+        kernel(a, a, c)
+        print(json.dumps({{"ok": bool((c == 2).all()), "tvm_ffi": "tvm_ffi" in sys.modules,
+                           "torch": "torch" in sys.modules}}))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=os.environ
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report == {"ok": True, "tvm_ffi": False, "torch": False}

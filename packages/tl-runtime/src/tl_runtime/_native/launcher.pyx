@@ -81,6 +81,7 @@ cdef extern from "tvm/ffi/c_api.h":
         int64_t v_int64
         double v_float64
         void* v_ptr
+        const char* v_c_str
     ctypedef struct TVMFFIByteArray:
         const char* data
         size_t size
@@ -91,6 +92,9 @@ cdef extern from "tvm/ffi/c_api.h":
     ctypedef struct TVMFFIObject:
         int32_t type_index
     int TVMFFIObjectDecRef(void* obj) nogil
+    int TVMFFIFunctionGetGlobal(const TVMFFIByteArray* name, void** out) nogil
+    int TVMFFIFunctionCall(void* func, TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) nogil
+    int kTVMFFIRawStr
     int kTVMFFINone, kTVMFFIInt, kTVMFFIBool, kTVMFFIFloat, kTVMFFIDLTensorPtr
     int kTVMFFIStaticObjectBegin
 
@@ -160,6 +164,63 @@ cdef object _raise_kernel_error(int rc):
     if kind == "TypeError":
         raise TypeError(message)
     raise RuntimeError(f"{kind}: {message}")
+
+
+cdef void* _global_function(bytes name) except NULL:
+    cdef TVMFFIByteArray array
+    cdef void* function = NULL
+    array.data = name
+    array.size = len(name)
+    if TVMFFIFunctionGetGlobal(&array, &function) != 0:
+        _raise_kernel_error(-1)
+    if function == NULL:
+        raise RuntimeError(f"tvm-ffi has no global function {name.decode()!r}")
+    return function
+
+
+def load_library(str path):
+    """Load a kernel library the way ``tvm_ffi.load_module(path)`` does, from C.
+
+    Calls tvm-ffi's ``ffi.ModuleLoadFromFile`` (dlopen, the library's context slots filled)
+    and ``ffi.ModuleGlobalsAdd`` (the module stays loaded for the process) through
+    libtvm_ffi's C API, so the ``cython`` adapter never imports tvm-ffi's Python package
+    (tens of milliseconds; seconds where torch is installed, which it imports).
+
+    Raises:
+        RuntimeError (or the loader's ValueError/TypeError): the library cannot be loaded.
+    """
+    cdef bytes encoded = path.encode()
+    cdef TVMFFIAny arg
+    cdef TVMFFIAny result
+    cdef void* load = _global_function(b"ffi.ModuleLoadFromFile")
+    cdef void* keep = _global_function(b"ffi.ModuleGlobalsAdd")
+    cdef int rc
+    memset(&arg, 0, sizeof(TVMFFIAny))
+    memset(&result, 0, sizeof(TVMFFIAny))
+    arg.type_index = kTVMFFIRawStr
+    arg.v_c_str = encoded
+    result.type_index = kTVMFFINone
+    try:
+        rc = TVMFFIFunctionCall(load, &arg, 1, &result)
+        if rc != 0:
+            _raise_kernel_error(rc)
+        if result.type_index < kTVMFFIStaticObjectBegin or result.v_ptr == NULL:
+            raise RuntimeError(f"ffi.ModuleLoadFromFile({path!r}) returned no module")
+        memset(&arg, 0, sizeof(TVMFFIAny))
+        arg.type_index = result.type_index
+        arg.v_ptr = result.v_ptr
+        memset(&result, 0, sizeof(TVMFFIAny))
+        result.type_index = kTVMFFINone
+        rc = TVMFFIFunctionCall(keep, &arg, 1, &result)
+        if rc != 0:
+            _raise_kernel_error(rc)
+        if result.type_index >= kTVMFFIStaticObjectBegin and result.v_ptr != NULL:
+            TVMFFIObjectDecRef(result.v_ptr)
+    finally:
+        TVMFFIObjectDecRef(load)
+        TVMFFIObjectDecRef(keep)
+        if arg.type_index >= kTVMFFIStaticObjectBegin and arg.v_ptr != NULL:
+            TVMFFIObjectDecRef(arg.v_ptr)   # the process-wide module list holds it now
 
 
 cdef void _free_owned(DLManagedTensorVersioned* managed) noexcept:
@@ -390,9 +451,13 @@ cdef class Launcher:
                 return 0
             st.shapes[j][k] = got
             st.strides[j][k] = stride
-            if got > p.max_elements // stride:
+            if got > p.max_elements:
                 return 0   # beyond the kernel's index width: the slow path refuses it
+            # No wrap: at 32-bit width both factors are below 2**31; at 64, a real
+            # array's element count fits int64 (and no division on the fast path).
             stride *= got
+            if stride > p.max_elements:
+                return 0
         return 1
 
     cdef int _prepare(self, tuple args, CallState* st, list outputs, int check_only) except -1:

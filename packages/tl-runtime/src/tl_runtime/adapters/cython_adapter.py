@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -25,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tl_runtime.adapters.base import Availability, CallFunction, load_tvm_ffi_library, pack_result
+from tl_runtime.adapters.base import Availability, CallFunction, pack_result
 from tl_runtime.argument_memory import max_elements
 from tl_runtime.checking import _INT_RANGES, ArgumentChecker, outputs_follow
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
@@ -59,11 +60,16 @@ _extension: ModuleType | None = None
 
 
 def _include_dirs() -> list[str]:
-    import tvm_ffi.libinfo
-
     dirs = [sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"]]
-    dirs.append(str(tvm_ffi.libinfo.find_include_path()))
-    dirs.append(str(tvm_ffi.libinfo.find_dlpack_include_path()))
+    # tvm-ffi's headers (dlpack's included) sit beside its library: <package>/include
+    package_include = Path(libtvm_ffi_path()).parent.parent / "include"
+    if (package_include / "tvm" / "ffi" / "c_api.h").is_file():
+        dirs.append(str(package_include))
+    else:  # an unusual layout: ask the package
+        import tvm_ffi.libinfo
+
+        dirs.append(str(tvm_ffi.libinfo.find_include_path()))
+        dirs.append(str(tvm_ffi.libinfo.find_dlpack_include_path()))
     return list(dict.fromkeys(dirs))
 
 
@@ -156,9 +162,9 @@ def launcher_extension() -> ModuleType:
 
         ensure_context_symbols()  # loads libtvm_ffi globally, which the launcher links against
         try:
-            cython_version = str(importlib.import_module("Cython").__version__)
-            cythonize = importlib.import_module("Cython.Build").cythonize
-        except ImportError:
+            # the version from metadata: importing Cython is needed only to generate C
+            cython_version = importlib.metadata.version("Cython")
+        except importlib.metadata.PackageNotFoundError:
             raise AdapterUnavailableError(
                 "the cython adapter needs Cython to build its launcher (pip install cython), "
                 "or a prebuilt launcher in $TL_RUNTIME_LAUNCHER; use adapter='tvm_ffi' instead"
@@ -180,6 +186,7 @@ def launcher_extension() -> ModuleType:
                 work = root / f".{_MODULE_NAME}-{key}-{os.getpid()}"
                 work.mkdir(exist_ok=True)
                 try:
+                    cythonize = importlib.import_module("Cython.Build").cythonize
                     pyx = work / f"{_MODULE_NAME}.pyx"
                     shutil.copyfile(_PYX, pyx)
                     cythonize([str(pyx)], quiet=True, language_level=3, force=True)
@@ -297,7 +304,14 @@ class CythonAdapter:
         self.manifest = manifest
         self.checker = checker
         extension = launcher_extension()
-        self.module, self.function = load_tvm_ffi_library(manifest, directory)
+        from tl_runtime.context import ensure_context_symbols
+
+        ensure_context_symbols()  # before the library loads: the loader fills its slots
+        try:
+            # tvm-ffi's own loader, called from C: no import of tvm-ffi's Python package
+            extension.load_library(str(directory / manifest.library))
+        except Exception as exc:
+            raise ArtifactError(f"cannot load library {manifest.library!r}: {exc}") from None
         # dlopen of the same path returns the handle tvm-ffi already loaded (slots filled).
         self._library = ctypes.CDLL(str(directory / manifest.library))
         symbol = f"__tvm_ffi_{manifest.entry_symbol}"
