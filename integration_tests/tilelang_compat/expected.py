@@ -18,30 +18,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
         tl_ir.UnsupportedError,
         "language_pipeline.py:40: T.Pipelined(order=...) is not supported",
     ),
-    ("language_scan.cummax_smem_test", "c"): (
-        tl_ir.UnsupportedError,
-        "language_scan.py:97: T.cummax: bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/min/abssum/absmax and T.cumsum are)",
-    ),
-    ("language_scan.cummax_smem_test", "llvm"): (
-        tl_ir.UnsupportedError,
-        "language_scan.py:97: T.cummax: bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/min/abssum/absmax and T.cumsum are)",
-    ),
-    ("language_scan.cummax_smem_test", "cuda-nvcc"): (
-        tl_ir.UnsupportedError,
-        "language_scan.py:97: T.cummax: bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/min/abssum/absmax and T.cumsum are)",
-    ),
-    ("language_scan.cummax_fragment_test", "c"): (
-        tl_ir.UnsupportedError,
-        "language_scan.py:115: T.cummax: bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/min/abssum/absmax and T.cumsum are)",
-    ),
-    ("language_scan.cummax_fragment_test", "llvm"): (
-        tl_ir.UnsupportedError,
-        "language_scan.py:115: T.cummax: bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/min/abssum/absmax and T.cumsum are)",
-    ),
-    ("language_scan.cummax_fragment_test", "cuda-nvcc"): (
-        tl_ir.UnsupportedError,
-        "language_scan.py:115: T.cummax: bitwise reductions and cumulative max are not supported yet (T.reduce_sum/max/min/abssum/absmax and T.cumsum are)",
-    ),
     ("language_copy.tilelang_copy_oob_safe_value", "c"): (
         tl_ir.UnsupportedError,
         "language_copy.py:41: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",

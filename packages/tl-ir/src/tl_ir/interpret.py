@@ -267,10 +267,11 @@ class _Interpreter:
             self._reduce(op)
         elif isinstance(op, CumsumOp):
             tile = self.read(op.src)
+            scan = np.cumsum if op.kind == "sum" else np.maximum.accumulate
             if op.reverse:
-                result = np.flip(np.cumsum(np.flip(tile, op.dim), axis=op.dim), op.dim)
+                result = np.flip(scan(np.flip(tile, op.dim), axis=op.dim), op.dim)
             else:
-                result = np.cumsum(tile, axis=op.dim)
+                result = scan(tile, axis=op.dim)
             self.write(op.dst, result)
         elif isinstance(op, AtomicOp):
             self._atomic(op)

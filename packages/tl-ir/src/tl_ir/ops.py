@@ -13,6 +13,7 @@ IR encoding (what passes may rely on):
   ``tl.gemm``          ``a, b, c, transpose_a, transpose_b, clear_accum, M, N, K``
   ``tl.reduce``        ``src, dst, kind (string), dim, clear``
   ``tl.cumsum``        ``src, dst, dim, reverse``
+  ``tl.cummax``        ``src, dst, dim, reverse``
   ``tl.atomic_<k>``    ``dst, value`` (``value`` a region or a scalar expression)
   ``tl.print``         ``value, msg (string)``
   ===================  ======================================================
@@ -39,6 +40,7 @@ __all__ = [
     "ATOMIC_KINDS",
     "OP_NAMES",
     "REDUCE_KINDS",
+    "SCAN_KINDS",
     "AtomicOp",
     "CopyOp",
     "CumsumOp",
@@ -55,6 +57,7 @@ __all__ = [
     "is_tile_op",
     "make_call",
     "region_call",
+    "scan_parts",
     "tile_ops",
 ]
 
@@ -64,6 +67,8 @@ ACCESS_READ_WRITE = 3
 
 #: Reduce kinds accepted by ``T.reduce`` (``reduce_<kind>``).
 REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min", "abssum", "absmax")
+#: Inclusive scan kinds (``T.cum<kind>``), each a `CumsumOp` with that ``kind``.
+SCAN_KINDS: tuple[str, ...] = ("sum", "max")
 #: Atomic update kinds (``T.atomic_<kind>``).
 ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
 
@@ -75,6 +80,7 @@ OP_NAMES: dict[str, str] = {
     "tl.gemm": "gemm",
     "tl.reduce": "reduce",
     "tl.cumsum": "cumsum",
+    "tl.cummax": "cummax",
     "tl.atomic_add": "atomic_add",
     "tl.atomic_max": "atomic_max",
     "tl.atomic_min": "atomic_min",
@@ -229,14 +235,37 @@ class ReduceOp:
 
 @dataclass(frozen=True)
 class CumsumOp:
-    """``T.cumsum``: inclusive prefix sum of ``src`` along ``dim`` into ``dst``
-    (from the end when ``reverse``)."""
+    """``T.cumsum`` / ``T.cummax``: inclusive scan of ``src`` along ``dim`` into ``dst``
+    (from the end when ``reverse``); ``kind`` (one of `SCAN_KINDS`) names the combine:
+    ``"sum"`` (prefix sums) or ``"max"`` (running maxima). Lowerings take the identity
+    and combine from `scan_parts`."""
 
     src: Region
     dst: Region
     dim: int
     reverse: bool
+    kind: str = "sum"
     name = "cumsum"
+
+
+def scan_parts(kind: str, dtype: str) -> tuple[Any, Any]:
+    """The identity (a constant of ``dtype``) and the combine ``f(acc, x)`` of a scan.
+
+    The identity of ``"max"`` is -inf for float dtypes (so -inf inputs scan exactly) and
+    the smallest value for integer dtypes.
+
+    Raises:
+        ValueError: ``kind`` is not one of `SCAN_KINDS`.
+    """
+    if kind == "sum":
+        return tirx.const(0, dtype), lambda acc, x: acc + x
+    if kind == "max":
+        if tvm.DataType(dtype).type_code in (tvm.DataTypeCode.FLOAT, tvm.DataTypeCode.BFLOAT):
+            identity = tirx.FloatImm(dtype, float("-inf"))
+        else:
+            identity = tirx.min_value(dtype)
+        return identity, tirx.max
+    raise ValueError(f"scan_parts: kind must be one of {SCAN_KINDS}, got {kind!r}")
 
 
 @dataclass(frozen=True)
@@ -356,12 +385,13 @@ def describe(call: Any) -> TileOp:
             dim=_int(args[3]),
             clear=_flag(args[4]),
         )
-    if name == "tl.cumsum":
+    if name in ("tl.cumsum", "tl.cummax"):
         return CumsumOp(
             src=_decode_region(args[0]),
             dst=_decode_region(args[1]),
             dim=_int(args[2]),
             reverse=_flag(args[3]),
+            kind=name[len("tl.cum") :],
         )
     if name.startswith("tl.atomic_"):
         value = _decode_region(args[1]) if _is_region_call(args[1]) else args[1]
@@ -406,7 +436,9 @@ def encode(op: TileOp) -> Any:
             "tl.reduce", op.src, op.dst, tvm.ir.StringImm(op.kind), _imm(op.dim), _imm(op.clear)
         )
     if isinstance(op, CumsumOp):
-        return make_call("tl.cumsum", op.src, op.dst, _imm(op.dim), _imm(op.reverse))
+        if op.kind not in SCAN_KINDS:
+            raise TypeError(f"encode: scan kind must be one of {SCAN_KINDS}, got {op.kind!r}")
+        return make_call(f"tl.cum{op.kind}", op.src, op.dst, _imm(op.dim), _imm(op.reverse))
     if isinstance(op, AtomicOp):
         if op.kind not in ATOMIC_KINDS:
             raise TypeError(f"encode: atomic kind must be one of {ATOMIC_KINDS}, got {op.kind!r}")

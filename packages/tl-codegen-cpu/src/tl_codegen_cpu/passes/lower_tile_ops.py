@@ -166,8 +166,9 @@ def lower_tile_op(op: TileOp, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
             lanes=isa.lanes(str(dst.buffer.dtype)),
         )
     if isinstance(op, CumsumOp):
+        where = f"T.cum{op.kind}"
         return emit_tile_cumsum(
-            _tile(op.src, "T.cumsum"), _tile(op.dst, "T.cumsum"), op.dim, op.reverse
+            _tile(op.src, where), _tile(op.dst, where), op.dim, op.reverse, op.kind
         )
     if isinstance(op, AtomicOp):
         value = _tile(op.value, "T.atomic") if isinstance(op.value, Region) else op.value

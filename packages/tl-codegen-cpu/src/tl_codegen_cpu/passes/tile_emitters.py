@@ -17,6 +17,8 @@ from typing import Any
 
 from tvm import tirx
 
+from tl_ir.ops import scan_parts
+
 PrimExprLike = Any
 
 #: The reduction kinds of ``T.reduce``.
@@ -403,18 +405,24 @@ def _lane_split_reduce(
 
 
 def emit_tile_cumsum(
-    src: TileRegion, dst: TileRegion | None = None, dim: int = 0, reverse: bool = False
+    src: TileRegion,
+    dst: TileRegion | None = None,
+    dim: int = 0,
+    reverse: bool = False,
+    kind: str = "sum",
 ) -> tirx.Stmt:
-    """Return a statement writing the inclusive prefix sum of ``src`` along ``dim`` into ``dst``.
+    """Return a statement writing the inclusive scan of ``src`` along ``dim`` into ``dst``.
 
     Args:
         src: the input tile.
         dst: the output tile (same extents, ignoring 1s); ``None`` means in place.
         dim: the scanned dimension of ``src`` (negative counts from the end).
-        reverse: scan from the end (suffix sums).
+        reverse: scan from the end (suffix sums / maxima).
+        kind: the combine, one of `tl_ir.SCAN_KINDS` (``"sum"``: ``T.cumsum``,
+            ``"max"``: ``T.cummax``).
 
     Raises:
-        ValueError: for a ``dim`` out of range or mismatched shapes.
+        ValueError: for a ``dim`` out of range, mismatched shapes or an unknown ``kind``.
     """
     target = dst if dst is not None else src
     if target.squeezed_extents != src.squeezed_extents:
@@ -425,6 +433,7 @@ def emit_tile_cumsum(
     extents = list(src.extents)
     dim = _check_dim("emit_tile_cumsum", dim, len(extents))
     dtype = str(target.buffer.dtype)
+    identity, combine = scan_parts(kind, dtype)
     others = extents[:dim] + extents[dim + 1 :]
 
     def scan(other_iv: list[Any]) -> tirx.Stmt:
@@ -435,14 +444,14 @@ def emit_tile_cumsum(
         value = _load(src.buffer, src.index(src_iv), dtype)
         inside = src.inside(src_iv)
         if inside is not None:
-            value = tirx.if_then_else(inside, value, tirx.const(0, dtype))
-        add = tirx.BufferStore(running, tirx.BufferLoad(running, [0]) + value, [0])
+            value = tirx.if_then_else(inside, value, identity)
+        add = tirx.BufferStore(running, combine(tirx.BufferLoad(running, [0]), value), [0])
         write = _guarded(
             tirx.BufferStore(target.buffer, tirx.BufferLoad(running, [0]), target.index(src_iv)),
             target.inside(src_iv),
         )
         loop = tirx.For(step, 0, extents[dim], tirx.ForKind.SERIAL, tirx.SeqStmt([add, write]))
-        init = tirx.BufferStore(running, tirx.const(0, dtype), [0])
+        init = tirx.BufferStore(running, identity, [0])
         return tirx.SeqStmt([tirx.AllocBuffer(running), init, loop])
 
     if not others:

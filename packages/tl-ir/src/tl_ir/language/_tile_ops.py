@@ -42,6 +42,7 @@ __all__ = [
     "atomic_min",
     "clear",
     "copy",
+    "cummax",
     "cumsum",
     "fill",
     "gemm",
@@ -268,25 +269,40 @@ reduce_abssum = _reducer("abssum")
 reduce_absmax = _reducer("absmax")
 
 
-def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> Any:
-    """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (in place when ``dst``
-    is None); from the end when ``reverse``.
+def _scan(kind: str) -> Callable[..., Any]:
+    def scan(
+        src: Any,
+        dst: Any = None,
+        dim: int = 0,
+        reverse: bool = False,
+        annotations: dict[str, Any] | None = None,
+    ) -> Any:
+        where = f"T.cum{kind}(src, dst, dim, reverse)"
+        _check_hint_types(None, annotations)
+        s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
+        d = tile_of(src if dst is None else dst, f"{where}: dst", _ops.ACCESS_WRITE)
+        axis = _normalize_dim(dim, s.rank, where)
+        check_same_tile(s, d, where)
+        return emit_tile_op(
+            f"tl.cum{kind}",
+            s,
+            d,
+            tirx.IntImm("int32", axis),
+            tirx.IntImm("int32", int(_builtins.bool(reverse))),
+        )
 
-    Raises:
-        ShapeMismatchError: ``dst`` is not shaped like ``src``.
-    """
-    where = "T.cumsum(src, dst, dim, reverse)"
-    s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
-    d = tile_of(src if dst is None else dst, f"{where}: dst", _ops.ACCESS_WRITE)
-    axis = _normalize_dim(dim, s.rank, where)
-    check_same_tile(s, d, where)
-    return emit_tile_op(
-        "tl.cumsum",
-        s,
-        d,
-        tirx.IntImm("int32", axis),
-        tirx.IntImm("int32", int(_builtins.bool(reverse))),
+    what = {"sum": "prefix sum", "max": "running maximum"}[kind]
+    scan.__name__ = f"cum{kind}"
+    scan.__doc__ = (
+        f"Inclusive {what} of ``src`` along ``dim`` into ``dst`` (in place when ``dst`` "
+        "is None); from the end when ``reverse``. ``annotations`` is a hint.\n\n"
+        "Raises:\n    ShapeMismatchError: ``dst`` is not shaped like ``src``."
     )
+    return scan
+
+
+cumsum = _scan("sum")
+cummax = _scan("max")
 
 
 def _check_hint_types(prefer_instruction: Any, annotations: Any) -> None:

@@ -1,4 +1,4 @@
-"""``T.cumsum`` on GPU targets.
+"""``T.cumsum`` and ``T.cummax`` (inclusive scans, `tl_ir.ops.scan_parts`) on GPU targets.
 
 Operands every thread holds are scanned by every thread. Shared/global tiles
 are scanned cooperatively: rows split over the block, each thread scans its
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tvm import tirx
 
+from tl_ir.ops import scan_parts
 from tl_passes.gpu.barriers import barrier
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.operand import Operand
@@ -23,10 +24,11 @@ if TYPE_CHECKING:
 
 
 def lower_cumsum(kernel: KernelLowering, op: Any) -> Any:
-    """The per-thread code of the ``T.cumsum`` ``op`` (module docstring)."""
+    """The per-thread code of the ``T.cumsum``/``T.cummax`` ``op`` (module docstring)."""
     src, dst = Operand(op.src, kernel), Operand(op.dst, kernel)
     if src.partitioned or dst.partitioned:
-        raise GpuLoweringError("T.cumsum: fragment operands must be replicated")
+        raise GpuLoweringError(f"T.cum{op.kind}: fragment operands must be replicated")
+    identity, combine = scan_parts(op.kind, str(dst.dtype))
     dim = op.dim
     length = src.extents[dim]
     rows = [e for d, e in enumerate(src.extents) if d != dim]
@@ -39,12 +41,12 @@ def lower_cumsum(kernel: KernelLowering, op: Any) -> Any:
         value = cast(src.load(full), dst.dtype)
         inside = src.inside(full)
         if inside is not None:
-            value = tirx.if_then_else(inside, value, tirx.const(0, dst.dtype))
-        add = tirx.BufferStore(running, tirx.BufferLoad(running, [0]) + value, [0])
+            value = tirx.if_then_else(inside, value, identity)
+        add = tirx.BufferStore(running, combine(tirx.BufferLoad(running, [0]), value), [0])
         out = guard(dst.store(full, tirx.BufferLoad(running, [0])), dst.inside(full))
         return seq(
             [
-                tirx.BufferStore(running, tirx.const(0, dst.dtype), [0]),
+                tirx.BufferStore(running, identity, [0]),
                 for_loop(jv, length, seq([add, out])),
             ]
         )
@@ -63,6 +65,7 @@ def _cooperative_scan(
     writes apart, so no barrier falls inside the per-thread row guard.
     """
     dim = op.dim
+    identity, combine = scan_parts(op.kind, str(dst.dtype))
     length = src.extents[dim]
     values = kernel.local_array("scan_row", [length], dst.dtype)
     running = kernel.local_array("scan_sum", [1], dst.dtype)
@@ -78,16 +81,18 @@ def _cooperative_scan(
     value = cast(src.load(full), dst.dtype)
     inside = src.inside(full)
     if inside is not None:
-        value = tirx.if_then_else(inside, value, tirx.const(0, dst.dtype))
+        value = tirx.if_then_else(inside, value, identity)
     scan = seq(
         [
-            tirx.BufferStore(running, tirx.const(0, dst.dtype), [0]),
+            tirx.BufferStore(running, identity, [0]),
             for_loop(
                 j1,
                 length,
                 seq(
                     [
-                        tirx.BufferStore(running, tirx.BufferLoad(running, [0]) + value, [0]),
+                        tirx.BufferStore(
+                            running, combine(tirx.BufferLoad(running, [0]), value), [0]
+                        ),
                         tirx.BufferStore(values, tirx.BufferLoad(running, [0]), [position]),
                     ]
                 ),
