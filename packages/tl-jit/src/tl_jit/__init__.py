@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tl_jit.compiler import compile, lower
     from tl_jit.decorator import JITFunction, jit
     from tl_jit.device import get_num_sms
-    from tl_jit.eager import par_compile
+    from tl_jit.parallel import par_compile
     from tl_jit.errors import AutotuneError, CacheError, JITError
     from tl_jit.kernel import JITKernel
     from tl_jit.math import cdiv, next_power_of_2
@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "compile": ("tl_jit.compiler", "compile"),
     "lower": ("tl_jit.compiler", "lower"),
-    "par_compile": ("tl_jit.eager", "par_compile"),
+    "par_compile": ("tl_jit.parallel", "par_compile"),
     "jit": ("tl_jit.decorator", "jit"),
     "JITFunction": ("tl_jit.decorator", "JITFunction"),
     "JITKernel": ("tl_jit.kernel", "JITKernel"),

@@ -1,0 +1,314 @@
+"""Binding an eager call: template arguments, ``T.const`` values and the kernel's
+arguments from ``(args, kwargs)``, and the generated dispatcher that does the same for
+a call seen before with one tuple build and one dictionary lookup."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["EagerBinder", "KeyBinder", "array_dims", "describe"]
+
+Dispatch = Callable[..., Any]
+KeyBinder = Callable[..., tuple[tuple[Any, ...], tuple[Any, ...]]]
+
+
+def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
+
+
+def _stride(value: Any, axis: int) -> int:
+    """``value``'s stride along ``axis`` in elements (numpy's are in bytes)."""
+    stride = getattr(value, "stride", None)
+    if callable(stride):
+        return int(stride(axis))
+    return int(value.strides[axis] // value.itemsize)
+
+
+def array_dims(value: Any) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``(shape, strides in elements)`` of an array argument: numpy, torch, any DLPack
+    producer, or a ``T.Tensor((M, N), dtype)`` placeholder; None for anything else."""
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return None
+    if type(value).__module__ == "numpy" and hasattr(value, "itemsize"):
+        itemsize = int(value.itemsize) or 1
+        return tuple(int(d) for d in shape), tuple(int(s) // itemsize for s in value.strides)
+    stride = getattr(value, "stride", None)
+    if callable(stride) and hasattr(value, "__dlpack__"):  # torch
+        return tuple(int(d) for d in shape), tuple(int(s) for s in stride())
+    ty = getattr(value, "ty", None)
+    if ty is not None and hasattr(ty, "shape"):  # a T.Tensor placeholder (a TVM buffer)
+        try:
+            dims = tuple(int(d) for d in ty.shape)
+        except (TypeError, ValueError):
+            return None
+        strides = tuple(int(s) for s in ty.strides) if len(ty.strides) else _contiguous(dims)
+        return dims, strides
+    if hasattr(value, "__dlpack__"):
+        import tvm_ffi
+
+        tensor = tvm_ffi.from_dlpack(value, require_alignment=0)
+        return tuple(int(d) for d in tensor.shape), tuple(int(s) for s in tensor.strides)
+    return None
+
+
+def describe(value: object) -> str:
+    """The type of ``value`` as messages name it."""
+    kind = type(value)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+    return name
+
+
+def _is_dtype_annotation(annotation: object) -> bool:
+    if isinstance(annotation, str):
+        return annotation.endswith("dtype")
+    return getattr(annotation, "__name__", None) == "dtype"
+
+
+class EagerBinder:
+    """Binds calls of one eager function (its `tl_ir.eager.EagerSignature`)."""
+
+    def __init__(self, func: Callable[..., Any], analysis: Any) -> None:
+        self.func = func
+        self.analysis = analysis
+        self._python_signature = inspect.signature(func)
+        self._bindings_by_template: dict[str, dict[str, tuple[str, str, int]]] = {}
+
+    def make_dispatch(
+        self, fast: Mapping[tuple[Any, ...], Any], slow: Callable[..., Any]
+    ) -> tuple[KeyBinder, Dispatch] | None:
+        """Generate, from the user's signature, the binder ``(key, kernel arguments)`` and
+        the dispatcher installed as this object's ``__call__``: Python's own argument
+        binding, one tuple build and one dictionary lookup, then the kernel's call."""
+        analysis = self.analysis
+        if analysis.bindings is None or len(analysis.bindings) != len(analysis.consts):
+            return None
+        parts: list[str] = []
+        forwarded: list[str] = []
+        defaults: list[Any] = []
+        keyword_only = False
+        for parameter in self._python_signature.parameters.values():
+            if parameter.kind is parameter.POSITIONAL_ONLY or parameter.name.startswith("__"):
+                return None
+            if parameter.kind is parameter.KEYWORD_ONLY and not keyword_only:
+                parts.append("*")
+                keyword_only = True
+            if parameter.default is parameter.empty:
+                parts.append(parameter.name)
+            else:
+                parts.append(f"{parameter.name}=__defaults[{len(defaults)}]")
+                defaults.append(parameter.default)
+            forwarded.append(f"{parameter.name!r}: {parameter.name}")
+        key_items = list(analysis.template_params)
+        for binding in analysis.bindings:
+            if binding.where == "shape":
+                key_items.append(f"{binding.param}.shape[{binding.axis}]")
+            else:
+                key_items.append(f"__stride({binding.param}, {binding.axis})")
+        key = "(" + "".join(k + ", " for k in key_items) + ")"
+        arguments = ", ".join(p.name for p in analysis.kernel_params)
+        name = analysis.name
+        source = (
+            f"def __bind({', '.join(parts)}):\n"
+            f"    return {key}, ({arguments}{',' if arguments else ''})\n"
+            f"def {name}({', '.join([*parts, '**__extra'])}):\n"
+            f"    try:\n"
+            f"        kernel = __fast[{key}]\n"
+            f"    except Exception:\n"
+            f"        kernel = None\n"
+            f"    if kernel is None or __extra:\n"
+            f"        return __slow((), {{{''.join(f + ', ' for f in forwarded)}**__extra}})\n"
+            f"    return kernel({arguments})\n"
+        )
+        namespace: dict[str, Any] = {
+            "__defaults": defaults,
+            "__stride": _stride,
+            "__fast": fast,
+            "__slow": slow,
+        }
+        exec(compile(source, f"<eager dispatch of {analysis.qualname}>", "exec"), namespace)
+        dispatch: Dispatch = namespace[name]
+        dispatch.__qualname__ = analysis.qualname
+        binder: KeyBinder = namespace["__bind"]
+        return binder, dispatch
+
+    # ------------------------------------------------------------------ binding
+    def bind(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, need_tensors: bool
+    ) -> tuple[dict[str, Any], dict[str, int], list[Any]]:
+        """Template arguments, ``T.const`` values and kernel arguments of a call.
+
+        Raises:
+            TypeError: the arguments do not fit the signature, a tensor is missing or
+                is not an array, a keyword names neither a parameter nor a T.const.
+            ValueError: tensors disagree on a ``T.const``.
+        """
+        analysis = self.analysis
+        qualname = analysis.qualname
+        parameters = self._python_signature.parameters
+        named = {k: v for k, v in kwargs.items() if k in parameters}
+        extra = {k: v for k, v in kwargs.items() if k not in parameters}
+        for name in extra:
+            if name not in analysis.consts:
+                symbols = (
+                    f" (its T.const symbols: {', '.join(analysis.consts)})"
+                    if analysis.consts
+                    else ""
+                )
+                raise TypeError(
+                    f"{qualname}() got an unexpected keyword argument {name!r}{symbols}"
+                )
+        try:
+            bound = self._python_signature.bind_partial(*args, **named)
+        except TypeError as exc:
+            raise TypeError(f"{qualname}: {exc}") from None
+        bound.apply_defaults()
+        values = bound.arguments
+        templates: dict[str, Any] = {}
+        for name in analysis.template_params:
+            if name not in values:
+                raise TypeError(f"{qualname}: missing a required argument: {name!r}")
+            value = values[name]
+            if _is_dtype_annotation(parameters[name].annotation):
+                from tl_ir.errors import UnknownDtypeError
+                from tl_ir.language import dtype as dtype_object
+
+                try:
+                    value = dtype_object(value)  # torch/numpy/str spellings: one dtype
+                except UnknownDtypeError as exc:
+                    raise TypeError(f"{qualname}: parameter {name!r}: {exc}") from None
+            templates[name] = value
+        dims: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        kernel_args: list[Any] = []
+        for param in analysis.kernel_params:
+            present = param.name in values
+            value = values.get(param.name)
+            if not present:
+                if need_tensors:
+                    raise TypeError(f"{qualname}: missing a required argument: {param.name!r}")
+                continue
+            kernel_args.append(value)
+            if param.kind == "scalar":
+                continue
+            found = array_dims(value)
+            if found is None:
+                if need_tensors:
+                    raise TypeError(
+                        f"{qualname}: parameter {param.name!r}: expected an array (numpy array, "
+                        f"torch tensor or any DLPack producer), got {describe(value)}"
+                    )
+                continue
+            dims[param.name] = found
+        consts = self._bind_consts(templates, extra, dims)
+        return templates, consts, kernel_args
+
+    def _const_bindings(self, templates: Mapping[str, Any]) -> dict[str, tuple[str, str, int]]:
+        analysis = self.analysis
+        if analysis.bindings is not None:
+            return {b.symbol: (b.param, b.where, b.axis) for b in analysis.bindings}
+        from tl_jit.keys import Unkeyable, canonical_value
+
+        try:
+            key = repr(canonical_value(dict(templates)))
+        except Unkeyable:
+            key = ""
+        if key not in self._bindings_by_template:
+            from tl_ir.eager import evaluate_bindings
+
+            self._bindings_by_template[key] = evaluate_bindings(self.func, analysis, templates)
+        return self._bindings_by_template[key]
+
+    def _bind_consts(
+        self,
+        templates: Mapping[str, Any],
+        extra: Mapping[str, Any],
+        dims: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]],
+    ) -> dict[str, int]:
+        analysis = self.analysis
+        qualname = analysis.qualname
+        if not analysis.consts:
+            return {}
+        bindings = self._const_bindings(templates)
+        unbound = [s for s in analysis.consts if s not in bindings]
+        if unbound:
+            from tl_ir.errors import KernelSyntaxError
+
+            raise KernelSyntaxError(
+                f"{qualname}: T.const {unbound[0]!r} is never a dim of a declared tensor shape "
+                "or strides by itself (it is unused, or used only inside expressions such as "
+                f"{unbound[0]} * 2); use it directly in a declaration, or declare the derived "
+                "size as its own T.const"
+            )
+        consts: dict[str, int] = {}
+        for symbol in analysis.consts:
+            param, where, axis = bindings[symbol]
+            if symbol in extra:
+                value = extra[symbol]
+                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise TypeError(
+                        f"{qualname}: T.const {symbol!r}: expected a positive int, got {value!r}"
+                    )
+                consts[symbol] = value
+                continue
+            if param not in dims:
+                raise TypeError(
+                    f"{qualname}: T.const {symbol!r} is read from {param}."
+                    f"{'shape' if where == 'shape' else 'strides'}[{axis}]: pass the tensor "
+                    f"{param!r} or {symbol}=<int>"
+                )
+            shape, strides = dims[param]
+            source = shape if where == "shape" else strides
+            if axis >= len(source):
+                raise ValueError(
+                    f"{qualname}: parameter {param!r}: expected {axis + 1} or more dims "
+                    f"(T.const {symbol!r} is its axis {axis}), got shape {list(shape)}"
+                )
+            consts[symbol] = int(source[axis])
+        self._check_agreement(consts, dims)
+        return consts
+
+    def _check_agreement(
+        self, consts: Mapping[str, int], dims: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]]
+    ) -> None:
+        """Every tensor whose declared shape names a ``T.const`` directly has that size."""
+        analysis = self.analysis
+        variables = {v: s for s, v in analysis.const_variables.items()}
+        for param in analysis.kernel_params:
+            if param.name not in dims:
+                continue
+            shape, strides = dims[param.name]
+            for where, node, actual in (
+                ("shape", param.shape, shape),
+                ("strides", param.strides, strides),
+            ):
+                if not isinstance(node, ast.List | ast.Tuple):
+                    continue
+                if len(node.elts) != len(actual):
+                    raise ValueError(
+                        f"{analysis.qualname}: parameter {param.name!r}: expected "
+                        f"{len(node.elts)} dims, got {where} {list(actual)}"
+                    )
+                for axis, element in enumerate(node.elts):
+                    if isinstance(element, ast.Name) and element.id in variables:
+                        symbol = variables[element.id]
+                        if actual[axis] != consts[symbol]:
+                            raise ValueError(
+                                f"{analysis.qualname}: parameter {param.name!r}: expected "
+                                f"{where}[{axis}] == {symbol} == {consts[symbol]} (T.const "
+                                f"{symbol!r} bound from an earlier tensor), got {where} "
+                                f"{list(actual)}"
+                            )
+
+    # ------------------------------------------------------------------ compiling
