@@ -152,6 +152,13 @@ def launcher_extension() -> ModuleType:
             except (ImportError, OSError, NativeBuildError):
                 pass  # e.g. a tvm-ffi of another ABI: build one for this machine below
         from tl_runtime.context import ensure_context_symbols, libtvm_ffi
+
+        built = _previously_built()
+        if built is not None:  # no Cython, compiler or lock needed to reuse it
+            ensure_context_symbols()
+            libtvm_ffi()
+            _extension = _import_extension(built)
+            return _extension
         from tl_runtime.native_build import (
             build_shared_library,
             cache_dir,
@@ -210,7 +217,47 @@ def launcher_extension() -> ModuleType:
             raise AdapterUnavailableError(f"building the Cython launcher failed: {exc}") from None
         libtvm_ffi()
         _extension = _import_extension(path)
+        _record_built(path)
         return _extension
+
+
+def _built_index() -> Path:
+    """The cache file naming the launcher built from this source for this tvm-ffi/Python."""
+    from tl_runtime.native_build import cache_dir
+
+    library = Path(libtvm_ffi_path())
+    stat = library.stat()
+    key = hashlib.sha256(
+        _PYX.read_bytes()
+        + sys.version.encode()
+        + f"{library}|{stat.st_size}|{stat.st_mtime_ns}".encode()
+    ).hexdigest()[:20]
+    return cache_dir() / f"{_MODULE_NAME}-built-{key}.txt"
+
+
+def _previously_built() -> Path | None:
+    """The launcher an earlier process built (intact, inside the cache), or None."""
+    from tl_runtime.native_build import cache_dir, cached_file_is_intact
+
+    try:
+        path = Path(_built_index().read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+    if path.parent != cache_dir() or not cached_file_is_intact(path):
+        return None
+    return path
+
+
+def _record_built(path: Path) -> None:
+    index = _built_index()
+    tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(str(path))
+        os.replace(tmp, index)
+    except OSError:
+        pass  # only a shortcut for the next process
 
 
 def launcher_specs(checker: ArgumentChecker) -> tuple[list[dict[str, Any]], int]:
