@@ -7,6 +7,7 @@ import ctypes
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +15,9 @@ import tvm
 from cpu_passes_testing import build_prepared_c
 from cpu_reference_kernels import tile_gemm_module
 
+import tl_ir.language as T
+import tl_runtime
+from tl_backend_api import build_artifact, create_backend_context, lower_to_sources
 from tl_codegen_cpu import build_llvm
 from tl_codegen_cpu.passes import C_MICROKERNEL_PRELUDE
 from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
@@ -119,3 +123,63 @@ def test_fp16_gemm_rounds_to_nearest_even_like_numpy(builder: object, tmp_path: 
             got[finite].astype(np.float16).view(np.uint16),
             want[finite].astype(np.float16).view(np.uint16),
         )
+
+
+def _convert_kernel(n: int, src: str, dst: str) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((n,), src), B: T.Tensor((n,), dst)):
+        with T.Kernel(n // 1024, threads=128) as bx:
+            for i in T.Parallel(1024):
+                B[bx * 1024 + i] = T.cast(A[bx * 1024 + i], dst)
+
+    return main
+
+
+def _run_kernel(func: Any, target: str, tmp_path: Path, *arrays: np.ndarray) -> None:
+    context = create_backend_context(target)
+    kernel = tl_runtime.load(build_artifact(context, func, tmp_path / target))
+    kernel(*arrays)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_fp32_to_fp16_rows_round_to_nearest_even(target: str, tmp_path: Path) -> None:
+    special = np.array(
+        [
+            0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan,
+            65504.0, 65519.0, 65520.0, -65520.0, 1e9,  # largest, below / at overflow
+            2049.0, 2051.0, 2050.0, 1.0 + 2.0**-11, 1.0 + 3 * 2.0**-11,  # ties to even
+            2.0**-24, 2.0**-25, 3 * 2.0**-26, 2.0**-26, 2.0**-15, 2.0**-14 - 2.0**-25,
+        ],
+        np.float32,
+    )  # fmt: skip
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(4096) * rng.choice([1e-6, 1e-3, 1, 1e3, 1e5], 4096)).astype(np.float32)
+    a[: special.size] = special
+    b = np.zeros(4096, np.float16)
+    if target == "c":
+        source = lower_to_sources(
+            create_backend_context("c"), _convert_kernel(4096, "float32", "float16")
+        )
+        assert "tl_cvt_f32_to_f16(" in source.files["kernel.c"]
+    _run_kernel(_convert_kernel(4096, "float32", "float16"), target, tmp_path, a, b)
+    with np.errstate(over="ignore"):
+        want = a.astype(np.float16)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(b), nan)
+    np.testing.assert_array_equal(b[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_fp16_to_fp32_rows_are_exact_for_every_bit_pattern(target: str, tmp_path: Path) -> None:
+    a = ALL_HALF_BITS.view(np.float16).copy()
+    b = np.zeros(a.size, np.float32)
+    if target == "c":
+        source = lower_to_sources(
+            create_backend_context("c"), _convert_kernel(a.size, "float16", "float32")
+        )
+        assert "tl_cvt_f16_to_f32(" in source.files["kernel.c"]
+    _run_kernel(_convert_kernel(a.size, "float16", "float32"), target, tmp_path, a, b)
+    want = a.astype(np.float32)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(b), nan)
+    np.testing.assert_array_equal(b[~nan].view(np.uint32), want[~nan].view(np.uint32))

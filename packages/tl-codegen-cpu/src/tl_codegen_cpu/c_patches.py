@@ -21,9 +21,9 @@ _MARKER_BEFORE_LOOP = re.compile(
 _LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MICROKERNEL_DECLARATION = re.compile(
-    r"^TVM_DLL int32_t tl_gemm_(?:f16_)?f32x\d+\(.*\);\n", re.MULTILINE
+    r"^TVM_DLL int32_t tl_(?:gemm_(?:f16_)?f32x\d+|cvt_\w+)\(.*\);\n", re.MULTILINE
 )
-_HALF_MICROKERNEL_CALL = re.compile(r"\btl_gemm_f16_f32x\d+\(")
+_HALF_CALL = re.compile(r"\btl_(?:gemm_f16_f32x\d+|cvt_f16_to_f32|cvt_f32_to_f16)\(")
 _ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
 _PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
 _LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
@@ -90,17 +90,17 @@ def insert_special_float_constants(source: str) -> str:
 
 
 def insert_microkernel_prelude(source: str) -> str:
-    """Add the C GEMM micro-kernel definitions when ``source`` calls them.
+    """Add the C GEMM micro-kernel (and fp16 conversion) definitions when ``source`` calls them.
 
     TVM declares every extern it calls as an exported ``TVM_DLL`` function;
     those declarations of ``tl_gemm_f32x*`` are removed and the static inline
     definitions (`tl_codegen_cpu.passes.C_MICROKERNEL_PRELUDE`) go after the includes.
     """
-    if "tl_gemm_" not in source:
+    if "tl_gemm_" not in source and "tl_cvt_" not in source:
         return source
     source = _MICROKERNEL_DECLARATION.sub("", source)
     prelude = C_MICROKERNEL_PRELUDE
-    if _HALF_MICROKERNEL_CALL.search(source):
+    if _HALF_CALL.search(source):
         prelude += C_HALF_GEMM_PRELUDE
     return _after_includes(source, prelude)
 

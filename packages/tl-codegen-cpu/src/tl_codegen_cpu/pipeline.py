@@ -16,6 +16,7 @@ from tvm import IRModule
 
 from tl_backend_api import StagedPipeline, pipeline_from_passes
 from tl_codegen_cpu.passes import (
+    CpuCallHalfConversionsPass,
     CpuForwardCopiesPass,
     CpuLegalizeIntrinsicsPass,
     CpuLocalizeTilesPass,
@@ -70,6 +71,7 @@ C_PREPARATION_PASSES: tuple[Pass, ...] = (StackBlockLocalsPass(), MarkParallelLo
 #: Target ``c``.
 C_PASSES: tuple[Pass, ...] = (
     *_common("c-vector-extension", split_vector_loops=False),
+    CpuCallHalfConversionsPass(),  # gcc converts fp16 one element at a time
     *C_PREPARATION_PASSES,
 )
 

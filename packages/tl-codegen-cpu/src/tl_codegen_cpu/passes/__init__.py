@@ -25,6 +25,7 @@ from tl_codegen_cpu.passes.gemm_microkernel import (
     choose_register_tile,
     emit_gemm_microkernel,
 )
+from tl_codegen_cpu.passes.half_conversions import CpuCallHalfConversionsPass
 from tl_codegen_cpu.passes.legalize_half_precision import LegalizeHalfPrecisionPass
 from tl_codegen_cpu.passes.legalize_intrinsics import CpuLegalizeIntrinsicsPass
 from tl_codegen_cpu.passes.localize_tiles import CpuLocalizeTilesPass
@@ -70,6 +71,7 @@ __all__ = [
     "STACK_BYTES_ATTR",
     "SUPPORTED_OPERAND_DTYPES",
     "BlockLocalsTooLargeError",
+    "CpuCallHalfConversionsPass",
     "CpuForwardCopiesPass",
     "CpuLegalizeIntrinsicsPass",
     "CpuLocalizeTilesPass",

@@ -1,10 +1,10 @@
 """Half-precision inputs on the C path: the CPU's own conversions in the GEMM micro-kernel.
 
 gcc 12 does not vectorize ``(float)`` of a ``_Float16``: a loop converting fp16
-elements to fp32 issues one scalar conversion per element (a software routine
-in libgcc where the CPU lacks AVX-512 FP16), and the TIR-loop micro-kernel
-then keeps its accumulators in memory. The fp16 GEMM on ``c`` ran about 100x
-slower than on ``llvm`` (benchmarks/fp16_gemm_cpu.py).
+elements to fp32 issues one scalar conversion per element (``vcvtph2ps`` /
+``vcvtsh2ss``), and the TIR-loop micro-kernel then keeps its accumulators in
+memory. The fp16 GEMM on ``c`` ran about 100x slower than on ``llvm``
+(benchmarks/fp16_gemm_cpu.py).
 
 `C_HALF_GEMM_PRELUDE` defines ``tl_gemm_f16_f32x{4,8,16}``: the
 vector-extension micro-kernel of `gemm_microkernel` (same arguments, fp32
@@ -16,6 +16,14 @@ AVX-512F's ``_mm512_cvtph_ps`` for 16 lanes, ``_cvtsh_ss`` for one element);
 without F16C an exact integer conversion (sign, exponent rebias, subnormals
 through an exact fp32 multiply, inf/NaN kept).
 
+`cpu-call-half-conversions` (`c` only) turns every loop that only converts
+a contiguous row between fp16 and fp32 (``dst[i] = float(src[i])`` or
+``dst[i] = half(src[i])``: the widening of GEMM operands, fp32 results stored
+as fp16) into a call of ``tl_cvt_f16_to_f32`` / ``tl_cvt_f32_to_f16``, which
+convert 16 (AVX-512F) or 8 (F16C) elements per instruction; the narrowing
+rounds to nearest even (``_MM_FROUND_TO_NEAREST_INT``), as gcc's scalar
+conversion and numpy do.
+
 Widening fp16 to fp32 is exact, so results are bit-identical to the scalar
 path; rounding back to fp16 (round to nearest even) happens where the kernel
 stores fp16, unchanged. bf16 tiles keep the TIR loops: TVM's C path stores
@@ -23,6 +31,15 @@ block-local bf16 arrays as fp32 already (its bf16 legalization).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The half-precision input formats the C micro-kernel takes: dtype -> name infix.
 C_HALF_GEMM_DTYPES: dict[str, str] = {"float16": "f16"}
@@ -83,6 +100,39 @@ static inline __attribute__((always_inline)) tl_f32x16 tl_f16_to_f32x16(const ui
 #endif
   return out;
 }
+static inline __attribute__((always_inline)) int32_t tl_cvt_f16_to_f32(
+    const void* src, float* dst, int32_t n) {
+  const uint16_t* s = (const uint16_t*)src;
+  int32_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(s + i))));
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
+#endif
+  for (; i < n; ++i) dst[i] = tl_f16_to_f32(s[i]);
+  return 0;
+}
+static inline __attribute__((always_inline)) int32_t tl_cvt_f32_to_f16(
+    const float* src, void* dst, int32_t n) {
+  uint16_t* d = (uint16_t*)dst;
+  int32_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256((__m256i*)(d + i),
+        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i*)(d + i),
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+  for (; i < n; ++i) {
+    _Float16 h = (_Float16)src[i]; /* gcc: round to nearest even */
+    memcpy(d + i, &h, 2);
+  }
+  return 0;
+}
 #define TL_GEMM_HALF(KIND, LANES)                                                   \
 static inline __attribute__((always_inline)) int32_t tl_gemm_##KIND##_f32x##LANES(  \
     int32_t rows, int32_t vectors, int32_t k, const void* a_data,                   \
@@ -90,6 +140,19 @@ static inline __attribute__((always_inline)) int32_t tl_gemm_##KIND##_f32x##LANE
     int32_t b_k_stride, float* c, int32_t c_row_stride) {                           \
   const uint16_t* a = (const uint16_t*)a_data;                                      \
   const uint16_t* b = (const uint16_t*)b_data;                                      \
+  /* A's rows widened once per call (8 lanes at a time when contiguous), so the    \
+     k loop broadcasts fp32 from memory as the fp32 kernel does. */                 \
+  float a32[TL_GEMM_MAX_ROWS][k];                                                   \
+  for (int32_t r = 0; r < rows; ++r) {                                              \
+    int32_t kk = 0;                                                                 \
+    if (a_k_stride == 1)                                                            \
+      for (; kk + 8 <= k; kk += 8) {                                                \
+        tl_f32x8 w = tl_f16_to_f32x8(a + r * a_row_stride + kk);                    \
+        memcpy(&a32[r][kk], &w, sizeof w);                                          \
+      }                                                                             \
+    for (; kk < k; ++kk)                                                            \
+      a32[r][kk] = tl_f16_to_f32(a[r * a_row_stride + kk * a_k_stride]);            \
+  }                                                                                 \
   tl_f32x##LANES acc[TL_GEMM_MAX_ROWS][TL_GEMM_MAX_VECTORS];                        \
   _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r)                      \
     _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                  \
@@ -99,7 +162,7 @@ static inline __attribute__((always_inline)) int32_t tl_gemm_##KIND##_f32x##LANE
     _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                  \
       bv[v] = tl_##KIND##_to_f32x##LANES(b + kk * b_k_stride + v * LANES);         \
     _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r) {                  \
-      const float av = tl_##KIND##_to_f32(a[r * a_row_stride + kk * a_k_stride]);  \
+      const float av = a32[r][kk];                                                 \
       _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                \
         acc[r][v] += av * bv[v];                                                   \
     }                                                                              \
@@ -114,4 +177,103 @@ TL_GEMM_HALF(f16, 8)
 TL_GEMM_HALF(f16, 16)
 """
 """C definitions inserted after `gemm_microkernel.C_MICROKERNEL_PRELUDE` (they use its
-``tl_f32x<lanes>`` types and limits) when the source calls a half-input micro-kernel."""
+``tl_f32x<lanes>`` types and limits) when the source calls a half-input micro-kernel
+or a ``tl_cvt_*`` conversion."""
+
+#: (source dtype, destination dtype) -> the C function converting a contiguous row.
+ROW_CONVERSIONS: dict[tuple[str, str], str] = {
+    ("float16", "float32"): "tl_cvt_f16_to_f32",
+    ("float32", "float16"): "tl_cvt_f32_to_f16",
+}
+
+#: Rows shorter than this stay loops (a call does not pay for itself).
+_MIN_ROW = 8
+
+
+def _row_start(indices: Any, var: Any) -> list[Any] | None:
+    """``indices`` with the loop Var at 0 when only the last index moves with it, by 1."""
+    *outer, last = list(indices)
+    if any(uses_var(i, var) for i in outer):
+        return None
+    if isinstance(last, tvm.ir.Var) and last.same_as(var):
+        base: Any = tirx.const(0, "int32")
+    elif isinstance(last, tirx.Add) and isinstance(last.b, tvm.ir.Var) and last.b.same_as(var):
+        base = last.a
+    elif isinstance(last, tirx.Add) and isinstance(last.a, tvm.ir.Var) and last.a.same_as(var):
+        base = last.b
+    else:
+        return None
+    return None if uses_var(base, var) else [*outer, base]
+
+
+def uses_var(expr: Any, var: Any) -> bool:
+    """Whether ``expr`` refers to ``var``."""
+    found = False
+
+    def visit(v: Any) -> None:
+        nonlocal found
+        if v.same_as(var):
+            found = True
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.Var, visit), order="post")
+    return found
+
+
+def conversion_call(loop: Any) -> Any | None:
+    """The ``tl_cvt_*`` call replacing ``loop``, or None when it is not a contiguous
+    fp16 <-> fp32 conversion of one row starting at the loop's minimum."""
+    store = loop.body
+    if not isinstance(store, tirx.BufferStore) or not isinstance(store.value, tirx.Cast):
+        return None
+    load = store.value.value
+    if not isinstance(load, tvm.ir.TensorLoad):
+        return None
+    name = ROW_CONVERSIONS.get((str(load.source.dtype), str(store.buffer.dtype)))
+    extent = loop.extent
+    if name is None or not isinstance(extent, tirx.IntImm) or int(extent.value) < _MIN_ROW:
+        return None
+    if load.source.strides or store.buffer.strides or not _is_zero(loop.min):
+        return None
+    src, dst = _row_start(load.indices, loop.loop_var), _row_start(store.indices, loop.loop_var)
+    if src is None or dst is None:
+        return None
+    # Access pointers carry the row's extent: TVM sizes block-local arrays by the
+    # regions their accesses cover (an address_of covers one element).
+    return tirx.Evaluate(
+        tirx.call_extern(
+            "int32",
+            name,
+            load.source.access_ptr("r", offset=_flat(load.source, src), extent=extent),
+            store.buffer.access_ptr("w", offset=_flat(store.buffer, dst), extent=extent),
+            extent,
+        )
+    )
+
+
+def _flat(buffer: Any, indices: list[Any]) -> Any:
+    offset: Any = None
+    for extent, index in zip(buffer.shape, indices, strict=True):
+        offset = index if offset is None else offset * extent + index
+    return offset
+
+
+def _is_zero(value: Any) -> bool:
+    return isinstance(value, tirx.IntImm) and int(value.value) == 0
+
+
+@dataclass(frozen=True)
+class CpuCallHalfConversionsPass(PrimFuncPass):
+    """Row conversions between fp16 and fp32 become ``tl_cvt_*`` calls (``c`` only;
+    see the module docstring)."""
+
+    name: ClassVar[str] = "cpu-call-half-conversions"
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its contiguous fp16 <-> fp32 row loops replaced by calls."""
+
+        def rewrite(loop: Any) -> Any:
+            call = conversion_call(loop)
+            return loop if call is None else call
+
+        result: tirx.Stmt = tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
+        return result

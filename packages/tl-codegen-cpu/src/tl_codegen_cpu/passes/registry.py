@@ -25,6 +25,7 @@ CPU_PASS_REGISTRY = PassRegistry(
         "legalize-half-precision": _cpu("legalize_half_precision", "LegalizeHalfPrecisionPass"),
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
+        "cpu-call-half-conversions": _cpu("half_conversions", "CpuCallHalfConversionsPass"),
         "stack-block-locals": _cpu("stack_block_locals", "StackBlockLocalsPass"),
         "mark-parallel-loops": _cpu("mark_parallel_loops", "MarkParallelLoopsPass"),
     }
