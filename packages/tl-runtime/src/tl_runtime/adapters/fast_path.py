@@ -85,6 +85,8 @@ def build_fast_path(
     # new array with more elements, or a written array overlapping another, goes slow.
     limit = max_elements(checker.manifest)
     aliasing = checker._check_aliasing
+    if aliasing:
+        lines.extend(_combination_lines(checker, namespace))
     for i in caller:
         spec = params[i]
         if spec.kind == "scalar":
@@ -154,9 +156,26 @@ def _scalar_lines(i: int, spec: ParamSpec, namespace: dict[str, Any]) -> list[st
     return ["    return slow(args)"]
 
 
+def _caller_tensors(checker: ArgumentChecker) -> list[int]:
+    return [i for i in checker.caller_params if checker.params[i].kind == "tensor"]
+
+
+def _combination_lines(checker: ArgumentChecker, namespace: dict[str, Any]) -> list[str]:
+    """Kernels that write a caller array: the last arrays are cached as one combination.
+
+    ``state[0]`` holds the (array, view) pair of every caller tensor of the last call whose
+    combination passed the overlap check, stored in one go (atomic under the GIL), so
+    a call whose arrays all hit the cache is a combination already checked; a call with
+    any new array sets ``fresh`` and checks the overlap before caching its combination.
+    """
+    tensors = _caller_tensors(checker)
+    namespace["state"] = [((None, None),) * len(tensors)]
+    return ["    fresh = False", f"    {', '.join(f'c{i}' for i in tensors)}, = state[0]"]
+
+
 def _overlap_lines(checker: ArgumentChecker) -> list[str]:
     """A written caller tensor sharing a byte with another caller tensor goes slow."""
-    tensors = [i for i in checker.caller_params if checker.params[i].kind == "tensor"]
+    tensors = _caller_tensors(checker)
     pairs = [
         f"l{w} < h{o} and l{o} < h{w}"
         for w in tensors
@@ -164,7 +183,19 @@ def _overlap_lines(checker: ArgumentChecker) -> list[str]:
         for o in tensors
         if o != w and not (checker.params[o].written and o < w)  # each pair once
     ]
-    return [f"    if {' or '.join(pairs)}:", "        return slow(args)"]
+    ranges = [
+        line
+        for i in tensors
+        for line in (f"        l{i} = v{i}.data_ptr()", f"        h{i} = l{i} + a{i}.nbytes")
+    ]
+    pairs_cached = ", ".join(f"(a{i}, v{i})" for i in tensors)
+    return [
+        "    if fresh:",
+        *ranges,
+        f"        if {' or '.join(pairs)}:",
+        "            return slow(args)",
+        f"        state[0] = ({pairs_cached},)",
+    ]
 
 
 def _output_limit_lines(k: int, checker: ArgumentChecker, limit: int) -> list[str]:
@@ -220,9 +251,9 @@ def _tensor_lines(
                 out.append(f"    sym_{dim} = s{i}[{axis}]")
                 bound.add(dim)
     out += [
-        f"    c{i} = last[{i}]",
+        *([] if aliasing else [f"    c{i} = last[{i}]"]),  # aliasing: unpacked from state
         f"    if a{i} is c{i}[0]:",
-        f"        _, v{i}, l{i}, h{i} = c{i}" if aliasing else f"        v{i} = c{i}[1]",
+        f"        v{i} = c{i}[1]",
         "    else:",
         # Zero-size arrays carry zero strides in numpy: the full path re-views them.
         f"        if not a{i}.size:",
@@ -235,12 +266,6 @@ def _tensor_lines(
         "        except Exception:",  # also read-only arrays: the full path copies them
         "            return slow(args)",
     ]
-    if aliasing:  # the byte range, cached with the view (the array's memory cannot move)
-        out += [
-            f"        l{i} = v{i}.data_ptr()",
-            f"        h{i} = l{i} + a{i}.nbytes",
-            f"        last[{i}] = (a{i}, v{i}, l{i}, h{i})",
-        ]
-    else:
-        out.append(f"        last[{i}] = (a{i}, v{i})")
+    # Aliasing kernels cache the whole combination once its overlap check passed.
+    out.append("        fresh = True" if aliasing else f"        last[{i}] = (a{i}, v{i})")
     return out
