@@ -18,30 +18,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
         tl_ir.UnsupportedError,
         "language_pipeline.py:40: T.Pipelined(order=...) is not supported",
     ),
-    ("language_copy.tilelang_copy_oob_safe_value", "c"): (
-        tl_ir.UnsupportedError,
-        "language_copy.py:41: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-    ),
-    ("language_copy.tilelang_copy_oob_safe_value", "llvm"): (
-        tl_ir.UnsupportedError,
-        "language_copy.py:41: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-    ),
-    ("language_copy.tilelang_copy_oob_safe_value", "cuda-nvcc"): (
-        tl_ir.UnsupportedError,
-        "language_copy.py:41: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-    ),
-    ("language_copy.tilelang_elementwise_copy_oob_safe_value", "c"): (
-        tl_ir.UnsupportedError,
-        "language_copy.py:57: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-    ),
-    ("language_copy.tilelang_elementwise_copy_oob_safe_value", "llvm"): (
-        tl_ir.UnsupportedError,
-        "language_copy.py:57: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-    ),
-    ("language_copy.tilelang_elementwise_copy_oob_safe_value", "cuda-nvcc"): (
-        tl_ir.UnsupportedError,
-        "language_copy.py:57: T.annotate_safe_value: safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-    ),
     ("language_parallel.parallel_elementwise_dynamic", "c"): (
         tl_ir.KernelTypeError,
         "language_parallel.py:34: T.Parallel(*extents): extent 0 must be a compile-time constant (the loop is distributed over a tile), got the run-time value span; use ",

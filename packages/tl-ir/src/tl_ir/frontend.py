@@ -55,6 +55,7 @@ class ParseState:
         persistent: ``T.Persistent`` loops to rewrite after parsing, keyed by the
             first coordinate Var.
         reducers: ``T.alloc_reducer`` buffers and their combine (``sum``...).
+        safe_values: ``T.annotate_safe_value`` pairs (buffer, value read outside it).
     """
 
     symbolic: dict[str, Any] = field(default_factory=dict)
@@ -69,6 +70,7 @@ class ParseState:
     swizzle_panel: int | None = None
     persistent: dict[Any, Any] = field(default_factory=dict)
     reducers: dict[Any, str] = field(default_factory=dict)
+    safe_values: list[tuple[Any, Any]] = field(default_factory=list)
 
 
 class _Local(threading.local):

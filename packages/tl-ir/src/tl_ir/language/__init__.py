@@ -108,6 +108,7 @@ from tl_ir.language._reducers import (
     reducer_init,
     reducer_update,
 )
+from tl_ir.language._safe_values import annotate_safe_value
 from tl_ir.language._tile_ops import (
     atomic_add,
     atomic_max,
@@ -286,6 +287,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "floormod",
     "print",
     "annotate_layout",
+    "annotate_safe_value",
     "use_swizzle",
     "annotate_l2_hit_ratio",
     "annotate_min_blocks_per_sm",

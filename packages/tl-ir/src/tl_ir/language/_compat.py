@@ -166,10 +166,6 @@ _REASONS: list[tuple[str, str]] = [
     ("let-bound value queries are not supported", "has_let_value get_let_value"),
     ("injecting C source into a kernel is not supported", "import_source"),
     (
-        "safe values for out-of-bounds tile reads are not supported yet (they read zeros)",
-        "annotate_safe_value",
-    ),
-    (
         "TileLang's eager @T.jit front end is not supported (the eager style is tl_jit.jit)",
         "JITFunc Ref annotate_compile_flags annotate_pass_configs",
     ),

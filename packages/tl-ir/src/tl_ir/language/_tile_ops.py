@@ -34,6 +34,7 @@ from tl_ir.language._operands import (
     tile_of,
     tile_operand,
 )
+from tl_ir.language._safe_values import safe_copy, safe_value_of
 from tl_ir.ops import Region
 
 __all__ = [
@@ -75,6 +76,9 @@ def copy(
     ``annotations`` and ``loop_layout`` are TileLang's instruction-selection hints:
     checked, then left to the target (they never change the copied values).
 
+    A source buffer given a value by ``T.annotate_safe_value`` reads that value where
+    the tile lies outside it (the copy is then an element-parallel loop).
+
     Raises:
         KernelTypeError: an operand is not a buffer, region or element access.
         ShapeMismatchError: the two tiles cannot have the same extents.
@@ -95,6 +99,9 @@ def copy(
         d = anchor(d, s.extents, _ops.ACCESS_WRITE, "T.copy(src, dst)")
     assert isinstance(s, Region) and isinstance(d, Region)
     check_same_tile(s, d, "T.copy(src, dst)")
+    safe_value = safe_value_of(s.buffer)
+    if safe_value is not None:
+        return safe_copy(s, d, safe_value)
     return emit_tile_op("tl.copy", s, d)
 
 
