@@ -28,6 +28,7 @@ from tl_runtime.errors import (
     HashMismatchError,
     NativeBuildError,
     SchemaVersionError,
+    StackBudgetError,
 )
 from tl_runtime.kernel import Kernel, load
 from tl_runtime.manifest import (
@@ -87,6 +88,7 @@ __all__ = [
     "ParamSpec",
     "PreparedCall",
     "SchemaVersionError",
+    "StackBudgetError",
     "TensorView",
     "adapter_availability",
     "adapter_keys",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,11 @@ def ensure_context_symbols() -> ContextStatus:
                 for sym, impl in _SYMBOLS
             }
             helper.tl_rt_set_num_threads.argtypes = [ctypes.c_int]
+            helper.tl_rt_require_stack.argtypes = [ctypes.c_size_t]
+            helper.tl_rt_require_stack.restype = None
+            for name in ("tl_rt_stack_left", "tl_rt_default_stack_bytes", "tl_rt_team_stack_bytes"):
+                getattr(helper, name).argtypes = []
+                getattr(helper, name).restype = ctypes.c_size_t
             _helper = helper
             status = ContextStatus(path, True, bool(helper.tl_rt_uses_openmp()), "")
         for name in _FFI_FORWARDS:
@@ -185,3 +191,52 @@ def last_launch_threads() -> int:
     """Return how many threads ran the most recent parallel launch (0 if none yet)."""
     ensure_context_symbols()
     return 0 if _helper is None else int(_helper.tl_rt_last_launch_threads())
+
+
+def stack_left_function() -> Callable[[], int] | None:
+    """Return a function giving the bytes of stack left on the calling thread, or None.
+
+    None when the C helper is unavailable (the figure cannot be read from Python). The
+    function returns 0 where the thread's stack bounds are unknown.
+    """
+    ensure_context_symbols()
+    if _helper is None:
+        return None
+    function: Callable[[], int] = _helper.tl_rt_stack_left
+    return function
+
+
+def default_thread_stack_bytes() -> int | None:
+    """Return the stack size new threads get by default (glibc's, from ``ulimit -s``).
+
+    None when the C helper is unavailable.
+    """
+    ensure_context_symbols()
+    return None if _helper is None else int(_helper.tl_rt_default_stack_bytes()) or None
+
+
+def require_team_stack(nbytes: int) -> None:
+    """Give the helper's pthread team threads stacks of at least ``nbytes`` (never less).
+
+    A no-op when the C helper is unavailable (then no team runs at all).
+
+    Raises:
+        ValueError: ``nbytes`` is not an int >= 0.
+    """
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+        raise ValueError(f"require_team_stack: nbytes: expected an int >= 0, got {nbytes!r}")
+    ensure_context_symbols()
+    if _helper is not None:
+        _helper.tl_rt_require_stack(nbytes)
+
+
+def team_stack_bytes() -> int:
+    """Return the stack size the helper's pthread team threads get (0: the default)."""
+    ensure_context_symbols()
+    return 0 if _helper is None else int(_helper.tl_rt_team_stack_bytes())
+
+
+def is_forked_child() -> bool:
+    """Return whether this process was forked after the helper loaded (OpenMP teams of one)."""
+    ensure_context_symbols()
+    return _helper is not None and bool(_helper.tl_rt_is_forked_child())

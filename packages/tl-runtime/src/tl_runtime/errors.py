@@ -21,3 +21,8 @@ class AdapterUnavailableError(RuntimeError):
 
 class NativeBuildError(RuntimeError):
     """Building a native helper (context-symbol helper, Cython launcher) failed."""
+
+
+class StackBudgetError(RuntimeError):
+    """A kernel's block-local stack arrays do not fit on the stacks of the threads that
+    would run it (the message names the kernel, the need, the limit and what to set)."""

@@ -23,16 +23,19 @@ class Kernel:
         from tl_runtime.adapters import get_adapter
         from tl_runtime.checking import ArgumentChecker
         from tl_runtime.load_paths import load_directory
+        from tl_runtime.stack_budget import check_worker_stacks, guard_calling_thread_stack
 
         self.manifest = manifest
         self.directory = directory
         self.adapter = adapter
         # The artifact says which memory its kernel reads (manifest argument_device_types).
         self._checker = ArgumentChecker(manifest, manifest.argument_device_types)
+        # A block's stack arrays must fit the threads that run it: a short stack is SIGSEGV.
+        check_worker_stacks(manifest)
         # Code is loaded from a path that names its content: dlopen caches by path.
         code_directory = load_directory(directory, manifest)
         self._impl = get_adapter(adapter)(manifest, code_directory, self._checker)
-        self._call = self._impl.make_call()
+        self._call = guard_calling_thread_stack(manifest, self._impl.make_call())
         # Calls go straight to the adapter's call path: a per-kernel subclass holds it as
         # a staticmethod ``__call__``, which saves a Python frame on every launch.
         self.__class__ = type(
@@ -114,6 +117,8 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
         AdapterUnavailableError: the adapter is not installed (the message lists the
             installed ones), fails to load, or cannot run here (says why).
         TypeError: ``adapter`` is neither None nor a str.
+        StackBudgetError: the kernel's block-local stack arrays (manifest ``stack_bytes``)
+            do not fit the OpenMP worker threads' stacks (``OMP_STACKSIZE``).
     """
     from tl_runtime.adapters import get_adapter
 

@@ -23,6 +23,9 @@ typedef struct { void* sync_handle; int32_t num_task; } TLParallelGroupEnv;
 typedef int (*TLParallelLambda)(int task_id, TLParallelGroupEnv* penv, void* cdata);
 
 static int g_num_threads = 0;
+/* The stack size of the helper's pthread team threads (0: the process default). Raised by
+ * tl_rt_require_stack to what the loaded kernels declare (manifest stack_bytes). */
+static volatile size_t g_team_stack_bytes = 0;
 static volatile int g_last_launch_threads = 0;
 static volatile int g_forked_child = 0;
 
@@ -39,6 +42,44 @@ static void tl_rt_mark_forked_child(void) {
    * built without OpenMP). */
   void (*set_threads)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
   if (set_threads) set_threads(1);
+}
+
+/* Make the helper's pthread team threads' stacks at least nbytes (never lowers them). */
+void tl_rt_require_stack(size_t nbytes) {
+  if (nbytes > g_team_stack_bytes) g_team_stack_bytes = nbytes;
+}
+size_t tl_rt_team_stack_bytes(void) { return g_team_stack_bytes; }
+
+/* The stack size new threads get when nobody sets one (OpenMP workers without
+ * OMP_STACKSIZE among them): glibc derives it from RLIMIT_STACK at start-up. */
+size_t tl_rt_default_stack_bytes(void) {
+  pthread_attr_t attr;
+  size_t size = 0;
+  if (pthread_getattr_default_np(&attr) != 0) return 0;
+  if (pthread_attr_getstacksize(&attr, &size) != 0) size = 0;
+  pthread_attr_destroy(&attr);
+  return size;
+}
+
+/* The lowest usable address of the calling thread's stack, found once per thread. */
+static __thread char* t_stack_low = NULL;
+
+/* Bytes of stack left below the caller's frame on the calling thread (0 when unknown).
+ * For the main thread glibc reports the stack RLIMIT_STACK allows it to grow to. */
+size_t tl_rt_stack_left(void) {
+  char here;
+  if (!t_stack_low) {
+    pthread_attr_t attr;
+    void* low = NULL;
+    size_t size = 0, guard = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+    if (pthread_attr_getstack(&attr, &low, &size) != 0) low = NULL;
+    if (pthread_attr_getguardsize(&attr, &guard) != 0) guard = 0;
+    pthread_attr_destroy(&attr);
+    if (!low) return 0;
+    t_stack_low = (char*)low + guard;
+  }
+  return &here > t_stack_low ? (size_t)(&here - t_stack_low) : 0;
 }
 
 __attribute__((constructor)) static void tl_rt_install_fork_handler(void) {
@@ -73,10 +114,21 @@ static int tl_rt_pthread_launch(TLParallelLambda flambda, void* cdata, int n) {
     tasks[i].flambda = flambda; tasks[i].cdata = cdata; tasks[i].task_id = i;
     tasks[i].env.sync_handle = &barrier; tasks[i].env.num_task = n;
   }
+  pthread_attr_t attr;
+  pthread_attr_t* attr_ptr = NULL;
+  size_t stack_bytes = g_team_stack_bytes;
+  if (stack_bytes > 0 && pthread_attr_init(&attr) == 0) {
+    size_t current = 0;
+    attr_ptr = &attr;
+    /* never below the default: only kernels that need more change anything */
+    if (pthread_attr_getstacksize(&attr, &current) == 0 && current < stack_bytes)
+      pthread_attr_setstacksize(&attr, stack_bytes);
+  }
   for (i = 1; i < n; ++i) {
-    if (pthread_create(&threads[i], NULL, tl_rt_run_task, &tasks[i]) != 0) break;
+    if (pthread_create(&threads[i], attr_ptr, tl_rt_run_task, &tasks[i]) != 0) break;
     ++started;
   }
+  if (attr_ptr) pthread_attr_destroy(attr_ptr);
   if (started != n) {
     /* could not start the whole team: a barrier would deadlock, so refuse */
     for (i = 1; i < started; ++i) pthread_join(threads[i], NULL);
