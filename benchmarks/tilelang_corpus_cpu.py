@@ -47,6 +47,14 @@ SIZES: dict[str, dict[str, Any] | None] = {
     "cpu_tgemm.matmul-f32-nn": _GEMM_1024,
     "cpu_tgemm.matmul-f32-tt": _GEMM_1024,
     "language_pipeline.blocksparse_matmul": _GEMM_1024,
+    "language_all_of.blocksparse_matmul_global": _GEMM_1024,
+    "example_gemv.naive_gemv": {"N": 8192, "K": 4096},
+    "example_gemv.naive_splitk_gemv": {"N": 8192, "K": 4096},
+    "example_gemv.splitk_gemv": {"N": 8192, "K": 4096},
+    "example_gemv.splitk_gemv_vectorized": {"N": 8192, "K": 4096},
+    "kernel_gemv_simt.gemv_simt": {"N": 8192, "K": 4096},
+    "language_mask_op.tilelang_copy_mask_parallel": {"M": 2048, "N": 2048},
+    "language_mask_op.tilelang_copy_mask_copy": {"M": 2048, "N": 2048},
     "language_clear.matmul": _GEMM_1024,
     "language_scan.cumsum_smem_test-dim0": {"M": 2048, "N": 2048, "block_M": 32, "block_N": 32},
     "language_scan.cumsum_fragment_test-dim1-reverse": {
@@ -136,19 +144,19 @@ def _numpy_formulations() -> dict[str, Callable[..., Any]]:
         bm, bn, bk = a["block_M"], a["block_N"], a["block_K"]
         x32, y32 = x.astype(f32), y.astype(f32)
         out = np.zeros((a["M"], a["N"]), f32)
+        tiles = out.reshape(mask.shape[0], bm, mask.shape[1], bn)
         for k in range(mask.shape[2]):
-            tile_mask = np.repeat(np.repeat(mask[:, :, k], bm, 0), bn, 1)
-            out += np.where(
-                tile_mask, x32[:, k * bk : (k + 1) * bk] @ y32[k * bk : (k + 1) * bk], 0
-            )
+            product = x32[:, k * bk : (k + 1) * bk] @ y32[k * bk : (k + 1) * bk]
+            tiles += product.reshape(tiles.shape) * mask[:, None, :, None, k]
         return out.astype(np.float16)
 
     def blocked_cumsum(a: dict[str, Any], x: Any) -> Any:
-        dim = a.get("dim", 0)
-        bm, bn = a["block_M"], a["block_N"]
+        # Only the blocks along the scanned dim matter.
         m, n = x.shape
-        tiles = x.reshape(m // bm, bm, n // bn, bn)
-        axis = 1 if dim == 0 else 3
+        if a.get("dim", 0) == 0:
+            tiles, axis = x.reshape(m // a["block_M"], a["block_M"], n), 1
+        else:
+            tiles, axis = x.reshape(m, n // a["block_N"], a["block_N"]), 2
         if a.get("reverse"):
             return np.flip(np.cumsum(np.flip(tiles, axis), axis), axis).reshape(m, n)
         return np.cumsum(tiles, axis).reshape(m, n)
