@@ -30,6 +30,7 @@ from tl_codegen_cpu.passes import (
     MarkParallelLoopsPass,
     StackBlockLocalsPass,
 )
+from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_passes import (
     LowerAllocVarPass,
     LowerPipelinedLoopsPass,
@@ -49,6 +50,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         LowerAllocVarPass(),
         CpuLowerLaunchPass(),
         CpuForwardCopiesPass(),
+        CpuInterchangeReductionsPass(),
         CpuLowerTileOpsPass(gemm_style=gemm_style),
         CpuLowerParallelLoopsPass(),
         *split,

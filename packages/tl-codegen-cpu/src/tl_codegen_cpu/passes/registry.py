@@ -18,6 +18,9 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-reject-gpu-ops": _cpu("reject_gpu_ops", "CpuRejectGpuOpsPass"),
         "cpu-lower-launch": _cpu("lower_launch", "CpuLowerLaunchPass"),
         "cpu-forward-copies": _cpu("forward_copies", "CpuForwardCopiesPass"),
+        "cpu-interchange-reductions": _cpu(
+            "interchange_reductions", "CpuInterchangeReductionsPass"
+        ),
         "cpu-lower-tile-ops": _cpu("lower_tile_ops", "CpuLowerTileOpsPass"),
         "cpu-lower-parallel-loops": _cpu("lower_parallel_loops", "CpuLowerParallelLoopsPass"),
         "cpu-split-vector-loops": _cpu("split_vector_loops", "CpuSplitVectorLoopsPass"),
