@@ -6,18 +6,6 @@ import tl_backend_api
 import tl_ir
 
 EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
-    ("language_pipeline.matmul-order-stage", "c"): (
-        tl_ir.UnsupportedError,
-        "language_pipeline.py:40: T.Pipelined(order=...) is not supported",
-    ),
-    ("language_pipeline.matmul-order-stage", "llvm"): (
-        tl_ir.UnsupportedError,
-        "language_pipeline.py:40: T.Pipelined(order=...) is not supported",
-    ),
-    ("language_pipeline.matmul-order-stage", "cuda-nvcc"): (
-        tl_ir.UnsupportedError,
-        "language_pipeline.py:40: T.Pipelined(order=...) is not supported",
-    ),
     ("language_parallel.parallel_elementwise_dynamic", "c"): (
         tl_ir.KernelTypeError,
         "language_parallel.py:34: T.Parallel(*extents): extent 0 must be a compile-time constant (the loop is distributed over a tile), got the run-time value span; use ",

@@ -81,8 +81,8 @@ def test_bad_kernel_arguments_are_type_errors():
         T.Kernel(1, threads=(1, 2, 3, 4))
     with pytest.raises(tl_ir.KernelTypeError, match="num_stages"):
         T.Pipelined(4, num_stages=-1)
-    with pytest.raises(tl_ir.UnsupportedError, match="order"):
-        T.Pipelined(4, num_stages=2, order=[0, 1])
+    with pytest.raises(tl_ir.KernelTypeError, match="2 order entries and 1 stage entries"):
+        T.Pipelined(4, num_stages=2, order=[0, 1], stage=[0])
     with pytest.raises(tl_ir.KernelTypeError, match="identifier"):
         T.symbolic("not a name")
     with pytest.raises(tl_ir.UnknownDtypeError):

@@ -11,7 +11,7 @@ from typing import Any
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
+from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
 from tl_ir.launch import NUM_STAGES_KEY as _NUM_STAGES_KEY
@@ -71,6 +71,20 @@ def Parallel(*extents: Any) -> Any:
     return frame
 
 
+def _int_list(value: Any, where: str) -> list[int]:
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(v, int) and not isinstance(v, _builtins.bool) for v in value
+    ):
+        raise KernelTypeError(f"{where}: expected a list of ints, got {value!r}")
+    return list(value)
+
+
+def _int_lists(value: Any, where: str) -> list[list[int]]:
+    if not isinstance(value, list | tuple):
+        raise KernelTypeError(f"{where}: expected a list of lists of ints, got {value!r}")
+    return [_int_list(v, where) for v in value]
+
+
 def Pipelined(
     start: Any,
     stop: Any = None,
@@ -79,21 +93,43 @@ def Pipelined(
     stage: Any = None,
     sync: Any = None,
     group: Any = None,
+    annotations: dict[str, Any] | None = None,
 ) -> Any:
     """``for k in T.Pipelined(n, num_stages=s)``: a loop software-pipelined over ``s``
     stages (copies of later iterations overlap compute of the current one).
 
+    ``order``/``stage`` (one entry per scheduled statement of the body), ``sync`` and
+    ``group`` are TileLang's manual pipeline schedule. They are checked and are
+    scheduling hints here: the body runs in program order, which is a legal schedule of
+    any pipeline, so results are the same. Without ``num_stages`` the depth is
+    ``max(stage) + 1`` as in TileLang (targets that pipeline use it). ``annotations``
+    is checked and has no effect.
+
     Raises:
-        KernelTypeError: ``num_stages`` is not a non-negative int.
-        UnsupportedError: ``order``/``stage``/``sync``/``group`` are given.
+        KernelTypeError: ``num_stages`` is not a non-negative int; ``order``/``stage``
+            are not lists of ints of the same length; ``sync``/``group`` are not lists
+            of lists of ints; ``annotations`` is not a dict.
     """
     if isinstance(num_stages, _builtins.bool) or not isinstance(num_stages, int) or num_stages < 0:
         raise KernelTypeError(
             f"T.Pipelined(num_stages=...): expected a non-negative int, got {num_stages!r}"
         )
-    for name, value in (("order", order), ("stage", stage), ("sync", sync), ("group", group)):
+    orders = _int_list(order, "T.Pipelined(order=...)") if order is not None else []
+    stages = _int_list(stage, "T.Pipelined(stage=...)") if stage is not None else []
+    if order is not None and stage is not None and len(orders) != len(stages):
+        raise KernelTypeError(
+            "T.Pipelined(order=..., stage=...): expected one stage per ordered statement, "
+            f"got {len(orders)} order entries and {len(stages)} stage entries"
+        )
+    for name, value in (("sync", sync), ("group", group)):
         if value is not None:
-            raise UnsupportedError(f"T.Pipelined({name}=...) is not supported")
+            _int_lists(value, f"T.Pipelined({name}=...)")
+    if annotations is not None and not isinstance(annotations, dict):
+        raise KernelTypeError(
+            f"T.Pipelined(annotations=...): expected a dict or None, got {annotations!r}"
+        )
+    if num_stages == 0 and stages:
+        num_stages = max(0, max(stages) + 1)
     return _IB.serial(
         start,
         stop,
