@@ -109,7 +109,7 @@ def test_missing_or_non_array_arguments_are_clear_type_errors(cache_dir: Path) -
 def _unused_const() -> Any:
     @tl_jit.jit(target="c")
     def unused(A):
-        N, M = T.const("N M")
+        N, M = T.const("N M")  # noqa: RUF059 - M unused: the error under test
         A: T.Tensor[[N], T.float32]
         with T.Kernel(1, threads=1) as _:
             A[0] = 1.0
@@ -133,7 +133,7 @@ def test_a_t_const_never_used_directly_in_a_shape_is_an_error(
     cache_dir: Path, factory: Any
 ) -> None:
     kernel = factory()
-    with pytest.raises(tl_jit.language.KernelSyntaxError, match="never a dim .* by itself"):
+    with pytest.raises(tl_jit.language.KernelSyntaxError, match=r"never a dim .* by itself"):
         kernel(np.ones(8, np.float32))
 
 
@@ -164,7 +164,7 @@ def test_outputs_come_back_in_return_order_and_must_all_be_returned(cache_dir: P
         with T.Kernel(1, threads=1) as _:
             out[0] = A[0]
 
-    with pytest.raises(tl_jit.language.KernelSyntaxError, match="must be returned.*out"):
+    with pytest.raises(tl_jit.language.KernelSyntaxError, match=r"must be returned.*out"):
         forgets(a)
 
 
@@ -310,7 +310,7 @@ def test_t_empty_inside_a_kernel_and_t_const_outside_an_eager_body_are_scope_err
 
     with pytest.raises(T.ScopeError, match="top level of the kernel body"):
         late(np.ones(4, np.float32))
-    with pytest.raises(T.ScopeError, match="T.const"):
+    with pytest.raises(T.ScopeError, match=r"T.const"):
         T.const("N")
 
 
@@ -322,3 +322,9 @@ def test_dtype_spellings_are_one_specialization(cache_dir: Path) -> None:
     assert len(add._specializations) == 1
     with pytest.raises(TypeError, match="parameter 'dtype'"):
         add(a, a, "float33")
+
+
+def test_autotune_refuses_an_eager_function_naming_what_is_missing() -> None:
+    add = _add_kernel()
+    with pytest.raises(NotImplementedError, match=r"eager-style kernel .*par_compile"):
+        tl_jit.autotune(configs=[{"unroll": 1}])(add)

@@ -115,6 +115,14 @@ class AutoTuner:
         dims: Mapping[str, int] | None,
         cache_results: bool,
     ) -> None:
+        from tl_jit.eager import EagerJITFunction
+
+        if isinstance(jit_function, EagerJITFunction):
+            raise NotImplementedError(
+                f"autotune: tuning an eager-style kernel ({jit_function.func.__qualname__}) is "
+                "not supported yet; compile its configurations with .par_compile([...]) and "
+                "time them (examples/autotune_gemm_eager.py), or write it as a builder"
+            )
         if not isinstance(jit_function, JITFunction):
             raise TypeError(
                 f"autotune: expected a @tl_jit.jit function (stack @autotune above @jit), "
