@@ -121,8 +121,12 @@ _executors_lock = threading.Lock()
 
 
 def _big_stack_executor(need: int) -> ThreadPoolExecutor:
-    """One runtime thread per stack size (rounded up to MiB), created on first use."""
-    size = _mib_ceiling(need) << 20
+    """One runtime thread per stack size, created on first use.
+
+    The size is the need rounded up to MiB plus 1 MiB for the frames of the executor's
+    own loop and the call path above the kernel.
+    """
+    size = (_mib_ceiling(need) + 1) << 20
     with _executors_lock:
         executor = _executors.get(size)
         if executor is None:

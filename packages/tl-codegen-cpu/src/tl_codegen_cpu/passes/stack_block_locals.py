@@ -24,7 +24,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_backend_api.artifact import STACK_BYTES_ATTR
+from tl_backend_api.artifact import STACK_BYTES_ATTR as STACK_BYTES_ATTR
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The AllocBuffer annotation that makes LowerTVMBuiltin leave an allocation alone.
