@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ import tl_jit
 import tl_runtime
 
 
-def _fill(block: int = 64):  # type: ignore[no-untyped-def]
+def _fill(block: int = 64) -> Any:
     M = T.symbolic("M")
     N = T.symbolic("N")
 
@@ -37,7 +38,7 @@ def _fill(block: int = 64):  # type: ignore[no-untyped-def]
     return fill
 
 
-def _add(block: int = 64):  # type: ignore[no-untyped-def]
+def _add(block: int = 64) -> Any:
     N = T.symbolic("N")
 
     @T.prim_func

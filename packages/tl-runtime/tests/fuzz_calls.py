@@ -184,6 +184,7 @@ def calls(draw: st.DrawFn) -> Call:
     values: dict[str, Any] = {}
     written: dict[str, Any] = {}
     arrays: dict[str, Any] = {}
+    value: Any
     for param in kernel.params:
         if isinstance(param, Scalar):
             value, ok = draw(_scalars(param))
@@ -215,7 +216,7 @@ def calls(draw: st.DrawFn) -> Call:
         )
         array = _aligned(shape, param.dtype)
         _fill(array, rng)
-        value: Any = array
+        value = array
         harmful = False
         if mutation == "dtype":
             other = draw(st.sampled_from([d for d in DTYPES if d != param.dtype]))
@@ -295,7 +296,7 @@ def calls(draw: st.DrawFn) -> Call:
             written[param.name] = value
         args.append(value)
     if draw(st.integers(0, 19)) == 0:
-        if args and draw(st.booleans()):
+        if draw(st.booleans()) and args:
             args.pop()
         else:
             args.append(args[0] if args else 1)
@@ -304,8 +305,8 @@ def calls(draw: st.DrawFn) -> Call:
 
 
 @st.composite
-def _scalars(draw: st.DrawFn, param: Scalar) -> tuple[Any, bool]:
-    """A value for ``param`` and whether the kernel must accept it."""
+def _scalars(draw: st.DrawFn, param: Scalar) -> Any:
+    """``(value, valid)``: a value for ``param`` and whether the kernel must accept it."""
     if param.dtype == "bool":
         return draw(
             st.one_of(
@@ -347,8 +348,9 @@ def _torch() -> Any:
         try:
             import torch
         except ImportError:
-            torch = None
-        _TORCH.append(torch)
+            _TORCH.append(None)
+        else:
+            _TORCH.append(torch)
     return _TORCH[0]
 
 
