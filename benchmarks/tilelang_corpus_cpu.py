@@ -65,6 +65,10 @@ SIZES: dict[str, dict[str, Any] | None] = {
     },
     "language_scan.cumsum_smem_test_1d": {"N": 1 << 21, "block_N": 64},
     "language_scan.cumsum_region_test_1d": {"N": 1 << 21, "chunk_size": 64},
+    "language_scan.cummax_smem_test": {"M": 2048, "N": 2048},
+    "language_scan.cummax_fragment_test": {"M": 2048, "N": 2048},
+    "language_clamp.clamp_within_bounds": {"N": 1 << 22, "block_N": 64},
+    "language_transpose.tilelang_transpose": {"M": 2048, "N": 2048},
     "language_copy.tilelang_copy": {"M": 2048, "N": 2048, "block_M": 32, "block_N": 32},
     "language_clamp.clamp_value_range": {"N": 1 << 21, "block_N": 64},
     "language_parallel.parallel_elementwise_static": {"length": 1 << 16},
@@ -161,6 +165,17 @@ def _numpy_formulations() -> dict[str, Callable[..., Any]]:
             return np.flip(np.cumsum(np.flip(tiles, axis), axis), axis).reshape(m, n)
         return np.cumsum(tiles, axis).reshape(m, n)
 
+    def blocked_cummax(a: dict[str, Any], x: Any) -> Any:
+        m, n = x.shape
+        if a.get("dim", 0) == 0:
+            tiles, axis = x.reshape(m // a["block_M"], a["block_M"], n), 1
+        else:
+            tiles, axis = x.reshape(m, n // a["block_N"], a["block_N"]), 2
+        if a.get("reverse"):
+            flipped = np.flip(tiles, axis)
+            return np.flip(np.maximum.accumulate(flipped, axis), axis).reshape(m, n)
+        return np.maximum.accumulate(tiles, axis).reshape(m, n)
+
     def chunked_cumsum_1d(block: str) -> Callable[..., Any]:
         def run(a: dict[str, Any], x: Any) -> Any:
             chunks = x.reshape(-1, a[block])
@@ -255,7 +270,9 @@ def _numpy_formulations() -> dict[str, Callable[..., Any]]:
             "language_clamp.clamp_value_range": clamp_range,
             "language_reshape.reshape_test": reshape_copy,
             "language_reshape.reshape_fragment_test": flatten_copy,
-            "language_view.view_test": flatten_copy,
+            "language_view.view_test": reshape_copy,
+            "language_scan.cummax_smem_test": blocked_cummax,
+            "language_scan.cummax_fragment_test": blocked_cummax,
             "example_rms_norm.rms_norm_splitk": rms,
             "example_rms_norm.rms_norm": rms,
             "example_online_softmax.softmax_kernel": softmax,
