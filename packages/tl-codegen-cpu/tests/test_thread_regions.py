@@ -227,3 +227,36 @@ def test_consecutive_kernels_run_in_order_each_grid_in_parallel(
 def test_each_launch_is_its_own_parallel_loop_in_the_c_source() -> None:
     sources = lower_to_sources(create_backend_context("c"), scale_then_reverse(4096, 64))
     assert sources.files["kernel.c"].count("#pragma omp parallel for") == 2
+
+
+def thread_binding_loop() -> Any:
+    """Half the threads, named by a T.thread_binding loop, reverse a row a T.copy loaded."""
+
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(2, threads=N) as bx:
+            row = T.alloc_shared((N,), "float32")
+            T.copy(A[bx, 0], row)
+            for t in T.thread_binding(N // 2, thread="threadIdx.x"):
+                B[bx, t] = row[N - 1 - t]
+                B[bx, t + N // 2] = row[N // 2 - 1 - t]
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_thread_binding_loop_is_the_thread_index(target: str, tmp_path: Path) -> None:
+    a = np.arange(2 * N, dtype=np.float32).reshape(2, N)
+    b = _run(thread_binding_loop(), target, tmp_path, a, out_idx=[1])
+    np.testing.assert_array_equal(b, a[:, ::-1])
+
+
+def test_a_thread_binding_loop_on_a_thread_index_not_launched_is_refused() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            for t in T.thread_binding(N, thread="threadIdx.y"):
+                A[t] = T.float32(1)
+
+    with pytest.raises(UnsupportedError, match=r"threadIdx\.y"):
+        _lower(main)

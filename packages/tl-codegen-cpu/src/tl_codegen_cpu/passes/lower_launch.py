@@ -12,8 +12,11 @@ attributes on ``blockIdx.x/y/z`` and ``threadIdx.x/y/z``. On the CPU:
   names them: tile ops and ``T.Parallel`` loops already describe the whole
   block's work (they become loops and vector lanes), and ``T.sync_threads``
   is a no-op.
-* when the body uses a thread index (``T.get_thread_binding``, or the
-  ``threadIdx`` Var), the block runs as loops over its threads
+* a ``T.thread_binding(n, thread=tag)`` loop is the kernel's thread index of
+  that tag (its body runs once per thread, under ``tx < n`` when ``n`` is not
+  the block's extent);
+* when the body uses a thread index (``T.get_thread_binding``,
+  ``T.thread_binding``, or the ``threadIdx`` Var), the block runs as loops over its threads
   (``threadIdx.x`` innermost), split into regions at barriers: explicit
   ``T.sync_threads``, the operations the threads do together (tile ops on
   shared operands, ``T.Parallel`` loops over shared data, thread
@@ -76,6 +79,43 @@ def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
     return tvm_ffi.structural_map(stmt, (tirx.Evaluate, drop), order="post")
 
 
+def bind_thread_loops(body: tirx.Stmt, found: dict[str, tuple[Any, Any]], where: str) -> tirx.Stmt:
+    """Replace each ``for v in T.thread_binding(n, thread=tag)`` loop of a kernel body by
+    its body with ``v`` = the kernel's thread index of that tag, guarded by ``v < n``
+    when ``n`` is not the block's extent (the loop runs once per thread, as on a GPU).
+
+    Raises:
+        UnsupportedError: a loop bound to a thread index the kernel does not launch.
+    """
+    problems: list[str] = []
+
+    def rewrite(loop: Any) -> Any:
+        if loop.kind != tirx.ForKind.THREAD_BINDING or loop.thread_binding is None:
+            return loop
+        tag = str(loop.thread_binding.thread_tag)
+        if tag not in found:
+            problems.append(
+                f"{where}: T.thread_binding(thread={tag!r}) in a kernel that launches "
+                f"{sorted(found) or 'no threads'}"
+            )
+            return loop
+        var, extent = found[tag]
+        index = var if _is_zero(loop.min) else var + loop.min
+        inner = substitute_vars(loop.body, {loop.loop_var: index})
+        if tvm_ffi.structural_equal(loop.extent, extent) and _is_zero(loop.min):
+            return inner
+        return tirx.IfThenElse(var < loop.extent, inner, None)
+
+    result = tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
+    if problems:
+        raise UnsupportedError(problems[0])
+    return result
+
+
+def _is_zero(value: Any) -> bool:
+    return isinstance(value, tirx.IntImm) and int(value.value) == 0
+
+
 def run_threads(
     body: tirx.Stmt,
     threads: list[tuple[Any, Any]],
@@ -134,6 +174,11 @@ def lower_launch(
             body = body.body
         blocks = [found[t] for t in _BLOCK_TAGS if t in found]
         threads = [found[t] for t in _THREAD_TAGS if t in found]
+        try:
+            body = bind_thread_loops(body, found, where)
+        except UnsupportedError as error:
+            problems.append(error)
+            return attr
         if threads and uses_any(body, {v for v, _ in threads}):
             try:
                 body = run_threads(body, threads, lower_thread_op, where)
