@@ -94,3 +94,18 @@ def test_a_macro_returns_a_value_into_a_classic_kernel() -> None:
     # n = 8 was a compile-time value (no kernel variable); the macro's value was stored.
     assert "A[0] * T.float32(2.0) + T.float32(8.0)" in script
     assert "B[0] = total" in script
+
+
+def tries(A):
+    A: T.Tensor[[4], T.float32]
+    with T.Kernel(1, threads=1) as _:
+        try:  # noqa: SIM105 - the statement under test
+            A[0] = 1.0
+        except ValueError:
+            pass
+
+
+def test_try_in_an_eager_body_is_refused_at_its_line() -> None:
+    with pytest.raises(KernelSyntaxError, match="try/except is not supported") as info:
+        build_prim_func(tries, analyze(tries), {}, {})
+    assert info.value.lineno == tries.__code__.co_firstlineno + 3

@@ -244,6 +244,7 @@ def build_prim_func(
                 )
             definition = _definition(signature, namespace)
             source = _EagerSource(func, definition)
+            _frontend._reject_try_statements(source, filename)
             parser = Parser(source, {signature.name: {}})
             parser.diag = _frontend._KernelDiagnostics(source)
             try:
