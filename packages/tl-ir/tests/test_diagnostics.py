@@ -185,7 +185,7 @@ CASES = [
         parallel_over_runtime_extent,
         "T.Parallel(n)",
         KernelTypeError,
-        ["must be a compile-time constant", "run-time value n"],
+        ["has no compile-time upper bound", "run-time extent n"],
     ),
     (undefined_name, "T.copy(A, Zzz)", KernelSyntaxError, ["Zzz"]),
     (

@@ -56,6 +56,7 @@ class ParseState:
             first coordinate Var.
         reducers: ``T.alloc_reducer`` buffers and their combine (``sum``...).
         safe_values: ``T.annotate_safe_value`` pairs (buffer, value read outside it).
+        dynamic_parallel: ``T.Parallel`` loop Vars with a run-time extent, and the extent.
     """
 
     symbolic: dict[str, Any] = field(default_factory=dict)
@@ -71,6 +72,7 @@ class ParseState:
     persistent: dict[Any, Any] = field(default_factory=dict)
     reducers: dict[Any, str] = field(default_factory=dict)
     safe_values: list[tuple[Any, Any]] = field(default_factory=list)
+    dynamic_parallel: dict[Any, Any] = field(default_factory=dict)
 
 
 class _Local(threading.local):
@@ -308,6 +310,14 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     except TileLangError as err:
         err.locate(filename, lineno, None)
         raise
+    if state.dynamic_parallel:
+        from tl_ir.language._dynamic_parallel import bound_dynamic_parallel_loops
+
+        try:
+            func = func.with_body(bound_dynamic_parallel_loops(func.body, state.dynamic_parallel))
+        except TileLangError as err:
+            err.locate(filename, lineno, None)
+            raise
     if state.loop_annotations:
         func = func.with_body(_annotate_loops(func.body, state.loop_annotations))
     if state.persistent:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import builtins as _builtins
 from typing import Any
 
+import tvm
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
+from tl_ir.language._dynamic_parallel import check_bounded_now
 from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
 from tl_ir.launch import NUM_STAGES_KEY as _NUM_STAGES_KEY
 
@@ -45,29 +47,41 @@ def vectorized(start: Any, stop: Any = None, step: Any = None, *, annotations: A
 
 def Parallel(*extents: Any) -> Any:
     """``for i, j in T.Parallel(M, N)``: element-parallel loops over a tile, distributed
-    across threads (GPU) or lanes and cores (CPU). Extents must be compile-time constants.
+    across threads (GPU) or lanes and cores (CPU).
+
+    An extent is a compile-time constant, or a run-time value with a compile-time upper
+    bound (``T.min(n, 512)``, or a scalar bound to one): the loop then covers the bound
+    and its body runs for the indices below the run-time extent.
 
     Raises:
-        KernelTypeError: no extent or a non-constant extent.
+        KernelTypeError: no extent; a run-time extent without an upper bound (when the
+            kernel is finished).
     """
     if not extents:
         raise KernelTypeError("T.Parallel(*extents): expected at least one extent")
+    dynamic = []
     for position, extent in enumerate(extents):
         if _ops.const_int(extent) is None:
-            raise KernelTypeError(
-                f"T.Parallel(*extents): extent {position} must be a compile-time constant "
-                f"(the loop is distributed over a tile), got the run-time value {extent}; "
-                "use T.serial for run-time trip counts"
-            )
+            if not tvm.ir.is_prim_expr(extent) or "int" not in str(extent.dtype):
+                raise KernelTypeError(
+                    f"T.Parallel(*extents): extent {position} must be an integer, got {extent!r}"
+                )
+            check_bounded_now(extent)
+            dynamic.append(position)
     annotations = _loop_annotations("parallel")
-    if len(extents) == 1:
-        return _IB.serial(0, extents[0], annotations=annotations)
     state = _current_state()
+    if len(extents) == 1 and not dynamic:
+        return _IB.serial(0, extents[0], annotations=annotations)
     if state is None:
         raise ScopeError("T.Parallel is only allowed inside a @T.prim_func body")
-    frame = _IB.grid(*extents)
-    for var in frame.vars:
-        state.loop_annotations[var] = annotations
+    if len(extents) == 1:
+        frame = _IB.serial(0, extents[0], annotations=annotations)
+    else:
+        frame = _IB.grid(*extents)
+        for var in frame.vars:
+            state.loop_annotations[var] = annotations
+    for position in dynamic:
+        state.dynamic_parallel[frame.vars[position]] = extents[position]
     return frame
 
 
