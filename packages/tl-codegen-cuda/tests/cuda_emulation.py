@@ -132,12 +132,16 @@ def _launcher(symbol: str, arguments: list[dict[str, str]]) -> str:
         ctype = _C_TYPES.get(argument["dtype"])
         if ctype is None:
             raise NotImplementedError(f"emulation: dtype {argument['dtype']} is not supported")
-        if argument["kind"] == "buffer":
+        if argument["kind"] == "workspace":
+            # TVM may type a workspace pointer as a vector (float4*): convert to any pointer.
+            casts.append(f"tl_any_ptr{{args[{i}]}}")
+        elif argument["kind"] == "buffer":
             casts.append(f"({ctype}*)args[{i}]")
         else:
             casts.append(f"*({ctype}*)args[{i}]")
     call = f"{symbol}({', '.join(casts)})"
     return f"""
+struct tl_any_ptr {{ void* p; template <class T> operator T*() const {{ return (T*)p; }} }};
 extern "C" void tl_emulate(void** args, unsigned gx, unsigned gy, unsigned gz,
                            unsigned bx, unsigned by, unsigned bz) {{
   gridDim = {{gx, gy, gz}};
@@ -193,13 +197,17 @@ def run_emulated(
     block: tuple[int, ...],
     params: dict[str, Any],
 ) -> None:
-    """Launch the emulated kernel on host arrays/scalars given by name (updated in place)."""
+    """Launch the emulated kernel on host arrays/scalars given by name (updated in place).
+    A workspace argument (``T.alloc_global``) missing from ``params`` is allocated and
+    added to it, so later kernels of the same call see the same memory."""
     info = json.loads(kernel_json)
     keep: list[Any] = []
     pointers = (ctypes.c_void_p * len(info["arguments"]))()
     for i, argument in enumerate(info["arguments"]):
+        if argument["kind"] == "workspace" and argument["name"] not in params:
+            params[argument["name"]] = np.zeros(int(argument["nbytes"]), np.uint8)
         value = params[argument["name"]]
-        if argument["kind"] == "buffer":
+        if argument["kind"] in ("buffer", "workspace"):
             assert isinstance(value, np.ndarray) and value.flags.c_contiguous
             pointers[i] = value.ctypes.data
         else:

@@ -14,14 +14,16 @@ device parameters in order, each tied to a kernel parameter or symbolic dim.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
-from tl_passes.gpu import DYNAMIC_SHARED_ATTR
+from tl_passes.gpu import DYNAMIC_SHARED_ATTR, KERNEL_SHARED_ATTR
 
 
 class DeviceBuildError(RuntimeError):
@@ -34,18 +36,28 @@ class DeviceArgument:
 
     Attributes:
         kind: ``"buffer"`` (a data pointer), ``"scalar"`` (a scalar kernel
-            parameter) or ``"dim"`` (the value of a symbolic dim).
-        name: the kernel parameter's name (``buffer``/``scalar``) or the dim's name.
-        dtype: element dtype (buffers) or value dtype.
+            parameter), ``"dim"`` (the value of a symbolic dim) or ``"workspace"``
+            (the data pointer of a ``T.alloc_global`` buffer: device memory of
+            ``nbytes`` the launcher allocates for the call, shared by the call's
+            kernels, contents undefined at the start).
+        name: the kernel parameter's name (``buffer``/``scalar``), the dim's name
+            or the workspace buffer's name.
+        dtype: element dtype (buffers, workspaces) or value dtype.
+        nbytes: the workspace's size in bytes (an int or an expression over
+            symbolic dims); None for the other kinds.
     """
 
     kind: str
     name: str
     dtype: str
+    nbytes: int | str | None = None
 
-    def to_json(self) -> dict[str, str]:
-        """A JSON-compatible dict."""
-        return {"kind": self.kind, "name": self.name, "dtype": self.dtype}
+    def to_json(self) -> dict[str, str | int]:
+        """A JSON-compatible dict (``nbytes`` only for workspaces)."""
+        out: dict[str, str | int] = {"kind": self.kind, "name": self.name, "dtype": self.dtype}
+        if self.nbytes is not None:
+            out["nbytes"] = self.nbytes
+        return out
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,8 @@ class DeviceModule:
 
     Attributes:
         sources: format -> text (``""`` the primary source; ``"asm"``, ``"ll"`` on ROCm).
-        kernels: the device kernels, in module order.
+        kernels: the device kernels, in launch order (several when the function has
+            consecutive ``T.Kernel`` launches).
     """
 
     sources: Mapping[str, str]
@@ -121,15 +134,57 @@ def _text(expr: Any) -> str:
     )
 
 
-def _launch_of(func: Any) -> tuple[tuple[int | str, ...], tuple[int | str, ...]]:
-    from tl_ir.launch import kernel_launch
+#: TVM names the device kernels of a function ``<name>_kernel``, ``<name>_kernel_1``, ...
+#: in the order of their launches.
+_DEVICE_SYMBOL = re.compile(r"^(?P<host>.*)_kernel(?:_(?P<index>\d+))?$")
 
-    launch = kernel_launch(func)
-    if launch is None:
-        return (1,), (1,)
+
+def _launch_of(func: Any, index: int) -> tuple[tuple[int | str, ...], tuple[int | str, ...], int]:
+    """Grid, block and dynamic shared memory of launch ``index`` of ``func``."""
+    from tl_ir.launch import kernel_launches
+
+    attrs = func.attrs or {}
+    per_kernel = attrs.get(KERNEL_SHARED_ATTR)
+    shared = per_kernel[index] if per_kernel is not None else attrs.get(DYNAMIC_SHARED_ATTR)
+    shared_bytes = int(shared) if shared is not None else 0
+    found = kernel_launches(func)
+    if not found:
+        return (1,), (1,), shared_bytes
+    if index >= len(found):
+        raise DeviceBuildError(
+            f"device kernel {index} of {len(found)} T.Kernel launches: TVM made more device "
+            "kernels than the function has launches"
+        )
+    launch = found[index][1]
     grid = tuple(dim_expression(e) for e in launch.grid) or (1,)
     block = tuple(dim_expression(e) for e in launch.threads) or (1,)
-    return grid, block
+    return grid, block, shared_bytes
+
+
+def _workspaces(host_func: Any) -> dict[str, DeviceArgument]:
+    """The global-scope buffers ``host_func`` allocates outside its kernels
+    (``T.alloc_global``), keyed by the names a device parameter carries for them."""
+    found: dict[str, DeviceArgument] = {}
+
+    def visit(alloc: Any) -> None:
+        buffer = alloc.buffer
+        if str(buffer.ty.storage_scope) not in ("", "global"):
+            return
+        dtype = str(buffer.ty.dtype)
+        nbytes: Any = tirx.const(max(1, tvm.DataType(dtype).bits // 8), "int64")
+        for extent in buffer.shape:
+            nbytes = nbytes * extent
+        argument = DeviceArgument(
+            "workspace",
+            str(buffer.name),
+            dtype,
+            dim_expression(tvm.sym.Analyzer().simplify(nbytes)),
+        )
+        found[str(buffer.name)] = argument
+        found[f"{buffer.name}_ptr"] = argument
+
+    tvm_ffi.structural_walk(host_func.body, (tirx.AllocBuffer, visit), order="pre")
+    return found
 
 
 def _arguments(device_func: Any, host_func: Any) -> tuple[DeviceArgument, ...]:
@@ -146,11 +201,14 @@ def _arguments(device_func: Any, host_func: Any) -> tuple[DeviceArgument, ...]:
                     dims[str(extent.name)] = str(extent.ty.dtype)
         else:
             scalars[str(param.name)] = str(ty.dtype)
+    workspaces = _workspaces(host_func)
     out = []
     for param in device_func.params:
         name = str(param.name)
         type_name = type(param.ty).__name__
-        if type_name == "PointerType":
+        if type_name == "PointerType" and name not in buffers and name in workspaces:
+            out.append(workspaces[name])
+        elif type_name == "PointerType":
             if name not in buffers:
                 raise DeviceBuildError(
                     f"device parameter {name}: expected a data pointer of a kernel buffer "
@@ -214,7 +272,7 @@ def build_device_module(
         if not device_mods:
             raise DeviceBuildError("no device kernel came out of lowering (is there a T.Kernel?)")
         sources: dict[str, str] = {}
-        kernels: list[DeviceKernel] = []
+        ordered: list[tuple[int, DeviceKernel]] = []
         for device_target, device_mod in device_mods.items():
             device_mod = finalize_device()(device_mod)
             build = tvm.get_global_func("target.build." + str(device_target.kind.name))
@@ -224,19 +282,24 @@ def build_device_module(
                 sources[fmt] = sources.get(fmt, "") + str(text)
             for gv, device_func in device_mod.functions.items():
                 symbol = str(device_func.attrs.get("global_symbol", gv.name_hint))
-                host_name = symbol[: -len("_kernel")] if symbol.endswith("_kernel") else symbol
+                match = _DEVICE_SYMBOL.match(symbol)
+                host_name = match["host"] if match else symbol
+                index = int(match["index"]) if match and match["index"] else 0
                 original = kernels_before.get(host_name) or next(iter(kernels_before.values()))
-                grid, block = _launch_of(original)
-                shared = original.attrs.get(DYNAMIC_SHARED_ATTR) if original.attrs else None
-                kernels.append(
-                    DeviceKernel(
-                        symbol=symbol,
-                        grid=grid,
-                        block=block,
-                        dynamic_shared_memory=int(shared) if shared is not None else 0,
-                        arguments=_arguments(device_func, original),
+                grid, block, shared = _launch_of(original, index)
+                ordered.append(
+                    (
+                        index,
+                        DeviceKernel(
+                            symbol=symbol,
+                            grid=grid,
+                            block=block,
+                            dynamic_shared_memory=shared,
+                            arguments=_arguments(device_func, original),
+                        ),
                     )
                 )
+        kernels = [kernel for _, kernel in sorted(ordered, key=lambda pair: pair[0])]
     except DeviceBuildError:
         raise
     except Exception as exc:  # TVM reports codegen failures as its own error types

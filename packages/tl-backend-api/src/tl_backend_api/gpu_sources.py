@@ -70,15 +70,27 @@ def build_device_sources(
 
 def kernel_description(device: DeviceModule) -> str:
     """The ``<name>.kernel.json`` text: the first kernel's symbol and its device
-    arguments in order (what the runtime's GPU adapters read)."""
+    arguments in order (what the runtime's GPU adapters read). With consecutive
+    ``T.Kernel`` launches (several device kernels) it also lists, under
+    ``"kernels"``, every kernel in launch order: its symbol, arguments, grid,
+    block and dynamic shared memory (ints or expressions over symbolic dims)."""
     kernel = device.kernels[0]
-    return json.dumps(
-        {
-            "symbol": kernel.symbol,
-            "arguments": [argument.to_json() for argument in kernel.arguments],
-        },
-        indent=1,
-    )
+    description: dict[str, object] = {
+        "symbol": kernel.symbol,
+        "arguments": [argument.to_json() for argument in kernel.arguments],
+    }
+    if len(device.kernels) > 1:
+        description["kernels"] = [
+            {
+                "symbol": each.symbol,
+                "arguments": [argument.to_json() for argument in each.arguments],
+                "grid": list(each.grid),
+                "block": list(each.block),
+                "dynamic_shared_memory": each.dynamic_shared_memory,
+            }
+            for each in device.kernels
+        ]
+    return json.dumps(description, indent=1)
 
 
 def kernel_launches(device: DeviceModule) -> tuple[KernelLaunch, ...]:

@@ -7,13 +7,15 @@ Modules: `traits` (the `GpuTraits` value), `layout` (fragment layouts,
 `gpu-infer-layouts`), `barriers` (`gpu-insert-barriers`), `lower_tile_ops`
 (`gpu-lower-tile-ops`, driving `kernel` and one module per tile op: `copy`,
 `fill`, `gemm`, `reduce`, `cumsum`, `atomics`, `parallel`), `shared_memory`
-(`gpu-plan-shared-memory`).
+(`gpu-plan-shared-memory`), `launches` (consecutive ``T.Kernel`` launches, each
+lowered on its own).
 """
 
 from __future__ import annotations
 
 from tl_passes.gpu.barriers import GpuInsertBarriersPass, barrier, insert_barriers, is_barrier
 from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.launches import KERNEL_SHARED_ATTR, kernel_functions, map_kernels
 from tl_passes.gpu.layout import (
     FragmentLayout,
     GpuInferLayoutsPass,
@@ -42,6 +44,7 @@ __all__ = [
     "ATOMIC_KINDS",
     "DEFAULT_VECTOR_BYTES",
     "DYNAMIC_SHARED_ATTR",
+    "KERNEL_SHARED_ATTR",
     "PORTABLE_TRAITS",
     "AtomicCall",
     "FragmentLayout",
@@ -60,6 +63,8 @@ __all__ = [
     "infer_fragment_layouts",
     "insert_barriers",
     "is_barrier",
+    "kernel_functions",
     "lower_gpu_tile_ops",
     "make_shared_static",
+    "map_kernels",
 ]

@@ -340,11 +340,15 @@ class GpuInsertBarriersPass(PrimFuncPass):
     ) -> tirx.PrimFunc:
         """``func`` with block barriers inserted (module docstring)."""
         from tl_ir.launch import kernel_launch
+        from tl_passes.gpu.launches import map_kernels
 
-        launch = kernel_launch(func)
-        thread_vars = list(launch.thread_vars) if launch is not None else []
+        def one_kernel(kernel: tirx.PrimFunc) -> tirx.PrimFunc:
+            launch = kernel_launch(kernel)
+            thread_vars = list(launch.thread_vars) if launch is not None else []
+            return kernel.with_body(insert_barriers(kernel.body, thread_vars))
+
         try:
-            body = insert_barriers(func.body, thread_vars)
+            result, _ = map_kernels(func, one_kernel)
         except GpuLoweringError as exc:
             raise GpuLoweringError(f"{self.where(function_name)}: {exc}") from exc
-        return func.with_body(body)
+        return result

@@ -522,10 +522,14 @@ class GpuInferLayoutsPass(PrimFuncPass):
         self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
     ) -> tirx.PrimFunc:
         """``func`` with its fragments' layouts recorded (as is when it has none)."""
-        layouts = infer_fragment_layouts(func, block_threads(func))
-        if not layouts:
+        from tl_passes.gpu.launches import kernel_functions
+
+        described: dict[str, str] = {}
+        for _, kernel in kernel_functions(func):
+            layouts = infer_fragment_layouts(kernel, block_threads(kernel))
+            described.update((name, layout.describe()) for name, layout in layouts.items())
+        if not described:
             return func
-        described = {name: layout.describe() for name, layout in layouts.items()}
         return func.with_attr(LAYOUTS_ATTR, described)
 
 

@@ -23,7 +23,8 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 
 def lower_gpu_tile_ops(func: Any, traits: GpuTraits, target: Any | None = None) -> Any:
     """Lower one kernel (see the module docstring); a PrimFunc without a
-    ``T.Kernel`` comes back as is.
+    ``T.Kernel`` comes back as is (the pass lowers each of several consecutive
+    ``T.Kernel`` launches through this, `tl_passes.gpu.launches`).
 
     Args:
         func: the PrimFunc (tile ops, ``T.Kernel``).
@@ -63,8 +64,12 @@ class GpuLowerTileOpsPass(PrimFuncPass):
             GpuLoweringError: as `lower_gpu_tile_ops`, the message prefixed with
                 the pass and function name.
         """
+        from tl_passes.gpu.launches import map_kernels
+
         try:
-            result: tirx.PrimFunc = lower_gpu_tile_ops(func, self.traits, ctx.target)
+            result, _ = map_kernels(
+                func, lambda kernel: lower_gpu_tile_ops(kernel, self.traits, ctx.target)
+            )
         except GpuLoweringError as exc:
             raise GpuLoweringError(f"{self.where(function_name)}: {exc}") from exc
         return result

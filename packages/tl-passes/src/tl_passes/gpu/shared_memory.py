@@ -5,7 +5,9 @@ merges them into one dynamic allocation whose size the launch passes. This
 pass records an upper bound of that size (every ``shared.dyn`` tile at a
 16-byte aligned offset, no reuse) in the function attribute
 ``tl.dynamic_shared_memory_bytes``, which GPU codegens put into the launch
-metadata. Targets without dynamic shared memory (Metal, WebGPU) get
+metadata; with several consecutive ``T.Kernel`` launches that is the largest,
+and ``tl.kernel_dynamic_shared_memory_bytes`` lists each launch's size in
+program order. Targets without dynamic shared memory (Metal, WebGPU) get
 ``static=True``: the tiles become static ``shared`` arrays and the recorded
 size is 0.
 """
@@ -101,9 +103,15 @@ class GpuPlanSharedMemoryPass(PrimFuncPass):
         self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
     ) -> tirx.PrimFunc:
         """``func`` with ``tl.dynamic_shared_memory_bytes`` recorded (and static tiles)."""
+        from tl_passes.gpu.launches import KERNEL_SHARED_ATTR, kernel_functions
+
         if self.static:
             func = func.with_body(make_shared_static(func.body))
-            size = 0
-        else:
-            size = dynamic_shared_bytes(func.body)
-        return func.with_attr(DYNAMIC_SHARED_ATTR, tirx.IntImm("int64", size))
+        kernels = kernel_functions(func)
+        sizes = [0 if self.static else dynamic_shared_bytes(k.body) for _, k in kernels]
+        func = func.with_attr(DYNAMIC_SHARED_ATTR, tirx.IntImm("int64", max(sizes)))
+        if len(kernels) > 1:
+            func = func.with_attr(
+                KERNEL_SHARED_ATTR, [tirx.IntImm("int64", size) for size in sizes]
+            )
+        return func

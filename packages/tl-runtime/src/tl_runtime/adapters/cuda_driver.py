@@ -10,7 +10,14 @@ execution backends ``tvm_ffi`` and ``nvrtc`` both load through it):
 It reads ``<name>.kernel.json`` (written by tl-codegen-cuda): the device
 symbol and the device parameters in order, each a kernel buffer, a scalar
 parameter or a symbolic dim. Grid, block and dynamic shared memory come
-from the manifest's launch section, evaluated for the call's dims.
+from the manifest's launch section, evaluated for the call's dims. A kernel
+with consecutive ``T.Kernel`` launches has several device kernels: the
+description's ``"kernels"`` list gives each one's symbol, arguments and launch
+dims, and a call launches them in that order on one stream (each starts when
+the previous one has finished), host arrays copied in once before the first
+and back once after the last. A ``"workspace"`` argument (``T.alloc_global``)
+is device memory of its ``nbytes`` (evaluated for the call's dims) allocated
+for the call and shared by its kernels.
 
 Arguments are CUDA tensors (any DLPack producer on device type CUDA, e.g.
 torch): their device pointers are passed as they are. Host arrays (numpy)
@@ -33,7 +40,7 @@ from typing import Any
 from tl_runtime.adapters.base import Availability, CallFunction, pack_result
 from tl_runtime.checking import ArgumentChecker
 from tl_runtime.errors import ArtifactError
-from tl_runtime.manifest import Manifest
+from tl_runtime.manifest import LaunchSpec, Manifest, evaluate_dim_expression
 
 _DLPACK_CPU = 1
 INSTALL_HINT = "cuda-python (pip install cuda-python) and an NVIDIA GPU with its driver"
@@ -162,6 +169,38 @@ def _kernel_info(manifest: Manifest, directory: Path) -> dict[str, Any]:
     return info
 
 
+class _DeviceKernel:
+    """One device kernel of the artifact: symbol, launch and device arguments (the
+    CUDA function handle is filled in when the module is loaded)."""
+
+    def __init__(self, symbol: str, launch: LaunchSpec, arguments: list[Any]) -> None:
+        self.symbol = symbol
+        self.launch = launch
+        self.arguments = arguments
+        self.function: Any = None
+        self.shared_opt_in = 0
+
+
+def _device_kernel(entry: Any, index: int) -> _DeviceKernel:
+    """A `_DeviceKernel` from one entry of the kernel description's ``"kernels"`` list
+    (consecutive ``T.Kernel`` launches, run in list order).
+
+    Raises:
+        ArtifactError: the entry lacks its symbol, arguments or launch dims.
+    """
+    where = f"CUDA artifact: kernel description entry {index} of 'kernels'"
+    if not isinstance(entry, dict) or not isinstance(entry.get("symbol"), str):
+        raise ArtifactError(f"{where}: expected an object with a 'symbol', got {entry!r}")
+    if not isinstance(entry.get("arguments"), list):
+        raise ArtifactError(f"{where}: expected an 'arguments' list")
+    launch = LaunchSpec(
+        grid=tuple(entry.get("grid", [1])),
+        block=tuple(entry.get("block", [1])),
+        dynamic_shared_memory=entry.get("dynamic_shared_memory", 0),
+    )
+    return _DeviceKernel(entry["symbol"], launch, entry["arguments"])
+
+
 def _cuda_include_dirs() -> list[str]:
     """CUDA toolkit include directories for NVRTC (the source includes libcu++ headers)."""
     import os
@@ -230,12 +269,18 @@ class CudaDriverAdapter:
         driver = self.device.driver
         self.module = _check(driver, driver.cuModuleLoadData(image), "cuModuleLoadData")
         symbol = str(self.info.get("symbol") or manifest.entry_symbol)
-        self.function = _check(
-            driver,
-            driver.cuModuleGetFunction(self.module, symbol.encode()),
-            f"cuModuleGetFunction({symbol})",
-        )
-        self._shared_opt_in = 0
+        entries = self.info.get("kernels")
+        if entries is None:
+            self.kernels = [_DeviceKernel(symbol, manifest.launch, self.info["arguments"])]
+        else:
+            self.kernels = [_device_kernel(entry, index) for index, entry in enumerate(entries)]
+        for kernel in self.kernels:
+            kernel.function = _check(
+                driver,
+                driver.cuModuleGetFunction(self.module, kernel.symbol.encode()),
+                f"cuModuleGetFunction({kernel.symbol})",
+            )
+        self.function = self.kernels[0].function
 
     def _image(self, directory: Path) -> bytes:
         path = directory / self.manifest.library
@@ -251,73 +296,95 @@ class CudaDriverAdapter:
         """Available with cuda-python and a visible GPU (the driver is asked)."""
         return probe_device()
 
-    def _prepare_shared(self, size: int) -> None:
-        if size <= DEFAULT_SHARED_LIMIT or size <= self._shared_opt_in:
+    def _prepare_shared(self, kernel: _DeviceKernel, size: int) -> None:
+        if size <= DEFAULT_SHARED_LIMIT or size <= kernel.shared_opt_in:
             return
         driver = self.device.driver
         attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         _check(
             driver,
-            driver.cuFuncSetAttribute(self.function, attribute, size),
+            driver.cuFuncSetAttribute(kernel.function, attribute, size),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
         )
-        self._shared_opt_in = size
+        kernel.shared_opt_in = size
 
     def call_checked(self, args: tuple[Any, ...]) -> Any:
-        """Check the arguments, copy buffers in, launch, wait, copy buffers back."""
+        """Check the arguments, copy buffers in, launch each kernel in order, wait, copy
+        buffers back."""
         prepared = self.checker.prepare(args)
         driver = self.device.driver
         _check(driver, driver.cuCtxSetCurrent(self.device.context), "cuCtxSetCurrent")
-        assert self.manifest.launch is not None
-        grid, block, shared = self.manifest.launch.resolve(prepared.bindings)
-        grid3 = (*grid, 1, 1, 1)[:3]
-        block3 = (*block, 1, 1, 1)[:3]
-        self._prepare_shared(shared)
         index_of = {spec.name: i for i, spec in enumerate(self.manifest.params)}
+        # Host arrays get one device copy for the whole call, shared by every kernel.
+        device_copies: dict[str, Any] = {}
         allocations: list[tuple[Any, int, int]] = []
-        values: list[Any] = []
-        types: list[Any] = []
+
+        def buffer_pointer(name: str) -> tuple[Any, Any]:
+            if name in device_copies:
+                return device_copies[name], None
+            array = prepared.args[index_of[name]]
+            spec = self.manifest.params[index_of[name]]
+            view = self.checker.tensor_view(spec, array)
+            if view.device_type != _DLPACK_CPU:
+                return view.data_ptr, ctypes.c_void_p
+            nbytes = max(int(array.nbytes), 1)
+            pointer = _check(driver, driver.cuMemAlloc(nbytes), "cuMemAlloc")
+            allocations.append((pointer, view.data_ptr, int(array.nbytes)))
+            if array.nbytes:
+                _check(
+                    driver,
+                    driver.cuMemcpyHtoD(pointer, view.data_ptr, array.nbytes),
+                    "cuMemcpyHtoD",
+                )
+            device_copies[name] = pointer
+            return pointer, None
+
+        def workspace_pointer(name: str, argument: dict[str, Any]) -> Any:
+            # T.alloc_global: device memory for this call, shared by its kernels.
+            key = f"workspace:{name}"
+            if key not in device_copies:
+                nbytes = evaluate_dim_expression(argument["nbytes"], prepared.bindings)
+                pointer = _check(driver, driver.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc")
+                allocations.append((pointer, 0, 0))
+                device_copies[key] = pointer
+            return device_copies[key]
+
         try:
-            for argument in self.info["arguments"]:
-                kind, name = argument["kind"], argument["name"]
-                if kind == "buffer":
-                    array = prepared.args[index_of[name]]
-                    spec = self.manifest.params[index_of[name]]
-                    view = self.checker.tensor_view(spec, array)
-                    if view.device_type != _DLPACK_CPU:
-                        values.append(view.data_ptr)
-                        types.append(ctypes.c_void_p)
-                        continue
-                    nbytes = max(int(array.nbytes), 1)
-                    pointer = _check(driver, driver.cuMemAlloc(nbytes), "cuMemAlloc")
-                    allocations.append((pointer, view.data_ptr, int(array.nbytes)))
-                    if array.nbytes:
-                        _check(
-                            driver,
-                            driver.cuMemcpyHtoD(pointer, view.data_ptr, array.nbytes),
-                            "cuMemcpyHtoD",
-                        )
-                    values.append(pointer)
-                    types.append(None)
-                elif kind == "scalar":
-                    values.append(prepared.args[index_of[name]])
-                    types.append(_SCALAR_TYPES[str(argument["dtype"])])
-                else:
-                    values.append(prepared.bindings[name])
-                    types.append(_SCALAR_TYPES[str(argument.get("dtype", "int32"))])
-            _check(
-                driver,
-                driver.cuLaunchKernel(
-                    self.function,
-                    *grid3,
-                    *block3,
-                    shared,
-                    0,
-                    (tuple(values), tuple(types)),
-                    0,
-                ),
-                "cuLaunchKernel",
-            )
+            for kernel in self.kernels:
+                grid, block, shared = kernel.launch.resolve(prepared.bindings)
+                grid3 = (*grid, 1, 1, 1)[:3]
+                block3 = (*block, 1, 1, 1)[:3]
+                self._prepare_shared(kernel, shared)
+                values: list[Any] = []
+                types: list[Any] = []
+                for argument in kernel.arguments:
+                    kind, name = argument["kind"], argument["name"]
+                    if kind == "buffer":
+                        pointer, pointer_type = buffer_pointer(name)
+                        values.append(pointer)
+                        types.append(pointer_type)
+                    elif kind == "workspace":
+                        values.append(workspace_pointer(name, argument))
+                        types.append(None)
+                    elif kind == "scalar":
+                        values.append(prepared.args[index_of[name]])
+                        types.append(_SCALAR_TYPES[str(argument["dtype"])])
+                    else:
+                        values.append(prepared.bindings[name])
+                        types.append(_SCALAR_TYPES[str(argument.get("dtype", "int32"))])
+                _check(
+                    driver,
+                    driver.cuLaunchKernel(
+                        kernel.function,
+                        *grid3,
+                        *block3,
+                        shared,
+                        0,
+                        (tuple(values), tuple(types)),
+                        0,
+                    ),
+                    f"cuLaunchKernel({kernel.symbol})",
+                )
             _check(driver, driver.cuCtxSynchronize(), "cuCtxSynchronize")
             for pointer, host, nbytes in allocations:
                 if nbytes:
