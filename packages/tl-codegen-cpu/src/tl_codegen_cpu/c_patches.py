@@ -121,8 +121,38 @@ def insert_stdio(source: str) -> str:
     return _after_includes(source, "#include <stdio.h>\n")
 
 
+_WORKSPACE_CALL = re.compile(r"\bTVMBackend(Alloc|Free)Workspace\(")
+
+#: Host memory for ``T.alloc_global`` buffers. TVM's C printer calls libtvm_runtime's
+#: ``TVMBackendAllocWorkspace``/``TVMBackendFreeWorkspace``, which a deployment without
+#: apache-tvm lacks; a ``c`` kernel's workspace is host memory, so the library carries
+#: its own (64-byte aligned, as the runtime's context helper allocates for ``llvm``).
+C_WORKSPACE_PRELUDE = """#include <stdlib.h>
+static void* tl_c_alloc_workspace(int device_type, int device_id, uint64_t nbytes,
+                                  int dtype_code, int dtype_bits) {
+  (void)device_type; (void)device_id; (void)dtype_code; (void)dtype_bits;
+  return aligned_alloc(64, (size_t)((nbytes + 63) / 64 * 64 + (nbytes == 0) * 64));
+}
+static int tl_c_free_workspace(int device_type, int device_id, void* ptr) {
+  (void)device_type; (void)device_id;
+  free(ptr);
+  return 0;
+}
+"""
+
+
+def insert_workspace_allocator(source: str) -> str:
+    """Route TVM's workspace calls (``T.alloc_global`` buffers) to static host allocators
+    defined in the library itself (`C_WORKSPACE_PRELUDE`), so it needs no libtvm_runtime."""
+    if not _WORKSPACE_CALL.search(source):
+        return source
+    source = _WORKSPACE_CALL.sub(lambda match: f"tl_c_{match[1].lower()}_workspace(", source)
+    return _after_includes(source, C_WORKSPACE_PRELUDE)
+
+
 def patch_c_source(source: str) -> str:
     """Apply every fix of this module to TVM's C ``source`` and return the result."""
     source, _ = insert_openmp_pragmas(source)
+    source = insert_workspace_allocator(source)
     source = insert_stdio(insert_atomics_prelude(insert_microkernel_prelude(source)))
     return insert_special_float_constants(insert_half_typedef(source))
