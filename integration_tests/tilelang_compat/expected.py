@@ -18,18 +18,6 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
         tl_ir.KernelTypeError,
         "language_parallel.py:34: T.Parallel(*extents): extent 0 must be a compile-time constant (the loop is distributed over a tile), got the run-time value span; use ",
     ),
-    ("language_atomic.atomic_addx2_program", "c"): (
-        tl_ir.UnsupportedError,
-        "language_atomic.py:46: T.atomic_addx2: this atomic is not supported yet (T.atomic_add/max/min are)",
-    ),
-    ("language_atomic.atomic_addx2_program", "llvm"): (
-        tl_ir.UnsupportedError,
-        "language_atomic.py:46: T.atomic_addx2: this atomic is not supported yet (T.atomic_add/max/min are)",
-    ),
-    ("language_atomic.atomic_addx2_program", "cuda-nvcc"): (
-        tl_ir.UnsupportedError,
-        "language_atomic.py:46: T.atomic_addx2: this atomic is not supported yet (T.atomic_add/max/min are)",
-    ),
     ("language_chain_equal.chain_equal", "c"): (
         tl_ir.KernelSyntaxError,
         "language_chain_equal.py:21: cannot parse this kernel statement: Consequential assignments like 'a = b = c' are not supported.",
