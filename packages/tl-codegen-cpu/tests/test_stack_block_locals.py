@@ -10,6 +10,7 @@ from tvm import tirx
 
 from tl_codegen_cpu.passes import (
     DISABLE_LOWER_BUILTIN,
+    STACK_BYTES_ATTR,
     BlockLocalsTooLargeError,
     StackBlockLocalsPass,
 )
@@ -61,3 +62,10 @@ def test_budget_is_an_option_and_enforced() -> None:
     assert isinstance(small_budget, StackBlockLocalsPass) and small_budget.max_bytes == 1024
     with pytest.raises(BlockLocalsTooLargeError, match=r"take 16384 bytes, more than .* 1024"):
         small_budget.run(_module(4096, parallel=True), PassContext())
+
+
+def test_stack_need_is_recorded_for_the_manifest() -> None:
+    out = StackBlockLocalsPass().run(_module(4096, parallel=True), PassContext())
+    assert int(out["f"].attrs[STACK_BYTES_ATTR]) == 4096 * 4
+    serial = StackBlockLocalsPass().run(_module(4096, parallel=False), PassContext())
+    assert STACK_BYTES_ATTR not in (serial["f"].attrs or {})

@@ -115,3 +115,23 @@ def test_calls_from_a_short_stack_run_on_a_thread_with_enough() -> None:
     assert results == ["x"]
     name, left = seen[0]
     assert name.startswith("tl-big-stack") and left >= need
+
+
+def test_a_forked_child_gets_its_own_big_stack_thread() -> None:
+    import multiprocessing
+
+    stack_left = stack_left_function()
+    if stack_left is None:
+        pytest.skip("the C context helper is unavailable")
+    # Start the parent's runtime thread for a need no thread here has left.
+    stack_budget._big_stack_executor(64 << 20).submit(int).result()
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        result = pool.apply_async(_child_uses_big_stack_thread)
+        assert result.get(timeout=60) is True
+
+
+def _child_uses_big_stack_thread() -> bool:
+    executor = stack_budget._big_stack_executor(64 << 20)
+    name = executor.submit(lambda: threading.current_thread().name).result(timeout=30)
+    return name.startswith("tl-big-stack")

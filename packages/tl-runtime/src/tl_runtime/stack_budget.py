@@ -39,6 +39,9 @@ from tl_runtime.manifest import Manifest
 #: tvm-ffi's frames between the caller and the block (a few KiB), with room to spare.
 STACK_MARGIN_BYTES = 128 << 10
 
+#: A thread that had this much beyond a kernel's need at one call is not checked again.
+_THREAD_VERDICT_HEADROOM_BYTES = 1 << 20
+
 _STACK_SIZE_SYNTAX = re.compile(r"^\s*(\d+)\s*([bkmgBKMG]?)\s*$")
 _UNIT = {"": 1 << 10, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -120,6 +123,17 @@ _executors: dict[int, ThreadPoolExecutor] = {}
 _executors_lock = threading.Lock()
 
 
+def _forget_executors_after_fork() -> None:
+    # A forked child has none of the parent's threads: an inherited executor would
+    # count its dead thread and never start another (a call would wait forever).
+    global _executors_lock
+    _executors.clear()
+    _executors_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_executors_after_fork)
+
+
 def _big_stack_executor(need: int) -> ThreadPoolExecutor:
     """One runtime thread per stack size, created on first use.
 
@@ -144,8 +158,8 @@ def _big_stack_executor(need: int) -> ThreadPoolExecutor:
 def guard_calling_thread_stack(manifest: Manifest, call: Callable[..., Any]) -> Callable[..., Any]:
     """Return ``call``, or a wrapper that runs it where the kernel's blocks fit.
 
-    The wrapper compares the calling thread's stack left with the kernel's need on every
-    call; when it is short, the call runs on a runtime thread with a large enough stack
+    The wrapper compares the calling thread's stack left with the kernel's need (once per
+    thread where it exceeds the need by 1 MiB, else on every call); when it is short, the call runs on a runtime thread with a large enough stack
     while the caller waits (results and exceptions come back unchanged). Kernels without
     stack arrays, and processes without the C helper (the stack left cannot be read),
     get ``call`` itself.
@@ -159,9 +173,16 @@ def guard_calling_thread_stack(manifest: Manifest, call: Callable[..., Any]) -> 
     if stack_left is None:
         return call
 
+    roomy = threading.local()  # .yes: this thread had need + headroom left once
+
     def call_where_the_stack_fits(*args: Any) -> Any:
+        if getattr(roomy, "yes", False):
+            return call(*args)
         left = stack_left()
         if left == 0 or left >= need:  # 0: bounds unknown (not a thread glibc made)
+            # Far more than the need: later calls from this thread skip the reading (the
+            # frames above a kernel call stay far smaller than the headroom).
+            roomy.yes = left == 0 or left >= need + _THREAD_VERDICT_HEADROOM_BYTES
             return call(*args)
         return _big_stack_executor(need).submit(call, *args).result()
 
