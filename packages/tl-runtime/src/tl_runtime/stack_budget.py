@@ -29,11 +29,13 @@ import re
 import resource
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tl_runtime.errors import StackBudgetError
 from tl_runtime.manifest import Manifest
+
+if TYPE_CHECKING:  # imported on first use: loading a kernel must stay cheap
+    from concurrent.futures import ThreadPoolExecutor
 
 #: Stack a kernel needs besides its arrays: its own frame and the OpenMP runtime's and
 #: tvm-ffi's frames between the caller and the block (a few KiB), with room to spare.
@@ -140,6 +142,8 @@ def _big_stack_executor(need: int) -> ThreadPoolExecutor:
     The size is the need rounded up to MiB plus 1 MiB for the frames of the executor's
     own loop and the call path above the kernel.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     size = (_mib_ceiling(need) + 1) << 20
     with _executors_lock:
         executor = _executors.get(size)
