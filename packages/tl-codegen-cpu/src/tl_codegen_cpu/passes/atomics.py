@@ -28,6 +28,69 @@ ATOMIC_DTYPES: dict[str, tuple[str, str]] = {
 }
 
 
+#: 16-bit float dtypes: updated by a compare-and-swap on the 16-bit word, the
+#: arithmetic in float32 rounded back to nearest-even; the value travels as a float32
+#: (no half-precision argument in the C ABI) and the address as ``void*``.
+HALF_ATOMIC_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+
+#: C helpers converting 16-bit float bit patterns to and from float32 (round to
+#: nearest even, NaN kept quiet, overflow to infinity, subnormals exact).
+_HALF_CONVERSIONS = """\
+static inline float tl_atomic_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
+  if (e == 0) { float v = (float)m * 5.9604644775390625e-08f; return sign ? -v : v; }
+  x = e == 31 ? (sign | 0x7f800000u | (m << 13)) : (sign | ((e + 112u) << 23) | (m << 13));
+  float f; __builtin_memcpy(&f, &x, 4); return f;
+}
+static inline uint16_t tl_atomic_f32_to_f16(float f) {
+  uint32_t x; __builtin_memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu, e = a >> 23;
+  uint32_t m = (a & 0x7fffffu) | 0x800000u, r, rem, half, shift;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+  if (e >= 143) return (uint16_t)(sign | 0x7c00u);
+  if (e >= 113) {
+    r = ((e - 112u) << 10) | ((a & 0x7fffffu) >> 13); rem = a & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
+    return (uint16_t)(sign | r);
+  }
+  if (e < 102) return (uint16_t)sign;
+  shift = 126u - e; r = m >> shift; rem = m & ((1u << shift) - 1u); half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (r & 1u))) r++;
+  return (uint16_t)(sign | r);
+}
+static inline float tl_atomic_bf16_to_f32(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &x, 4); return f;
+}
+static inline uint16_t tl_atomic_f32_to_bf16(float f) {
+  uint32_t x; __builtin_memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+"""
+
+
+def _c_half_definition(kind: str, dtype: str, storage: str) -> str:
+    short = "f16" if dtype == "float16" else "bf16"
+    name = atomic_function_name(kind, dtype)
+    if kind == "add":
+        update = "current_value + value"
+    elif kind == "max":
+        update = "(value > current_value ? value : current_value)"
+    else:
+        update = "(value < current_value ? value : current_value)"
+    return (
+        f"{storage} int32_t {name}(void* address, float value) {{\n"
+        f"  uint16_t* bits = (uint16_t*)address;\n"
+        f"  uint16_t expected = __atomic_load_n(bits, __ATOMIC_RELAXED);\n"
+        f"  for (;;) {{\n"
+        f"    float current_value = tl_atomic_{short}_to_f32(expected);\n"
+        f"    uint16_t desired = tl_atomic_f32_to_{short}({update});\n"
+        f"    if (__atomic_compare_exchange_n(bits, &expected, desired, 1,\n"
+        f"                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;\n"
+        f"  }}\n}}\n"
+    )
+
+
 def atomic_function_name(kind: str, dtype: str) -> str:
     """The C function implementing atomic ``kind`` on ``dtype`` (``tl_atomic_add_float32``)."""
     return f"tl_atomic_{kind}_{dtype}"
@@ -75,6 +138,10 @@ def atomics_c_source(storage: str = "static inline") -> str:
     for dtype in ATOMIC_DTYPES:
         for kind in ATOMIC_KINDS:
             parts.append(_c_definition(kind, dtype, storage))
+    parts.append(_HALF_CONVERSIONS)
+    for dtype in HALF_ATOMIC_DTYPES:
+        for kind in ATOMIC_KINDS:
+            parts.append(_c_half_definition(kind, dtype, storage))
     return "".join(parts)
 
 
@@ -86,7 +153,7 @@ def emit_atomic_update(dst: Any, index: list[Any], value: Any, kind: str = "add"
     """Return a statement atomically updating ``dst[index]`` with ``value``.
 
     Args:
-        dst: the TIR buffer (its dtype must be in `ATOMIC_DTYPES`).
+        dst: the TIR buffer (its dtype in `ATOMIC_DTYPES` or `HALF_ATOMIC_DTYPES`).
         index: one index per dimension of ``dst``.
         value: a PrimExpr or Python number (cast to ``dst``'s dtype).
         kind: one of `ATOMIC_KINDS`.
@@ -97,12 +164,12 @@ def emit_atomic_update(dst: Any, index: list[Any], value: Any, kind: str = "add"
     if kind not in ATOMIC_KINDS:
         raise ValueError(f"atomic kind: expected one of {list(ATOMIC_KINDS)}, got {kind!r}")
     dtype = str(dst.dtype)
-    if dtype not in ATOMIC_DTYPES:
+    if dtype not in ATOMIC_DTYPES and dtype not in HALF_ATOMIC_DTYPES:
         raise ValueError(
             f"atomic_{kind} on {dst.name}: dtype {dtype} is not supported on the CPU; "
-            f"expected one of {list(ATOMIC_DTYPES)}"
+            f"expected one of {[*ATOMIC_DTYPES, *HALF_ATOMIC_DTYPES]}"
         )
-    operand = convert_to(value, dtype)
+    operand = convert_to(value, "float32" if dtype in HALF_ATOMIC_DTYPES else dtype)
     address = tirx.address_of(tirx.BufferLoad(dst, index))
     call = tirx.call_extern("int32", atomic_function_name(kind, dtype), address, operand)
     return tirx.Evaluate(call)

@@ -111,6 +111,8 @@ from tl_ir.language._reducers import (
 from tl_ir.language._safe_values import annotate_safe_value
 from tl_ir.language._tile_ops import (
     atomic_add,
+    atomic_addx2,
+    atomic_addx4,
     atomic_max,
     atomic_min,
     clear,
@@ -257,6 +259,8 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "cummax",
     "transpose",
     "atomic_add",
+    "atomic_addx2",
+    "atomic_addx4",
     "atomic_max",
     "atomic_min",
     "exp",

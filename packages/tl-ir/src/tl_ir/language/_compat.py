@@ -146,8 +146,8 @@ _REASONS: list[tuple[str, str]] = [
         "reduce_bitand reduce_bitor reduce_bitxor warp_reduce_bitand warp_reduce_bitor",
     ),
     (
-        "this atomic is not supported yet (T.atomic_add/max/min are)",
-        "atomic_addx2 atomic_addx4 atomic_load atomic_store atomic_or",
+        "this atomic is not supported yet (T.atomic_add/max/min/addx2/addx4 are)",
+        "atomic_load atomic_store atomic_or",
     ),
     (
         "tile schedulers are not supported yet; use T.Persistent or one block per tile",

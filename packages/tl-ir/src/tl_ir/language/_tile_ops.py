@@ -39,6 +39,8 @@ from tl_ir.ops import Region
 
 __all__ = [
     "atomic_add",
+    "atomic_addx2",
+    "atomic_addx4",
     "atomic_max",
     "atomic_min",
     "clear",
@@ -372,6 +374,49 @@ def _atomic(kind: str) -> Callable[..., Any]:
 atomic_add = _atomic("add")
 atomic_max = _atomic("max")
 atomic_min = _atomic("min")
+
+
+def _vector_operand(value: Any, width: int, access: int, where: str) -> Region:
+    operand = tile_operand(value, where, access)
+    if isinstance(operand, Element):
+        return anchor(operand, [tirx.IntImm("int32", width)], access, where)
+    wide = [e for e in operand.extents if _ops.const_int(e) != 1]
+    if len(wide) != 1 or _ops.const_int(wide[0]) != width:
+        raise ShapeMismatchError(
+            f"{where}: expected an element access or a run of {width} elements, got "
+            f"{operand.buffer.name}{fmt_extents(operand.extents)}"
+        )
+    return operand
+
+
+def _atomic_add_wide(width: int) -> Callable[..., Any]:
+    def atomic_add_wide(dst: Any, value: Any, return_prev: bool = False) -> Any:
+        where = f"T.atomic_addx{width}(dst, value)"
+        if check_flag(return_prev, f"T.atomic_addx{width}(return_prev=...)"):
+            raise UnsupportedError(
+                f"T.atomic_addx{width}(return_prev=True): returning the previous values is "
+                "not supported; the atomic updates dst and returns nothing"
+            )
+        d = _vector_operand(dst, width, _ops.ACCESS_READ_WRITE, f"{where}: dst")
+        v = _vector_operand(value, width, _ops.ACCESS_READ, f"{where}: value")
+        check_same_tile(v, d, where)
+        return emit_tile_op("tl.atomic_add", d, v)
+
+    atomic_add_wide.__name__ = f"atomic_addx{width}"
+    atomic_add_wide.__doc__ = (
+        f"TileLang's {width}-wide atomic add: ``dst[..., j + k] += value[..., j + k]`` for "
+        f"k < {width}, each element atomically (``dst`` and ``value`` are element accesses "
+        f"``B[i, j]`` or runs ``B[i, j:j + {width}]`` along the last dim). TileLang's "
+        "single wide instruction is one target's way to do it; each element's update is "
+        "atomic on every target, which is what the sum needs.\n\n"
+        "Raises:\n    ShapeMismatchError: an operand is not one element or a run of "
+        f"{width}.\n    UnsupportedError: ``return_prev=True``."
+    )
+    return atomic_add_wide
+
+
+atomic_addx2 = _atomic_add_wide(2)
+atomic_addx4 = _atomic_add_wide(4)
 
 
 def transpose(src: Any, dst: Any, annotations: dict[str, Any] | None = None) -> None:
