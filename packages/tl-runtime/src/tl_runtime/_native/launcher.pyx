@@ -415,11 +415,19 @@ cdef class Launcher:
             if len(self.refused_types) < MAX_TYPES:
                 self.refused_types.append(kind)
             return -1
+        cdef int follows = 1 if (self.outputs_follow is not None and self.outputs_follow(kind)) else 0
+        # No Python code runs from here on (the GIL stays held): another thread that
+        # added this type meanwhile is found, and a slot is filled before it is counted.
+        for i in range(self.ntypes):
+            if self.types[i] == tp:
+                return i
+        if self.ntypes == MAX_TYPES:
+            return -1
         i = self.ntypes
         self.type_refs.append(kind)   # keeps the type (and its API) alive
         self.types[i] = tp
         self.apis[i] = api
-        self.follows[i] = 1 if (self.outputs_follow is not None and self.outputs_follow(kind)) else 0
+        self.follows[i] = follows
         self.ntypes += 1
         return i
 
