@@ -26,6 +26,7 @@ from typing import Any
 
 from tvm.script.tirx import *
 
+from tl_ir import chained_assign as _chained_assign
 from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
 from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 from tl_ir.errors import (
@@ -132,6 +133,7 @@ from tl_ir.language._tile_ops import (
 from tl_ir.language._views import reshape, view
 
 _tvm_compat.install()
+_chained_assign.install()
 
 # Dtype objects (strings that construct values), replacing TVMScript's constructors.
 _DTYPE_OBJECTS = make_dtype_objects()
