@@ -193,3 +193,33 @@ def test_argument_device_types_decide_which_arrays_run(
     for _ in range(3):  # the first call and the repeated ones (cached views)
         with pytest.raises(ValueError, match=r"parameter 'A': expected a tensor on DLPack device"):
             kernel(a, b, c)
+
+
+def test_own_adapter_table_mirrors_the_declared_entry_points() -> None:
+    """tl-runtime resolves its own adapters from a table (no metadata read on the hit path):
+    the table must say exactly what its pyproject.toml publishes under tl.adapters."""
+    import importlib.metadata
+
+    from tl_runtime.adapters import ENTRY_POINT_GROUP, OWN_ADAPTERS
+
+    declared = {
+        point.name: point.value
+        for point in importlib.metadata.distribution("tl-runtime").entry_points
+        if point.group == ENTRY_POINT_GROUP
+    }
+    assert declared == dict(OWN_ADAPTERS)
+
+
+def test_own_adapters_load_without_reading_package_metadata() -> None:
+    """A fresh process resolves a tl-runtime adapter with importlib.metadata never imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tl_runtime.adapters import get_adapter\n"
+        "assert get_adapter('cython').key == 'cython'\n"
+        "print('importlib.metadata' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

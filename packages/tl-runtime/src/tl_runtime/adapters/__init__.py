@@ -11,8 +11,9 @@ backend descriptor's ``adapter``); the value names the class, whose ``key`` must
 tl-runtime declares its own adapters (``tvm_ffi``, ``cython``, ``cuda_driver``) the same way.
 
 Looking up a key stays cheap, because ``tl_runtime.load`` runs on the cache-hit path of
-every fresh process: tl-runtime's own entry points are read first (one distribution's
-metadata) and only the requested entry point is imported. Every installed distribution is
+every fresh process: tl-runtime's own adapters are resolved from a table in this module
+that mirrors its entry points (a test keeps the two equal), without reading any package
+metadata, and only the requested module is imported. Every installed distribution is
 scanned only for a key tl-runtime does not declare, and by ``adapter_keys()``. tl-runtime's
 own keys therefore cannot be replaced by another package.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tl_runtime.errors import AdapterUnavailableError
 
@@ -35,23 +36,52 @@ ENTRY_POINT_GROUP = "tl.adapters"
 
 _RUNTIME_DISTRIBUTION = "tl-runtime"
 
+OWN_ADAPTERS: Mapping[str, str] = {
+    "tvm_ffi": "tl_runtime.adapters.tvm_ffi_adapter:TvmFfiAdapter",
+    "cython": "tl_runtime.adapters.cython_adapter:CythonAdapter",
+    "cuda_driver": "tl_runtime.adapters.cuda_driver:CudaDriverAdapter",
+}
+"""tl-runtime's own adapters, key -> ``module:Class``: the same as the ``tl.adapters``
+entry points its pyproject.toml declares (a test keeps them equal)."""
+
+
+class _AdapterPoint(Protocol):
+    """What a lookup needs of an entry point: its name, value and ``load``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
+
+    def load(self) -> Any: ...
+
+
+class _OwnAdapterPoint:
+    """One of tl-runtime's own adapters, loadable without reading package metadata."""
+
+    def __init__(self, name: str, value: str) -> None:
+        self.name = name
+        self.value = value
+
+    def load(self) -> Any:
+        import importlib
+
+        module, _, attribute = self.value.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
 _lock = threading.RLock()  # re-entrant: _entry_point builds its hint via adapter_keys()
-_own: dict[str, EntryPoint] | None = None
+_own: dict[str, _AdapterPoint] | None = None
 _installed: dict[str, list[EntryPoint]] | None = None
 _classes: dict[str, type[Adapter]] = {}
 
 
-def _own_entry_points() -> Mapping[str, EntryPoint]:
-    """tl-runtime's own adapter entry points (empty when its metadata is not installed)."""
+def _own_entry_points() -> Mapping[str, _AdapterPoint]:
+    """tl-runtime's own adapters (from ``OWN_ADAPTERS``; no metadata is read)."""
     global _own
     if _own is None:
-        import importlib.metadata
-
-        try:
-            points = importlib.metadata.distribution(_RUNTIME_DISTRIBUTION).entry_points
-        except importlib.metadata.PackageNotFoundError:
-            points = importlib.metadata.EntryPoints(())
-        _own = {point.name: point for point in points if point.group == ENTRY_POINT_GROUP}
+        _own = {key: _OwnAdapterPoint(key, value) for key, value in OWN_ADAPTERS.items()}
     return _own
 
 
@@ -90,7 +120,7 @@ def _installed_hint() -> str:
     return f"installed adapters: {keys}"
 
 
-def _entry_point(key: str) -> EntryPoint:
+def _entry_point(key: str) -> _AdapterPoint:
     own = _own_entry_points().get(key)
     if own is not None:
         return own
@@ -106,7 +136,9 @@ def _entry_point(key: str) -> EntryPoint:
     return candidates[0]
 
 
-def _distribution_name(point: EntryPoint) -> str:
+def _distribution_name(point: _AdapterPoint) -> str:
+    if isinstance(point, _OwnAdapterPoint):
+        return _RUNTIME_DISTRIBUTION
     dist = getattr(point, "dist", None)
     return str(getattr(dist, "name", "an unknown distribution"))
 

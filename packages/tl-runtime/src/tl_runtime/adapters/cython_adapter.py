@@ -14,12 +14,10 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import os
 import shutil
 import sys
-import sysconfig
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +58,8 @@ _extension: ModuleType | None = None
 
 
 def _include_dirs() -> list[str]:
+    import sysconfig  # the build path only: a cache hit loads the built launcher
+
     dirs = [sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"]]
     # tvm-ffi's headers (dlpack's included) sit beside its library: <package>/include
     package_include = Path(libtvm_ffi_path()).parent.parent / "include"
@@ -168,6 +168,8 @@ def launcher_extension() -> ModuleType:
         )
 
         ensure_context_symbols()  # loads libtvm_ffi globally, which the launcher links against
+        import importlib.metadata  # the build path only: a cache hit never reads metadata
+
         try:
             # the version from metadata: importing Cython is needed only to generate C
             cython_version = importlib.metadata.version("Cython")
