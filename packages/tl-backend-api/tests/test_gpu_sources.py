@@ -87,13 +87,24 @@ def test_build_device_sources_reports_tvm_failure_as_toolchain_error() -> None:
 
 
 def test_kernel_description_is_the_first_kernels_symbol_and_arguments() -> None:
-    assert json.loads(kernel_description(two_kernel_device())) == {
+    description = json.loads(kernel_description(two_kernel_device()))
+    first_arguments = [
+        {"kind": "buffer", "name": "A", "dtype": "float32"},
+        {"kind": "dim", "name": "M", "dtype": "int32"},
+    ]
+    assert description["symbol"] == "scale_kernel"
+    assert description["arguments"] == first_arguments
+    # Several device kernels (consecutive T.Kernel launches): each, in launch order.
+    kernels = description["kernels"]
+    assert [k["symbol"] for k in kernels] == ["scale_kernel", "scale_kernel_1"]
+    assert kernels[0] == {
         "symbol": "scale_kernel",
-        "arguments": [
-            {"kind": "buffer", "name": "A", "dtype": "float32"},
-            {"kind": "dim", "name": "M", "dtype": "int32"},
-        ],
+        "arguments": first_arguments,
+        "grid": [4, "((M + 31) // 32)"],
+        "block": [128],
+        "dynamic_shared_memory": 256,
     }
+    assert (kernels[1]["grid"], kernels[1]["block"]) == ([1], [32, 2])
 
 
 def test_kernel_launches_follow_every_kernel_in_order() -> None:
