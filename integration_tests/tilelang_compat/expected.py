@@ -2,8 +2,4 @@
 
 from __future__ import annotations
 
-import tl_backend_api
-import tl_ir
-
-EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
-}
+EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {}
