@@ -25,7 +25,7 @@ def test_source_only_cuda_artifact_has_what_the_launcher_needs(name: str, tmp_pa
     case = module.CASES[0]
     directory = build_case(context, module, case, tmp_path / name)
     manifest = tl_runtime.read_manifest(directory)
-    assert manifest.adapter == "nvrtc"
+    assert manifest.adapter == "cuda_driver"
     assert manifest.library.endswith(".cu")
     assert manifest.launch is not None
     assert manifest.launch.block == (case["args"].get("threads", 128),)
@@ -33,6 +33,6 @@ def test_source_only_cuda_artifact_has_what_the_launcher_needs(name: str, tmp_pa
     names = {p.name for p in manifest.params}
     for argument in description["arguments"]:
         assert argument["name"] in names or argument["kind"] == "dim"
-    if not tl_runtime.adapter_availability("nvrtc").available:
+    if not tl_runtime.adapter_availability("cuda_driver").available:
         with pytest.raises(tl_runtime.AdapterUnavailableError):
             tl_runtime.load(directory)

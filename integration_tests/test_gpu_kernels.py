@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from integration_tests.kernels import ALL_KERNELS, load
 from tl_runtime import adapter_availability
 
-_DEVICE = adapter_availability("nvrtc")
+_DEVICE = adapter_availability("cuda_driver")
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(
@@ -73,7 +73,7 @@ def test_kernel_case_matches_reference_on_the_gpu(
     module = load(name)
     case = module.CASES[index]
     artifact = gpu_artifacts(name, case, "tvm_ffi")
-    assert run_case(artifact, module, case, "nvrtc") == [], (name, index)
+    assert run_case(artifact, module, case, "cuda_driver") == [], (name, index)
 
 
 @pytest.mark.parametrize("name", ALL_KERNELS)
@@ -83,4 +83,4 @@ def test_nvrtc_compiles_at_load_and_matches_reference(gpu_artifacts: Any, name: 
     module = load(name)
     case = module.CASES[0]
     artifact = gpu_artifacts(name, case, "nvrtc")
-    assert run_case(artifact, module, case, "nvrtc") == [], name
+    assert run_case(artifact, module, case, "cuda_driver") == [], name
