@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from tl_jit.compiler import compile, lower
     from tl_jit.decorator import JITFunction, jit
     from tl_jit.device import get_num_sms
-    from tl_jit.parallel import par_compile
     from tl_jit.errors import AutotuneError, CacheError, JITError
     from tl_jit.kernel import JITKernel
     from tl_jit.math import cdiv, next_power_of_2
+    from tl_jit.parallel import par_compile
     from tl_jit.pass_configs import PassConfigKey
     from tl_jit.profiler import Profiler, do_bench
 
