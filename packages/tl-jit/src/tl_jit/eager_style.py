@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import inspect
-import textwrap
+import types
 from collections.abc import Callable
 from typing import Any
+
+from tl_jit.source_text import dedented_source
 
 __all__ = ["is_eager_function"]
 
@@ -36,10 +38,13 @@ def _annotation_base(annotation: ast.expr) -> str | None:
 
 
 def _definition(func: Callable[..., Any]) -> ast.FunctionDef | None:
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    source = dedented_source(code) if isinstance(code, types.CodeType) else None
+    if source is None:
+        return None
     try:
-        source = textwrap.dedent(inspect.getsource(func))
         module = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
+    except SyntaxError:
         return None
     node = module.body[0] if module.body else None
     return node if isinstance(node, ast.FunctionDef) else None

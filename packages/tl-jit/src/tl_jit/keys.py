@@ -10,15 +10,14 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import inspect
 import json
 import platform
 import sys
-import textwrap
 import types
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tl_jit.source_text import dedented_source
 from tl_jit.versions import COMPILER_PACKAGES, compiler_versions
 
 if TYPE_CHECKING:
@@ -115,10 +114,12 @@ def _source_reads(code: types.CodeType) -> tuple[str, frozenset[str], frozenset[
     string under PEP 563) is still resolved by the parser, so the key covers every name
     the source mentions. Empty when the source is unavailable (``exec``, the REPL).
     """
+    source = dedented_source(code)
+    if source is None:
+        return "", frozenset(), frozenset()
     try:
-        source = textwrap.dedent(inspect.getsource(code))
         tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    except (SyntaxError, IndentationError):
         return "", frozenset(), frozenset()
     names: set[str] = set()
     attributes: set[tuple[str, str]] = set()
