@@ -6,6 +6,11 @@ atomic add yet"), so an atomic update becomes a call of
 with GCC's ``__atomic`` builtins: ``fetch_add`` for integer adds, a
 compare-and-swap loop for floats and for max/min. The C toolchain inserts the
 prelude into the source; the LLVM toolchain compiles it and links it in.
+
+An update no other thread can race on is a plain read-modify-write with the
+same arithmetic (``owned=True``): always for a block-local buffer (``shared``,
+fragment, ``local``: one copy per running block, which one core runs start to
+end), and for global buffers where `atomic_ownership` proves it.
 """
 
 from __future__ import annotations
@@ -149,7 +154,36 @@ def atomics_c_source(storage: str = "static inline") -> str:
 C_ATOMICS_PRELUDE = atomics_c_source()
 
 
-def emit_atomic_update(dst: Any, index: list[Any], value: Any, kind: str = "add") -> tirx.Stmt:
+#: Scopes of block-local buffers: one copy per running block, touched by one core.
+_BLOCK_LOCAL_SCOPES = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
+
+
+def _is_plain(dst: Any, owned: bool) -> bool:
+    return owned or str(dst.ty.storage_scope) in _BLOCK_LOCAL_SCOPES
+
+
+def _combine(kind: str, current: Any, value: Any) -> Any:
+    # The same expressions as the C functions (NaN handling included).
+    if kind == "add":
+        return current + value
+    if kind == "max":
+        return tirx.Select(value > current, value, current)
+    return tirx.Select(value < current, value, current)
+
+
+def _plain_update(dst: Any, index: list[Any], value: Any, kind: str) -> tirx.Stmt:
+    dtype = str(dst.dtype)
+    current = tirx.BufferLoad(dst, index)
+    if dtype in HALF_ATOMIC_DTYPES:
+        # As the 16-bit CAS: float32 arithmetic on the widened element, rounded once.
+        wide = _combine(kind, tirx.Cast("float32", current), convert_to(value, "float32"))
+        return tirx.BufferStore(dst, tirx.Cast(dtype, wide), index)
+    return tirx.BufferStore(dst, _combine(kind, current, convert_to(value, dtype)), index)
+
+
+def emit_atomic_update(
+    dst: Any, index: list[Any], value: Any, kind: str = "add", *, owned: bool = False
+) -> tirx.Stmt:
     """Return a statement atomically updating ``dst[index]`` with ``value``.
 
     Args:
@@ -157,6 +191,9 @@ def emit_atomic_update(dst: Any, index: list[Any], value: Any, kind: str = "add"
         index: one index per dimension of ``dst``.
         value: a PrimExpr or Python number (cast to ``dst``'s dtype).
         kind: one of `ATOMIC_KINDS`.
+        owned: no other thread touches ``dst[index]`` while the kernel runs (the
+            caller proved it): a plain read-modify-write with the atomic's arithmetic.
+            A block-local ``dst`` is always updated so.
 
     Raises:
         ValueError: for an unknown kind or an unsupported dtype.
@@ -169,19 +206,26 @@ def emit_atomic_update(dst: Any, index: list[Any], value: Any, kind: str = "add"
             f"atomic_{kind} on {dst.name}: dtype {dtype} is not supported on the CPU; "
             f"expected one of {[*ATOMIC_DTYPES, *HALF_ATOMIC_DTYPES]}"
         )
+    if _is_plain(dst, owned):
+        return _plain_update(dst, index, value, kind)
     operand = convert_to(value, "float32" if dtype in HALF_ATOMIC_DTYPES else dtype)
     address = tirx.address_of(tirx.BufferLoad(dst, index))
     call = tirx.call_extern("int32", atomic_function_name(kind, dtype), address, operand)
     return tirx.Evaluate(call)
 
 
-def emit_tile_atomic(dst: TileRegion, value: TileRegion | Any, kind: str = "add") -> tirx.Stmt:
+def emit_tile_atomic(
+    dst: TileRegion, value: TileRegion | Any, kind: str = "add", *, owned: bool = False
+) -> tirx.Stmt:
     """Return a statement applying atomic ``kind`` elementwise over tile ``dst``.
 
     Args:
         dst: the tile updated atomically; out-of-bounds elements are skipped.
         value: a tile of the same non-unit extents, or a scalar for every element.
         kind: one of `ATOMIC_KINDS`.
+        owned: as in `emit_atomic_update`; an owned update of one element is a bare
+            (possibly guarded) store, with no loop of extent 1 around it, so that the
+            ``T.Parallel`` loop holding it can vectorize.
 
     Raises:
         ValueError: for mismatched tile shapes, an unknown kind or an unsupported dtype.
@@ -201,7 +245,7 @@ def emit_tile_atomic(dst: TileRegion, value: TileRegion | Any, kind: str = "add"
         condition = value.inside(iv)
     else:
         element, condition = value, None
-    body: tirx.Stmt = emit_atomic_update(dst.buffer, dst.index(iv), element, kind)
+    body: tirx.Stmt = emit_atomic_update(dst.buffer, dst.index(iv), element, kind, owned=owned)
     inside = dst.inside(iv)
     if inside is not None and condition is not None:
         condition = tirx.all(inside, condition)
@@ -209,6 +253,8 @@ def emit_tile_atomic(dst: TileRegion, value: TileRegion | Any, kind: str = "add"
         condition = inside
     if condition is not None:
         body = tirx.IfThenElse(condition, body, None)
+    if not dst.squeezed_extents and _is_plain(dst.buffer, owned):
+        return body
     for depth in reversed(range(len(shape))):
         body = tirx.For(loop_vars[depth], 0, shape[depth], tirx.ForKind.SERIAL, body)
     return body

@@ -23,6 +23,10 @@ attributes on ``blockIdx.x/y/z`` and ``threadIdx.x/y/z``. On the CPU:
   reductions), and conflicting shared-memory accesses of different threads.
   `thread_regions` says how; thread-local values that cross a region
   boundary become per-thread arrays (`per_thread_locals`).
+* a launch whose global atomics no two threads can race on when some grid
+  axes run serially (`atomic_ownership` proves it from the atomics' indices)
+  gets those colliding axes as serial loops inside the parallel loop, and its
+  atomics become plain read-modify-writes;
 * several ``T.Kernel`` blocks in one prim_func run one after the other: each
   becomes its own parallel grid loop, and a parallel loop ends only when all
   its blocks have finished (OpenMP's implicit barrier; TVM's parallel launch
@@ -32,6 +36,7 @@ attributes on ``blockIdx.x/y/z`` and ``threadIdx.x/y/z``. On the CPU:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -39,6 +44,7 @@ from typing import Any, ClassVar
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.atomic_ownership import plan_atomic_ownership, privatize_atomics
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
 from tl_codegen_cpu.passes.per_thread_locals import expand_per_thread_locals, is_thread_nest
 from tl_codegen_cpu.passes.thread_ir import (
@@ -137,7 +143,16 @@ def run_threads(
     return _strip_nest_markers(lowered)
 
 
-def _grid_loop(body: tirx.Stmt, blocks: list[tuple[Any, Any]]) -> tirx.Stmt:
+def _grid_loop(
+    body: tirx.Stmt,
+    blocks: list[tuple[Any, Any]],
+    serial: tuple[tuple[Any, Any], ...] = (),
+) -> tirx.Stmt:
+    # Colliding axes (see atomic_ownership) run inside each parallel iteration,
+    # blockIdx.x innermost; the parallel loop covers the others.
+    for var, extent in serial:
+        body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
+    blocks = [b for b in blocks if not any(b[0].same_as(v) for v, _ in serial)]
     if len(blocks) == 1:
         var, extent = blocks[0]
         return tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, body)
@@ -152,12 +167,17 @@ def _grid_loop(body: tirx.Stmt, blocks: list[tuple[Any, Any]]) -> tirx.Stmt:
 
 
 def lower_launch(
-    stmt: tirx.Stmt, where: str, lower_thread_op: Callable[[Any], tirx.Stmt]
+    stmt: tirx.Stmt,
+    where: str,
+    lower_thread_op: Callable[[Any], tirx.Stmt],
+    min_owned_blocks: int = 1,
 ) -> tirx.Stmt:
     """Return ``stmt`` with every ``T.Kernel`` launch lowered as the module docstring says.
 
     ``lower_thread_op`` lowers one tile-op call that a single thread runs (an operand
-    in thread-local memory) to its loops.
+    in thread-local memory) to its loops. ``min_owned_blocks``: the fewest parallel
+    blocks a launch may keep when its colliding grid axes become serial
+    (`atomic_ownership.plan_atomic_ownership`).
 
     Raises:
         UnsupportedError: thread-index code the CPU cannot split at its barriers.
@@ -179,6 +199,9 @@ def lower_launch(
         except UnsupportedError as error:
             problems.append(error)
             return attr
+        ownership = plan_atomic_ownership(body, blocks, threads, min_owned_blocks)
+        if ownership is not None:
+            body = privatize_atomics(body, ownership)
         if threads and uses_any(body, {v for v, _ in threads}):
             try:
                 body = run_threads(body, threads, lower_thread_op, where)
@@ -189,7 +212,7 @@ def lower_launch(
             body = _drop_barriers(body)
         if not blocks:
             return body
-        return _grid_loop(body, blocks)
+        return _grid_loop(body, blocks, ownership.serial_blocks if ownership else ())
 
     # Exceptions raised inside structural_map callbacks come back as RuntimeError,
     # so they are collected and re-raised here.
@@ -208,6 +231,19 @@ class CpuLowerLaunchPass(PrimFuncPass):
     """
 
     name: ClassVar[str] = "cpu-lower-launch"
+    #: The fewest parallel blocks a launch keeps when colliding grid axes become
+    #: serial to drop its atomics; None: the host's core count, so that no core
+    #: idles that the atomic grid would have kept busy.
+    min_owned_blocks: int | None = None
+
+    def __post_init__(self) -> None:
+        value = self.min_owned_blocks
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            raise ValueError(
+                f"cpu-lower-launch min_owned_blocks: expected a positive int or None, got {value!r}"
+            )
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its launches lowered."""
@@ -216,4 +252,5 @@ class CpuLowerLaunchPass(PrimFuncPass):
         def lower_thread_op(call: Any) -> tirx.Stmt:
             return lower_tile_op(describe(call), isa=isa, gemm_style="tir")
 
-        return lower_launch(body, self.where(function_name), lower_thread_op)
+        min_owned = self.min_owned_blocks or os.cpu_count() or 1
+        return lower_launch(body, self.where(function_name), lower_thread_op, min_owned)

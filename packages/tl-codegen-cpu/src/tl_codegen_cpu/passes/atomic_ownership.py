@@ -1,0 +1,320 @@
+"""Grid ownership of atomic addresses: atomics that no two CPU threads can race on.
+
+On a GPU every block may run at the same time as every other, so
+``T.atomic_add(C[...], v)`` must be a hardware atomic. On the CPU the grid is
+run by a few threads, and an atomic is needed only where two of them can touch
+the same address. This module proves, for one ``T.Kernel`` launch, which grid
+axes can run in parallel without that ever happening; `cpu-lower-launch` then
+runs the other grid axes serially inside each thread and turns the atomics into
+plain read-modify-writes, which vectorize (the add of a whole accumulator tile
+into ``C`` becomes one vector loop instead of one compare-and-swap per element).
+
+The proof (`plan_atomic_ownership`), for the one global buffer ``X`` the
+launch updates atomically:
+
+* every access of ``X`` in the launch (the atomics, plain loads and stores,
+  tile-op regions) is collected with its index per dimension and its extent;
+  a pointer to ``X`` escaping into a call (``address_of``, ``access_ptr``, an
+  extern call) defeats the proof;
+* grid axis ``a`` is **owned** when some dimension ``d`` of ``X`` separates
+  its blocks: in every access, index ``d`` is ``c * a + rest`` with the same
+  constant ``c`` (TVM's ``detect_linear_equation``), and over all accesses the
+  union of the ranges of ``rest`` (plus the access's extent) spans fewer than
+  ``|c|`` values (TVM's integer bounds, with every grid axis, thread index and
+  enclosing loop variable bound to its range; branch conditions are ignored,
+  which only widens the ranges). Two blocks with different ``a`` then touch
+  disjoint index ranges in dimension ``d``, hence disjoint addresses whatever
+  their other coordinates are;
+* the launch is privatized when at least one axis is owned: the owned axes
+  form the parallel loop, the others (the **colliding** axes, e.g. split-k's
+  ``bz``, which every block of one output tile shares) run serially inside
+  each parallel iteration, so all blocks that can meet on an address run on
+  one thread, one after the other. Any schedule of a grid's blocks is a legal
+  GPU schedule, so results are those of some GPU run (floating-point sums in
+  one fixed order of the blocks).
+
+When any step fails (an index read from memory, a symbolic coefficient, two
+atomically updated buffers, which might alias), the launch keeps its atomics.
+A launch that would keep fewer than ``min_owned_blocks`` parallel blocks
+keeps them too (the atomics cost less than idle cores), unless no axis
+collides (then nothing is serialized).
+
+Memory orders: ``T.atomic_*(memory_order=...)`` is relaxed on the CPU (a
+hint; the kernel's barriers order its effects). An acquire/release order is
+only observable by a thread that reads the location the atomic writes; the
+proof covers every access of the buffer in the launch, so no other thread
+reads or writes an owned address until the grid loop's closing barrier, and
+within its owner thread program order already holds. A plain access is
+therefore indistinguishable from the atomic one, whatever order was asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import sym, tirx
+
+from tl_codegen_cpu.passes.atomics import emit_tile_atomic
+from tl_codegen_cpu.passes.thread_ir import op_name, scope_of, tile_regions, uses_any
+from tl_codegen_cpu.passes.tile_emitters import TileRegion
+from tl_ir.ops import AtomicOp, Region, const_int, describe, is_tile_op
+
+#: Calls through which a pointer to a buffer may escape the analysis.
+_ESCAPING_CALLS = frozenset(
+    {
+        "tirx.address_of",
+        "tirx.tvm_access_ptr",
+        "tirx.call_extern",
+        "tirx.call_pure_extern",
+        "tirx.call_packed",
+        "tirx.call_cpacked",
+        "tirx.call_llvm_intrin",
+        "tirx.call_llvm_pure_intrin",
+    }
+)
+
+
+@dataclass(frozen=True)
+class _Access:
+    mins: tuple[Any, ...]
+    extents: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class AtomicOwnership:
+    """The plan for one launch whose atomics no two threads can race on.
+
+    Attributes:
+        buffer: the global buffer the launch updates atomically.
+        serial_blocks: the colliding grid axes ``(var, extent)``, in grid order
+            (``blockIdx.x`` first); they run serially inside each parallel iteration.
+        ranges: the ranges the proof bound (grid axes, threads, loops, lets), reused
+            to drop the bounds guards it can prove when the atomics become plain.
+    """
+
+    buffer: Any
+    serial_blocks: tuple[tuple[Any, Any], ...]
+    ranges: tuple[tuple[Any, Any], ...]
+
+    def analyzer(self) -> Any:
+        """A fresh TVM analyzer with `ranges` bound."""
+        analyzer = sym.Analyzer()
+        for var, bound in self.ranges:
+            analyzer.bind(var, bound)
+        return analyzer
+
+
+def _atomic_ops(body: tirx.Stmt) -> list[AtomicOp]:
+    found: list[AtomicOp] = []
+
+    def visit(evaluate: Any) -> None:
+        if is_tile_op(evaluate.value):
+            op = describe(evaluate.value)
+            if isinstance(op, AtomicOp):
+                found.append(op)
+
+    tvm_ffi.structural_walk(body, (tirx.Evaluate, visit), order="pre")
+    return found
+
+
+def _binding_ranges(
+    body: tirx.Stmt, axes: Sequence[tuple[Any, Any]]
+) -> list[tuple[Any, Any]] | None:
+    """``(var, Range or value)`` for the axes, every loop and let of ``body``, outer first;
+    None when a Var is bound twice (the ranges would be ambiguous)."""
+    bindings: list[tuple[Any, Any]] = [
+        (var, tvm.ir.Range.from_min_extent(0, extent)) for var, extent in axes
+    ]
+    seen = {var for var, _ in axes}
+    clash = False
+
+    def add(var: Any, bound: Any) -> None:
+        nonlocal clash
+        if var in seen:
+            clash = True
+        seen.add(var)
+        bindings.append((var, bound))
+
+    def visit_loop(loop: Any) -> None:
+        add(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+
+    def visit_let(let: Any) -> None:
+        add(let.var, let.value)
+
+    tvm_ffi.structural_walk(
+        body,
+        [
+            (tirx.For, visit_loop),
+            ((tirx.Bind, tirx.LetStmt, tirx.Let), visit_let),
+        ],
+        order="pre",
+    )
+    return None if clash else bindings
+
+
+def _accesses(body: tirx.Stmt, buffer: Any) -> list[_Access] | None:
+    """Every access of ``buffer`` in ``body``; None when a pointer to it escapes."""
+    accesses: list[_Access] = []
+    escapes = False
+
+    def unit(indices: Any) -> _Access:
+        return _Access(tuple(indices), (1,) * len(indices))
+
+    def visit_evaluate(evaluate: Any) -> None:
+        if is_tile_op(evaluate.value):
+            for region in tile_regions(describe(evaluate.value)):
+                if region.buffer.same_as(buffer):
+                    accesses.append(_Access(tuple(region.mins), tuple(region.extents)))
+
+    def visit_load(load: Any) -> None:
+        if load.source.same_as(buffer):
+            accesses.append(unit(load.indices))
+
+    def visit_store(store: Any) -> None:
+        if store.buffer.same_as(buffer):
+            accesses.append(unit(store.indices))
+
+    def visit_call(call: Any) -> None:
+        nonlocal escapes
+        if op_name(call) in _ESCAPING_CALLS and uses_any(call, {buffer}):
+            escapes = True
+
+    tvm_ffi.structural_walk(
+        body,
+        [
+            (tirx.Evaluate, visit_evaluate),
+            (tvm.ir.TensorLoad, visit_load),
+            (tirx.BufferStore, visit_store),
+            (tvm.ir.Call, visit_call),
+        ],
+        order="pre",
+    )
+    return None if escapes else accesses
+
+
+def _separates(analyzer: Any, axis: Any, accesses: list[_Access], dim: int) -> bool:
+    """Whether index ``dim`` of every access is ``c * axis + rest`` with one constant
+    ``c`` and all the ``rest`` ranges (plus extents) spanning fewer than ``|c|`` values."""
+    coefficient: int | None = None
+    low, high = math.inf, -math.inf
+    for access in accesses:
+        parts = sym.detect_linear_equation(access.mins[dim], [axis])
+        if len(parts) != 2:
+            return False
+        c = const_int(parts[0])
+        if c is None or c == 0 or (coefficient is not None and c != coefficient):
+            return False
+        coefficient = c
+        rest = analyzer.const_int_bound(analyzer.simplify(parts[1]))
+        extent = analyzer.const_int_bound(access.extents[dim])
+        low = min(low, int(rest.min_value))
+        high = max(high, int(rest.max_value) + int(extent.max_value) - 1)
+    return coefficient is not None and high - low < abs(coefficient)
+
+
+def _owned(analyzer: Any, axis: Any, accesses: list[_Access], rank: int) -> bool:
+    return any(_separates(analyzer, axis, accesses, dim) for dim in range(rank))
+
+
+def _block_count(blocks: Sequence[tuple[Any, Any]]) -> float:
+    count = 1.0
+    for _, extent in blocks:
+        value = const_int(extent)
+        count *= math.inf if value is None else value
+    return count
+
+
+def plan_atomic_ownership(
+    body: tirx.Stmt,
+    blocks: Sequence[tuple[Any, Any]],
+    threads: Sequence[tuple[Any, Any]],
+    min_owned_blocks: int,
+) -> AtomicOwnership | None:
+    """The ownership plan of one launch's global atomics (module docstring), or None.
+
+    Args:
+        body: the launch's body (inside its ``thread_extent`` attributes, thread
+            binding loops already bound to the thread Vars).
+        blocks: the grid axes ``(var, extent)``, ``blockIdx.x`` first.
+        threads: the thread axes ``(var, extent)``.
+        min_owned_blocks: the fewest parallel blocks worth serializing colliding axes for.
+
+    Returns:
+        None when the launch has no global atomics, or when the proof fails, or when
+        serializing would leave fewer than ``min_owned_blocks`` parallel blocks.
+    """
+    ops = _atomic_ops(body)
+    targets: list[Any] = []
+    for op in ops:
+        if scope_of(op.dst.buffer) != "global":
+            continue  # block-local: one core touches it (see emit_tile_atomic)
+        if any(const_int(e) is None for e in op.dst.extents):
+            return None  # the tile lowering reports the symbolic extent
+        if isinstance(op.value, Region) and any(const_int(e) is None for e in op.value.extents):
+            return None
+        if not any(t.same_as(op.dst.buffer) for t in targets):
+            targets.append(op.dst.buffer)
+    if len(targets) != 1 or not blocks:
+        return None
+    buffer = targets[0]
+    if len(buffer.strides) != 0:
+        return None  # explicit strides may overlap: indices would not name one address each
+    ranges = _binding_ranges(body, [*blocks, *threads])
+    accesses = _accesses(body, buffer)
+    if ranges is None or not accesses:
+        return None
+    plan = AtomicOwnership(buffer, (), tuple(ranges))
+    analyzer = plan.analyzer()
+    rank = len(buffer.shape)
+    owned = [(v, e) for v, e in blocks if _owned(analyzer, v, accesses, rank)]
+    colliding = tuple((v, e) for v, e in blocks if not any(v.same_as(o) for o, _ in owned))
+    if not owned:
+        return None
+    if colliding and _block_count(owned) < min_owned_blocks:
+        return None
+    return AtomicOwnership(buffer, colliding, tuple(ranges))
+
+
+def _drop_proven_guards(stmt: tirx.Stmt, analyzer: Any) -> tirx.Stmt:
+    # The emitter's loops are new Vars: bind them, then keep only the guards not proven.
+    def bind(loop: Any) -> None:
+        analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+
+    tvm_ffi.structural_walk(stmt, (tirx.For, bind), order="pre")
+
+    def simplify(branch: Any) -> Any:
+        if branch.else_case is None and analyzer.can_prove(branch.condition):
+            return branch.then_case
+        return branch
+
+    return tvm_ffi.structural_map(stmt, (tirx.IfThenElse, simplify), order="post")
+
+
+def _tile(region: Region) -> TileRegion:
+    extents = tuple(int(const_int(e) or 0) for e in region.extents)
+    return TileRegion(region.buffer, tuple(region.mins), extents)
+
+
+def privatize_atomics(body: tirx.Stmt, plan: AtomicOwnership) -> tirx.Stmt:
+    """Return ``body`` with every atomic on ``plan.buffer`` lowered to a plain
+    read-modify-write (`emit_tile_atomic` with ``owned=True``), its bounds guards
+    dropped where the plan's ranges prove them."""
+    analyzer = plan.analyzer()
+
+    def rewrite(evaluate: Any) -> Any:
+        if not is_tile_op(evaluate.value):
+            return evaluate
+        op = describe(evaluate.value)
+        if not isinstance(op, AtomicOp) or not op.dst.buffer.same_as(plan.buffer):
+            return evaluate
+        value = _tile(op.value) if isinstance(op.value, Region) else op.value
+        plain = emit_tile_atomic(_tile(op.dst), value, op.kind, owned=True)
+        return _drop_proven_guards(plain, analyzer)
+
+    result: tirx.Stmt = tvm_ffi.structural_map(body, (tirx.Evaluate, rewrite), order="post")
+    return result

@@ -1,0 +1,235 @@
+"""Grid ownership of atomic addresses: where the atomics' indices prove that no two CPU
+threads can meet on an address once the colliding grid axes run serially, the atomics
+become plain (vectorized) read-modify-writes; where the proof fails they stay atomic.
+Either way, many threads compute what numpy computes."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+import tl_ir.language as T
+import tl_jit
+import tl_runtime
+from tl_codegen_cpu.passes import CpuLowerLaunchPass
+from tl_codegen_cpu.passes.atomic_ownership import plan_atomic_ownership
+from tl_ir.ops import AtomicOp, describe, is_tile_op
+from tl_passes import PassContext
+
+C = tvm.target.Target("c")
+#: Enough owner blocks that the default threshold (the host's core count) is met.
+OWNER_ROWS = max(16, -(-(os.cpu_count() or 1) // 16))
+
+
+def summed_slices(k: int, m: int, n: int, block: int = 16) -> Any:
+    """TileLang's atomic_add_program: every block adds one (block x block) tile of
+    A[bz] into B; blocks with the same (bx, by) but another bz meet on B."""
+
+    @T.prim_func
+    def main(A: T.Tensor((k, m, n), "float32"), B: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(m, block), T.ceildiv(n, block), k, threads=32) as (bx, by, bz):
+            tile = T.alloc_shared((block, block), "float32")
+            T.copy(A[bz, bx * block, by * block], tile)
+            for i, j in T.Parallel(block, block):
+                T.atomic_add(B[bx * block + i, by * block + j], tile[i, j])
+
+    return main
+
+
+def split_k_gemm(m: int, n: int, k: int, split: int, block: int = 16, block_k: int = 8) -> Any:
+    """A split-k GEMM: the K slices of one output tile (axis bz) add into the same C tile."""
+    slice_k = k // split
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((m, k), "float32"),
+        B: T.Tensor((k, n), "float32"),
+        Cm: T.Tensor((m, n), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(n, block), T.ceildiv(m, block), split, threads=128) as (
+            bx,
+            by,
+            bz,
+        ):
+            a_s = T.alloc_shared((block, block_k), "float32")
+            b_s = T.alloc_shared((block_k, block), "float32")
+            acc = T.alloc_fragment((block, block), "float32")
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(slice_k, block_k), num_stages=0):
+                T.copy(A[by * block, bz * slice_k + ko * block_k], a_s)
+                T.copy(B[bz * slice_k + ko * block_k, bx * block], b_s)
+                T.gemm(a_s, b_s, acc)
+            T.atomic_add(Cm[by * block, bx * block], acc)
+
+    return main
+
+
+def overlapping_windows(n: int, stride: int, width: int) -> Any:
+    """Block b max-folds A's window [b * stride, b * stride + width) into B: with width >
+    stride, neighbouring blocks meet on B, and no grid axis can own it."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((n * stride + width,), "float32"), B: T.Tensor((n * stride + width,), "float32")
+    ):
+        with T.Kernel(n, threads=32) as bx:
+            for i in T.Parallel(width):
+                T.atomic_max(B[bx * stride + i], A[bx * stride + i])
+
+    return main
+
+
+def scattered(n: int, block: int) -> Any:
+    """B[Idx[i]] += A[i]: the address comes from memory, so nothing can be proven."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((n,), "float32"), Idx: T.Tensor((n,), "int32"), B: T.Tensor((n,), "float32")
+    ):
+        with T.Kernel(n // block, threads=32) as bx:
+            for i in T.Parallel(block):
+                T.atomic_add(B[Idx[bx * block + i]], A[bx * block + i])
+
+    return main
+
+
+def _module(func: Any) -> tvm.IRModule:
+    return tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
+
+
+def _launch(func: Any) -> tuple[tirx.Stmt, list[tuple[Any, Any]]]:
+    """The body inside a kernel's thread_extent attributes and its grid axes."""
+    body = func.body
+    blocks: list[tuple[Any, Any]] = []
+    while not isinstance(body, tirx.AttrStmt) or body.attr_key != "thread_extent":
+        body = body.body
+    while isinstance(body, tirx.AttrStmt) and body.attr_key == "thread_extent":
+        if str(body.node.thread_tag).startswith("blockIdx"):
+            blocks.append((body.node.var, body.value))
+        body = body.body
+    return body, blocks
+
+
+def _atomics_left(mod: tvm.IRModule) -> int:
+    found: list[Any] = []
+
+    def visit(call: Any) -> None:
+        if is_tile_op(call) and isinstance(describe(call), AtomicOp):
+            found.append(call)
+
+    tvm_ffi.structural_walk(mod["main"].body, (tvm.ir.Call, visit), order="pre")
+    return len(found)
+
+
+def test_the_reduced_axis_collides_and_the_tile_axes_are_owned() -> None:
+    body, blocks = _launch(summed_slices(4, 64, 64))
+    plan = plan_atomic_ownership(body, blocks, [], min_owned_blocks=1)
+    assert plan is not None
+    assert [str(v.name) for v, _ in plan.serial_blocks] == ["bz"]
+
+
+def test_split_k_serializes_its_k_slices() -> None:
+    body, blocks = _launch(split_k_gemm(64, 64, 64, split=4))
+    plan = plan_atomic_ownership(body, blocks, [], min_owned_blocks=1)
+    assert plan is not None
+    assert [str(v.name) for v, _ in plan.serial_blocks] == ["bz"]
+
+
+@pytest.mark.parametrize(
+    "func",
+    [overlapping_windows(32, 16, 32), scattered(256, 32)],
+    ids=["overlapping-windows", "index-from-memory"],
+)
+def test_no_plan_where_blocks_may_meet(func: Any) -> None:
+    body, blocks = _launch(func)
+    assert plan_atomic_ownership(body, blocks, [], min_owned_blocks=1) is None
+
+
+def test_lower_launch_runs_colliding_axes_serially_inside_the_parallel_loop() -> None:
+    mod = CpuLowerLaunchPass(min_owned_blocks=1).run(
+        _module(summed_slices(4, 64, 48)), PassContext(target=C)
+    )
+    loops: list[Any] = []
+    tvm_ffi.structural_walk(mod["main"].body, (tirx.For, loops.append), order="pre")
+    assert loops[0].kind == tirx.ForKind.PARALLEL and int(loops[0].extent) == 4 * 3
+    assert loops[1].kind == tirx.ForKind.SERIAL and str(loops[1].loop_var.name) == "bz"
+    assert _atomics_left(mod) == 0
+
+
+def test_too_few_owner_blocks_keep_the_atomic_grid() -> None:
+    mod = CpuLowerLaunchPass(min_owned_blocks=13).run(
+        _module(summed_slices(4, 64, 48)), PassContext(target=C)
+    )
+    assert _atomics_left(mod) == 1
+    loops: list[Any] = []
+    tvm_ffi.structural_walk(mod["main"].body, (tirx.For, loops.append), order="pre")
+    assert int(loops[0].extent) == 4 * 3 * 4
+
+
+def test_min_owned_blocks_is_validated() -> None:
+    with pytest.raises(ValueError, match="min_owned_blocks: expected a positive int"):
+        CpuLowerLaunchPass(min_owned_blocks=0)
+
+
+def _with_threads(count: int, run: Any) -> Any:
+    tl_runtime.set_num_threads(count)
+    try:
+        return run()
+    finally:
+        tl_runtime.set_num_threads(0)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_owned_atomics_sum_every_slice(target: str, threads: int) -> None:
+    k, m, n = 6, 16 * OWNER_ROWS, 64
+    kernel = tl_jit.compile(summed_slices(k, m, n), target=target)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-8, 8, (k, m, n)).astype(np.float32)
+    b = rng.integers(-8, 8, (m, n)).astype(np.float32)
+    want = b + a.sum(axis=0)
+    _with_threads(threads, lambda: kernel(a, b))
+    np.testing.assert_array_equal(b, want)  # integers: exact in any order
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_split_k_gemm_on_many_threads(target: str) -> None:
+    m, n, k = 16 * OWNER_ROWS, 32, 64
+    kernel = tl_jit.compile(split_k_gemm(m, n, k, split=4), target=target)
+    rng = np.random.default_rng(1)
+    a = rng.integers(-4, 4, (m, k)).astype(np.float32)
+    b = rng.integers(-4, 4, (k, n)).astype(np.float32)
+    c = np.ones((m, n), np.float32)
+    _with_threads(4, lambda: kernel(a, b, c))
+    np.testing.assert_array_equal(c, 1 + a @ b)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_kept_atomics_still_combine_every_update(target: str) -> None:
+    n, stride, width = 64, 16, 48
+    kernel = tl_jit.compile(overlapping_windows(n, stride, width), target=target)
+    a = np.random.default_rng(2).standard_normal(n * stride + width).astype(np.float32)
+    b = np.full_like(a, -np.inf)
+    _with_threads(4, lambda: kernel(a, b))
+    covered = np.zeros_like(a, bool)
+    for block in range(n):
+        covered[block * stride : block * stride + width] = True
+    np.testing.assert_array_equal(b, np.where(covered, a, -np.inf))
+
+
+def test_generated_c_has_no_compare_and_swap_where_ownership_is_proven() -> None:
+    source = tl_jit.compile(summed_slices(4, 16 * OWNER_ROWS, 64), target="c")
+    text = source.get_kernel_source()
+    assert "tl_atomic_" not in text and "__atomic_compare_exchange_n" not in text
+
+
+def test_generated_c_keeps_the_compare_and_swap_where_it_is_not() -> None:
+    text = tl_jit.compile(scattered(256, 32), target="c").get_kernel_source()
+    assert "tl_atomic_add_float32((" in text
+    assert "__atomic_compare_exchange_n" in text
