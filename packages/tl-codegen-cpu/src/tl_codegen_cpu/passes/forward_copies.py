@@ -17,76 +17,83 @@ statements, each one of:
   extents;
 * ``T.fill(L, v)`` / ``T.clear(L)`` of a whole local tile;
 * a perfect ``T.Parallel`` nest (min 0, constant extents) whose body is one store,
-  either ``L[i, j, ...] = f(...)`` into a whole local tile at the loop variables, or
-  a store to a non-local buffer at any index; ``f`` reads local tiles only at the
-  loop variables (tiles of the nest's extents) and may read anything else;
-* ``T.copy(L -> G[r])``: a whole local tile to a non-local region of its extents.
+  either into a whole local tile, at the loop variables or at their row-major
+  offset in a tile of as many elements (``B[i * N + j]``), or to a non-local
+  buffer at any index; the value reads local tiles only at the loop variables
+  (tiles of the nest's extents) and may read anything else;
+* ``T.copy(L -> G[r])``: a whole local tile to a non-local region of its extents;
+* a same-dtype view of a local tile (``T.reshape``), read like a tile.
 
-The value of each local tile is tracked symbolically through the chain; every
-store to a non-local buffer becomes one nest evaluating it there. A local tile
-qualifies only when all its uses in the sequence lie inside the chain (a tile
-a ``T.gemm`` or a reduction also reads stays staged, and so do the statements
-that touch it). The rewrite is refused (the chain stays as it is) when a tile is
-read before the chain writes it, or when a value would read a non-local buffer
-after the chain has written it (except the same element, as in-place updates do).
+Tiles share one row-major element order, so a value written over one shape is
+read over another (a view, a flat tile read by a flat loop) through flat offsets
+(`forward_values`). The value of each local tile is tracked symbolically
+through the chain; every store to a non-local buffer becomes one nest
+evaluating it there. A local tile qualifies only when all its uses in the
+sequence lie inside the chain (a tile a ``T.gemm`` or a reduction also reads
+stays staged, and so do the statements that touch it; a view goes with the
+tile it views). The rewrite is refused (the chain stays as it is) when a tile is
+read before the chain writes it, read at another index than the loop variables
+(a transposing read keeps its gather in L1), written through a view, or when a
+value would read a non-local buffer after the chain has written it (except the
+same element, as in-place updates do). The allocations of forwarded tiles go.
 
 Partial tiles keep their meaning. Each output nest sits behind a test whether
 the whole tile lies inside every buffer it touches: then the nest has no guard
 (it vectorizes). Otherwise a second nest runs over the part of the destination
 inside its buffer only (clipped loop bounds, no per-element store guard, so the
 compilers still vectorize it); a source whose tile is not placed exactly like the
-destination's (same buffer shape and offsets) reads 0 outside its buffer through
-a per-element select. Runs before `cpu-lower-tile-ops`; the forwarded tiles'
-allocations stay (unused; later passes drop them).
+destination's (same buffer shape and offsets, every element at its own
+position) reads 0 outside its buffer through a per-element select.
+
+Before the chains are found, a kernel-private ``T.alloc_global`` workspace that
+each block uses as one tile becomes a tile (`workspace_tiles`); afterwards,
+``T.Parallel`` loops indexed through ``i // c`` and ``i % c`` are split into two
+loops (`divmod_loops`), so flat loops become contiguous inner loops. Runs before
+`cpu-lower-tile-ops`.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int, describe, is_tile_op
+from tl_codegen_cpu.passes.divmod_loops import split_divmod_loops
+from tl_codegen_cpu.passes.forward_chains import (
+    LOOP_KIND_KEY,
+    const_shape,
+    element_atomic,
+    find_chains,
+    local_views,
+    member,
+    parallel_nest,
+    tile_op,
+    vars_used,
+    viewed_buffer,
+)
+from tl_codegen_cpu.passes.forward_values import (
+    TileValue,
+    bounded_analyzer,
+    convert,
+    copy_value,
+    placeholders,
+    reshaped,
+    row_major,
+    same,
+)
+from tl_codegen_cpu.passes.workspace_tiles import localize_workspace_regions
+from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-LOOP_KIND_KEY = "tl.loop_kind"
 
 
 class _Refused(Exception):
     """The chain cannot be forwarded safely (it is left as it is)."""
-
-
-def _tile_op(stmt: tirx.Stmt) -> Any:
-    if isinstance(stmt, tirx.Evaluate) and is_tile_op(stmt.value):
-        return describe(stmt.value)
-    return None
-
-
-def _atomic(stmt: Any) -> AtomicOp | None:
-    op = _tile_op(stmt) if isinstance(stmt, tirx.Evaluate) else None
-    return op if isinstance(op, AtomicOp) and not isinstance(op.value, Region) else None
-
-
-def _parallel_nest(stmt: tirx.Stmt) -> tuple[list[tirx.For], Any] | None:
-    loops: list[tirx.For] = []
-    node: Any = stmt
-    while isinstance(node, tirx.For):
-        annotations = dict(node.annotations.items()) if node.annotations else {}
-        if str(annotations.get(LOOP_KIND_KEY, "")) != "parallel":
-            return None
-        if const_int(node.min) != 0 or const_int(node.extent) is None:
-            return None
-        loops.append(node)
-        node = node.body
-    if not loops or not (isinstance(node, tirx.BufferStore) or _atomic(node) is not None):
-        return None
-    return loops, node
 
 
 def _is_loop_index(indices: Any, loop_vars: list[tirx.Var]) -> bool:
@@ -96,28 +103,15 @@ def _is_loop_index(indices: Any, loop_vars: list[tirx.Var]) -> bool:
     )
 
 
-def _shape(buffer: Any) -> tuple[int | None, ...]:
-    return tuple(const_int(extent) for extent in buffer.ty.shape)
-
-
-def _whole(region: Region, extents: tuple[int, ...]) -> bool:
-    return region.is_full and _shape(region.buffer) == extents
-
-
-def _convert(value: Any, dtype: str) -> Any:
-    return value if str(value.ty.dtype) == dtype else tirx.Cast(dtype, value)
-
-
-def _vars_used(node: Any) -> list[Any]:
-    """Every Var ``node`` mentions (buffers are Vars: loads, stores, tile-op regions, views)."""
-    found: list[Any] = []
-
-    def add(var: Any) -> None:
-        if not any(var.same_as(b) for b in found):
-            found.append(var)
-
-    tvm_ffi.structural_walk(node, (tvm.ir.Var, add), order="post")
-    return found
+def _flat_store(store: Any, loop_vars: list[tirx.Var], extents: tuple[int, ...]) -> bool:
+    """Whether ``store`` writes its tile at the row-major offset of the loop variables in
+    ``extents``, the tile having as many elements (every element once, ``B[i * N + j]``)."""
+    shape = const_shape(store.buffer)
+    if None in shape or math.prod(int(e or 0) for e in shape) != math.prod(extents):
+        return False
+    analyzer = bounded_analyzer(loop_vars, extents)
+    offset = row_major(list(store.indices), [int(e or 0) for e in shape])
+    return bool(analyzer.can_prove_equal(offset, row_major(loop_vars, extents)))
 
 
 def _loads(expr: Any) -> list[Any]:
@@ -127,79 +121,36 @@ def _loads(expr: Any) -> list[Any]:
     return found
 
 
-def _same(a: Any, b: Any) -> bool:
-    return bool(tvm_ffi.structural_equal(a, b))
-
-
-@dataclass
-class _Value:
-    """A local tile's contents as expressions of placeholder indices ``p``.
-
-    ``full`` assumes every source tile lies inside its buffer; ``partial`` reads 0
-    outside (a select per source not placed like the destination is added when it
-    is evaluated). ``sources`` are the non-local regions read through copies.
-    """
-
-    index: list[tirx.Var]
-    full: Any
-    partial: Callable[[Region | None], Any]
-    sources: list[Region] = field(default_factory=list)
-
-    def at(self, index: list[Any], destination: Region | None) -> tuple[Any, Any]:
-        mapping = dict(zip(self.index, index, strict=True))
-        return (
-            substitute_vars(self.full, mapping),
-            substitute_vars(self.partial(destination), mapping),
-        )
-
-
-def _placed_alike(source: Region, destination: Region | None) -> bool:
-    """Whether ``source``'s tile lies exactly where ``destination``'s does in a buffer of
-    the same shape (so the destination's clipping keeps the source inside its buffer)."""
-    if destination is None or source.rank != destination.rank:
-        return False
-    return all(_same(a, b) for a, b in zip(source.mins, destination.mins, strict=True)) and all(
-        _same(a, b)
-        for a, b in zip(source.buffer.ty.shape, destination.buffer.ty.shape, strict=True)
-    )
-
-
-def _copy_value(source: Region, extents: tuple[int, ...], dtype: str) -> _Value:
-    index = [tirx.Var(f"p{d}", "int32") for d in range(len(extents))]
-    element = [m + p for m, p in zip(source.mins, index, strict=True)]
-    load = _convert(tirx.BufferLoad(source.buffer, element), dtype)
-
-    def partial(destination: Region | None) -> Any:
-        if _placed_alike(source, destination):
-            return load
-        inside = [
-            tirx.all(e >= 0, e < size)
-            for e, size in zip(element, source.buffer.ty.shape, strict=True)
-        ]
-        return tirx.if_then_else(tirx.all(*inside), load, tirx.const(0, dtype))
-
-    return _Value(index, load, partial, [source])
-
-
 class _Chain:
     """Symbolic execution of one chain (module doc): the output nests it becomes."""
 
     def __init__(self, eligible: list[Any]) -> None:
         self.eligible = eligible
-        self.values: dict[Any, _Value] = {}
+        self.values: dict[Any, TileValue] = {}
+        self.views: list[tuple[Any, Any]] = []  # (view, the tile whose memory it is)
         self.written: list[Any] = []  # non-local buffers stored to so far
         self.outputs: list[tirx.Stmt] = []
 
     def local(self, buffer: Any) -> bool:
         return any(buffer.same_as(b) for b in self.eligible)
 
-    def value_of(self, buffer: Any) -> _Value:
+    def base_of(self, buffer: Any) -> Any | None:
+        return next((base for view, base in self.views if view.same_as(buffer)), None)
+
+    def value_of(self, buffer: Any) -> TileValue:
+        """The tile's value over its own shape (a view's: its base's, reshaped)."""
+        shape = tuple(int(e or 0) for e in const_shape(buffer))
+        base = self.base_of(buffer)
+        if base is not None:
+            return reshaped(self.value_of(base), shape)
         for key, value in self.values.items():
             if key.same_as(buffer):
-                return value
+                return reshaped(value, shape)
         raise _Refused(f"{buffer.name} is read before the chain writes it")
 
-    def set_value(self, buffer: Any, value: _Value) -> None:
+    def set_value(self, buffer: Any, value: TileValue) -> None:
+        if self.base_of(buffer) is not None:
+            raise _Refused(f"{buffer.name} is a view that is written")
         for key in list(self.values):
             if key.same_as(buffer):
                 del self.values[key]
@@ -214,49 +165,53 @@ class _Chain:
                 continue
             same_element = allowed_index is not None and len(load.indices) == len(allowed_index)
             same_element = same_element and all(
-                _same(a, b) for a, b in zip(load.indices, allowed_index or [], strict=False)
+                same(a, b) for a, b in zip(load.indices, allowed_index or [], strict=False)
             )
             if not (load.source.same_as(target) and same_element):
                 raise _Refused(f"{load.source.name} is read after the chain writes it")
 
     def step(self, stmt: tirx.Stmt) -> None:
-        op = _tile_op(stmt)
+        if isinstance(stmt, tirx.DeclBuffer):
+            base = viewed_buffer(stmt)
+            self.views.append((stmt.buffer, base))
+            return
+        op = tile_op(stmt)
         if isinstance(op, CopyOp):
             self.copy(op)
         elif isinstance(op, FillOp):
-            extents = _shape(op.dst.buffer)
-            index = [tirx.Var(f"p{d}", "int32") for d in range(len(extents))]
-            fill = _convert(op.value, op.dst.dtype)
+            extents = tuple(int(e or 0) for e in const_shape(op.dst.buffer))
+            fill = convert(op.value, op.dst.dtype)
 
             def constant(destination: Region | None) -> Any:
                 return fill
 
-            self.set_value(op.dst.buffer, _Value(index, fill, constant))
+            value = TileValue(placeholders(len(extents)), extents, fill, constant)
+            self.set_value(op.dst.buffer, value)
         else:
-            nest = _parallel_nest(stmt)
+            nest = parallel_nest(stmt)
             assert nest is not None
             self.nest(*nest)
 
     def copy(self, op: CopyOp) -> None:
         src, dst = op.src, op.dst
         if self.local(dst.buffer):
-            extents = tuple(int(e or 0) for e in _shape(dst.buffer))
+            extents = tuple(int(e or 0) for e in const_shape(dst.buffer))
             if self.local(src.buffer):
-                value = self.value_of(src.buffer)
+                value = reshaped(self.value_of(src.buffer), extents)
                 if str(src.buffer.ty.dtype) != dst.dtype:
                     before, dtype = value.partial, dst.dtype
 
                     def converted(destination: Region | None) -> Any:
-                        return _convert(before(destination), dtype)
+                        return convert(before(destination), dtype)
 
-                    full = _convert(value.full, dtype)
-                    value = _Value(value.index, full, converted, value.sources)
+                    full = convert(value.full, dtype)
+                    value = TileValue(value.index, extents, full, converted, value.sources)
                 self.set_value(dst.buffer, value)
             else:
-                self.set_value(dst.buffer, _copy_value(src, extents, dst.dtype))
+                self.set_value(dst.buffer, copy_value(src, extents, dst.dtype))
             return
         # A local tile to memory: one output nest.
-        extents = tuple(int(e or 0) for e in _shape(src.buffer))
+        extents = tuple(int(e or 0) for e in const_shape(src.buffer))
         value = self.value_of(src.buffer)
         index = [tirx.Var(f"i{d}", "int32") for d in range(len(extents))]
         target = [m + i for m, i in zip(dst.mins, index, strict=True)]
@@ -269,25 +224,29 @@ class _Chain:
         """A ``T.Parallel`` nest: ``store`` is a BufferStore or an element atomic."""
         loop_vars = [loop.loop_var for loop in loops]
         extents = tuple(int(const_int(loop.extent) or 0) for loop in loops)
-        atomic = _atomic(store)
+        atomic = element_atomic(store)
         if atomic is not None:
             self.atomic_nest(loops, store, atomic)
             return
         to_local = self.local(store.buffer)
-        if to_local and not (
-            _is_loop_index(store.indices, loop_vars) and _shape(store.buffer) == extents
-        ):
+        # At the loop variables, or at their row-major offset into a tile of as many
+        # elements (``B[i * N + j]``): every element written once, in a known order.
+        positional = _is_loop_index(store.indices, loop_vars) and (
+            const_shape(store.buffer) == extents
+        )
+        if to_local and not positional and not _flat_store(store, loop_vars, extents):
             raise _Refused(f"{store.buffer.name} is stored at another index")
         evaluate, sources = self.reader(store.value, loop_vars, extents)
         full = evaluate(False, None)
         if to_local:
-            index = [tirx.Var(f"p{d}", "int32") for d in range(len(extents))]
+            index = placeholders(len(extents))
             mapping = dict(zip(loop_vars, index, strict=True))
 
             def partial(destination: Region | None) -> Any:
-                return substitute_vars(evaluate(True, destination), mapping)
+                where = destination if positional else None
+                return substitute_vars(evaluate(True, where), mapping)
 
-            value = _Value(index, substitute_vars(full, mapping), partial, sources)
+            value = TileValue(index, extents, substitute_vars(full, mapping), partial, sources)
             self.set_value(store.buffer, value)
             return
         # A store to memory at the program's own index: no clipping, sources guarded.
@@ -307,14 +266,17 @@ class _Chain:
         self, expr: Any, loop_vars: list[tirx.Var], extents: tuple[int, ...]
     ) -> tuple[Callable[[bool, Region | None], Any], list[Region]]:
         """``(evaluate, sources)``: ``evaluate(partial, destination)`` is ``expr`` with its
-        local tiles' values (as they are now: a later statement may rebind a tile)."""
-        captured: list[tuple[Any, _Value]] = []
+        local tiles' values (as they are now: a later statement may rebind a tile).
+
+        A tile is read at the loop variables only, and has the nest's extents (a
+        transposing read stays staged: the tile then keeps the gather in L1)."""
+        captured: list[tuple[Any, TileValue]] = []
         for load in _loads(expr):
             if not self.local(load.source):
                 continue
             if not _is_loop_index(load.indices, loop_vars):
                 raise _Refused(f"{load.source.name} is read at another index")
-            if _shape(load.source) != extents:
+            if const_shape(load.source) != extents:
                 raise _Refused(f"{load.source.name} has other extents than the nest")
             if not any(load.source.same_as(b) for b, _ in captured):
                 captured.append((load.source, self.value_of(load.source)))
@@ -366,8 +328,8 @@ class _Chain:
     ) -> None:
         dtype = dst.dtype
         self.written.append(dst.buffer)
-        full_nest: tirx.Stmt = tirx.BufferStore(dst.buffer, _convert(full, dtype), target)
-        partial_nest: tirx.Stmt = tirx.BufferStore(dst.buffer, _convert(partial, dtype), target)
+        full_nest: tirx.Stmt = tirx.BufferStore(dst.buffer, convert(full, dtype), target)
+        partial_nest: tirx.Stmt = tirx.BufferStore(dst.buffer, convert(partial, dtype), target)
         annotations = {LOOP_KIND_KEY: "parallel"}
         for var, extent in reversed(list(zip(index, extents, strict=True))):
             full_nest = tirx.For(
@@ -414,83 +376,22 @@ def _guarded_pair(
             region.mins, region.extents, region.buffer.ty.shape, strict=True
         ):
             condition = tirx.all(start >= 0, start + extent <= size)
-            if not any(_same(condition, c) for c in conditions):
+            if not any(same(condition, c) for c in conditions):
                 conditions.append(condition)
     if not conditions:
         return full
     return tirx.IfThenElse(tirx.all(*conditions), full, partial)
 
 
-def _chain_statement(stmt: tirx.Stmt, is_local: Callable[[Any], bool]) -> bool:
-    """Whether ``stmt`` has one of the forms a chain is made of (module doc)."""
-    op = _tile_op(stmt)
-    if isinstance(op, CopyOp):
-        src_local, dst_local = is_local(op.src.buffer), is_local(op.dst.buffer)
-        if not (src_local or dst_local):
-            return False
-        if src_local and not op.src.is_full:
-            return False
-        if dst_local and not op.dst.is_full:
-            return False
-        src_extents = op.src.const_extents
-        dst_extents = op.dst.const_extents
-        return None not in src_extents and src_extents == dst_extents
-    if isinstance(op, FillOp):
-        return is_local(op.dst.buffer) and op.dst.is_full and None not in _shape(op.dst.buffer)
-    return _parallel_nest(stmt) is not None
-
-
-def _member(buffer: Any, buffers: list[Any]) -> bool:
-    return any(buffer.same_as(b) for b in buffers)
-
-
-def _chains(seq: list[tirx.Stmt], allocated: list[Any]) -> list[tuple[int, int, list[Any]]]:
-    """The runs ``[start, end)`` of chain statements and the local tiles each forwards.
-
-    A tile qualifies when every use of it in ``seq`` lies inside one run; a tile that
-    does not (a ``T.gemm`` operand, a view's base) is memory to the chain: copies into
-    it become output nests, reads of it plain loads.
-    """
-
-    member = _member
-    # An allocation is not a use; anything else naming a tile is (a view of it included).
-    uses = [
-        []
-        if isinstance(s, tirx.AllocBuffer)
-        else [b for b in _vars_used(s) if member(b, allocated)]
-        for s in seq
-    ]
-    eligible = list(allocated)
-    while True:
-        is_eligible = functools.partial(_member, buffers=eligible)
-        candidate = [_chain_statement(s, is_eligible) for s in seq]
-        runs: list[tuple[int, int]] = []
-        start = None
-        for position, ok in enumerate([*candidate, False]):
-            if ok and start is None:
-                start = position
-            elif not ok and start is not None:
-                runs.append((start, position))
-                start = None
-        result = []
-        for start, end in runs:
-            inside = [b for u in uses[start:end] for b in u]
-            outside = [b for p, u in enumerate(uses) if not start <= p < end for b in u]
-            tiles = [b for b in inside if member(b, eligible) and not member(b, outside)]
-            result.append((start, end, tiles))
-        still = [b for _, _, tiles in result for b in tiles]
-        if len(still) == len(eligible):
-            return result
-        eligible = still
-
-
 def _forward_sequence(seq: list[tirx.Stmt]) -> list[tirx.Stmt] | None:
     allocated = [s.buffer for s in seq if isinstance(s, tirx.AllocBuffer)]
     if not allocated:
         return None
+    allocated += local_views(seq, allocated)
     new_seq = list(seq)
     changed = False
-    for start, end, eligible in reversed(_chains(seq, allocated)):
+    forwarded: list[Any] = []
+    for start, end, eligible in reversed(find_chains(seq, allocated)):
         if not eligible:
             continue
         chain = _Chain(eligible)
@@ -500,8 +401,22 @@ def _forward_sequence(seq: list[tirx.Stmt]) -> list[tirx.Stmt] | None:
         except _Refused:
             continue
         new_seq[start:end] = chain.outputs
+        forwarded += eligible
         changed = True
-    return new_seq if changed else None
+    if not changed:
+        return None
+    # The forwarded tiles are no longer used: drop their allocations (on llvm each
+    # would still cost a workspace allocation per block).
+    used = [b for s in new_seq if not isinstance(s, tirx.AllocBuffer) for b in vars_used(s)]
+    return [
+        s
+        for s in new_seq
+        if not (
+            isinstance(s, tirx.AllocBuffer)
+            and member(s.buffer, forwarded)
+            and not member(s.buffer, used)
+        )
+    ]
 
 
 def forward_copies(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -511,9 +426,13 @@ def forward_copies(stmt: tirx.Stmt) -> tirx.Stmt:
         result = _forward_sequence(list(seq_stmt.seq))
         if result is None:
             return seq_stmt
+        if not result:
+            return tirx.Evaluate(tirx.const(0, "int32"))
         return tirx.SeqStmt(result) if len(result) != 1 else result[0]
 
-    return tvm_ffi.structural_map(stmt, (tirx.SeqStmt, rewrite), order="post")
+    stmt = localize_workspace_regions(stmt)
+    stmt = tvm_ffi.structural_map(stmt, (tirx.SeqStmt, rewrite), order="post")
+    return split_divmod_loops(stmt)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,11 @@ iterations become vector lanes) when its extent is a constant of at most
 ``max_vector_extent`` and its body is straight-line stores (no nested loop,
 no branch, no extern call). Every other ``T.Parallel`` loop becomes
 ``serial``. The ``tl.loop_kind`` annotations are removed.
+
+With ``serial_one_block_grids`` (the ``llvm`` pipeline), a parallel loop of
+constant extent 1 (a one-block grid) becomes serial too: the calling thread runs
+it instead of a thread team woken for one task. (On ``c``, `mark-parallel-loops`
+does the same after `stack-block-locals` has placed the block's arrays.)
 """
 
 from __future__ import annotations
@@ -38,11 +43,30 @@ def _vectorizable(body: tirx.Stmt) -> bool:
     return simple
 
 
-def lower_parallel_loops(stmt: tirx.Stmt, max_vector_extent: int) -> tirx.Stmt:
+def _single_iteration_parallel(loop: tirx.For) -> bool:
+    return (
+        loop.kind == tirx.ForKind.PARALLEL
+        and isinstance(loop.extent, tirx.IntImm)
+        and int(loop.extent) == 1
+    )
+
+
+def lower_parallel_loops(
+    stmt: tirx.Stmt, max_vector_extent: int, serial_one_block_grids: bool = False
+) -> tirx.Stmt:
     """Return ``stmt`` with ``T.Parallel`` loops lowered (see the module docstring)."""
 
     def rewrite(loop: tirx.For) -> tirx.For:
         annotations = dict(loop.annotations.items()) if loop.annotations else {}
+        if serial_one_block_grids and _single_iteration_parallel(loop):
+            return tirx.For(
+                loop.loop_var,
+                loop.min,
+                loop.extent,
+                tirx.ForKind.SERIAL,
+                loop.body,
+                annotations=annotations,
+            )
         if LOOP_KIND_KEY not in annotations:
             return loop
         kind_name = str(annotations.pop(LOOP_KIND_KEY))
@@ -65,11 +89,13 @@ class CpuLowerParallelLoopsPass(PrimFuncPass):
 
     Args:
         max_vector_extent: the longest loop turned into vector lanes.
+        serial_one_block_grids: make parallel loops of constant extent 1 serial.
     """
 
     name: ClassVar[str] = "cpu-lower-parallel-loops"
     max_vector_extent: int = 256
+    serial_one_block_grids: bool = False
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its ``T.Parallel`` loops lowered."""
-        return lower_parallel_loops(body, self.max_vector_extent)
+        return lower_parallel_loops(body, self.max_vector_extent, self.serial_one_block_grids)

@@ -48,7 +48,8 @@ def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
 
     Parallel loops nested in another parallel loop are made serial (and lose
     their marker): OpenMP would serialize them anyway, and TVM's LLVM codegen
-    refuses nested parallel regions.
+    refuses nested parallel regions. A parallel loop of constant extent 1 (a
+    one-block grid) becomes serial, unmarked: a thread team would only cost time.
     """
 
     def serialize(loop: tirx.For) -> tirx.For:
@@ -78,6 +79,17 @@ def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
         )
         if _is_marker(body, marker):
             body = tirx.Evaluate(tirx.const(0, "int32"))
+        if isinstance(loop.extent, tirx.IntImm) and int(loop.extent) == 1:
+            # One iteration (a one-block grid): the calling thread runs it; no OpenMP
+            # team is started (its start-up would dominate a small kernel).
+            return tirx.For(
+                loop.loop_var,
+                loop.min,
+                loop.extent,
+                tirx.ForKind.SERIAL,
+                body,
+                annotations=loop.annotations,
+            )
         marked = tirx.For(
             loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
         )

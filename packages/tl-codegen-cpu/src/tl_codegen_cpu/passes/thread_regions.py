@@ -65,7 +65,7 @@ from tl_codegen_cpu.passes.thread_ir import (
     uses_any,
 )
 from tl_ir.errors import UnsupportedError
-from tl_ir.ops import describe, is_tile_op
+from tl_ir.ops import const_int, describe, is_tile_op
 from tl_passes.buffer_rewrite import substitute_vars
 
 _LOOP_KIND_KEY = "tl.loop_kind"
@@ -428,6 +428,8 @@ class RegionSplitter:
             return segment.stmt
         # Runs once when its condition holds for at least one thread (TileLang
         # spreads it over exactly those threads).
+        if self._holds_for_some_thread(_conjunction(segment.guards)):
+            return segment.stmt  # unconditional: later passes see through it
         flag = self._new_buffer("any_thread", "int32", "shared")
         found = tirx.IfThenElse(
             _conjunction(segment.guards), tirx.BufferStore(flag, tirx.const(1, "int32"), [0]), None
@@ -439,6 +441,25 @@ class RegionSplitter:
                 tirx.IfThenElse(tirx.BufferLoad(flag, [0]) != 0, segment.stmt, None),
             ]
         )
+
+    def _holds_for_some_thread(self, condition: Any) -> bool:
+        """Whether ``condition`` provably holds for the first or the last thread (a
+        condition on the thread index alone, such as ``tx < 128``)."""
+        if _reads_memory(condition):
+            return False
+        extents = [const_int(e) for e in self.space.extents]
+        if None in extents:
+            return False
+        analyzer = tvm.sym.Analyzer()
+        for position in (0, -1):
+            mapping = {
+                var: tirx.const(0 if position == 0 else int(extent or 1) - 1, var.ty.dtype)
+                for var, extent in zip(self.space.variables, extents, strict=True)
+            }
+            at_thread = substitute_vars(tirx.Evaluate(condition), mapping).value
+            if analyzer.can_prove(at_thread):
+                return True
+        return False
 
 
 def _conjunction(conditions: list[Any]) -> Any:
