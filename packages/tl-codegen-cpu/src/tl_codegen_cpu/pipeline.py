@@ -52,7 +52,9 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         CpuForwardCopiesPass(),
         CpuInterchangeReductionsPass(),
         CpuLowerTileOpsPass(gemm_style=gemm_style),
-        CpuLowerParallelLoopsPass(),
+        # On c, mark-parallel-loops serializes one-block grids once their arrays
+        # are on the stack (stack-block-locals places those of parallel loops).
+        CpuLowerParallelLoopsPass(serial_one_block_grids=split_vector_loops),
         *split,
         CpuLocalizeTilesPass(),
         LegalizeHalfPrecisionPass(),
