@@ -99,6 +99,32 @@ def scattered(n: int, block: int) -> Any:
     return main
 
 
+def read_by_every_block(n: int, block: int) -> Any:
+    """Each block adds into its own part of B but every block also reads B[0]: B[0] is
+    not owned by one thread, so the atomics (and their ordering) must stay."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(n // block, threads=32) as bx:
+            for i in T.Parallel(block):
+                T.atomic_add(B[bx * block + i], A[bx * block + i] + B[0])
+
+    return main
+
+
+def per_thread_rows(rows: int, k: int) -> Any:
+    """Thread tx of block (bx, bk) adds A[bk, row] into B[row], row = bx * 32 + tx: the
+    threads of a block are serial loops on one core, so bx owns its 32 rows."""
+
+    @T.prim_func
+    def main(A: T.Tensor((k, rows), "float32"), B: T.Tensor((rows,), "float32")):
+        with T.Kernel(rows // 32, k, threads=32) as (bx, bk):
+            tx = T.get_thread_binding(0)
+            T.atomic_add(B[bx * 32 + tx], A[bk, bx * 32 + tx])
+
+    return main
+
+
 def _module(func: Any) -> tvm.IRModule:
     return tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
 
@@ -132,6 +158,8 @@ def test_the_reduced_axis_collides_and_the_tile_axes_are_owned() -> None:
     plan = plan_atomic_ownership(body, blocks, [], min_owned_blocks=1)
     assert plan is not None
     assert [str(v.name) for v, _ in plan.serial_blocks] == ["bz"]
+    # by indexes B's columns (its innermost dim): it varies fastest in the parallel loop.
+    assert [str(v.name) for v, _ in plan.parallel_blocks] == ["by", "bx"]
 
 
 def test_split_k_serializes_its_k_slices() -> None:
@@ -143,12 +171,32 @@ def test_split_k_serializes_its_k_slices() -> None:
 
 @pytest.mark.parametrize(
     "func",
-    [overlapping_windows(32, 16, 32), scattered(256, 32)],
-    ids=["overlapping-windows", "index-from-memory"],
+    [overlapping_windows(32, 16, 32), scattered(256, 32), read_by_every_block(256, 32)],
+    ids=["overlapping-windows", "index-from-memory", "read-by-every-block"],
 )
 def test_no_plan_where_blocks_may_meet(func: Any) -> None:
     body, blocks = _launch(func)
     assert plan_atomic_ownership(body, blocks, [], min_owned_blocks=1) is None
+
+
+def test_thread_indices_are_serial_inside_a_block() -> None:
+    func = per_thread_rows(64, 4)
+    body, blocks = _launch(func)
+    tx = next(v for v in _free_thread_vars(func))
+    plan = plan_atomic_ownership(body, blocks, [(tx, 32)], min_owned_blocks=1)
+    assert plan is not None
+    assert [str(v.name) for v, _ in plan.serial_blocks] == ["bk"]
+
+
+def _free_thread_vars(func: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def visit(attr: Any) -> None:
+        if attr.attr_key == "thread_extent" and str(attr.node.thread_tag) == "threadIdx.x":
+            found.append(attr.node.var)
+
+    tvm_ffi.structural_walk(func.body, (tirx.AttrStmt, visit), order="pre")
+    return found
 
 
 def test_lower_launch_runs_colliding_axes_serially_inside_the_parallel_loop() -> None:
@@ -208,6 +256,17 @@ def test_split_k_gemm_on_many_threads(target: str) -> None:
     c = np.ones((m, n), np.float32)
     _with_threads(4, lambda: kernel(a, b, c))
     np.testing.assert_array_equal(c, 1 + a @ b)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_thread_indexed_owned_atomics(target: str) -> None:
+    rows, k = 32 * OWNER_ROWS, 5
+    kernel = tl_jit.compile(per_thread_rows(rows, k), target=target)
+    rng = np.random.default_rng(3)
+    a = rng.integers(-8, 8, (k, rows)).astype(np.float32)
+    b = np.zeros(rows, np.float32)
+    _with_threads(4, lambda: kernel(a, b))
+    np.testing.assert_array_equal(b, a.sum(axis=0))
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])

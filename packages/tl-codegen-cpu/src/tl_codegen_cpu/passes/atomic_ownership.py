@@ -15,7 +15,7 @@ launch updates atomically:
 * every access of ``X`` in the launch (the atomics, plain loads and stores,
   tile-op regions) is collected with its index per dimension and its extent;
   a pointer to ``X`` escaping into a call (``address_of``, ``access_ptr``, an
-  extern call) defeats the proof;
+  extern call) or a tile op naming all of ``X`` defeats the proof;
 * grid axis ``a`` is **owned** when some dimension ``d`` of ``X`` separates
   its blocks: in every access, index ``d`` is ``c * a + rest`` with the same
   constant ``c`` (TVM's ``detect_linear_equation``), and over all accesses the
@@ -26,10 +26,12 @@ launch updates atomically:
   disjoint index ranges in dimension ``d``, hence disjoint addresses whatever
   their other coordinates are;
 * the launch is privatized when at least one axis is owned: the owned axes
-  form the parallel loop, the others (the **colliding** axes, e.g. split-k's
-  ``bz``, which every block of one output tile shares) run serially inside
-  each parallel iteration, so all blocks that can meet on an address run on
-  one thread, one after the other. Any schedule of a grid's blocks is a legal
+  form the parallel loop (the one separating ``X``'s innermost dimension
+  fastest, so a thread's consecutive blocks walk memory in address order),
+  the others (the **colliding** axes, e.g. split-k's ``bz``, which every
+  block of one output tile shares) run serially inside each parallel
+  iteration, so all blocks that can meet on an address run on one thread,
+  one after the other. Any schedule of a grid's blocks is a legal
   GPU schedule, so results are those of some GPU run (floating-point sums in
   one fixed order of the blocks).
 
@@ -60,7 +62,7 @@ import tvm_ffi
 from tvm import sym, tirx
 
 from tl_codegen_cpu.passes.atomics import emit_tile_atomic
-from tl_codegen_cpu.passes.thread_ir import op_name, scope_of, tile_regions, uses_any
+from tl_codegen_cpu.passes.thread_ir import op_name, scope_of, uses_any
 from tl_codegen_cpu.passes.tile_emitters import TileRegion
 from tl_ir.ops import AtomicOp, Region, const_int, describe, is_tile_op
 
@@ -91,6 +93,10 @@ class AtomicOwnership:
 
     Attributes:
         buffer: the global buffer the launch updates atomically.
+        parallel_blocks: the owned grid axes ``(var, extent)``, fastest first: the
+            one separating the buffer's innermost dimension leads, so that a thread's
+            consecutive blocks walk the buffer (and the inputs laid out like it) in
+            address order.
         serial_blocks: the colliding grid axes ``(var, extent)``, in grid order
             (``blockIdx.x`` first); they run serially inside each parallel iteration.
         ranges: the ranges the proof bound (grid axes, threads, loops, lets), reused
@@ -98,6 +104,7 @@ class AtomicOwnership:
     """
 
     buffer: Any
+    parallel_blocks: tuple[tuple[Any, Any], ...]
     serial_blocks: tuple[tuple[Any, Any], ...]
     ranges: tuple[tuple[Any, Any], ...]
 
@@ -141,7 +148,10 @@ def _binding_ranges(
         bindings.append((var, bound))
 
     def visit_loop(loop: Any) -> None:
-        add(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+        step = const_int(loop.step) if loop.step is not None else 1
+        if step == 1:
+            add(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+        # A strided loop's Var stays unbound: the analyzer assumes any value.
 
     def visit_let(let: Any) -> None:
         add(let.var, let.value)
@@ -158,36 +168,36 @@ def _binding_ranges(
 
 
 def _accesses(body: tirx.Stmt, buffer: Any) -> list[_Access] | None:
-    """Every access of ``buffer`` in ``body``; None when a pointer to it escapes."""
+    """Every access of ``buffer`` in ``body``; None when a pointer to it escapes or a
+    tile op names the whole buffer."""
     accesses: list[_Access] = []
     escapes = False
 
-    def unit(indices: Any) -> _Access:
-        return _Access(tuple(indices), (1,) * len(indices))
-
-    def visit_evaluate(evaluate: Any) -> None:
-        if is_tile_op(evaluate.value):
-            for region in tile_regions(describe(evaluate.value)):
-                if region.buffer.same_as(buffer):
-                    accesses.append(_Access(tuple(region.mins), tuple(region.extents)))
-
     def visit_load(load: Any) -> None:
         if load.source.same_as(buffer):
-            accesses.append(unit(load.indices))
+            accesses.append(_Access(tuple(load.indices), (1,) * len(load.indices)))
 
     def visit_store(store: Any) -> None:
         if store.buffer.same_as(buffer):
-            accesses.append(unit(store.indices))
+            accesses.append(_Access(tuple(store.indices), (1,) * len(store.indices)))
 
     def visit_call(call: Any) -> None:
         nonlocal escapes
-        if op_name(call) in _ESCAPING_CALLS and uses_any(call, {buffer}):
-            escapes = True
+        name = op_name(call)
+        if name == "tl.region":
+            # A tile operand: its first element (also seen as a load) and its extents.
+            load = call.args[0]
+            if isinstance(load, tvm.ir.TensorLoad) and load.source.same_as(buffer):
+                accesses.append(_Access(tuple(load.indices), tuple(call.args[2:])))
+        elif name in _ESCAPING_CALLS or is_tile_op(call):
+            # A pointer handed to a call, or a whole-buffer tile operand: unbounded.
+            direct = any(isinstance(arg, tvm.ir.Var) and arg.same_as(buffer) for arg in call.args)
+            if direct or (name in _ESCAPING_CALLS and uses_any(call, {buffer})):
+                escapes = True
 
     tvm_ffi.structural_walk(
         body,
         [
-            (tirx.Evaluate, visit_evaluate),
             (tvm.ir.TensorLoad, visit_load),
             (tirx.BufferStore, visit_store),
             (tvm.ir.Call, visit_call),
@@ -217,8 +227,13 @@ def _separates(analyzer: Any, axis: Any, accesses: list[_Access], dim: int) -> b
     return coefficient is not None and high - low < abs(coefficient)
 
 
-def _owned(analyzer: Any, axis: Any, accesses: list[_Access], rank: int) -> bool:
-    return any(_separates(analyzer, axis, accesses, dim) for dim in range(rank))
+def _innermost_separating_dim(
+    analyzer: Any, axis: Any, accesses: list[_Access], rank: int
+) -> int | None:
+    for dim in reversed(range(rank)):
+        if _separates(analyzer, axis, accesses, dim):
+            return dim
+    return None
 
 
 def _block_count(blocks: Sequence[tuple[Any, Any]]) -> float:
@@ -268,16 +283,22 @@ def plan_atomic_ownership(
     accesses = _accesses(body, buffer)
     if ranges is None or not accesses:
         return None
-    plan = AtomicOwnership(buffer, (), tuple(ranges))
-    analyzer = plan.analyzer()
+    analyzer = AtomicOwnership(buffer, (), (), tuple(ranges)).analyzer()
     rank = len(buffer.shape)
-    owned = [(v, e) for v, e in blocks if _owned(analyzer, v, accesses, rank)]
-    colliding = tuple((v, e) for v, e in blocks if not any(v.same_as(o) for o, _ in owned))
+    owned: list[tuple[int, tuple[Any, Any]]] = []
+    colliding: list[tuple[Any, Any]] = []
+    for axis in blocks:
+        dim = _innermost_separating_dim(analyzer, axis[0], accesses, rank)
+        if dim is None:
+            colliding.append(axis)
+        else:
+            owned.append((dim, axis))
     if not owned:
         return None
-    if colliding and _block_count(owned) < min_owned_blocks:
+    parallel = tuple(axis for _, axis in sorted(owned, key=lambda item: -item[0]))
+    if colliding and _block_count(parallel) < min_owned_blocks:
         return None
-    return AtomicOwnership(buffer, colliding, tuple(ranges))
+    return AtomicOwnership(buffer, parallel, tuple(colliding), tuple(ranges))
 
 
 def _drop_proven_guards(stmt: tirx.Stmt, analyzer: Any) -> tirx.Stmt:

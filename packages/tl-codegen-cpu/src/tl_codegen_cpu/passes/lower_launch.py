@@ -44,7 +44,11 @@ from typing import Any, ClassVar
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.atomic_ownership import plan_atomic_ownership, privatize_atomics
+from tl_codegen_cpu.passes.atomic_ownership import (
+    AtomicOwnership,
+    plan_atomic_ownership,
+    privatize_atomics,
+)
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
 from tl_codegen_cpu.passes.per_thread_locals import expand_per_thread_locals, is_thread_nest
 from tl_codegen_cpu.passes.thread_ir import (
@@ -144,15 +148,14 @@ def run_threads(
 
 
 def _grid_loop(
-    body: tirx.Stmt,
-    blocks: list[tuple[Any, Any]],
-    serial: tuple[tuple[Any, Any], ...] = (),
+    body: tirx.Stmt, blocks: list[tuple[Any, Any]], ownership: AtomicOwnership | None = None
 ) -> tirx.Stmt:
-    # Colliding axes (see atomic_ownership) run inside each parallel iteration,
-    # blockIdx.x innermost; the parallel loop covers the others.
-    for var, extent in serial:
-        body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
-    blocks = [b for b in blocks if not any(b[0].same_as(v) for v, _ in serial)]
+    if ownership is not None:
+        # Colliding axes (see atomic_ownership) run inside each parallel iteration,
+        # blockIdx.x innermost; the parallel loop covers the owned axes, in its order.
+        for var, extent in ownership.serial_blocks:
+            body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
+        blocks = list(ownership.parallel_blocks)
     if len(blocks) == 1:
         var, extent = blocks[0]
         return tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, body)
@@ -212,7 +215,7 @@ def lower_launch(
             body = _drop_barriers(body)
         if not blocks:
             return body
-        return _grid_loop(body, blocks, ownership.serial_blocks if ownership else ())
+        return _grid_loop(body, blocks, ownership)
 
     # Exceptions raised inside structural_map callbacks come back as RuntimeError,
     # so they are collected and re-raised here.
