@@ -229,6 +229,12 @@ def test_adapter_probes(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.delenv("TL_RUNTIME_LAUNCHER", raising=False)
     monkeypatch.setattr(cython_adapter.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(cython_adapter, "shipped_launcher", lambda: None)
+    # A launcher an earlier process built serves without Cython (no sys.path scan).
+    monkeypatch.setattr(cython_adapter, "_extension", None)
+    monkeypatch.setattr(cython_adapter, "_previously_built", lambda: Path("/built/launcher.so"))
+    assert cython_adapter.CythonAdapter.probe()
+    monkeypatch.setattr(cython_adapter, "_previously_built", lambda: None)
     missing = cython_adapter.CythonAdapter.probe()
     assert not missing and "Cython is not installed" in missing.reason
 

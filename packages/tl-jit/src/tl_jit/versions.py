@@ -48,6 +48,21 @@ def installed_versions() -> dict[str, str]:
 
 
 def _package_dir(module: str) -> str | None:
+    """The directory of top-level package ``module``, the way the path finder finds it.
+
+    ``importlib.util.find_spec`` would do, but it lists every ``sys.path`` directory
+    (site-packages holds thousands of entries) on a fresh process's cache-hit path; a
+    package directory with an ``__init__.py`` on ``sys.path`` is what it would find
+    first. Other layouts (import hooks, namespace packages) fall back to ``find_spec``.
+    """
+    loaded = sys.modules.get(module)
+    locations = getattr(loaded, "__path__", None)
+    if locations:
+        return str(next(iter(locations)))
+    for entry in sys.path:
+        candidate = os.path.join(entry or ".", module)
+        if os.path.isfile(os.path.join(candidate, "__init__.py")):
+            return candidate
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
@@ -55,6 +70,26 @@ def _package_dir(module: str) -> str | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return str(next(iter(spec.submodule_search_locations)))
+
+
+def _python_files(root: str, relative: str = "") -> list[tuple[str, os.stat_result]]:
+    """``(path relative to root, stat)`` of every ``.py`` file below ``root``, sorted."""
+    found: list[tuple[str, os.stat_result]] = []
+    try:
+        entries = sorted(os.scandir(os.path.join(root, relative)), key=lambda e: e.name)
+    except OSError:
+        return found
+    for entry in entries:
+        name = f"{relative}/{entry.name}" if relative else entry.name
+        try:
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    found.extend(_python_files(root, name))
+            elif entry.name.endswith(".py"):
+                found.append((name, entry.stat()))
+        except OSError:
+            continue
+    return found
 
 
 @cache
@@ -67,18 +102,8 @@ def source_fingerprint(module: str) -> str:
     if root is None:
         return "absent"
     digest = hashlib.sha256()
-    for directory, subdirs, files in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(directory, name)
-            try:
-                stat = os.stat(path)
-            except OSError:
-                continue
-            rel = os.path.relpath(path, root)
-            digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    for rel, stat in _python_files(root):
+        digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
 
 

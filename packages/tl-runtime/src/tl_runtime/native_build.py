@@ -10,14 +10,12 @@ The C compiler is ``$TL_RUNTIME_CC``, else ``$CC``, else the first of ``cc``/``g
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import shlex
 import shutil
 import stat
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,8 +96,15 @@ def check_private_directory(path: Path, what: str, remedy: str) -> None:
             raise refuse(parent, st, "(a parent) is writable by another user's group")
 
 
+_checked_cache_dirs: set[str] = set()
+
+
 def cache_dir() -> Path:
     """Return the per-user cache directory (created 0700 if missing; checked private).
+
+    The check runs once per directory per process (every kernel load asks for the
+    directory; the answer does not change under a running process's feet unless
+    someone with the power to chmod it acts, and they could as well replace the code).
 
     Raises:
         InsecureDirectoryError: the directory is owned or writable by another user.
@@ -111,12 +116,15 @@ def cache_dir() -> Path:
         import platformdirs
 
         path = Path(platformdirs.user_cache_dir("tl-runtime", appauthor=False))
+    if str(path) in _checked_cache_dirs and path.is_dir():
+        return path
     make_private_dirs(path)
     check_private_directory(
         path,
         "the tl-runtime helper cache",
         f"Run chmod 700 on it, or set {CACHE_DIR_ENV} to a private directory.",
     )
+    _checked_cache_dirs.add(str(path))
     return path
 
 
@@ -130,12 +138,7 @@ def _digest(path: Path) -> str:
 
 def record_cached_file(path: Path) -> None:
     """Write the ``.sha256`` record of a file just placed in the cache (atomic, 0600)."""
-    record = _record_path(path)
-    tmp = record.with_name(f".{record.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(_digest(path))
-    os.replace(tmp, record)
+    _write_private_text(_record_path(path), _digest(path))
 
 
 def cached_file_is_intact(path: Path) -> bool:
@@ -152,6 +155,8 @@ def find_c_compiler() -> list[str] | None:
     for var in ("TL_RUNTIME_CC", "CC"):
         value = os.environ.get(var)
         if value:
+            import shlex
+
             argv = shlex.split(value)
             return argv if argv and shutil.which(argv[0]) else None
     for name in ("cc", "gcc", "clang"):
@@ -161,15 +166,57 @@ def find_c_compiler() -> list[str] | None:
     return None
 
 
-def _compiler_identity(compiler: Sequence[str]) -> str:
+def _run_version(compiler: Sequence[str]) -> str:
+    import subprocess  # only when the compiler is new to this cache: a hit spawns nothing
+
     try:
         proc = subprocess.run(
             [*compiler, "--version"], capture_output=True, text=True, timeout=30, check=False
         )
-        version = proc.stdout.splitlines()[0] if proc.stdout else ""
     except (OSError, subprocess.TimeoutExpired):
-        version = ""
+        return ""
+    return proc.stdout.splitlines()[0] if proc.stdout else ""
+
+
+def _compiler_identity(compiler: Sequence[str], root: Path) -> str:
+    """``"<argv>|<first line of --version>"``, the version remembered per compiler binary.
+
+    Running ``--version`` costs a process spawn on every helper look-up (every process
+    that loads a kernel), so its answer is kept in ``root`` under a name derived from
+    the argv and the resolved binary's path, size and mtime: a changed or replaced
+    compiler binary gets a new entry and is asked again.
+    """
+    try:
+        binary = os.path.realpath(shutil.which(compiler[0]) or compiler[0])
+        info = os.stat(binary)
+        fingerprint = f"{' '.join(compiler)}|{binary}|{info.st_size}|{info.st_mtime_ns}"
+    except OSError:
+        return f"{' '.join(compiler)}|{_run_version(compiler)}"
+    memo = root / f"compiler-{hashlib.sha256(fingerprint.encode()).hexdigest()[:20]}.txt"
+    try:
+        version = memo.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        version = _run_version(compiler)
+        with contextlib.suppress(OSError):  # a read-only cache: ask again next time
+            _write_private_text(memo, version)
     return f"{' '.join(compiler)}|{version}"
+
+
+def _write_private_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file + rename), mode 0600.
+
+    Raises:
+        OSError: the file could not be written (the temp file is removed).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def build_shared_library(
@@ -205,17 +252,21 @@ def build_shared_library(
             f"building {name} needs a C compiler: none found (set CC or TL_RUNTIME_CC, "
             "or install gcc/clang)"
         )
+    root = cache_dir()
     digest = hashlib.sha256()
     for src in sources:
         digest.update(src.read_bytes())
-    digest.update(_compiler_identity(compiler).encode())
+    digest.update(_compiler_identity(compiler, root).encode())
     digest.update(repr([list(f) for f in flag_sets]).encode())
     digest.update(key_extra.encode())
     digest.update(sys.platform.encode())
-    root = cache_dir()
     target = root / f"{name}-{digest.hexdigest()[:20]}.so"
     if cached_file_is_intact(target):
         return target
+    import shlex
+    import subprocess
+    import tempfile
+
     import filelock
 
     with filelock.FileLock(str(target) + ".lock", timeout=600):

@@ -379,6 +379,8 @@ class CythonAdapter:
         """Available with a prebuilt or shipped launcher, or where Cython and a C compiler exist."""
         if os.environ.get("TL_RUNTIME_LAUNCHER") or shipped_launcher() is not None:
             return Availability(True)
+        if _extension is not None or _previously_built() is not None:
+            return Availability(True)  # no look-up of Cython (a scan of sys.path) needed
         if importlib.util.find_spec("Cython") is None:
             return Availability(False, "Cython is not installed (needed to build the launcher)")
         from tl_runtime.native_build import find_c_compiler
