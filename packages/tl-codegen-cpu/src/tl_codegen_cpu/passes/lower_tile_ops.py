@@ -15,7 +15,8 @@ Each ``tl.*`` call statement is replaced by the statement of its emitter:
 ``T.reduce_*``     `emit_tile_reduce` (any dim, ``clear`` or fold; along the
                    innermost dim of a full tile, vector-wide partial results)
 ``T.cumsum``       `emit_tile_cumsum`
-``T.atomic_*``     `emit_tile_atomic` (real CPU atomics, blocks run concurrently)
+``T.atomic_*``     `emit_tile_atomic` (real CPU atomics, blocks run concurrently;
+                   a plain update on a block-local buffer)
 ``T.print``        a ``printf`` per element with the message
 =================  ==========================================================
 
