@@ -31,6 +31,7 @@ from tl_codegen_cpu.passes import (
     StackBlockLocalsPass,
 )
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
+from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_passes import (
     LowerAllocVarPass,
     LowerPipelinedLoopsPass,
@@ -50,6 +51,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         LowerAllocVarPass(),
         CpuLowerLaunchPass(),
         CpuForwardCopiesPass(),
+        CpuLowerScalarGemmsPass(gemm_style=gemm_style),
         CpuInterchangeReductionsPass(),
         CpuLowerTileOpsPass(gemm_style=gemm_style),
         # On c, mark-parallel-loops serializes one-block grids once their arrays

@@ -19,7 +19,7 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_DTYPES
+from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_DTYPES, C_HALF_PRODUCT_DTYPES
 from tl_codegen_cpu.passes.vector_isa import VectorISA
 
 PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
@@ -197,6 +197,30 @@ def _check_operand(
     return buffer, list(operand.offset)
 
 
+#: The product dtypes `emit_gemm_microkernel` rounds products to (fp32 accumulators).
+ROUNDED_PRODUCT_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+
+
+def _check_product_dtype(
+    product_dtype: object, acc_dtype: str, a_buffer: Any, b_buffer: Any
+) -> bool:
+    """Whether products are rounded to ``product_dtype`` (validated) before the add."""
+    if product_dtype is None or product_dtype == acc_dtype:
+        return False
+    if product_dtype not in ROUNDED_PRODUCT_DTYPES or acc_dtype != "float32":
+        raise ValueError(
+            f"emit_gemm_microkernel product_dtype: expected None, {acc_dtype!r} or (with a "
+            f"float32 C) one of {list(ROUNDED_PRODUCT_DTYPES)}, got {product_dtype!r}"
+        )
+    for role, buffer in (("a", a_buffer), ("b", b_buffer)):
+        if str(buffer.dtype) != product_dtype:
+            raise ValueError(
+                f"emit_gemm_microkernel {role}: products rounded to {product_dtype} need "
+                f"{product_dtype} operands, got {buffer.dtype}"
+            )
+    return True
+
+
 def _seq(stmts: Sequence[tirx.Stmt]) -> tirx.Stmt:
     # TVM refuses a SeqStmt of one statement.
     return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(list(stmts))
@@ -221,6 +245,7 @@ def emit_gemm_microkernel(
     name_hint: str = "gemm",
     style: str = "tir",
     pack_transposed_b: bool = True,
+    product_dtype: str | None = None,
 ) -> tirx.Stmt:
     """Return a TIR statement computing ``C[m x n] += op(A)[m x k] @ op(B)[k x n]``.
 
@@ -246,6 +271,15 @@ def emit_gemm_microkernel(
             block-local ``[k, n]`` array so the vector loads of B are
             contiguous (1024^3 on llvm: 0.93x numpy packed, 0.65x strided;
             docs/cpu.md). Costs ``k * n`` extra elements.
+        product_dtype: the dtype each product is formed and rounded in before
+            it is added to C (default: C's dtype). ``"float16"`` or
+            ``"bfloat16"`` (with an fp32 C and both operands of that dtype)
+            keeps a program's half-precision products: each ``A * B`` is
+            rounded to the half type, then widened and added, bit-identical
+            to the scalar ``C[i, j] += A[i, k] * B[k, j]`` it replaces. On
+            ``c``, fp16 products call ``tl_gemm_f16r_f32x<lanes>``
+            (`half_conversions.C_HALF_GEMM_PRELUDE`: AVX-512-FP16 ``vmulph``
+            where the CPU has it).
 
     Returns:
         A ``tvm.tirx.Stmt``; it allocates small block-local accumulator
@@ -279,6 +313,7 @@ def emit_gemm_microkernel(
                 f"emit_gemm_microkernel {role}: dtype {buffer.dtype} cannot accumulate into "
                 f"{acc_dtype}; expected one of {list(allowed)}"
             )
+    rounded = _check_product_dtype(product_dtype, acc_dtype, a_buffer, b_buffer)
     isa = isa if isa is not None else VectorISA()
     if transpose_b and pack_transposed_b:
         # Transpose B's tile once into a contiguous [k, n] array, then run the
@@ -319,6 +354,7 @@ def emit_gemm_microkernel(
             register_tile=register_tile,
             name_hint=name_hint,
             style=style,
+            product_dtype=product_dtype,
         )
         return tirx.SeqStmt([tirx.AllocBuffer(packed), pack, kernel])
     tile = (
@@ -330,21 +366,29 @@ def emit_gemm_microkernel(
         )
     rows, cols = min(tile.rows, m), min(tile.cols, n)
     lanes = isa.lanes(acc_dtype)
+    # Products are formed in C's dtype, or in the program's half type and rounded there.
+    multiply_dtype = str(product_dtype) if rounded else acc_dtype
 
     def load_a(row: PrimExprLike, kk: PrimExprLike) -> Any:
         index = _index(a_offset, kk, row) if transpose_a else _index(a_offset, row, kk)
         value = tirx.BufferLoad(a_buffer, index)
-        return value if str(a_buffer.dtype) == acc_dtype else tirx.Cast(acc_dtype, value)
+        return value if str(a_buffer.dtype) == multiply_dtype else tirx.Cast(multiply_dtype, value)
 
     def load_b(kk: PrimExprLike, col: PrimExprLike) -> Any:
         index = _index(b_offset, col, kk) if transpose_b else _index(b_offset, kk, col)
         value = tirx.BufferLoad(b_buffer, index)
-        return value if str(b_buffer.dtype) == acc_dtype else tirx.Cast(acc_dtype, value)
+        return value if str(b_buffer.dtype) == multiply_dtype else tirx.Cast(multiply_dtype, value)
+
+    def product(row: PrimExprLike, kk: PrimExprLike, col: PrimExprLike) -> Any:
+        value = load_a(row, kk) * load_b(kk, col)
+        return tirx.Cast(acc_dtype, value) if rounded else value
 
     counter = [0]
     # fp32 tiles, or fp16/bf16 tiles widened by the CPU's conversions (half_conversions).
     operand_dtype = str(a_buffer.dtype)
     c_kernel = "f32" if operand_dtype == "float32" else C_HALF_GEMM_DTYPES.get(operand_dtype)
+    if rounded:
+        c_kernel = C_HALF_PRODUCT_DTYPES.get(operand_dtype)
     use_c_calls = (
         style == "c-vector-extension"
         and acc_dtype == "float32"
@@ -431,8 +475,7 @@ def emit_gemm_microkernel(
                     width,
                     lambda lane, acc=acc, r=r, c0=c0: tirx.BufferStore(
                         acc,
-                        tirx.BufferLoad(acc, [lane])
-                        + load_a(row0 + r, kk) * load_b(kk, col0 + c0 + lane),
+                        tirx.BufferLoad(acc, [lane]) + product(row0 + r, kk, col0 + c0 + lane),
                         [lane],
                     ),
                 )

@@ -30,14 +30,54 @@ def _substitute(index: list[Any], var: tirx.Var, value: Any) -> list[Any]:
     return [substitute_vars(tirx.Evaluate(e), {var: value}).value for e in index]
 
 
+def _transposed_c_call(
+    buffer: Any, offset: list[Any], packed: Any, rows: int, cols: int
+) -> tirx.Stmt:
+    """``tl_cvt_f16_to_f32_t``: the fp16 tile stored ``[cols, rows]`` at ``offset``
+    widened and transposed into ``packed`` (8 x 8 register blocks; a strided gather of
+    one element at a time otherwise, which gcc does not vectorize)."""
+    pitch = buffer.shape[-1]
+    flat: Any = None
+    for extent, index in zip(buffer.shape, offset, strict=True):
+        flat = index if flat is None else flat * extent + index
+    span = (cols - 1) * pitch + rows
+    return tirx.Evaluate(
+        tirx.call_extern(
+            "int32",
+            "tl_cvt_f16_to_f32_t",
+            buffer.access_ptr("r", offset=flat, extent=span),
+            pitch,
+            packed.access_ptr("w", offset=0, extent=rows * cols),
+            cols,
+            rows,
+            cols,
+        )
+    )
+
+
 def _widen(
-    operand: GemmOperand, rows: int, cols: int, transposed: bool, lanes: int, name: str
+    operand: GemmOperand,
+    rows: int,
+    cols: int,
+    transposed: bool,
+    lanes: int,
+    name: str,
+    style: str = "tir",
 ) -> tuple[tirx.Stmt, tirx.Stmt, GemmOperand]:
     """``(allocation, conversion, fp32 operand)``: the ``rows x cols`` logical tile of
-    ``operand`` (stored ``[cols, rows]`` when ``transposed``) as a contiguous fp32 array."""
+    ``operand`` (stored ``[cols, rows]`` when ``transposed``) as a contiguous fp32 array.
+    On the C path a transposed fp16 tile calls ``tl_cvt_f16_to_f32_t``."""
     buffer = operand.buffer
     offset = list(operand.offset)
     packed = tirx.decl_buffer((rows, cols), "float32", name=name)
+    if (
+        transposed
+        and style == "c-vector-extension"
+        and str(buffer.dtype) == "float16"
+        and not buffer.strides
+    ):
+        convert = _transposed_c_call(buffer, offset, packed, rows, cols)
+        return tirx.AllocBuffer(packed), convert, GemmOperand(packed, (0, 0))
     row, col = tirx.Var("row", "int32"), tirx.Var("col", "int32")
     where = (
         [*offset[:-2], offset[-2] + col, offset[-1] + row]
@@ -79,32 +119,48 @@ def emit_tile_gemm(
     transpose_b: bool,
     isa: VectorISA,
     style: str,
+    product_dtype: str | None = None,
 ) -> tirx.Stmt:
     """``C[m x n] += op(A) @ op(B)`` for ``T.gemm``: `emit_gemm_microkernel`, with
     fp16/bf16 operands of an fp32 accumulator widened to fp32 tiles first (module doc).
+
+    ``product_dtype`` (as `emit_gemm_microkernel`'s): products rounded to the operands'
+    half type before the fp32 add; such operands stay half precision (no widening).
 
     Raises:
         TypeError, ValueError: as `emit_gemm_microkernel` (bad operands, extents,
             dtype mixes).
     """
     c_dtype = str(c.buffer.dtype)
+    rounded = product_dtype is not None and product_dtype != c_dtype
     widen = [
-        c_dtype == "float32" and str(operand.buffer.dtype) in WIDENED_DTYPES for operand in (a, b)
+        c_dtype == "float32" and not rounded and str(operand.buffer.dtype) in WIDENED_DTYPES
+        for operand in (a, b)
     ]
     if not any(widen):
         return emit_gemm_microkernel(
-            a, b, c, m, n, k, transpose_a=transpose_a, transpose_b=transpose_b, isa=isa, style=style
+            a,
+            b,
+            c,
+            m,
+            n,
+            k,
+            transpose_a=transpose_a,
+            transpose_b=transpose_b,
+            isa=isa,
+            style=style,
+            product_dtype=product_dtype,
         )
     lanes = isa.lanes("float32")
     prologue: list[Any] = []
     allocations: list[Any] = []
     if widen[0]:
-        alloc, convert, a = _widen(a, m, k, transpose_a, lanes, "gemm_a_fp32")
+        alloc, convert, a = _widen(a, m, k, transpose_a, lanes, "gemm_a_fp32", style)
         allocations.append(alloc)
         prologue.append(convert)
         transpose_a = False
     if widen[1]:
-        alloc, convert, b = _widen(b, k, n, transpose_b, lanes, "gemm_b_fp32")
+        alloc, convert, b = _widen(b, k, n, transpose_b, lanes, "gemm_b_fp32", style)
         allocations.append(alloc)
         prologue.append(convert)
         transpose_b = False

@@ -9,6 +9,14 @@ operation on ``float32`` operands, cast back to the half type. Loads,
 stores and plain casts keep their types, so tensors stay half precision in
 memory; each individual operation rounds once, as native half arithmetic
 would (chains of operations may be slightly more accurate).
+
+On ``llvm`` for a CPU with native fp16 arithmetic (AVX-512-FP16,
+`VectorISA.native_fp16`), fp16 ``+ - * /``, ``min`` and ``max`` stay fp16: LLVM
+emits ``vaddph``/``vmulph``... instead of a round trip through fp32 whose
+``vcvtps2ph`` costs more than the arithmetic. The results are the same: fp32
+carries 24 >= 2 * 11 + 2 significant bits, so computing one of these operations
+in fp32 and rounding to fp16 gives the correctly rounded fp16 result. Math
+intrinsics and bf16 are widened as before.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.vector_isa import vector_isa_for_target
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 _BINARY = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Min, tirx.Max)
@@ -36,12 +45,15 @@ def _widen(expr: Any) -> Any:
     return tirx.Cast(_COMPUTE_DTYPE, expr)
 
 
-def legalize_half_precision(stmt: tirx.Stmt, dtypes: tuple[str, ...]) -> tirx.Stmt:
-    """Return ``stmt`` with arithmetic on ``dtypes`` computed in float32 (see the module)."""
+def legalize_half_precision(
+    stmt: tirx.Stmt, dtypes: tuple[str, ...], native: tuple[str, ...] = ()
+) -> tirx.Stmt:
+    """Return ``stmt`` with arithmetic on ``dtypes`` computed in float32 (see the module);
+    ``+ - * /``, min and max on the ``native`` dtypes stay as they are."""
 
     def binary(expr: Any) -> Any:
         dtype = _dtype(expr)
-        if dtype not in dtypes:
+        if dtype not in dtypes or dtype in native:
             return expr
         return tirx.Cast(dtype, type(expr)(_widen(expr.a), _widen(expr.b)))
 
@@ -78,4 +90,8 @@ class LegalizeHalfPrecisionPass(PrimFuncPass):
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its half-precision arithmetic widened."""
-        return legalize_half_precision(body, self.dtypes)
+        target = ctx.target
+        on_llvm = target is not None and str(target.kind.name) == "llvm"
+        native_fp16 = on_llvm and vector_isa_for_target(target).native_fp16
+        native: tuple[str, ...] = ("float16",) if native_fp16 else ()
+        return legalize_half_precision(body, self.dtypes, native)

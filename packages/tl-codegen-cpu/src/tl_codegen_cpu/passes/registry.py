@@ -18,6 +18,7 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-reject-gpu-ops": _cpu("reject_gpu_ops", "CpuRejectGpuOpsPass"),
         "cpu-lower-launch": _cpu("lower_launch", "CpuLowerLaunchPass"),
         "cpu-forward-copies": _cpu("forward_copies", "CpuForwardCopiesPass"),
+        "cpu-lower-scalar-gemms": _cpu("scalar_gemms", "CpuLowerScalarGemmsPass"),
         "cpu-interchange-reductions": _cpu(
             "interchange_reductions", "CpuInterchangeReductionsPass"
         ),

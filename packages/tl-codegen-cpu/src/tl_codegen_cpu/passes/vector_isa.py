@@ -16,6 +16,8 @@ class VectorISA:
         vector_bits: the width of one vector register in bits (512 for AVX-512).
         num_vector_registers: how many vector registers the ISA names (32 for
             AVX-512, 16 for AVX2/SSE).
+        native_fp16: whether the vector unit computes fp16 arithmetic itself
+            (AVX-512-FP16: ``vmulph``...), one rounding per operation.
 
     Raises:
         ValueError: if a field is not a positive int, or ``vector_bits`` is not
@@ -24,12 +26,15 @@ class VectorISA:
 
     vector_bits: int = 512
     num_vector_registers: int = 32
+    native_fp16: bool = False
 
     def __post_init__(self) -> None:
         for field_name in ("vector_bits", "num_vector_registers"):
             value = getattr(self, field_name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"VectorISA {field_name}: expected a positive int, got {value!r}")
+        if not isinstance(self.native_fp16, bool):
+            raise ValueError(f"VectorISA native_fp16: expected a bool, got {self.native_fp16!r}")
         if self.vector_bits % 64:
             raise ValueError(
                 f"VectorISA vector_bits: expected a multiple of 64, got {self.vector_bits}"
@@ -52,9 +57,10 @@ def _isa_for_mcpu(mcpu: str) -> VectorISA:
     width = int(tvm.target.codegen.llvm_get_vector_width(target))
     has_avx512 = bool(tvm.target.codegen.target_has_features("avx512f", target))
     registers = 32 if has_avx512 else 16
+    native_fp16 = bool(tvm.target.codegen.target_has_features("avx512fp16", target))
     if width <= 0:
         width = 128
-    return VectorISA(vector_bits=width, num_vector_registers=registers)
+    return VectorISA(vector_bits=width, num_vector_registers=registers, native_fp16=native_fp16)
 
 
 def vector_isa_for_target(target: tvm.target.Target | None = None) -> VectorISA:
