@@ -173,7 +173,7 @@ def lower_launch(
     stmt: tirx.Stmt,
     where: str,
     lower_thread_op: Callable[[Any], tirx.Stmt],
-    min_owned_blocks: int = 1,
+    min_owned_blocks: int,
 ) -> tirx.Stmt:
     """Return ``stmt`` with every ``T.Kernel`` launch lowered as the module docstring says.
 
@@ -229,14 +229,18 @@ def lower_launch(
 class CpuLowerLaunchPass(PrimFuncPass):
     """Lower ``T.Kernel`` launches for the CPU (see the module docstring).
 
-    Raises (from ``run``):
-        UnsupportedError: thread-index code with a barrier the CPU cannot place.
+    Args:
+        min_owned_blocks: the fewest parallel blocks a launch keeps when its
+            colliding grid axes become serial to drop its atomics; None: the host's
+            core count, so that no core idles that the atomic grid would keep busy.
+
+    Raises:
+        ValueError (on construction): ``min_owned_blocks`` is not a positive int.
+        UnsupportedError (from ``run``): thread-index code with a barrier the CPU
+            cannot place.
     """
 
     name: ClassVar[str] = "cpu-lower-launch"
-    #: The fewest parallel blocks a launch keeps when colliding grid axes become
-    #: serial to drop its atomics; None: the host's core count, so that no core
-    #: idles that the atomic grid would have kept busy.
     min_owned_blocks: int | None = None
 
     def __post_init__(self) -> None:
