@@ -38,8 +38,8 @@ launch updates atomically:
 When any step fails (an index read from memory, a symbolic coefficient, two
 atomically updated buffers, which might alias), the launch keeps its atomics.
 A launch that would keep fewer than ``min_owned_blocks`` parallel blocks
-keeps them too (the atomics cost less than idle cores), unless no axis
-collides (then nothing is serialized).
+keeps them too (the atomics cost less than idle cores; a symbolic grid extent
+counts as enough), unless no axis collides (then nothing is serialized).
 
 Memory orders: ``T.atomic_*(memory_order=...)`` is relaxed on the CPU (a
 hint; the kernel's barriers order its effects). An acquire/release order is
