@@ -21,9 +21,12 @@ _MARKER_BEFORE_LOOP = re.compile(
 _LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MICROKERNEL_DECLARATION = re.compile(
-    r"^TVM_DLL int32_t tl_(?:gemm_(?:f16r?_)?f32x\d+|cvt_\w+)\(.*\);\n", re.MULTILINE
+    r"^TVM_DLL int32_t tl_(?:gemm_(?:f16r?_)?f32x\d+|cvt_\w+|transpose_f32)\(.*\);\n",
+    re.MULTILINE,
 )
-_HALF_CALL = re.compile(r"\btl_(?:gemm_f16r?_f32x\d+|cvt_f16_to_f32(?:_t)?|cvt_f32_to_f16)\(")
+_HALF_CALL = re.compile(
+    r"\btl_(?:gemm_f16r?_f32x\d+|cvt_f16_to_f32(?:_t)?|cvt_f32_to_f16|transpose_f32)\("
+)
 _ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
 _PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
 _LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)

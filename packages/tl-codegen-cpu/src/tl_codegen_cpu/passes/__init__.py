@@ -16,8 +16,8 @@ from tl_codegen_cpu.passes.atomics import (
     emit_tile_atomic,
 )
 from tl_codegen_cpu.passes.forward_copies import CpuForwardCopiesPass
+from tl_codegen_cpu.passes.gemm_c_prelude import C_MICROKERNEL_PRELUDE
 from tl_codegen_cpu.passes.gemm_microkernel import (
-    C_MICROKERNEL_PRELUDE,
     MICROKERNEL_STYLES,
     SUPPORTED_OPERAND_DTYPES,
     GemmOperand,

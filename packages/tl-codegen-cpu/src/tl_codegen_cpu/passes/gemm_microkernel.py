@@ -19,7 +19,12 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_DTYPES, C_HALF_PRODUCT_DTYPES
+from tl_codegen_cpu.passes.gemm_c_prelude import C_MAX_ROWS, C_MAX_VECTORS, C_PRELUDE_LANES
+from tl_codegen_cpu.passes.half_conversions import (
+    C_HALF_GEMM_DTYPES,
+    C_HALF_PRODUCT_DTYPES,
+    transpose_call,
+)
 from tl_codegen_cpu.passes.vector_isa import VectorISA
 
 PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
@@ -34,50 +39,6 @@ SUPPORTED_OPERAND_DTYPES: dict[str, tuple[str, ...]] = {
 
 #: The emission styles of `emit_gemm_microkernel`.
 MICROKERNEL_STYLES: tuple[str, ...] = ("tir", "c-vector-extension")
-
-#: Vector widths (fp32 lanes) the C prelude defines a micro-kernel for.
-C_PRELUDE_LANES: tuple[int, ...] = (4, 8, 16)
-
-#: The most rows / column vectors of a register tile the C prelude supports.
-_C_MAX_ROWS, _C_MAX_VECTORS = 16, 4
-
-#: C definitions of ``tl_gemm_f32x{4,8,16}(rows, vectors, k, a, a_row_stride,
-#: a_k_stride, b, b_k_stride, c, c_row_stride)``: C[rows x vectors*lanes] +=
-#: A @ B with GCC vector-extension accumulators. Always inlined with constant
-#: rows/vectors, the unrolled loops leave every accumulator in a register.
-C_MICROKERNEL_PRELUDE = (
-    r"""
-/* tl-codegen-cpu GEMM micro-kernel (GCC vector extensions). */
-#define TL_GEMM_F32(LANES)                                                        \
-typedef float tl_f32x##LANES                                                      \
-    __attribute__((vector_size(LANES * 4), aligned(4), may_alias));               \
-static inline __attribute__((always_inline)) int32_t tl_gemm_f32x##LANES(          \
-    int32_t rows, int32_t vectors, int32_t k, const float* a, int32_t a_row_stride,\
-    int32_t a_k_stride, const float* b, int32_t b_k_stride, float* c,              \
-    int32_t c_row_stride) {                                                        \
-  tl_f32x##LANES acc[TL_GEMM_MAX_ROWS][TL_GEMM_MAX_VECTORS];                       \
-  _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r)                     \
-    _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                 \
-      acc[r][v] = *(const tl_f32x##LANES*)(c + r * c_row_stride + v * LANES);     \
-  for (int32_t kk = 0; kk < k; ++kk) {                                            \
-    tl_f32x##LANES bv[TL_GEMM_MAX_VECTORS];                                       \
-    _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                 \
-      bv[v] = *(const tl_f32x##LANES*)(b + kk * b_k_stride + v * LANES);          \
-    _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r) {                 \
-      const float av = a[r * a_row_stride + kk * a_k_stride];                     \
-      _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)               \
-        acc[r][v] += av * bv[v];                                                  \
-    }                                                                             \
-  }                                                                               \
-  _Pragma("GCC unroll 16") for (int32_t r = 0; r < rows; ++r)                     \
-    _Pragma("GCC unroll 4") for (int32_t v = 0; v < vectors; ++v)                 \
-      *(tl_f32x##LANES*)(c + r * c_row_stride + v * LANES) = acc[r][v];           \
-  return 0;                                                                       \
-}
-"""
-    + f"#define TL_GEMM_MAX_ROWS {_C_MAX_ROWS}\n#define TL_GEMM_MAX_VECTORS {_C_MAX_VECTORS}\n"
-    + "".join(f"TL_GEMM_F32({lanes})\n" for lanes in C_PRELUDE_LANES)
-)
 
 
 @dataclass(frozen=True)
@@ -341,6 +302,10 @@ def emit_gemm_microkernel(
         if rest:
             pack_parts.append(pack_columns(full_chunks * pack_lanes, 1, rest))
         pack = _seq(pack_parts)
+        c_fp32 = style == "c-vector-extension" and acc_dtype == str(b_buffer.dtype) == "float32"
+        if c_fp32 and not b_buffer.strides:
+            # gcc leaves the strided gather scalar: 8 x 8 register-block transposes.
+            pack = transpose_call(b_buffer, b_offset, packed, k, n)
         kernel = emit_gemm_microkernel(
             a,
             GemmOperand(packed, (0, 0)),
@@ -435,8 +400,8 @@ def emit_gemm_microkernel(
             use_c_calls
             and tile_cols % lanes == 0
             and lanes in C_PRELUDE_LANES
-            and tile_rows <= _C_MAX_ROWS
-            and tile_cols // lanes <= _C_MAX_VECTORS
+            and tile_rows <= C_MAX_ROWS
+            and tile_cols // lanes <= C_MAX_VECTORS
         ):
             return c_call_stmt(row0, col0, tile_rows, tile_cols)
         counter[0] += 1

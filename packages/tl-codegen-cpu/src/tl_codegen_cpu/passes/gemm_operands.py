@@ -19,6 +19,7 @@ from typing import Any
 from tvm import tirx
 
 from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
+from tl_codegen_cpu.passes.half_conversions import transpose_call
 from tl_codegen_cpu.passes.vector_isa import VectorISA
 from tl_passes.buffer_rewrite import substitute_vars
 
@@ -28,31 +29,6 @@ WIDENED_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
 
 def _substitute(index: list[Any], var: tirx.Var, value: Any) -> list[Any]:
     return [substitute_vars(tirx.Evaluate(e), {var: value}).value for e in index]
-
-
-def _transposed_c_call(
-    buffer: Any, offset: list[Any], packed: Any, rows: int, cols: int
-) -> tirx.Stmt:
-    """``tl_cvt_f16_to_f32_t``: the fp16 tile stored ``[cols, rows]`` at ``offset``
-    widened and transposed into ``packed`` (8 x 8 register blocks; a strided gather of
-    one element at a time otherwise, which gcc does not vectorize)."""
-    pitch = buffer.shape[-1]
-    flat: Any = None
-    for extent, index in zip(buffer.shape, offset, strict=True):
-        flat = index if flat is None else flat * extent + index
-    span = (cols - 1) * pitch + rows
-    return tirx.Evaluate(
-        tirx.call_extern(
-            "int32",
-            "tl_cvt_f16_to_f32_t",
-            buffer.access_ptr("r", offset=flat, extent=span),
-            pitch,
-            packed.access_ptr("w", offset=0, extent=rows * cols),
-            cols,
-            rows,
-            cols,
-        )
-    )
 
 
 def _widen(
@@ -76,7 +52,7 @@ def _widen(
         and str(buffer.dtype) == "float16"
         and not buffer.strides
     ):
-        convert = _transposed_c_call(buffer, offset, packed, rows, cols)
+        convert = transpose_call(buffer, offset, packed, rows, cols)
         return tirx.AllocBuffer(packed), convert, GemmOperand(packed, (0, 0))
     row, col = tirx.Var("row", "int32"), tirx.Var("col", "int32")
     where = (

@@ -119,44 +119,65 @@ static inline __attribute__((always_inline)) int32_t tl_cvt_f16_to_f32(
   return 0;
 }
 /* dst[r * dst_stride + c] = (float)src[c * src_stride + r] for r < rows, c < cols: a
-   transposed fp16 tile widened into a row-major fp32 one (T.gemm's transposed half
-   operands). With F16C, 8 x 8 blocks: 8 source rows widened by vcvtph2ps, transposed
-   in registers (24 shuffles), stored as 8 destination rows. */
-static inline __attribute__((always_inline)) int32_t tl_cvt_f16_to_f32_t(
-    const void* src, int32_t src_stride, float* dst, int32_t dst_stride, int32_t rows,
-    int32_t cols) {
-  const uint16_t* s = (const uint16_t*)src;
-  int32_t r0 = 0;
-#if defined(__F16C__)
-  for (; r0 + 8 <= rows; r0 += 8) {
-    int32_t c0 = 0;
-    for (; c0 + 8 <= cols; c0 += 8) {
-      __m256 v[8], t[8], u[8];
-      for (int i = 0; i < 8; ++i)
-        v[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + (c0 + i) * src_stride + r0)));
-      for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
-      }
-      for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-      }
-      for (int i = 0; i < 4; ++i) {
-        _mm256_storeu_ps(dst + (r0 + i) * dst_stride + c0, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-        _mm256_storeu_ps(dst + (r0 + i + 4) * dst_stride + c0, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
-      }
-    }
-    for (; c0 < cols; ++c0)
-      for (int32_t r = r0; r < r0 + 8; ++r) dst[r * dst_stride + c0] = tl_f16_to_f32(s[c0 * src_stride + r]);
-  }
-#endif
-  for (int32_t r = r0; r < rows; ++r)
-    for (int32_t c = 0; c < cols; ++c) dst[r * dst_stride + c] = tl_f16_to_f32(s[c * src_stride + r]);
-  return 0;
+   tile stored transposed, widened (fp16) or copied (fp32) into a row-major fp32 one
+   (T.gemm's transposed operands). With AVX (F16C for fp16), 8 x 8 blocks: 8 source rows
+   loaded (and widened by vcvtph2ps), transposed in registers (24 shuffles), stored as 8
+   destination rows. */
+#define TL_TRANSPOSE_TO_F32(NAME, TYPE, ENABLED, LOAD8, LOAD1)                          \
+static inline __attribute__((always_inline)) int32_t NAME(                              \
+    const void* src, int32_t src_stride, float* dst, int32_t dst_stride, int32_t rows,  \
+    int32_t cols) {                                                                      \
+  const TYPE* s = (const TYPE*)src;                                                      \
+  int32_t r0 = 0;                                                                        \
+  if (ENABLED) {                                                                         \
+    for (; r0 + 8 <= rows; r0 += 8) {                                                    \
+      int32_t c0 = 0;                                                                    \
+      for (; c0 + 8 <= cols; c0 += 8) {                                                  \
+        __m256 v[8], t[8], u[8];                                                         \
+        for (int i = 0; i < 8; ++i) v[i] = LOAD8(s + (c0 + i) * src_stride + r0);        \
+        for (int i = 0; i < 8; i += 2) {                                                 \
+          t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);                                     \
+          t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);                                 \
+        }                                                                                \
+        for (int i = 0; i < 8; i += 4) {                                                 \
+          u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));             \
+          u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));         \
+          u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));     \
+          u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));     \
+        }                                                                                \
+        for (int i = 0; i < 4; ++i) {                                                    \
+          _mm256_storeu_ps(dst + (r0 + i) * dst_stride + c0,                             \
+                           _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));                \
+          _mm256_storeu_ps(dst + (r0 + i + 4) * dst_stride + c0,                         \
+                           _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));                \
+        }                                                                                \
+      }                                                                                  \
+      for (; c0 < cols; ++c0)                                                            \
+        for (int32_t r = r0; r < r0 + 8; ++r)                                            \
+          dst[r * dst_stride + c0] = LOAD1(s[c0 * src_stride + r]);                      \
+    }                                                                                    \
+  }                                                                                      \
+  for (int32_t r = r0; r < rows; ++r)                                                    \
+    for (int32_t c = 0; c < cols; ++c) dst[r * dst_stride + c] = LOAD1(s[c * src_stride + r]); \
+  return 0;                                                                              \
 }
+#if defined(__F16C__)
+#define TL_F16C_ENABLED 1
+#define TL_LOAD8_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
+#else
+#define TL_F16C_ENABLED 0
+#define TL_LOAD8_F16(p) _mm256_setzero_ps()
+#endif
+#if defined(__AVX__)
+#define TL_AVX_ENABLED 1
+#define TL_LOAD8_F32(p) _mm256_loadu_ps(p)
+#else
+#define TL_AVX_ENABLED 0
+#define TL_LOAD8_F32(p) _mm256_setzero_ps()
+#endif
+#define TL_LOAD1_F32(x) (x)
+TL_TRANSPOSE_TO_F32(tl_cvt_f16_to_f32_t, uint16_t, TL_F16C_ENABLED, TL_LOAD8_F16, tl_f16_to_f32)
+TL_TRANSPOSE_TO_F32(tl_transpose_f32, float, TL_AVX_ENABLED, TL_LOAD8_F32, TL_LOAD1_F32)
 static inline __attribute__((always_inline)) int32_t tl_cvt_f32_to_f16(
     const float* src, void* dst, int32_t n) {
   uint16_t* d = (uint16_t*)dst;
@@ -383,6 +404,31 @@ def conversion_call(loop: Any) -> Any | None:
             load.source.access_ptr("r", offset=_flat(load.source, src), extent=extent),
             store.buffer.access_ptr("w", offset=_flat(store.buffer, dst), extent=extent),
             extent,
+        )
+    )
+
+
+#: Source dtype -> the C function copying a transposed tile into a row-major fp32 one.
+TRANSPOSES: dict[str, str] = {"float16": "tl_cvt_f16_to_f32_t", "float32": "tl_transpose_f32"}
+
+
+def transpose_call(buffer: Any, offset: list[Any], packed: Any, rows: int, cols: int) -> Any:
+    """The C call setting ``packed[r, c] = float(buffer tile[c, r])`` for the
+    ``[cols, rows]`` tile of ``buffer`` (fp16 or fp32, unstrided) at ``offset``:
+    8 x 8 register blocks (`TRANSPOSES`) instead of a strided gather of one
+    element at a time, which gcc does not vectorize."""
+    pitch = buffer.shape[-1]
+    span = (cols - 1) * pitch + rows
+    return tirx.Evaluate(
+        tirx.call_extern(
+            "int32",
+            TRANSPOSES[str(buffer.dtype)],
+            buffer.access_ptr("r", offset=_flat(buffer, offset), extent=span),
+            pitch,
+            packed.access_ptr("w", offset=0, extent=rows * cols),
+            cols,
+            rows,
+            cols,
         )
     )
 
