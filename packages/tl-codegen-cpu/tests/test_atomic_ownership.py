@@ -154,11 +154,26 @@ def _atomics_left(mod: tvm.IRModule) -> int:
 
 
 def test_the_reduced_axis_collides_and_the_tile_axes_are_owned() -> None:
-    body, blocks = _launch(summed_slices(4, 64, 64))
+    # A band of B (16 rows of 16384 floats, 1 MiB) is too big to revisit per K step:
+    # every owned axis is parallel, by (B's columns, its innermost dim) fastest.
+    body, blocks = _launch(summed_slices(4, 64, 16384))
     plan = plan_atomic_ownership(body, blocks, [], min_owned_blocks=1)
     assert plan is not None
     assert [str(v.name) for v, _ in plan.serial_blocks] == ["bz"]
-    # by indexes B's columns (its innermost dim): it varies fastest in the parallel loop.
+    assert [str(v.name) for v, _ in plan.parallel_blocks] == ["by", "bx"]
+
+
+def test_band_order_when_a_band_fits() -> None:
+    # A band (16 rows of 64 floats) fits: only bx is parallel, and inside it each
+    # K step (bz) sweeps the band's columns (by innermost).
+    body, blocks = _launch(summed_slices(4, 64, 64))
+    plan = plan_atomic_ownership(body, blocks, [], min_owned_blocks=1)
+    assert plan is not None
+    assert [str(v.name) for v, _ in plan.parallel_blocks] == ["bx"]
+    assert [str(v.name) for v, _ in plan.serial_blocks] == ["by", "bz"]
+    # Too few bx values for the cores: every owned axis stays parallel.
+    plan = plan_atomic_ownership(body, blocks, [], min_owned_blocks=5)
+    assert plan is not None
     assert [str(v.name) for v, _ in plan.parallel_blocks] == ["by", "bx"]
 
 
@@ -166,7 +181,9 @@ def test_split_k_serializes_its_k_slices() -> None:
     body, blocks = _launch(split_k_gemm(64, 64, 64, split=4))
     plan = plan_atomic_ownership(body, blocks, [], min_owned_blocks=1)
     assert plan is not None
-    assert [str(v.name) for v, _ in plan.serial_blocks] == ["bz"]
+    # C's row band of one by (16 x 64 floats) fits: by parallel, bz outside bx.
+    assert [str(v.name) for v, _ in plan.parallel_blocks] == ["by"]
+    assert [str(v.name) for v, _ in plan.serial_blocks] == ["bx", "bz"]
 
 
 @pytest.mark.parametrize(
@@ -205,8 +222,10 @@ def test_lower_launch_runs_colliding_axes_serially_inside_the_parallel_loop() ->
     )
     loops: list[Any] = []
     tvm_ffi.structural_walk(mod["main"].body, (tirx.For, loops.append), order="pre")
-    assert loops[0].kind == tirx.ForKind.PARALLEL and int(loops[0].extent) == 4 * 3
-    assert loops[1].kind == tirx.ForKind.SERIAL and str(loops[1].loop_var.name) == "bz"
+    # Band order: bx parallel; inside, bz outside by.
+    assert loops[0].kind == tirx.ForKind.PARALLEL and int(loops[0].extent) == 4
+    assert [str(loop.loop_var.name) for loop in loops[1:3]] == ["bz", "by"]
+    assert all(loop.kind == tirx.ForKind.SERIAL for loop in loops[1:3])
     assert _atomics_left(mod) == 0
 
 

@@ -34,6 +34,13 @@ launch updates atomically:
   one after the other. Any schedule of a grid's blocks is a legal
   GPU schedule, so results are those of some GPU run (floating-point sums in
   one fixed order of the blocks).
+* **band order**: when the outermost owned axis alone gives enough parallel
+  blocks and the part of ``X`` one of its values covers (the band) fits in
+  `BAND_BYTES`, only that axis is parallel and, inside it, the colliding
+  axes run outside the other owned axes: each colliding step then streams
+  through the band's memory (``atomic_add_program``: one contiguous slab of
+  ``A[bz]`` per step instead of 32-element rows of every slab per block),
+  and the band stays cached between steps.
 
 When any step fails (an index read from memory, a symbolic coefficient, two
 atomically updated buffers, which might alias), the launch keeps its atomics.
@@ -81,6 +88,12 @@ _ESCAPING_CALLS = frozenset(
 )
 
 
+#: The most bytes of the updated buffer one parallel iteration may cover for the
+#: band order (module docstring): half of a common L2 cache, so that the band
+#: stays cached while each step of the colliding axes revisits it.
+BAND_BYTES = 256 * 1024
+
+
 @dataclass(frozen=True)
 class _Access:
     mins: tuple[Any, ...]
@@ -93,12 +106,12 @@ class AtomicOwnership:
 
     Attributes:
         buffer: the global buffer the launch updates atomically.
-        parallel_blocks: the owned grid axes ``(var, extent)``, fastest first: the
-            one separating the buffer's innermost dimension leads, so that a thread's
-            consecutive blocks walk the buffer (and the inputs laid out like it) in
-            address order.
-        serial_blocks: the colliding grid axes ``(var, extent)``, in grid order
-            (``blockIdx.x`` first); they run serially inside each parallel iteration.
+        parallel_blocks: the grid axes ``(var, extent)`` of the parallel loop, all
+            owned, fastest first (the one separating the buffer's innermost dimension
+            leads, so that a thread's consecutive blocks walk memory in order).
+        serial_blocks: the grid axes ``(var, extent)`` run as serial loops inside
+            each parallel iteration, innermost first: every colliding axis, and in
+            band order the owned axes but the outermost before them.
         ranges: the ranges the proof bound (grid axes, threads, loops, lets), reused
             to drop the bounds guards it can prove when the atomics become plain.
     """
@@ -236,6 +249,26 @@ def _innermost_separating_dim(
     return None
 
 
+def _band_bytes(
+    ranges: Sequence[tuple[Any, Any]], outer: Any, accesses: list[_Access], buffer: Any
+) -> float:
+    """Bytes of the box of ``buffer`` that one value of grid axis ``outer`` accesses
+    (every other Var over its range); infinite when an index is unbounded."""
+    analyzer = sym.Analyzer()
+    for var, bound in ranges:
+        analyzer.bind(var, tvm.ir.Range.from_min_extent(0, 1) if var.same_as(outer) else bound)
+    total = float(tvm.DataType(str(buffer.dtype)).bits // 8 or 1)
+    for dim in range(len(buffer.shape)):
+        low, high = math.inf, -math.inf
+        for access in accesses:
+            index = analyzer.const_int_bound(analyzer.simplify(access.mins[dim]))
+            extent = analyzer.const_int_bound(access.extents[dim])
+            low = min(low, int(index.min_value))
+            high = max(high, int(index.max_value) + int(extent.max_value) - 1)
+        total *= high - low + 1
+    return total
+
+
 def _block_count(blocks: Sequence[tuple[Any, Any]]) -> float:
     count = 1.0
     for _, extent in blocks:
@@ -295,10 +328,20 @@ def plan_atomic_ownership(
             owned.append((dim, axis))
     if not owned:
         return None
-    parallel = tuple(axis for _, axis in sorted(owned, key=lambda item: -item[0]))
-    if colliding and _block_count(parallel) < min_owned_blocks:
+    fastest_first = tuple(axis for _, axis in sorted(owned, key=lambda item: -item[0]))
+    if colliding and _block_count(fastest_first) < min_owned_blocks:
         return None
-    return AtomicOwnership(buffer, parallel, tuple(colliding), tuple(ranges))
+    outer = fastest_first[-1]
+    if (
+        colliding
+        and len(fastest_first) > 1
+        and _block_count([outer]) >= min_owned_blocks
+        and _band_bytes(ranges, outer[0], accesses, buffer) <= BAND_BYTES
+    ):
+        # Band order: the colliding axes between the outermost owned axis and the rest.
+        serial = (*fastest_first[:-1], *colliding)
+        return AtomicOwnership(buffer, (outer,), serial, tuple(ranges))
+    return AtomicOwnership(buffer, fastest_first, tuple(colliding), tuple(ranges))
 
 
 def _drop_proven_guards(stmt: tirx.Stmt, analyzer: Any) -> tirx.Stmt:

@@ -151,8 +151,8 @@ def _grid_loop(
     body: tirx.Stmt, blocks: list[tuple[Any, Any]], ownership: AtomicOwnership | None = None
 ) -> tirx.Stmt:
     if ownership is not None:
-        # Colliding axes (see atomic_ownership) run inside each parallel iteration,
-        # blockIdx.x innermost; the parallel loop covers the owned axes, in its order.
+        # The plan's serial axes (colliding ones; in band order some owned ones too)
+        # run inside each parallel iteration; the parallel loop covers the others.
         for var, extent in ownership.serial_blocks:
             body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
         blocks = list(ownership.parallel_blocks)
