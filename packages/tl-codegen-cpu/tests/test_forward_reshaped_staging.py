@@ -250,3 +250,46 @@ def test_divmod_loops_split_at_the_smallest_common_divisor_repeatedly() -> None:
 def test_divmod_loops_leave_other_loops_alone(index: Any) -> None:
     loop, _ = _flat_loop(64, index)
     assert split_divmod_loops(loop).same_as(loop)
+
+
+def overwrite_kernel(n: int, block: int, *, reread: bool = False, width: int = 0) -> Any:
+    """TileLang's alloc_var_with_initializer: copy into B, then overwrite B's tile
+    (``reread``: the overwrite reads B; ``width``: it covers only that many elements)."""
+    covered = width or block
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            tmp = T.alloc_var("float32", 5)
+            T.copy(A[bx * block : (bx + 1) * block], B[bx * block : (bx + 1) * block])
+            for i in T.Parallel(covered):
+                if reread:
+                    B[bx * block + i] = B[bx * block + i] + tmp
+                else:
+                    B[bx * block + i] = tmp
+
+    return main
+
+
+def test_a_copy_overwritten_unread_is_dropped() -> None:
+    mod = _lowered(overwrite_kernel(256, 64))
+    assert "A[" not in mod.script()
+    a = np.random.default_rng(8).standard_normal(256).astype(np.float32)
+    _, out = run_on_host(_main(mod), a, np.zeros(256, np.float32))
+    np.testing.assert_array_equal(out, np.full(256, 5.0, np.float32))
+
+
+@pytest.mark.parametrize(
+    ("reread", "width"), [(True, 0), (False, 32)], ids=["read-before-overwrite", "half-covered"]
+)
+def test_a_copy_read_or_not_wholly_overwritten_stays(reread: bool, width: int) -> None:
+    mod = _lowered(overwrite_kernel(256, 64, reread=reread, width=width))
+    assert "A[" in mod.script()
+    a = np.random.default_rng(9).standard_normal(256).astype(np.float32)
+    _, out = run_on_host(_main(mod), a, np.zeros(256, np.float32))
+    want = a.copy().reshape(4, 64)
+    if reread:
+        want += np.float32(5.0)
+    else:
+        want[:, :32] = 5.0
+    np.testing.assert_array_equal(out, want.reshape(-1))

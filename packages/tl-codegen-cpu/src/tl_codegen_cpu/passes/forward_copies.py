@@ -46,7 +46,8 @@ destination's (same buffer shape and offsets, every element at its own
 position) reads 0 outside its buffer through a per-element select.
 
 Before the chains are found, a kernel-private ``T.alloc_global`` workspace that
-each block uses as one tile becomes a tile (`workspace_tiles`); afterwards,
+each block uses as one tile becomes a tile (`workspace_tiles`), and a copy that
+a later ``T.Parallel`` nest overwrites unread goes (`dead_copies`); afterwards,
 ``T.Parallel`` loops indexed through ``i // c`` and ``i % c`` are split into two
 loops (`divmod_loops`), so flat loops become contiguous inner loops. Runs before
 `cpu-lower-tile-ops`.
@@ -63,6 +64,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.dead_copies import drop_overwritten_copies
 from tl_codegen_cpu.passes.divmod_loops import split_divmod_loops
 from tl_codegen_cpu.passes.forward_chains import (
     LOOP_KIND_KEY,
@@ -430,7 +432,7 @@ def forward_copies(stmt: tirx.Stmt) -> tirx.Stmt:
             return tirx.Evaluate(tirx.const(0, "int32"))
         return tirx.SeqStmt(result) if len(result) != 1 else result[0]
 
-    stmt = localize_workspace_regions(stmt)
+    stmt = drop_overwritten_copies(localize_workspace_regions(stmt))
     stmt = tvm_ffi.structural_map(stmt, (tirx.SeqStmt, rewrite), order="post")
     return split_divmod_loops(stmt)
 
