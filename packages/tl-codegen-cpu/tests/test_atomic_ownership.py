@@ -17,7 +17,7 @@ from tvm import tirx
 import tl_ir.language as T
 import tl_jit
 import tl_runtime
-from tl_codegen_cpu.passes import CpuLowerLaunchPass
+from tl_codegen_cpu.passes import CpuLowerLaunchPass, emit_atomic_update
 from tl_codegen_cpu.passes.atomic_ownership import plan_atomic_ownership
 from tl_ir.ops import AtomicOp, describe, is_tile_op
 from tl_passes import PassContext
@@ -237,6 +237,15 @@ def test_too_few_owner_blocks_keep_the_atomic_grid() -> None:
     loops: list[Any] = []
     tvm_ffi.structural_walk(mod["main"].body, (tirx.For, loops.append), order="pre")
     assert int(loops[0].extent) == 4 * 3 * 4
+
+
+def test_block_local_atomics_are_plain_updates() -> None:
+    # One copy per running block, run by one core: no other thread can touch it.
+    shared = tirx.decl_buffer((4,), "float32", name="S", scope="shared.dyn")
+    assert isinstance(emit_atomic_update(shared, [1], 2.0), tirx.BufferStore)
+    memory = tirx.decl_buffer((4,), "float32", name="G")
+    assert isinstance(emit_atomic_update(memory, [1], 2.0), tirx.Evaluate)
+    assert isinstance(emit_atomic_update(memory, [1], 2.0, owned=True), tirx.BufferStore)
 
 
 def test_min_owned_blocks_is_validated() -> None:

@@ -46,14 +46,20 @@ def test_contended_atomic_updates(builder: object, kind: str, dtype: str, tmp_pa
 
 
 @pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
-def test_tile_atomic_add_of_a_tile_and_a_scalar(builder: object, tmp_path: Path) -> None:
+@pytest.mark.parametrize("owned", [False, True], ids=["atomic", "owned"])
+def test_tile_atomic_add_of_a_tile_and_a_scalar(
+    builder: object, owned: bool, tmp_path: Path
+) -> None:
     src = tirx.decl_buffer((3, 5), "float32", name="S")
     out = tirx.decl_buffer((4, 4), "float32", name="Out")
-    # The 3x5 tile at (2, 1) hangs over out's edge: those elements are skipped.
+    # The 3x5 tile at (2, 1) hangs over out's edge: those elements are skipped (also
+    # by the plain read-modify-write of an owned update).
     body = tirx.SeqStmt(
         [
-            emit_tile_atomic(TileRegion(out, (2, 1), (3, 5)), TileRegion.whole(src), "add"),
-            emit_tile_atomic(TileRegion(out, (0, 0), (1, 4)), 10.0, "max"),
+            emit_tile_atomic(
+                TileRegion(out, (2, 1), (3, 5)), TileRegion.whole(src), "add", owned=owned
+            ),
+            emit_tile_atomic(TileRegion(out, (0, 0), (1, 4)), 10.0, "max", owned=owned),
         ]
     )
     func = tirx.PrimFunc([src, out], body).with_attrs({"global_symbol": "main"})

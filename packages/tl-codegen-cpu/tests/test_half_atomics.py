@@ -46,13 +46,15 @@ def _special_values(dtype: str, count: int) -> np.ndarray:
 @pytest.mark.parametrize("builder", [build_prepared_c, build_llvm])
 @pytest.mark.parametrize("dtype", HALF_ATOMIC_DTYPES)
 @pytest.mark.parametrize("kind", ["add", "max"])
+@pytest.mark.parametrize("owned", [False, True], ids=["atomic", "owned"])
 def test_elementwise_half_atomics_round_like_numpy(
-    builder: object, dtype: str, kind: str, tmp_path: Path
+    builder: object, dtype: str, kind: str, owned: bool, tmp_path: Path
 ) -> None:
+    # owned: the plain read-modify-write rounds exactly as the compare-and-swap does.
     n = 512
     src = tirx.decl_buffer((n,), dtype, name="S")
     out = tirx.decl_buffer((n,), dtype, name="Out")
-    body = emit_tile_atomic(TileRegion.whole(out), TileRegion.whole(src), kind)
+    body = emit_tile_atomic(TileRegion.whole(out), TileRegion.whole(src), kind, owned=owned)
     func = tirx.PrimFunc([src, out], body).with_attrs({"global_symbol": "main"})
     result = builder(tvm.IRModule({"main": func}), tmp_path)  # type: ignore[operator]
     lib = tvm.runtime.load_module(str(result.library_path))
