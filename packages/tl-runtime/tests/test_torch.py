@@ -180,3 +180,31 @@ def test_cython_adapter_imports_neither_tvm_ffi_package_nor_torch(artifact: Arti
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report == {"ok": True, "tvm_ffi": False, "torch": False}
+
+
+class _DeviceArray:
+    """A DLPack producer that reports memory on another device (as a CUDA tensor does)."""
+
+    def __init__(self, data: np.ndarray, device: tuple[int, int]) -> None:
+        self._data = data
+        self._device = device
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        raise AssertionError("a kernel must not read memory of another device")
+
+
+@pytest.mark.parametrize("device", [(2, 0), (2, 1), (10, 0)])
+def test_device_tensor_on_a_cpu_kernel_is_refused(
+    artifact: Artifact, adapter: str, device: tuple[int, int]
+) -> None:
+    kernel = tl_runtime.load(artifact("vadd_n", out_idx=(2,)), adapter=adapter)
+    x = torch.arange(10, dtype=torch.float32)
+    on_device = _DeviceArray(np.arange(10, dtype=np.float32), device)
+    for args, name in (((on_device, x), "A"), ((x, on_device), "B")):
+        with pytest.raises(ValueError, match=rf"parameter '{name}'.*got device type {device[0]}"):
+            kernel(*args)
+    # after the refusals the fast path still serves good calls
+    assert torch.equal(kernel(x, x), 2 * x)

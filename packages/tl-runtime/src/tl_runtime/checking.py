@@ -134,6 +134,18 @@ class PreparedCall:
     bindings: dict[str, int]
 
 
+def _reported_device(value: object) -> tuple[int, int] | None:
+    """``value.__dlpack_device__()`` as two ints, or None when absent or malformed."""
+    method = getattr(value, "__dlpack_device__", None)
+    if method is None:
+        return None
+    try:
+        device_type, device_id = method()
+        return int(device_type), int(device_id)
+    except Exception:  # a producer's bug: the export below reports it
+        return None
+
+
 class ArgumentChecker:
     """Validates call arguments against a manifest's parameters (built once per kernel).
 
@@ -365,6 +377,10 @@ class ArgumentChecker:
                 f"{self._where(spec)}: expected an array supporting DLPack (numpy array, torch "
                 f"tensor, ...) of {spec.dtype}, got {_describe(value)}"
             )
+        reported = _reported_device(value)
+        if reported is not None and reported[0] not in self.device_types:
+            # Refused before any export: exporting a device tensor may synchronize its stream.
+            raise self._wrong_device(spec, *reported)
         import tvm_ffi
 
         try:
@@ -385,6 +401,13 @@ class ArgumentChecker:
             data_ptr=int(tensor.data_ptr()),
         )
 
+    def _wrong_device(self, spec: ParamSpec, device_type: int, device_id: int) -> ValueError:
+        return ValueError(
+            f"{self._where(spec)}: expected a tensor on DLPack device type {self.device_types} "
+            f"({'cpu' if self.device_types == (_DLPACK_CPU,) else 'gpu'}), got device type "
+            f"{device_type} (id {device_id})"
+        )
+
     def _check_tensor(
         self,
         spec: ParamSpec,
@@ -403,11 +426,7 @@ class ArgumentChecker:
         for axis, (want, got) in enumerate(zip(spec.shape, view.shape, strict=True)):
             self._bind(where, f"dim {axis}", want, got, bindings, bound_by, spec.name)
         if view.device_type not in self.device_types:
-            raise ValueError(
-                f"{where}: expected a tensor on DLPack device type {self.device_types} "
-                f"({'cpu' if self.device_types == (_DLPACK_CPU,) else 'gpu'}), got device type "
-                f"{view.device_type} (id {view.device_id})"
-            )
+            raise self._wrong_device(spec, view.device_type, view.device_id)
         if spec.strides is None and 0 not in view.shape:  # zero-size: no element is addressed
             expected = 1
             for axis in range(len(view.shape) - 1, -1, -1):
