@@ -57,7 +57,9 @@ class EagerJITFunction:
         self._analysis: Any = None
         self._binding: EagerBinder | None = None
         self._binder: KeyBinder | None = None
-        self._fast: dict[tuple[Any, ...], JITKernel] = {}
+        # key -> the kernel's call (its launcher itself where the adapter has one: one
+        # call level fewer than going through the JITKernel object)
+        self._fast: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self._specializations: dict[tuple[Any, ...], JITKernel] = {}
         functools.update_wrapper(self, func)
 
@@ -202,7 +204,7 @@ class EagerJITFunction:
         if binder is not None:
             try:
                 key, _ = binder(*args, **kwargs)
-                self._fast[key] = kernel
+                self._fast[key] = kernel.__call__
             except Exception:
                 pass
         return kernel(*arguments)
