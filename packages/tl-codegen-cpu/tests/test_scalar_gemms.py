@@ -311,3 +311,38 @@ def test_a_transposed_fp32_b_tile_is_packed_in_register_blocks_on_c(tmp_path: Pa
     kernel = tl_runtime.load(build_artifact(create_backend_context("c"), func, tmp_path / "c"))
     kernel(a, b, c)
     np.testing.assert_allclose(c, a.T @ b.T, rtol=1e-5, atol=1e-4)
+
+
+def test_half_operand_views_at_an_offset_widen_through_row_calls_on_c(tmp_path: Path) -> None:
+    # A T.gemm operand that is a column slice of a wider fp16 tile (TileLang's
+    # gemm_with_stride): its widening rows start at `chunk * 16 + 32`, still one call each.
+    @T.prim_func
+    def main(
+        A: T.Tensor((64, 64), "float16"),
+        B: T.Tensor((64, 64), "float16"),
+        C: T.Tensor((64, 64), "float32"),
+    ):
+        with T.Kernel(2, 2) as (bx, by):
+            A_shared = T.alloc_shared((32, 64), "float16")
+            B_shared = T.alloc_shared((32, 32), "float16")
+            C_local = T.alloc_fragment((32, 32), "float32")
+            T.clear(C_local)
+            T.clear(A_shared)
+            for ko in T.serial(2):
+                for i, k in T.Parallel(32, 32):
+                    A_shared[i, k + 32] = A[by * 32 + i, ko * 32 + k]
+                T.copy(B[ko * 32, bx * 32], B_shared)
+                T.gemm(A_shared[:, 32:], B_shared, C_local)
+            T.copy(C_local, C[by * 32, bx * 32])
+
+    source = lower_to_sources(create_backend_context("c"), main).files["kernel.c"]
+    widening = [line for line in source.splitlines() if "gemm_a_fp32" in line]
+    assert any("tl_cvt_f16_to_f32(" in line for line in widening)
+    assert not any("(float)" in line for line in widening)
+    rng = np.random.default_rng(6)
+    a = rng.integers(-4, 5, (64, 64)).astype(np.float16)
+    b = rng.integers(-4, 5, (64, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    kernel = tl_runtime.load(build_artifact(create_backend_context("c"), main, tmp_path / "c"))
+    kernel(a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))

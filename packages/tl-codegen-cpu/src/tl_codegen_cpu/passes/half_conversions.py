@@ -39,6 +39,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The half-precision input formats the C micro-kernel takes: dtype -> name infix.
@@ -360,7 +361,13 @@ def _row_start(indices: Any, var: Any) -> list[Any] | None:
     elif isinstance(last, tirx.Add) and isinstance(last.a, tvm.ir.Var) and last.a.same_as(var):
         base = last.b
     else:
-        return None
+        # Any other index linear in the loop variable with step 1 (``chunk * 16 + i + 32``).
+        analyzer = tvm.sym.Analyzer()
+        zero = tirx.const(0, str(var.dtype))
+        base = analyzer.simplify(substitute_vars(tirx.Evaluate(last), {var: zero}).value)
+        step = analyzer.simplify(last - base)
+        if not (isinstance(step, tvm.ir.Var) and step.same_as(var)):
+            return None
     return None if uses_var(base, var) else [*outer, base]
 
 
