@@ -13,7 +13,8 @@ The proof (`plan_atomic_ownership`), for the one global buffer ``X`` the
 launch updates atomically:
 
 * every access of ``X`` in the launch (the atomics, plain loads and stores,
-  tile-op regions) is collected with its index per dimension and its extent;
+  tile-op regions) is collected with its index per dimension and its extent,
+  lets and single-value locals inlined (`index_values`);
   a pointer to ``X`` escaping into a call (``address_of``, ``access_ptr``, an
   extern call) or a tile op naming all of ``X`` defeats the proof;
 * grid axis ``a`` is **owned** when some dimension ``d`` of ``X`` separates
@@ -69,6 +70,11 @@ import tvm_ffi
 from tvm import sym, tirx
 
 from tl_codegen_cpu.passes.atomics import emit_tile_atomic
+from tl_codegen_cpu.passes.index_values import (
+    binding_ranges,
+    forwarded_scalars,
+    inline_index_values,
+)
 from tl_codegen_cpu.passes.thread_ir import op_name, scope_of, uses_any
 from tl_codegen_cpu.passes.tile_emitters import TileRegion
 from tl_ir.ops import AtomicOp, Region, const_int, describe, is_tile_op
@@ -114,12 +120,15 @@ class AtomicOwnership:
             band order the owned axes but the outermost before them.
         ranges: the ranges the proof bound (grid axes, threads, loops, lets), reused
             to drop the bounds guards it can prove when the atomics become plain.
+        forwarded: ``(buffer, value)`` of the one-element locals the indices read
+            (`index_values.forwarded_scalars`).
     """
 
     buffer: Any
     parallel_blocks: tuple[tuple[Any, Any], ...]
     serial_blocks: tuple[tuple[Any, Any], ...]
     ranges: tuple[tuple[Any, Any], ...]
+    forwarded: tuple[tuple[Any, Any], ...] = ()
 
     def analyzer(self) -> Any:
         """A fresh TVM analyzer with `ranges` bound."""
@@ -140,44 +149,6 @@ def _atomic_ops(body: tirx.Stmt) -> list[AtomicOp]:
 
     tvm_ffi.structural_walk(body, (tirx.Evaluate, visit), order="pre")
     return found
-
-
-def _binding_ranges(
-    body: tirx.Stmt, axes: Sequence[tuple[Any, Any]]
-) -> list[tuple[Any, Any]] | None:
-    """``(var, Range or value)`` for the axes, every loop and let of ``body``, outer first;
-    None when a Var is bound twice (the ranges would be ambiguous)."""
-    bindings: list[tuple[Any, Any]] = [
-        (var, tvm.ir.Range.from_min_extent(0, extent)) for var, extent in axes
-    ]
-    seen = {var for var, _ in axes}
-    clash = False
-
-    def add(var: Any, bound: Any) -> None:
-        nonlocal clash
-        if var in seen:
-            clash = True
-        seen.add(var)
-        bindings.append((var, bound))
-
-    def visit_loop(loop: Any) -> None:
-        step = const_int(loop.step) if loop.step is not None else 1
-        if step == 1:
-            add(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
-        # A strided loop's Var stays unbound: the analyzer assumes any value.
-
-    def visit_let(let: Any) -> None:
-        add(let.var, let.value)
-
-    tvm_ffi.structural_walk(
-        body,
-        [
-            (tirx.For, visit_loop),
-            ((tirx.Bind, tirx.LetStmt, tirx.Let), visit_let),
-        ],
-        order="pre",
-    )
-    return None if clash else bindings
 
 
 def _accesses(body: tirx.Stmt, buffer: Any) -> list[_Access] | None:
@@ -312,11 +283,20 @@ def plan_atomic_ownership(
     buffer = targets[0]
     if len(buffer.strides) != 0:
         return None  # explicit strides may overlap: indices would not name one address each
-    ranges = _binding_ranges(body, [*blocks, *threads])
-    accesses = _accesses(body, buffer)
-    if ranges is None or not accesses:
+    ranges = binding_ranges(body, [*blocks, *threads])
+    found = _accesses(body, buffer)
+    if ranges is None or not found:
         return None
-    analyzer = AtomicOwnership(buffer, (), (), tuple(ranges)).analyzer()
+    scalars = forwarded_scalars(body)
+    accesses = [
+        _Access(
+            tuple(inline_index_values(m, ranges, scalars) for m in access.mins),
+            tuple(inline_index_values(e, ranges, scalars) for e in access.extents),
+        )
+        for access in found
+    ]
+    forwarded = tuple(scalars.items())
+    analyzer = AtomicOwnership(buffer, (), (), tuple(ranges), forwarded).analyzer()
     rank = len(buffer.shape)
     owned: list[tuple[int, tuple[Any, Any]]] = []
     colliding: list[tuple[Any, Any]] = []
@@ -340,8 +320,8 @@ def plan_atomic_ownership(
     ):
         # Band order: the colliding axes between the outermost owned axis and the rest.
         serial = (*fastest_first[:-1], *colliding)
-        return AtomicOwnership(buffer, (outer,), serial, tuple(ranges))
-    return AtomicOwnership(buffer, fastest_first, tuple(colliding), tuple(ranges))
+        return AtomicOwnership(buffer, (outer,), serial, tuple(ranges), forwarded)
+    return AtomicOwnership(buffer, fastest_first, tuple(colliding), tuple(ranges), forwarded)
 
 
 def _drop_proven_guards(stmt: tirx.Stmt, analyzer: Any) -> tirx.Stmt:
@@ -359,9 +339,13 @@ def _drop_proven_guards(stmt: tirx.Stmt, analyzer: Any) -> tirx.Stmt:
     return tvm_ffi.structural_map(stmt, (tirx.IfThenElse, simplify), order="post")
 
 
-def _tile(region: Region) -> TileRegion:
+def _tile(region: Region, plan: AtomicOwnership) -> TileRegion:
+    # The indices as the proof read them (lets and forwarded locals inlined), so the
+    # bounds guards it implies can be dropped.
+    scalars = dict(plan.forwarded)
+    mins = tuple(inline_index_values(m, plan.ranges, scalars) for m in region.mins)
     extents = tuple(int(const_int(e) or 0) for e in region.extents)
-    return TileRegion(region.buffer, tuple(region.mins), extents)
+    return TileRegion(region.buffer, mins, extents)
 
 
 def privatize_atomics(body: tirx.Stmt, plan: AtomicOwnership) -> tirx.Stmt:
@@ -376,8 +360,8 @@ def privatize_atomics(body: tirx.Stmt, plan: AtomicOwnership) -> tirx.Stmt:
         op = describe(evaluate.value)
         if not isinstance(op, AtomicOp) or not op.dst.buffer.same_as(plan.buffer):
             return evaluate
-        value = _tile(op.value) if isinstance(op.value, Region) else op.value
-        plain = emit_tile_atomic(_tile(op.dst), value, op.kind, owned=True)
+        value = _tile(op.value, plan) if isinstance(op.value, Region) else op.value
+        plain = emit_tile_atomic(_tile(op.dst, plan), value, op.kind, owned=True)
         return _drop_proven_guards(plain, analyzer)
 
     result: tirx.Stmt = tvm_ffi.structural_map(body, (tirx.Evaluate, rewrite), order="post")
