@@ -82,6 +82,7 @@ SIZES: dict[str, dict[str, Any] | None] = {
     "language_alloc.alloc_global": {"N": 1 << 22, "block_N": 64},
     "language_atomic.atomic_add_program": {"K": 8, "M": 1024, "N": 1024},
     "language_atomic.atomic_memory_order_program": {"K": 8, "M": 1024, "N": 1024},
+    "language_atomic.atomic_addx2_program": {"M": 2048, "N": 2048},
     "language_reshape.reshape_test": {"N": 1 << 16, "M": 256},
     "language_reshape.reshape_fragment_test": {"N": 1 << 16, "M": 256},
     "language_reshape.reduce_after_reshape_test": {"N": 1 << 16, "M": 256},
@@ -289,6 +290,8 @@ def _numpy_formulations() -> dict[str, Callable[..., Any]]:
             "example_gemm_splitk.matmul": splitk,
             "language_atomic.atomic_add_program": summed_slices,
             "language_atomic.atomic_memory_order_program": summed_slices,
+            # fp16 + fp16 in numpy rounds the float32 sum once, as the reference does.
+            "language_atomic.atomic_addx2_program": lambda a, x, b: b + x,
             "example_fusedmoe.moe_forward_tilelang_shared": moe,
             "example_flash_attention.flashattn": attention,
             "example_flash_attention.flashattn-causal": attention,
