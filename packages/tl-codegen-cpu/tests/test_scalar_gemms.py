@@ -1,5 +1,7 @@
-"""`cpu-lower-scalar-gemms`: scalar GEMM loop nests on the micro-kernel, results bit-identical;
-the fp16-product micro-kernel of the C path and native fp16 arithmetic on ``llvm``."""
+"""The GEMM paths of real TileLang programs: `cpu-lower-scalar-gemms` (scalar GEMM loop nests
+on the micro-kernel, bit-identical), the fp16-product micro-kernel of the C path, native fp16
+arithmetic on ``llvm``, transposed operands packed in register blocks (C routines on ``c``,
+TIR shuffles on ``llvm``) and half operand views widened by row calls."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from cpu_passes_testing import make_pass
+from cpu_passes_testing import make_pass, run_on_host
 
 import tl_ir.language as T
 import tl_runtime
@@ -22,6 +24,7 @@ from tl_codegen_cpu.passes import C_MICROKERNEL_PRELUDE
 from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
 from tl_codegen_cpu.passes.legalize_half_precision import legalize_half_precision
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
+from tl_codegen_cpu.passes.tile_transpose import emit_block_transpose
 from tl_codegen_cpu.passes.vector_isa import vector_isa_for_target
 from tl_passes import Pipeline
 
@@ -346,3 +349,33 @@ def test_half_operand_views_at_an_offset_widen_through_row_calls_on_c(tmp_path: 
     kernel = tl_runtime.load(build_artifact(create_backend_context("c"), main, tmp_path / "c"))
     kernel(a, b, c)
     np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_block_transpose_packs_a_transposed_tile_exactly(dtype: str) -> None:
+    # The [24, 16] tile at offset (3, 5) of a [32, 32] buffer, transposed into [16, 24].
+    source = tvm.tirx.decl_buffer((32, 32), dtype, name="S")
+    packed = tvm.tirx.decl_buffer((16, 24), "float32", name="P")
+    body = emit_block_transpose(source, [3, 5], packed, 16, 24)
+    assert "T.Shuffle" in tvm.tirx.PrimFunc([source, packed], body).script()
+    func = tvm.tirx.PrimFunc([source, packed], body).with_attrs(
+        {"global_symbol": "main", "tir.noalias": True}
+    )
+    rng = np.random.default_rng(8)
+    bits = rng.integers(0, 1 << 16, (32, 32), dtype=np.uint16).view(np.float16)
+    s = bits if dtype == "float16" else rng.standard_normal((32, 32)).astype(np.float32)
+    got = run_on_host(func, s, np.zeros((16, 24), np.float32))[1]
+    want = s[3:27, 5:21].T.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_array_equal(got[finite].view(np.uint32), want[finite].view(np.uint32))
+    with pytest.raises(ValueError, match="multiples of 8"):
+        emit_block_transpose(source, [0, 0], packed, 12, 24)
+
+
+def test_transposed_operands_are_packed_by_shuffles_on_llvm() -> None:
+    func = grid_gemm(64, 64, 64, 32, "float32", trans_b=True)
+    passes = [make_pass(n) for n in ("cpu-lower-launch", "cpu-forward-copies")]
+    passes.append(CpuLowerScalarGemmsPass(gemm_style="tir"))
+    text = Pipeline("test", tuple(passes)).run(tvm.IRModule({"main": func})).script()
+    assert "T.Shuffle" in text

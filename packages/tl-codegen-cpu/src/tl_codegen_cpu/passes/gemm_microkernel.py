@@ -25,6 +25,7 @@ from tl_codegen_cpu.passes.half_conversions import (
     C_HALF_PRODUCT_DTYPES,
     transpose_call,
 )
+from tl_codegen_cpu.passes.tile_transpose import emit_block_transpose, transposes_in_blocks
 from tl_codegen_cpu.passes.vector_isa import VectorISA
 
 PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
@@ -306,6 +307,8 @@ def emit_gemm_microkernel(
         if c_fp32 and not b_buffer.strides:
             # gcc leaves the strided gather scalar: 8 x 8 register-block transposes.
             pack = transpose_call(b_buffer, b_offset, packed, k, n)
+        elif style == "tir" and transposes_in_blocks(k, n):
+            pack = emit_block_transpose(b_buffer, b_offset, packed, k, n)
         kernel = emit_gemm_microkernel(
             a,
             GemmOperand(packed, (0, 0)),

@@ -20,6 +20,7 @@ from tvm import tirx
 
 from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
 from tl_codegen_cpu.passes.half_conversions import transpose_call
+from tl_codegen_cpu.passes.tile_transpose import emit_block_transpose, transposes_in_blocks
 from tl_codegen_cpu.passes.vector_isa import VectorISA
 from tl_passes.buffer_rewrite import substitute_vars
 
@@ -53,6 +54,9 @@ def _widen(
         and not buffer.strides
     ):
         convert = transpose_call(buffer, offset, packed, rows, cols)
+        return tirx.AllocBuffer(packed), convert, GemmOperand(packed, (0, 0))
+    if transposed and style == "tir" and transposes_in_blocks(rows, cols):
+        convert = emit_block_transpose(buffer, offset, packed, rows, cols)
         return tirx.AllocBuffer(packed), convert, GemmOperand(packed, (0, 0))
     row, col = tirx.Var("row", "int32"), tirx.Var("col", "int32")
     where = (
