@@ -152,6 +152,25 @@ def dynamic_rows() -> Any:
     return main
 
 
+def block_wide_adds_in_thread_code(rows: int, k: int) -> Any:
+    """A kernel naming its thread index whose T.Parallel atomic is block-wide work:
+    once per block (not once per thread) after it becomes a plain update."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((k, rows), "float32"),
+        B: T.Tensor((rows,), "float32"),
+        Seen: T.Tensor((rows,), "float32"),
+    ):
+        with T.Kernel(rows // 32, k, threads=32) as (bx, bk):
+            tx = T.get_thread_binding(0)
+            Seen[bx * 32 + tx] = 1.0
+            for i in T.Parallel(32):
+                T.atomic_add(B[bx * 32 + i], A[bk, bx * 32 + i])
+
+    return main
+
+
 def _module(func: Any) -> tvm.IRModule:
     return tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
 
@@ -322,6 +341,17 @@ def test_thread_indexed_owned_atomics(target: str) -> None:
     b = np.zeros(rows, np.float32)
     _with_threads(4, lambda: kernel(a, b))
     np.testing.assert_array_equal(b, a.sum(axis=0))
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_block_wide_adds_in_thread_code_run_once_per_block(target: str) -> None:
+    rows, k = 32 * OWNER_ROWS, 3
+    kernel = tl_jit.compile(block_wide_adds_in_thread_code(rows, k), target=target)
+    a = np.random.default_rng(5).integers(-8, 8, (k, rows)).astype(np.float32)
+    b, seen = np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+    _with_threads(4, lambda: kernel(a, b, seen))
+    np.testing.assert_array_equal(b, a.sum(axis=0))
+    np.testing.assert_array_equal(seen, np.ones(rows, np.float32))
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
