@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from cpu_passes_testing import make_pass, run_on_host
+from cpu_passes_testing import HOST_TARGET, make_pass, run_on_host
 
 import tl_ir.language as T
 import tl_runtime
 from tl_backend_api import build_artifact, create_backend_context, lower_to_sources
 from tl_codegen_cpu.passes import C_MICROKERNEL_PRELUDE
 from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
+from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.legalize_half_precision import legalize_half_precision
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.tile_transpose import emit_block_transpose
@@ -379,3 +380,48 @@ def test_transposed_operands_are_packed_by_shuffles_on_llvm() -> None:
     passes.append(CpuLowerScalarGemmsPass(gemm_style="tir"))
     text = Pipeline("test", tuple(passes)).run(tvm.IRModule({"main": func})).script()
     assert "T.Shuffle" in text
+
+
+@pytest.mark.parametrize(("dtype", "style", "lowered"), [
+    ("bfloat16", "c-vector-extension", False),  # bf16 products: no C kernel, loops stay
+    ("bfloat16", "tir", True),
+    ("int8", "c-vector-extension", False),  # int8 products into an fp32 C: no GEMM kernel
+])  # fmt: skip
+def test_gemms_the_c_kernels_do_not_cover_stay_loops_on_c(
+    dtype: str, style: str, lowered: bool
+) -> None:
+    func = grid_gemm(64, 64, 64, 32, dtype)
+    passes = tuple(make_pass(n) for n in ("cpu-lower-launch", "cpu-forward-copies"))
+    plain = Pipeline("test", passes).run(tvm.IRModule({"main": func}))
+    after = Pipeline("test", (*passes, CpuLowerScalarGemmsPass(gemm_style=style))).run(
+        tvm.IRModule({"main": func})
+    )
+    assert tvm_ffi.structural_equal(plain, after) != lowered
+
+
+def test_bf16_grid_gemm_on_llvm_matches_the_loops_bit_for_bit() -> None:
+    import ml_dtypes
+
+    M = N = K = 64
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    after = ("cpu-lower-tile-ops", "cpu-lower-parallel-loops", "cpu-localize-tiles")
+    after += ("legalize-half-precision", "simplify")
+    results = []
+    for middle in (CpuInterchangeReductionsPass(), CpuLowerScalarGemmsPass(gemm_style="tir")):
+        passes = [make_pass(n) for n in ("cpu-lower-launch", "cpu-forward-copies")]
+        passes += [middle, *(make_pass(n) for n in after)]
+        mod = Pipeline("test", tuple(passes)).run(
+            tvm.IRModule({"main": grid_gemm(M, N, K, 32, "bfloat16")}), HOST_TARGET
+        )
+        lib = tvm.compile(mod["main"].with_attr("global_symbol", "main"), target=HOST_TARGET)
+        tensors = []
+        for x in (a, b):
+            tensor = tvm.runtime.empty(x.shape, "bfloat16")
+            tensor.copyfrom(x.view(np.uint16))
+            tensors.append(tensor)
+        c = tvm.runtime.tensor(np.zeros((M, N), np.float32))
+        lib["main"](*tensors, c)
+        results.append(c.numpy())
+    np.testing.assert_array_equal(results[0], results[1])

@@ -226,12 +226,28 @@ def _operand(
     return None
 
 
+def c_kernel_covers(gemm: ScalarGemm) -> bool:
+    """Whether the C path's vector-extension kernels run ``gemm``: fp32 products of fp32,
+    fp16 or bf16 operands (half ones widened first), or fp16 products of fp16 operands.
+    Other GEMMs would get the TIR register tiles, which gcc compiles slowly into
+    accumulators in memory (docs/cpu.md), so on ``c`` their loops stay as written."""
+    operands = {str(gemm.a.buffer.dtype), str(gemm.b.buffer.dtype)}
+    if str(gemm.c.buffer.dtype) != "float32":
+        return False
+    if gemm.product_dtype == "float32":
+        return operands <= {"float32", "float16", "bfloat16"}
+    return gemm.product_dtype == "float16" and operands == {"float16"}
+
+
 def lower_scalar_gemms(stmt: tirx.Stmt, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
-    """Return ``stmt`` with every recognized scalar GEMM nest replaced by the micro-kernel."""
+    """Return ``stmt`` with every recognized scalar GEMM nest replaced by the micro-kernel
+    (on the C path, only those `c_kernel_covers`)."""
 
     def rewrite(loop: tirx.For) -> tirx.Stmt:
         gemm = match_scalar_gemm(loop)
         if gemm is None:
+            return loop
+        if gemm_style == "c-vector-extension" and not c_kernel_covers(gemm):
             return loop
         try:
             return emit_tile_gemm(
