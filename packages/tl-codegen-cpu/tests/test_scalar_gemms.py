@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -425,3 +426,20 @@ def test_bf16_grid_gemm_on_llvm_matches_the_loops_bit_for_bit() -> None:
         lib["main"](*tensors, c)
         results.append(c.numpy())
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_a_transposed_pack_without_a_vector_kernel_call_still_links_on_c(tmp_path: Path) -> None:
+    # 8-wide tiles: no tl_gemm_f32x16 call (TIR loops), only the tl_transpose_f32 pack,
+    # whose definition must still be inserted.
+    M = N = K = 16
+    func = grid_gemm(M, N, K, 8, "float32", trans_b=True)
+    source = lower_to_sources(create_backend_context("c"), func).files["kernel.c"]
+    assert "tl_transpose_f32(" in source
+    assert not re.search(r"tl_gemm_f32x\d+\(", source)
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((N, K)).astype(np.float32)
+    c = np.zeros((M, N), np.float32)
+    kernel = tl_runtime.load(build_artifact(create_backend_context("c"), func, tmp_path / "c"))
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-5, atol=1e-5)

@@ -99,7 +99,7 @@ def insert_microkernel_prelude(source: str) -> str:
     those declarations of ``tl_gemm_f32x*`` are removed and the static inline
     definitions (`tl_codegen_cpu.passes.C_MICROKERNEL_PRELUDE`) go after the includes.
     """
-    if "tl_gemm_" not in source and "tl_cvt_" not in source:
+    if not any(name in source for name in ("tl_gemm_", "tl_cvt_", "tl_transpose_")):
         return source
     source = _MICROKERNEL_DECLARATION.sub("", source)
     prelude = C_MICROKERNEL_PRELUDE
