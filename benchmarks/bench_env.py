@@ -20,8 +20,9 @@ def reexec_with_bench_env(*, native_openblas: bool = True) -> None:
 
     ``native_openblas`` removes OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (this
     machine's default pins OpenBLAS to an older kernel), so numpy runs its
-    native kernel. TVM's thread pool is sized to the cores, and idle OpenMP
-    workers sleep instead of spinning on the cores numpy needs next.
+    native kernel. TVM's thread pool is sized to the cores, idle OpenMP
+    workers sleep instead of spinning on the cores numpy needs next, and idle
+    OpenBLAS workers likewise sleep instead of spinning on the kernel's cores.
     """
     if os.environ.get(_REEXEC_FLAG):
         return
@@ -31,6 +32,10 @@ def reexec_with_bench_env(*, native_openblas: bool = True) -> None:
         env.pop("OPENBLAS_L2_SIZE", None)
     env.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
     env.setdefault("OMP_WAIT_POLICY", "passive")
+    # The same courtesy from numpy's side: OpenBLAS workers otherwise spin about 2**28
+    # cycles (a tenth of a second) after each call, on the cores the kernel timed next
+    # needs; 4 (2**4 cycles) is OpenBLAS's smallest timeout.
+    env.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     env[_REEXEC_FLAG] = "1"
     os.execve(sys.executable, [sys.executable, *sys.argv], env)
 

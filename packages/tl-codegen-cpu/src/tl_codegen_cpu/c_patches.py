@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import re
 
-from tl_codegen_cpu.passes import C_ATOMICS_PRELUDE, C_MICROKERNEL_PRELUDE, PARALLEL_FOR_MARKER
+from tl_codegen_cpu.passes import (
+    C_ATOMICS_PRELUDE,
+    C_MICROKERNEL_PRELUDE,
+    INDEPENDENT_LOOP_MARKER,
+    PARALLEL_FOR_MARKER,
+)
 from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
 
 _MARKER_BEFORE_LOOP = re.compile(
@@ -20,6 +25,11 @@ _MARKER_BEFORE_LOOP = re.compile(
 )
 _LEFTOVER_MARKER = re.compile(rf"^[ \t]*{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
 _MARKER_DECLARATION = re.compile(rf"^.*\b{PARALLEL_FOR_MARKER}\(\);\n", re.MULTILINE)
+_IVDEP_BEFORE_LOOP = re.compile(
+    rf"^(?P<indent>[ \t]*){INDEPENDENT_LOOP_MARKER}\(\);\n(?P=indent)for \(", re.MULTILINE
+)
+_LEFTOVER_IVDEP = re.compile(rf"^[ \t]*{INDEPENDENT_LOOP_MARKER}\(\);\n", re.MULTILINE)
+_IVDEP_DECLARATION = re.compile(rf"^.*\b{INDEPENDENT_LOOP_MARKER}\(\);\n", re.MULTILINE)
 _MICROKERNEL_DECLARATION = re.compile(
     r"^TVM_DLL int32_t tl_(?:gemm_(?:f16r?_)?f32x\d+|cvt_\w+|transpose_f32)\(.*\);\n",
     re.MULTILINE,
@@ -47,6 +57,23 @@ def insert_openmp_pragmas(source: str) -> tuple[str, int]:
     )
     rewritten = _LEFTOVER_MARKER.sub("", rewritten)
     rewritten = _MARKER_DECLARATION.sub("", rewritten)
+    return rewritten, count
+
+
+def insert_ivdep_pragmas(source: str) -> tuple[str, int]:
+    """Replace each independent-loop marker line before a ``for`` with ``#pragma GCC ivdep``.
+
+    Markers whose loop the printer did not write as a ``for`` are dropped, and so is
+    the marker's extern declaration.
+
+    Returns:
+        The rewritten source and the number of pragmas inserted.
+    """
+    rewritten, count = _IVDEP_BEFORE_LOOP.subn(
+        lambda match: f"{match['indent']}#pragma GCC ivdep\n{match['indent']}for (", source
+    )
+    rewritten = _LEFTOVER_IVDEP.sub("", rewritten)
+    rewritten = _IVDEP_DECLARATION.sub("", rewritten)
     return rewritten, count
 
 
@@ -156,6 +183,7 @@ def insert_workspace_allocator(source: str) -> str:
 def patch_c_source(source: str) -> str:
     """Apply every fix of this module to TVM's C ``source`` and return the result."""
     source, _ = insert_openmp_pragmas(source)
+    source, _ = insert_ivdep_pragmas(source)
     source = insert_workspace_allocator(source)
     source = insert_stdio(insert_atomics_prelude(insert_microkernel_prelude(source)))
     return insert_special_float_constants(insert_half_typedef(source))

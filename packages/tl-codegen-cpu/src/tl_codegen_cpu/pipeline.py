@@ -27,6 +27,7 @@ from tl_codegen_cpu.passes import (
     CpuSplitVectorLoopsPass,
     CpuVectorizeExpPass,
     LegalizeHalfPrecisionPass,
+    MarkIndependentLoopsPass,
     MarkParallelLoopsPass,
     StackBlockLocalsPass,
 )
@@ -71,8 +72,13 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
 #: TVM's C printer: block-local arrays on the thread's stack (a heap workspace's
 #: failure ``return`` is illegal inside an OpenMP region), then a marker call
 #: before each outermost parallel loop, which the C source generator turns into
-#: ``#pragma omp parallel for``.
-C_PREPARATION_PASSES: tuple[Pass, ...] = (StackBlockLocalsPass(), MarkParallelLoopsPass())
+#: ``#pragma omp parallel for``, and one before each vector loop proven free of
+#: loop-carried dependence (``#pragma GCC ivdep``: no run-time overlap checks).
+C_PREPARATION_PASSES: tuple[Pass, ...] = (
+    StackBlockLocalsPass(),
+    MarkParallelLoopsPass(),
+    MarkIndependentLoopsPass(),
+)
 
 #: Target ``c``.
 C_PASSES: tuple[Pass, ...] = (

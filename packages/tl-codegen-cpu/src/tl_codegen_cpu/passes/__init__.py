@@ -32,6 +32,10 @@ from tl_codegen_cpu.passes.localize_tiles import CpuLocalizeTilesPass
 from tl_codegen_cpu.passes.lower_launch import CpuLowerLaunchPass
 from tl_codegen_cpu.passes.lower_parallel_loops import CpuLowerParallelLoopsPass
 from tl_codegen_cpu.passes.lower_tile_ops import CpuLowerTileOpsPass, lower_tile_op
+from tl_codegen_cpu.passes.mark_independent_loops import (
+    INDEPENDENT_LOOP_MARKER,
+    MarkIndependentLoopsPass,
+)
 from tl_codegen_cpu.passes.mark_parallel_loops import (
     PARALLEL_FOR_MARKER,
     MarkParallelLoopsPass,
@@ -65,6 +69,7 @@ __all__ = [
     "C_ATOMICS_PRELUDE",
     "C_MICROKERNEL_PRELUDE",
     "DISABLE_LOWER_BUILTIN",
+    "INDEPENDENT_LOOP_MARKER",
     "MICROKERNEL_STYLES",
     "PARALLEL_FOR_MARKER",
     "REDUCE_KINDS",
@@ -83,6 +88,7 @@ __all__ = [
     "CpuVectorizeExpPass",
     "GemmOperand",
     "LegalizeHalfPrecisionPass",
+    "MarkIndependentLoopsPass",
     "MarkParallelLoopsPass",
     "RegisterTile",
     "StackBlockLocalsPass",

@@ -32,6 +32,7 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-call-half-conversions": _cpu("half_conversions", "CpuCallHalfConversionsPass"),
         "stack-block-locals": _cpu("stack_block_locals", "StackBlockLocalsPass"),
         "mark-parallel-loops": _cpu("mark_parallel_loops", "MarkParallelLoopsPass"),
+        "mark-independent-loops": _cpu("mark_independent_loops", "MarkIndependentLoopsPass"),
     }
 )
 
