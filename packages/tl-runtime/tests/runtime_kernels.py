@@ -125,14 +125,39 @@ def int_mix(a: T.handle, b: T.handle, c: T.handle, shift: T.int64, flag: T.bool)
         )
 
 
+@T.prim_func
+def strided_copy(a: T.handle, b: T.handle):
+    # Column-major views with leading dimensions 16 and 12 (TileLang's StridedTensor).
+    T.func_attr({"tir.noalias": True})
+    A = T.match_buffer(a, (8, 32), "float32", strides=(1, 16), align=4)
+    B = T.match_buffer(b, (8, 32), "float32", strides=(1, 12), align=4)
+    for i, j in T.grid(8, 32):
+        B[i, j] = A[i, j]
+
+
+@T.prim_func
+def strided_rows(a: T.handle, c: T.handle):
+    # A row stride the caller chooses (symbolic), a C-contiguous output: C = 2 * A.
+    T.func_attr({"tir.noalias": True})
+    m = T.int32()
+    s = T.int32()
+    A = T.match_buffer(a, (m, 8), "float32", strides=(s, 1), align=4)
+    C = T.match_buffer(c, (m, 8), "float32", align=4)
+    for i, j in T.grid(m, 8):
+        C[i, j] = A[i, j] * T.float32(2)
+
+
 def _tensor(
     name: str,
     dtype: str,
     shape: tuple[int | str, ...],
     role: str = "input",
     alignment: int = 64,
+    strides: tuple[int | str, ...] | None = None,
 ) -> ParamSpec:
-    return ParamSpec(name=name, dtype=dtype, shape=shape, role=role, alignment=alignment)
+    return ParamSpec(
+        name=name, dtype=dtype, shape=shape, role=role, alignment=alignment, strides=strides
+    )
 
 
 KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
@@ -199,6 +224,20 @@ KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
             _tensor("C", "int64", ("m", "n"), "output", alignment=8),
             ParamSpec(name="shift", dtype="int64", kind="scalar"),
             ParamSpec(name="flag", dtype="bool", kind="scalar"),
+        ],
+    ),
+    "strided_copy": (
+        strided_copy,
+        [
+            _tensor("A", "float32", (8, 32), alignment=4, strides=(1, 16)),
+            _tensor("B", "float32", (8, 32), "output", alignment=4, strides=(1, 12)),
+        ],
+    ),
+    "strided_rows": (
+        strided_rows,
+        [
+            _tensor("A", "float32", ("m", 8), alignment=4, strides=("s", 1)),
+            _tensor("C", "float32", ("m", 8), "output", alignment=4),
         ],
     ),
     "axpb": (

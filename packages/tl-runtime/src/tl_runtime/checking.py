@@ -233,7 +233,7 @@ class ArgumentChecker:
                     f"{spec.role} parameter), got a read-only one"
                 )
             if not writable:  # DLPack cannot export read-only numpy arrays: pass a copy
-                value = self._aligned_copy(spec, value)
+                value = self._aligned_copy(spec, value, view)
             elif view.data_ptr % spec.alignment:
                 if written:
                     raise ValueError(
@@ -248,7 +248,7 @@ class ArgumentChecker:
                             else ""
                         )
                     )
-                value = self._aligned_copy(spec, value)
+                value = self._aligned_copy(spec, value, view)
             full[index] = self._compact_if_empty(value)
         if self._check_aliasing:
             check_no_overlap(self.manifest.name, self.params, spans)
@@ -497,7 +497,13 @@ class ArgumentChecker:
             return value
         return np.lib.stride_tricks.as_strided(value, value.shape, strides)
 
-    def _aligned_copy(self, spec: ParamSpec, value: Any) -> Any:
+    def _aligned_copy(self, spec: ParamSpec, value: Any, view: TensorView) -> Any:
+        """An aligned copy of an input, laid out as its parameter declares.
+
+        C-contiguous for a parameter without declared strides; else with the argument's
+        element strides (already checked equal to the declared ones), since the kernel
+        indexes with the declared strides.
+        """
         np = self._np
         if np is None:
             raise ValueError(
@@ -505,7 +511,18 @@ class ArgumentChecker:
                 "a misaligned input needs numpy, which is not installed"
             )
         source = value if isinstance(value, np.ndarray) else np.from_dlpack(value)
-        copy = self._aligned_empty(np, source.dtype, source.shape)
+        if spec.strides is None or not source.size:
+            copy = self._aligned_empty(np, source.dtype, source.shape)
+        else:
+            low, high = element_span(view.shape, view.strides)
+            itemsize = source.dtype.itemsize
+            alignment = self.allocation_alignment
+            pad = alignment // itemsize  # room to align element 0 (negative strides precede it)
+            memory = self._aligned_empty(np, source.dtype, (high - low + pad,))
+            first = -low + (low * itemsize) % alignment // itemsize
+            copy = np.lib.stride_tricks.as_strided(
+                memory[first:], source.shape, tuple(s * itemsize for s in view.strides)
+            )
         copy[...] = source
         return copy
 

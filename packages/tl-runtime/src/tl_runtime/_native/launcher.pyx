@@ -132,7 +132,9 @@ cdef struct ParamInfo:
     int itemsize
     int ndim
     int64_t dims[MAX_DIMS]   # >= 0 static; -(k+1): symbol k
-    int fast_ok          # 0: always defer to the slow path (declared strides, odd dtype)
+    int strided          # the manifest declares strides (else C-contiguous is required)
+    int64_t sdims[MAX_DIMS]  # declared element strides, encoded like ``dims``
+    int fast_ok          # 0: always defer to the slow path (odd dtype, device memory)
     int64_t lo
     int64_t hi
     int64_t max_elements # the kernel's index width: more elements go slow (refused there)
@@ -142,6 +144,7 @@ cdef struct CallState:
     DLTensor tensors[MAX_PARAMS]
     int64_t shapes[MAX_PARAMS][MAX_DIMS]
     int64_t strides[MAX_PARAMS][MAX_DIMS]
+    int64_t spans[MAX_PARAMS]    # elements from the first to the last addressed, + 1
     Py_buffer views[MAX_PARAMS]
     int nheld
     int64_t symbols[MAX_PARAMS * MAX_DIMS]
@@ -374,6 +377,13 @@ cdef class Launcher:
             p.ndim = len(dims)
             for k in range(p.ndim):
                 p.dims[k] = dims[k]
+            declared = spec.get("strides")
+            p.strided = declared is not None
+            if p.strided:
+                if len(declared) != p.ndim:
+                    raise ValueError(f"Launcher: {len(declared)} strides for {p.ndim} dims")
+                for k in range(p.ndim):
+                    p.sdims[k] = declared[k]
             p.fast_ok = spec["fast_ok"]
             p.lo = spec["lo"]
             p.hi = spec["hi"]
@@ -466,6 +476,58 @@ cdef class Launcher:
             stride *= got
             if stride > p.max_elements:
                 return 0
+        st.spans[j] = stride
+        return 1
+
+    cdef int _check_strided(self, ParamInfo* p, CallState* st, int j, const int64_t* shape,
+                            const int64_t* strides, int64_t unit) noexcept:
+        """Check dims and every stride against the param's declared ones (binding symbols).
+
+        What ``ArgumentChecker`` checks of a param with declared strides: each stride equals
+        the declared one (size-1 dims included) and the span from the first to the last
+        element addressed fits the kernel's index width. ``strides`` are in units of
+        ``unit``; missing (NULL), negative or not a whole number of elements: declined.
+        Fills the shape/strides the kernel receives and the span. 1 = fine, 0 = declined.
+        """
+        cdef int64_t got, want, stride
+        cdef int64_t reach = 0   # highest element offset addressed
+        cdef int k
+        if strides == NULL:
+            return 0
+        for k in range(p.ndim - 1, -1, -1):
+            got = shape[k]
+            if got <= 0:
+                return 0   # zero-size: the slow path re-views it
+            want = p.dims[k]
+            if want >= 0:
+                if got != want:
+                    return 0
+            elif st.symbols[-want - 1] < 0:
+                st.symbols[-want - 1] = got
+            elif st.symbols[-want - 1] != got:
+                return 0
+            if strides[k] < 0 or strides[k] % unit:
+                return 0
+            stride = strides[k] // unit
+            want = p.sdims[k]
+            if want >= 0:
+                if stride != want:
+                    return 0
+            elif st.symbols[-want - 1] < 0:
+                st.symbols[-want - 1] = stride
+            elif st.symbols[-want - 1] != stride:
+                return 0
+            if got > p.max_elements:
+                return 0   # beyond the kernel's index width: the slow path refuses it
+            # reach + (got - 1) * stride + 1 <= max_elements, without overflow
+            if stride and got - 1 > (p.max_elements - 1 - reach) // stride:
+                return 0
+            reach += (got - 1) * stride
+            st.shapes[j][k] = got
+            st.strides[j][k] = stride
+        if reach > 0x0FFFFFFFFFFFFFFF:
+            return 0   # its byte range would overflow the overlap check's arithmetic
+        st.spans[j] = reach + 1
         return 1
 
     cdef int _prepare(self, tuple args, CallState* st, list outputs, int check_only) except -1:
@@ -530,7 +592,10 @@ cdef class Launcher:
                         or (view.readonly and p.written)
                         or (<uintptr_t>view.buf) & p.align_mask):
                     return 0
-                if not self._check_shape(p, st, j, <int64_t*>view.shape, <int64_t*>view.strides, p.itemsize, 0):
+                if p.strided:
+                    if not self._check_strided(p, st, j, <int64_t*>view.shape, <int64_t*>view.strides, p.itemsize):
+                        return 0
+                elif not self._check_shape(p, st, j, <int64_t*>view.shape, <int64_t*>view.strides, p.itemsize, 0):
                     return 0
                 self._fill(&st.tensors[j], &st.packed[j], view.buf, p, st.shapes[j], st.strides[j])
                 if st.first_source == NO_TENSOR:
@@ -550,7 +615,10 @@ cdef class Launcher:
             data = (<char*>t.data) + t.byte_offset
             if (<uintptr_t>data) & p.align_mask:
                 return 0
-            if not self._check_shape(p, st, j, t.shape, t.strides, 1, check_only):
+            if p.strided:
+                if not self._check_strided(p, st, j, t.shape, t.strides, 1):
+                    return 0
+            elif not self._check_shape(p, st, j, t.shape, t.strides, 1, check_only):
                 return 0
             if p.written and getattr(obj, "requires_grad", False):
                 return 0   # autograd cannot see the kernel's write: the slow path refuses it
@@ -567,26 +635,22 @@ cdef class Launcher:
         return 1
 
     cdef int _overlapping(self, CallState* st) noexcept:
-        """Whether a written caller tensor shares a byte with another caller tensor."""
-        cdef int a, b, i, j, k
+        """Whether a written caller tensor's byte range meets another caller tensor's."""
+        cdef int a, b, i, j
         cdef uintptr_t low_a, high_a, low_b, high_b
         cdef int64_t count
         for a in range(self.ncaller):
             i = self.caller_index[a]
             if self.info[i].kind != TENSOR or not self.info[i].written:
                 continue
-            count = self.info[i].itemsize
-            for k in range(self.info[i].ndim):
-                count *= st.shapes[i][k]
+            count = self.info[i].itemsize * st.spans[i]
             low_a = <uintptr_t>st.tensors[i].data
             high_a = low_a + <uintptr_t>count
             for b in range(self.ncaller):
                 j = self.caller_index[b]
                 if j == i or self.info[j].kind != TENSOR:
                     continue
-                count = self.info[j].itemsize
-                for k in range(self.info[j].ndim):
-                    count *= st.shapes[j][k]
+                count = self.info[j].itemsize * st.spans[j]
                 low_b = <uintptr_t>st.tensors[j].data
                 high_b = low_b + <uintptr_t>count
                 if low_b < high_a and low_a < high_b:

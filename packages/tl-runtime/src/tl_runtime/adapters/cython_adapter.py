@@ -262,6 +262,13 @@ def _record_built(path: Path) -> None:
         pass  # only a shortcut for the next process
 
 
+def _encode_dim(dim: int | str, symbols: dict[str, int]) -> int:
+    """A manifest dim or stride for the launcher: an int as is, symbol k as -(k + 1)."""
+    if isinstance(dim, int):
+        return dim
+    return -(symbols.setdefault(dim, len(symbols)) + 1)
+
+
 def launcher_specs(checker: ArgumentChecker) -> tuple[list[dict[str, Any]], int]:
     """The launcher's per-parameter specs and symbol count, from the checker's manifest."""
     manifest = checker.manifest
@@ -272,12 +279,12 @@ def launcher_specs(checker: ArgumentChecker) -> tuple[list[dict[str, Any]], int]
     host_arrays_accepted = _DLPACK_CPU in checker.device_types
     for index, param in enumerate(manifest.params):
         code, bits, formats = _DTYPE_INFO[param.dtype]
-        dims = []
-        for dim in param.shape:
-            if isinstance(dim, int):
-                dims.append(dim)
-            else:
-                dims.append(-(symbols.setdefault(dim, len(symbols)) + 1))
+        # Static dims as themselves, symbolic ones as -(k + 1) for symbol k (shared by
+        # shapes and strides: the launcher binds each on first sight, then compares).
+        dims = [_encode_dim(dim, symbols) for dim in param.shape]
+        strides = (
+            None if param.strides is None else [_encode_dim(dim, symbols) for dim in param.strides]
+        )
         kind = 0
         low, high = 0, 0
         if param.kind == "scalar":
@@ -300,9 +307,10 @@ def launcher_specs(checker: ArgumentChecker) -> tuple[list[dict[str, Any]], int]
                 "formats": formats,
                 "itemsize": bits // 8,
                 "dims": dims,
+                "strides": strides,
                 "fast_ok": int(
                     (param.kind == "scalar" and param.dtype not in ("float16", "bfloat16"))
-                    or (param.kind == "tensor" and param.strides is None and host_arrays_accepted)
+                    or (param.kind == "tensor" and host_arrays_accepted)
                 ),
                 "lo": low,
                 "hi": high,

@@ -186,7 +186,15 @@ def _overlap_lines(checker: ArgumentChecker) -> list[str]:
     ranges = [
         line
         for i in tensors
-        for line in (f"        l{i} = v{i}.data_ptr()", f"        h{i} = l{i} + a{i}.nbytes")
+        for line in (
+            f"        l{i} = v{i}.data_ptr()",
+            f"        h{i} = l{i} + "
+            + (
+                f"a{i}.nbytes"
+                if checker.params[i].strides is None
+                else f"{_element_span(i, checker.params[i])} * {checker._itemsizes[i]}"
+            ),
+        )
     ]
     pairs_cached = ", ".join(f"(a{i}, v{i})" for i in tensors)
     return [
@@ -196,6 +204,71 @@ def _overlap_lines(checker: ArgumentChecker) -> list[str]:
         "            return slow(args)",
         f"        state[0] = ({pairs_cached},)",
     ]
+
+
+def _dim_value(dim: int | str) -> str:
+    """The expression of a param's dim in the generated code (bound before it is read)."""
+    return str(dim) if isinstance(dim, int) else f"sym_{dim}"
+
+
+def _element_span(i: int, spec: ParamSpec) -> str:
+    """Elements from the first to the last one a caller tensor addresses (as generated code).
+
+    C-contiguous: its size. Declared strides (checked non-negative): one more than the
+    highest element offset, as ``tl_runtime.argument_memory.element_span`` counts.
+    """
+    if spec.strides is None:
+        return f"a{i}.size"
+    terms = [
+        f"({_dim_value(dim)} - 1) * {_dim_value(stride)}"
+        for dim, stride in zip(spec.shape, spec.strides, strict=True)
+    ]
+    return "(" + " + ".join([*terms, "1"]) + ")"
+
+
+def _static_span(spec: ParamSpec) -> int:
+    """The element span of a param whose static dims and strides are all known."""
+    if 0 in spec.shape:
+        return 0
+    reach = sum(
+        (d - 1) * s
+        for d, s in zip(spec.shape, spec.strides or (), strict=True)
+        if isinstance(d, int) and isinstance(s, int)
+    )
+    return reach + 1
+
+
+def _stride_lines(i: int, spec: ParamSpec, bound: set[str], itemsize: int) -> list[str]:
+    """Every stride of a numpy array against the param's declared (element) strides.
+
+    Byte strides that are negative or not a whole number of elements go slow (the full
+    path decides them); a symbolic stride is bound on first sight, then compared.
+    """
+    assert spec.strides is not None
+    if all(isinstance(s, int) for s in spec.strides):
+        byte_strides = tuple(int(s) * itemsize for s in spec.strides)
+        return [f"    if a{i}.strides != {byte_strides!r}:", "        return slow(args)"]
+    out = [
+        f"    t{i} = a{i}.strides",
+        f"    if len(t{i}) != {len(spec.strides)}:",
+        "        return slow(args)",
+    ]
+    for axis, stride in enumerate(spec.strides):
+        if isinstance(stride, int):
+            out += [f"    if t{i}[{axis}] != {stride * itemsize}:", "        return slow(args)"]
+        elif stride in bound:
+            out += [
+                f"    if t{i}[{axis}] != sym_{stride} * {itemsize}:",
+                "        return slow(args)",
+            ]
+        else:
+            out += [
+                f"    if t{i}[{axis}] < 0 or t{i}[{axis}] % {itemsize}:",
+                "        return slow(args)",
+                f"    sym_{stride} = t{i}[{axis}] // {itemsize}",
+            ]
+            bound.add(stride)
+    return out
 
 
 def _output_limit_lines(k: int, checker: ArgumentChecker, limit: int) -> list[str]:
@@ -224,14 +297,17 @@ def _tensor_lines(
         namespace[f"dt{i}"] = np.dtype(spec.dtype)
     except TypeError:
         return ["    return slow(args)"]
+    strided = spec.strides is not None
+    layout = "" if strided else f" or not a{i}.flags.c_contiguous"
     out = [
-        f"    if type(a{i}) is not ndarray or a{i}.dtype is not dt{i} or not a{i}.flags.c_contiguous:",
+        f"    if type(a{i}) is not ndarray or a{i}.dtype is not dt{i}{layout}:",
         "        return slow(args)",
     ]
-    if spec.strides is not None:
-        return ["    return slow(args)"]
     static = all(isinstance(d, int) for d in spec.shape)
     static_size = math.prod(d for d in spec.shape if isinstance(d, int))
+    if strided:
+        static = static and all(isinstance(d, int) for d in spec.strides or ())
+        static_size = _static_span(spec)
     if static and static_size > limit:  # every call is refused by the full path
         return ["    return slow(args)"]
     if static:
@@ -250,6 +326,8 @@ def _tensor_lines(
             else:
                 out.append(f"    sym_{dim} = s{i}[{axis}]")
                 bound.add(dim)
+    if strided:
+        out += _stride_lines(i, spec, bound, np.dtype(spec.dtype).itemsize)
     out += [
         *([] if aliasing else [f"    c{i} = last[{i}]"]),  # aliasing: unpacked from state
         f"    if a{i} is c{i}[0]:",
@@ -258,7 +336,14 @@ def _tensor_lines(
         # Zero-size arrays carry zero strides in numpy: the full path re-views them.
         f"        if not a{i}.size:",
         "            return slow(args)",
-        *([] if static else [f"        if a{i}.size > {limit}:", "            return slow(args)"]),
+        *(
+            []
+            if static
+            else [
+                f"        if {_element_span(i, spec)} > {limit}:",
+                "            return slow(args)",
+            ]
+        ),
         "        try:",
         # A pointer below the param's declared alignment raises here: the full path
         # copies such an input, or refuses it for a written (output/inout) param.
