@@ -145,3 +145,17 @@ def test_strided_torch_tensors(artifact: Artifact, adapter: str) -> None:
     rows(wide[:, :8], out)
     assert torch.equal(out, 2 * wide[:, :8])
     assert row_calls[0] == 0
+
+
+def test_out_idx_shape_bound_by_a_strided_param(artifact: Artifact, adapter: str) -> None:
+    kernel = tl_runtime.load(artifact("strided_rows", out_idx=(1,)), adapter=adapter)
+    calls = _count_full_checks(kernel)
+    wide = runtime_kernels.aligned_array(np, (6, 12), "float32")
+    wide[...] = np.arange(72).reshape(6, 12)
+    out = kernel(wide[:, :8])
+    assert type(out) is np.ndarray and out.shape == (6, 8)
+    np.testing.assert_array_equal(out, 2 * wide[:, :8])
+    assert calls[0] == 0
+    # zero-size: the full path (numpy's zero strides), same result as before
+    assert kernel(runtime_kernels.aligned_array(np, (0, 12), "float32")[:, :8]).shape == (0, 8)
+    assert calls[0] == 1

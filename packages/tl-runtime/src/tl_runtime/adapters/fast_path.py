@@ -1,8 +1,9 @@
 """A per-kernel fast path for exact numpy arguments, generated once at load time.
 
 The generated function accepts only the common case (exact ``numpy.ndarray`` arguments
-of the declared dtype and shape, C-contiguous, aligned to the parameter's declared
-``alignment``; Python int/float scalars in range) and hands anything else to ``other``
+of the declared dtype and shape, C-contiguous or, for a parameter with declared
+strides, with exactly those element strides (non-negative), aligned to the parameter's
+declared ``alignment``; Python int/float scalars in range) and hands anything else to ``other``
 (the adapter's path for other tensor types, e.g. torch) or the full checker. The data-pointer read (the
 expensive part) is cached per argument position: when the caller passes the same array
 object again, its tvm-ffi tensor view is reused. The cache holds references to the last
