@@ -159,3 +159,16 @@ def test_out_idx_shape_bound_by_a_strided_param(artifact: Artifact, adapter: str
     # zero-size: the full path (numpy's zero strides), same result as before
     assert kernel(runtime_kernels.aligned_array(np, (0, 12), "float32")[:, :8]).shape == (0, 8)
     assert calls[0] == 1
+
+
+def test_out_idx_parameter_with_declared_strides_is_refused_at_load(artifact: Artifact) -> None:
+    # The runtime allocates out_idx outputs C-contiguous: a strided one is refused clearly
+    # when the kernel is loaded, not by the kernel's own stride check at every call.
+    with pytest.raises(
+        NotImplementedError, match=r"out_idx parameter 'B' declares strides \[1, 12\]"
+    ):
+        tl_runtime.load(artifact("strided_copy", out_idx=(1,)))
+    # strided inputs with a contiguous out_idx output are fine
+    kernel = tl_runtime.load(artifact("strided_rows", out_idx=(1,)))
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(kernel(a), 2 * a)

@@ -146,6 +146,32 @@ def _reported_device(value: object) -> tuple[int, int] | None:
         return None
 
 
+def _refuse_strided_output(kernel: str, spec: ParamSpec) -> None:
+    """Refuse an ``out_idx`` parameter whose declared strides are not C-contiguous.
+
+    The runtime allocates ``out_idx`` outputs C-contiguous; a kernel indexing one with
+    other strides would write outside it or be refused at every call.
+
+    Raises:
+        NotImplementedError: naming the kernel, the parameter and its strides.
+    """
+    if spec.strides is None:
+        return
+    compact: list[int] = []
+    running = 1
+    for dim in reversed(spec.shape):
+        compact.insert(0, running)
+        running = running * dim if isinstance(dim, int) and isinstance(running, int) else -1
+    if all(isinstance(s, int) for s in spec.strides) and list(spec.strides) == compact:
+        return
+    raise NotImplementedError(
+        f"{kernel}: out_idx parameter {spec.name!r} declares strides {list(spec.strides)} for "
+        f"shape {list(spec.shape)}; outputs the runtime allocates are C-contiguous: pass "
+        f"{spec.name!r} as an argument (leave it out of out_idx), or declare it a contiguous "
+        "T.Tensor"
+    )
+
+
 class ArgumentChecker:
     """Validates call arguments against a manifest's parameters (built once per kernel).
 
@@ -184,6 +210,8 @@ class ArgumentChecker:
         self.allocation_alignment = max(
             [ALIGNMENT] + [p.alignment for p in self.params if p.kind == "tensor"]
         )
+        for index in sorted(self.out_idx):
+            _refuse_strided_output(manifest.name, self.params[index])
 
     # ------------------------------------------------------------------ entry point
     def prepare(self, args: Sequence[Any]) -> PreparedCall:
