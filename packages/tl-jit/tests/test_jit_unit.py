@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -69,6 +70,25 @@ def test_export_then_load(fake_backend: Any, tmp_path: Path) -> None:
     np.testing.assert_allclose(loaded(a, a), 2 * a)
     with pytest.raises(FileExistsError, match="export path"):
         kernel.export(out)
+
+
+def test_export_gives_the_umask_modes_not_the_caches_private_ones(
+    fake_backend: Any, tmp_path: Path
+) -> None:
+    kernel = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    previous = os.umask(0o022)
+    try:
+        out = kernel.export(tmp_path / "shared" / "artifact")
+    finally:
+        os.umask(previous)
+    cache_modes = {p.stat().st_mode & 0o777 for p in Path(kernel.artifact_dir).rglob("*")}
+    assert all(mode & 0o077 == 0 for mode in cache_modes)  # the cache stays private
+    for path in [out, *out.rglob("*")]:
+        expected = 0o755 if path.is_dir() else 0o644
+        assert path.stat().st_mode & 0o777 == expected, path
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == sorted(
+        p.relative_to(kernel.artifact_dir) for p in Path(kernel.artifact_dir).rglob("*")
+    )
 
 
 def test_jit_compiles_once_per_argument_set(fake_backend: Any) -> None:

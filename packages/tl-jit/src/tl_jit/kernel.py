@@ -130,7 +130,10 @@ class JITKernel:
     def export(self, path: str | os.PathLike[str]) -> Path:
         """Copy the artifact to ``path`` (absent or an empty directory); returns it.
 
-        The copy loads with `tl_runtime.load(path)` alone (no compiler needed).
+        The copy loads with `tl_runtime.load(path)` alone (no compiler needed). Its
+        files and directories get the modes the process's umask gives new ones (the
+        cache keeps its entries private to the user; an export is meant to be shared
+        or deployed).
 
         Raises:
             FileExistsError: ``path`` exists and is not an empty directory.
@@ -142,7 +145,13 @@ class JITKernel:
                     f"export path {str(destination)!r}: expected an absent or empty directory"
                 )
             destination.rmdir()
-        shutil.copytree(self.artifact_dir, destination)
+        source = Path(self.artifact_dir)
+        for directory, _subdirs, files in os.walk(source):
+            target = destination / Path(directory).relative_to(source)
+            target.mkdir(parents=True, exist_ok=True)
+            for name in files:
+                # copyfile: the bytes only, not the cache's 0600 mode
+                shutil.copyfile(Path(directory) / name, target / name)
         return destination
 
     def get_profiler(self, dims: dict[str, int] | None = None, seed: int = 0) -> Profiler:
