@@ -253,6 +253,20 @@ def test_unavailable_adapter_says_why(artifact: Artifact, monkeypatch: pytest.Mo
         tl_runtime.load(artifact("vadd"), adapter="cython")
 
 
+def test_output_made_read_only_after_a_call_is_refused(artifact: Artifact, adapter: str) -> None:
+    # The same output array again, now read-only: no fast path may reuse its old view.
+    kernel = tl_runtime.load(artifact("vadd"), adapter=adapter)
+    a, c = _aligned((1024,)), _aligned((1024,))
+    a[:] = 1.0
+    kernel(a, a, c)
+    kernel(a, a, c)
+    c[:] = 0.0
+    c.flags.writeable = False
+    with pytest.raises(ValueError, match="'C': expected a writable array"):
+        kernel(a, a, c)
+    assert not c.any()
+
+
 def test_read_only_input_is_copied_not_refused(artifact: Artifact, adapter: str) -> None:
     kernel = tl_runtime.load(artifact("vadd_n", out_idx=(2,)), adapter=adapter)
     x = _aligned((16,))

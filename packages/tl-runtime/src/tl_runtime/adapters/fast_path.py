@@ -331,7 +331,9 @@ def _tensor_lines(
         out += _stride_lines(i, spec, bound, np.dtype(spec.dtype).itemsize)
     out += [
         *([] if aliasing else [f"    c{i} = last[{i}]"]),  # aliasing: unpacked from state
-        f"    if a{i} is c{i}[0]:",
+        # The same array again reuses its view, unless the kernel writes it and it was
+        # made read-only since (the full path refuses that).
+        f"    if a{i} is c{i}[0]{' and a' + str(i) + '.flags.writeable' if spec.written else ''}:",
         f"        v{i} = c{i}[1]",
         "    else:",
         # Zero-size arrays carry zero strides in numpy: the full path re-views them.
