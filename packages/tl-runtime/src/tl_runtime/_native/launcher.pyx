@@ -294,6 +294,22 @@ cdef const DLPackExchangeAPI* _exchange_api(object api_obj):
     return api
 
 
+cdef inline int _dim_fits(ParamInfo* p, CallState* st, int k, int64_t got) noexcept:
+    """Whether extent ``got`` fits dim ``k`` of the param: equal to a static dim, or to
+    the symbol's value (bound here on first sight). Zero-size never fits (the slow path
+    re-views such arrays)."""
+    cdef int64_t want
+    if got <= 0:
+        return 0
+    want = p.dims[k]
+    if want >= 0:
+        return got == want
+    if st.symbols[-want - 1] < 0:
+        st.symbols[-want - 1] = got
+        return 1
+    return st.symbols[-want - 1] == got
+
+
 cdef class Launcher:
     """``Launcher(address, specs, n_symbols, slow, outputs_follow, alloc_alignment)``.
 
@@ -451,19 +467,11 @@ cdef class Launcher:
         compact shape/strides the kernel receives. Returns 1 when fine, 0 to decline.
         """
         cdef int64_t stride = 1
-        cdef int64_t got, want
+        cdef int64_t got
         cdef int k
         for k in range(p.ndim - 1, -1, -1):
             got = shape[k]
-            if got <= 0:
-                return 0   # zero-size: the slow path re-views it
-            want = p.dims[k]
-            if want >= 0:
-                if got != want:
-                    return 0
-            elif st.symbols[-want - 1] < 0:
-                st.symbols[-want - 1] = got
-            elif st.symbols[-want - 1] != got:
+            if not _dim_fits(p, st, k, got):
                 return 0
             if strides != NULL and (got != 1 or strict) and strides[k] != stride * unit:
                 return 0
@@ -496,15 +504,7 @@ cdef class Launcher:
             return 0
         for k in range(p.ndim - 1, -1, -1):
             got = shape[k]
-            if got <= 0:
-                return 0   # zero-size: the slow path re-views it
-            want = p.dims[k]
-            if want >= 0:
-                if got != want:
-                    return 0
-            elif st.symbols[-want - 1] < 0:
-                st.symbols[-want - 1] = got
-            elif st.symbols[-want - 1] != got:
+            if not _dim_fits(p, st, k, got):
                 return 0
             if strides[k] < 0 or strides[k] % unit:
                 return 0
