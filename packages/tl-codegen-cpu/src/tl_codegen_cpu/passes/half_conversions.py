@@ -271,40 +271,7 @@ typedef tl_f32x16 tl_f16r_b16;
 #define TL_F16R_LOAD4(p) tl_f16_to_f32x4(p)
 #define TL_F16R_LOAD8(p) tl_f16_to_f32x8(p)
 #define TL_F16R_LOAD16(p) tl_f16_to_f32x16(p)
-static inline __attribute__((always_inline)) tl_f32x4 tl_f16r_mul_f32x4(_Float16 a, tl_f32x4 b) {
-  tl_f32x4 p = (float)a * b;
-#if defined(__F16C__)
-  __m128 v; memcpy(&v, &p, sizeof v);
-  v = _mm_cvtph_ps(_mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  memcpy(&p, &v, sizeof p);
-#else
-  for (int i = 0; i < 4; ++i) p[i] = (float)(_Float16)p[i];
-#endif
-  return p;
-}
-static inline __attribute__((always_inline)) tl_f32x8 tl_f16r_mul_f32x8(_Float16 a, tl_f32x8 b) {
-  tl_f32x8 p = (float)a * b;
-#if defined(__F16C__)
-  __m256 v; memcpy(&v, &p, sizeof v);
-  v = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  memcpy(&p, &v, sizeof p);
-#else
-  for (int i = 0; i < 8; ++i) p[i] = (float)(_Float16)p[i];
-#endif
-  return p;
-}
-static inline __attribute__((always_inline)) tl_f32x16 tl_f16r_mul_f32x16(_Float16 a, tl_f32x16 b) {
-  tl_f32x16 p = (float)a * b;
-#if defined(__AVX512F__)
-  __m512 v; memcpy(&v, &p, sizeof v);
-  v = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  memcpy(&p, &v, sizeof p);
-#else
-  for (int i = 0; i < 16; ++i) p[i] = (float)(_Float16)p[i];
-#endif
-  return p;
-}
-#endif
+@F16R_FALLBACK_FUNCTIONS@#endif
 #define TL_GEMM_F16R(LANES)                                                          \
 static inline __attribute__((always_inline)) int32_t tl_gemm_f16r_f32x##LANES(       \
     int32_t rows, int32_t vectors, int32_t k, const void* a_data,                    \
@@ -335,6 +302,31 @@ TL_GEMM_F16R(4)
 TL_GEMM_F16R(8)
 TL_GEMM_F16R(16)
 """
+
+
+def _f16r_fallback(lanes: int, prefix: str, vector: str, guard: str) -> str:
+    """``tl_f16r_mul_f32x<lanes>`` without AVX-512-FP16: fp32 products rounded to fp16
+    through the hardware conversion where ``guard`` holds, else one lane at a time."""
+    return f"""static inline __attribute__((always_inline)) tl_f32x{lanes} tl_f16r_mul_f32x{lanes}(_Float16 a, tl_f32x{lanes} b) {{
+  tl_f32x{lanes} p = (float)a * b;
+#if defined({guard})
+  {vector} v; memcpy(&v, &p, sizeof v);
+  v = {prefix}_cvtph_ps({prefix}_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  memcpy(&p, &v, sizeof p);
+#else
+  for (int i = 0; i < {lanes}; ++i) p[i] = (float)(_Float16)p[i];
+#endif
+  return p;
+}}
+"""
+
+
+C_HALF_GEMM_PRELUDE = C_HALF_GEMM_PRELUDE.replace(
+    "@F16R_FALLBACK_FUNCTIONS@",
+    _f16r_fallback(4, "_mm", "__m128", "__F16C__")
+    + _f16r_fallback(8, "_mm256", "__m256", "__F16C__")
+    + _f16r_fallback(16, "_mm512", "__m512", "__AVX512F__"),
+)
 """C definitions inserted after `gemm_microkernel.C_MICROKERNEL_PRELUDE` (they use its
 ``tl_f32x<lanes>`` types and limits) when the source calls a half-input micro-kernel
 or a ``tl_cvt_*`` conversion."""
