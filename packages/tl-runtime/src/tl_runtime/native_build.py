@@ -138,7 +138,7 @@ def _digest(path: Path) -> str:
 
 def record_cached_file(path: Path) -> None:
     """Write the ``.sha256`` record of a file just placed in the cache (atomic, 0600)."""
-    _write_private_text(_record_path(path), _digest(path))
+    write_private_text(_record_path(path), _digest(path))
 
 
 def cached_file_is_intact(path: Path) -> bool:
@@ -198,11 +198,11 @@ def _compiler_identity(compiler: Sequence[str], root: Path) -> str:
     except (OSError, UnicodeDecodeError):
         version = _run_version(compiler)
         with contextlib.suppress(OSError):  # a read-only cache: ask again next time
-            _write_private_text(memo, version)
+            write_private_text(memo, version)
     return f"{' '.join(compiler)}|{version}"
 
 
-def _write_private_text(path: Path, text: str) -> None:
+def write_private_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file + rename), mode 0600.
 
     Raises:

@@ -11,6 +11,7 @@ slots are already filled).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.machinery
@@ -251,15 +252,10 @@ def _previously_built() -> Path | None:
 
 
 def _record_built(path: Path) -> None:
-    index = _built_index()
-    tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(str(path))
-        os.replace(tmp, index)
-    except OSError:
-        pass  # only a shortcut for the next process
+    from tl_runtime.native_build import write_private_text
+
+    with contextlib.suppress(OSError):  # only a shortcut for the next process
+        write_private_text(_built_index(), str(path))
 
 
 def _encode_dim(dim: int | str, symbols: dict[str, int]) -> int:
