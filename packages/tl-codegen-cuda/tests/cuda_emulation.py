@@ -222,3 +222,73 @@ def run_emulated(
 def scratch_dir() -> Path:
     """A fresh temporary directory for emulation builds."""
     return Path(tempfile.mkdtemp(prefix="tl-cuda-emu-"))
+
+
+def lower_for_cuda(func: Any, name: str = "main", arch: str = "sm_80") -> Any:
+    """``func`` through the cuda pipeline and the CUDA codegen: its `KernelSources`
+    (``<name>.cu`` and the launches). Runs no compiler."""
+    from tvm.target import Target
+
+    from tl_backend_api.artifact import kernel_module
+    from tl_codegen_cuda.backend import BACKEND
+    from tl_codegen_cuda.codegen import CudaDeviceCodegen
+
+    target = Target({"kind": "cuda", "arch": arch}, host=Target("llvm"))
+    mod = BACKEND.pipelines["cuda"].run(kernel_module(func, name), target)
+    return CudaDeviceCodegen().emit_source(mod, target)
+
+
+def _kernel_descriptions(sources: Any, name: str) -> list[dict[str, Any]]:
+    """Every device kernel of ``sources`` in launch order: symbol, arguments, grid, block."""
+    info = json.loads(sources.files[f"{name}.kernel.json"])
+    entries = info.get("kernels")
+    if entries is not None:
+        return list(entries)
+    launch = sources.launches[0]
+    return [
+        {
+            "symbol": info["symbol"],
+            "arguments": info["arguments"],
+            "grid": list(launch.grid),
+            "block": list(launch.block),
+        }
+    ]
+
+
+def emulate(
+    func: Any,
+    arrays: dict[str, Any],
+    *,
+    name: str = "main",
+    arch: str = "sm_80",
+    sources: Any = None,
+) -> Any:
+    """Lower ``func`` for CUDA and run every device kernel, in launch order, under the
+    CPU emulation on host arrays (updated in place) and scalars given by parameter name.
+
+    Symbolic dims are bound from the arrays' shapes. ``sources`` (from `lower_for_cuda`)
+    skips the lowering. Returns the `KernelSources` that ran, for inspection.
+    """
+    from tl_runtime.manifest import evaluate_dim_expression
+
+    if sources is None:
+        sources = lower_for_cuda(func, name, arch)
+    bindings: dict[str, int] = {}
+    for param in func.params:
+        value = arrays.get(str(param.name))
+        for dim, size in zip(getattr(param.ty, "shape", ()), np.shape(value), strict=False):
+            if not hasattr(dim, "value"):
+                bindings[str(dim.name)] = int(size)
+    source = sources.files[f"{name}.cu"]
+    workdir = scratch_dir()
+    params: dict[str, Any] = {**arrays, **bindings}
+    for entry in _kernel_descriptions(sources, name):
+        description = json.dumps({"symbol": entry["symbol"], "arguments": entry["arguments"]})
+        library = compile_emulation(source, description, workdir)
+        grid = tuple(evaluate_dim_expression(d, bindings) for d in entry["grid"])
+        block = tuple(evaluate_dim_expression(d, bindings) for d in entry["block"])
+        run_emulated(library, description, grid, block, params)
+    for key, value in params.items():
+        if key in arrays and isinstance(value, np.ndarray):
+            arrays[key] = value
+    return sources
