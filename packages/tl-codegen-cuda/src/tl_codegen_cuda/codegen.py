@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
+import re
 import tempfile
 from pathlib import Path
 
@@ -22,10 +25,28 @@ _PRELUDE_ANCHOR = 'extern "C" __global__'
 HOST_TARGET = "llvm"
 
 
+#: The header of tensor-core, ldmatrix and cp.async helpers (a package resource).
+TENSOR_CORE_HEADER = "tl_tensor_core.h"
+_TENSOR_CORE_CALL = re.compile(r"\btl_(mma|ldmatrix|cp_async)_")
+
+
+@functools.cache
+def tensor_core_header() -> str:
+    """The text of `TENSOR_CORE_HEADER`: one plain function per ``mma.sync``,
+    ``ldmatrix`` and ``cp.async`` form the lowering calls (device ``asm`` under
+    ``__CUDA_ARCH__``; the tests' CPU emulation defines its own under
+    ``TL_CUDA_EMULATION``)."""
+    return (importlib.resources.files(__package__) / "include" / TENSOR_CORE_HEADER).read_text()
+
+
 def with_prelude(source: str) -> str:
     """``source`` with the device helpers the cuda traits' atomics need
-    (`CUDA_TRAITS.atomics_prelude`) placed before the first kernel."""
+    (`CUDA_TRAITS.atomics_prelude`) placed before the first kernel, and the
+    tensor-core header (`tensor_core_header`) when the source calls one of its
+    helpers. The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
     prelude = CUDA_TRAITS.atomics_prelude
+    if _TENSOR_CORE_CALL.search(source):
+        prelude = tensor_core_header() + prelude
     position = source.find(_PRELUDE_ANCHOR)
     if position < 0:
         return source + prelude
