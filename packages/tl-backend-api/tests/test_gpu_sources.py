@@ -1,5 +1,5 @@
-"""tl_backend_api.gpu_sources (the GPU codegens' shared source assembly) and
-tl_backend_api.testing (the GPU backends' shared source checks)."""
+"""tl_backend_api.gpu.sources (the GPU codegens' shared source assembly) and
+tl_backend_api.gpu.suite (the GPU backends' shared source checks)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from tvm.target import Target
 
 import tl_backend_api
 from tl_backend_api import KernelLaunch, KernelSources, ToolchainError
-from tl_backend_api import gpu_sources as gpu_sources_module
-from tl_backend_api.gpu_build import (
+from tl_backend_api.gpu import sources as gpu_sources_module
+from tl_backend_api.gpu.build import (
     DeviceArgument,
     DeviceBuildError,
     DeviceKernel,
     DeviceModule,
 )
-from tl_backend_api.gpu_sources import (
+from tl_backend_api.gpu.sources import (
     build_device_sources,
     device_kernel_sources,
     emit_single_source,
@@ -32,7 +32,7 @@ from tl_backend_api.gpu_sources import (
     module_kernel_name,
     probe_tool_version,
 )
-from tl_backend_api.testing import SUITE_FIRST_CASE_GRIDS, GpuSourceSuite
+from tl_backend_api.gpu.suite import SUITE_FIRST_CASE_GRIDS, GpuSourceSuite
 from tl_passes.gpu import GpuLoweringError
 
 

@@ -11,7 +11,7 @@ from tvm.target import Target
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from integration_tests.kernels import ALL_KERNELS, load
-from tl_backend_api.testing import (
+from tl_backend_api.gpu.suite import (
     SUITE_FIRST_CASE_GRIDS,
     SUITE_SHARED_MEMORY_KERNELS,
     GpuSourceSuite,

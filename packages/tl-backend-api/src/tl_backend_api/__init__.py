@@ -42,7 +42,7 @@ from tl_backend_api.errors import (
     ToolchainError,
     UnknownFeatureError,
 )
-from tl_backend_api.gpu_sources import (
+from tl_backend_api.gpu.sources import (
     build_device_sources,
     device_kernel_sources,
     emit_single_source,

@@ -12,7 +12,7 @@ from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources
-from tl_backend_api.gpu_sources import emit_single_source, module_kernel_name
+from tl_backend_api.gpu.sources import emit_single_source, module_kernel_name
 
 from .features import DEFAULT_ARCH, target_arch
 from .toolchain import Nvcc

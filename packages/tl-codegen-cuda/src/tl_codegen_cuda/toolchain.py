@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tl_backend_api import ToolchainError, ToolchainInfo
-from tl_backend_api.gpu_sources import probe_tool_version
+from tl_backend_api.gpu.sources import probe_tool_version
 
 #: Environment variable naming the nvcc to use (default: ``nvcc`` on PATH, then
 #: ``$CUDA_HOME/bin/nvcc``).

@@ -18,8 +18,8 @@ from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources, ToolchainError
-from tl_backend_api.gpu_build import DeviceModule
-from tl_backend_api.gpu_sources import (
+from tl_backend_api.gpu.build import DeviceModule
+from tl_backend_api.gpu.sources import (
     build_device_sources,
     device_kernel_sources,
     module_kernel_name,

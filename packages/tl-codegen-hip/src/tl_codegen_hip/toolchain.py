@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tl_backend_api import ToolchainError, ToolchainInfo
-from tl_backend_api.gpu_sources import probe_tool_version
+from tl_backend_api.gpu.sources import probe_tool_version
 
 _NOT_FOUND = "ld.lld not found: install ROCm (or LLVM's lld) to link AMDGPU code objects"
 

@@ -6,7 +6,7 @@ from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources
-from tl_backend_api.gpu_sources import emit_single_source
+from tl_backend_api.gpu.sources import emit_single_source
 
 #: The host target the kernels' host side is built for when the target names none
 #: (TVM's LLVM CPU codegen; the launch itself runs through the runtime's adapter).

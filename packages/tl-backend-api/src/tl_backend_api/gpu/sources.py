@@ -1,6 +1,6 @@
 """Shared pieces of the GPU device codegens (cuda, hip, metal, webgpu).
 
-Every GPU backend lowers with `tl_backend_api.gpu_build.build_device_module`
+Every GPU backend lowers with `tl_backend_api.gpu.build.build_device_module`
 and answers `DeviceCodegen.emit_source` with the same shape of
 `KernelSources`: its own source file(s) named ``<name>.<ext>``, plus
 ``<name>.kernel.json`` (device symbol and parameter order, read by the
@@ -19,7 +19,7 @@ from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api.errors import ToolchainError
-from tl_backend_api.gpu_build import DeviceBuildError, DeviceModule, build_device_module
+from tl_backend_api.gpu.build import DeviceBuildError, DeviceModule, build_device_module
 from tl_backend_api.protocols import KernelLaunch, KernelSources, ToolchainInfo
 
 #: Seconds a ``<tool> --version`` probe may take before the tool counts as absent.
