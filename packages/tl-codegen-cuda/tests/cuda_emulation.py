@@ -34,6 +34,7 @@ EMULATION_HEADER = r"""
 #include <thread>
 #include <vector>
 #include <algorithm>
+#include <memory>
 struct tl_dim3 { unsigned x, y, z; };
 static thread_local tl_dim3 threadIdx, blockIdx;
 #include <vector_types.h>
@@ -98,6 +99,7 @@ static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 using std::max; using std::min;
 """
+EMULATION_HEADER += (Path(__file__).resolve().parent / "cuda_emulation_tensor_core.h").read_text()
 
 
 def gxx_available() -> bool:
@@ -118,27 +120,36 @@ def _cuda_include() -> str | None:
 
 
 _C_TYPES = {
+    "bool": "bool",
     "float16": "half",
     "float32": "float",
     "float64": "double",
+    "int8": "signed char",
+    "int16": "short",
     "int32": "int",
     "int64": "long long",
+    "uint8": "unsigned char",
+    "uint16": "unsigned short",
+    "uint32": "unsigned",
+    "uint64": "unsigned long long",
 }
 
 
 def _launcher(symbol: str, arguments: list[dict[str, str]]) -> str:
     casts = []
     for i, argument in enumerate(arguments):
+        if argument["kind"] in ("workspace", "buffer"):
+            # Any element type (bf16, fp8, vectors: TVM may type a workspace as float4*):
+            # the pointer converts to whatever the kernel's parameter is.
+            casts.append(f"tl_any_ptr{{args[{i}]}}")
+            continue
         ctype = _C_TYPES.get(argument["dtype"])
         if ctype is None:
-            raise NotImplementedError(f"emulation: dtype {argument['dtype']} is not supported")
-        if argument["kind"] == "workspace":
-            # TVM may type a workspace pointer as a vector (float4*): convert to any pointer.
-            casts.append(f"tl_any_ptr{{args[{i}]}}")
-        elif argument["kind"] == "buffer":
-            casts.append(f"({ctype}*)args[{i}]")
-        else:
-            casts.append(f"*({ctype}*)args[{i}]")
+            raise NotImplementedError(
+                f"emulation: scalar parameter {argument['name']!r} has dtype "
+                f"{argument['dtype']}, which the launcher cannot pass"
+            )
+        casts.append(f"*({ctype}*)args[{i}]")
     call = f"{symbol}({', '.join(casts)})"
     return f"""
 struct tl_any_ptr {{ void* p; template <class T> operator T*() const {{ return (T*)p; }} }};
@@ -151,6 +162,11 @@ extern "C" void tl_emulate(void** args, unsigned gx, unsigned gy, unsigned gz,
   for (unsigned x = 0; x < gx; ++x) {{
     std::barrier<> barrier((std::ptrdiff_t)threads);
     tl_block_barrier = &barrier;
+    std::vector<std::unique_ptr<std::barrier<>>> warps;  // one per warp, for collectives
+    for (unsigned w = 0; w * 32 < threads; ++w) {{
+      warps.push_back(std::make_unique<std::barrier<>>((std::ptrdiff_t)min(32u, threads - w * 32)));
+      tl_warp_barriers[w] = warps.back().get();
+    }}
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {{
       pool.emplace_back([=]() {{
@@ -174,6 +190,8 @@ def compile_emulation(source: str, kernel_json: str, workdir: Path) -> ctypes.CD
         source,
     )
     text = text.replace("__shared__ alignas(64)", "alignas(64) static")
+    # C++ wants the alignment before the storage class: `alignas(16) static T x[..]`.
+    text = re.sub(r"__shared__ __align__\((\d+)\)", r"alignas(\1) static", text)
     text = EMULATION_HEADER + text + _launcher(info["symbol"], info["arguments"])
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     cpp = workdir / f"emu_{digest}.cpp"
@@ -216,7 +234,12 @@ def run_emulated(
             pointers[i] = box.ctypes.data
     g = (*grid, 1, 1, 1)[:3]
     b = (*block, 1, 1, 1)[:3]
+    library.tl_emulation_clear_error()
     library.tl_emulate(pointers, *[ctypes.c_uint(v) for v in (*g, *b)])
+    library.tl_emulation_error.restype = ctypes.c_char_p
+    fault = library.tl_emulation_error()
+    if fault is not None:
+        raise RuntimeError(f"emulated kernel {info['symbol']} faulted: {fault.decode()}")
 
 
 def scratch_dir() -> Path:
