@@ -15,6 +15,7 @@ host-compatible ``cuda_fp16.h`` and vector types (the toolkit's include dir).
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import re
@@ -181,8 +182,46 @@ extern "C" void tl_emulate(void** args, unsigned gx, unsigned gy, unsigned gz,
 """
 
 
+_GXX_FLAGS = ["-std=c++20", "-O1", "-fPIC", "-w", "-pthread"]
+
+# Headers the generated sources include, parsed once into the precompiled prelude (their
+# include guards make the sources' own #include lines no-ops).
+_PRELUDE_INCLUDES = """
+#include <cstdint>
+#include <type_traits>
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+"""
+
+_PRELUDE_NAME = "tl_emulation_prelude.h"
+
+#: Libraries built in this process, by the digest of their full text.
+_LIBRARIES: dict[str, ctypes.CDLL] = {}
+
+
+@functools.cache
+def _precompiled_prelude() -> Path | None:
+    """A directory holding `EMULATION_HEADER` (plus the CUDA headers generated code
+    includes) as a g++ precompiled header, built once per process; most of a kernel's
+    compile time is parsing these. None when g++ cannot precompile it."""
+    directory = scratch_dir()
+    header = directory / _PRELUDE_NAME
+    header.write_text(EMULATION_HEADER + _PRELUDE_INCLUDES)
+    command = [
+        "g++", *_GXX_FLAGS, f"-I{_cuda_include()}", "-x", "c++-header",
+        "-o", f"{header}.gch", str(header),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return directory if done.returncode == 0 else None
+
+
 def compile_emulation(source: str, kernel_json: str, workdir: Path) -> ctypes.CDLL:
-    """Compile CUDA C plus its launcher into a host shared library (g++ -std=c++20)."""
+    """Compile CUDA C plus its launcher into a host shared library (g++ -std=c++20).
+
+    The same text compiles once per process (libraries are kept by its digest); the
+    emulation header comes precompiled when g++ allows it."""
     info = json.loads(kernel_json)
     text = re.sub(
         r"extern __shared__ (__align__\(\d+\) )?(\w+) (\w+)\[\];",
@@ -192,20 +231,26 @@ def compile_emulation(source: str, kernel_json: str, workdir: Path) -> ctypes.CD
     text = text.replace("__shared__ alignas(64)", "alignas(64) static")
     # C++ wants the alignment before the storage class: `alignas(16) static T x[..]`.
     text = re.sub(r"__shared__ __align__\((\d+)\)", r"alignas(\1) static", text)
-    text = EMULATION_HEADER + text + _launcher(info["symbol"], info["arguments"])
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    body = text + _launcher(info["symbol"], info["arguments"])
+    digest = hashlib.sha256((EMULATION_HEADER + body).encode()).hexdigest()[:16]
+    if digest in _LIBRARIES:
+        return _LIBRARIES[digest]
     cpp = workdir / f"emu_{digest}.cpp"
     lib = workdir / f"emu_{digest}.so"
-    cpp.write_text(text)
-    include = _cuda_include()
-    command = [
-        "g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-w", "-pthread",
-        f"-I{include}", "-o", str(lib), str(cpp),
-    ]  # fmt: skip
+    prelude = _precompiled_prelude()
+    include = [f"-I{_cuda_include()}"]
+    if prelude is None:
+        cpp.write_text(EMULATION_HEADER + body)
+    else:
+        cpp.write_text(f'#include "{_PRELUDE_NAME}"\n' + body)
+        include.append(f"-I{prelude}")
+    command = ["g++", *_GXX_FLAGS, "-shared", *include, "-o", str(lib), str(cpp)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"g++ failed on {cpp}:\n{done.stderr[-3000:]}")
-    return ctypes.CDLL(str(lib))
+    library = ctypes.CDLL(str(lib))
+    _LIBRARIES[digest] = library
+    return library
 
 
 def run_emulated(
@@ -245,6 +290,11 @@ def run_emulated(
 def scratch_dir() -> Path:
     """A fresh temporary directory for emulation builds."""
     return Path(tempfile.mkdtemp(prefix="tl-cuda-emu-"))
+
+
+@functools.cache
+def _shared_workdir() -> Path:
+    return scratch_dir()
 
 
 def lower_for_cuda(func: Any, name: str = "main", arch: str = "sm_80") -> Any:
@@ -303,7 +353,7 @@ def emulate(
             if not hasattr(dim, "value"):
                 bindings[str(dim.name)] = int(size)
     source = sources.files[f"{name}.cu"]
-    workdir = scratch_dir()
+    workdir = _shared_workdir()
     params: dict[str, Any] = {**arrays, **bindings}
     for entry in _kernel_descriptions(sources, name):
         description = json.dumps({"symbol": entry["symbol"], "arguments": entry["arguments"]})
