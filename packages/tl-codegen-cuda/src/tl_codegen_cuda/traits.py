@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from tl_passes.gpu import AtomicCall, GpuTraits, SharedMemoryModel, WarpShuffle
+from tl_passes.gpu import (
+    AsyncCopy,
+    AtomicCall,
+    GpuTraits,
+    SharedMemoryModel,
+    SwizzledOperands,
+    WarpShuffle,
+)
+
+from .features import FEATURES
 
 #: Device helpers the CUDA lowering of ``atomic_max``/``atomic_min`` calls (CAS
 #: loops for floats, the hardware's ``atomicMax``/``atomicMin`` for ints); the
@@ -56,9 +65,28 @@ __device__ __forceinline__ int tl_atomic_min(int* address, int value) {
 }
 """
 
+#: ``cp.async`` (sm_80+) through the tensor-core header's helpers (tl_tensor_core.h):
+#: 16-byte copies bypass L1 (``.cg``), 8 and 4 bytes go through it (``.ca``, the only
+#: forms PTX has for them); ``cp.async.wait_group`` takes 0..7.
+CUDA_ASYNC_COPY = AsyncCopy(
+    copies={16: "tl_cp_async_16", 8: "tl_cp_async_8", 4: "tl_cp_async_4"},
+    commit="tl_cp_async_commit",
+    wait="tl_cp_async_wait",
+    zero_fill_suffix="_zfill",
+    max_pending=7,
+    available=FEATURES["async_copy"],
+)
+
+#: ldmatrix reads 16-bit (and, as pairs, 8-bit) gemm operands 16-byte row by row; on
+#: archs with tensor cores those tiles get the XOR swizzle that spreads 8 rows over
+#: the 8 16-byte bank groups.
+CUDA_SWIZZLED_OPERANDS = SwizzledOperands(
+    dtype_bits=frozenset({16, 8}), available=FEATURES["tensor_cores"]
+)
+
 #: Warps of the target's ``thread_warp_size`` (32; 1 turns shuffles off), ``__shfl_xor_sync``
 #: through TVM's warp-shuffle intrinsic, ``atomicAdd`` and the prelude's max/min,
-#: 128-bit vectors, dynamic shared memory.
+#: 128-bit vectors, dynamic shared memory, cp.async rings and swizzled gemm operands.
 CUDA_TRAITS = GpuTraits(
     name="cuda",
     warp_shuffle=WarpShuffle(),
@@ -71,4 +99,6 @@ CUDA_TRAITS = GpuTraits(
     vector_bytes=16,
     max_vector_lanes=16,
     shared_memory=SharedMemoryModel.DYNAMIC,
+    async_copy=CUDA_ASYNC_COPY,
+    swizzled_operands=CUDA_SWIZZLED_OPERANDS,
 )

@@ -26,6 +26,9 @@ __all__ = [
     "LOOP_KINDS",
     "LOOP_KIND_KEY",
     "NUM_STAGES_KEY",
+    "PIPELINE_GROUP_KEY",
+    "PIPELINE_ORDER_KEY",
+    "PIPELINE_STAGE_KEY",
     "KernelLaunch",
     "kernel_launch",
     "kernel_launches",
@@ -36,6 +39,11 @@ __all__ = [
 
 LOOP_KIND_KEY = "tl.loop_kind"
 NUM_STAGES_KEY = "num_stages"
+#: ``T.Pipelined(order=, stage=, group=)``: TileLang's manual schedule of the body's
+#: statements (lists of ints; ``group``: a list of lists), kept for pipelining targets.
+PIPELINE_ORDER_KEY = "tl.pipeline_order"
+PIPELINE_STAGE_KEY = "tl.pipeline_stage"
+PIPELINE_GROUP_KEY = "tl.pipeline_group"
 #: Every value of the ``tl.loop_kind`` annotation.
 LOOP_KINDS: tuple[str, ...] = ("serial", "parallel", "pipelined", "unroll", "vectorized")
 

@@ -20,6 +20,19 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 #: The loop annotations this pass consumes.
 LOOP_KIND_KEY = "tl.loop_kind"
 NUM_STAGES_KEY = "num_stages"
+#: ``T.Pipelined``'s manual schedule (order, stage, group), meaningless in order.
+SCHEDULE_KEYS = ("tl.pipeline_order", "tl.pipeline_stage", "tl.pipeline_group")
+
+
+def in_order(loop: tirx.For) -> tirx.For:
+    """``loop`` as a plain serial loop: its pipelining annotations dropped."""
+    annotations = dict(loop.annotations.items()) if loop.annotations else {}
+    for key in (LOOP_KIND_KEY, NUM_STAGES_KEY, *SCHEDULE_KEYS):
+        annotations.pop(key, None)
+    return tirx.For(
+        loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, loop.body,
+        annotations=annotations,
+    )
 
 
 def lower_pipelined_loops(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -29,16 +42,7 @@ def lower_pipelined_loops(stmt: tirx.Stmt) -> tirx.Stmt:
         annotations = dict(loop.annotations.items()) if loop.annotations else {}
         if str(annotations.get(LOOP_KIND_KEY, "")) != "pipelined":
             return loop
-        annotations.pop(LOOP_KIND_KEY, None)
-        annotations.pop(NUM_STAGES_KEY, None)
-        return tirx.For(
-            loop.loop_var,
-            loop.min,
-            loop.extent,
-            tirx.ForKind.SERIAL,
-            loop.body,
-            annotations=annotations,
-        )
+        return in_order(loop)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, rewrite), order="post")
 

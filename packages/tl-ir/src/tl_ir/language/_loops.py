@@ -17,6 +17,7 @@ from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._dynamic_parallel import check_bounded_now
 from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
 from tl_ir.launch import NUM_STAGES_KEY as _NUM_STAGES_KEY
+from tl_ir.launch import PIPELINE_GROUP_KEY, PIPELINE_ORDER_KEY, PIPELINE_STAGE_KEY
 
 __all__ = ["Parallel", "Pipelined", "serial", "unroll", "vectorized"]
 
@@ -113,9 +114,11 @@ def Pipelined(
     stages (copies of later iterations overlap compute of the current one).
 
     ``order``/``stage`` (one entry per scheduled statement of the body), ``sync`` and
-    ``group`` are TileLang's manual pipeline schedule. They are checked and are
-    scheduling hints here: the body runs in program order, which is a legal schedule of
-    any pipeline, so results are the same. Without ``num_stages`` the depth is
+    ``group`` are TileLang's manual pipeline schedule. They are checked; ``order``,
+    ``stage`` and ``group`` are recorded on the loop (annotations
+    ``tl.pipeline_order``/``tl.pipeline_stage``/``tl.pipeline_group``) for targets that
+    pipeline (docs/gpu.md), ``sync`` is a hint. Targets that run the body in program
+    order (a legal schedule of any pipeline) give the same results. Without ``num_stages`` the depth is
     ``max(stage) + 1`` as in TileLang (targets that pipeline use it). ``annotations``
     is checked and has no effect.
 
@@ -144,8 +147,12 @@ def Pipelined(
         )
     if num_stages == 0 and stages:
         num_stages = max(0, max(stages) + 1)
-    return _IB.serial(
-        start,
-        stop,
-        annotations=_loop_annotations("pipelined", {_NUM_STAGES_KEY: num_stages}),
-    )
+    schedule: dict[str, Any] = {_NUM_STAGES_KEY: num_stages}
+    # The manual schedule travels with the loop for the targets that pipeline it.
+    if orders:
+        schedule[PIPELINE_ORDER_KEY] = orders
+    if stages:
+        schedule[PIPELINE_STAGE_KEY] = stages
+    if group:
+        schedule[PIPELINE_GROUP_KEY] = [list(g) for g in group]
+    return _IB.serial(start, stop, annotations=_loop_annotations("pipelined", schedule))

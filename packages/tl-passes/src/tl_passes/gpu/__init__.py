@@ -34,9 +34,11 @@ from tl_passes.gpu.traits import (
     ATOMIC_KINDS,
     DEFAULT_VECTOR_BYTES,
     PORTABLE_TRAITS,
+    AsyncCopy,
     AtomicCall,
     GpuTraits,
     SharedMemoryModel,
+    SwizzledOperands,
     WarpShuffle,
 )
 
@@ -46,6 +48,7 @@ __all__ = [
     "DYNAMIC_SHARED_ATTR",
     "KERNEL_SHARED_ATTR",
     "PORTABLE_TRAITS",
+    "AsyncCopy",
     "AtomicCall",
     "FragmentLayout",
     "GpuInferLayoutsPass",
@@ -56,6 +59,7 @@ __all__ = [
     "GpuTraits",
     "LayoutError",
     "SharedMemoryModel",
+    "SwizzledOperands",
     "WarpShuffle",
     "barrier",
     "dynamic_shared_bytes",

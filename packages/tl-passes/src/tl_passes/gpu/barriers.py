@@ -24,6 +24,11 @@ condition to read nothing the branch writes; a ``while`` whose condition
 differs between threads cannot hold a barrier. Both refusals raise
 `GpuLoweringError` saying what to change.
 
+The async copies of a pipelined ring (`tl_passes.gpu.pipelined_ring`) are not
+counted: the ring's wait and barrier at the top of each iteration order them
+(before, the last reads of the slot they refill; after, the reads of the
+tile they bring).
+
 Every shared access is assumed to cross threads, which is conservative:
 a barrier may appear where each thread only touches its own elements.
 """
@@ -104,7 +109,15 @@ def shared_accesses(stmt: Any) -> Accesses:
     """The shared buffers ``stmt`` reads and writes (tile-op regions included)."""
     from tl_ir import ops as tile
 
+    from tl_passes.gpu.pipelined_ring import is_async_copy
+
     result = Accesses()
+    # A pipelined ring orders its async copies with its own wait and barrier.
+    stmt = tvm_ffi.structural_map(
+        stmt,
+        (tirx.AttrStmt, lambda s: tirx.Evaluate(tirx.IntImm("int32", 0)) if is_async_copy(s) else s),
+        order="post",
+    )
 
     def visit_store(store: Any) -> None:
         if _is_shared(store.buffer):
@@ -146,6 +159,10 @@ def _is_compound(stmt: Any) -> bool:
 
 def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[Any, Accesses]:
     """Insert barriers in ``stmt`` given the accesses pending since the last barrier."""
+    from tl_passes.gpu.pipelined_ring import is_async_copy
+
+    if is_async_copy(stmt):
+        return stmt, pending  # ordered by its ring's wait and barrier
     if isinstance(stmt, tirx.SeqStmt):
         out: list[Any] = []
         for child in stmt.seq:

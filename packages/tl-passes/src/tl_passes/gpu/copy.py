@@ -26,31 +26,43 @@ if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
 
 
-def vector_width(src: Operand, dst: Operand, vector_bytes: int, max_lanes: int) -> int | None:
-    """Lanes of a vector copy between ``src`` and ``dst``, or None when not allowed:
-    both global/shared with the same dtype and extents, the innermost tile extent and
-    both buffers' innermost dims multiples of the width, and both tiles starting at a
-    multiple of it (so every vector is aligned and wholly in or out of bounds); at
-    most ``vector_bytes`` bytes and ``max_lanes`` lanes."""
+def aligned_lanes(src: Operand, dst: Operand, lanes: int) -> bool:
+    """Whether ``src`` and ``dst`` (global/shared tiles of one dtype and extents) can be
+    moved in vectors of ``lanes`` elements: the innermost tile extent and both buffers'
+    innermost dims are multiples of ``lanes`` and both tiles start at a multiple of it,
+    so every vector is aligned and wholly inside or outside its buffer. Unit dims may
+    differ (a ring slot ``S[stage, :, :]``)."""
     vector_scopes = ("global", "shared", "shared.dyn")
     if src.scope not in vector_scopes or dst.scope not in vector_scopes:
-        return None
-    if src.dtype != dst.dtype or src.extents != dst.extents or not src.extents:
-        return None
+        return False
+    if src.dtype != dst.dtype or src.squeezed != dst.squeezed or not src.squeezed:
+        return False
+    # The vectors run along both buffers' innermost dims (unit dims elsewhere aside).
+    if src.extents[-1] != src.squeezed[-1] or dst.extents[-1] != dst.squeezed[-1]:
+        return False
+    if lanes < 1 or src.extents[-1] % lanes:
+        return False
+    analyzer = tvm.sym.Analyzer()
+    for operand in (src, dst):
+        size = const_int(operand.buffer.shape[-1])
+        if size is None or size % lanes:
+            return False
+        start = analyzer.simplify(tirx.floormod(operand.region.mins[-1], lanes))
+        if const_int(start) != 0:
+            return False
+    return True
+
+
+def vector_width(src: Operand, dst: Operand, vector_bytes: int, max_lanes: int) -> int | None:
+    """Lanes of a vector copy between ``src`` and ``dst``, or None when not allowed:
+    both global/shared with the same dtype and extents and `aligned_lanes` for the
+    widest width of at most ``vector_bytes`` bytes and ``max_lanes`` lanes (at least 2)."""
     bits = int(tvm.DataType(src.dtype).bits)
     if bits == 0 or (vector_bytes * 8) % bits:
         return None
     width = min(vector_bytes * 8 // bits, max_lanes)
-    if width < 2 or src.extents[-1] % width:
+    if width < 2 or not aligned_lanes(src, dst, width):
         return None
-    analyzer = tvm.sym.Analyzer()
-    for operand in (src, dst):
-        size = const_int(operand.buffer.shape[-1])
-        if size is None or size % width:
-            return None
-        start = analyzer.simplify(tirx.floormod(operand.region.mins[-1], width))
-        if const_int(start) != 0:
-            return None
     return width
 
 
@@ -125,21 +137,22 @@ def _vector_copy(kernel: KernelLowering, src: Operand, dst: Operand) -> Any | No
     width = vector_width(src, dst, traits.vector_bytes, traits.max_vector_lanes)
     if width is None:
         return None
-    extents = [*src.extents[:-1], src.extents[-1] // width]
+    squeezed = src.squeezed
+    extents = [*squeezed[:-1], squeezed[-1] // width]
 
     def body(index: list[Any]) -> Any:
-        column = index[-1] * width
-        element = [*index[:-1], column]
-        s_full = src.full_index(element)
-        d_full = dst.full_index(element)
+        element = [*index[:-1], index[-1] * width]
+        s_element, d_element = src.expand(element), dst.expand(element)
+        s_full = src.full_index(s_element)
+        d_full = dst.full_index(d_element)
         s_vector = [*s_full[:-1], tirx.Ramp(s_full[-1], int_imm(1), width)]
         d_vector = [*d_full[:-1], tirx.Ramp(d_full[-1], int_imm(1), width)]
         value: Any = tirx.BufferLoad(src.buffer, s_vector)
         # Aligned vectors lie wholly inside or wholly outside the last dim.
-        inside = src.inside(element)
+        inside = src.inside(s_element)
         if inside is not None:
             zero = tirx.Broadcast(tirx.const(0, src.dtype), width)
             value = tirx.if_then_else(inside, value, zero)
-        return guard(tirx.BufferStore(dst.buffer, value, d_vector), dst.inside(element))
+        return guard(tirx.BufferStore(dst.buffer, value, d_vector), dst.inside(d_element))
 
     return kernel.cooperative(extents, body)

@@ -15,7 +15,8 @@ Who does what, per operand kind (`KernelLowering.drive`):
   ``ceildiv(numel, T)``;
 * replicated fragments and ``local`` arrays: every thread does every element.
 
-``T.Pipelined`` loops run in order (their annotations are dropped).
+``T.Pipelined`` loops arrive as rings or in order (`pipelined_ring`); the ring's
+async copies are lowered by `async_copy`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx
 
+from tl_passes.gpu.async_copy import lower_async_copy
 from tl_passes.gpu.atomics import lower_atomic
 from tl_passes.gpu.copy import lower_copy
 from tl_passes.gpu.cumsum import lower_cumsum
@@ -44,6 +46,7 @@ from tl_passes.gpu.layout import (
     same_placement,
 )
 from tl_passes.gpu.operand import Operand
+from tl_passes.gpu.pipelined_ring import is_async_copy
 from tl_passes.gpu.parallel import Nest, lower_parallel, rewrite_expr
 from tl_passes.gpu.reduce import lower_reduce
 from tl_passes.gpu.shared_memory import rescope
@@ -73,6 +76,7 @@ class KernelLowering:
 
         self.func = func
         self.traits = traits
+        self.target = target
         self.warp_size = traits.warp_size_for(target)
         launch = kernel_launch(func)
         if launch is None:
@@ -190,6 +194,10 @@ class KernelLowering:
 
         if isinstance(stmt, tirx.SeqStmt):
             return seq([self.lower_stmt(s, per_element, nest) for s in stmt.seq])
+        if is_async_copy(stmt):
+            op = tile.describe(stmt.body.value)
+            assert isinstance(op, tile.CopyOp)
+            return lower_async_copy(self, op)
         if isinstance(stmt, tirx.AttrStmt):
             return tirx.AttrStmt(
                 stmt.node, stmt.attr_key, stmt.value, self.lower_stmt(stmt.body, per_element, nest)

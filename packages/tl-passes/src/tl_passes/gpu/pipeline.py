@@ -8,7 +8,7 @@ from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass
 from tl_passes.gpu.shared_memory import GpuPlanSharedMemoryPass
 from tl_passes.gpu.traits import GpuTraits, SharedMemoryModel
 from tl_passes.lower_alloc_var import LowerAllocVarPass
-from tl_passes.lower_pipelined_loops import LowerPipelinedLoopsPass
+from tl_passes.gpu.pipelined_ring import GpuPipelineLoopsPass
 from tl_passes.pass_base import Pass
 from tl_passes.simplify import SimplifyPass
 
@@ -16,8 +16,9 @@ from tl_passes.simplify import SimplifyPass
 def gpu_passes(traits: GpuTraits) -> list[Pass]:
     """The GPU lowering passes for a backend with ``traits``, in order.
 
-    ``lower-alloc-var`` and ``lower-pipelined-loops`` (target-neutral: scalars
-    become thread-local arrays, pipelined loops run in order), then
+    ``lower-alloc-var`` (scalars become thread-local arrays), ``gpu-pipeline-loops``
+    (``T.Pipelined`` as async-copy rings where ``traits.async_copy`` allows, in order
+    elsewhere), then
     ``gpu-infer-layouts``, ``gpu-insert-barriers``, ``gpu-lower-tile-ops``
     (with ``traits``), ``gpu-plan-shared-memory`` (static tiles when
     ``traits.shared_memory`` is `SharedMemoryModel.STATIC`) and ``simplify``.
@@ -29,7 +30,7 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
         raise TypeError(f"gpu_passes: traits must be a GpuTraits, got {type(traits).__name__}")
     return [
         LowerAllocVarPass(),
-        LowerPipelinedLoopsPass(),
+        GpuPipelineLoopsPass(traits),
         GpuInferLayoutsPass(),
         GpuInsertBarriersPass(),
         GpuLowerTileOpsPass(traits),

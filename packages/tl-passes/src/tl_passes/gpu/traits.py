@@ -10,7 +10,7 @@ file here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -73,6 +73,82 @@ class AtomicCall:
     intrinsic: bool = False
 
 
+#: A predicate over the TVM target: whether a feature is there (e.g. the arch has it).
+TargetTest = Callable[[Any], bool]
+
+
+def _always(target: Any) -> bool:
+    return True
+
+
+def _check_copy_sizes(
+    instance: AsyncCopy, attribute: attrs.Attribute[Any], value: Mapping[int, str]
+) -> None:
+    if not value:
+        raise ValueError("AsyncCopy.copies: expected at least one {bytes: function} entry")
+    for size, name in value.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1 or size & (size - 1):
+            raise ValueError(f"AsyncCopy.copies: expected power-of-two byte sizes, got {size!r}")
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"AsyncCopy.copies[{size}]: expected a function name, got {name!r}")
+
+
+def _frozen_sizes(value: Mapping[int, str]) -> Mapping[int, str]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class AsyncCopy:
+    """How a target spells asynchronous global -> shared copies with commit/wait groups
+    (CUDA's ``cp.async``), which `T.Pipelined` rings are built from.
+
+    Every name is an external device function (``call_extern``) the backend's codegen
+    provides. ``copies[b](dst_shared, src_global)`` starts a copy of ``b`` bytes (both
+    addresses ``b``-aligned); ``copies[b] + zero_fill_suffix`` takes a third int
+    argument ``valid``: 0 writes ``b`` zero bytes and reads nothing. ``commit()`` closes
+    the calling thread's group of copies started since the last commit; ``wait(n)``
+    (``n`` a constant, at most ``max_pending``) returns once at most ``n`` of its
+    committed groups are still in flight. Completion is per thread: a block barrier
+    after ``wait`` makes the data visible to the other threads.
+
+    Attributes:
+        copies: copy size in bytes -> function name.
+        zero_fill_suffix: suffix of the zero-filling form of each copy function.
+        commit: the commit function.
+        wait: the wait function.
+        max_pending: the largest ``n`` ``wait`` accepts (ring depth - 2 at most).
+        available: whether the TVM target has the instructions (an arch check);
+            a target it refuses gets in-order loops.
+    """
+
+    copies: Mapping[int, str] = attrs.field(converter=_frozen_sizes, validator=_check_copy_sizes)
+    commit: str
+    wait: str
+    zero_fill_suffix: str = "_zfill"
+    max_pending: int = 7
+    available: TargetTest = _always
+
+    def sizes(self) -> list[int]:
+        """The copy sizes in bytes, widest first."""
+        return sorted(self.copies, reverse=True)
+
+
+@attrs.frozen
+class SwizzledOperands:
+    """The XOR-swizzled shared layout a target wants for tiles its tensor-core
+    instructions read row by row (``ldmatrix`` on CUDA), chosen automatically for
+    `T.gemm` operands in shared memory (`tl_passes.gpu.swizzle`).
+
+    Attributes:
+        dtype_bits: element widths whose gemm operands are swizzled (16- and
+            8-bit on CUDA: the dtypes ldmatrix loads).
+        available: whether the TVM target has the instructions.
+    """
+
+    dtype_bits: frozenset[int] = attrs.field(converter=frozenset)
+    available: TargetTest = _always
+
+
 def _check_atomics(
     instance: GpuTraits, attribute: attrs.Attribute[Any], value: Mapping[str, AtomicCall]
 ) -> None:
@@ -119,6 +195,11 @@ class GpuTraits:
         vector_bytes: bytes of the widest global/shared vector access.
         max_vector_lanes: the most lanes a vector access may have.
         shared_memory: how ``T.alloc_shared`` tiles are held.
+        async_copy: asynchronous global -> shared copies (`AsyncCopy`); None: the
+            target has none and ``T.Pipelined`` loops run in order.
+        swizzled_operands: the automatic XOR swizzle of gemm operand tiles
+            (`SwizzledOperands`); None: shared tiles stay row-major unless
+            ``T.annotate_layout`` asks for a swizzle.
     """
 
     name: str
@@ -131,6 +212,21 @@ class GpuTraits:
     vector_bytes: int = attrs.field(default=DEFAULT_VECTOR_BYTES, validator=_positive)
     max_vector_lanes: int = attrs.field(default=16, validator=_positive)
     shared_memory: SharedMemoryModel = SharedMemoryModel.DYNAMIC
+    async_copy: AsyncCopy | None = None
+    swizzled_operands: SwizzledOperands | None = None
+
+    def async_copy_for(self, target: Any | None) -> AsyncCopy | None:
+        """The `AsyncCopy` usable on ``target`` (None: none, or not on this arch)."""
+        if self.async_copy is None or (target is not None and not self.async_copy.available(target)):
+            return None
+        return self.async_copy
+
+    def swizzled_operands_for(self, target: Any | None) -> SwizzledOperands | None:
+        """The `SwizzledOperands` in force on ``target`` (None: none)."""
+        chosen = self.swizzled_operands
+        if chosen is None or (target is not None and not chosen.available(target)):
+            return None
+        return chosen
 
     def warp_size_for(self, target: Any | None) -> int:
         """Threads per warp when compiling for the TVM ``target`` (see ``warp_size``)."""
