@@ -18,9 +18,19 @@ from tvm import tirx
 
 from tl_passes.gpu.barriers import barrier
 from tl_passes.gpu.errors import GpuLoweringError
-from tl_passes.gpu.layout import same_placement
+from tl_passes.gpu.layout import PARTITIONED, same_placement
 from tl_passes.gpu.operand import Operand
-from tl_passes.gpu.tir_build import cast, const_int, guard, int_imm, seq
+from tl_passes.gpu.tir_build import (
+    UNROLL_LIMIT,
+    both,
+    cast,
+    const_int,
+    for_loop,
+    guard,
+    int_imm,
+    seq,
+    unflatten,
+)
 
 if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
@@ -76,6 +86,8 @@ def lower_copy(kernel: KernelLowering, op: Any) -> Any:
         )
 
     vectorized = _vector_copy(kernel, src, dst)
+    if vectorized is None:
+        vectorized = _fragment_vector_copy(kernel, src, dst, extents)
     if vectorized is not None:
         return vectorized
     if src.partitioned and (
@@ -156,3 +168,60 @@ def _vector_copy(kernel: KernelLowering, src: Operand, dst: Operand) -> Any | No
         return guard(tirx.BufferStore(dst.buffer, value, d_vector), dst.inside(d_element))
 
     return kernel.cooperative(extents, body)
+
+
+def _fragment_vector_copy(
+    kernel: KernelLowering, src: Operand, dst: Operand, extents: list[int]
+) -> Any | None:
+    """A copy between a partitioned fragment (default layout, slots of ``v >= 2``
+    consecutive elements along the last dim) and a global/shared tile in vectors of
+    one slot each, or None when alignment is not proven: the tile's last dim is the
+    fragment's, and the tile's buffer's innermost dim and start are multiples of ``v``
+    (so each slot is one aligned vector, wholly inside or outside the buffer), and a
+    slot is at most ``traits.vector_bytes`` bytes. A dtype change converts the vector."""
+    if src.partitioned == dst.partitioned:
+        return None
+    fragment, tile = (src, dst) if src.partitioned else (dst, src)
+    layout = fragment.layout
+    if layout is None or layout.kind != PARTITIONED or tile.scope not in (
+        "global",
+        "shared",
+        "shared.dyn",
+    ):
+        return None
+    v = layout.vector
+    bits = max(int(tvm.DataType(src.dtype).bits), int(tvm.DataType(dst.dtype).bits))
+    if v < 2 or v * bits > kernel.traits.vector_bytes * 8 or v > kernel.traits.max_vector_lanes:
+        return None
+    shape = list(layout.shape)
+    if [e for e in shape if e != 1] != extents or not extents or shape[-1] != extents[-1]:
+        return None
+    if tile.extents[-1] != extents[-1]:
+        return None
+    size = const_int(tile.buffer.shape[-1])
+    start = tvm.sym.Analyzer().simplify(tirx.floormod(tile.region.mins[-1], v))
+    if size is None or size % v or const_int(start) != 0:
+        return None
+    slot = kernel.fresh("s")
+    local = slot * v
+    flat, valid = layout.element_of(kernel.tid, local)
+    full = unflatten(flat, shape)
+    squeezed = [i for i, e in zip(full, shape, strict=True) if e != 1]
+    t_index = tile.full_index(tile.expand(squeezed))
+    t_vector = [*t_index[:-1], tirx.Ramp(t_index[-1], int_imm(1), v)]
+    regs = [tirx.Ramp(local, int_imm(1), v)]
+    inside = tile.inside(tile.expand(squeezed))
+    if fragment is src:
+        value: Any = tirx.BufferLoad(src.local_buffer, regs)
+        if src.dtype != dst.dtype:
+            value = tirx.Cast(f"{dst.dtype}x{v}", value)
+        stmt = guard(tirx.BufferStore(dst.buffer, value, t_vector), both(valid, inside))
+    else:
+        value = tirx.BufferLoad(src.buffer, t_vector)
+        if src.dtype != dst.dtype:
+            value = tirx.Cast(f"{dst.dtype}x{v}", value)
+        if inside is not None:
+            value = tirx.if_then_else(inside, value, tirx.Broadcast(tirx.const(0, dst.dtype), v))
+        stmt = guard(tirx.BufferStore(dst.local_buffer, value, regs), valid)
+    slots = layout.local_size // v
+    return for_loop(slot, slots, stmt, layout.local_size <= UNROLL_LIMIT)
