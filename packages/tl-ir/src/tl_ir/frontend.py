@@ -36,6 +36,10 @@ from tl_ir.errors import (
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 
 
+#: Function attribute: ``T.annotate_layout`` shared-memory arrangements, buffer name ->
+#: `tl_ir.layout.MemoryLayout` kind (``swizzled``, ``linear``, ``full_bank``...).
+SHARED_LAYOUTS_ATTR = "tl.shared_layouts"
+
 @dataclass
 class ParseState:
     """What one kernel build collects while its body is parsed.
@@ -51,6 +55,8 @@ class ParseState:
         loop_annotations: annotations to set on loops whose frame could not take them
             (multi-dim ``T.Parallel``), keyed by loop Var.
         layout_map: ``T.annotate_layout`` hints, buffer name to layout.
+        shared_layouts: ``T.annotate_layout`` shared-memory arrangements
+            (`tl_ir.layout.MemoryLayout`), buffer name to kind.
         swizzle_panel: the panel size given to ``T.use_swizzle``, if any.
         persistent: ``T.Persistent`` loops to rewrite after parsing, keyed by the
             first coordinate Var.
@@ -68,6 +74,7 @@ class ParseState:
     block_extents: tuple[Any, ...] = ()
     loop_annotations: dict[Any, dict[str, Any]] = field(default_factory=dict)
     layout_map: dict[str, Any] = field(default_factory=dict)
+    shared_layouts: dict[str, str] = field(default_factory=dict)
     swizzle_panel: int | None = None
     persistent: dict[Any, Any] = field(default_factory=dict)
     reducers: dict[Any, str] = field(default_factory=dict)
@@ -327,6 +334,8 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     attrs: dict[str, Any] = {}
     if state.layout_map:
         attrs["tl.layout_map"] = dict(state.layout_map)
+    if state.shared_layouts:
+        attrs[SHARED_LAYOUTS_ATTR] = dict(state.shared_layouts)
     if state.swizzle_panel is not None:
         attrs["tl.swizzle_panel"] = state.swizzle_panel
     if attrs:

@@ -3,8 +3,8 @@
 
 A swizzled or linear layout only rearranges where a tile's elements sit in shared
 memory, never their values, so here it is a hint: ``T.annotate_layout`` checks it and
-records nothing, and each target keeps the arrangement it chooses (bank-conflict
-avoidance is a GPU target's business). Register-fragment layouts for specific MMA
+records its kind in the function attribute ``tl.shared_layouts``; GPU targets that
+swizzle shared tiles honour it (docs/gpu.md), the others ignore it. Register-fragment layouts for specific MMA
 instructions are not supported and raise `UnsupportedError`.
 """
 

@@ -82,7 +82,8 @@ def annotate_layout(layout_map: dict[Any, Any]) -> None:
     """Hint the layout of tiles: ``{buffer: layout}`` where ``layout`` is a function
     from indices to indices (or a ``tirx.IndexMap``). Recorded in the function attribute
     ``tl.layout_map``; targets without layouts ignore it. A `tl_ir.layout.MemoryLayout`
-    (``make_swizzled_layout(buffer)``...) is checked and records nothing."""
+    (``make_swizzled_layout(buffer)``...) is recorded by kind in ``tl.shared_layouts``
+    (buffer name -> kind) for GPU targets that swizzle shared tiles."""
     if not isinstance(layout_map, dict):
         raise KernelTypeError(
             f"T.annotate_layout: expected a dict {{buffer: layout}}, got {layout_map!r}"
@@ -94,7 +95,9 @@ def annotate_layout(layout_map: dict[Any, Any]) -> None:
         if not _ops.is_buffer(buffer):
             raise KernelTypeError(f"T.annotate_layout: expected buffer keys, got {buffer!r}")
         if isinstance(layout, MemoryLayout):
-            # A shared-memory arrangement never changes values: a hint left to the target.
+            # A shared-memory arrangement never changes values: recorded for the targets
+            # that arrange shared tiles (docs/gpu.md), ignored by the others.
+            state.shared_layouts[str(buffer.name)] = layout.kind
             continue
         if callable(layout) and not isinstance(layout, tirx.IndexMap):
             layout = tirx.IndexMap.from_func(layout, ndim=len(buffer.ty.shape))

@@ -6,6 +6,7 @@ from tl_passes.gpu.barriers import GpuInsertBarriersPass
 from tl_passes.gpu.layout import GpuInferLayoutsPass
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass
 from tl_passes.gpu.shared_memory import GpuPlanSharedMemoryPass
+from tl_passes.gpu.swizzle import GpuChooseSharedLayoutsPass, GpuSwizzleSharedPass
 from tl_passes.gpu.traits import GpuTraits, SharedMemoryModel
 from tl_passes.lower_alloc_var import LowerAllocVarPass
 from tl_passes.gpu.pipelined_ring import GpuPipelineLoopsPass
@@ -19,8 +20,9 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
     ``lower-alloc-var`` (scalars become thread-local arrays), ``gpu-pipeline-loops``
     (``T.Pipelined`` as async-copy rings where ``traits.async_copy`` allows, in order
     elsewhere), then
-    ``gpu-infer-layouts``, ``gpu-insert-barriers``, ``gpu-lower-tile-ops``
-    (with ``traits``), ``gpu-plan-shared-memory`` (static tiles when
+    ``gpu-infer-layouts``, ``gpu-choose-shared-layouts`` (swizzled shared tiles),
+    ``gpu-insert-barriers``, ``gpu-lower-tile-ops`` (with ``traits``),
+    ``gpu-swizzle-shared`` (their indices remapped), ``gpu-plan-shared-memory`` (static tiles when
     ``traits.shared_memory`` is `SharedMemoryModel.STATIC`) and ``simplify``.
 
     Raises:
@@ -32,8 +34,10 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
         LowerAllocVarPass(),
         GpuPipelineLoopsPass(traits),
         GpuInferLayoutsPass(),
+        GpuChooseSharedLayoutsPass(traits),
         GpuInsertBarriersPass(),
         GpuLowerTileOpsPass(traits),
+        GpuSwizzleSharedPass(),
         GpuPlanSharedMemoryPass(static=traits.shared_memory is SharedMemoryModel.STATIC),
         SimplifyPass(),
     ]
