@@ -144,8 +144,8 @@ def test_launch_metadata_keeps_symbolic_grid_and_dynamic_shared_memory() -> None
     kinds = {a["name"]: a["kind"] for a in description["arguments"]}
     assert kinds == {"A": "buffer", "B": "buffer", "M": "dim", "alpha": "scalar"}
     gemm = CudaDeviceCodegen().emit_source(lowered("gemm", 0, target), target)
-    # A_shared 64x32 fp16 + B_shared 32x64 fp16.
-    assert gemm.launches[0].dynamic_shared_memory_bytes == 2 * 64 * 32 * 2
+    # A_shared 64x32 fp16 + B_shared 32x64 fp16, each a ring of num_stages=3 slots.
+    assert gemm.launches[0].dynamic_shared_memory_bytes == 3 * 2 * 64 * 32 * 2
 
 
 def test_artifact_holds_cubin_launch_and_refuses_to_load_without_cuda_python(

@@ -168,12 +168,15 @@ def test_gpu_passes_follow_the_traits() -> None:
     passes = gpu_passes(static)
     assert [p.name for p in passes] == [
         "lower-alloc-var",
-        "lower-pipelined-loops",
+        "gpu-pipeline-loops",
         "gpu-infer-layouts",
+        "gpu-choose-shared-layouts",
         "gpu-insert-barriers",
         "gpu-lower-tile-ops",
+        "gpu-swizzle-shared",
         "gpu-plan-shared-memory",
         "simplify",
+        "gpu-finish-async-copies",
     ]
     (lowering,) = [p for p in passes if isinstance(p, GpuLowerTileOpsPass)]
     assert lowering.traits is static

@@ -10,18 +10,25 @@ lies wholly inside or wholly outside the source: outside, the zero-filling
 form writes zeros and reads nothing. A copy that allows none of the sizes (or
 converts, or has no async form on the target) runs as a plain ``T.copy``:
 synchronous, so the ring's barrier orders it like the async ones.
+`gpu-finish-async-copies` (after ``simplify``) turns the zero-filling copies
+whose source the simplifier proved inside (grid and loop bounds) into the
+plain ones.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from tl_passes.gpu.copy import aligned_lanes, lower_copy
 from tl_passes.gpu.operand import SHARED_SCOPES, Operand
 from tl_passes.gpu.tir_build import guard
+from tl_passes.gpu.traits import PORTABLE_TRAITS, AsyncCopy, GpuTraits
+from tl_passes.pass_base import PassContext, PrimFuncPass
 
 if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
@@ -70,3 +77,40 @@ def lower_async_copy(kernel: KernelLowering, op: Any) -> Any:
         return guard(tirx.Evaluate(call), dst.inside(d_element))
 
     return kernel.cooperative(extents, body)
+
+
+def drop_proven_zero_fills(body: Any, copy: AsyncCopy) -> Any:
+    """``body`` with every zero-filling copy whose ``valid`` operand simplified to a
+    constant made the plain copy (valid 1) or a zero store it is (valid 0 stays)."""
+    plain = {name + copy.zero_fill_suffix: name for name in copy.copies.values()}
+
+    def rewrite(call: Any) -> Any:
+        if str(getattr(call.op, "name", "")) != "tirx.call_extern":
+            return call
+        name = str(call.args[0].value)
+        if name not in plain or len(call.args) != 4:
+            return call
+        valid = call.args[3]
+        if isinstance(valid, tirx.IntImm) and int(valid.value) == 1:
+            return tirx.call_extern("void", plain[name], call.args[1], call.args[2])
+        return call
+
+    return tvm_ffi.structural_map(body, (tvm.ir.Call, rewrite), order="post")
+
+
+@dataclass(frozen=True)
+class GpuFinishAsyncCopiesPass(PrimFuncPass):
+    """After ``simplify``: zero-filling async copies whose source is proven inside its
+    buffer (``valid`` folded to 1) become the plain copies.
+
+    Args:
+        traits: the backend's traits (``async_copy`` names the functions).
+    """
+
+    name: ClassVar[str] = "gpu-finish-async-copies"
+    traits: GpuTraits = field(default=PORTABLE_TRAITS)
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """``body`` with the proven zero-fills dropped."""
+        copy = self.traits.async_copy
+        return body if copy is None else drop_proven_zero_fills(body, copy)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tl_passes.gpu.async_copy import GpuFinishAsyncCopiesPass
 from tl_passes.gpu.barriers import GpuInsertBarriersPass
 from tl_passes.gpu.layout import GpuInferLayoutsPass
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass
@@ -23,7 +24,8 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
     ``gpu-infer-layouts``, ``gpu-choose-shared-layouts`` (swizzled shared tiles),
     ``gpu-insert-barriers``, ``gpu-lower-tile-ops`` (with ``traits``),
     ``gpu-swizzle-shared`` (their indices remapped), ``gpu-plan-shared-memory`` (static tiles when
-    ``traits.shared_memory`` is `SharedMemoryModel.STATIC`) and ``simplify``.
+    ``traits.shared_memory`` is `SharedMemoryModel.STATIC`), ``simplify`` and
+    ``gpu-finish-async-copies`` (proven zero-fills become plain async copies).
 
     Raises:
         TypeError: ``traits`` is not a `GpuTraits`.
@@ -40,4 +42,5 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
         GpuSwizzleSharedPass(),
         GpuPlanSharedMemoryPass(static=traits.shared_memory is SharedMemoryModel.STATIC),
         SimplifyPass(),
+        GpuFinishAsyncCopiesPass(traits),
     ]

@@ -406,7 +406,21 @@ def pipeline_loops(body: Any, copy: AsyncCopy | None) -> Any:
         rings.update(plan.rings)
         return build_ring(plan, copy)
 
-    new_body = tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
+    refused: list[NotImplementedError] = []
+
+    def guarded(loop: Any) -> Any:
+        # An exception raised inside structural_map reaches us as a RuntimeError.
+        if refused:
+            return loop
+        try:
+            return rewrite(loop)
+        except NotImplementedError as exc:
+            refused.append(exc)
+            return loop
+
+    new_body = tvm_ffi.structural_map(body, (tirx.For, guarded), order="post")
+    if refused:
+        raise refused[0]
     if not rings:
         return new_body
 

@@ -209,7 +209,20 @@ def apply_swizzles(body: Any, chosen: dict[str, int]) -> Any:
                 return tirx.BufferStore(node.buffer, node.value, index)
         return node
 
-    return tvm_ffi.structural_map(body, remap, order="post")
+    refused: list[GpuLoweringError] = []
+
+    def guarded(node: Any) -> Any:
+        # An exception raised inside structural_map reaches us as a RuntimeError.
+        try:
+            return remap(node)
+        except GpuLoweringError as exc:
+            refused.append(exc)
+            return node
+
+    result = tvm_ffi.structural_map(body, guarded, order="post")
+    if refused:
+        raise refused[0]
+    return result
 
 
 @dataclass(frozen=True)
