@@ -329,6 +329,20 @@ def test_the_async_copies_of_a_warp_into_swizzled_tiles_are_free_of_bank_conflic
     assert checked
 
 
+def _row_addresses(
+    buffer: Any, rows: list[tuple[int, int, int]], chunks: int | None, dtype: str
+) -> list[int]:
+    """Byte addresses of ``buffer[slot, row, column]`` per entry, through the swizzle
+    pass's remapping when ``chunks`` is given (row-major otherwise)."""
+    out = []
+    for entry in rows:
+        index = [tirx.IntImm("int32", v) for v in entry]
+        if chunks is not None:
+            index = swizzled_index(index, chunks, dtype)
+        out.append(_byte_address(buffer, [_evaluate(i, {}) for i in index]))
+    return out
+
+
 @pytest.mark.parametrize(("dtype", "block_K"), GEOMETRIES)
 def test_ldmatrix_rows_of_swizzled_tiles_hit_eight_bank_groups(dtype: str, block_K: int) -> None:
     """ldmatrix: 8 lanes each address one 16-byte row of an 8x8 matrix, rows r0..r0+7 at
@@ -346,20 +360,11 @@ def test_ldmatrix_rows_of_swizzled_tiles_hit_eight_bank_groups(dtype: str, block
         for slot in range(stages):
             for r0 in range(0, rows, 8):
                 for c in range(0, columns, per_chunk):
-
-                    def row_addresses(swizzle: bool) -> list[int]:
-                        out = []
-                        for lane in range(8):
-                            index = [tirx.IntImm("int32", v) for v in (slot, r0 + lane, c)]
-                            if swizzle:
-                                index = swizzled_index(index, chunks, dtype)
-                            out.append(
-                                _byte_address(buffer, [_evaluate(i, {}) for i in index])
-                            )
-                        return out
-
-                    assert len(_bank_groups(row_addresses(True))) == 8, (name, slot, r0, c)
-                    conflicted |= len(_bank_groups(row_addresses(False))) < 8
+                    rows_at = [(slot, r0 + lane, c) for lane in range(8)]
+                    swizzled = _row_addresses(buffer, rows_at, chunks, dtype)
+                    assert len(_bank_groups(swizzled)) == 8, (name, slot, r0, c)
+                    plain = _row_addresses(buffer, rows_at, None, dtype)
+                    conflicted |= len(_bank_groups(plain)) < 8
         assert conflicted  # the row-major tile does conflict: the check can fail
 
 

@@ -40,6 +40,7 @@ __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 #: `tl_ir.layout.MemoryLayout` kind (``swizzled``, ``linear``, ``full_bank``...).
 SHARED_LAYOUTS_ATTR = "tl.shared_layouts"
 
+
 @dataclass
 class ParseState:
     """What one kernel build collects while its body is parsed.

@@ -30,7 +30,11 @@ def in_order(loop: tirx.For) -> tirx.For:
     for key in (LOOP_KIND_KEY, NUM_STAGES_KEY, *SCHEDULE_KEYS):
         annotations.pop(key, None)
     return tirx.For(
-        loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, loop.body,
+        loop.loop_var,
+        loop.min,
+        loop.extent,
+        tirx.ForKind.SERIAL,
+        loop.body,
         annotations=annotations,
     )
 

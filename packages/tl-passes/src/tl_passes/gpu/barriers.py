@@ -108,14 +108,16 @@ def _is_shared(buffer: Any) -> bool:
 def shared_accesses(stmt: Any) -> Accesses:
     """The shared buffers ``stmt`` reads and writes (tile-op regions included)."""
     from tl_ir import ops as tile
-
     from tl_passes.gpu.pipelined_ring import is_async_copy
 
     result = Accesses()
     # A pipelined ring orders its async copies with its own wait and barrier.
     stmt = tvm_ffi.structural_map(
         stmt,
-        (tirx.AttrStmt, lambda s: tirx.Evaluate(tirx.IntImm("int32", 0)) if is_async_copy(s) else s),
+        (
+            tirx.AttrStmt,
+            lambda s: tirx.Evaluate(tirx.IntImm("int32", 0)) if is_async_copy(s) else s,
+        ),
         order="post",
     )
 

@@ -183,10 +183,15 @@ def _fragment_vector_copy(
         return None
     fragment, tile = (src, dst) if src.partitioned else (dst, src)
     layout = fragment.layout
-    if layout is None or layout.kind != PARTITIONED or tile.scope not in (
-        "global",
-        "shared",
-        "shared.dyn",
+    if (
+        layout is None
+        or layout.kind != PARTITIONED
+        or tile.scope
+        not in (
+            "global",
+            "shared",
+            "shared.dyn",
+        )
     ):
         return None
     v = layout.vector

@@ -46,8 +46,8 @@ from tl_passes.gpu.layout import (
     same_placement,
 )
 from tl_passes.gpu.operand import Operand
-from tl_passes.gpu.pipelined_ring import is_async_copy
 from tl_passes.gpu.parallel import Nest, lower_parallel, rewrite_expr
+from tl_passes.gpu.pipelined_ring import is_async_copy
 from tl_passes.gpu.reduce import lower_reduce
 from tl_passes.gpu.shared_memory import rescope
 from tl_passes.gpu.tir_build import UNROLL_LIMIT, for_loop, guard, int_imm, seq, unflatten

@@ -6,11 +6,11 @@ from tl_passes.gpu.async_copy import GpuFinishAsyncCopiesPass
 from tl_passes.gpu.barriers import GpuInsertBarriersPass
 from tl_passes.gpu.layout import GpuInferLayoutsPass
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass
+from tl_passes.gpu.pipelined_ring import GpuPipelineLoopsPass
 from tl_passes.gpu.shared_memory import GpuPlanSharedMemoryPass
 from tl_passes.gpu.swizzle import GpuChooseSharedLayoutsPass, GpuSwizzleSharedPass
 from tl_passes.gpu.traits import GpuTraits, SharedMemoryModel
 from tl_passes.lower_alloc_var import LowerAllocVarPass
-from tl_passes.gpu.pipelined_ring import GpuPipelineLoopsPass
 from tl_passes.pass_base import Pass
 from tl_passes.simplify import SimplifyPass
 

@@ -52,8 +52,8 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_passes.gpu.barriers import barrier
-from tl_passes.gpu.traits import PORTABLE_TRAITS, AsyncCopy, GpuTraits
 from tl_passes.gpu.tir_build import const_int, int_imm
+from tl_passes.gpu.traits import PORTABLE_TRAITS, AsyncCopy, GpuTraits
 from tl_passes.lower_pipelined_loops import in_order
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -132,9 +132,11 @@ def _writes(stmt: Any, buffer: Any) -> bool:
         if not tile.is_tile_op(call):
             return
         for arg in call.args:
-            if isinstance(arg, tvm.ir.Call) and str(getattr(arg.op, "name", "")) == "tl.region":
-                if arg.args[0].source.same_as(buffer) and int(arg.args[1].value) & 2:
-                    found[0] = True
+            is_region = isinstance(arg, tvm.ir.Call) and str(getattr(arg.op, "name", "")) == (
+                "tl.region"
+            )
+            if is_region and arg.args[0].source.same_as(buffer) and int(arg.args[1].value) & 2:
+                found[0] = True
 
     tvm_ffi.structural_walk(stmt, (tvm.ir.Call, visit), order="pre")
     return found[0] or _buffer_uses(stmt, buffer)[1] > 0
@@ -159,9 +161,9 @@ def _free_of(expr: Any, banned: set[Any]) -> bool:
     ok = [True]
 
     def visit(node: Any) -> None:
-        if isinstance(node, tvm.ir.TensorLoad):
-            ok[0] = False
-        elif isinstance(node, tirx.Var) and any(node.same_as(v) for v in banned):
+        if isinstance(node, tvm.ir.TensorLoad) or (
+            isinstance(node, tirx.Var) and any(node.same_as(v) for v in banned)
+        ):
             ok[0] = False
 
     tvm_ffi.structural_walk(expr, visit, order="pre")
@@ -372,9 +374,7 @@ def build_ring(ring: _Ring, copy: AsyncCopy) -> Any:
         if k not in ("tl.loop_kind", "num_stages", _ORDER_KEY, _STAGE_KEY, _GROUP_KEY)
     }
     annotations[RING_BUFFERS_KEY] = [str(b.name) for b in rings]
-    steady = tirx.For(
-        var, start, extent, tirx.ForKind.SERIAL, _seq(body), annotations=annotations
-    )
+    steady = tirx.For(var, start, extent, tirx.ForKind.SERIAL, _seq(body), annotations=annotations)
     return _seq([*prologue, steady, _extern(copy.wait, int_imm(0))])
 
 

@@ -10,7 +10,7 @@ file here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -133,6 +133,10 @@ class AsyncCopy:
         return sorted(self.copies, reverse=True)
 
 
+def _int_set(value: Iterable[int]) -> frozenset[int]:
+    return frozenset(int(v) for v in value)
+
+
 @attrs.frozen
 class SwizzledOperands:
     """The XOR-swizzled shared layout a target wants for tiles its tensor-core
@@ -145,7 +149,7 @@ class SwizzledOperands:
         available: whether the TVM target has the instructions.
     """
 
-    dtype_bits: frozenset[int] = attrs.field(converter=frozenset)
+    dtype_bits: frozenset[int] = attrs.field(converter=_int_set)
     available: TargetTest = _always
 
 
@@ -217,7 +221,9 @@ class GpuTraits:
 
     def async_copy_for(self, target: Any | None) -> AsyncCopy | None:
         """The `AsyncCopy` usable on ``target`` (None: none, or not on this arch)."""
-        if self.async_copy is None or (target is not None and not self.async_copy.available(target)):
+        if self.async_copy is None or (
+            target is not None and not self.async_copy.available(target)
+        ):
             return None
         return self.async_copy
 
