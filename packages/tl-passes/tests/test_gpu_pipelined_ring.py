@@ -201,6 +201,22 @@ def test_a_tile_read_after_the_loop_stays_in_order() -> None:
     assert not calls(lower(main).body)
 
 
+def test_a_tile_allocated_inside_the_loop_stays_in_order() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((16, 64), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            acc = T.alloc_fragment((16, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=3):
+                S = T.alloc_shared((16, 64), "float32")
+                T.copy(A[k * 16, 0], S)
+                for i, j in T.Parallel(16, 64):
+                    acc[i, j] = acc[i, j] + S[i, j]
+            T.copy(acc, B[0, 0])
+
+    assert not calls(lower(main).body)
+
+
 def test_a_manual_schedule_the_ring_expresses_is_honoured() -> None:
     # Copies at stage 0, the gemm at the last stage, emitted B copy first.
     func = lower(gemm(num_stages=0, order=[1, 0, 2], stage=[0, 0, 2]))

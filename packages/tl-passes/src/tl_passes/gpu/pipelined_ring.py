@@ -258,7 +258,13 @@ def _plan(loop: Any, stages: int, body_root: Any) -> _Ring | None:
         candidates.setdefault(op.dst.buffer, []).append(position)
     ring_copies: list[int] = []
     rings: dict[Any, Any] = {}
+    allocated_inside: list[Any] = []
+    tvm_ffi.structural_walk(
+        loop.body, (tirx.AllocBuffer, lambda a: allocated_inside.append(a.buffer)), order="pre"
+    )
     for buffer, positions in candidates.items():
+        if any(buffer.same_as(b) for b in allocated_inside):
+            continue  # a tile of one iteration: nothing to prefetch into
         if _buffer_uses(body_root, buffer) != _buffer_uses(loop.body, buffer):
             continue  # used outside the loop: keep it in order
         others = [i for i in range(len(statements)) if i not in positions]
