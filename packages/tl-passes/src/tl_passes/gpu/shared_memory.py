@@ -3,7 +3,8 @@
 ``T.alloc_shared`` tiles have scope ``shared.dyn``: on CUDA and ROCm TVM
 merges them into one dynamic allocation whose size the launch passes. This
 pass records an upper bound of that size (every ``shared.dyn`` tile at a
-16-byte aligned offset, no reuse) in the function attribute
+16-byte aligned offset, no reuse; a ``T.Pipelined`` ring's tiles carry their
+``num_stages`` slots in their shape) in the function attribute
 ``tl.dynamic_shared_memory_bytes``, which GPU codegens put into the launch
 metadata; with several consecutive ``T.Kernel`` launches that is the largest,
 and ``tl.kernel_dynamic_shared_memory_bytes`` lists each launch's size in
