@@ -95,6 +95,10 @@ PASS_REGISTRY = PassRegistry(
         "gpu-insert-barriers": _lazy("tl_passes.gpu.barriers", "GpuInsertBarriersPass"),
         "gpu-lower-tile-ops": _lazy("tl_passes.gpu.lower_tile_ops", "GpuLowerTileOpsPass"),
         "gpu-plan-shared-memory": _lazy("tl_passes.gpu.shared_memory", "GpuPlanSharedMemoryPass"),
+        "gpu-pipeline-loops": _lazy("tl_passes.gpu.pipelined_ring", "GpuPipelineLoopsPass"),
+        "gpu-choose-shared-layouts": _lazy("tl_passes.gpu.swizzle", "GpuChooseSharedLayoutsPass"),
+        "gpu-swizzle-shared": _lazy("tl_passes.gpu.swizzle", "GpuSwizzleSharedPass"),
+        "gpu-finish-async-copies": _lazy("tl_passes.gpu.async_copy", "GpuFinishAsyncCopiesPass"),
         "lower-pipelined-loops": _lazy(
             "tl_passes.lower_pipelined_loops", "LowerPipelinedLoopsPass"
         ),
