@@ -63,6 +63,7 @@ def example_gemm(
     dtype: str = "float16",
     accum: str = "float32",
     linear: bool = False,
+    **schedule: Any,
 ) -> Any:
     """TileLang's examples/gemm/example_gemm.py (128 threads); ``linear``: the operand
     tiles annotated row-major (no swizzle)."""
@@ -78,7 +79,7 @@ def example_gemm(
                     {A_shared: make_linear_layout(A_shared), B_shared: make_linear_layout(B_shared)}
                 )
             T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages, **schedule):
                 T.copy(A[by * block_M, ko * block_K], A_shared)
                 T.copy(B[ko * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local)
@@ -191,6 +192,23 @@ def test_pipelined_gemm_matches_numpy_without_swizzle(
     assert "^" not in source.split('extern "C"')[-1]  # no XOR: row-major tiles
     assert ("tl_cp_async_16" in source) == (stages > 1)
     assert _run_gemm(func, M, N, K, dtype, stages) < (0.05 if dtype == "float16" else 1e-3)
+
+
+@needs_gxx
+@pytest.mark.parametrize(
+    ("K", "stages", "schedule"),
+    [
+        (96, 0, {"order": [1, 2, 0], "stage": [0, 0, 2]}),  # refill after the gemm
+        (96, 3, {"stage": [0, 2, 2]}),  # B's copy in order, A's in the ring
+        (32, 4, {}),  # one K tile, a 4-deep ring: prologue stages past the end
+        (64, 4, {}),  # two K tiles
+    ],
+)
+def test_pipelined_gemm_schedules_and_short_loops_match_numpy(
+    K: int, stages: int, schedule: dict[str, Any]
+) -> None:
+    func = example_gemm(96, 80, K, 32, 32, 32, num_stages=stages, **schedule)
+    assert _run_gemm(func, 96, 80, K, "float16", K) < 0.05
 
 
 @needs_gxx
