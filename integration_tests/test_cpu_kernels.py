@@ -181,8 +181,8 @@ def test_math_loops_and_control_flow_of_the_language(target: str, tmp_path: Path
 def test_tier2_names_say_they_are_not_supported_on_the_cpu(target: str, tmp_path: Path) -> None:
     import tl_ir.language as T
     from tl_backend_api import build_artifact
-    from tl_backend_api import gpu_language as G
     from tl_ir.errors import UnsupportedError
+    from tl_ir.language import gpu as G
 
     @T.prim_func
     def main(A: T.Tensor((32,), "float32")):

@@ -13,9 +13,9 @@ import tvm
 import tl_ir.language as T
 import tl_runtime
 from tl_backend_api import build_artifact, create_backend_context, lower_to_sources
-from tl_backend_api import gpu_language as G
 from tl_codegen_cpu.passes import CpuLowerLaunchPass
 from tl_ir.errors import UnsupportedError
+from tl_ir.language import gpu as G
 from tl_passes import PassContext
 
 TARGETS = ("c", "llvm")

@@ -16,3 +16,12 @@ def test_static_contract_module_imports() -> None:
     from tl_codegen_cuda.contract import check_types
 
     check_types()
+
+
+def test_the_language_module_re_exports_the_gpu_language_list() -> None:
+    from tl_codegen_cuda import language
+    from tl_ir.language import gpu
+
+    assert language.__all__ == gpu.__all__
+    for name in gpu.__all__:
+        assert getattr(language, name) is getattr(gpu, name), name

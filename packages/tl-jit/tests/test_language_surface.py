@@ -9,6 +9,7 @@ import tl_ir
 import tl_ir.language
 import tl_ir.layout
 import tl_jit.language as T
+from tl_ir.language import gpu
 from tl_ir.language._compat import (
     GPU_ONLY,
     UNSUPPORTED,
@@ -34,6 +35,15 @@ def test_language_resolves_tilelang_names_to_tl_ir():
     assert "GemmWarpPolicy" in T.__all__ and "shfl_xor" in T.__all__
 
 
+def test_the_gpu_names_of_tl_jit_language_are_exactly_tl_irs_one_list():
+    gpu_objects = [getattr(gpu, name) for name in gpu.__all__]
+    for name in gpu.__all__:
+        assert getattr(T, name) is getattr(gpu, name), name
+    reachable = {name for name in dir(T) if any(getattr(T, name) is value for value in gpu_objects)}
+    assert reachable == set(gpu.__all__)
+    assert T.__all__ == tl_ir.language.__all__
+
+
 def test_tilelang_name_list_has_no_duplicates():
     names = [name for _, name in ALL_NAMES]
     assert len(names) == len(set(names)) > 500
@@ -47,7 +57,7 @@ def test_every_tilelang_name_exists(group, name):
     if state == UNSUPPORTED:
         assert note, name
     if state == GPU_ONLY:
-        assert not hasattr(tl_ir.language, name)
+        assert name in gpu.__all__ and getattr(tl_ir.language, name) is getattr(gpu, name)
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED_REASONS))

@@ -321,7 +321,11 @@ def check_types() -> None:
     launcher: type[Adapter] = Launcher
     del descriptor, device_codegen, pipeline, toolchain, launcher
 ''',
-        f"src/{module}/language.py": f'''"""Language extensions only the '{kind}' target has (``T.*`` functions); none yet."""
+        f"src/{module}/language.py": f'''"""Language extensions only the '{kind}' target has (``T.*`` functions); none yet.
+
+The GPU language every GPU target shares (warp shuffles, ``sync_threads``...) is
+`tl_ir.language.gpu`, already ``T.*``; a GPU backend may re-export its ``__all__`` here.
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,10 @@ and the tile ops, which become ``tl.*`` calls described by `tl_ir.ops`.
 
 The names live in modules by job: ``_params`` (parameter annotations, symbolic
 dims), ``_launch`` (``T.Kernel``), ``_alloc`` (allocations), ``_loops`` (tile loops),
-``_tile_ops`` (tile ops), ``_misc`` (scalar helpers, print, hints).
+``_tile_ops`` (tile ops), ``_misc`` (scalar helpers, print, hints). The GPU language
+(warp shuffles and reductions, ``sync_threads``...) is the public submodule
+`tl_ir.language.gpu`, whose ``__all__`` is the one list of those names; every one
+is ``T.<name>`` here.
 
 Representation choices (also in docs/language.md):
 
@@ -39,6 +42,7 @@ from tl_ir.errors import (
 )
 from tl_ir.frontend import prim_func
 from tl_ir.language import _tvm_compat
+from tl_ir.language import gpu as _gpu
 from tl_ir.language._alloc import (
     alloc_fragment,
     alloc_global,
@@ -78,7 +82,6 @@ from tl_ir.language._extras import (
 )
 from tl_ir.language._extras import fast_math as _fast_math
 from tl_ir.language._extras import ieee_math as _ieee_math
-from tl_ir.language._hints import GemmWarpPolicy
 from tl_ir.language._launch import (
     Kernel,
     get_block_binding,
@@ -131,6 +134,7 @@ from tl_ir.language._tile_ops import (
     transpose,
 )
 from tl_ir.language._views import reshape, view
+from tl_ir.language.gpu import *  # the GPU language: exactly gpu.__all__
 
 _tvm_compat.install()
 _chained_assign.install()
@@ -165,9 +169,10 @@ for _name in ("exp", "exp10", "log", "log2", "log10", "sin", "cos", "tan"):
     globals()[f"__{_name}"] = _fast_math(_name)
 for _name in ("add", "sub", "mul", "fdiv", "fmaf", "frcp", "fsqrt", "frsqrt"):
     globals()[f"ieee_{_name}"] = _ieee_math(_name)
-# TileLang names without support here: calling one raises UnsupportedError naming why.
+# TileLang names without support here: calling one raises UnsupportedError naming why
+# (a name the GPU language defines, T.alloc_barrier, keeps that module's stub).
 for _name in _UNSUPPORTED_REASONS:
-    globals()[_name] = _unsupported_stub(_name)
+    globals().setdefault(_name, _unsupported_stub(_name))
 for _name in _unsupported_dtype_names():
     globals().setdefault(_name, _UnsupportedDtype(_name))
 del _name
@@ -180,10 +185,7 @@ def __getattr__(name: str) -> Any:
         raise UnknownDtypeError(
             f"T.{name}: dtype {name!r} does not exist; expected one of {', '.join(_DTYPE_NAMES)}"
         )
-    raise AttributeError(
-        f"the kernel language (T) has no name {name!r} (GPU-only names such as shfl_xor "
-        "are in tl_jit.language)"
-    )
+    raise AttributeError(f"the kernel language (T) has no name {name!r}")
 
 
 __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
@@ -250,7 +252,6 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "fill",
     "clear",
     "gemm",
-    "GemmWarpPolicy",
     "reduce",
     "reduce_sum",
     "reduce_max",
@@ -326,3 +327,5 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "ScopeError",
     "UnsupportedError",
 ]
+# The GPU language: tl_ir.language.gpu's one list, whatever it holds.
+__all__ += _gpu.__all__

@@ -32,7 +32,7 @@ __all__ = [
 
 SUPPORTED = "supported"
 HINTS = "accepted as a no-op"
-GPU_ONLY = "supported on GPU targets (tl_jit.language)"
+GPU_ONLY = "supported on GPU targets"
 UNSUPPORTED = "not supported"
 
 #: Names whose TileLang meaning is a scheduling hint: accepted, no effect.
@@ -46,22 +46,17 @@ HINT_NAMES: frozenset[str] = frozenset(
     }
 )
 
-#: Names tl_jit.language takes from the GPU-style backends' shared language module.
-GPU_NAMES: frozenset[str] = frozenset(
-    {
-        "async_copy",
-        "get_lane_idx",
-        "get_warp_idx",
-        "shfl_down",
-        "shfl_sync",
-        "shfl_up",
-        "shfl_xor",
-        "sync_threads",
-        "warp_reduce_max",
-        "warp_reduce_min",
-        "warp_reduce_sum",
-    }
-)
+#: Prefixes of the GPU language's warp collectives (shuffles, warp reductions): the
+#: names of `tl_ir.language.gpu` that the CPU targets reject.
+_WARP_COLLECTIVE_PREFIXES = ("shfl_", "warp_reduce_")
+
+
+def _gpu_language_names() -> frozenset[str]:
+    # Imported on use: tl_ir.language.gpu builds its T.alloc_barrier from this module.
+    from tl_ir.language import gpu
+
+    return frozenset(gpu.__all__)
+
 
 _REASONS: list[tuple[str, str]] = [
     (
@@ -232,8 +227,10 @@ def status(name: str, group: str = "") -> tuple[str, str]:
         return UNSUPPORTED, UNSUPPORTED_REASONS[name]
     if name in HINT_NAMES:
         return HINTS, "a CUDA scheduling hint"
-    if name in GPU_NAMES:
-        return GPU_ONLY, "the CPU targets reject it"
+    if name in _gpu_language_names():
+        if name.startswith(_WARP_COLLECTIVE_PREFIXES):
+            return GPU_ONLY, "a warp collective (tl_ir.language.gpu); the CPU targets reject it"
+        return SUPPORTED, "GPU language (tl_ir.language.gpu); the CPU targets accept it too"
     if group == "dtypes":
         return _dtype_status(name)
     return SUPPORTED, ""

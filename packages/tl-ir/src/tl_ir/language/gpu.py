@@ -1,38 +1,43 @@
-"""Tier 2 names of the kernel language for GPU targets (docs/gpu.md, "Tier 2 names").
+"""The GPU language: the Tier 2 names of the kernel language (docs/gpu.md, "Tier 2 names").
 
-Language, not a pass: it lives below the codegens so every GPU backend's
-``language`` module can re-export it.
+``__all__`` here is the one list of them. `tl_ir.language` (and so
+``import tl_jit.language as T``) exports every one as ``T.<name>``, and the GPU
+backends' ``language`` modules (``tl_codegen_cuda.language``,
+``tl_codegen_hip.language``) re-export this list::
+
+    import tl_jit.language as T
+
+    S[tx] = T.warp_reduce_sum(A[tx])   # inside a T.Kernel with threads=128
 
 Plain functions called inside a ``@T.prim_func`` body; each returns the TIR
 the GPU lowering and TVM's codegens understand, so they work on every GPU
 target whose codegen has the underlying instruction (shuffles: CUDA, ROCm,
-Metal; barriers: all). tl-codegen-cuda and tl-codegen-hip re-export them
-from their ``language`` modules::
-
-    from tl_codegen_cuda.language import shfl_xor, sync_threads, warp_reduce_sum
+Metal; barriers: all). Warp shuffles (``shfl_*``, ``warp_reduce_*``) have no
+faithful meaning on the CPU targets (their pipeline rejects them); a block
+barrier (``sync_threads``) and lane/warp indices work there too.
 
 Lane and warp indices follow ``threadIdx.x`` (1-D thread blocks; a kernel
-with ``threads=(x, y)`` must compute its own). On the CPU targets these
-names have no faithful meaning (the CPU pipeline rejects them).
+with ``threads=(x, y)`` must compute its own).
 """
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 import tvm
 from tvm import tirx
 
+from tl_ir.language._compat import unsupported_stub
+
+# T.GemmWarpPolicy (how T.gemm spreads a tile over warps) is a GPU hint: listed here,
+# defined once beside T.gemm's other hint checks (accepted on every target).
+from tl_ir.language._hints import GemmWarpPolicy
+from tl_ir.language._launch import get_thread_binding
+from tl_ir.language._tile_ops import copy
+
 #: Threads per warp assumed when ``width`` is not given (NVIDIA warps).
 DEFAULT_WARP_SIZE = 32
 _FULL_MASK = (1 << 32) - 1
-
-
-def _thread_x() -> Any:
-    import tl_ir.language as T
-
-    return T.get_thread_binding(0)
 
 
 def _check_width(name: str, width: int) -> int:
@@ -52,12 +57,12 @@ def sync_threads() -> Any:
 
 def get_lane_idx(width: int = DEFAULT_WARP_SIZE) -> Any:
     """The thread's lane in its warp: ``threadIdx.x % width``."""
-    return _thread_x() % _check_width("get_lane_idx", width)
+    return get_thread_binding(0) % _check_width("get_lane_idx", width)
 
 
 def get_warp_idx(width: int = DEFAULT_WARP_SIZE) -> Any:
     """The thread's warp in its block: ``threadIdx.x // width``."""
-    return _thread_x() // _check_width("get_warp_idx", width)
+    return get_thread_binding(0) // _check_width("get_warp_idx", width)
 
 
 def shfl_sync(value: Any, src_lane: Any, width: int = DEFAULT_WARP_SIZE) -> Any:
@@ -121,31 +126,13 @@ def async_copy(src: Any, dst: Any) -> None:
     """Copy a tile as ``T.copy`` does. The copy completes before the next statement
     (a valid schedule of an asynchronous copy followed by its wait); ``cp.async``
     pipelines come with the ``async_copy`` feature's lowering."""
-    import tl_ir.language as T
-
-    T.copy(src, dst)
+    copy(src, dst)
 
 
-def alloc_barrier(arrive_count: int) -> Any:
-    """Not implemented: memory barriers (``mbarrier``) need the TMA/wgmma lowering.
-
-    Raises:
-        NotImplementedError: always, naming what is missing.
-    """
-    raise NotImplementedError(
-        f"alloc_barrier({arrive_count!r}): mbarrier objects are not lowered yet on any "
-        "GPU target; use sync_threads() for block-wide synchronization"
-    )
-
-
-class GemmWarpPolicy(Enum):
-    """How ``T.gemm`` spreads a tile over warps. Accepted for compatibility; the
-    per-thread FMA GEMM uses the accumulator's fragment layout whatever the policy."""
-
-    Square = 0
-    FullRow = 1
-    FullCol = 2
-
+#: ``T.alloc_barrier``: memory barriers (``mbarrier``) are not lowered on any target yet;
+#: calling it raises `UnsupportedError` (a ``NotImplementedError``) with the reason
+#: docs/language.md's compatibility table gives.
+alloc_barrier = unsupported_stub("alloc_barrier")
 
 __all__ = [
     "DEFAULT_WARP_SIZE",
