@@ -15,6 +15,10 @@ CASES: list[dict[str, Any]] = [
     {"args": {"M": 9, "N": 300, "block_M": 8, "block_N": 64}},
 ]
 TOLERANCE = {"float32": 1e-4}
+#: What the GPU source suite (tl_backend_api.gpu.suite) checks of CASES[0]'s sources:
+#: the launch, worked out by hand from the T.Kernel below, and whether the sources must
+#: hold a block barrier (the kernel shares tiles between threads through shared memory).
+GPU_SOURCES: dict[str, Any] = {"grid": (4, 2), "block": (128,), "block_barriers": False}
 
 
 def atomic_row_sum(M, N, block_M, block_N, dtype="float32"):

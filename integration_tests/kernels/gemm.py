@@ -24,6 +24,10 @@ CASES: list[dict[str, Any]] = [
     },
 ]
 TOLERANCE = {"float16": 2e-2, "float32": 1e-4}
+#: What the GPU source suite (tl_backend_api.gpu.suite) checks of CASES[0]'s sources:
+#: the launch, worked out by hand from the T.Kernel below, and whether the sources must
+#: hold a block barrier (the kernel shares tiles between threads through shared memory).
+GPU_SOURCES: dict[str, Any] = {"grid": (2, 2), "block": (128,), "block_barriers": True}
 
 
 def matmul(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="float32"):

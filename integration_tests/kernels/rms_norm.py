@@ -13,6 +13,10 @@ CASES: list[dict[str, Any]] = [
     {"args": {"M": 10, "N": 256, "block_M": 4, "eps": 1e-5}},
 ]
 TOLERANCE = {"float32": 1e-5}
+#: What the GPU source suite (tl_backend_api.gpu.suite) checks of CASES[0]'s sources:
+#: the launch, worked out by hand from the T.Kernel below, and whether the sources must
+#: hold a block barrier (the kernel shares tiles between threads through shared memory).
+GPU_SOURCES: dict[str, Any] = {"grid": (4,), "block": (128,), "block_barriers": True}
 
 
 def rms_norm(M, N, block_M, eps=1e-6, dtype="float32"):

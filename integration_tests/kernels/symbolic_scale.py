@@ -16,6 +16,14 @@ CASES: list[dict[str, Any]] = [
     {"args": {"N": 48, "block_M": 16, "bias": 1.0}, "runtime": {"M": 130, "alpha": 0.25}},
 ]
 TOLERANCE = {"float32": 1e-6}
+#: What the GPU source suite (tl_backend_api.gpu.suite) checks of CASES[0]'s sources:
+#: the launch, worked out by hand from the T.Kernel below, and whether the sources must
+#: hold a block barrier (the kernel shares tiles between threads through shared memory).
+GPU_SOURCES: dict[str, Any] = {
+    "grid": ("((M + 31) // 32)",),
+    "block": (128,),
+    "block_barriers": False,
+}
 
 
 def symbolic_scale(N, block_M, bias=0.0, dtype="float32"):

@@ -13,6 +13,10 @@ CASES: list[dict[str, Any]] = [
     {"args": {"M": 20, "N": 16, "block_M": 8, "reverse": True}},
 ]
 TOLERANCE = {"float32": 1e-4}
+#: What the GPU source suite (tl_backend_api.gpu.suite) checks of CASES[0]'s sources:
+#: the launch, worked out by hand from the T.Kernel below, and whether the sources must
+#: hold a block barrier (the kernel shares tiles between threads through shared memory).
+GPU_SOURCES: dict[str, Any] = {"grid": (4,), "block": (128,), "block_barriers": True}
 
 
 def tile_cumsum(M, N, block_M, reverse=False, dtype="float32"):

@@ -13,6 +13,10 @@ CASES: list[dict[str, Any]] = [
     {"args": {"M": 48, "N": 96, "block_M": 16, "block_N": 32, "dtype": "float16"}},
 ]
 TOLERANCE = {"float16": 1e-3, "float32": 1e-6}
+#: What the GPU source suite (tl_backend_api.gpu.suite) checks of CASES[0]'s sources:
+#: the launch, worked out by hand from the T.Kernel below, and whether the sources must
+#: hold a block barrier (the kernel shares tiles between threads through shared memory).
+GPU_SOURCES: dict[str, Any] = {"grid": (2, 2), "block": (128,), "block_barriers": True}
 
 
 def two_outputs(M, N, block_M, block_N, dtype="float32"):

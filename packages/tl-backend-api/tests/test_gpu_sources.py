@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,11 @@ from tl_backend_api.gpu.sources import (
     module_kernel_name,
     probe_tool_version,
 )
-from tl_backend_api.gpu.suite import SUITE_FIRST_CASE_GRIDS, GpuSourceSuite
+from tl_backend_api.gpu.suite import (
+    GpuSourceSuite,
+    SuiteKernelExpectation,
+    suite_kernel_expectation,
+)
 from tl_passes.gpu import GpuLoweringError
 
 
@@ -232,15 +237,17 @@ def test_suite_problems_are_empty_for_the_expected_shape() -> None:
     single = DeviceModule(sources={"": ""}, kernels=two_kernel_device().kernels[:1])
     sources = device_kernel_sources("scale", single, language="cuda", files={"scale.cu": "x"})
     suite = suite_of(sources)
-    assert suite.problems(sources, "scale", grid=(4, "((M + 31) // 32)")) == []
+    assert suite.problems(sources, "scale", grid=(4, "((M + 31) // 32)"), block=(128,)) == []
     assert suite.source_text(sources, "scale") == "x"
 
 
 def test_suite_problems_name_each_difference() -> None:
     sources = good_sources()  # two launches
     suite = suite_of(sources)
-    assert suite.problems(sources, "scale", grid=(4,)) == ["launches: expected one launch, got 2"]
-    assert suite.problems(sources, "other", grid=(4,))[:3] == [
+    assert suite.problems(sources, "scale", grid=(4,), block=(128,)) == [
+        "launches: expected one launch, got 2"
+    ]
+    assert suite.problems(sources, "other", grid=(4,), block=(128,))[:3] == [
         "entry_symbol: expected 'other_kernel', got 'scale_kernel'",
         "files: expected 'other.cu', got ['scale.cu', 'scale.kernel.json']",
         "files: expected 'other.kernel.json', got ['scale.cu', 'scale.kernel.json']",
@@ -263,12 +270,14 @@ def test_suite_emit_runs_the_pipeline_then_the_codegen() -> None:
 
 
 class FakeSuiteKernel:
-    """Stands for a suite kernel module: ``KERNEL`` at ``CASES[0]["args"]``."""
+    """Stands for a suite kernel module: ``KERNEL`` at ``CASES[0]["args"]``, the launch
+    it declares for the GPU source suite in ``GPU_SOURCES``."""
 
     CASES: Any = ({"args": {"n": 8}},)
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.GPU_SOURCES: Any = {"grid": (4,), "block": (128,), "block_barriers": True}
 
     def KERNEL(self, **args: Any) -> Any:
         self.calls.append(args)
@@ -284,15 +293,66 @@ def softmax_sources(grid: tuple[int | str, ...]) -> KernelSources:
 
 def test_check_suite_kernel_emits_the_first_case_and_returns_the_text() -> None:
     kernel = FakeSuiteKernel()
-    sources = softmax_sources(SUITE_FIRST_CASE_GRIDS["softmax"])
+    sources = softmax_sources((4,))
     assert suite_of(sources).check_suite_kernel(kernel, "softmax") == "y"  # type: ignore[arg-type]
     assert kernel.calls == [{"n": 8}]
 
 
 def test_check_suite_kernel_fails_on_a_wrong_grid() -> None:
     suite = suite_of(softmax_sources((99,)))
-    with pytest.raises(AssertionError, match=r"softmax: \['launch grid"):
+    with pytest.raises(AssertionError, match=r"softmax: \['launch grid: expected \(4,\)"):
         suite.check_suite_kernel(FakeSuiteKernel(), "softmax")  # type: ignore[arg-type]
+
+
+def test_check_suite_kernel_checks_the_launch_the_kernel_module_declares() -> None:
+    kernel = FakeSuiteKernel()
+    kernel.GPU_SOURCES = {"grid": (4,), "block": (64,), "block_barriers": False}
+    suite = suite_of(softmax_sources((4,)))
+    with pytest.raises(AssertionError, match=r"launch block: expected \(64,\), got \(128,\)"):
+        suite.check_suite_kernel(kernel, "softmax")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        (None, r"suite kernel 'k': GPU_SOURCES: expected a dict with 'grid', 'block'"),
+        (
+            {"grid": (1,), "block": (128,)},
+            r"expected the keys \['block', 'block_barriers', 'grid'\]",
+        ),
+        (
+            {"grid": (), "block": (128,), "block_barriers": True},
+            r"\['grid'\]: expected a non-empty",
+        ),
+        (
+            {"grid": [1], "block": (128,), "block_barriers": True},
+            r"\['grid'\]: expected a non-empty",
+        ),
+        ({"grid": (1,), "block": (True,), "block_barriers": True}, r"\['block'\]: expected"),
+        (
+            {"grid": (1,), "block": (128,), "block_barriers": 1},
+            r"\['block_barriers'\]: expected a bool",
+        ),
+    ],
+)
+def test_a_kernel_without_a_valid_declaration_is_refused_naming_what_is_wrong(
+    declared: Any, message: str
+) -> None:
+    kernel = FakeSuiteKernel()
+    kernel.GPU_SOURCES = declared
+    with pytest.raises(ValueError, match=message):
+        suite_kernel_expectation(kernel, "k")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=message):
+        suite_of(softmax_sources((4,))).check_suite_kernel(kernel, "k")  # type: ignore[arg-type]
+
+
+def test_every_kernel_of_the_suite_declares_what_the_gpu_source_suite_checks() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from integration_tests.kernels import ALL_KERNELS, load
+
+    found = {name: suite_kernel_expectation(load(name), name) for name in ALL_KERNELS}
+    assert all(isinstance(e, SuiteKernelExpectation) for e in found.values())
+    assert {name for name, e in found.items() if e.block_barriers} >= {"gemm", "softmax"}
 
 
 class RefusingCodegen(FixedCodegen):

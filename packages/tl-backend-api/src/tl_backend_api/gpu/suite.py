@@ -1,17 +1,23 @@
 """Checks a GPU backend's own tests share: lower one kernel and check its sources' shape.
 
-The source-only GPU backends (hip, metal, webgpu) test every kernel of the
-repository's kernel suite (``integration_tests/kernels``) the same way:
-lower the kernel's first case through the backend's pipeline, emit sources,
-and check the files, entry symbol and launch. `GpuSourceSuite` holds that
-procedure once; each backend's test module names only what differs (its
-target, its source file's extension, what its source text must contain).
+The GPU backends test every kernel of the repository's kernel suite
+(``integration_tests/kernels``) the same way: lower the kernel's first case
+through the backend's pipeline, emit sources, and check the files, entry
+symbol and launch. `GpuSourceSuite` holds that procedure once; each backend's
+test module names only what differs (its target, its source file's extension,
+what its source text must contain).
+
+What is expected of each kernel is the suite's, not this module's: every
+kernel module declares it beside its ``T.Kernel`` as ``GPU_SOURCES``
+(integration_tests/kernels/README.md); `suite_kernel_expectation` reads it.
+The suite is a parameter: any module following that convention can be checked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
+from typing import Any
 
 import attrs
 from tvm import tirx
@@ -22,35 +28,67 @@ from tl_backend_api.descriptors import Backend
 from tl_backend_api.protocols import KernelSources
 from tl_passes.gpu import GpuLoweringError
 
-#: Grid of each suite kernel's first case (``integration_tests/kernels``), worked
-#: out from its ``T.Kernel`` by hand; the suite and this table change together
-#: (each backend's tests assert the keys equal the suite's names).
-SUITE_FIRST_CASE_GRIDS: Mapping[str, tuple[int | str, ...]] = {
-    "gemm": (2, 2),
-    "gemm_transposed": (2, 2),
-    "elementwise_add": (4, 4),
-    "softmax": (4,),
-    "rms_norm": (4,),
-    "column_reduce": (2,),
-    "symbolic_scale": ("((M + 31) // 32)",),
-    "two_outputs": (2, 2),
-    "atomic_sum": (4, 2),
-    "serial_scan": (1,),
-    "tile_cumsum": (4,),
-}
+#: The attribute a suite kernel module declares for this suite
+#: (integration_tests/kernels/README.md, "Module convention").
+EXPECTATION_ATTRIBUTE = "GPU_SOURCES"
 
-#: Suite kernels whose tiles live in shared memory (their sources need block barriers).
-SUITE_SHARED_MEMORY_KERNELS: tuple[str, ...] = (
-    "gemm",
-    "gemm_transposed",
-    "rms_norm",
-    "two_outputs",
-    "tile_cumsum",
-    "softmax",
-)
 
-#: Threads per block of every suite kernel's first case.
-SUITE_BLOCK: tuple[int, ...] = (128,)
+@attrs.frozen
+class SuiteKernelExpectation:
+    """What every GPU target's sources of a suite kernel's first case must show.
+
+    Attributes:
+        grid: the one launch's grid (ints, or expressions over symbolic dims as
+            strings, e.g. ``"((M + 31) // 32)"``).
+        block: the launch's threads per block.
+        block_barriers: whether the sources must hold a block barrier (the kernel
+            shares tiles between threads through shared memory).
+    """
+
+    grid: tuple[int | str, ...]
+    block: tuple[int | str, ...]
+    block_barriers: bool
+
+
+def _launch_dims(value: Any) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) > 0
+        and all(isinstance(d, (int, str)) and not isinstance(d, bool) for d in value)
+    )
+
+
+def suite_kernel_expectation(kernel: ModuleType, name: str) -> SuiteKernelExpectation:
+    """The ``GPU_SOURCES`` the suite kernel module ``kernel`` (named ``name``) declares.
+
+    Raises:
+        ValueError: the module declares none, or not a mapping with ``grid`` and
+            ``block`` (non-empty tuples of ints or strings) and ``block_barriers``
+            (a bool); the message names the kernel, the key and what came.
+    """
+    declared = getattr(kernel, EXPECTATION_ATTRIBUTE, None)
+    where = f"suite kernel {name!r}: {EXPECTATION_ATTRIBUTE}"
+    if not isinstance(declared, Mapping):
+        raise ValueError(
+            f"{where}: expected a dict with 'grid', 'block' and 'block_barriers' "
+            f"(integration_tests/kernels/README.md), got {declared!r}"
+        )
+    keys = {"grid", "block", "block_barriers"}
+    if set(declared) != keys:
+        raise ValueError(f"{where}: expected the keys {sorted(keys)}, got {sorted(declared)}")
+    for key in ("grid", "block"):
+        if not _launch_dims(declared[key]):
+            raise ValueError(
+                f"{where}[{key!r}]: expected a non-empty tuple of ints or strings, "
+                f"got {declared[key]!r}"
+            )
+    if not isinstance(declared["block_barriers"], bool):
+        raise ValueError(
+            f"{where}['block_barriers']: expected a bool, got {declared['block_barriers']!r}"
+        )
+    return SuiteKernelExpectation(
+        grid=declared["grid"], block=declared["block"], block_barriers=declared["block_barriers"]
+    )
 
 
 def _kernel_names(names: Iterable[str]) -> frozenset[str]:
@@ -107,7 +145,7 @@ class GpuSourceSuite:
         name: str,
         *,
         grid: tuple[int | str, ...],
-        block: tuple[int | str, ...] = SUITE_BLOCK,
+        block: tuple[int | str, ...],
     ) -> list[str]:
         """What is wrong with the suite kernel ``name``'s sources (empty when nothing).
 
@@ -136,7 +174,8 @@ class GpuSourceSuite:
 
     def check_suite_kernel(self, kernel: ModuleType, name: str) -> str | None:
         """Emit the suite kernel module ``kernel`` (its ``KERNEL`` at its first case)
-        and check it as `problems` does, with `SUITE_FIRST_CASE_GRIDS` and `SUITE_BLOCK`.
+        and check it as `problems` does, against the grid and block the module
+        declares (`suite_kernel_expectation`).
 
         Returns:
             The text of the main source file, for the backend's own checks; None
@@ -145,7 +184,9 @@ class GpuSourceSuite:
         Raises:
             AssertionError: a problem was found, or an unsupported kernel lowered
                 (or failed otherwise than with a `GpuLoweringError` naming the target).
+            ValueError: the module declares no valid ``GPU_SOURCES``.
         """
+        expectation = suite_kernel_expectation(kernel, name)
         func = kernel.KERNEL(**kernel.CASES[0]["args"])
         if name in self.unsupported:
             try:
@@ -156,6 +197,6 @@ class GpuSourceSuite:
                 return None
             raise AssertionError(f"{name}: expected a GpuLoweringError on {self.kind!r}")
         sources = self.emit(func, name)
-        found = self.problems(sources, name, grid=SUITE_FIRST_CASE_GRIDS[name])
+        found = self.problems(sources, name, grid=expectation.grid, block=expectation.block)
         assert not found, f"{name}: {found}"
         return self.source_text(sources, name)
