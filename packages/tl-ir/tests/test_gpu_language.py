@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import tvm
 from tvm import tirx
 
 import tl_ir.language as T
-from tl_ir.errors import UnsupportedError
+from tl_ir.errors import TileLangError, UnsupportedError
 from tl_ir.language import gpu
 from tl_ir.language._compat import GPU_ONLY, UNSUPPORTED, status
 from tl_ir.language._tilelang_names import TILELANG_NAMES
@@ -68,3 +71,78 @@ def test_a_width_that_is_not_a_power_of_two_is_refused_naming_the_function(width
     value = tirx.Var("value", "float32")
     with pytest.raises(ValueError, match=r"warp_reduce_sum: width must be a power of two"):
         T.warp_reduce_sum(value, width)
+
+
+FULL_MASK = 0xFFFFFFFF
+
+
+def shuffles(masked: bool) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            if masked:
+                B[tx] = (
+                    T.shfl_xor(A[tx], 1, 32, FULL_MASK)
+                    + T.shfl_down(A[tx], 2, mask=FULL_MASK)
+                    + T.shfl_up(A[tx], 2, 16, T.uint32(FULL_MASK))
+                )
+            else:
+                B[tx] = T.shfl_xor(A[tx], 1) + T.shfl_down(A[tx], 2) + T.shfl_up(A[tx], 2, 16)
+
+    return main
+
+
+def test_tilelangs_full_warp_mask_gives_the_same_ir_as_no_mask() -> None:
+    tvm.ir.assert_structural_equal(shuffles(masked=True), shuffles(masked=False))
+
+
+@pytest.mark.parametrize("name", ["shfl_sync", "shfl_xor", "shfl_down", "shfl_up"])
+def test_a_partial_shuffle_mask_is_refused_naming_the_function(name: str) -> None:
+    value = tirx.Var("value", "float32")
+    with pytest.raises(UnsupportedError, match=rf"T.{name}\(mask=...\): only the full-warp mask"):
+        getattr(T, name)(value, 1, 32, 0xFFFF)
+
+
+def test_named_barriers_are_refused_saying_what_is_supported() -> None:
+    with pytest.raises(UnsupportedError, match=r"T.sync_threads\(3, 128\): named barriers"):
+        T.sync_threads(3, 128)
+    assert T.sync_threads().op.name == "tirx.tvm_storage_sync"
+
+
+def staged_copy(hints: dict[str, Any] | None) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128,), "float32")
+            if hints is None:
+                T.copy(A, S)
+            else:
+                T.async_copy(A, S, **hints)
+            T.copy(S, B)
+
+    return main
+
+
+def test_async_copy_takes_tilelangs_hints_and_copies_as_t_copy_does() -> None:
+    hinted = staged_copy({"coalesced_width": 4, "annotations": {"note": 1}})
+    tvm.ir.assert_structural_equal(hinted, staged_copy(None))
+    with pytest.raises(TileLangError, match=r"T.copy\(coalesced_width=...\)"):
+        staged_copy({"coalesced_width": 0})
+
+
+def lane_indices(keyword: bool) -> Any:
+    @T.prim_func
+    def main(B: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            if keyword:
+                B[tx] = T.get_lane_idx(warp_size=64) + T.get_warp_idx(warp_size=64)
+            else:
+                B[tx] = T.get_lane_idx(64) + T.get_warp_idx(64)
+
+    return main
+
+
+def test_lane_and_warp_indices_take_tilelangs_warp_size_keyword() -> None:
+    tvm.ir.assert_structural_equal(lane_indices(keyword=True), lane_indices(keyword=False))

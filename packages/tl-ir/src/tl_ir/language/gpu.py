@@ -27,6 +27,8 @@ from typing import Any
 import tvm
 from tvm import tirx
 
+from tl_ir import ops as _ops
+from tl_ir.errors import UnsupportedError
 from tl_ir.language._compat import unsupported_stub
 
 # T.GemmWarpPolicy (how T.gemm spreads a tile over warps) is a GPU hint: listed here,
@@ -37,62 +39,100 @@ from tl_ir.language._tile_ops import copy
 
 #: Threads per warp assumed when ``width`` is not given (NVIDIA warps).
 DEFAULT_WARP_SIZE = 32
+#: Every lane of a 32-lane warp: the only shuffle mask the targets honour alike.
 _FULL_MASK = (1 << 32) - 1
 
 
-def _check_width(name: str, width: int) -> int:
+def _check_width(name: str, width: int, parameter: str = "width") -> int:
     if isinstance(width, bool) or not isinstance(width, int) or width < 1 or width & (width - 1):
-        raise ValueError(f"{name}: width must be a power of two >= 1, got {width!r}")
+        raise ValueError(f"{name}: {parameter} must be a power of two >= 1, got {width!r}")
     return width
+
+
+def _check_full_mask(name: str, mask: Any) -> Any:
+    # HIP and Metal shuffles have no lane mask (the whole group takes part), so a
+    # partial mask cannot mean the same on every target: only the full one is taken.
+    if _ops.const_int(mask) != _FULL_MASK:
+        raise UnsupportedError(
+            f"T.{name}(mask=...): only the full-warp mask 0xFFFFFFFF is supported "
+            f"(every lane of the group takes part), got {mask!r}"
+        )
+    return tirx.const(_FULL_MASK, "uint32")
 
 
 def _dtype(value: Any) -> str:
     return str(value.ty.dtype)
 
 
-def sync_threads() -> Any:
-    """``__syncthreads()``: a barrier for every thread of the block (a statement)."""
+def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> Any:
+    """``__syncthreads()``: a barrier for every thread of the block (a statement).
+
+    Raises:
+        UnsupportedError: ``barrier_id`` or ``arrive_count`` given (TileLang's named
+            barriers among part of the block's threads; a block-wide barrier in their
+            place could deadlock).
+    """
+    if barrier_id is not None or arrive_count is not None:
+        raise UnsupportedError(
+            f"T.sync_threads({barrier_id!r}, {arrive_count!r}): named barriers (a barrier "
+            "among part of the block's threads) are not supported; T.sync_threads() "
+            "synchronizes the whole block"
+        )
     return tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm("shared"))
 
 
-def get_lane_idx(width: int = DEFAULT_WARP_SIZE) -> Any:
-    """The thread's lane in its warp: ``threadIdx.x % width``."""
-    return get_thread_binding(0) % _check_width("get_lane_idx", width)
+def get_lane_idx(warp_size: int = DEFAULT_WARP_SIZE) -> Any:
+    """The thread's lane in its warp: ``threadIdx.x % warp_size`` (TileLang's parameter
+    name; 32 unless given, on every target)."""
+    warp_size = _check_width("get_lane_idx", warp_size, "warp_size")
+    return get_thread_binding(0) % warp_size
 
 
-def get_warp_idx(width: int = DEFAULT_WARP_SIZE) -> Any:
-    """The thread's warp in its block: ``threadIdx.x // width``."""
-    return get_thread_binding(0) // _check_width("get_warp_idx", width)
+def get_warp_idx(warp_size: int = DEFAULT_WARP_SIZE) -> Any:
+    """The thread's warp in its block: ``threadIdx.x // warp_size`` (32 unless given)."""
+    warp_size = _check_width("get_warp_idx", warp_size, "warp_size")
+    return get_thread_binding(0) // warp_size
 
 
-def shfl_sync(value: Any, src_lane: Any, width: int = DEFAULT_WARP_SIZE) -> Any:
-    """``value`` as held by lane ``src_lane`` of the thread's ``width``-lane group."""
+def shfl_sync(
+    value: Any, src_lane: Any, width: int = DEFAULT_WARP_SIZE, mask: Any = _FULL_MASK
+) -> Any:
+    """``value`` as held by lane ``src_lane`` of the thread's ``width``-lane group.
+
+    Raises:
+        UnsupportedError: ``mask`` is not the full-warp mask (as for every shuffle).
+    """
     width = _check_width("shfl_sync", width)
-    mask = tirx.const(_FULL_MASK, "uint32")
+    mask = _check_full_mask("shfl_sync", mask)
     return tirx.call_intrin(
         _dtype(value), "tirx.tvm_warp_shuffle", mask, value, src_lane, width, width
     )
 
 
-def shfl_xor(value: Any, lane_mask: Any, width: int = DEFAULT_WARP_SIZE) -> Any:
+def shfl_xor(
+    value: Any, lane_mask: Any, width: int = DEFAULT_WARP_SIZE, mask: Any = _FULL_MASK
+) -> Any:
     """``value`` as held by lane ``lane ^ lane_mask`` (butterfly exchange)."""
+    _check_full_mask("shfl_xor", mask)
     lane = get_lane_idx(_check_width("shfl_xor", width))
     return shfl_sync(value, tirx.bitwise_xor(lane, lane_mask), width)
 
 
-def shfl_down(value: Any, delta: Any, width: int = DEFAULT_WARP_SIZE) -> Any:
+def shfl_down(
+    value: Any, delta: Any, width: int = DEFAULT_WARP_SIZE, mask: Any = _FULL_MASK
+) -> Any:
     """``value`` as held by lane ``lane + delta`` (own value past the group's end)."""
     width = _check_width("shfl_down", width)
-    mask = tirx.const(_FULL_MASK, "uint32")
+    mask = _check_full_mask("shfl_down", mask)
     return tirx.call_intrin(
         _dtype(value), "tirx.tvm_warp_shuffle_down", mask, value, delta, width, width
     )
 
 
-def shfl_up(value: Any, delta: Any, width: int = DEFAULT_WARP_SIZE) -> Any:
+def shfl_up(value: Any, delta: Any, width: int = DEFAULT_WARP_SIZE, mask: Any = _FULL_MASK) -> Any:
     """``value`` as held by lane ``lane - delta`` (own value before the group's start)."""
     width = _check_width("shfl_up", width)
-    mask = tirx.const(_FULL_MASK, "uint32")
+    mask = _check_full_mask("shfl_up", mask)
     return tirx.call_intrin(
         _dtype(value), "tirx.tvm_warp_shuffle_up", mask, value, delta, width, width
     )
@@ -122,11 +162,21 @@ def warp_reduce_min(value: Any, width: int = DEFAULT_WARP_SIZE) -> Any:
     return _warp_reduce("warp_reduce_min", value, width, tirx.min)
 
 
-def async_copy(src: Any, dst: Any) -> None:
+def async_copy(
+    src: Any,
+    dst: Any,
+    *,
+    coalesced_width: int | None = None,
+    annotations: dict[str, Any] | None = None,
+    loop_layout: Any = None,
+) -> None:
     """Copy a tile as ``T.copy`` does. The copy completes before the next statement
     (a valid schedule of an asynchronous copy followed by its wait); ``cp.async``
-    pipelines come with the ``async_copy`` feature's lowering."""
-    copy(src, dst)
+    pipelines come with the ``async_copy`` feature's lowering. The keyword hints are
+    TileLang's, checked as ``T.copy`` checks them."""
+    copy(
+        src, dst, coalesced_width=coalesced_width, annotations=annotations, loop_layout=loop_layout
+    )
 
 
 #: ``T.alloc_barrier``: memory barriers (``mbarrier``) are not lowered on any target yet;
