@@ -38,7 +38,15 @@ def test_at_least_ten_kernels_listed():
 @pytest.mark.parametrize("name", kernels.ALL_KERNELS)
 def test_kernel_parses_for_every_case(name):
     module = kernels.load(name)
-    for attr in ("KERNEL", "CASES", "OUT_IDX", "REFERENCE", "make_inputs", "TOLERANCE"):
+    for attr in (
+        "KERNEL",
+        "CASES",
+        "OUT_IDX",
+        "REFERENCE",
+        "make_inputs",
+        "TOLERANCE",
+        "GPU_SOURCES",
+    ):
         assert hasattr(module, attr), f"{name} lacks {attr}"
     assert len(module.CASES) >= 3
     rng = np.random.default_rng(0)
