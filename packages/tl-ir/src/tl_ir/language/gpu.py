@@ -14,7 +14,8 @@ the GPU lowering and TVM's codegens understand, so they work on every GPU
 target whose codegen has the underlying instruction (shuffles: CUDA, ROCm,
 Metal; barriers: all). Warp shuffles (``shfl_*``, ``warp_reduce_*``) have no
 faithful meaning on the CPU targets (their pipeline rejects them); a block
-barrier (``sync_threads``) and lane/warp indices work there too.
+barrier (``sync_threads``), lane/warp indices and ``async_copy`` (a ``T.copy``)
+work there too.
 
 Lane and warp indices follow ``threadIdx.x`` (1-D thread blocks; a kernel
 with ``threads=(x, y)`` must compute its own).
