@@ -297,11 +297,13 @@ def cached_artifact(kernel: str, **options: Any) -> Path:
     Copy it before modifying it: other tests share it.
     """
     this_file = Path(__file__).read_bytes()
-    # The artifact writer's code too: an artifact written before a manifest format change
-    # (e.g. a new integrity field) is rebuilt, not reused.
-    import tl_runtime.manifest.storage as writer
+    # The manifest package's code too: an artifact written before a manifest format change
+    # (a new integrity field, a new schema version) is rebuilt, not reused.
+    import tl_runtime.manifest as manifest_package
 
-    writer_code = Path(writer.__file__).read_bytes()
+    writer_code = b"".join(
+        path.read_bytes() for path in sorted(Path(manifest_package.__file__).parent.glob("*.py"))
+    )
     key = hashlib.sha256(
         repr((kernel, sorted(options.items()), tvm.__version__)).encode() + this_file + writer_code
     )

@@ -15,6 +15,7 @@ from tl_runtime import (
     ArtifactError,
     FileEntry,
     HashMismatchError,
+    LaunchArgument,
     LaunchSpec,
     Manifest,
     ParamSpec,
@@ -32,9 +33,21 @@ def _manifest(**changes: object) -> Manifest:
             ParamSpec("alpha", "float64", kind="scalar"),
         ),
         "out_idx": (1,),
-        "target": {"kind": "cuda", "arch": "sm_90"},
+        "target": {"kind": "gpu", "arch": "v2"},
         "library": "k.so",
-        "launch": LaunchSpec(grid=("(n + 127) // 128", 1, 1), block=(128, 1, 1)),
+        "launches": (
+            LaunchSpec(
+                "k_kernel",
+                grid=("(n + 127) // 128", 1, 1),
+                block=(128, 1, 1),
+                arguments=(
+                    LaunchArgument("buffer", "A", "float32"),
+                    LaunchArgument("buffer", "B", "float32"),
+                    LaunchArgument("dim", "n", "int32"),
+                    LaunchArgument("scalar", "alpha", "float64"),
+                ),
+            ),
+        ),
         "versions": {"tl-runtime": "0.1.0"},
     }
     fields.update(changes)
@@ -48,7 +61,7 @@ def test_round_trip_through_write_and_read(tmp_path: Path) -> None:
     )
     read = tl_runtime.read_manifest(out)
     assert read.params == draft.params
-    assert read.launch == draft.launch
+    assert read.launches == draft.launches
     assert read.out_idx == (1,)
     assert {f.path: f.role for f in read.files} == {"k.so": "library", "k.cu": "source"}
     assert read.files[0].sha256 == tl_runtime.sha256_file(tmp_path / "k.so")
@@ -151,7 +164,7 @@ def test_schema_version_mismatch(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "manifest.json").read_text())
     data["schema_version"] = 99
     (tmp_path / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(SchemaVersionError, match=r"expected 1.*got 99"):
+    with pytest.raises(SchemaVersionError, match=rf"expected {tl_runtime.SCHEMA_VERSION}.*got 99"):
         tl_runtime.read_manifest(tmp_path)
 
 
@@ -186,14 +199,18 @@ def test_writer_needs_the_library_file(tmp_path: Path) -> None:
 
 def test_launch_expressions_resolve_from_bindings() -> None:
     launch = LaunchSpec(
+        "k_kernel",
         grid=("(n + 127) // 128", "max(m, 1)", 1),
         block=(128, 1, 1),
         dynamic_shared_memory="n * 4 % 7",
     )
     assert launch.resolve({"n": 1000, "m": 0}) == ((8, 1, 1), (128, 1, 1), 4000 % 7)
-    for bad in ("n +", "__import__('os')", "n / 2", "k * 2", "n // 0", "n ** 2"):
+    for malformed in ("n +", "__import__('os')", "n / 2", "n ** 2", "n\x00"):
+        with pytest.raises(ArtifactError, match=r"launch 'k_kernel' grid\[0\]"):
+            LaunchSpec("k_kernel", grid=(malformed,))
+    for unevaluable in ("k * 2", "n // 0", "n % (n - 4)"):
         with pytest.raises(ArtifactError, match="launch expression"):
-            LaunchSpec(grid=(bad,)).resolve({"n": 4})
+            LaunchSpec("k_kernel", grid=(unevaluable,)).resolve({"n": 4})
 
 
 _json_values = st.recursive(

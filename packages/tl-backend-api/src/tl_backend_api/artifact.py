@@ -20,7 +20,7 @@ import tvm
 import tvm_ffi
 from tvm import IRModule, tirx
 
-from tl_backend_api.context import BackendContext
+from tl_backend_api.context import BackendContext, offered_execution_backends
 from tl_backend_api.protocols import DeviceBuildResult, KernelSources
 from tl_runtime.out_idx import normalize_out_idx
 
@@ -192,17 +192,37 @@ def _stack_bytes(lowered: IRModule) -> int:
     return max(needs, default=0)
 
 
-def _launch(sources: KernelSources) -> Any:
-    if not sources.launches:
-        return None
-    from tl_runtime import LaunchSpec
+def manifest_launches(sources: KernelSources) -> tuple[Any, ...]:
+    """The manifest's ``launches``: one `tl_runtime.LaunchSpec` per `KernelLaunch` of
+    ``sources``, in launch order, with its device arguments (empty on host targets).
 
-    first = sources.launches[0]
-    return LaunchSpec(
-        grid=first.grid or (1,),
-        block=first.block or (1,),
-        dynamic_shared_memory=first.dynamic_shared_memory_bytes,
-        extra={"kernel_name": first.kernel_name},
+    Raises:
+        tl_runtime.ArtifactError: a launch the manifest cannot hold (names the field).
+    """
+    from tl_runtime import LaunchArgument, LaunchSpec
+
+    return tuple(
+        LaunchSpec(
+            symbol=launch.kernel_name,
+            grid=launch.grid or (1,),
+            block=launch.block or (1,),
+            dynamic_shared_memory=launch.dynamic_shared_memory_bytes,
+            arguments=tuple(
+                LaunchArgument(argument.kind, argument.name, argument.dtype, argument.nbytes)
+                for argument in launch.arguments
+            ),
+        )
+        for launch in sources.launches
+    )
+
+
+def runnable_with(context: BackendContext) -> tuple[str, ...]:
+    """The context backend's execution backends that name an adapter and are offered
+    for its target, in ``"auto"`` order: what would make an artifact that runs."""
+    return tuple(
+        spec.name
+        for spec in offered_execution_backends(context.backend, context.target)
+        if spec.adapter is not None
     )
 
 
@@ -299,7 +319,9 @@ def build_artifact(
         out_idx=outputs,
         execution_backend=context.execution_backend.name,
         adapter=context.adapter,
-        launch=_launch(build.sources),
+        # A source-only artifact says what would run it (tl_runtime.load's error names it).
+        runnable_with=runnable_with(context) if context.adapter is None else (),
+        launches=manifest_launches(build.sources),
         versions=_versions(build, extra_versions),
         argument_device_types=context.backend.argument_device_types,
         stack_bytes=_stack_bytes(lowered),

@@ -68,10 +68,10 @@ def conformance_problems(
     kind; pipelines, device/host codegens, hooks and toolchains satisfy their
     Protocols (members present, callable with the declared arity); stage
     names are kebab-case and unique; every availability probe and the
-    device probe (`Backend.is_active`) return a bool; every adapter is one
-    installed in tl_runtime (``adapter_keys``: default
+    device probe (`Backend.is_active`) return a bool; every adapter a spec
+    names is one installed in tl_runtime (``adapter_keys``: default
     `installed_adapter_keys`, so a package that installs its own adapter
-    conforms); ``supports`` refuses an unknown feature and every declared
+    conforms; a source-only spec names none); ``supports`` refuses an unknown feature and every declared
     feature answers a bool on each owned kind's default target; and
     (``check_resolution``) a registry holding only this backend resolves
     each owned kind, each declared alias and (with an `auto_kind` whose
@@ -137,7 +137,7 @@ def conformance_problems(
             probe_availability(spec)
         except TypeError as exc:
             problems.append(str(exc))
-        if spec.adapter not in installed:
+        if spec.adapter is not None and spec.adapter not in installed:
             problems.append(
                 f"execution backend {spec.name!r} names adapter {spec.adapter!r}; "
                 f"expected one installed in tl_runtime {sorted(installed)} (a package adds "

@@ -52,8 +52,9 @@ class BackendContext:
         return str(self.target.kind.name)
 
     @property
-    def adapter(self) -> str:
-        """The tl_runtime adapter key that loads the artifact (never the spec's name)."""
+    def adapter(self) -> str | None:
+        """The tl_runtime adapter key that loads the artifact (never the spec's name);
+        None for a source-only execution backend, whose artifacts no adapter loads."""
         return self.execution_backend.adapter
 
     @property
@@ -69,9 +70,10 @@ class BackendContext:
     @property
     def host_codegen(self) -> HostCodegen | None:
         """The host codegen for this adapter, or None when the spec enables none."""
-        if not self.execution_backend.enable_host_codegen:
+        adapter = self.adapter
+        if not self.execution_backend.enable_host_codegen or adapter is None:
             return None
-        return self.backend.host_codegens[self.adapter]
+        return self.backend.host_codegens[adapter]
 
     def supports(self, feature: str) -> bool:
         """`Backend.supports` for this context's target (same errors)."""
@@ -128,17 +130,23 @@ def offered_execution_backends(
 
 
 def _unavailable_message(spec: ExecutionBackendSpec, reason: str) -> str:
-    hint = spec.install_hint or f"the dependencies of the {spec.adapter!r} adapter"
+    hint = spec.install_hint or (
+        f"the dependencies of the {spec.adapter!r} adapter"
+        if spec.adapter is not None
+        else "what its probe needs"
+    )
     return f"{spec.name!r} ({reason}); to use it, install {hint}"
 
 
 def resolve_execution_backend(
     backend: Backend, target: Target, execution_backend: str = "auto"
 ) -> ExecutionBackendSpec:
-    """Pick the execution backend for ``target``: by name, or ``"auto"``.
+    """Pick the execution backend for ``target``: by name or alias, or ``"auto"``.
 
     ``"auto"`` picks the first available spec in the backend's declared
-    order. Availability is probed once per process.
+    order. A name in a spec's `ExecutionBackendSpec.aliases` selects that spec
+    (whose own ``name`` the artifact then records). Availability is probed once
+    per process.
 
     Raises:
         TypeError: ``execution_backend`` is not a str.
@@ -155,6 +163,7 @@ def resolve_execution_backend(
         )
     offered = offered_execution_backends(backend, target)
     allowed = [spec.name for spec in offered]
+    aliases = {alias: spec.name for spec in offered for alias in spec.aliases}
     where = f"target {describe_target(target)} (backend {backend.name!r})"
     if execution_backend == "auto":
         reasons = []
@@ -168,15 +177,16 @@ def resolve_execution_backend(
             f"no execution backend is available for {where}:\n{detail}"
         )
     for spec in offered:
-        if spec.name == execution_backend:
+        if execution_backend in spec.names:
             available, reason = probe_availability(spec)
             if not available:
                 raise ExecutionBackendUnavailableError(
                     f"execution backend {_unavailable_message(spec, reason)} ({where})"
                 )
             return spec
+    also = f" (or an alias: {aliases})" if aliases else ""
     message = (
-        f"execution_backend: expected 'auto' or one of {allowed} for {where}, "
+        f"execution_backend: expected 'auto' or one of {allowed}{also} for {where}, "
         f"got {execution_backend!r}"
     )
     replacement = REMOVED_EXECUTION_BACKENDS.get(execution_backend)

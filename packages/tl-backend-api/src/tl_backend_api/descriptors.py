@@ -143,7 +143,8 @@ class Backend:
         target_kinds: the TVM target kinds it owns, unique.
         pipelines: kind -> `PassPipeline`, exactly one per owned kind.
         device_codegens: kind -> `DeviceCodegen`, exactly one per owned kind.
-        execution_backends: the specs, in ``"auto"`` order; at least one.
+        execution_backends: the specs, in ``"auto"`` order; at least one; their
+            names and aliases unique.
         supports_target: predicate required when several backends share a kind.
         host_codegens: adapter key -> `HostCodegen`; one for every spec
             with ``enable_host_codegen`` (keyed on the spec's adapter).
@@ -250,11 +251,12 @@ class Backend:
                     f"{owner}.execution_backends: expected ExecutionBackendSpec items, "
                     f"got {type(spec).__name__}"
                 )
-        names = [spec.name for spec in specs]
+        names = [name for spec in specs for name in spec.names]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise BackendValidationError(
-                f"{owner}.execution_backends: expected unique names, got {repeated} more than once"
+                f"{owner}.execution_backends: expected unique names and aliases, got "
+                f"{repeated} more than once"
             )
         for spec in specs:
             if spec.enable_host_codegen and spec.adapter not in self.host_codegens:
@@ -426,13 +428,13 @@ class Backend:
         return answer
 
     def execution_backend(self, name: str) -> ExecutionBackendSpec:
-        """The spec called ``name``.
+        """The spec called ``name``, or whose `ExecutionBackendSpec.aliases` hold it.
 
         Raises:
-            KeyError: no spec has that name.
+            KeyError: no spec has that name or alias.
         """
         for spec in self.execution_backends:
-            if spec.name == name:
+            if name in spec.names:
                 return spec
         raise KeyError(
             f"backend {self.name!r} declares no execution backend {name!r}; "

@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
+import enum
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 from tvm.target import Target
@@ -19,6 +20,16 @@ from tl_backend_api.errors import BackendValidationError
 REMOVED_EXECUTION_BACKENDS: Mapping[str, str] = types.MappingProxyType({"ctypes": "cython"})
 
 TargetPredicate = Callable[[Target], bool]
+
+
+class _SameAsName(enum.Enum):
+    """The default of `ExecutionBackendSpec`'s ``adapter``: the spec's own name."""
+
+    SAME_AS_NAME = enum.auto()
+
+
+SAME_AS_NAME = _SameAsName.SAME_AS_NAME
+"""``ExecutionBackendSpec(adapter=...)``'s default: the adapter key is the spec's name."""
 
 
 def always() -> bool:
@@ -43,10 +54,12 @@ class ExecutionBackendSpec:
     """One way to run a backend's artifacts.
 
     Attributes:
-        name: what users pass as ``execution_backend``.
-        adapter: the tl_runtime adapter key that loads and launches the
-            artifact (``"tvm_ffi"``, ``"cython"``, ``"nvrtc"``, ``"torch"``);
-            ``None`` means ``name``. Everything downstream keys on this.
+        name: what users pass as ``execution_backend``, and what artifacts record.
+        adapter: the tl_runtime adapter key that loads and launches the artifact
+            (``"tvm_ffi"``, ``"cython"``, a device launcher's key); omitted, the spec's
+            name; None: the spec makes source-only artifacts that no adapter loads
+            (``tl_runtime.load`` says so and names the specs that would run them).
+            Everything downstream keys on this.
         is_available: zero-argument probe, *called* (its answer cached per process).
         supports_target: optional predicate; a spec that declines a target
             is not offered for it.
@@ -55,51 +68,65 @@ class ExecutionBackendSpec:
         enable_device_compile: False selects the source-only path: device
             source is generated and no compiler runs.
         install_hint: what to install when the probe says no.
+        aliases: other names users may pass for this spec (names a program written for
+            another system uses, e.g. TileLang's); resolution picks the spec and the
+            artifact records ``name``.
 
     Raises:
         BackendValidationError: an empty name or adapter, a non-callable
-            probe/predicate, or the removed ``ctypes``.
+            probe/predicate, host codegen without an adapter, a malformed or
+            repeated alias, or the removed ``ctypes``.
     """
 
     name: str
-    adapter: str
+    adapter: str | None
     is_available: Callable[[], bool]
     supports_target: TargetPredicate | None
     enable_host_codegen: bool
     enable_device_compile: bool
     install_hint: str
+    aliases: tuple[str, ...]
 
     def __init__(
         self,
         name: str,
-        adapter: str | None = None,
+        adapter: str | None | _SameAsName = SAME_AS_NAME,
         is_available: Callable[[], bool] = always,
         supports_target: TargetPredicate | None = None,
         enable_host_codegen: bool = False,
         enable_device_compile: bool = False,
         install_hint: str = "",
+        aliases: Sequence[str] = (),
     ) -> None:
-        # `adapter=None` means "the spec's own name"; filled before freezing.
+        # The adapter's default is the spec's own name; filled before freezing.
+        if isinstance(aliases, str) or not isinstance(aliases, Sequence):
+            raise BackendValidationError(
+                f"ExecutionBackendSpec {name!r}.aliases: expected a sequence of names, "
+                f"got {aliases!r}"
+            )
         self.__attrs_init__(
             name,
-            name if adapter is None else adapter,
+            name if adapter is SAME_AS_NAME else adapter,
             is_available,
             supports_target,
             enable_host_codegen,
             enable_device_compile,
             install_hint,
+            tuple(aliases),
         )
 
     def __attrs_post_init__(self) -> None:
         owner = "ExecutionBackendSpec"
         _non_empty_str(owner, "name", self.name)
-        _non_empty_str(owner, "adapter", self.adapter)
-        for key in (self.name, self.adapter):
+        if self.adapter is not None:
+            _non_empty_str(owner, "adapter", self.adapter)
+        for key in (self.name, self.adapter or self.name, *self.aliases):
             if key in REMOVED_EXECUTION_BACKENDS:
                 raise BackendValidationError(
                     f"{owner} {self.name!r}: {key!r} was removed as an execution backend; "
                     f"declare {REMOVED_EXECUTION_BACKENDS[key]!r} instead"
                 )
+        self._check_aliases(owner)
         _require_callable(f"{owner} {self.name!r}", "is_available", self.is_available)
         if self.supports_target is not None:
             _require_callable(f"{owner} {self.name!r}", "supports_target", self.supports_target)
@@ -108,10 +135,33 @@ class ExecutionBackendSpec:
                 raise BackendValidationError(
                     f"{owner} {self.name!r}.{flag}: expected a bool, got {getattr(self, flag)!r}"
                 )
+        if self.enable_host_codegen and self.adapter is None:
+            raise BackendValidationError(
+                f"{owner} {self.name!r}: host code is generated for an adapter, so a spec "
+                "with enable_host_codegen=True needs one, got adapter=None"
+            )
         if not isinstance(self.install_hint, str):
             raise BackendValidationError(
                 f"{owner} {self.name!r}.install_hint: expected a str, got {self.install_hint!r}"
             )
+
+    def _check_aliases(self, owner: str) -> None:
+        for alias in self.aliases:
+            _non_empty_str(f"{owner} {self.name!r}", "aliases", alias)
+            if alias in (self.name, "auto"):
+                raise BackendValidationError(
+                    f"{owner} {self.name!r}.aliases: expected names other than the spec's "
+                    f"own and 'auto', got {alias!r}"
+                )
+        if len(set(self.aliases)) != len(self.aliases):
+            raise BackendValidationError(
+                f"{owner} {self.name!r}.aliases: expected distinct names, got {self.aliases!r}"
+            )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The spec's name, then its aliases: every name that selects it."""
+        return (self.name, *self.aliases)
 
     def accepts(self, target: Target) -> bool:
         """True when this spec is offered for ``target`` (no predicate: always).

@@ -78,21 +78,84 @@ def _dims(value: Sequence[int | str]) -> tuple[int | str, ...]:
     return dims
 
 
+#: The kinds of device kernel argument (`KernelArgument.kind`).
+KERNEL_ARGUMENT_KINDS = ("buffer", "scalar", "dim", "workspace")
+
+
+@attrs.frozen
+class KernelArgument:
+    """One parameter of a device kernel, as its launcher passes it.
+
+    Attributes:
+        kind: ``"buffer"`` (the data pointer of the tensor parameter ``name``),
+            ``"scalar"`` (the value of the scalar parameter ``name``), ``"dim"`` (the
+            value of the symbolic dim ``name``) or ``"workspace"`` (device memory of
+            ``nbytes`` the launcher allocates for the call: a ``T.alloc_global`` buffer
+            shared by the call's kernels).
+        name: the parameter's, dim's or workspace buffer's name.
+        dtype: the element dtype (buffers, workspaces) or the value's dtype.
+        nbytes: a workspace's size in bytes (an int or an expression over symbolic
+            dims); None for the other kinds.
+
+    Raises:
+        BackendValidationError: an unknown kind, an empty name or dtype, or ``nbytes``
+            missing on a workspace or given for another kind.
+    """
+
+    kind: str
+    name: str
+    dtype: str
+    nbytes: int | str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind not in KERNEL_ARGUMENT_KINDS:
+            raise BackendValidationError(
+                f"KernelArgument.kind: expected one of {KERNEL_ARGUMENT_KINDS}, got {self.kind!r}"
+            )
+        for field in ("name", "dtype"):
+            if not isinstance(getattr(self, field), str) or not getattr(self, field):
+                raise BackendValidationError(
+                    f"KernelArgument.{field}: expected a non-empty str, got {getattr(self, field)!r}"
+                )
+        if (self.kind == "workspace") != (self.nbytes is not None):
+            raise BackendValidationError(
+                f"KernelArgument {self.name!r}.nbytes: expected a size for a workspace and "
+                f"none for a {self.kind}, got {self.nbytes!r}"
+            )
+
+
+def _arguments(value: Sequence[KernelArgument]) -> tuple[KernelArgument, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise BackendValidationError(
+            f"arguments: expected a sequence of KernelArgument, got {value!r}"
+        )
+    arguments = tuple(value)
+    for argument in arguments:
+        if not isinstance(argument, KernelArgument):
+            raise BackendValidationError(
+                f"arguments: expected KernelArgument items, got {type(argument).__name__}"
+            )
+    return arguments
+
+
 @attrs.frozen
 class KernelLaunch:
-    """How one device kernel is launched (GPU targets).
+    """How one device kernel is launched (GPU targets): what `build_artifact` writes to
+    the manifest's ``launches``.
 
     Attributes:
         kernel_name: the device function's symbol.
         grid: grid dims, each an int or an expression over symbolic params.
         block: block (thread) dims, same form.
         dynamic_shared_memory_bytes: int or expression; 0 when none.
+        arguments: the device function's parameters, in order.
     """
 
     kernel_name: str
     grid: tuple[int | str, ...] = attrs.field(converter=_dims)
     block: tuple[int | str, ...] = attrs.field(converter=_dims)
     dynamic_shared_memory_bytes: int | str = 0
+    arguments: tuple[KernelArgument, ...] = attrs.field(default=(), converter=_arguments)
 
 
 def _launches(value: Sequence[KernelLaunch]) -> tuple[KernelLaunch, ...]:
@@ -114,7 +177,7 @@ class KernelSources:
             ``"hip"``, ``"metal"``, ``"wgsl"``, ``"opencl"``...
         files: file name -> source text (read-only copy).
         entry_symbol: the symbol the host calls.
-        launches: launch metadata per device kernel (empty on CPU targets).
+        launches: every device kernel's launch, in launch order (empty on CPU targets).
     """
 
     language: str

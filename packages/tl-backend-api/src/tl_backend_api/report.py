@@ -44,8 +44,8 @@ def format_backend_report(
                     backend.name if order == 1 else "",
                     ", ".join(backend.target_kinds) if order == 1 else "",
                     str(order),
-                    spec.name,
-                    spec.adapter,
+                    spec.name + "".join(f" (alias {alias})" for alias in spec.aliases),
+                    spec.adapter if spec.adapter is not None else "-",
                     "compile" if spec.enable_device_compile else "source only",
                     status,
                 )

@@ -1,16 +1,18 @@
 """``BACKEND``: the descriptor published under the ``tl.backends`` entry point ``cuda``.
 
-Execution backends, in ``auto`` order:
+Execution backends, in ``auto`` order; the two that run are loaded by the
+``cuda_driver`` adapter, tl-runtime's CUDA launcher plug-in (the
+tl-runtime-cuda distribution, found through ``tl.adapters``):
 
-* ``tvm_ffi``: nvcc builds a cubin at compile time; tl_runtime's CUDA-driver
-  adapter (key ``cuda_driver``) loads it
-  through cuda-python, without apache-tvm;
-* ``nvrtc``: the artifact keeps CUDA C; the same adapter compiles it with
-  NVRTC for the device at load;
+* ``cubin`` (alias ``tvm_ffi``, the name TileLang programs pass): nvcc builds
+  a cubin at compile time; the launcher loads it through the CUDA driver
+  (cuda-python), without apache-tvm;
+* ``nvrtc``: the artifact keeps CUDA C; the launcher compiles it with NVRTC
+  for the device when it loads it;
 * ``source``: source only and always available (no nvcc, no GPU), so
-  ``tl_jit.lower``/``compile`` work anywhere; the artifact keeps CUDA C,
-  which the CUDA-driver adapter compiles with NVRTC when loaded (loading
-  where cuda-python or a GPU is missing says so).
+  ``tl_jit.lower``/``compile`` work anywhere; it names no adapter: loading
+  such an artifact says it holds source only and names ``cubin`` and
+  ``nvrtc``, which make one that runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .device_presence import cuda_device_present
 from .features import FEATURES
 from .pipeline import PIPELINE
 from .probes import (
+    CUDA_ADAPTER,
     always,
     cuda_driver_available,
     nvrtc_available,
@@ -31,7 +34,10 @@ from .probes import (
 from .toolchain import Nvcc
 from .traits import CUDA_TRAITS
 
-_GPU_HINT = "cuda-python (pip install cuda-python) and an NVIDIA GPU with its driver"
+_GPU_HINT = (
+    "the CUDA launcher (pip install 'tl-codegen-cuda[run]', or on a deploy box "
+    "'tl-runtime-cuda[cuda-python]') and an NVIDIA GPU with its driver"
+)
 
 BACKEND = Backend(
     name="cuda",
@@ -40,22 +46,23 @@ BACKEND = Backend(
     device_codegens={"cuda": CudaDeviceCodegen()},
     execution_backends=(
         ExecutionBackendSpec(
-            "tvm_ffi",
-            adapter="cuda_driver",
+            "cubin",
+            adapter=CUDA_ADAPTER,
             is_available=cuda_driver_available,
             enable_device_compile=True,
             install_hint=_GPU_HINT,
+            aliases=("tvm_ffi",),
         ),
         ExecutionBackendSpec(
             "nvrtc",
-            adapter="cuda_driver",
+            adapter=CUDA_ADAPTER,
             is_available=nvrtc_available,
             enable_device_compile=False,
             install_hint=_GPU_HINT,
         ),
         ExecutionBackendSpec(
             "source",
-            adapter="cuda_driver",
+            adapter=None,
             is_available=always,
             enable_device_compile=False,
             install_hint="nothing: CUDA C is generated without nvcc or a GPU",

@@ -66,8 +66,9 @@ class CudaDeviceCodegen:
     def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
         """CUDA C for ``mod`` (after the cuda pipeline); never runs nvcc.
 
-        Files: ``<name>.cu`` (the source) and ``<name>.kernel.json`` (device
-        symbol and parameter order for the runtime's launcher).
+        Files: ``<name>.cu`` (the source); the launches (symbol, device
+        arguments, grid, block, shared memory of every device kernel) are
+        `KernelSources.launches`, which the artifact's manifest records.
 
         Raises:
             ValueError: ``mod`` holds no kernel.

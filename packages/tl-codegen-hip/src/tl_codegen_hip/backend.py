@@ -2,10 +2,10 @@
 
 One execution backend, ``source``: source only and always available, so
 ``tl_jit.lower(func, target="rocm")`` gives the AMDGPU assembly anywhere.
-There is no HIP launcher in tl_runtime, so these artifacts cannot be
-launched (tl_runtime names the file it cannot load); a launcher would be
-published under the ``tl.adapters`` entry-point group and declared here as
-another execution backend.
+It names no adapter: no HIP launcher exists yet, so loading such an
+artifact raises tl_runtime's SourceOnlyArtifactError. A launcher would be its
+own runtime plug-in distribution (like tl-runtime-cuda) registering under the
+``tl.adapters`` entry-point group, declared here as another execution backend.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ BACKEND = Backend(
     execution_backends=(
         ExecutionBackendSpec(
             "source",
-            adapter="tvm_ffi",
+            adapter=None,
             is_available=always,
             enable_device_compile=False,
             install_hint="nothing: AMDGPU assembly is generated anywhere",

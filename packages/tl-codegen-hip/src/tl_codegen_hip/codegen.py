@@ -55,14 +55,13 @@ def install_source_only_callbacks() -> None:
 
 def amdgpu_sources(mod: IRModule, device: DeviceModule) -> KernelSources:
     """The hip `KernelSources` of a built device module: ``<name>.s`` (AMDGPU
-    assembly), ``<name>.ll`` (LLVM IR) and ``<name>.kernel.json``.
+    assembly) and ``<name>.ll`` (LLVM IR), with one launch per device kernel.
 
     Raises:
         ValueError: ``mod`` holds no kernel.
     """
     name = module_kernel_name(mod)
     return device_kernel_sources(
-        name,
         device,
         language="amdgpu",
         files={f"{name}.s": device.sources["asm"], f"{name}.ll": device.sources[""]},

@@ -2,8 +2,8 @@
 
 Execution backends: ``source`` only (``enable_device_compile=False``): the
 artifact holds the MSL; always available so ``tl_jit.lower`` works anywhere.
-No Metal launcher exists yet, so none is declared; loading such an artifact
-goes to the ``tvm_ffi`` adapter, which refuses it naming the ``.metal`` file.
+No Metal launcher exists yet, so the spec names no adapter; loading such an
+artifact raises tl_runtime's SourceOnlyArtifactError (it holds source only).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ BACKEND = Backend(
     execution_backends=(
         ExecutionBackendSpec(
             "source",
-            adapter="tvm_ffi",
+            adapter=None,
             is_available=always,
             enable_device_compile=False,
             install_hint="nothing: source generation needs no device",

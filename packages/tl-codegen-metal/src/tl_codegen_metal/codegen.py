@@ -21,7 +21,7 @@ class MetalDeviceCodegen:
     """
 
     def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
-        """``<name>.metal`` (MSL) and ``<name>.kernel.json``; runs no compiler.
+        """``<name>.metal`` (MSL) and its launches; runs no compiler.
 
         Raises:
             ValueError: ``mod`` holds no kernel.

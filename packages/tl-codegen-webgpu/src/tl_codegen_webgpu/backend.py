@@ -4,9 +4,9 @@ No execution backend here can run WebGPU kernels: the one spec, ``source``,
 is source only (``enable_device_compile=False``) and exists so that
 ``tl_jit.lower(func, target="webgpu")`` (and ``tl_jit.compile``, which
 then writes a source-only artifact) work anywhere. Running needs a WebGPU
-implementation (a browser, wgpu, Dawn) outside this project; loading a
-WebGPU artifact with tl_runtime fails with an ArtifactError naming the
-``.wgsl`` file, which is not a loadable library (docs/gpu.md).
+implementation (a browser, wgpu, Dawn) outside this project, so the spec
+names no adapter: loading a WebGPU artifact with tl_runtime raises
+SourceOnlyArtifactError (it holds source only; docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ BACKEND = Backend(
     execution_backends=(
         ExecutionBackendSpec(
             "source",
-            adapter="tvm_ffi",
+            adapter=None,
             is_available=always,
             enable_device_compile=False,
             install_hint="nothing: WGSL is generated anywhere; no runtime here runs it",

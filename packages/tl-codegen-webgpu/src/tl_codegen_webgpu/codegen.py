@@ -22,7 +22,7 @@ class WebGpuDeviceCodegen:
     """
 
     def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
-        """``<name>.wgsl`` (WGSL) and ``<name>.kernel.json``; runs no compiler.
+        """``<name>.wgsl`` (WGSL) and its launches; runs no compiler.
 
         Raises:
             ValueError: ``mod`` holds no kernel.

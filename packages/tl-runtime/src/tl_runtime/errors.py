@@ -15,6 +15,11 @@ class HashMismatchError(ArtifactError):
     """A file of the artifact does not have the sha256 the manifest records."""
 
 
+class SourceOnlyArtifactError(ArtifactError):
+    """The artifact holds source only (its manifest names no adapter) and the caller named
+    none; the message says which execution backends would make a runnable artifact."""
+
+
 class AdapterUnavailableError(RuntimeError):
     """The requested execution adapter cannot run on this machine (the message says why)."""
 

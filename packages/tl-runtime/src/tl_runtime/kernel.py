@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tl_runtime.errors import AdapterUnavailableError, ArtifactError
+from tl_runtime.errors import AdapterUnavailableError, ArtifactError, SourceOnlyArtifactError
 from tl_runtime.manifest import Manifest, ParamSpec, read_manifest
 
 
@@ -112,6 +112,9 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
 
     Raises:
         ArtifactError: no/invalid manifest, a missing file, or an unloadable library.
+        SourceOnlyArtifactError: the artifact holds source only (its manifest names no
+            adapter) and ``adapter`` is None; the message names the execution backends
+            that would make a runnable artifact of the kernel.
         SchemaVersionError: the manifest's schema version is not the one this runtime reads.
         HashMismatchError: a file's sha256 differs from the manifest (names the file).
         AdapterUnavailableError: the adapter is not installed (the message lists the
@@ -129,7 +132,26 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
         raise ArtifactError(f"artifact path {str(directory)!r} is not a directory")
     manifest = read_manifest(directory, verify=True)
     key = adapter if adapter is not None else manifest.adapter
+    if key is None:
+        raise SourceOnlyArtifactError(source_only_message(manifest, directory))
     availability = get_adapter(key).probe()
     if not availability:
         raise AdapterUnavailableError(f"adapter {key!r} is unavailable: {availability.reason}")
     return Kernel(manifest, directory, key)
+
+
+def source_only_message(manifest: Manifest, directory: Path) -> str:
+    """Why the source-only artifact at ``directory`` does not load, and what would run it."""
+    where = (
+        f"artifact {manifest.name!r} ({directory}) holds source only: its execution backend "
+        f"{manifest.execution_backend!r} compiled nothing and names no adapter to load it"
+    )
+    if manifest.runnable_with:
+        names = " or ".join(repr(name) for name in manifest.runnable_with)
+        advice = f"compile the kernel with execution_backend={names} to get one that runs"
+    else:
+        advice = "no execution backend of the backend that built it runs its kernels"
+    return (
+        f"{where}; {advice}, or pass adapter=... to tl_runtime.load when an installed "
+        f"adapter loads this source ({manifest.library!r})"
+    )

@@ -2,16 +2,16 @@
 
 Every GPU backend lowers with `tl_backend_api.gpu.build.build_device_module`
 and answers `DeviceCodegen.emit_source` with the same shape of
-`KernelSources`: its own source file(s) named ``<name>.<ext>``, plus
-``<name>.kernel.json`` (device symbol and parameter order, read by the
-runtime's GPU adapters) and one `KernelLaunch` per device kernel. The
-helpers here build that shape once; each backend keeps only what differs
-(its language, file extensions, source post-processing, toolchain).
+`KernelSources`: its own source file(s) named ``<name>.<ext>`` and one
+`KernelLaunch` per device kernel (symbol, device arguments in order, grid,
+block, dynamic shared memory), which `build_artifact` writes to the manifest's
+``launches``, the one description a launcher reads. The helpers here build
+that shape once; each backend keeps only what differs (its language, file
+extensions, source post-processing, toolchain).
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Callable, Mapping
 
@@ -20,7 +20,7 @@ from tvm.target import Target
 
 from tl_backend_api.errors import ToolchainError
 from tl_backend_api.gpu.build import DeviceBuildError, DeviceModule, build_device_module
-from tl_backend_api.protocols import KernelLaunch, KernelSources, ToolchainInfo
+from tl_backend_api.protocols import KernelArgument, KernelLaunch, KernelSources, ToolchainInfo
 
 #: Seconds a ``<tool> --version`` probe may take before the tool counts as absent.
 VERSION_PROBE_TIMEOUT_S = 60
@@ -68,71 +68,42 @@ def build_device_sources(
         raise ToolchainError(str(exc)) from exc
 
 
-def kernel_description(device: DeviceModule) -> str:
-    """The ``<name>.kernel.json`` text: the first kernel's symbol and its device
-    arguments in order (what the runtime's GPU adapters read). With consecutive
-    ``T.Kernel`` launches (several device kernels) it also lists, under
-    ``"kernels"``, every kernel in launch order: its symbol, arguments, grid,
-    block and dynamic shared memory (ints or expressions over symbolic dims)."""
-    kernel = device.kernels[0]
-    description: dict[str, object] = {
-        "symbol": kernel.symbol,
-        "arguments": [argument.to_json() for argument in kernel.arguments],
-    }
-    if len(device.kernels) > 1:
-        description["kernels"] = [
-            {
-                "symbol": each.symbol,
-                "arguments": [argument.to_json() for argument in each.arguments],
-                "grid": list(each.grid),
-                "block": list(each.block),
-                "dynamic_shared_memory": each.dynamic_shared_memory,
-            }
-            for each in device.kernels
-        ]
-    return json.dumps(description, indent=1)
-
-
 def kernel_launches(device: DeviceModule) -> tuple[KernelLaunch, ...]:
-    """One `KernelLaunch` per device kernel, in module order."""
+    """One `KernelLaunch` per device kernel, in launch order: its symbol, device
+    arguments, grid, block and dynamic shared memory (ints or expressions over
+    symbolic dims)."""
     return tuple(
         KernelLaunch(
             kernel_name=kernel.symbol,
             grid=kernel.grid,
             block=kernel.block,
             dynamic_shared_memory_bytes=kernel.dynamic_shared_memory,
+            arguments=tuple(
+                KernelArgument(argument.kind, argument.name, argument.dtype, argument.nbytes)
+                for argument in kernel.arguments
+            ),
         )
         for kernel in device.kernels
     )
 
 
 def device_kernel_sources(
-    name: str, device: DeviceModule, *, language: str, files: Mapping[str, str]
+    device: DeviceModule, *, language: str, files: Mapping[str, str]
 ) -> KernelSources:
     """The `KernelSources` of a built device module.
 
     Args:
-        name: the kernel's name (`module_kernel_name`); names ``<name>.kernel.json``.
         device: the built device module (at least one kernel).
         language: the `KernelSources.language` (``"cuda"``, ``"metal"``...).
-        files: the backend's own source files, in the order they are listed;
-            ``<name>.kernel.json`` is added after them.
+        files: the backend's own source files, in the order they are listed.
 
     Returns:
-        Sources whose entry symbol is the first kernel's and whose launches are
-        `kernel_launches` of ``device``.
-
-    Raises:
-        ValueError: ``files`` already holds ``<name>.kernel.json``.
+        Sources holding ``files``, whose entry symbol is the first kernel's and whose
+        launches are `kernel_launches` of ``device``.
     """
-    description_file = f"{name}.kernel.json"
-    if description_file in files:
-        raise ValueError(
-            f"files: expected only the backend's sources, got {description_file!r} among them"
-        )
     return KernelSources(
         language=language,
-        files={**files, description_file: kernel_description(device)},
+        files=files,
         entry_symbol=device.kernels[0].symbol,
         launches=kernel_launches(device),
     )
@@ -148,8 +119,8 @@ def emit_single_source(
     transform: Callable[[str], str] | None = None,
 ) -> KernelSources:
     """Sources for a backend whose device code is one text file: ``<name>.<extension>``
-    (TVM's primary source, passed through ``transform`` when given) and
-    ``<name>.kernel.json``. Runs no compiler.
+    (TVM's primary source, passed through ``transform`` when given), with its launches.
+    Runs no compiler.
 
     Args:
         mod: the module after the backend's pipeline.
@@ -168,9 +139,7 @@ def emit_single_source(
     source = device.sources[""]
     if transform is not None:
         source = transform(source)
-    return device_kernel_sources(
-        name, device, language=language, files={f"{name}.{extension}": source}
-    )
+    return device_kernel_sources(device, language=language, files={f"{name}.{extension}": source})
 
 
 def probe_tool_version(

@@ -150,16 +150,16 @@ class GpuSourceSuite:
         """What is wrong with the suite kernel ``name``'s sources (empty when nothing).
 
         Checked: the entry symbol is ``<name>_kernel``; there is exactly one launch,
-        of that symbol, with ``grid`` and ``block``; ``<name>.<source_extension>``
-        and ``<name>.kernel.json`` are among the files.
+        of that symbol, with ``grid`` and ``block`` and its device arguments;
+        ``<name>.<source_extension>`` is among the files.
         """
         found: list[str] = []
         symbol = f"{name}_kernel"
         if sources.entry_symbol != symbol:
             found.append(f"entry_symbol: expected {symbol!r}, got {sources.entry_symbol!r}")
-        for file_name in (f"{name}.{self.source_extension}", f"{name}.kernel.json"):
-            if file_name not in sources.files:
-                found.append(f"files: expected {file_name!r}, got {sorted(sources.files)}")
+        file_name = f"{name}.{self.source_extension}"
+        if file_name not in sources.files:
+            found.append(f"files: expected {file_name!r}, got {sorted(sources.files)}")
         if len(sources.launches) != 1:
             found.append(f"launches: expected one launch, got {len(sources.launches)}")
             return found
@@ -170,6 +170,8 @@ class GpuSourceSuite:
             found.append(f"launch grid: expected {grid}, got {launch.grid}")
         if launch.block != block:
             found.append(f"launch block: expected {block}, got {launch.block}")
+        if not launch.arguments:
+            found.append("launch arguments: expected the device kernel's parameters, got none")
         return found
 
     def check_suite_kernel(self, kernel: ModuleType, name: str) -> str | None:

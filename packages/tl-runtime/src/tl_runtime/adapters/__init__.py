@@ -8,7 +8,8 @@ A package ships one by declaring it in its ``pyproject.toml``::
 
 The entry-point name is the adapter key (the manifest's ``execution.adapter`` and the
 backend descriptor's ``adapter``); the value names the class, whose ``key`` must equal it.
-tl-runtime declares its own adapters (``tvm_ffi``, ``cython``, ``cuda_driver``) the same way.
+tl-runtime declares its own host adapters (``tvm_ffi``, ``cython``) the same way; each
+device's launcher is a plug-in distribution of its own that registers in this group.
 
 Looking up a key stays cheap, because ``tl_runtime.load`` runs on the cache-hit path of
 every fresh process: tl-runtime's own adapters are resolved from a table in this module
@@ -39,7 +40,6 @@ _RUNTIME_DISTRIBUTION = "tl-runtime"
 OWN_ADAPTERS: Mapping[str, str] = {
     "tvm_ffi": "tl_runtime.adapters.tvm_ffi_adapter:TvmFfiAdapter",
     "cython": "tl_runtime.adapters.cython_adapter:CythonAdapter",
-    "cuda_driver": "tl_runtime.adapters.cuda_driver:CudaDriverAdapter",
 }
 """tl-runtime's own adapters, key -> ``module:Class``: the same as the ``tl.adapters``
 entry points its pyproject.toml declares (a test keeps them equal)."""

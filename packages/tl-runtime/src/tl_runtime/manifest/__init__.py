@@ -4,9 +4,9 @@ An artifact is a directory holding ``manifest.json`` plus the files it lists (th
 compiled library, optionally its source). See docs/deploy.md for the schema.
 
 The modules, by job: ``fields`` (constants and checks of single values), ``params``
-(parameter and file entries), ``launch`` (GPU launch metadata and its expressions),
-``document`` (the whole manifest to and from JSON), ``storage`` (reading, hash checks,
-writing an artifact directory). Import the public names from here.
+(parameter and file entries), ``launch`` (each device kernel's launch and the expressions
+a launcher evaluates), ``document`` (the whole manifest to and from JSON), ``storage``
+(reading, hash checks, writing an artifact directory). Import the public names from here.
 """
 
 from __future__ import annotations
@@ -24,7 +24,13 @@ from tl_runtime.manifest.fields import (
     Dim,
     JSONValue,
 )
-from tl_runtime.manifest.launch import LaunchSpec, evaluate_dim_expression
+from tl_runtime.manifest.launch import (
+    LAUNCH_ARGUMENT_KINDS,
+    LaunchArgument,
+    LaunchSpec,
+    dim_expression_names,
+    evaluate_dim_expression,
+)
 from tl_runtime.manifest.params import FileEntry, ParamSpec
 from tl_runtime.manifest.storage import read_manifest, sha256_file, verify_files, write_artifact
 
@@ -32,6 +38,7 @@ __all__ = [
     "DEFAULT_ALIGNMENT",
     "DTYPES",
     "FILE_ROLES",
+    "LAUNCH_ARGUMENT_KINDS",
     "MANIFEST_NAME",
     "PARAM_KINDS",
     "PARAM_ROLES",
@@ -40,9 +47,11 @@ __all__ = [
     "Dim",
     "FileEntry",
     "JSONValue",
+    "LaunchArgument",
     "LaunchSpec",
     "Manifest",
     "ParamSpec",
+    "dim_expression_names",
     "evaluate_dim_expression",
     "read_manifest",
     "sha256_file",

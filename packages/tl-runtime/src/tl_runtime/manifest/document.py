@@ -20,7 +20,7 @@ from tl_runtime.manifest.fields import (
     as_str,
     fail,
 )
-from tl_runtime.manifest.launch import LaunchSpec
+from tl_runtime.manifest.launch import LaunchArgument, LaunchSpec
 from tl_runtime.manifest.params import FileEntry, ParamSpec
 
 
@@ -33,17 +33,24 @@ class Manifest:
         entry_symbol: the library's function to call (its packed entry for tvm-ffi).
         params: every parameter, in the kernel's order.
         out_idx: indices of the params the runtime allocates and returns (role ``output``).
-        target: the target as a JSON dict with at least ``kind`` (``"llvm"``, ``"c"``, ``"cuda"``...).
-        execution_backend: the execution backend that made the artifact (e.g. ``"tvm_ffi"``).
-        adapter: the default adapter key used to load it (``"tvm_ffi"``, ``"cython"``...).
+        target: the target as a JSON dict with at least ``kind`` plus the target's options.
+        execution_backend: the execution backend that made the artifact.
+        adapter: the key of the adapter that loads it by default (an entry point of
+            ``tl.adapters``), or None for a source-only artifact, which no adapter loads
+            unless the caller names one (``tl_runtime.load(path, adapter=...)``).
+        runnable_with: the execution backends of the backend that built the artifact
+            that name an adapter, in their ``"auto"`` order: what to compile the kernel
+            with to get an artifact that runs (the error for a source-only artifact
+            names them). Empty when the backend has none.
         library: path (relative) of the file to load; must be listed in ``files``.
         files: every file of the artifact with its sha256 (empty in a draft given to
             ``write_artifact``, which fills it; a manifest read from disk always has them).
-        launch: GPU launch metadata, or None for CPU targets.
-        argument_device_types: the DLPack device types (``DLDeviceType`` codes: 1 CPU,
-            2 CUDA, 4 OpenCL, 7 Vulkan, 8 Metal, 10 ROCm, 15 WebGPU, ...) of the arrays the
-            kernel accepts, declared by the backend that built it. A manifest without the
-            field means ``(1,)``: host arrays only.
+        launches: every device kernel, in launch order (`LaunchSpec`: symbol, device
+            arguments, grid, block, dynamic shared memory); empty for host kernels.
+        argument_device_types: the DLPack device types (``DLDeviceType`` codes; 1 is host
+            memory, docs/deploy.md lists the others) of the arrays the kernel accepts,
+            declared by the backend that built it. A manifest without the field means
+            ``(1,)``: host arrays only.
         index_bits: the width (32 or 64) of the integers the kernel computes element
             indices in. The runtime refuses, before any call, a tensor whose elements an
             index of that width cannot reach. A manifest without the field means 32 (what
@@ -64,8 +71,9 @@ class Manifest:
     files: tuple[FileEntry, ...] = ()
     out_idx: tuple[int, ...] = ()
     execution_backend: str = "tvm_ffi"
-    adapter: str = "tvm_ffi"
-    launch: LaunchSpec | None = None
+    adapter: str | None = "tvm_ffi"
+    runnable_with: tuple[str, ...] = ()
+    launches: tuple[LaunchSpec, ...] = ()
     versions: Mapping[str, str] = field(default_factory=dict)
     argument_device_types: tuple[int, ...] = DEFAULT_ARGUMENT_DEVICE_TYPES
     index_bits: int = DEFAULT_INDEX_BITS
@@ -86,9 +94,11 @@ class Manifest:
             raise fail("params", "unique names", names)
         if not isinstance(self.target.get("kind"), str):
             raise fail("target", "a dict with a string 'kind'", self.target)
-        for key in ("execution_backend", "adapter"):
-            if not isinstance(getattr(self, key), str) or not getattr(self, key):
-                raise fail(key, "a non-empty string", getattr(self, key))
+        if not isinstance(self.execution_backend, str) or not self.execution_backend:
+            raise fail("execution_backend", "a non-empty string", self.execution_backend)
+        if self.adapter is not None and (not isinstance(self.adapter, str) or not self.adapter):
+            raise fail("adapter", "a non-empty string or None (source only)", self.adapter)
+        self._check_runnable_with()
         out_idx = []
         for i in self.out_idx:
             if isinstance(i, bool) or not isinstance(i, int):
@@ -123,6 +133,7 @@ class Manifest:
             if not isinstance(key, str) or not isinstance(value, str):
                 raise fail("versions", "a mapping of strings to strings", self.versions)
         self._check_argument_device_types()
+        self._check_launches()
         if type(self.index_bits) is not int or self.index_bits not in INDEX_BITS:
             raise fail("index_bits", f"one of {list(INDEX_BITS)}", self.index_bits)
         if type(self.stack_bytes) is not int or not 0 <= self.stack_bytes <= MAX_STACK_BYTES:
@@ -146,6 +157,74 @@ class Manifest:
             raise fail("argument_device_types", expected, value)
         object.__setattr__(self, "argument_device_types", codes)
 
+    def _check_runnable_with(self) -> None:
+        value = self.runnable_with
+        expected = "a list of distinct execution backend names"
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise fail("runnable_with", expected, value)
+        names = tuple(value)
+        if any(not isinstance(n, str) or not n for n in names) or len(set(names)) != len(names):
+            raise fail("runnable_with", expected, value)
+        object.__setattr__(self, "runnable_with", names)
+
+    def _check_launches(self) -> None:
+        """Every launch is a `LaunchSpec`, symbols are unique, and every argument and
+        expression refers to what the parameters provide at call time."""
+        value = self.launches
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise fail("launches", "a list of launches", value)
+        launches = tuple(value)
+        object.__setattr__(self, "launches", launches)
+        tensors = {p.name: p for p in self.params if p.kind == "tensor"}
+        scalars = {p.name: p for p in self.params if p.kind == "scalar"}
+        bound = {s for p in self.params for s in p.symbols}
+        symbols: list[str] = []
+        workspaces: dict[str, LaunchArgument] = {}
+        for launch in launches:
+            if not isinstance(launch, LaunchSpec):
+                raise fail("launches", "LaunchSpec items", launch)
+            symbols.append(launch.symbol)
+            where = f"launch {launch.symbol!r}"
+            unbound = launch.symbols - bound
+            if unbound:
+                raise fail(
+                    where,
+                    f"expressions over the parameters' symbolic dims {sorted(bound)}",
+                    sorted(unbound),
+                )
+            for argument in launch.arguments:
+                self._check_launch_argument(where, argument, tensors, scalars, workspaces)
+        if len(set(symbols)) != len(symbols):
+            raise fail("launches", "one entry per device kernel (unique symbols)", symbols)
+
+    @staticmethod
+    def _check_launch_argument(
+        where: str,
+        argument: LaunchArgument,
+        tensors: Mapping[str, ParamSpec],
+        scalars: Mapping[str, ParamSpec],
+        workspaces: dict[str, LaunchArgument],
+    ) -> None:
+        at = f"{where} argument {argument.name!r}"
+        if argument.kind in ("buffer", "scalar"):
+            params = tensors if argument.kind == "buffer" else scalars
+            what = "tensor" if argument.kind == "buffer" else "scalar"
+            param = params.get(argument.name)
+            if param is None:
+                raise fail(at, f"the name of a {what} parameter {sorted(params)}", argument.name)
+            if param.dtype != argument.dtype:
+                raise fail(f"{at} dtype", f"the parameter's dtype {param.dtype!r}", argument.dtype)
+        elif argument.kind == "workspace":
+            if argument.name in tensors or argument.name in scalars:
+                raise fail(at, "a workspace name that is not a parameter's", argument.name)
+            seen = workspaces.setdefault(argument.name, argument)
+            if seen != argument:
+                raise fail(
+                    at,
+                    f"the same dtype and nbytes in every launch ({seen.to_json()})",
+                    argument.to_json(),
+                )
+
     @property
     def source_files(self) -> tuple[FileEntry, ...]:
         """The files with role ``source``."""
@@ -159,9 +238,13 @@ class Manifest:
             "params": [p.to_json() for p in self.params],
             "out_idx": list(self.out_idx),
             "target": dict(self.target),
-            "execution": {"backend": self.execution_backend, "adapter": self.adapter},
+            "execution": {
+                "backend": self.execution_backend,
+                "adapter": self.adapter,
+                "runnable_with": list(self.runnable_with),
+            },
             "library": self.library,
-            "launch": None if self.launch is None else self.launch.to_json(),
+            "launches": [launch.to_json() for launch in self.launches],
             "argument_device_types": list(self.argument_device_types),
             "index_bits": self.index_bits,
             "stack_bytes": self.stack_bytes,
@@ -199,7 +282,13 @@ class Manifest:
             raise fail("files", "a non-empty list", files)
         if not isinstance(out_idx, list):
             raise fail("out_idx", "a list", out_idx)
-        launch = obj.get("launch")
+        launches = obj.get("launches", [])
+        if not isinstance(launches, list):
+            raise fail("launches", "a list", launches)
+        adapter = execution.get("adapter")
+        runnable_with = execution.get("runnable_with", [])
+        if not isinstance(runnable_with, list):
+            raise fail("execution runnable_with", "a list", runnable_with)
         device_types = obj.get("argument_device_types", list(DEFAULT_ARGUMENT_DEVICE_TYPES))
         if not isinstance(device_types, list):
             raise fail("argument_device_types", "a list of DLPack device type codes", device_types)
@@ -210,9 +299,10 @@ class Manifest:
             out_idx=tuple(out_idx),
             target=as_mapping("target", obj.get("target")),
             execution_backend=as_str("execution backend", execution.get("backend")),
-            adapter=as_str("execution adapter", execution.get("adapter")),
+            adapter=None if adapter is None else as_str("execution adapter", adapter),
+            runnable_with=tuple(runnable_with),
             library=as_str("library", obj.get("library")),
-            launch=None if launch is None else LaunchSpec.from_json(launch),
+            launches=tuple(LaunchSpec.from_json(launch) for launch in launches),
             files=tuple(FileEntry.from_json(f) for f in files),
             versions=as_mapping("versions", obj.get("versions", {})),
             argument_device_types=tuple(device_types),

@@ -11,8 +11,9 @@ from typing import Any
 
 from tl_runtime.errors import ArtifactError
 
-SCHEMA_VERSION = 1
-"""The manifest schema version this runtime writes and reads."""
+SCHEMA_VERSION = 2
+"""The manifest schema version this runtime writes and reads (2: every device kernel's
+launch in ``launches``; 1 kept only the first and left the rest to a side file)."""
 
 MANIFEST_NAME = "manifest.json"
 
@@ -57,9 +58,8 @@ DEFAULT_ALIGNMENT = 64
 FILE_ROLES = ("library", "source", "other")
 
 DLPACK_DEVICE_TYPES: frozenset[int] = frozenset(range(1, 18)) - {5, 6}
-"""The DLPack ``DLDeviceType`` codes a manifest may name in ``argument_device_types``:
-1 CPU, 2 CUDA, 3 CUDA host, 4 OpenCL, 7 Vulkan, 8 Metal, 9 VPI, 10 ROCm, 11 ROCm host,
-12 ext_dev, 13 CUDA managed, 14 oneAPI, 15 WebGPU, 16 Hexagon, 17 MAIA."""
+"""The DLPack ``DLDeviceType`` codes a manifest may name in ``argument_device_types``
+(1 is host memory; docs/deploy.md lists what each code means)."""
 
 DEFAULT_ARGUMENT_DEVICE_TYPES: tuple[int, ...] = (1,)
 """What a manifest without ``argument_device_types`` accepts: host (CPU) arrays only."""
