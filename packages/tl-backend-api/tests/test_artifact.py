@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -50,7 +51,7 @@ def test_build_artifact_writes_a_loadable_artifact(kind: str, tmp_path: Path) ->
     assert manifest.target["kind"] == kind
     # The CPU backend's first execution backend (the dev environment has Cython and cc).
     assert manifest.adapter == "cython" and manifest.execution_backend == "cython"
-    assert manifest.launch is None
+    assert manifest.launches == () and manifest.runnable_with == ()
     assert manifest.versions["demo"] == "1" and "apache-tvm" in manifest.versions
     roles = {f.path: f.role for f in manifest.files}
     assert roles["kernel.so"] == "library"
@@ -98,6 +99,32 @@ def test_a_source_only_execution_backend_gives_a_source_only_artifact(tmp_path: 
     manifest = tl_runtime.read_manifest(directory)
     assert [f.path for f in manifest.files] == ["kernel.c"]
     assert manifest.library == "kernel.c"
+
+
+def test_an_artifact_of_a_spec_without_adapter_records_what_would_run_it(
+    tmp_path: Path,
+) -> None:
+    full = create_backend_context("c")
+    source_only = ExecutionBackendSpec("sources", adapter=None)
+    backend = attrs.evolve(
+        full.backend, execution_backends=(*full.backend.execution_backends, source_only)
+    )
+    context = BackendContext(
+        backend=backend,
+        target=full.target,
+        target_host=full.target_host,
+        execution_backend=source_only,
+    )
+    directory = build_artifact(context, scale_kernel(), tmp_path / "src", out_idx=[-1])
+    manifest = tl_runtime.read_manifest(directory)
+    assert manifest.adapter is None and manifest.execution_backend == "sources"
+    # The CPU backend's specs that name an adapter, in "auto" order.
+    assert manifest.runnable_with == tuple(
+        spec.name for spec in full.backend.execution_backends if spec.adapter is not None
+    )
+    assert manifest.runnable_with and "sources" not in manifest.runnable_with
+    with pytest.raises(tl_runtime.SourceOnlyArtifactError, match="holds source only"):
+        tl_runtime.load(directory)
 
 
 def accumulate_kernel() -> Any:

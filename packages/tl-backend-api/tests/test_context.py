@@ -86,6 +86,29 @@ def test_unknown_execution_backend_lists_the_allowed_names() -> None:
         create_backend_context("opencl", execution_backend=None)  # type: ignore[arg-type]
 
 
+def test_an_alias_selects_its_spec_and_the_context_holds_the_real_name() -> None:
+    cubin = ExecutionBackendSpec("cubin", adapter="tvm_ffi", aliases=("tvm_ffi",))
+    register_backend(make_backend(specs=(cubin, ExecutionBackendSpec("cython"))))
+    context = create_backend_context("opencl", execution_backend="tvm_ffi")
+    assert context.execution_backend is cubin
+    assert context.execution_backend.name == "cubin"
+    assert create_backend_context("opencl", execution_backend="cubin").execution_backend is cubin
+    with pytest.raises(
+        ExecutionBackendError,
+        match=r"one of \['cubin', 'cython'\] \(or an alias: \{'tvm_ffi': 'cubin'\}\)",
+    ):
+        create_backend_context("opencl", execution_backend="dlpack")
+
+
+def test_an_unavailable_alias_says_what_its_spec_needs() -> None:
+    cubin = ExecutionBackendSpec(
+        "cubin", is_available=Probe(False), install_hint="a launcher", aliases=("tvm_ffi",)
+    )
+    register_backend(make_backend(specs=(cubin,)))
+    with pytest.raises(ExecutionBackendUnavailableError, match=r"'cubin'.*install a launcher"):
+        create_backend_context("opencl", execution_backend="tvm_ffi")
+
+
 def test_ctypes_says_it_was_removed_and_names_the_allowed_backends() -> None:
     register_backend(
         make_backend(specs=(ExecutionBackendSpec("tvm_ffi"), ExecutionBackendSpec("cython")))

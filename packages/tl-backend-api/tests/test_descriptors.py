@@ -25,8 +25,47 @@ from tl_backend_api import (
 
 def test_adapter_defaults_to_name() -> None:
     assert ExecutionBackendSpec("cython").adapter == "cython"
-    assert ExecutionBackendSpec("cython", adapter=None).adapter == "cython"
     assert ExecutionBackendSpec("fast", adapter="tvm_ffi").adapter == "tvm_ffi"
+
+
+def test_a_source_only_spec_names_no_adapter() -> None:
+    spec = ExecutionBackendSpec("source", adapter=None)
+    assert spec.adapter is None
+    with pytest.raises(BackendValidationError, match="enable_host_codegen=True needs one"):
+        ExecutionBackendSpec("source", adapter=None, enable_host_codegen=True)
+
+
+def test_aliases_are_other_names_of_one_spec() -> None:
+    spec = ExecutionBackendSpec("cubin", adapter="launcher", aliases=("tvm_ffi",))
+    assert spec.aliases == ("tvm_ffi",)
+    assert spec.names == ("cubin", "tvm_ffi")
+    backend = make_backend(specs=(spec, ExecutionBackendSpec("cython")))
+    assert backend.execution_backend("tvm_ffi") is spec
+    assert backend.execution_backend("cubin") is spec
+    with pytest.raises(KeyError, match="declares no execution backend 'nvrtc'"):
+        backend.execution_backend("nvrtc")
+
+
+@pytest.mark.parametrize(
+    ("aliases", "message"),
+    [
+        ("tvm_ffi", "aliases: expected a sequence of names"),
+        (("",), "aliases: expected a non-empty str"),
+        (("cubin",), "aliases: expected names other than the spec's own and 'auto'"),
+        (("auto",), "aliases: expected names other than the spec's own and 'auto'"),
+        (("a", "a"), "aliases: expected distinct names"),
+        (("ctypes",), "'ctypes' was removed"),
+    ],
+)
+def test_malformed_aliases_are_refused(aliases: Any, message: str) -> None:
+    with pytest.raises(BackendValidationError, match=message):
+        ExecutionBackendSpec("cubin", aliases=aliases)
+
+
+def test_an_alias_may_not_name_another_spec_of_the_backend() -> None:
+    specs = (ExecutionBackendSpec("cubin", aliases=("fast",)), ExecutionBackendSpec("fast"))
+    with pytest.raises(BackendValidationError, match=r"unique names and aliases, got \['fast'\]"):
+        make_backend(specs=specs)
 
 
 @pytest.mark.parametrize("field", ["name", "adapter"])
@@ -132,7 +171,7 @@ def test_spec_is_frozen() -> None:
                     ExecutionBackendSpec("tvm_ffi", adapter="cython"),
                 )
             },
-            r"expected unique names, got \['tvm_ffi'\]",
+            r"expected unique names and aliases, got \['tvm_ffi'\]",
         ),
         (
             {

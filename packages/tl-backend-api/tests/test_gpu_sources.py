@@ -3,7 +3,6 @@ tl_backend_api.gpu.suite (the GPU backends' shared source checks)."""
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -16,7 +15,7 @@ import tvm
 from tvm.target import Target
 
 import tl_backend_api
-from tl_backend_api import KernelLaunch, KernelSources, ToolchainError
+from tl_backend_api import KernelArgument, KernelLaunch, KernelSources, ToolchainError
 from tl_backend_api.gpu import sources as gpu_sources_module
 from tl_backend_api.gpu.build import (
     DeviceArgument,
@@ -28,7 +27,6 @@ from tl_backend_api.gpu.sources import (
     build_device_sources,
     device_kernel_sources,
     emit_single_source,
-    kernel_description,
     kernel_launches,
     module_kernel_name,
     probe_tool_version,
@@ -91,51 +89,35 @@ def test_build_device_sources_reports_tvm_failure_as_toolchain_error() -> None:
     assert isinstance(caught.value.__cause__, DeviceBuildError)
 
 
-def test_kernel_description_is_the_first_kernels_symbol_and_arguments() -> None:
-    description = json.loads(kernel_description(two_kernel_device()))
-    first_arguments = [
-        {"kind": "buffer", "name": "A", "dtype": "float32"},
-        {"kind": "dim", "name": "M", "dtype": "int32"},
-    ]
-    assert description["symbol"] == "scale_kernel"
-    assert description["arguments"] == first_arguments
-    # Several device kernels (consecutive T.Kernel launches): each, in launch order.
-    kernels = description["kernels"]
-    assert [k["symbol"] for k in kernels] == ["scale_kernel", "scale_kernel_1"]
-    assert kernels[0] == {
-        "symbol": "scale_kernel",
-        "arguments": first_arguments,
-        "grid": [4, "((M + 31) // 32)"],
-        "block": [128],
-        "dynamic_shared_memory": 256,
-    }
-    assert (kernels[1]["grid"], kernels[1]["block"]) == ([1], [32, 2])
-
-
-def test_kernel_launches_follow_every_kernel_in_order() -> None:
+def test_kernel_launches_follow_every_kernel_in_order_with_its_arguments() -> None:
     assert kernel_launches(two_kernel_device()) == (
-        KernelLaunch("scale_kernel", (4, "((M + 31) // 32)"), (128,), 256),
+        KernelLaunch(
+            "scale_kernel",
+            (4, "((M + 31) // 32)"),
+            (128,),
+            256,
+            (KernelArgument("buffer", "A", "float32"), KernelArgument("dim", "M", "int32")),
+        ),
         KernelLaunch("scale_kernel_1", (1,), (32, 2), 0),
     )
 
 
-def test_device_kernel_sources_adds_the_description_after_the_backend_files() -> None:
+def test_a_workspace_launch_argument_keeps_its_size() -> None:
+    workspace = DeviceArgument("workspace", "W", "float32", "(M * 4)")
+    kernel = DeviceKernel("k_kernel", (1,), (32,), 0, (workspace,))
+    (launch,) = kernel_launches(DeviceModule(sources={"": ""}, kernels=(kernel,)))
+    assert launch.arguments == (KernelArgument("workspace", "W", "float32", "(M * 4)"),)
+
+
+def test_device_kernel_sources_holds_the_backend_files_and_every_launch() -> None:
     device = two_kernel_device()
     sources = device_kernel_sources(
-        "scale", device, language="amdgpu", files={"scale.s": "; asm", "scale.ll": "; ir"}
+        device, language="amdgpu", files={"scale.s": "; asm", "scale.ll": "; ir"}
     )
-    assert list(sources.files) == ["scale.s", "scale.ll", "scale.kernel.json"]
-    assert sources.files["scale.kernel.json"] == kernel_description(device)
+    assert list(sources.files) == ["scale.s", "scale.ll"]
     assert sources.language == "amdgpu"
     assert sources.entry_symbol == "scale_kernel"
     assert sources.launches == kernel_launches(device)
-
-
-def test_device_kernel_sources_refuses_a_description_among_the_files() -> None:
-    with pytest.raises(ValueError, match=r"files: .*'scale\.kernel\.json'"):
-        device_kernel_sources(
-            "scale", two_kernel_device(), language="cuda", files={"scale.kernel.json": "{}"}
-        )
 
 
 def test_emit_single_source_names_the_file_and_applies_the_transform(
@@ -159,7 +141,7 @@ def test_emit_single_source_names_the_file_and_applies_the_transform(
     )
     assert seen == [("",)]
     assert sources.files["scale.cu"] == "// prelude\nkernel body"
-    assert list(sources.files) == ["scale.cu", "scale.kernel.json"]
+    assert list(sources.files) == ["scale.cu"]
     untransformed = emit_single_source(
         one_function_module("scale"), Target("metal"), language="metal", extension="metal"
     )
@@ -228,14 +210,12 @@ def suite_of(sources: KernelSources, unsupported: frozenset[str] = frozenset()) 
 
 
 def good_sources() -> KernelSources:
-    return device_kernel_sources(
-        "scale", two_kernel_device(), language="cuda", files={"scale.cu": "// cu"}
-    )
+    return device_kernel_sources(two_kernel_device(), language="cuda", files={"scale.cu": "// cu"})
 
 
 def test_suite_problems_are_empty_for_the_expected_shape() -> None:
     single = DeviceModule(sources={"": ""}, kernels=two_kernel_device().kernels[:1])
-    sources = device_kernel_sources("scale", single, language="cuda", files={"scale.cu": "x"})
+    sources = device_kernel_sources(single, language="cuda", files={"scale.cu": "x"})
     suite = suite_of(sources)
     assert suite.problems(sources, "scale", grid=(4, "((M + 31) // 32)"), block=(128,)) == []
     assert suite.source_text(sources, "scale") == "x"
@@ -247,16 +227,26 @@ def test_suite_problems_name_each_difference() -> None:
     assert suite.problems(sources, "scale", grid=(4,), block=(128,)) == [
         "launches: expected one launch, got 2"
     ]
-    assert suite.problems(sources, "other", grid=(4,), block=(128,))[:3] == [
+    assert suite.problems(sources, "other", grid=(4,), block=(128,))[:2] == [
         "entry_symbol: expected 'other_kernel', got 'scale_kernel'",
-        "files: expected 'other.cu', got ['scale.cu', 'scale.kernel.json']",
-        "files: expected 'other.kernel.json', got ['scale.cu', 'scale.kernel.json']",
+        "files: expected 'other.cu', got ['scale.cu']",
     ]
     single = DeviceModule(sources={"": ""}, kernels=two_kernel_device().kernels[:1])
-    one = device_kernel_sources("scale", single, language="cuda", files={"scale.cu": "x"})
+    one = device_kernel_sources(single, language="cuda", files={"scale.cu": "x"})
     assert suite.problems(one, "scale", grid=(8,), block=(64,)) == [
         "launch grid: expected (8,), got (4, '((M + 31) // 32)')",
         "launch block: expected (64,), got (128,)",
+    ]
+    bare = DeviceModule(sources={"": ""}, kernels=two_kernel_device().kernels[1:])
+    assert suite.problems(
+        device_kernel_sources(bare, language="cuda", files={"scale.cu": "x"}),
+        "scale",
+        grid=(1,),
+        block=(32, 2),
+    ) == [
+        "entry_symbol: expected 'scale_kernel', got 'scale_kernel_1'",
+        "launch kernel_name: expected 'scale_kernel', got 'scale_kernel_1'",
+        "launch arguments: expected the device kernel's parameters, got none",
     ]
     with pytest.raises(AssertionError, match=r"expected 'other\.cu'"):
         suite.source_text(sources, "other")
@@ -286,9 +276,10 @@ class FakeSuiteKernel:
 
 
 def softmax_sources(grid: tuple[int | str, ...]) -> KernelSources:
-    kernel = DeviceKernel("softmax_kernel", grid, (128,), 0, ())
+    argument = DeviceArgument("buffer", "A", "float32")
+    kernel = DeviceKernel("softmax_kernel", grid, (128,), 0, (argument,))
     device = DeviceModule(sources={"": ""}, kernels=(kernel,))
-    return device_kernel_sources("softmax", device, language="cuda", files={"softmax.cu": "y"})
+    return device_kernel_sources(device, language="cuda", files={"softmax.cu": "y"})
 
 
 def test_check_suite_kernel_emits_the_first_case_and_returns_the_text() -> None:

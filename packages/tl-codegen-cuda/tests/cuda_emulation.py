@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -136,19 +135,19 @@ _C_TYPES = {
 }
 
 
-def _launcher(symbol: str, arguments: list[dict[str, str]]) -> str:
+def _launcher(symbol: str, arguments: tuple[Any, ...]) -> str:
     casts = []
     for i, argument in enumerate(arguments):
-        if argument["kind"] in ("workspace", "buffer"):
+        if argument.kind in ("workspace", "buffer"):
             # Any element type (bf16, fp8, vectors: TVM may type a workspace as float4*):
             # the pointer converts to whatever the kernel's parameter is.
             casts.append(f"tl_any_ptr{{args[{i}]}}")
             continue
-        ctype = _C_TYPES.get(argument["dtype"])
+        ctype = _C_TYPES.get(argument.dtype)
         if ctype is None:
             raise NotImplementedError(
-                f"emulation: scalar parameter {argument['name']!r} has dtype "
-                f"{argument['dtype']}, which the launcher cannot pass"
+                f"emulation: scalar parameter {argument.name!r} has dtype "
+                f"{argument.dtype}, which the launcher cannot pass"
             )
         casts.append(f"*({ctype}*)args[{i}]")
     call = f"{symbol}({', '.join(casts)})"
@@ -217,12 +216,13 @@ def _precompiled_prelude() -> Path | None:
     return directory if done.returncode == 0 else None
 
 
-def compile_emulation(source: str, kernel_json: str, workdir: Path) -> ctypes.CDLL:
-    """Compile CUDA C plus its launcher into a host shared library (g++ -std=c++20).
+def compile_emulation(source: str, launch: Any, workdir: Path) -> ctypes.CDLL:
+    """Compile CUDA C plus a launcher of one of its device kernels (``launch``, a
+    `tl_backend_api.KernelLaunch` of `KernelSources.launches`) into a host shared
+    library (g++ -std=c++20).
 
     The same text compiles once per process (libraries are kept by its digest); the
     emulation header comes precompiled when g++ allows it."""
-    info = json.loads(kernel_json)
     text = re.sub(
         r"extern __shared__ (__align__\(\d+\) )?(\w+) (\w+)\[\];",
         r"alignas(64) static \2 \3[1 << 18];",
@@ -231,7 +231,7 @@ def compile_emulation(source: str, kernel_json: str, workdir: Path) -> ctypes.CD
     text = text.replace("__shared__ alignas(64)", "alignas(64) static")
     # C++ wants the alignment before the storage class: `alignas(16) static T x[..]`.
     text = re.sub(r"__shared__ __align__\((\d+)\)", r"alignas(\1) static", text)
-    body = text + _launcher(info["symbol"], info["arguments"])
+    body = text + _launcher(launch.kernel_name, launch.arguments)
     digest = hashlib.sha256((EMULATION_HEADER + body).encode()).hexdigest()[:16]
     if digest in _LIBRARIES:
         return _LIBRARIES[digest]
@@ -255,26 +255,31 @@ def compile_emulation(source: str, kernel_json: str, workdir: Path) -> ctypes.CD
 
 def run_emulated(
     library: ctypes.CDLL,
-    kernel_json: str,
+    launch: Any,
     grid: tuple[int, ...],
     block: tuple[int, ...],
     params: dict[str, Any],
 ) -> None:
-    """Launch the emulated kernel on host arrays/scalars given by name (updated in place).
-    A workspace argument (``T.alloc_global``) missing from ``params`` is allocated and
-    added to it, so later kernels of the same call see the same memory."""
-    info = json.loads(kernel_json)
+    """Launch the emulated kernel of ``launch`` (what `compile_emulation` built) on host
+    arrays/scalars given by name (updated in place). A workspace argument
+    (``T.alloc_global``) missing from ``params`` is allocated (its ``nbytes`` evaluated
+    for the symbolic dims in ``params``) and added to it, so later kernels of the same
+    call see the same memory."""
+    from tl_runtime import evaluate_dim_expression
+
     keep: list[Any] = []
-    pointers = (ctypes.c_void_p * len(info["arguments"]))()
-    for i, argument in enumerate(info["arguments"]):
-        if argument["kind"] == "workspace" and argument["name"] not in params:
-            params[argument["name"]] = np.zeros(int(argument["nbytes"]), np.uint8)
-        value = params[argument["name"]]
-        if argument["kind"] in ("buffer", "workspace"):
+    pointers = (ctypes.c_void_p * len(launch.arguments))()
+    for i, argument in enumerate(launch.arguments):
+        if argument.kind == "workspace" and argument.name not in params:
+            dims = {k: v for k, v in params.items() if isinstance(v, int)}
+            nbytes = evaluate_dim_expression(argument.nbytes, dims)
+            params[argument.name] = np.zeros(nbytes, np.uint8)
+        value = params[argument.name]
+        if argument.kind in ("buffer", "workspace"):
             assert isinstance(value, np.ndarray) and value.flags.c_contiguous
             pointers[i] = value.ctypes.data
         else:
-            box = np.array([value], dtype=argument["dtype"])
+            box = np.array([value], dtype=argument.dtype)
             keep.append(box)
             pointers[i] = box.ctypes.data
     g = (*grid, 1, 1, 1)[:3]
@@ -284,7 +289,7 @@ def run_emulated(
     library.tl_emulation_error.restype = ctypes.c_char_p
     fault = library.tl_emulation_error()
     if fault is not None:
-        raise RuntimeError(f"emulated kernel {info['symbol']} faulted: {fault.decode()}")
+        raise RuntimeError(f"emulated kernel {launch.kernel_name} faulted: {fault.decode()}")
 
 
 def scratch_dir() -> Path:
@@ -311,23 +316,6 @@ def lower_for_cuda(func: Any, name: str = "main", arch: str = "sm_80") -> Any:
     return CudaDeviceCodegen().emit_source(mod, target)
 
 
-def _kernel_descriptions(sources: Any, name: str) -> list[dict[str, Any]]:
-    """Every device kernel of ``sources`` in launch order: symbol, arguments, grid, block."""
-    info = json.loads(sources.files[f"{name}.kernel.json"])
-    entries = info.get("kernels")
-    if entries is not None:
-        return list(entries)
-    launch = sources.launches[0]
-    return [
-        {
-            "symbol": info["symbol"],
-            "arguments": info["arguments"],
-            "grid": list(launch.grid),
-            "block": list(launch.block),
-        }
-    ]
-
-
 def emulate(
     func: Any,
     arrays: dict[str, Any],
@@ -342,7 +330,7 @@ def emulate(
     Symbolic dims are bound from the arrays' shapes. ``sources`` (from `lower_for_cuda`)
     skips the lowering. Returns the `KernelSources` that ran, for inspection.
     """
-    from tl_runtime.manifest import evaluate_dim_expression
+    from tl_runtime import evaluate_dim_expression
 
     if sources is None:
         sources = lower_for_cuda(func, name, arch)
@@ -355,12 +343,11 @@ def emulate(
     source = sources.files[f"{name}.cu"]
     workdir = _shared_workdir()
     params: dict[str, Any] = {**arrays, **bindings}
-    for entry in _kernel_descriptions(sources, name):
-        description = json.dumps({"symbol": entry["symbol"], "arguments": entry["arguments"]})
-        library = compile_emulation(source, description, workdir)
-        grid = tuple(evaluate_dim_expression(d, bindings) for d in entry["grid"])
-        block = tuple(evaluate_dim_expression(d, bindings) for d in entry["block"])
-        run_emulated(library, description, grid, block, params)
+    for launch in sources.launches:
+        library = compile_emulation(source, launch, workdir)
+        grid = tuple(evaluate_dim_expression(d, bindings) for d in launch.grid)
+        block = tuple(evaluate_dim_expression(d, bindings) for d in launch.block)
+        run_emulated(library, launch, grid, block, params)
     for key, value in params.items():
         if key in arrays and isinstance(value, np.ndarray):
             arrays[key] = value

@@ -1,11 +1,10 @@
 """Consecutive ``T.Kernel`` launches in one prim_func lower for CUDA as one device kernel
 per launch (own threads, fragments and shared memory), described in launch order in
-``<name>.kernel.json``, compile with nvcc and, run in order under the CPU emulation,
-compute what numpy does."""
+`KernelSources.launches` (what the manifest's ``launches`` records), compile with nvcc
+and, run in order under the CPU emulation, compute what numpy does."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import cuda_emulation as emu
 
 import tl_ir.language as T
 from tl_backend_api.artifact import kernel_module
-from tl_backend_api.protocols import KernelSources
+from tl_backend_api.protocols import KernelArgument, KernelSources
 from tl_codegen_cuda.backend import BACKEND
 from tl_codegen_cuda.codegen import CudaDeviceCodegen
 
@@ -66,20 +65,19 @@ def test_each_launch_is_its_own_device_kernel_in_launch_order() -> None:
         (k.kernel_name, k.grid, k.block, k.dynamic_shared_memory_bytes) for k in sources.launches
     ]
     assert launches == [("two_kernel", (4,), (64,), 256), ("two_kernel_1", (2,), (128,), 512)]
-    description = json.loads(sources.files["two.kernel.json"])
-    assert description["symbol"] == "two_kernel"
-    entries = description["kernels"]
-    assert [e["symbol"] for e in entries] == ["two_kernel", "two_kernel_1"]
-    assert [a["name"] for a in entries[0]["arguments"]] == ["A", "B"]
-    assert [a["name"] for a in entries[1]["arguments"]] == ["B", "C"]
-    assert (entries[1]["grid"], entries[1]["block"], entries[1]["dynamic_shared_memory"]) == (
-        [2],
-        [128],
-        512,
-    )
+    assert sources.entry_symbol == "two_kernel"
+    assert [(a.kind, a.name) for a in sources.launches[0].arguments] == [
+        ("buffer", "A"),
+        ("buffer", "B"),
+    ]
+    assert [(a.kind, a.name) for a in sources.launches[1].arguments] == [
+        ("buffer", "B"),
+        ("buffer", "C"),
+    ]
+    assert list(sources.files) == ["two.cu"]
 
 
-def test_one_launch_keeps_the_single_kernel_description() -> None:
+def test_one_launch_is_one_kernel_launch() -> None:
     @T.prim_func
     def one(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
         with T.Kernel(1, threads=64) as _:
@@ -89,8 +87,9 @@ def test_one_launch_keeps_the_single_kernel_description() -> None:
     target = Target({"kind": "cuda", "arch": "sm_80"}, host=Target("llvm"))
     mod = BACKEND.pipelines["cuda"].run(kernel_module(one, "one"), target)
     sources = CudaDeviceCodegen().emit_source(mod, target)
-    assert "kernels" not in json.loads(sources.files["one.kernel.json"])
-    assert len(sources.launches) == 1
+    (launch,) = sources.launches
+    assert (launch.kernel_name, launch.grid, launch.block) == ("one_kernel", (1,), (64,))
+    assert [(a.kind, a.name) for a in launch.arguments] == [("buffer", "A"), ("buffer", "B")]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -120,12 +119,9 @@ def test_launches_in_order_match_numpy_under_emulation() -> None:
     a = np.random.default_rng(0).standard_normal(N).astype(np.float32)
     b = np.zeros(N, np.float32)
     c = np.zeros(N, np.float32)
-    for entry in json.loads(sources.files["two.kernel.json"])["kernels"]:
-        text = json.dumps({"symbol": entry["symbol"], "arguments": entry["arguments"]})
-        library = emu.compile_emulation(source, text, emu.scratch_dir())
-        emu.run_emulated(
-            library, text, tuple(entry["grid"]), tuple(entry["block"]), {"A": a, "B": b, "C": c}
-        )
+    for launch in sources.launches:
+        library = emu.compile_emulation(source, launch, emu.scratch_dir())
+        emu.run_emulated(library, launch, launch.grid, launch.block, {"A": a, "B": b, "C": c})
     np.testing.assert_allclose(b, 2 * a, rtol=1e-6)
     np.testing.assert_allclose(c, (2 * a)[::-1] + 1, rtol=1e-6)
 
@@ -149,14 +145,13 @@ def test_a_global_workspace_is_a_launcher_allocated_argument_shared_by_the_kerne
     target = Target({"kind": "cuda", "arch": "sm_80"}, host=Target("llvm"))
     mod = BACKEND.pipelines["cuda"].run(kernel_module(through_workspace(), "ws"), target)
     sources = CudaDeviceCodegen().emit_source(mod, target)
-    entries = json.loads(sources.files["ws.kernel.json"])["kernels"]
-    workspace = {"kind": "workspace", "name": "W", "dtype": "float32", "nbytes": N * 4}
-    assert workspace in entries[0]["arguments"] and workspace in entries[1]["arguments"]
+    first, second = sources.launches
+    workspace = KernelArgument("workspace", "W", "float32", N * 4)
+    assert workspace in first.arguments and workspace in second.arguments
     a = np.random.default_rng(1).standard_normal(N).astype(np.float32)
     b = np.zeros(N, np.float32)
     params: dict[str, Any] = {"A": a, "B": b}
-    for entry in entries:
-        text = json.dumps({"symbol": entry["symbol"], "arguments": entry["arguments"]})
-        library = emu.compile_emulation(sources.files["ws.cu"], text, emu.scratch_dir())
-        emu.run_emulated(library, text, tuple(entry["grid"]), tuple(entry["block"]), params)
+    for launch in sources.launches:
+        library = emu.compile_emulation(sources.files["ws.cu"], launch, emu.scratch_dir())
+        emu.run_emulated(library, launch, launch.grid, launch.block, params)
     np.testing.assert_allclose(b, (2 * a)[::-1] + 1, rtol=1e-6)

@@ -3,7 +3,6 @@ features per arch, artifacts, and the generated code run under a CPU emulation."
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -53,8 +52,10 @@ def test_every_kernel_gives_cuda_with_entry_and_launch() -> None:
         (launch,) = sources.launches
         assert launch.kernel_name == f"{name}_kernel"
         assert launch.block in ((128,), (load(name).CASES[0]["args"].get("threads", 128),))
-        description = json.loads(sources.files[f"{name}.kernel.json"])
-        assert description["symbol"] == f"{name}_kernel"
+        assert list(sources.files) == [f"{name}.cu"]  # the launch is no side file
+        names = {p.name for p in load(name).KERNEL(**load(name).CASES[0]["args"]).params}
+        for argument in launch.arguments:
+            assert argument.name in names or argument.kind in ("dim", "workspace"), argument
         assert "tl.copy" not in text and "tl.gemm" not in text
 
 
@@ -140,8 +141,7 @@ def test_launch_metadata_keeps_symbolic_grid_and_dynamic_shared_memory() -> None
     sources = CudaDeviceCodegen().emit_source(lowered("symbolic_scale", 0, target), target)
     (launch,) = sources.launches
     assert launch.grid == ("((M + 31) // 32)",)
-    description = json.loads(sources.files["symbolic_scale.kernel.json"])
-    kinds = {a["name"]: a["kind"] for a in description["arguments"]}
+    kinds = {a.name: a.kind for a in launch.arguments}
     assert kinds == {"A": "buffer", "B": "buffer", "M": "dim", "alpha": "scalar"}
     gemm = CudaDeviceCodegen().emit_source(lowered("gemm", 0, target), target)
     # A_shared 64x32 fp16 + B_shared 32x64 fp16, each a ring of num_stages=3 slots.
@@ -162,7 +162,7 @@ def test_artifact_holds_cubin_launch_and_refuses_to_load_without_cuda_python(
         backend=BACKEND,
         target=target,
         target_host=Target("llvm"),
-        execution_backend=BACKEND.execution_backend("tvm_ffi"),
+        execution_backend=BACKEND.execution_backend("cubin"),
     )
     module = load("symbolic_scale")
     func = module.KERNEL(**module.CASES[0]["args"])
@@ -172,8 +172,16 @@ def test_artifact_holds_cubin_launch_and_refuses_to_load_without_cuda_python(
     manifest = tl_runtime.read_manifest(directory)
     assert manifest.library == "symbolic_scale.cubin"
     assert manifest.adapter == "cuda_driver"
-    assert manifest.launch is not None
-    assert manifest.launch.resolve({"M": 70})[0] == (3,)
+    (launch,) = manifest.launches
+    assert launch.symbol == "symbolic_scale_kernel"
+    assert launch.resolve({"M": 70})[0] == (3,)
+    assert [(a.kind, a.name) for a in launch.arguments] == [
+        (argument.kind, argument.name)
+        for argument in CudaDeviceCodegen()
+        .emit_source(lowered("symbolic_scale", 0, target), target)
+        .launches[0]
+        .arguments
+    ]
     if not tl_runtime.adapter_availability("cuda_driver").available:
         with pytest.raises(tl_runtime.AdapterUnavailableError, match=r"cuda-python|CUDA"):
             tl_runtime.load(directory)
@@ -185,9 +193,8 @@ def _emulate(name: str, case_index: int, target: Target) -> list[str]:
     func = module.KERNEL(**case["args"])
     mod = BACKEND.pipelines["cuda"].run(kernel_module(func, name), target)
     sources = CudaDeviceCodegen().emit_source(mod, target)
-    library = emu.compile_emulation(
-        sources.files[f"{name}.cu"], sources.files[f"{name}.kernel.json"], emu.scratch_dir()
-    )
+    (launch,) = sources.launches
+    library = emu.compile_emulation(sources.files[f"{name}.cu"], launch, emu.scratch_dir())
     inputs = iter(module.make_inputs(case, np.random.default_rng(0)))
     outputs = {i % len(func.params) for i in module.OUT_IDX}
     values: dict[str, Any] = {}
@@ -208,13 +215,11 @@ def _emulate(name: str, case_index: int, target: Target) -> list[str]:
             )
             values[str(param.name)] = np.zeros(shape, dtype=str(param.ty.dtype))
     originals = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in values.items()}
-    from tl_runtime.manifest import LaunchSpec
+    from tl_runtime import evaluate_dim_expression
 
-    launch = sources.launches[0]
-    grid, block, _ = LaunchSpec(grid=launch.grid, block=launch.block).resolve(bindings)
-    emu.run_emulated(
-        library, sources.files[f"{name}.kernel.json"], grid, block, {**values, **bindings}
-    )
+    grid = tuple(evaluate_dim_expression(d, bindings) for d in launch.grid)
+    block = tuple(evaluate_dim_expression(d, bindings) for d in launch.block)
+    emu.run_emulated(library, launch, grid, block, {**values, **bindings})
     callers = [originals[str(p.name)] for i, p in enumerate(func.params) if i not in outputs]
     expected = module.REFERENCE(case, *callers)
     problems = []
@@ -281,13 +286,11 @@ def test_annotated_fragment_layout_runs_correctly_under_emulation() -> None:
     assert str(mod["annotated"].attrs["tl.gpu_fragment_layouts"]["frag"]).startswith("annotated")
     sources = CudaDeviceCodegen().emit_source(mod, target)
     library = emu.compile_emulation(
-        sources.files["annotated.cu"], sources.files["annotated.kernel.json"], emu.scratch_dir()
+        sources.files["annotated.cu"], sources.launches[0], emu.scratch_dir()
     )
     a = np.random.default_rng(1).random((64, 32), dtype=np.float32)
     b = np.zeros_like(a)
-    emu.run_emulated(
-        library, sources.files["annotated.kernel.json"], (1,), (128,), {"A": a, "B": b}
-    )
+    emu.run_emulated(library, sources.launches[0], (1,), (128,), {"A": a, "B": b})
     np.testing.assert_array_equal(b, 2 * a)
 
 
@@ -335,13 +338,13 @@ def test_tier2_warp_functions_run_correctly_under_emulation() -> None:
     sources = CudaDeviceCodegen().emit_source(mod, target)
     text = sources.files["tier2.cu"]
     assert "__shfl_sync" in text and "__shfl_down_sync" in text and "__syncthreads()" in text
-    library = emu.compile_emulation(text, sources.files["tier2.kernel.json"], emu.scratch_dir())
+    library = emu.compile_emulation(text, sources.launches[0], emu.scratch_dir())
     a = np.arange(128, dtype=np.float32)
     s, d = np.zeros_like(a), np.zeros_like(a)
     lanes = np.zeros(128, dtype=np.int32)
     emu.run_emulated(
         library,
-        sources.files["tier2.kernel.json"],
+        sources.launches[0],
         (1,),
         (128,),
         {"A": a, "S": s, "D": d, "L": lanes},
@@ -383,17 +386,19 @@ def test_copy_between_differently_placed_fragments_goes_through_shared_memory() 
     sources = CudaDeviceCodegen().emit_source(mod, target)
     assert "x_staging" in sources.files["convert.cu"]
     library = emu.compile_emulation(
-        sources.files["convert.cu"], sources.files["convert.kernel.json"], emu.scratch_dir()
+        sources.files["convert.cu"], sources.launches[0], emu.scratch_dir()
     )
     a = np.random.default_rng(2).random((16, 8), dtype=np.float32)
     b = np.zeros_like(a)
-    emu.run_emulated(library, sources.files["convert.kernel.json"], (1,), (32,), {"A": a, "B": b})
+    emu.run_emulated(library, sources.launches[0], (1,), (32,), {"A": a, "B": b})
     np.testing.assert_array_equal(b, a + 1)
 
 
 def _nvrtc_usable() -> bool:
-    from tl_runtime.adapters.cuda_driver import nvrtc_module
-
+    try:
+        from tl_runtime_cuda.driver import nvrtc_module
+    except ImportError:  # the CUDA launcher plug-in is not installed
+        return False
     module = nvrtc_module()
     if module is None:
         return False
@@ -406,7 +411,7 @@ def _nvrtc_usable() -> bool:
 
 @pytest.mark.skipif(not _nvrtc_usable(), reason="cuda-python's NVRTC (and libnvrtc) is absent")
 def test_nvrtc_compiles_every_kernel_for_sm90() -> None:
-    from tl_runtime.adapters.cuda_driver import compile_with_nvrtc
+    from tl_runtime_cuda.driver import compile_with_nvrtc
 
     target = cuda_target("sm_90")
     for name in ALL_KERNELS:

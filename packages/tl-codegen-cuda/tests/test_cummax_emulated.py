@@ -51,11 +51,11 @@ def test_cummax_runs_correctly_under_emulation(dim: int, reverse: bool, fragment
     sources = CudaDeviceCodegen().emit_source(mod, target)
     text = sources.files["scan.cu"]
     assert "tl.cummax" not in text
-    library = emu.compile_emulation(text, sources.files["scan.kernel.json"], emu.scratch_dir())
+    library = emu.compile_emulation(text, sources.launches[0], emu.scratch_dir())
     a = np.random.default_rng(dim).standard_normal((16, 24)).astype(np.float32)
     a[:, 0] = -np.inf
     b = np.zeros_like(a)
-    emu.run_emulated(library, sources.files["scan.kernel.json"], (1,), (64,), {"A": a, "B": b})
+    emu.run_emulated(library, sources.launches[0], (1,), (64,), {"A": a, "B": b})
     if reverse:
         expected = np.flip(np.maximum.accumulate(np.flip(a, dim), axis=dim), dim)
     else:

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import cuda_emulation as emu
 
 import tl_ir.language as T
+from tl_backend_api import KernelLaunch
 from tl_backend_api.artifact import kernel_module
 from tl_codegen_cuda.backend import BACKEND
 from tl_codegen_cuda.codegen import CudaDeviceCodegen
@@ -69,11 +70,12 @@ def per_thread_if() -> Any:
     return main
 
 
-def cuda_sources(func: Any, name: str) -> tuple[str, str]:
+def cuda_sources(func: Any, name: str) -> tuple[str, KernelLaunch]:
     target = Target({"kind": "cuda", "arch": "sm_80"}, host=Target("llvm"))
     mod = BACKEND.pipelines["cuda"].run(kernel_module(func, name), target)
     sources = CudaDeviceCodegen().emit_source(mod, target)
-    return sources.files[f"{name}.cu"], sources.files[f"{name}.kernel.json"]
+    (launch,) = sources.launches
+    return sources.files[f"{name}.cu"], launch
 
 
 def kernel_text(source: str) -> str:
@@ -109,9 +111,9 @@ def test_compiles_with_nvcc(name: str, tmp_path: Path) -> None:
 
 
 def run(name: str, params: dict[str, Any]) -> None:
-    source, kernel_json = cuda_sources(CASES[name](), name)
-    library = emu.compile_emulation(source, kernel_json, emu.scratch_dir())
-    emu.run_emulated(library, kernel_json, (1,), (128,), params)
+    source, launch = cuda_sources(CASES[name](), name)
+    library = emu.compile_emulation(source, launch, emu.scratch_dir())
+    emu.run_emulated(library, launch, (1,), (128,), params)
 
 
 needs_gxx = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cuda_emulation as emu
 
 import tl_ir.language as T
+from tl_backend_api import KernelLaunch
 from tl_backend_api.artifact import kernel_module
 from tl_codegen_cuda.backend import BACKEND
 from tl_codegen_cuda.codegen import CudaDeviceCodegen
@@ -92,11 +93,12 @@ def batched_gemm(batch: int, size: int, block: int) -> Any:
     return main
 
 
-def lower(func: Any, name: str) -> tuple[str, str]:
+def lower(func: Any, name: str) -> tuple[str, KernelLaunch]:
     target = Target({"kind": "cuda", "arch": "sm_80"}, host=Target("llvm"))
     mod = BACKEND.pipelines["cuda"].run(kernel_module(func, name), target)
     sources = CudaDeviceCodegen().emit_source(mod, target)
-    return sources.files[f"{name}.cu"], sources.files[f"{name}.kernel.json"]
+    (launch,) = sources.launches
+    return sources.files[f"{name}.cu"], launch
 
 
 needs_gxx = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
@@ -119,42 +121,42 @@ def test_a_view_read_across_threads_makes_its_fragment_replicated() -> None:
 
 @needs_gxx
 def test_replicated_view_matches_numpy_under_emulation() -> None:
-    source, kernel_json = lower(view_columns(64, 8), "view_columns")
-    library = emu.compile_emulation(source, kernel_json, emu.scratch_dir())
+    source, launch = lower(view_columns(64, 8), "view_columns")
+    library = emu.compile_emulation(source, launch, emu.scratch_dir())
     a = np.random.default_rng(3).standard_normal(64).astype(np.float32)
     b = np.zeros(8, np.float32)
-    emu.run_emulated(library, kernel_json, (1,), (32,), {"A": a, "B": b})
+    emu.run_emulated(library, launch, (1,), (32,), {"A": a, "B": b})
     rows = a.reshape(8, 8)
     np.testing.assert_allclose(b, rows[:, 0] + rows[:, 7], rtol=1e-6)
 
 
 @needs_gxx
 def test_reshaped_fragment_matches_numpy_under_emulation() -> None:
-    source, kernel_json = lower(reshape_fragment(32, 32), "reshape_fragment")
-    library = emu.compile_emulation(source, kernel_json, emu.scratch_dir())
+    source, launch = lower(reshape_fragment(32, 32), "reshape_fragment")
+    library = emu.compile_emulation(source, launch, emu.scratch_dir())
     a = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
     b = np.zeros(1024, np.float32)
-    emu.run_emulated(library, kernel_json, (1,), (32,), {"A": a, "B": b})
+    emu.run_emulated(library, launch, (1,), (32,), {"A": a, "B": b})
     np.testing.assert_allclose(b, a.reshape(-1) * 2 + np.arange(1024), rtol=1e-6)
 
 
 @needs_gxx
 def test_reduce_over_a_reshaped_fragment_matches_numpy_under_emulation() -> None:
-    source, kernel_json = lower(reduce_after_reshape(256, 16), "reduce_after_reshape")
-    library = emu.compile_emulation(source, kernel_json, emu.scratch_dir())
+    source, launch = lower(reduce_after_reshape(256, 16), "reduce_after_reshape")
+    library = emu.compile_emulation(source, launch, emu.scratch_dir())
     a = np.random.default_rng(1).standard_normal(256).astype(np.float32)
     b = np.zeros(16, np.float32)
-    emu.run_emulated(library, kernel_json, (1,), (32,), {"A": a, "B": b})
+    emu.run_emulated(library, launch, (1,), (32,), {"A": a, "B": b})
     np.testing.assert_array_equal(b, a.reshape(16, 16).max(axis=1))
 
 
 @needs_gxx
 def test_gemm_over_batch_slices_of_shared_tiles_matches_numpy_under_emulation() -> None:
-    source, kernel_json = lower(batched_gemm(2, 32, 16), "batched_gemm")
-    library = emu.compile_emulation(source, kernel_json, emu.scratch_dir())
+    source, launch = lower(batched_gemm(2, 32, 16), "batched_gemm")
+    library = emu.compile_emulation(source, launch, emu.scratch_dir())
     rng = np.random.default_rng(2)
     a = rng.standard_normal((2, 32, 32)).astype(np.float32)
     b = rng.standard_normal((2, 32, 32)).astype(np.float32)
     c = np.zeros((2, 32, 32), np.float32)
-    emu.run_emulated(library, kernel_json, (2, 2), (64,), {"A": a, "B": b, "C": c})
+    emu.run_emulated(library, launch, (2, 2), (64,), {"A": a, "B": b, "C": c})
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

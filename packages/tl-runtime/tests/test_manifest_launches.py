@@ -273,7 +273,7 @@ def test_a_source_only_artifact_without_a_runner_says_so(tmp_path: Path) -> None
 def test_a_source_only_artifact_loads_with_an_adapter_the_caller_names(tmp_path: Path) -> None:
     """Naming an adapter skips the refusal: the adapter decides (tvm_ffi cannot load it)."""
     directory = source_only(tmp_path / "art", ())
-    with pytest.raises(ArtifactError, match="scale.src") as info:
+    with pytest.raises(ArtifactError, match=r"scale\.src") as info:
         tl_runtime.load(directory, adapter="tvm_ffi")
     assert not isinstance(info.value, SourceOnlyArtifactError)
 

@@ -90,7 +90,7 @@ class ExecutionBackendSpec:
     def __init__(
         self,
         name: str,
-        adapter: str | None | _SameAsName = SAME_AS_NAME,
+        adapter: str | _SameAsName | None = SAME_AS_NAME,
         is_available: Callable[[], bool] = always,
         supports_target: TargetPredicate | None = None,
         enable_host_codegen: bool = False,
