@@ -4,7 +4,7 @@ Run: .venv/bin/python benchmarks/gemm_cuda.py [--size 4096] [--repeats 20]
 
 Builds ``integration_tests/kernels/gemm.py`` (fp16 in, fp32 accumulate,
 64x64x32 tiles, 128 threads) for the device's arch through tl_jit (nvcc
-cubin, tl_runtime's CUDA-driver adapter), checks it against torch.matmul,
+cubin, tl-runtime-cuda's cuda_driver adapter), checks it against torch.matmul,
 then times both on the same CUDA tensors with CUDA events and prints
 TFLOP/s and the ratio. Needs a CUDA device, cuda-python and torch with CUDA;
 without them it prints one "no CUDA device" line and exits 0.
@@ -50,15 +50,15 @@ def main() -> int:
 
     import tl_jit
     from integration_tests.kernels import load
-    from tl_runtime.adapters.cuda_driver import _Device
+    from tl_runtime_cuda.driver import Device
 
     n = args.size
     module = load("gemm")
     func = module.KERNEL(n, n, n, 64, 64, 32)
     kernel = tl_jit.compile(
         func,
-        target={"kind": "cuda", "arch": _Device.get().arch},
-        execution_backend="tvm_ffi",
+        target={"kind": "cuda", "arch": Device.get().arch},
+        execution_backend="cubin",
         out_idx=module.OUT_IDX,
     )
     a = torch.randn(n, n, device="cuda", dtype=torch.float16)

@@ -1,4 +1,5 @@
-"""The core names no target kind: every target fact comes from a backend's descriptor.
+"""The core names no target kind: every target fact comes from a backend's descriptor;
+and tl_runtime names no vendor API (its device launchers are plug-ins; see the end).
 
 `tl_jit`, `tl_backend_api`, `tl_passes` and `tl_runtime` must not branch on,
 look up or mention a target kind by name: a new backend package brings its
@@ -175,4 +176,73 @@ def test_the_core_names_no_target_kind() -> None:
     assert not problems, (
         "target kinds named in the core (declare them in the backend's descriptor "
         "instead):\n" + "\n".join(problems)
+    )
+
+
+# ---------------------------------------------------------------- vendor API names
+# A device's launcher is a runtime plug-in (tl-runtime-cuda for CUDA), so tl_runtime
+# itself holds no vendor API name: no driver call, no compiler, no binary format, no
+# vendor package. Unlike kinds above, these are read everywhere in its text: code,
+# docstrings, comments, native sources and the distribution's metadata.
+
+RUNTIME_TEXT = [
+    *sorted(
+        path
+        for path in CORE_PACKAGES["tl_runtime"].rglob("*")
+        if path.suffix in {".py", ".pyx", ".pxd", ".c", ".h"}
+    ),
+    REPO / "packages" / "tl-runtime" / "pyproject.toml",
+    REPO / "packages" / "tl-runtime" / "README.md",
+]
+
+#: CUDA's names: the platform and its packages (any case: "CUDA", "cuda-python",
+#: "cuda.bindings"), NVRTC and nvcc, the cubin/fatbin/PTX formats, GPU arch names
+#: ("sm_90"), and the driver API's functions ("cuInit", "cuModuleLoadData",
+#: "cuLaunchKernel", ...) and types and constants ("CUdevice", "CU_DEVICE_ATTRIBUTE_...").
+VENDOR_NAMES = (
+    re.compile(r"cuda|nvrtc|nvcc|cubin|fatbin|\bptx\b|\bsm_\d+", re.IGNORECASE),
+    re.compile(r"\bcu[A-Z][A-Za-z]*"),
+    re.compile(r"\bCU[a-z_]\w*"),
+)
+
+
+def vendor_names_in(text: str) -> list[str]:
+    """Every vendor API name in ``text`` (the patterns of `VENDOR_NAMES`)."""
+    return [match.group(0) for pattern in VENDOR_NAMES for match in pattern.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("driver.cuInit(0)", ["cuInit"]),
+        ("cuModuleLoadData(image)", ["cuModuleLoadData"]),
+        ("cuLaunchKernel", ["cuLaunchKernel"]),
+        ("nvrtcCompileProgram", ["nvrtc"]),
+        ('"cuda-python"', ["cuda"]),
+        ("2 CUDA, 10 ROCm", ["CUDA"]),
+        (
+            "attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
+            ["CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"],
+        ),
+        ("driver.CUdevice_attribute", ["CUdevice_attribute"]),
+        ("a .cubin image for sm_90", ["cubin", "sm_90"]),
+        ("current cumsum CUSTOM cursor", []),
+        ("the device's launcher is a plug-in", []),
+    ],
+)
+def test_the_vendor_rules_catch_vendor_names_and_only_those(text: str, expected: list[str]) -> None:
+    assert vendor_names_in(text) == expected
+
+
+def test_tl_runtime_holds_no_cuda_name() -> None:
+    assert all(path.is_file() for path in RUNTIME_TEXT), RUNTIME_TEXT
+    assert len(RUNTIME_TEXT) > 10  # the package's sources were found
+    problems = []
+    for path in RUNTIME_TEXT:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for name in vendor_names_in(line):
+                problems.append(f"{path.relative_to(REPO)}:{number}: {name!r} in {line.strip()!r}")
+    assert not problems, (
+        "CUDA names in tl_runtime (a device's launcher belongs in its runtime plug-in, "
+        "e.g. packages/tl-runtime-cuda):\n" + "\n".join(problems)
     )

@@ -1,10 +1,11 @@
 """The kernel suite on an NVIDIA GPU (marked ``gpu``; skipped where no CUDA device is visible).
 
 Every kernel of integration_tests/kernels, every case: built with nvcc to a
-cubin (execution backend ``tvm_ffi``) and, for one case per kernel, kept as
-CUDA C and compiled by NVRTC at load (``nvrtc``); both run through
-tl_runtime's CUDA-driver adapter and are compared with the kernel's numpy
-``REFERENCE``. ``scripts/gpu-check`` runs this file and the GEMM benchmark.
+cubin (execution backend ``cubin``) and, for one case per kernel, kept as
+CUDA C and compiled by NVRTC at load (``nvrtc``); both run through the
+CUDA launcher plug-in (tl-runtime-cuda's ``cuda_driver`` adapter) and are
+compared with the kernel's numpy ``REFERENCE``. ``scripts/gpu-check`` runs
+this file and the GEMM benchmark.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ def gpu_artifacts(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _device_arch() -> str:
-    from tl_runtime.adapters.cuda_driver import _Device
+    from tl_runtime_cuda.driver import Device
 
-    return _Device.get().arch
+    return Device.get().arch
 
 
 @pytest.mark.parametrize(("name", "index"), CASES)
@@ -72,8 +73,20 @@ def test_kernel_case_matches_reference_on_the_gpu(
 
     module = load(name)
     case = module.CASES[index]
-    artifact = gpu_artifacts(name, case, "tvm_ffi")
+    artifact = gpu_artifacts(name, case, "cubin")
     assert run_case(artifact, module, case, "cuda_driver") == [], (name, index)
+
+
+def test_tilelangs_tvm_ffi_name_builds_and_runs_a_cubin(gpu_artifacts: Any) -> None:
+    """``execution_backend="tvm_ffi"`` (what TileLang programs pass) is the ``cubin`` spec."""
+    import tl_runtime
+    from integration_tests.kernels.suite import run_case
+
+    module = load("elementwise_add")
+    case = module.CASES[0]
+    artifact = gpu_artifacts("elementwise_add", case, "tvm_ffi")
+    assert tl_runtime.read_manifest(artifact).execution_backend == "cubin"
+    assert run_case(artifact, module, case, "cuda_driver") == []
 
 
 @pytest.mark.parametrize("name", ALL_KERNELS)

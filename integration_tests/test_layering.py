@@ -137,6 +137,11 @@ if TYPE_CHECKING:
         ("tl_runtime", "import tvm\n", "tl_runtime imports neither tvm"),
         ("tl_runtime", UPWARD.format(target="tvm.target"), "tl_runtime imports neither tvm"),
         ("tl_passes", "import tl_runtime\n", "tl_passes builds on tl_ir and tvm only"),
+        # a runtime plug-in builds on tl_runtime alone; nothing below reaches up to one
+        ("tl_runtime_cuda", "import tvm\n", "Runtime plug-ins import neither tvm"),
+        ("tl_runtime_cuda", UPWARD.format(target="tl_ir"), "Runtime plug-ins import neither"),
+        ("tl_runtime", "import tl_runtime_cuda\n", "Package layers"),
+        ("tl_jit", "import tl_runtime_cuda\n", "The core imports no backend package"),
     ],
 )
 def test_a_forbidden_import_fails_the_check(

@@ -105,3 +105,86 @@ def test_wheel_ships_the_cython_launcher(runtime_only_python: Path, tmp_path: Pa
     assert report["compiler"] == [None, None, None] and not report["cython"]
     assert not report["torch"]  # and tl-runtime ran without torch
     assert report["launcher"].startswith(str(runtime_only_python.parent.parent))
+
+
+def test_a_deploy_box_adds_the_launcher_of_its_device(
+    runtime_only_python: Path, tmp_path: Path
+) -> None:
+    """tl-runtime-cuda installs beside tl-runtime alone (no tvm, no compiler package) and
+    registers its adapter; without cuda-python its probe says what is missing."""
+    from tl_backend_api import build_artifact, create_backend_context
+
+    launcher = Path(__file__).resolve().parents[1] / "packages" / "tl-runtime-cuda"
+    install = [
+        str(runtime_only_python),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+    ]
+    subprocess.run([*install, str(launcher)], check=True, capture_output=True, timeout=600)
+    context = create_backend_context({"kind": "cuda", "arch": "sm_80"}, execution_backend="source")
+    artifact = build_artifact(context, _scale_kernel(), tmp_path / "scale", out_idx=[-1])
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, json, sys
+        import tl_runtime
+        report = {{"keys": sorted(tl_runtime.adapter_keys())}}
+        adapter = tl_runtime.get_adapter("cuda_driver")
+        report["module"] = adapter.__module__
+        report["available"] = bool(adapter.probe())
+        report["reason"] = adapter.probe().reason
+        try:
+            tl_runtime.load({str(artifact)!r})
+        except tl_runtime.SourceOnlyArtifactError as exc:
+            report["source_only"] = str(exc)
+        try:
+            tl_runtime.load({str(artifact)!r}, adapter="cuda_driver")
+        except tl_runtime.AdapterUnavailableError as exc:
+            report["unavailable"] = str(exc)
+        report["tvm_importable"] = importlib.util.find_spec("tvm") is not None
+        report["other_tl"] = sorted(
+            m for m in sys.modules if m.startswith("tl_") and not m.startswith("tl_runtime")
+        )
+        print(json.dumps(report))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["TL_RUNTIME_CACHE_DIR"] = str(tmp_path / "cache")
+    try:
+        proc = subprocess.run(
+            [str(runtime_only_python), "-c", script],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+    finally:  # the session's runtime-only venv stays what the other tests expect
+        subprocess.run(
+            [*install[:3], "uninstall", "-q", "-y", "tl-runtime-cuda"],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["keys"] == ["cuda_driver", "cython", "tvm_ffi"]
+    assert report["module"] == "tl_runtime_cuda.adapter"
+    assert not report["available"] and "cuda-python is not installed" in report["reason"]
+    assert "holds source only" in report["source_only"]
+    assert "'cubin' or 'nvrtc'" in report["source_only"]
+    assert "cuda-python is not installed" in report["unavailable"]
+    assert not report["tvm_importable"] and report["other_tl"] == []
+
+
+def _scale_kernel() -> object:
+    import tl_ir.language as T
+
+    @T.prim_func
+    def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            for i in T.Parallel(128):
+                B[bx * 128 + i] = A[bx * 128 + i] * 2.0
+
+    return scale
