@@ -125,14 +125,23 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     print(f"kernel:            {manifest.name} (entry {manifest.entry_symbol})")
     print(f"target:            {json.dumps(dict(manifest.target))}")
-    print(f"execution backend: {manifest.execution_backend} (adapter {manifest.adapter})")
+    adapter = manifest.adapter or "none: source only, runs with " + (
+        ", ".join(manifest.runnable_with) or "no execution backend here"
+    )
+    print(f"execution backend: {manifest.execution_backend} (adapter {adapter})")
     print("params:")
     for index, param in enumerate(manifest.params):
         role = "output (out_idx)" if index in manifest.out_idx else param.role
         shape = "" if param.kind == "scalar" else str(list(param.shape))
         print(f"  {index}: {param.name:<12} {param.kind:<7} {param.dtype:<9} {shape:<20} {role}")
-    if manifest.launch is not None:
-        print(f"launch:            {json.dumps(manifest.launch.to_json())}")
+    if manifest.launches:
+        print("launches:")
+    for launch in manifest.launches:
+        arguments = ", ".join(f"{a.kind} {a.name}" for a in launch.arguments)
+        print(
+            f"  {launch.symbol}: grid {list(launch.grid)} block {list(launch.block)} "
+            f"shared {launch.dynamic_shared_memory} ({arguments})"
+        )
     print("files:")
     for entry in manifest.files:
         print(f"  {entry.path:<30} {entry.role:<8} sha256 {entry.sha256[:16]}...")
