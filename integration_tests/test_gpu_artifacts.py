@@ -42,7 +42,9 @@ def test_source_only_cuda_artifact_has_what_the_launcher_needs(name: str, tmp_pa
     assert manifest.adapter is None and manifest.execution_backend == "source"
     assert manifest.runnable_with == ("cubin", "nvrtc")
     assert manifest.library.endswith(".cu")
-    assert sorted(p.name for p in directory.iterdir()) == sorted(["manifest.json", manifest.library])
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        ["manifest.json", manifest.library]
+    )
     (launch,) = manifest.launches
     assert launch.symbol == manifest.entry_symbol
     assert launch.block == (case["args"].get("threads", 128),)

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cuda_emulation as emu
 import ptx_fragment_tables as tables
 
+from tl_backend_api import KernelArgument, KernelLaunch
 from tl_codegen_cuda.codegen import tensor_core_header
 
 pytestmark = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
@@ -158,16 +159,15 @@ _SIGNATURES = {
 }  # fmt: skip
 
 
-def _description(symbol: str) -> str:
-    import json
-
+def _description(symbol: str) -> KernelLaunch:
+    """The launch of hand-written kernel ``symbol``, as a codegen's `KernelSources` has it."""
     arguments = [
-        {"kind": "buffer", "name": n, "dtype": "uint32"}
+        KernelArgument("buffer", n, "uint32")
         if kind == "buffer"
-        else {"kind": "scalar", "name": n, "dtype": kind}
+        else KernelArgument("scalar", n, kind)
         for n, kind in _SIGNATURES[symbol]
     ]
-    return json.dumps({"symbol": symbol, "arguments": arguments})
+    return KernelLaunch(symbol, (1,), (32,), arguments=tuple(arguments))
 
 
 def _source() -> str:
