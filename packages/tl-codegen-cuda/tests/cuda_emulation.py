@@ -36,6 +36,7 @@ EMULATION_HEADER = r"""
 #include <vector>
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 struct tl_dim3 { unsigned x, y, z; };
 static thread_local tl_dim3 threadIdx, blockIdx;
 #include <vector_types.h>
@@ -76,8 +77,29 @@ template <class T> static inline T __shfl_up_sync(unsigned mask, T value, unsign
   return __shfl_sync(mask, value, source, width);
 }
 template <class T> static inline T atomicAdd(T* address, T value) {
-  return std::atomic_ref<T>(*address).fetch_add(value);
+  if constexpr (std::is_arithmetic_v<T>) {
+    return std::atomic_ref<T>(*address).fetch_add(value);
+  } else {
+    // half, half2, bfloat16: a compare-and-swap loop on the bits (std::atomic_ref has
+    // fetch_add for arithmetic types only); the sum is the type's own operator+.
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+    using Bits = std::conditional_t<sizeof(T) == 2, unsigned short,
+                 std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>>;
+    std::atomic_ref<Bits> bits(*reinterpret_cast<Bits*>(address));
+    Bits seen = bits.load();
+    for (;;) {
+      T old, sum;
+      std::memcpy(&old, &seen, sizeof(T));
+      sum = old + value;
+      Bits desired;
+      std::memcpy(&desired, &sum, sizeof(T));
+      if (bits.compare_exchange_weak(seen, desired)) return old;
+    }
+  }
 }
+// Every lane of a warp is active at each call in the emulation (see
+// cuda_emulation_tensor_core.h: warp collectives are reached by all 32 lanes).
+static inline unsigned __activemask() { return 0xffffffffu; }
 static inline int atomicMax(int* a, int v) {
   std::atomic_ref<int> r(*a); int old = r.load();
   while (old < v && !r.compare_exchange_weak(old, v)) {}
