@@ -185,9 +185,9 @@ extern "C" void tl_emulate(void** args, unsigned gx, unsigned gy, unsigned gz,
   for (unsigned x = 0; x < gx; ++x) {{
     std::barrier<> barrier((std::ptrdiff_t)threads);
     tl_block_barrier = &barrier;
-    std::vector<std::unique_ptr<std::barrier<>>> warps;  // one per warp, for collectives
+    std::vector<std::unique_ptr<tl_warp_barrier>> warps;  // one per warp, for collectives
     for (unsigned w = 0; w * 32 < threads; ++w) {{
-      warps.push_back(std::make_unique<std::barrier<>>((std::ptrdiff_t)min(32u, threads - w * 32)));
+      warps.push_back(std::make_unique<tl_warp_barrier>(min(32u, threads - w * 32)));
       tl_warp_barriers[w] = warps.back().get();
     }}
     std::vector<std::thread> pool;

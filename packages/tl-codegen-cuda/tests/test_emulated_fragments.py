@@ -92,6 +92,14 @@ extern "C" __global__ void ldmatrix_rows(const int* row_of_lane, unsigned* out, 
   for (int i = 0; i < 4; ++i) out[lane * 4 + i] = regs[i];
 }
 
+// Only lanes 0-15 reach the ldmatrix: a divergent warp collective.
+extern "C" __global__ void divergent_ldmatrix(unsigned* out) {
+  __shared__ __align__(16) unsigned short tile[8][8];
+  unsigned regs[1] = {0};
+  if (threadIdx.x < 16) tl_ldmatrix_x1(regs, &tile[threadIdx.x % 8][0]);
+  out[threadIdx.x] = regs[0];
+}
+
 // out[snapshot][thread][buffer][word]: what thread t sees of its own 16-byte slots.
 extern "C" __global__ void cp_async_groups(const unsigned* src, unsigned* out, int scenario) {
   __shared__ __align__(16) unsigned stage[4][32][4];
@@ -155,6 +163,7 @@ _SIGNATURES = {
                   ("form", "int32")],
     "ldmatrix_rows": [("row_of_lane", "buffer"), ("out", "buffer"), ("form", "int32")],
     "cp_async_groups": [("src", "buffer"), ("out", "buffer"), ("scenario", "int32")],
+    "divergent_ldmatrix": [("out", "buffer")],
 }  # fmt: skip
 
 
@@ -471,6 +480,14 @@ def test_ldmatrix_refuses_a_misaligned_row_address() -> None:
     out = np.zeros((32, 4), np.uint32)
     with pytest.raises(RuntimeError, match=r"lane 3's row address .* not 16-byte aligned"):
         _run("ldmatrix_rows", {"row_of_lane": row_of_lane.view(np.uint32), "out": out, "form": 2})
+
+
+def test_a_collective_reached_by_some_lanes_only_is_a_fault_not_a_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TL_CUDA_EMULATION_WARP_TIMEOUT", "1")
+    with pytest.raises(RuntimeError, match="not every lane of warp 0 reached it"):
+        _run("divergent_ldmatrix", {"out": np.zeros(32, np.uint32)})
 
 
 # ------------------------------------------------------------------------ cp.async
