@@ -10,6 +10,14 @@ another), and atomics use ``std::atomic_ref``. This checks the numbers the
 lowering computes, including its barriers and warp reductions, on a machine
 without a GPU; it says nothing about speed. fp16 works through CUDA's own
 host-compatible ``cuda_fp16.h`` and vector types (the toolkit's include dir).
+
+The helpers of the backend's ``tl_tensor_core.h`` (mma.sync, ldmatrix, cp.async) are
+replaced by the PTX ISA models of ``cuda_emulation_tensor_core.h``, which defines
+``TL_CUDA_EMULATION``: warp collectives meet at a per-warp barrier (all 32 lanes must
+call), cp.async copies land only at the wait that retires their group. A fault there
+(misaligned address, partial warp, a collective some lanes never reach) is raised by
+`run_emulated` after the launch. Kernels compile once per process: libraries are kept
+by the digest of their text, and the header is precompiled once.
 """
 
 from __future__ import annotations
