@@ -27,7 +27,6 @@ import cuda_emulation as emu
 import emulated_programs as programs
 
 import tl_ir.language as T
-from tl_backend_api.errors import ToolchainError
 
 pytestmark = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
 
@@ -156,36 +155,10 @@ def test_gemm_split_k_atomic_adds() -> None:
     check_gemm(programs.gemm_split_k(M, N, K, 64, 64, 32, split_k), a, b, "float32")
 
 
-# Found by this sweep (lowering, not the emulator): the guarded 128-bit copy of an 8-bit
-# A^T tile (rows of M = 80 = 5 x 16 elements, the last tile partial) fills out-of-bounds
-# vectors with a 16-lane zero constant TVM's CUDA codegen cannot print.
-_EIGHT_BIT_TRANSPOSED_A = {
-    "int8": (
-        RuntimeError,
-        "lowering: the zero-filled 16 x int8 vector of the guarded A^T copy is printed "
-        "as make_int4 with 16 arguments; g++ (and nvcc) refuse the CUDA",
-    ),
-    "float8_e4m3fn": (
-        ToolchainError,
-        "lowering: TVM's CUDA codegen fails on the zero-filled 16 x fp8 vector of the "
-        "guarded A^T copy (Check failed: lanes == 1 || lanes == 2 || lanes == 4)",
-    ),
-}
-_EIGHT_BIT_TRANSPOSED_A["float8_e5m2"] = _EIGHT_BIT_TRANSPOSED_A["float8_e4m3fn"]
-
-
-def _case(in_dtype: str, accum: str, arch: str, trans_A: bool) -> Any:
-    failure = _EIGHT_BIT_TRANSPOSED_A.get(in_dtype) if trans_A else None
-    if failure is None:
-        return pytest.param(in_dtype, accum, arch, id=f"{in_dtype}-{accum}")
-    raises, reason = failure
-    mark = pytest.mark.xfail(strict=True, raises=raises, reason=reason)
-    return pytest.param(in_dtype, accum, arch, marks=mark, id=f"{in_dtype}-{accum}")
-
-
+# 8-bit rows of A^T (M = 80 = 5 x 16 elements, the last tile partial) take the guarded
+# 128-bit copy with a 16-lane zero fill (it did not lower before the pipelined copies).
 @pytest.mark.parametrize(
-    ("in_dtype", "accum", "arch"),
-    [_case(d, a, arch, trans_A=True) for d, a, arch in DTYPE_PAIRS if d in _EIGHT_BIT_TRANSPOSED_A],
+    ("in_dtype", "accum", "arch"), [p for p in DTYPE_PAIRS if p[0] in ("int8", "float8_e4m3fn")]
 )
 def test_gemm_8bit_operands_with_transposed_a(in_dtype: str, accum: str, arch: str) -> None:
     M, N, K = RAGGED
@@ -194,30 +167,10 @@ def test_gemm_8bit_operands_with_transposed_a(in_dtype: str, accum: str, arch: s
     check_gemm(func, a, b, accum, trans_A=True, arch=arch)
 
 
-def _cross_product() -> list[Any]:
-    cases = []
-    for in_dtype, accum, arch in DTYPE_PAIRS:
-        for trans_A, trans_B in [(False, True), (True, False), (True, True)]:
-            for num_stages in (1, 3):
-                param = _case(in_dtype, accum, arch, trans_A)
-                cases.append(
-                    pytest.param(
-                        *param.values,
-                        trans_A,
-                        trans_B,
-                        num_stages,
-                        marks=param.marks,
-                        id=f"{param.id}-{'T' if trans_A else 'N'}{'T' if trans_B else 'N'}"
-                        f"-stages{num_stages}",
-                    )
-                )
-    return cases
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("in_dtype", "accum", "arch", "trans_A", "trans_B", "num_stages"), _cross_product()
-)
+@pytest.mark.parametrize(("in_dtype", "accum", "arch"), DTYPE_PAIRS)
+@pytest.mark.parametrize(("trans_A", "trans_B"), [(False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("num_stages", [1, 3])
 def test_gemm_dtype_layout_and_depth_cross_product(
     in_dtype: str, accum: str, arch: str, trans_A: bool, trans_B: bool, num_stages: int
 ) -> None:
