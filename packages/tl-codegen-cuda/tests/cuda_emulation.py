@@ -10,6 +10,14 @@ another), and atomics use ``std::atomic_ref``. This checks the numbers the
 lowering computes, including its barriers and warp reductions, on a machine
 without a GPU; it says nothing about speed. fp16 works through CUDA's own
 host-compatible ``cuda_fp16.h`` and vector types (the toolkit's include dir).
+
+The helpers of the backend's ``tl_tensor_core.h`` (mma.sync, ldmatrix, cp.async) are
+replaced by the PTX ISA models of ``cuda_emulation_tensor_core.h``, which defines
+``TL_CUDA_EMULATION``: warp collectives meet at a per-warp barrier (all 32 lanes must
+call), cp.async copies land only at the wait that retires their group. A fault there
+(misaligned address, partial warp, a collective some lanes never reach) is raised by
+`run_emulated` after the launch. Kernels compile once per process: libraries are kept
+by the digest of their text, and the header is precompiled once.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ EMULATION_HEADER = r"""
 #include <vector>
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 struct tl_dim3 { unsigned x, y, z; };
 static thread_local tl_dim3 threadIdx, blockIdx;
 #include <vector_types.h>
@@ -46,7 +55,7 @@ static unsigned long long tl_shuffle_slots[1024];
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) alignas(n)
 #define __restrict__ __restrict
@@ -75,8 +84,29 @@ template <class T> static inline T __shfl_up_sync(unsigned mask, T value, unsign
   return __shfl_sync(mask, value, source, width);
 }
 template <class T> static inline T atomicAdd(T* address, T value) {
-  return std::atomic_ref<T>(*address).fetch_add(value);
+  if constexpr (std::is_arithmetic_v<T>) {
+    return std::atomic_ref<T>(*address).fetch_add(value);
+  } else {
+    // half, half2, bfloat16: a compare-and-swap loop on the bits (std::atomic_ref has
+    // fetch_add for arithmetic types only); the sum is the type's own operator+.
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+    using Bits = std::conditional_t<sizeof(T) == 2, unsigned short,
+                 std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>>;
+    std::atomic_ref<Bits> bits(*reinterpret_cast<Bits*>(address));
+    Bits seen = bits.load();
+    for (;;) {
+      T old, sum;
+      std::memcpy(&old, &seen, sizeof(T));
+      sum = old + value;
+      Bits desired;
+      std::memcpy(&desired, &sum, sizeof(T));
+      if (bits.compare_exchange_weak(seen, desired)) return old;
+    }
+  }
 }
+// Every lane of a warp is active at each call in the emulation (see
+// cuda_emulation_tensor_core.h: warp collectives are reached by all 32 lanes).
+static inline unsigned __activemask() { return 0xffffffffu; }
 static inline int atomicMax(int* a, int v) {
   std::atomic_ref<int> r(*a); int old = r.load();
   while (old < v && !r.compare_exchange_weak(old, v)) {}
@@ -162,9 +192,9 @@ extern "C" void tl_emulate(void** args, unsigned gx, unsigned gy, unsigned gz,
   for (unsigned x = 0; x < gx; ++x) {{
     std::barrier<> barrier((std::ptrdiff_t)threads);
     tl_block_barrier = &barrier;
-    std::vector<std::unique_ptr<std::barrier<>>> warps;  // one per warp, for collectives
+    std::vector<std::unique_ptr<tl_warp_barrier>> warps;  // one per warp, for collectives
     for (unsigned w = 0; w * 32 < threads; ++w) {{
-      warps.push_back(std::make_unique<std::barrier<>>((std::ptrdiff_t)min(32u, threads - w * 32)));
+      warps.push_back(std::make_unique<tl_warp_barrier>(min(32u, threads - w * 32)));
       tl_warp_barriers[w] = warps.back().get();
     }}
     std::vector<std::thread> pool;

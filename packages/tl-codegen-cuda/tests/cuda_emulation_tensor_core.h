@@ -44,7 +44,11 @@
 #ifndef TL_CUDA_EMULATION_TENSOR_CORE_H
 #define TL_CUDA_EMULATION_TENSOR_CORE_H
 #define TL_CUDA_EMULATION 1
+#include <chrono>
+#include <condition_variable>
 #include <cstdarg>
+#include <cstdlib>
+#include <mutex>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -65,9 +69,40 @@ extern "C" const char* tl_emulation_error() {
 extern "C" void tl_emulation_clear_error() { tl_emulation_faulted.store(false); }
 
 // ------------------------------------------------------------------ warp meeting point
+// A barrier for the lanes of one warp that gives up after a minute (by default): generated code
+// that calls a collective on some lanes only would otherwise hang the test run. On a
+// timeout the waiting lanes are released and the launch reports a fault.
+struct tl_warp_barrier {
+  std::mutex mutex;
+  std::condition_variable all_arrived;
+  unsigned expected, arrived = 0;
+  unsigned long long generation = 0;
+  explicit tl_warp_barrier(unsigned lanes) : expected(lanes) {}
+  static int timeout_seconds() {  // TL_CUDA_EMULATION_WARP_TIMEOUT overrides (tests)
+    const char* text = std::getenv("TL_CUDA_EMULATION_WARP_TIMEOUT");
+    return text != nullptr && std::atoi(text) > 0 ? std::atoi(text) : 60;
+  }
+  bool arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    unsigned long long mine = generation;
+    if (++arrived == expected) {
+      arrived = 0;
+      ++generation;
+      all_arrived.notify_all();
+      return true;
+    }
+    if (all_arrived.wait_for(lock, std::chrono::seconds(timeout_seconds()),
+                             [&] { return generation != mine; }))
+      return true;
+    arrived = 0;
+    ++generation;
+    all_arrived.notify_all();
+    return false;
+  }
+};
 // One barrier per warp of the running block (set by the launcher), and one slot per
 // thread of the block for the operands a warp collective exchanges.
-static std::barrier<>* tl_warp_barriers[32];
+static tl_warp_barrier* tl_warp_barriers[32];
 struct tl_warp_slot {
   unsigned a[4];
   unsigned b[2];
@@ -83,7 +118,9 @@ static inline void tl_warp_meet(const char* what) {
   if (tl_warp_first_tid() + 32 > threads)
     tl_emulation_fault("%s: warp %u of a %u-thread block has fewer than 32 lanes", what,
                        tl_linear_tid() / 32, threads);
-  tl_warp_barriers[tl_linear_tid() / 32]->arrive_and_wait();
+  if (!tl_warp_barriers[tl_linear_tid() / 32]->arrive_and_wait())
+    tl_emulation_fault("%s: not every lane of warp %u reached it in time (a call on "
+                       "some lanes only?)", what, tl_linear_tid() / 32);
 }
 static inline void __syncwarp(unsigned = 0xffffffffu) { tl_warp_meet("__syncwarp"); }
 template <class T> static inline T __shfl_xor_sync(unsigned, T value, int mask, int width = 32) {

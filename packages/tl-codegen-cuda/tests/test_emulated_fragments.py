@@ -1,4 +1,4 @@
-"""The CPU emulation's mma.sync, ldmatrix and cp.async against the PTX ISA.
+"""The CPU emulation's mma.sync and ldmatrix against the PTX ISA.
 
 Black-box: small hand-written CUDA kernels (not generated code, so the lowering and the
 emulator cannot share a mistake) call the helpers of tl_tensor_core.h on crafted
@@ -12,19 +12,15 @@ entries transcribed from the ISA in `ptx_fragment_tables`:
 * ldmatrix: rows holding their own coordinates, addressed through a permutation of
   the lanes, with and without .trans; lanes whose addresses the ISA ignores get a
   misaligned pointer, which must not be read.
-* cp.async: a read before the wait sees the old data, wait_group(n) retires all but
-  the n newest groups, a wait does not retire uncommitted copies, zero-fill reads
-  nothing.
+
+The cp.async tests are in test_emulated_cp_async.py; the kernels in
+fragment_test_kernels.py.
 """
 
 from __future__ import annotations
 
-import functools
-import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -32,162 +28,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cuda_emulation as emu
+import fragment_test_kernels as kernels
 import ptx_fragment_tables as tables
-
-from tl_backend_api import KernelArgument, KernelLaunch
-from tl_codegen_cuda.codegen import tensor_core_header
 
 pytestmark = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
-
-_MMA_FORMS = [
-    "tl_mma_m16n8k16_f32_f16_f16",
-    "tl_mma_m16n8k16_f32_bf16_bf16",
-    "tl_mma_m16n8k16_f16_f16_f16",
-    "tl_mma_m16n8k32_s32_s8_s8",
-    "tl_mma_m16n8k32_s32_u8_u8",
-    "tl_mma_m16n8k32_f32_e4m3_e4m3",
-    "tl_mma_m16n8k32_f32_e5m2_e5m2",
-]
-_LDMATRIX_FORMS = [
-    (1, False), (2, False), (4, False), (1, True), (2, True), (4, True),
-]  # fmt: skip
-
-_KERNELS = (
-    r"""
-extern "C" __global__ void mma_batch(const unsigned* a, const unsigned* b, unsigned* c,
-                                     int cases, int form) {
-  unsigned lane = threadIdx.x;
-  for (int t = 0; t < cases; ++t) {
-    unsigned ra[4], rb[2], rc[4];
-    for (int i = 0; i < 4; ++i) ra[i] = a[(t * 32 + lane) * 4 + i];
-    for (int i = 0; i < 2; ++i) rb[i] = b[(t * 32 + lane) * 2 + i];
-    for (int i = 0; i < 4; ++i) rc[i] = c[(t * 32 + lane) * 4 + i];
-    switch (form) {
-"""
-    + "".join(f"      case {i}: {name}(rc, ra, rb); break;\n" for i, name in enumerate(_MMA_FORMS))
-    + r"""    }
-    for (int i = 0; i < 4; ++i) c[(t * 32 + lane) * 4 + i] = rc[i];
-  }
-}
-
-extern "C" __global__ void ldmatrix_rows(const int* row_of_lane, unsigned* out, int form) {
-  __shared__ __align__(16) unsigned short tile[32][16];
-  unsigned lane = threadIdx.x;
-  for (int col = 0; col < 16; ++col) tile[lane][col] = col < 8 ? lane * 8 + col : 0xffff;
-  __syncthreads();
-  int row = row_of_lane[lane];
-  // A negative row: this lane's address is one the ISA ignores; make it unusable.
-  const void* address = row >= 0 ? (const void*)&tile[row][0]
-                                 : (const void*)((const char*)&tile[0][0] + 1);
-  unsigned regs[4] = {0, 0, 0, 0};
-  switch (form) {
-    case 0: tl_ldmatrix_x1(regs, address); break;
-    case 1: tl_ldmatrix_x2(regs, address); break;
-    case 2: tl_ldmatrix_x4(regs, address); break;
-    case 3: tl_ldmatrix_x1_trans(regs, address); break;
-    case 4: tl_ldmatrix_x2_trans(regs, address); break;
-    case 5: tl_ldmatrix_x4_trans(regs, address); break;
-  }
-  for (int i = 0; i < 4; ++i) out[lane * 4 + i] = regs[i];
-}
-
-// out[snapshot][thread][buffer][word]: what thread t sees of its own 16-byte slots.
-extern "C" __global__ void cp_async_groups(const unsigned* src, unsigned* out, int scenario) {
-  __shared__ __align__(16) unsigned stage[4][32][4];
-  unsigned t = threadIdx.x;
-  for (int b = 0; b < 4; ++b)
-    for (int i = 0; i < 4; ++i) stage[b][t][i] = 0xdead0000u + b * 16 + i;
-  int shot = 0;
-  auto snapshot = [&]() {
-    for (int b = 0; b < 4; ++b)
-      for (int i = 0; i < 4; ++i) out[((shot * 32 + t) * 4 + b) * 4 + i] = stage[b][t][i];
-    ++shot;
-  };
-  const unsigned* mine = src + t * 16;  // 64 source bytes per thread
-  if (scenario == 0) {  // a read before the wait sees the old data
-    tl_cp_async_16(stage[0][t], mine);
-    tl_cp_async_commit();
-    snapshot();
-    tl_cp_async_wait(0);
-    snapshot();
-  } else if (scenario == 1) {  // three groups retire oldest first
-    tl_cp_async_16(stage[0][t], mine);
-    tl_cp_async_commit();
-    tl_cp_async_8(stage[1][t], mine + 4);
-    tl_cp_async_8(&stage[1][t][2], mine + 6);
-    tl_cp_async_commit();
-    tl_cp_async_4(stage[2][t], mine + 8);
-    tl_cp_async_commit();
-    tl_cp_async_wait(2);
-    snapshot();
-    tl_cp_async_wait(1);
-    snapshot();
-    tl_cp_async_wait(0);
-    snapshot();
-  } else if (scenario == 2) {  // zero-fill reads nothing (the source is not an address)
-    tl_cp_async_16_zfill(stage[0][t], (const void*)0x1, 0);
-    tl_cp_async_8_zfill(stage[1][t], (const void*)0x3, 0);
-    tl_cp_async_4_zfill(stage[2][t], mine, 1);
-    tl_cp_async_16_zfill(stage[3][t], mine + 12, 1);
-    tl_cp_async_commit();
-    snapshot();
-    tl_cp_async_wait(0);
-    snapshot();
-  } else if (scenario == 3) {  // wait_group retires committed groups only
-    tl_cp_async_4(stage[0][t], mine);
-    tl_cp_async_wait(0);
-    snapshot();
-    tl_cp_async_commit();
-    tl_cp_async_wait(0);
-    snapshot();
-  } else if (scenario == 4) {  // a misaligned 16-byte copy is a fault
-    tl_cp_async_16(stage[0][t], mine + 1);
-    tl_cp_async_commit();
-    tl_cp_async_wait(0);
-  }
-}
-"""
-)
-
-_SIGNATURES = {
-    "mma_batch": [("a", "buffer"), ("b", "buffer"), ("c", "buffer"), ("cases", "int32"),
-                  ("form", "int32")],
-    "ldmatrix_rows": [("row_of_lane", "buffer"), ("out", "buffer"), ("form", "int32")],
-    "cp_async_groups": [("src", "buffer"), ("out", "buffer"), ("scenario", "int32")],
-}  # fmt: skip
-
-
-def _description(symbol: str) -> KernelLaunch:
-    """The launch of hand-written kernel ``symbol``, as a codegen's `KernelSources` has it."""
-    arguments = [
-        KernelArgument("buffer", n, "uint32")
-        if kind == "buffer"
-        else KernelArgument("scalar", n, kind)
-        for n, kind in _SIGNATURES[symbol]
-    ]
-    return KernelLaunch(symbol, (1,), (32,), arguments=tuple(arguments))
-
-
-def _source() -> str:
-    # The real header first: under TL_CUDA_EMULATION it must vanish, leaving the
-    # emulation's stand-ins as the only definitions.
-    return tensor_core_header() + _KERNELS
-
-
-@functools.cache
-def _library(symbol: str) -> Any:
-    return emu.compile_emulation(_source(), _description(symbol), _workdir())
-
-
-@functools.cache
-def _workdir() -> Path:
-    return emu.scratch_dir()
-
-
-def _run(symbol: str, params: dict[str, Any]) -> None:
-    emu.run_emulated(_library(symbol), _description(symbol), (1,), (32,), params)
 
 
 # ----------------------------------------------------------------------------- mma
@@ -293,7 +139,7 @@ class Batch:
     def run(self) -> np.ndarray:
         """D of every case as float64, shape (cases, 32 lanes, 4 elements)."""
         c = self.c.copy()
-        _run(
+        kernels.run(
             "mma_batch",
             {"a": self.a, "b": self.b, "c": c, "cases": len(c), "form": self.form.index},
         )
@@ -448,14 +294,16 @@ def test_integer_mma_wraps_without_satfinite(form_name: str) -> None:
 # ------------------------------------------------------------------------ ldmatrix
 
 
-@pytest.mark.parametrize(("matrices", "trans"), _LDMATRIX_FORMS)
+@pytest.mark.parametrize(("matrices", "trans"), kernels.LDMATRIX_FORMS)
 def test_ldmatrix_follows_the_isa(matrices: int, trans: bool) -> None:
     permutation = np.random.default_rng(matrices + 10 * trans).permutation(32)
     row_of_lane = permutation.astype(np.int32)
     row_of_lane[8 * matrices :] = -1  # addresses the ISA does not read
     out = np.zeros((32, 4), np.uint32)
-    form = _LDMATRIX_FORMS.index((matrices, trans))
-    _run("ldmatrix_rows", {"row_of_lane": row_of_lane.view(np.uint32), "out": out, "form": form})
+    form = kernels.LDMATRIX_FORMS.index((matrices, trans))
+    kernels.run(
+        "ldmatrix_rows", {"row_of_lane": row_of_lane.view(np.uint32), "out": out, "form": form}
+    )
     entries = tables.LDMATRIX_TRANS if trans else tables.LDMATRIX
     for lane, half, row, col in entries:
         for matrix in range(matrices):
@@ -470,72 +318,14 @@ def test_ldmatrix_refuses_a_misaligned_row_address() -> None:
     row_of_lane[3] = -1
     out = np.zeros((32, 4), np.uint32)
     with pytest.raises(RuntimeError, match=r"lane 3's row address .* not 16-byte aligned"):
-        _run("ldmatrix_rows", {"row_of_lane": row_of_lane.view(np.uint32), "out": out, "form": 2})
+        kernels.run(
+            "ldmatrix_rows", {"row_of_lane": row_of_lane.view(np.uint32), "out": out, "form": 2}
+        )
 
 
-# ------------------------------------------------------------------------ cp.async
-
-
-def _cp_async(scenario: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    src = np.random.default_rng(scenario).integers(0, 2**32, (32, 16), dtype=np.uint32)
-    out = np.zeros((4, 32, 4, 4), np.uint32)
-    _run("cp_async_groups", {"src": src, "out": out, "scenario": scenario})
-    sentinel = np.array([[0xDEAD0000 + b * 16 + i for i in range(4)] for b in range(4)], np.uint32)
-    return src, out, np.broadcast_to(sentinel, (32, 4, 4))
-
-
-def test_cp_async_is_not_visible_before_its_wait() -> None:
-    src, out, old = _cp_async(0)
-    np.testing.assert_array_equal(out[0], old)
-    np.testing.assert_array_equal(out[1][:, 0], src[:, 0:4])
-    np.testing.assert_array_equal(out[1][:, 1:], old[:, 1:])
-
-
-def test_cp_async_wait_group_leaves_the_newest_groups_pending() -> None:
-    src, out, old = _cp_async(1)
-    # wait_group(2): the first of three groups is complete.
-    np.testing.assert_array_equal(out[0][:, 0], src[:, 0:4])
-    np.testing.assert_array_equal(out[0][:, 1:], old[:, 1:])
-    # wait_group(1): the first two (the second made of two 8-byte copies).
-    np.testing.assert_array_equal(out[1][:, 1], src[:, 4:8])
-    np.testing.assert_array_equal(out[1][:, 2], old[:, 2])
-    # wait_group(0): all; the 4-byte copy wrote one word only.
-    np.testing.assert_array_equal(out[2][:, 2, 0], src[:, 8])
-    np.testing.assert_array_equal(out[2][:, 2, 1:], old[:, 2, 1:])
-    np.testing.assert_array_equal(out[2][:, 3], old[:, 3])
-
-
-def test_cp_async_zero_fill_writes_zeros_and_reads_nothing() -> None:
-    src, out, old = _cp_async(2)
-    np.testing.assert_array_equal(out[0], old)
-    np.testing.assert_array_equal(out[1][:, 0], 0)  # 16 bytes of zeros
-    np.testing.assert_array_equal(out[1][:, 1, :2], 0)  # 8 bytes of zeros
-    np.testing.assert_array_equal(out[1][:, 1, 2:], old[:, 1, 2:])
-    np.testing.assert_array_equal(out[1][:, 2, 0], src[:, 0])  # valid: copied
-    np.testing.assert_array_equal(out[1][:, 3], src[:, 12:16])
-
-
-def test_cp_async_wait_does_not_retire_uncommitted_copies() -> None:
-    src, out, old = _cp_async(3)
-    np.testing.assert_array_equal(out[0], old)
-    np.testing.assert_array_equal(out[1][:, 0, 0], src[:, 0])
-
-
-def test_cp_async_refuses_a_misaligned_copy() -> None:
-    with pytest.raises(RuntimeError, match="not 16-byte aligned"):
-        _cp_async(4)
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
-def test_the_test_kernels_compile_against_the_real_header(tmp_path: Path) -> None:
-    # The same kernels with the device asm of tl_tensor_core.h (no emulation): the
-    # stand-ins are called with the real helpers' signatures.
-    source = tmp_path / "fragments.cu"
-    source.write_text(_source())
-    done = subprocess.run(
-        ["nvcc", "-cubin", "-arch=sm_89", "-o", str(tmp_path / "f.cubin"), str(source)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+def test_a_collective_reached_by_some_lanes_only_is_a_fault_not_a_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TL_CUDA_EMULATION_WARP_TIMEOUT", "1")
+    with pytest.raises(RuntimeError, match="not every lane of warp 0 reached it"):
+        kernels.run("divergent_ldmatrix", {"out": np.zeros(32, np.uint32)})
