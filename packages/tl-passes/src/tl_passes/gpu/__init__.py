@@ -22,6 +22,7 @@ from tl_passes.gpu.layout import (
     LayoutError,
     infer_fragment_layouts,
 )
+from tl_passes.gpu.matrix import FragmentMap, MatrixInstruction, MatrixLoad
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass, lower_gpu_tile_ops
 from tl_passes.gpu.pipeline import gpu_passes
 from tl_passes.gpu.shared_memory import (
@@ -57,7 +58,10 @@ __all__ = [
     "GpuLoweringError",
     "GpuPlanSharedMemoryPass",
     "GpuTraits",
+    "FragmentMap",
     "LayoutError",
+    "MatrixInstruction",
+    "MatrixLoad",
     "SharedMemoryModel",
     "SwizzledOperands",
     "WarpShuffle",

@@ -89,7 +89,10 @@ class KernelLowering:
             tid = term if tid is None else tid + term
             stride *= int(extent)
         self.tid = tid if tid is not None else int_imm(0)
-        self.layouts: dict[str, FragmentLayout] = infer_fragment_layouts(func, self.num_threads)
+        self.target = target
+        self.layouts: dict[str, FragmentLayout] = infer_fragment_layouts(
+            func, self.num_threads, traits, target, self.warp_size
+        )
         self.local_buffers: dict[str, Any] = {}
         self.fragment_vars: dict[str, Any] = {}
         self.counter = 0
@@ -122,6 +125,13 @@ class KernelLowering:
             index = unflatten(flat, shape)
             thread, local = layout.index_map.map_indices(index)
             return for_loop(flat, layout.numel, guard(body(index, local), thread == self.tid))
+        if layout.unrolled:
+            # Constant local indices: the thread's registers stay registers.
+            bodies = []
+            for local in range(layout.local_size):
+                index, _ = layout.index_of(self.tid, local)
+                bodies.append(body(index, int_imm(local)))
+            return seq(bodies)
         local_var = self.fresh("l")
         flat, valid = layout.element_of(self.tid, local_var)
         index = unflatten(flat, shape)

@@ -35,7 +35,7 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
     return [
         LowerAllocVarPass(),
         GpuPipelineLoopsPass(traits),
-        GpuInferLayoutsPass(),
+        GpuInferLayoutsPass(traits),
         GpuChooseSharedLayoutsPass(traits),
         GpuInsertBarriersPass(),
         GpuLowerTileOpsPass(traits),
