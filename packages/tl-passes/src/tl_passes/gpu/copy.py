@@ -17,6 +17,7 @@ import tvm
 from tvm import tirx
 
 from tl_passes.gpu.barriers import barrier
+from tl_passes.gpu.copy_fragment import fragment_pair_copy
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.layout import PARTITIONED, same_placement
 from tl_passes.gpu.operand import Operand
@@ -90,6 +91,9 @@ def lower_copy(kernel: KernelLowering, op: Any) -> Any:
         vectorized = _fragment_vector_copy(kernel, src, dst, extents)
     if vectorized is not None:
         return vectorized
+    pairs = fragment_pair_copy(kernel, src, dst)  # tensor-core accumulators (copy_fragment)
+    if pairs is not None:
+        return pairs
     if src.partitioned and (
         dst.per_thread
         or (

@@ -96,22 +96,22 @@ class FragmentLayout:
         return flat, valid
 
     def index_of(self, thread: Any, local: Any) -> tuple[list[Any], Any | None]:
-        """Partitioned, `MMA` or `ROWS`: the tile index ``thread`` holds at ``local`` (a
-        constant for `MMA` and `ROWS`) and the condition that it exists (None: always)."""
+        """Partitioned, `MMA` or `ROWS`: the tile index ``thread`` holds at ``local`` and
+        the condition that it exists (None: always)."""
         if self.kind == MMA:
             assert self.tiles is not None
-            return list(self.tiles.element(thread, _int(local))), None
+            return list(self.tiles.element(thread, _int_or_expr(local))), None
         if self.kind == ROWS:
             assert self.tiles is not None
-            return [self.tiles.row_of(thread, _int(local))], None
+            return [self.tiles.row_of(thread, _int_or_expr(local))], None
         flat, valid = self.element_of(thread, local)
         return _unflatten(flat, self.shape), valid
 
     @property
     def unrolled(self) -> bool:
-        """Whether per-thread loops over it must be unrolled at compile time (the local
-        index of an `MMA` or `ROWS` element is a constant, so the registers stay
-        registers)."""
+        """Whether per-thread loops over it are unrolled at compile time, whatever their
+        length (an `MMA` or `ROWS` fragment is indexed by constants only, so its
+        registers stay registers)."""
         return self.kind in (MMA, ROWS)
 
     def describe(self) -> str:
@@ -203,8 +203,8 @@ def same_placement(a: FragmentLayout, b: FragmentLayout) -> bool:
     )
 
 
-def _int(value: Any) -> int:
-    return int(value.value) if isinstance(value, tirx.IntImm) else int(value)
+def _int_or_expr(value: Any) -> Any:
+    return int(value.value) if isinstance(value, tirx.IntImm) else value
 
 
 def _unflatten(flat: Any, extents: tuple[int, ...]) -> list[Any]:

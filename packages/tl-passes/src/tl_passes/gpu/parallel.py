@@ -141,7 +141,9 @@ def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
         row_local = None
         if driver is not None and driver.kind == MMA and local is not None:
             assert driver.tiles is not None
-            row_local = int_imm(driver.tiles.row_local(_constant(local)))
+            value = const_int(local)
+            row_local = driver.tiles.row_local(local if value is None else value)
+            row_local = int_imm(row_local) if isinstance(row_local, int) else row_local
         nest = Nest(list(zip(loop_vars, index, strict=True)), local, row_local)
         inner = kernel.lower_stmt(body, element_context, nest)
         return rewrite_expr(kernel, inner, nest)
@@ -157,13 +159,6 @@ def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
     if writes_replica or (touches_fragment and stores_private) or stores_private:
         return kernel.every(extents, lambda index: emit(index, None, per_element))
     return kernel.cooperative(extents, lambda index: emit(index, None, True))
-
-
-def _constant(local: Any) -> int:
-    value = const_int(local)
-    if value is None:
-        raise GpuLoweringError(f"expected a constant local index, got {local}")
-    return value
 
 
 def _same_rows(driver: FragmentLayout, rows: FragmentLayout) -> bool:

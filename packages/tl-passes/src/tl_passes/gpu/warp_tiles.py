@@ -72,14 +72,13 @@ class WarpTiles:
             (warp % self.warps_n) * (self.cols // self.warps_n),
         )
 
-    def split(self, local: int) -> tuple[int, int, int]:
-        """``(mi, ni, e)`` of a constant local index."""
-        tile, e = divmod(local, self.per_tile)
-        mi, ni = divmod(tile, self.tiles_n)
-        return mi, ni, e
+    def split(self, local: Any) -> tuple[Any, Any, Any]:
+        """``(mi, ni, e)`` of a local index (an int, or a TIR expression)."""
+        tile, e = local // self.per_tile, local % self.per_tile
+        return tile // self.tiles_n, tile % self.tiles_n, e
 
-    def element(self, thread: Any, local: int) -> tuple[Any, Any]:
-        """The (row, col) ``thread`` holds at the constant ``local``."""
+    def element(self, thread: Any, local: Any) -> tuple[Any, Any]:
+        """The (row, col) ``thread`` holds at ``local`` (an int, or a TIR expression)."""
         mi, ni, e = self.split(local)
         row0, col0 = self.warp_origin(thread)
         r, c = self.c_map(thread % self.warp_size, e)
@@ -102,15 +101,22 @@ class WarpTiles:
         """Rows each thread holds after a row reduction."""
         return self.tiles_m * len(self.row_offsets)
 
-    def row_local(self, local: int) -> int:
-        """The row-layout local index of the row element ``local`` lies in."""
+    def row_local(self, local: Any) -> Any:
+        """The row-layout local index of the row element ``local`` lies in (an int for
+        an int ``local``, else a TIR expression)."""
         mi, _, e = self.split(local)
-        return mi * len(self.row_offsets) + self.row_slot(e)
+        slots = [self.row_slot(x) for x in range(self.per_tile)]
+        return mi * len(self.row_offsets) + _pick(e, slots)
 
-    def row_of(self, thread: Any, row_local: int) -> Any:
-        """The fragment row ``thread`` holds at row-layout local ``row_local``."""
-        mi, slot = divmod(row_local, len(self.row_offsets))
-        e = next(e for e in range(self.per_tile) if self.row_slot(e) == slot)
+    def row_of(self, thread: Any, row_local: Any) -> Any:
+        """The fragment row ``thread`` holds at row-layout local ``row_local`` (an int,
+        or a TIR expression)."""
+        count = len(self.row_offsets)
+        mi, slot = row_local // count, row_local % count
+        firsts = [
+            next(e for e in range(self.per_tile) if self.row_slot(e) == s) for s in range(count)
+        ]
+        e = _pick(slot, firsts)
         row0, _ = self.warp_origin(thread)
         return row0 + mi * self.tile_m + self.c_map(thread % self.warp_size, e)[0]
 
@@ -153,6 +159,21 @@ class WarpTiles:
             other.warp_size,
             other.row_offsets,
         ) and all(self.row_slot(e) == other.row_slot(e) for e in range(self.per_tile))
+
+
+def _pick(selector: Any, values: list[int]) -> Any:
+    """``values[selector]``: a list index for an int, a chain of selects in TIR."""
+    if isinstance(selector, int):
+        return values[selector]
+    from tvm import tirx
+
+    expr: Any = tirx.IntImm("int32", values[-1])
+    for position in range(len(values) - 2, -1, -1):
+        if values[position] != values[-1] or position == 0:
+            expr = tirx.Select(
+                selector == position, tirx.IntImm("int32", values[position]), expr
+            )
+    return expr
 
 
 def warp_partition(
