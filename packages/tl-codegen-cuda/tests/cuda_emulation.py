@@ -47,7 +47,7 @@ static unsigned long long tl_shuffle_slots[1024];
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) alignas(n)
 #define __restrict__ __restrict
