@@ -314,7 +314,10 @@ def infer_fragment_layouts(
         unfit = _unfit(plan, replicated, accesses, counted_once)
         if not unfit:
             break
-        banned |= plan.members(unfit)
+        # Only the unfit fragments leave the plan: the rest of their group keeps it
+        # (copies and nests between differently placed fragments convert or refit on
+        # the next round).
+        banned |= unfit
 
     layouts: dict[str, FragmentLayout] = {}
     for name, buffer in fragments.items():
@@ -366,7 +369,7 @@ def _replicated(
     replicated = set(outside)
     for name, need in op_needs:
         planned = plan.layouts.get(name)
-        if need == "gemm-a" and planned is not None and planned.kind == MMA:
+        if need == "gemm-a" and name in plan.register_a:
             continue
         if need == "reduce-dst" and planned is not None and planned.kind == ROWS:
             continue

@@ -61,11 +61,8 @@ class TensorCorePlan:
 
     layouts: dict[str, FragmentLayout] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)
-
-    def members(self, names: set[str]) -> set[str]:
-        """Every planned fragment in a group of one of ``names``."""
-        wanted = {self.groups[n] for n in names if n in self.groups}
-        return {n for n, g in self.groups.items() if g in wanted}
+    #: Fragments placed to feed a planned gemm's instruction as its A registers.
+    register_a: set[str] = field(default_factory=set)
 
     def exempt_row_reads(self, nest: NestInfo) -> set[str]:
         """The misaligned accesses of ``nest`` that are row reads of a `ROWS` fragment
@@ -300,6 +297,15 @@ def plan_tensor_cores(
             continue
         plan.layouts[name] = FragmentLayout(name, shape, num_threads, kind, tiles=tiles)
         plan.groups[name] = groups.find(name)
+    for candidate in gemms:
+        a_name = full_fragment(candidate.op.a)
+        c_layout = plan.layouts.get(str(candidate.op.c.buffer.name))
+        if a_name is None or a_name not in plan.layouts or c_layout is None:
+            continue
+        if c_layout.tiles == candidate.tiles and plan.layouts[a_name].tiles == register_a_tiles(
+            candidate
+        ):
+            plan.register_a.add(a_name)
     return plan
 
 
