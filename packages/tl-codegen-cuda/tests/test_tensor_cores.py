@@ -114,7 +114,9 @@ def test_flash_attention_fragments_are_not_replicated() -> None:
         assert kinds[name] == "rows", name
     source = emu.lower_for_cuda(func).files["main.cu"]
     # P (acc_s_cast) feeds the second mma straight from its registers.
-    assert re.search(r"tl_mma_m16n8k16_f32_f16_f16\(\(&\(acc_o_regs\w*\[\d+\]\)\), \(&\(acc_s_cast", source)
+    assert re.search(
+        r"tl_mma_m16n8k16_f32_f16_f16\(\(&\(acc_o_regs\w*\[\d+\]\)\), \(&\(acc_s_cast", source
+    )
 
 
 def test_targets_without_matrix_instructions_keep_the_fma_path() -> None:
@@ -257,7 +259,11 @@ def _row_softmax_gemm(policy: Any, threads: int) -> Any:
 @needs_gxx
 @pytest.mark.parametrize(
     ("policy", "threads"),
-    [(T.GemmWarpPolicy.Square, 128), (T.GemmWarpPolicy.FullCol, 128), (T.GemmWarpPolicy.FullRow, 64)],
+    [
+        (T.GemmWarpPolicy.Square, 128),
+        (T.GemmWarpPolicy.FullCol, 128),
+        (T.GemmWarpPolicy.FullRow, 64),
+    ],
 )
 def test_row_reduction_of_an_accumulator_matches_numpy(policy: Any, threads: int) -> None:
     rng = np.random.default_rng(5)
@@ -277,4 +283,7 @@ def test_row_reduction_of_an_accumulator_matches_numpy(policy: Any, threads: int
 def _layouts_for(func: Any, threads: int) -> dict[str, str]:
     target = Target({"kind": "cuda", "arch": "sm_80"})
     (kernel,) = [k for _, k in kernel_functions(func)]
-    return {n: lay.kind for n, lay in infer_fragment_layouts(kernel, threads, CUDA_TRAITS, target).items()}
+    return {
+        n: lay.kind
+        for n, lay in infer_fragment_layouts(kernel, threads, CUDA_TRAITS, target).items()
+    }

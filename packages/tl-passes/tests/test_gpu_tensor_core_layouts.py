@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,17 +80,7 @@ def test_traits_pick_an_instruction_by_dtypes_and_target() -> None:
     assert TRAITS.matrix_instruction("float32", "float32", "float32", None) is None
     unavailable = GpuTraits(
         name="old",
-        matrix_instructions=(
-            MatrixInstruction(
-                **{
-                    **{f: getattr(INSTRUCTION, f) for f in (
-                        "function", "a_dtype", "b_dtype", "acc_dtype", "m", "n", "k",
-                        "a_map", "b_map", "c_map", "a_elements", "b_elements", "c_elements",
-                    )},  # fmt: skip
-                    "available": lambda target: False,
-                }
-            ),
-        ),
+        matrix_instructions=(attrs.evolve(INSTRUCTION, available=lambda target: False),),
     )
     assert unavailable.matrix_instruction("float16", "float16", "float32", object()) is None
 
@@ -152,7 +143,7 @@ def _attention_like(extra_use: str = "") -> Any:
         Q: T.Tensor((64, 64), "float16"),
         K: T.Tensor((64, 64), "float16"),
         V: T.Tensor((64, 64), "float16"),
-        O: T.Tensor((64, 64), "float32"),
+        Out: T.Tensor((64, 64), "float32"),
         M: T.Tensor((64,), "float32"),
     ):
         with T.Kernel(1, threads=128):
@@ -179,7 +170,7 @@ def _attention_like(extra_use: str = "") -> Any:
             T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             if extra_use == "reduce rows":
                 T.reduce_sum(scale, total, dim=0)
-            T.copy(o, O)
+            T.copy(o, Out)
             T.copy(row_max, M)
 
     return main

@@ -22,8 +22,8 @@ from tl_passes.gpu.layout import (
     LayoutError,
     infer_fragment_layouts,
 )
-from tl_passes.gpu.matrix import FragmentMap, MatrixInstruction, MatrixLoad
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass, lower_gpu_tile_ops
+from tl_passes.gpu.matrix import FragmentMap, MatrixInstruction, MatrixLoad
 from tl_passes.gpu.pipeline import gpu_passes
 from tl_passes.gpu.shared_memory import (
     DYNAMIC_SHARED_ATTR,
@@ -52,13 +52,13 @@ __all__ = [
     "AsyncCopy",
     "AtomicCall",
     "FragmentLayout",
+    "FragmentMap",
     "GpuInferLayoutsPass",
     "GpuInsertBarriersPass",
     "GpuLowerTileOpsPass",
     "GpuLoweringError",
     "GpuPlanSharedMemoryPass",
     "GpuTraits",
-    "FragmentMap",
     "LayoutError",
     "MatrixInstruction",
     "MatrixLoad",

@@ -57,9 +57,7 @@ def fragment_pair_copy(kernel: KernelLowering, src: Operand, dst: Operand) -> An
         row, col = tiles.element(kernel.tid, local)
         d_index = dst.expand([row, col])
         full = dst.full_index(d_index)
-        lanes = [
-            cast(tirx.BufferLoad(regs, [int_imm(local + i)]), dst.dtype) for i in range(PAIR)
-        ]
+        lanes = [cast(tirx.BufferLoad(regs, [int_imm(local + i)]), dst.dtype) for i in range(PAIR)]
         value = tirx.Shuffle(lanes, [int_imm(i) for i in range(PAIR)])
         index = [*full[:-1], tirx.Ramp(full[-1], int_imm(1), PAIR)]
         stmts.append(guard(tirx.BufferStore(dst.buffer, value, index), dst.inside(d_index)))

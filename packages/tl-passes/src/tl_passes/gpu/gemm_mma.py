@@ -68,7 +68,12 @@ def mma_gemm(kernel: KernelLowering, op: Any) -> Any | None:
         if a.layout is None or a.layout.kind != MMA or a.layout.tiles is None or op.transpose_a:
             return None
         a_tiles = a.layout.tiles
-        if (a_tiles.rows, a_tiles.warps_m, a_tiles.warps_n, tiles.warps_n) != (m, tiles.warps_m, 1, 1):
+        if (a_tiles.rows, a_tiles.warps_m, a_tiles.warps_n, tiles.warps_n) != (
+            m,
+            tiles.warps_m,
+            1,
+            1,
+        ):
             return None
         register_bases = register_a_locals(instruction, a_tiles)
         if register_bases is None:
@@ -103,7 +108,9 @@ class _MmaGemm:
             stmts += [tirx.BufferStore(c_regs, zero, [int_imm(i)]) for i in range(tiles.local_size)]
         a_regs = None
         if self.register_bases is None:
-            a_regs = self.kernel.local_array("a_frag", [tiles.tiles_m * inst.a_elements], self.a.dtype)
+            a_regs = self.kernel.local_array(
+                "a_frag", [tiles.tiles_m * inst.a_elements], self.a.dtype
+            )
         b_regs = self.kernel.local_array("b_frag", [tiles.tiles_n * inst.b_elements], self.b.dtype)
         for kk in range(int(self.op.K) // inst.k):
             if a_regs is not None:
@@ -157,7 +164,9 @@ class _MmaGemm:
         while position < len(words):
             word = words[position]
             if word.mode == "scalar":
-                stmts += self._scalar_loads(operand, regs, word, fragment, per_word, is_a, transposed)
+                stmts += self._scalar_loads(
+                    operand, regs, word, fragment, per_word, is_a, transposed
+                )
                 position += 1
                 continue
             size = 1
@@ -170,7 +179,9 @@ class _MmaGemm:
                 size += 1
             size = 4 if size == 4 else 2 if size >= 2 else 1
             group = words[position : position + size]
-            stmts.append(self._matrix_load(operand, regs, group, contiguous, per_word, is_a, transposed))
+            stmts.append(
+                self._matrix_load(operand, regs, group, contiguous, per_word, is_a, transposed)
+            )
             position += size
         return stmts
 
@@ -198,7 +209,9 @@ class _MmaGemm:
         start = tvm.sym.Analyzer().simplify(tirx.floormod(operand.region.mins[-1], step))
         return const_int(start) == 0
 
-    def _buffer_index(self, operand: Operand, coords: tuple[Any, Any], transposed: bool, is_a: bool) -> list[Any]:
+    def _buffer_index(
+        self, operand: Operand, coords: tuple[Any, Any], transposed: bool, is_a: bool
+    ) -> list[Any]:
         d0, d1 = coords
         if is_a:
             d0, d1 = self.row0 + d0, d1

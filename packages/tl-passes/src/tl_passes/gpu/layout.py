@@ -457,12 +457,8 @@ class GpuInferLayoutsPass(PrimFuncPass):
 
         described: dict[str, str] = {}
         for _, kernel in kernel_functions(func):
-            layouts = infer_fragment_layouts(
-                kernel, block_threads(kernel), self.traits, ctx.target
-            )
+            layouts = infer_fragment_layouts(kernel, block_threads(kernel), self.traits, ctx.target)
             described.update((name, layout.describe()) for name, layout in layouts.items())
         if not described:
             return func
         return func.with_attr(LAYOUTS_ATTR, described)
-
-

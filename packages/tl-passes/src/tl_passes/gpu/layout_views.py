@@ -99,5 +99,3 @@ def viewed_buffer(decl: Any) -> Any | None:
     if isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data" and data.args:
         return data.args[0]
     return None
-
-

@@ -41,7 +41,9 @@ def _always(target: Any) -> bool:
 
 def _positive(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{type(instance).__name__}.{attribute.name}: expected an int >= 1, got {value!r}")
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name}: expected an int >= 1, got {value!r}"
+        )
 
 
 @attrs.frozen
@@ -99,6 +101,10 @@ class MatrixInstruction:
         return target is None or bool(self.available(target))
 
 
+def _frozen_names(value: Mapping[int, str]) -> Mapping[int, str]:
+    return MappingProxyType(dict(value))
+
+
 @attrs.frozen
 class MatrixLoad:
     """A warp-collective shared-memory matrix load (module docstring).
@@ -112,10 +118,8 @@ class MatrixLoad:
         transposed_element_bits: element width the transposing form moves.
     """
 
-    functions: Mapping[int, str] = attrs.field(converter=lambda v: MappingProxyType(dict(v)), hash=False)
-    transposed_functions: Mapping[int, str] = attrs.field(
-        converter=lambda v: MappingProxyType(dict(v)), hash=False
-    )
+    functions: Mapping[int, str] = attrs.field(converter=_frozen_names, hash=False)
+    transposed_functions: Mapping[int, str] = attrs.field(converter=_frozen_names, hash=False)
     rows: int = attrs.field(default=8, validator=_positive)
     row_bytes: int = attrs.field(default=16, validator=_positive)
     transposed_element_bits: int = attrs.field(default=16, validator=_positive)

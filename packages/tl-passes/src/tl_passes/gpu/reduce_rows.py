@@ -111,7 +111,9 @@ def _lanes_through_shared(
     for s in range(slots):
         value: Any = None
         for offset in sorted(offsets):
-            entry = tirx.BufferLoad(table, [tirx.bitwise_xor(kernel.tid, int_imm(offset)), int_imm(s)])
+            entry = tirx.BufferLoad(
+                table, [tirx.bitwise_xor(kernel.tid, int_imm(offset)), int_imm(s)]
+            )
             value = entry if value is None else combine(value, entry)
         gather.append(tirx.BufferStore(partial, value, [int_imm(s)]))
     return [tirx.AllocBuffer(table), *publish, barrier(), *gather, barrier()]
@@ -138,7 +140,9 @@ def _warps_through_shared(
     gather = []
     for s in range(tiles.row_slots):
         row = tiles.row_of(kernel.tid, s)
-        publish.append(tirx.BufferStore(table, tirx.BufferLoad(partial, [int_imm(s)]), [warp_col, row]))
+        publish.append(
+            tirx.BufferStore(table, tirx.BufferLoad(partial, [int_imm(s)]), [warp_col, row])
+        )
         value: Any = tirx.BufferLoad(table, [int_imm(0), row])
         for w in range(1, tiles.warps_n):
             value = combine(value, tirx.BufferLoad(table, [int_imm(w), row]))

@@ -76,9 +76,12 @@ class TensorCorePlan:
             assert layout.tiles is not None
             for driver in drivers:
                 assert driver.tiles is not None
-                if driver.kind == MMA and driver.tiles.same_rows(layout.tiles):
-                    if driver.shape[0] == layout.shape[0]:
-                        out.add(name)
+                if (
+                    driver.kind == MMA
+                    and driver.tiles.same_rows(layout.tiles)
+                    and driver.shape[0] == layout.shape[0]
+                ):
+                    out.add(name)
         return out
 
 
@@ -140,9 +143,7 @@ def gemm_candidate(
         extents = [const_int(e) for e in region.extents]
         if any(e is None for e in extents) or len(extents) < 2 or any(e != 1 for e in extents[:-2]):
             return None
-    warps = warp_partition(
-        op.policy, m, n, num_threads // warp_size, instruction.m, instruction.n
-    )
+    warps = warp_partition(op.policy, m, n, num_threads // warp_size, instruction.m, instruction.n)
     if warps is None:
         return None
     return GemmCandidate(op, instruction, accumulator_tiles(instruction, m, n, warps, warp_size))
@@ -183,7 +184,7 @@ def register_a_locals(
     owners: dict[tuple[int, int], tuple[int, int]] = {}
     for lane in range(a_tiles.warp_size):
         for local in range(a_tiles.local_size):
-            owners[tuple(a_tiles.element(lane, local))] = (lane, local)  # type: ignore[index]
+            owners[a_tiles.element(lane, local)] = (lane, local)
     bases: dict[tuple[int, int], int] = {}
     for mi in range(a_tiles.tiles_m):
         for kk in range(a_tiles.cols // instruction.k):
@@ -253,9 +254,7 @@ def plan_tensor_cores(
     gemms = []
     for op in ops:
         if isinstance(op, tile.GemmOp) and full_fragment(op.c):
-            candidate = gemm_candidate(
-                op, candidates_names, num_threads, warp_size, traits, target
-            )
+            candidate = gemm_candidate(op, candidates_names, num_threads, warp_size, traits, target)
             if candidate is not None:
                 gemms.append(candidate)
                 propose(str(op.c.buffer.name), MMA, candidate.tiles)

@@ -126,6 +126,7 @@ class WarpTiles:
         Raises:
             ValueError: the lanes sharing a row do not form an XOR group.
         """
+
         def rows_of(lane: int) -> frozenset[int]:
             return frozenset(self.c_map(lane, e)[0] for e in range(self.per_tile))
 
@@ -170,9 +171,7 @@ def _pick(selector: Any, values: list[int]) -> Any:
     expr: Any = tirx.IntImm("int32", values[-1])
     for position in range(len(values) - 2, -1, -1):
         if values[position] != values[-1] or position == 0:
-            expr = tirx.Select(
-                selector == position, tirx.IntImm("int32", values[position]), expr
-            )
+            expr = tirx.Select(selector == position, tirx.IntImm("int32", values[position]), expr)
     return expr
 
 
