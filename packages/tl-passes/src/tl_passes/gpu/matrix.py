@@ -79,9 +79,9 @@ class MatrixInstruction:
 
     def __attrs_post_init__(self) -> None:
         for operand, (rows, cols), count, fragment in (
-            ("a", (self.m, self.k), self.a_elements, self.a_map),
-            ("b", (self.k, self.n), self.b_elements, self.b_map),
-            ("c", (self.m, self.n), self.c_elements, self.c_map),
+            ("A", (self.m, self.k), self.a_elements, self.a_map),
+            ("B", (self.k, self.n), self.b_elements, self.b_map),
+            ("accumulator", (self.m, self.n), self.c_elements, self.c_map),
         ):
             if rows * cols != count * self.lanes:
                 raise ValueError(
