@@ -3,7 +3,7 @@
 A fragment (``T.alloc_fragment``, scope ``local.fragment``) is one tile of
 the block whose elements live in the registers of its threads. A
 `FragmentLayout` says which thread holds which element and at which local
-index. Three kinds exist:
+index. Five kinds exist:
 
 ``partitioned`` (the default)
     Flatten the tile row-major and cut it into slots of ``vector``
@@ -18,6 +18,15 @@ index. Three kinds exist:
     elements other threads compute: reduce outputs, cumsum operands, gemm
     A/B fragments, fragments indexed with anything but the loop variables
     of a ``T.Parallel`` nest, and fragments a replicated loop writes.
+``mma``
+    The accumulator placement of a target matrix instruction (`WarpTiles`):
+    the C fragment of a ``T.gemm`` the target can run on one, fragments joined
+    to it by full copies and aligned nests, and an A fragment that feeds such
+    a gemm from registers (`tensor_core_plan`).
+``rows``
+    The rows of an ``mma`` placement: a row reduction's destination and the
+    1-D fragments joined to it; read at the row index in nests an ``mma``
+    fragment drives.
 ``annotated``
     ``T.annotate_layout({frag: fn})`` where ``fn(*indices)`` returns
     ``(thread, local_index)``: the map is evaluated at compile time for
@@ -26,7 +35,9 @@ index. Three kinds exist:
 
 Inference runs to a fixed point: a ``T.Parallel`` nest that writes a
 replicated fragment runs on every thread, so the partitioned fragments it
-touches become replicated too.
+touches become replicated too. The ``mma``/``rows`` plan comes first; a planned
+fragment whose uses do not fit (see `_unfit`) leaves the plan, which is made
+again without it.
 
 A view of a fragment (``T.reshape``/``T.view``: a ``DeclBuffer`` over the
 fragment's memory, same dtype) shares its fragment's registers: it gets the
