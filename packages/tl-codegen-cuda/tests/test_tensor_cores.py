@@ -287,3 +287,65 @@ def _layouts_for(func: Any, threads: int) -> dict[str, str]:
         n: lay.kind
         for n, lay in infer_fragment_layouts(kernel, threads, CUDA_TRAITS, target).items()
     }
+
+
+@needs_gxx
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_grouped_query_flash_attention_on_mma_matches_numpy(is_causal: bool) -> None:
+    batch, seq, heads, dim, groups = 1, 128, 4, 64, 2
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((batch, seq, heads, dim)).astype(np.float16)
+    k = rng.standard_normal((batch, seq, heads // groups, dim)).astype(np.float16)
+    v = rng.standard_normal((batch, seq, heads // groups, dim)).astype(np.float16)
+    arrays = {"Q": q, "K": k, "V": v, "Output": np.zeros_like(q)}
+    func = programs.flash_attention_gqa_bshd(batch, heads, seq, dim, is_causal, groups)
+    sources = emu.emulate(func, arrays)
+    assert "tl_mma_m16n8k16_f32_f16_f16((" in sources.files["main.cu"]
+
+    def heads_first(x: np.ndarray) -> np.ndarray:
+        return np.repeat(x.transpose(0, 2, 1, 3), heads // x.shape[2], axis=1)
+
+    expected = programs.attention_reference(
+        heads_first(q), heads_first(k), heads_first(v), is_causal
+    )
+    np.testing.assert_allclose(
+        arrays["Output"].astype(np.float64), expected.transpose(0, 2, 1, 3), atol=2e-3
+    )
+
+
+@needs_gxx
+def test_a_fragment_that_cannot_feed_registers_falls_back_correctly() -> None:
+    # Square splits the second gemm's N over warps, so P cannot be its register A: P is
+    # replicated, that gemm is an FMA loop, the first stays on mma. Same numbers.
+    @T.prim_func
+    def main(
+        A: T.Tensor((64, 32), "float16"),
+        B: T.Tensor((32, 64), "float16"),
+        V: T.Tensor((64, 64), "float16"),
+        Out: T.Tensor((64, 64), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            V_s = T.alloc_shared((64, 64), "float16")
+            s = T.alloc_fragment((64, 64), "float32")
+            p = T.alloc_fragment((64, 64), "float16")
+            o = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.copy(V, V_s)
+            T.gemm(A_s, B_s, s, clear_accum=True)
+            T.copy(s, p)
+            T.gemm(p, V_s, o, clear_accum=True)
+            T.copy(o, Out)
+
+    kinds = _layouts_for(main, 128)
+    assert (kinds["s"], kinds["p"]) == ("mma", "replicated")
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    v = rng.standard_normal((64, 64)).astype(np.float16)
+    arrays = {"A": a, "B": b, "V": v, "Out": np.zeros((64, 64), np.float32)}
+    emu.emulate(main, arrays)
+    p16 = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    np.testing.assert_allclose(arrays["Out"], p16.astype(np.float64) @ v, rtol=1e-3, atol=1e-2)
