@@ -14,9 +14,9 @@ instruction's fragment map makes a 32-bit register one row piece of an
 transposing form (16-bit elements); neighbouring registers go in one load of 4,
 2 or 1 matrices. Other registers (8-bit operands not contiguous along K, rows
 not aligned to the load's 16 bytes, or a target without a `MatrixLoad`) are
-loaded element by element. Every shared address is computed from the element's
-buffer index (`shared_address`: an access pointer at ``offset_of([..., row,
-col])``), the one place a later index remapping (a swizzle) has to follow.
+loaded element by element. Every shared address is the element's buffer index
+(``address_of(A_shared[..., row, col])``, `shared_address`), so the swizzle of
+`gpu-swizzle-shared` applies to the reads unchanged.
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ class _MmaGemm:
             value = _select_by(matrix, bases)
             coords.append(value + row if dim == noncontiguous else value)
         index = self._buffer_index(operand, (coords[0], coords[1]), transposed, is_a)
-        address = shared_address(operand.buffer, index, load.row_bytes)
+        address = shared_address(operand.buffer, index)
         destination = _address(regs, group[0].index * per_word, len(group) * per_word)
         return tirx.Evaluate(tirx.call_extern("void", names[size], destination, address))
 
@@ -314,14 +314,11 @@ def _select_by(selector: Any, values: list[int]) -> Any:
     return expr
 
 
-def shared_address(buffer: Any, index: list[Any], row_bytes: int) -> Any:
-    """A read pointer to element ``index`` of the shared ``buffer`` for a matrix load of
-    one ``row_bytes`` row: an access pointer whose offset is the buffer's own flattening
-    of ``index`` (TVM's shared-memory merging counts access pointers as uses of the
-    buffer; it does not count ``address_of``, and would overlap live tiles)."""
-    (offset,) = buffer.offset_of(index)
-    lanes = max(1, row_bytes * 8 // int(tvm.DataType(str(buffer.ty.dtype)).bits))
-    return buffer.access_ptr("r", offset=offset, extent=int_imm(lanes))
+def shared_address(buffer: Any, index: list[Any]) -> Any:
+    """The row address of element ``index`` of the shared ``buffer`` for a matrix load:
+    ``address_of(buffer[index])``, so index remapping (the swizzle) applies to it;
+    `gpu-matrix-load-addresses` turns it into an access pointer at the end."""
+    return tirx.address_of(tirx.BufferLoad(buffer, index))
 
 
 def _address(buffer: Any, index: int, extent: int) -> Any:
