@@ -177,6 +177,7 @@ def test_gpu_passes_follow_the_traits() -> None:
         "gpu-plan-shared-memory",
         "simplify",
         "gpu-finish-async-copies",
+        "gpu-matrix-load-addresses",
     ]
     (lowering,) = [p for p in passes if isinstance(p, GpuLowerTileOpsPass)]
     assert lowering.traits is static

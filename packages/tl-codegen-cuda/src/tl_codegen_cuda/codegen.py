@@ -28,6 +28,7 @@ HOST_TARGET = "llvm"
 #: The header of tensor-core, ldmatrix and cp.async helpers (a package resource).
 TENSOR_CORE_HEADER = "tl_tensor_core.h"
 _TENSOR_CORE_CALL = re.compile(r"\btl_(mma|ldmatrix|cp_async)_")
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\((\d+)\)")
 
 
 @functools.cache
@@ -43,10 +44,15 @@ def with_prelude(source: str) -> str:
     """``source`` with the device helpers the cuda traits' atomics need
     (`CUDA_TRAITS.atomics_prelude`) placed before the first kernel, and the
     tensor-core header (`tensor_core_header`) when the source calls one of its
-    helpers. The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
+    helpers (then each kernel's ``__launch_bounds__(T)`` becomes
+    ``__launch_bounds__(T, 1)``, so ptxas may give the accumulators the registers
+    they need). The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
     prelude = CUDA_TRAITS.atomics_prelude
     if _TENSOR_CORE_CALL.search(source):
         prelude = tensor_core_header() + prelude
+        # One resident block per SM is enough for tensor-core kernels: without the
+        # minimum, ptxas aims at several blocks per SM and spills accumulators.
+        source = _LAUNCH_BOUNDS.sub(r"__launch_bounds__(\1, 1)", source)
     position = source.find(_PRELUDE_ANCHOR)
     if position < 0:
         return source + prelude

@@ -12,6 +12,7 @@ from tl_passes.gpu import (
 )
 
 from .features import FEATURES
+from .tensor_cores import CUDA_MATRIX_INSTRUCTIONS, CUDA_MATRIX_LOAD
 
 #: Device helpers the CUDA lowering of ``atomic_max``/``atomic_min`` calls (CAS
 #: loops for floats, the hardware's ``atomicMax``/``atomicMin`` for ints); the
@@ -86,7 +87,8 @@ CUDA_SWIZZLED_OPERANDS = SwizzledOperands(
 
 #: Warps of the target's ``thread_warp_size`` (32; 1 turns shuffles off), ``__shfl_xor_sync``
 #: through TVM's warp-shuffle intrinsic, ``atomicAdd`` and the prelude's max/min,
-#: 128-bit vectors, dynamic shared memory, cp.async rings and swizzled gemm operands.
+#: 128-bit vectors, dynamic shared memory, cp.async rings and swizzled gemm operands,
+#: ``mma.sync`` tensor-core GEMMs on sm_80+ with operands read by ``ldmatrix``.
 CUDA_TRAITS = GpuTraits(
     name="cuda",
     warp_shuffle=WarpShuffle(),
@@ -101,4 +103,6 @@ CUDA_TRAITS = GpuTraits(
     shared_memory=SharedMemoryModel.DYNAMIC,
     async_copy=CUDA_ASYNC_COPY,
     swizzled_operands=CUDA_SWIZZLED_OPERANDS,
+    matrix_instructions=CUDA_MATRIX_INSTRUCTIONS,
+    matrix_load=CUDA_MATRIX_LOAD,
 )

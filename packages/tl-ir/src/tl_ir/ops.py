@@ -202,7 +202,9 @@ class GemmOp:
     """``T.gemm``: ``c (+)= op(a) @ op(b)`` with ``op`` the optional transposes.
 
     ``M x N`` is the tile of ``c``, ``K`` the reduction extent. With
-    ``clear_accum`` the old value of ``c`` is discarded first.
+    ``clear_accum`` the old value of ``c`` is discarded first. ``policy`` is the
+    ``GemmWarpPolicy`` value (0 Square, 1 FullRow, 2 FullCol) GPU lowerings split the
+    block's warps by.
     """
 
     a: Region
@@ -214,6 +216,7 @@ class GemmOp:
     M: Any
     N: Any
     K: Any
+    policy: int = 0
     name = "gemm"
 
 
@@ -376,6 +379,7 @@ def describe(call: Any) -> TileOp:
             M=args[6],
             N=args[7],
             K=args[8],
+            policy=int(args[9]) if len(args) > 9 else 0,
         )
     if name == "tl.reduce":
         return ReduceOp(
@@ -430,6 +434,7 @@ def encode(op: TileOp) -> Any:
             op.M,
             op.N,
             op.K,
+            tirx.IntImm("int32", int(op.policy)),
         )
     if isinstance(op, ReduceOp):
         return make_call(

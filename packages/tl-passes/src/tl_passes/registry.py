@@ -99,6 +99,9 @@ PASS_REGISTRY = PassRegistry(
         "gpu-choose-shared-layouts": _lazy("tl_passes.gpu.swizzle", "GpuChooseSharedLayoutsPass"),
         "gpu-swizzle-shared": _lazy("tl_passes.gpu.swizzle", "GpuSwizzleSharedPass"),
         "gpu-finish-async-copies": _lazy("tl_passes.gpu.async_copy", "GpuFinishAsyncCopiesPass"),
+        "gpu-matrix-load-addresses": _lazy(
+            "tl_passes.gpu.matrix_load_addresses", "GpuMatrixLoadAddressesPass"
+        ),
         "lower-pipelined-loops": _lazy(
             "tl_passes.lower_pipelined_loops", "LowerPipelinedLoopsPass"
         ),

@@ -158,7 +158,7 @@ def gemm(
     transpose_A = check_flag(transpose_A, "T.gemm(transpose_A=...)")
     transpose_B = check_flag(transpose_B, "T.gemm(transpose_B=...)")
     clear_accum = check_flag(clear_accum, "T.gemm(clear_accum=...)")
-    check_gemm_policy(policy)
+    warp_policy = check_gemm_policy(policy)
     check_positive_int(k_pack, "T.gemm(k_pack=...)")
     if isinstance(wg_wait, _builtins.bool) or not isinstance(wg_wait, int):
         raise KernelTypeError(f"T.gemm(wg_wait=...): expected an int, got {wg_wait!r}")
@@ -200,6 +200,7 @@ def gemm(
         _as_index(c0),
         _as_index(c1),
         _as_index(ka),
+        tirx.IntImm("int32", int(warp_policy)),
     )
 
 

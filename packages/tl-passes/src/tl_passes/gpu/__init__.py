@@ -23,6 +23,7 @@ from tl_passes.gpu.layout import (
     infer_fragment_layouts,
 )
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass, lower_gpu_tile_ops
+from tl_passes.gpu.matrix import FragmentMap, MatrixInstruction, MatrixLoad
 from tl_passes.gpu.pipeline import gpu_passes
 from tl_passes.gpu.shared_memory import (
     DYNAMIC_SHARED_ATTR,
@@ -51,6 +52,7 @@ __all__ = [
     "AsyncCopy",
     "AtomicCall",
     "FragmentLayout",
+    "FragmentMap",
     "GpuInferLayoutsPass",
     "GpuInsertBarriersPass",
     "GpuLowerTileOpsPass",
@@ -58,6 +60,8 @@ __all__ = [
     "GpuPlanSharedMemoryPass",
     "GpuTraits",
     "LayoutError",
+    "MatrixInstruction",
+    "MatrixLoad",
     "SharedMemoryModel",
     "SwizzledOperands",
     "WarpShuffle",

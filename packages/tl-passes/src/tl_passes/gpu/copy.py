@@ -17,6 +17,7 @@ import tvm
 from tvm import tirx
 
 from tl_passes.gpu.barriers import barrier
+from tl_passes.gpu.copy_fragment import fragment_pair_copy
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.layout import PARTITIONED, same_placement
 from tl_passes.gpu.operand import Operand
@@ -90,6 +91,9 @@ def lower_copy(kernel: KernelLowering, op: Any) -> Any:
         vectorized = _fragment_vector_copy(kernel, src, dst, extents)
     if vectorized is not None:
         return vectorized
+    pairs = fragment_pair_copy(kernel, src, dst)  # tensor-core accumulators (copy_fragment)
+    if pairs is not None:
+        return pairs
     if src.partitioned and (
         dst.per_thread
         or (
@@ -163,8 +167,7 @@ def _vector_copy(kernel: KernelLowering, src: Operand, dst: Operand) -> Any | No
         # Aligned vectors lie wholly inside or wholly outside the last dim.
         inside = src.inside(s_element)
         if inside is not None:
-            zero = tirx.Broadcast(tirx.const(0, src.dtype), width)
-            value = tirx.if_then_else(inside, value, zero)
+            value = tirx.if_then_else(inside, value, _zero_vector(src.dtype, width))
         return guard(tirx.BufferStore(dst.buffer, value, d_vector), dst.inside(d_element))
 
     return kernel.cooperative(extents, body)
@@ -230,3 +233,13 @@ def _fragment_vector_copy(
         stmt = guard(tirx.BufferStore(dst.local_buffer, value, regs), valid)
     slots = layout.local_size // v
     return for_loop(slot, slots, stmt, layout.local_size <= UNROLL_LIMIT)
+
+
+def _zero_vector(dtype: str, lanes: int) -> Any:
+    """``lanes`` zeros of ``dtype``. TVM's CUDA codegen spells 8-bit vectors of more
+    than 4 lanes only as 32-bit words, so those zeros are int32 words reinterpreted."""
+    bits = int(tvm.DataType(dtype).bits)
+    if bits == 8 and lanes > 4 and lanes % 4 == 0:
+        words = tirx.Broadcast(tirx.const(0, "int32"), lanes // 4)
+        return tirx.reinterpret(f"{dtype}x{lanes}", words)
+    return tirx.Broadcast(tirx.const(0, dtype), lanes)

@@ -1,4 +1,5 @@
-"""``T.gemm`` on GPU targets: a per-thread FMA loop over K.
+"""``T.gemm`` on GPU targets: on the target's matrix instruction where `gemm_mma`
+takes it, else a per-thread FMA loop over K.
 
 Each thread updates the C elements its driver gives it (C's layout, or a
 cooperative split), accumulating in C's dtype; A and B are shared, global or
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tvm import tirx
 
 from tl_passes.gpu.errors import GpuLoweringError
+from tl_passes.gpu.gemm_mma import mma_gemm
 from tl_passes.gpu.operand import Operand
 from tl_passes.gpu.tir_build import cast, const_int, for_loop, int_imm, seq
 
@@ -29,6 +31,9 @@ def _matrix_index(operand: Operand, row: Any, col: Any) -> list[Any]:
 
 def lower_gemm(kernel: KernelLowering, op: Any) -> Any:
     """The per-thread code of the ``T.gemm`` ``op`` (module docstring)."""
+    on_tensor_cores = mma_gemm(kernel, op)
+    if on_tensor_cores is not None:
+        return on_tensor_cores
     a, b, c = Operand(op.a, kernel), Operand(op.b, kernel), Operand(op.c, kernel)
     m, n, k = (const_int(op.M), const_int(op.N), const_int(op.K))
     if m is None or n is None or k is None:

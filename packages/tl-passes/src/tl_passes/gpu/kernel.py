@@ -89,7 +89,10 @@ class KernelLowering:
             tid = term if tid is None else tid + term
             stride *= int(extent)
         self.tid = tid if tid is not None else int_imm(0)
-        self.layouts: dict[str, FragmentLayout] = infer_fragment_layouts(func, self.num_threads)
+        self.target = target
+        self.layouts: dict[str, FragmentLayout] = infer_fragment_layouts(
+            func, self.num_threads, traits, target, self.warp_size
+        )
         self.local_buffers: dict[str, Any] = {}
         self.fragment_vars: dict[str, Any] = {}
         self.counter = 0
@@ -122,6 +125,21 @@ class KernelLowering:
             index = unflatten(flat, shape)
             thread, local = layout.index_map.map_indices(index)
             return for_loop(flat, layout.numel, guard(body(index, local), thread == self.tid))
+        if layout.unrolled:
+            # Constant local indices: the thread's registers stay registers. A body that
+            # defines variables or buffers cannot be repeated; it becomes a loop that
+            # the device compiler unrolls (``#pragma unroll``), folding the same indices.
+            first_index, _ = layout.index_of(self.tid, 0)
+            first = body(first_index, int_imm(0))
+            if not _defines_anything(first):
+                bodies = [first]
+                for local in range(1, layout.local_size):
+                    index, _ = layout.index_of(self.tid, local)
+                    bodies.append(body(index, int_imm(local)))
+                return seq(bodies)
+            local_var = self.fresh("l")
+            index, _ = layout.index_of(self.tid, local_var)
+            return for_loop(local_var, layout.local_size, body(index, local_var), True)
         local_var = self.fresh("l")
         flat, valid = layout.element_of(self.tid, local_var)
         index = unflatten(flat, shape)
@@ -300,6 +318,19 @@ class KernelLowering:
         body = rescope(body, "local.var", "local")
         # Element accesses of replicated fragments outside T.Parallel nests.
         return rewrite_expr(self, body, None)
+
+
+def _defines_anything(stmt: Any) -> bool:
+    """Whether ``stmt`` defines a variable or a buffer (so it cannot appear twice)."""
+    found = [False]
+
+    def visit(node: Any) -> None:
+        found[0] = True
+
+    kinds = (tirx.Bind, tirx.AllocBuffer, tirx.DeclBuffer, tirx.For)
+    for kind in kinds:
+        tvm_ffi.structural_walk(stmt, (kind, visit), order="pre")
+    return found[0]
 
 
 def _fragment_buffers(body: Any) -> dict[str, Any]:

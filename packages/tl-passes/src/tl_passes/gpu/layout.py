@@ -3,7 +3,7 @@
 A fragment (``T.alloc_fragment``, scope ``local.fragment``) is one tile of
 the block whose elements live in the registers of its threads. A
 `FragmentLayout` says which thread holds which element and at which local
-index. Three kinds exist:
+index. Five kinds exist:
 
 ``partitioned`` (the default)
     Flatten the tile row-major and cut it into slots of ``vector``
@@ -18,6 +18,15 @@ index. Three kinds exist:
     elements other threads compute: reduce outputs, cumsum operands, gemm
     A/B fragments, fragments indexed with anything but the loop variables
     of a ``T.Parallel`` nest, and fragments a replicated loop writes.
+``mma``
+    The accumulator placement of a target matrix instruction (`WarpTiles`):
+    the C fragment of a ``T.gemm`` the target can run on one, fragments joined
+    to it by full copies and aligned nests, and an A fragment that feeds such
+    a gemm from registers (`tensor_core_plan`).
+``rows``
+    The rows of an ``mma`` placement: a row reduction's destination and the
+    1-D fragments joined to it; read at the row index in nests an ``mma``
+    fragment drives.
 ``annotated``
     ``T.annotate_layout({frag: fn})`` where ``fn(*indices)`` returns
     ``(thread, local_index)``: the map is evaluated at compile time for
@@ -26,7 +35,9 @@ index. Three kinds exist:
 
 Inference runs to a fixed point: a ``T.Parallel`` nest that writes a
 replicated fragment runs on every thread, so the partitioned fragments it
-touches become replicated too.
+touches become replicated too. The ``mma``/``rows`` plan comes first; a planned
+fragment whose uses do not fit (see `_unfit`) leaves the plan, which is made
+again without it.
 
 A view of a fragment (``T.reshape``/``T.view``: a ``DeclBuffer`` over the
 fragment's memory, same dtype) shares its fragment's registers: it gets the
@@ -38,7 +49,6 @@ replicated, both are.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -46,159 +56,63 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_passes.gpu.layout_base import (
+    ANNOTATED,
+    FRAGMENT_SCOPE,
+    LAYOUT_MAP_ATTR,
+    LAYOUTS_ATTR,
+    LOOP_KIND_KEY,
+    MMA,
+    PARTITIONED,
+    REPLICATED,
+    ROWS,
+    FragmentLayout,
+    LayoutError,
+    default_vector,
+    is_buffer_load,
+    loop_kind_of,
+    parallel_nest,
+    same_placement,
+    static_shape,
+)
+from tl_passes.gpu.layout_views import annotated_owners, fragment_views, viewed_buffer
+from tl_passes.gpu.tensor_core_plan import NestInfo, TensorCorePlan, plan_tensor_cores
+from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
-FRAGMENT_SCOPE = "local.fragment"
-LOOP_KIND_KEY = "tl.loop_kind"
-#: Function attribute (name -> description) written by `GpuInferLayoutsPass`.
-LAYOUTS_ATTR = "tl.gpu_fragment_layouts"
-LAYOUT_MAP_ATTR = "tl.layout_map"
-
-PARTITIONED = "partitioned"
-REPLICATED = "replicated"
-ANNOTATED = "annotated"
-
-
-class LayoutError(ValueError):
-    """A fragment cannot be given a layout the lowering supports."""
-
-
-@dataclass(frozen=True)
-class FragmentLayout:
-    """Where the elements of one fragment live (see the module docstring).
-
-    Attributes:
-        name: the fragment's buffer name.
-        shape: its static shape.
-        num_threads: threads per block.
-        kind: `PARTITIONED`, `REPLICATED` or `ANNOTATED`.
-        vector: consecutive elements per slot (partitioned).
-        owners: per element (row-major), ``(thread, local)`` (annotated).
-    """
-
-    name: str
-    shape: tuple[int, ...]
-    num_threads: int
-    kind: str
-    vector: int = 1
-    owners: tuple[tuple[int, int], ...] = field(default=(), repr=False)
-    index_map: Any = field(default=None, repr=False, compare=False)
-    view_of: str | None = None
-
-    @property
-    def numel(self) -> int:
-        """Elements of the tile."""
-        return math.prod(self.shape)
-
-    @property
-    def local_size(self) -> int:
-        """Elements each thread holds (padded: some threads may hold fewer)."""
-        if self.kind == REPLICATED:
-            return self.numel
-        if self.kind == ANNOTATED:
-            return max(local for _, local in self.owners) + 1
-        slots = self.numel // self.vector
-        return -(-slots // self.num_threads) * self.vector
-
-    @property
-    def exact(self) -> bool:
-        """Partitioned with every thread holding exactly `local_size` elements."""
-        return self.numel % (self.num_threads * self.vector) == 0
-
-    def element_of(self, thread: Any, local: Any) -> tuple[Any, Any | None]:
-        """Partitioned only: the flat element a thread holds at ``local``, and the
-        condition that it exists (None when it always does)."""
-        v, t = self.vector, self.num_threads
-        slot = (local // v) * t + thread if v > 1 else local * t + thread
-        flat = slot * v + local % v if v > 1 else slot
-        valid = None if self.exact else slot < self.numel // v
-        return flat, valid
-
-    def describe(self) -> str:
-        """One line for IR dumps and tests: ``kind vector=v local=n`` (plus ``view of
-        NAME`` for a view)."""
-        line = f"{self.kind} vector={self.vector} local={self.local_size}"
-        return line if self.view_of is None else f"{line} view of {self.view_of}"
-
-
-def default_vector(shape: tuple[int, ...], num_threads: int) -> int:
-    """The slot width of the default layout (see the module docstring)."""
-    numel = math.prod(shape)
-    inner = shape[-1] if shape else 1
-    for width in (4, 2, 1):
-        if inner % width == 0 and numel % (num_threads * width) == 0:
-            return width
-    for width in (4, 2, 1):
-        if inner % width == 0:
-            return width
-    return 1
-
-
-def static_shape(buffer: Any) -> tuple[int, ...]:
-    """The buffer's shape as ints.
-
-    Raises:
-        LayoutError: a dim is symbolic.
-    """
-    dims = []
-    for extent in buffer.shape:
-        if not isinstance(extent, tirx.IntImm):
-            raise LayoutError(
-                f"fragment {buffer.name}: expected a static shape on GPU targets, "
-                f"got {list(buffer.shape)}"
-            )
-        dims.append(int(extent))
-    return tuple(dims)
-
-
-def loop_kind_of(loop: Any) -> str:
-    """The ``tl.loop_kind`` annotation of a For ('' when absent)."""
-    annotations = loop.annotations
-    if annotations is not None and LOOP_KIND_KEY in annotations:
-        return str(annotations[LOOP_KIND_KEY])
-    return ""
-
-
-def parallel_nest(loop: Any) -> tuple[list[Any], list[int], Any]:
-    """The perfect nest of ``T.Parallel`` loops starting at ``loop``.
-
-    Returns:
-        (loop vars, static extents, innermost body).
-
-    Raises:
-        LayoutError: an extent of the nest is not a constant.
-    """
-    loop_vars: list[Any] = []
-    extents: list[int] = []
-    current = loop
-    while isinstance(current, tirx.For) and loop_kind_of(current) == "parallel":
-        if not isinstance(current.extent, tirx.IntImm):
-            raise LayoutError(
-                f"T.Parallel over {current.loop_var}: expected a constant extent on GPU "
-                f"targets, got {current.extent}"
-            )
-        loop_vars.append(current.loop_var)
-        extents.append(int(current.extent))
-        current = current.body
-    return loop_vars, extents, current
-
-
-def is_buffer_load(value: Any) -> bool:
-    """Whether ``value`` is a buffer load expression."""
-    return type(value).__name__ == "TensorLoad"
-
-
-@dataclass
-class _NestAccess:
-    aligned: set[str]
-    misaligned: set[str]
-    written: set[str]
+__all__ = [
+    "ANNOTATED",
+    "FRAGMENT_SCOPE",
+    "LAYOUTS_ATTR",
+    "LAYOUT_MAP_ATTR",
+    "LOOP_KIND_KEY",
+    "MMA",
+    "PARTITIONED",
+    "REPLICATED",
+    "ROWS",
+    "FragmentLayout",
+    "GpuInferLayoutsPass",
+    "LayoutError",
+    "block_threads",
+    "default_vector",
+    "fragment_views",
+    "infer_fragment_layouts",
+    "is_buffer_load",
+    "loop_kind_of",
+    "parallel_nest",
+    "same_placement",
+    "static_shape",
+    "viewed_buffer",
+]
 
 
 def _fragment_accesses(
     body: Any, loop_vars: list[Any], extents: list[int], fragments: dict[str, Any]
-) -> _NestAccess:
-    result = _NestAccess(set(), set(), set())
+) -> NestInfo:
+    from tl_ir import ops as tile
+
+    result = NestInfo(list(extents))
+    other_uses: set[str] = set()
 
     def classify(buffer: Any, indices: Any, store: bool) -> None:
         name = str(buffer.name)
@@ -213,6 +127,13 @@ def _fragment_accesses(
             and list(shape) == extents
         )
         (result.aligned if same else result.misaligned).add(name)
+        row_read = (
+            not store
+            and len(loop_vars) > 1
+            and len(indices) == 1
+            and indices[0].same_as(loop_vars[0])
+        )
+        (result.row_reads if row_read else other_uses).add(name)
 
     def visit_store(store: Any) -> None:
         classify(store.buffer, list(store.indices), True)
@@ -220,61 +141,31 @@ def _fragment_accesses(
     def visit_any(node: Any) -> None:
         if is_buffer_load(node):
             classify(node.source, list(node.indices), False)
+        elif isinstance(node, tvm.ir.Call) and tile.is_tile_op(node):
+            result.has_tile_op = True
 
     tvm_ffi.structural_walk(body, (tirx.BufferStore, visit_store), order="pre")
     tvm_ffi.structural_walk(body, visit_any, order="pre")
+    result.row_reads -= other_uses
     return result
 
 
-def _annotated_owners(buffer: Any, index_map: Any, num_threads: int) -> tuple[tuple[int, int], ...]:
-    shape = static_shape(buffer)
-    analyzer = tvm.sym.Analyzer() if hasattr(tvm, "sym") else None
-    owners: list[tuple[int, int]] = []
-    for flat in range(math.prod(shape)):
-        index = []
-        rest = flat
-        for extent in reversed(shape):
-            index.append(rest % extent)
-            rest //= extent
-        index.reverse()
-        mapped = index_map.map_indices([tirx.IntImm("int32", i) for i in index])
-        if len(mapped) != 2:
-            raise LayoutError(
-                f"T.annotate_layout for fragment {buffer.name}: expected a function returning "
-                f"(thread, local_index), got {len(mapped)} outputs"
-            )
-        values = []
-        for value in mapped:
-            if analyzer is not None:
-                value = analyzer.simplify(value)
-            if not isinstance(value, tirx.IntImm):
-                raise LayoutError(
-                    f"T.annotate_layout for fragment {buffer.name}: the layout must give "
-                    f"constants for constant indices, got {value}"
-                )
-            values.append(int(value))
-        thread, local = values
-        if not 0 <= thread < num_threads or local < 0:
-            raise LayoutError(
-                f"T.annotate_layout for fragment {buffer.name}: element {tuple(index)} maps to "
-                f"thread {thread}, local {local}; expected 0 <= thread < {num_threads} and "
-                "local >= 0"
-            )
-        owners.append((thread, local))
-    if len(set(owners)) != len(owners):
-        raise LayoutError(
-            f"T.annotate_layout for fragment {buffer.name}: two elements map to the same "
-            "(thread, local) slot"
-        )
-    return tuple(owners)
-
-
-def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLayout]:
+def infer_fragment_layouts(
+    func: Any,
+    num_threads: int,
+    traits: GpuTraits = PORTABLE_TRAITS,
+    target: Any | None = None,
+    warp_size: int | None = None,
+) -> dict[str, FragmentLayout]:
     """The layout of every fragment of ``func`` (keyed by buffer name).
 
     Args:
         func: a PrimFunc as ``tl_ir.language`` produces it (tile ops, ``T.Kernel``).
         num_threads: threads per block.
+        traits: the target's `GpuTraits` (its matrix instructions decide the `MMA`
+            and `ROWS` layouts).
+        target: the TVM target (which matrix instructions exist).
+        warp_size: lanes per warp (default: ``traits.warp_size_for(target)``).
 
     Raises:
         LayoutError: a fragment has a symbolic shape, two fragments share a
@@ -282,6 +173,8 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
     """
     from tl_ir import ops as tile
 
+    if warp_size is None:
+        warp_size = traits.warp_size_for(target)
     fragments: dict[str, Any] = {}
 
     def visit_alloc(alloc: Any) -> None:
@@ -301,36 +194,47 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
     for view_name, (view_buffer, _) in views.items():
         fragments[view_name] = view_buffer
 
-    replicated: set[str] = set()
+    # Fragments a use outside tile ops and T.Parallel nests needs on every thread.
+    outside: set[str] = set()
+    # (fragment, why it needs every element on every thread: "op" unless a tensor-core
+    # layout exempts it, "gemm-a" for a gemm A, "reduce-dst" for a reduce destination).
+    op_needs: list[tuple[str, str]] = []
+    # Fragments whose elements a tile op would count once per holder (ROWS unfit).
+    counted_once: set[str] = set()
 
     def frag_name(region: Any) -> str | None:
         name = str(region.buffer.name)
         return name if name in fragments and region.buffer.same_as(fragments[name]) else None
 
-    for op in tile.tile_ops(func):
-        regions: list[tuple[Any, bool]] = []
+    ops = list(tile.tile_ops(func))
+    for op in ops:
+        regions: list[tuple[Any, str | None]] = []
         if isinstance(op, tile.CopyOp):
-            regions = [(op.src, False), (op.dst, False)]
+            regions = [(op.src, None), (op.dst, None)]
         elif isinstance(op, tile.FillOp):
-            regions = [(op.dst, False)]
+            regions = [(op.dst, None)]
         elif isinstance(op, tile.GemmOp):
-            regions = [(op.a, True), (op.b, True), (op.c, False)]
+            regions = [(op.a, "gemm-a"), (op.b, "op"), (op.c, None)]
         elif isinstance(op, tile.ReduceOp):
-            regions = [(op.src, False), (op.dst, True)]
+            regions = [(op.src, None), (op.dst, "reduce-dst")]
+            counted_once.add(str(op.src.buffer.name))
         elif isinstance(op, tile.CumsumOp):
-            regions = [(op.src, True), (op.dst, True)]
+            regions = [(op.src, "op"), (op.dst, "op")]
         elif isinstance(op, tile.AtomicOp):
-            regions = [(op.dst, False)]
+            regions = [(op.dst, None)]
             if isinstance(op.value, tile.Region):
-                regions.append((op.value, False))
+                regions.append((op.value, None))
+                counted_once.add(str(op.value.buffer.name))
         elif isinstance(op, tile.PrintOp) and isinstance(op.value, tile.Region):
-            regions = [(op.value, True)]
-        for region, needs_replica in regions:
+            regions = [(op.value, "op")]
+        for region, need in regions:
             name = frag_name(region)
             if name is None:
                 continue
-            if needs_replica or not region.is_full:
-                replicated.add(name)
+            if not region.is_full:
+                op_needs.append((name, "op"))
+            elif need is not None:
+                op_needs.append((name, need))
 
     # Element accesses outside T.Parallel nests (and outside tile ops, whose
     # operands are tl.region calls) need every element on every thread.
@@ -352,12 +256,12 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
             if is_buffer_load(value):
                 name = str(value.source.name)
                 if name in fragments:
-                    replicated.add(name)
+                    outside.add(name)
 
         if isinstance(node, tirx.BufferStore):
             name = str(node.buffer.name)
             if name in fragments:
-                replicated.add(name)
+                outside.add(name)
         tvm_ffi.structural_walk(node, visit, order="pre")
 
     def _children(stmt: Any) -> list[Any]:
@@ -390,32 +294,43 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
             if is_buffer_load(value):
                 name = str(value.source.name)
                 if name in fragments:
-                    replicated.add(name)
+                    outside.add(name)
 
         tvm_ffi.structural_walk(expr, visit, order="pre")
 
     collect(func.body, False)
 
     accesses = [_fragment_accesses(body, lv, ext, fragments) for lv, ext, body in nests]
-    changed = True
-    while changed:
-        changed = False
-        for access in accesses:
-            new = set(access.misaligned)
-            if access.written & (replicated | access.misaligned):
-                new |= access.aligned
-            if not new <= replicated:
-                replicated |= new
-                changed = True
-        # A fragment and its views share registers: one replicated makes all replicated.
-        for view_name, (_, root) in views.items():
-            if (view_name in replicated) != (root in replicated):
-                replicated |= {view_name, root}
-                changed = True
-
     annotations = func.attrs.get(LAYOUT_MAP_ATTR) if func.attrs is not None else None
-    layouts: dict[str, FragmentLayout] = {}
     viewed = {root for _, root in views.values()}
+    plannable = {
+        name: buffer
+        for name, buffer in fragments.items()
+        if name not in views
+        and name not in viewed
+        and not (annotations is not None and name in annotations)
+    }
+    banned: set[str] = set()
+    while True:
+        plan = plan_tensor_cores(
+            ops,
+            accesses,
+            {n: b for n, b in plannable.items() if n not in banned},
+            num_threads,
+            warp_size,
+            traits,
+            target,
+        )
+        replicated = _replicated(outside, op_needs, accesses, views, plan)
+        unfit = _unfit(plan, replicated, accesses, counted_once)
+        if not unfit:
+            break
+        # Only the unfit fragments leave the plan: the rest of their group keeps it
+        # (copies and nests between differently placed fragments convert or refit on
+        # the next round).
+        banned |= unfit
+
+    layouts: dict[str, FragmentLayout] = {}
     for name, buffer in fragments.items():
         if name in views:
             continue
@@ -426,12 +341,14 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
                 "through a view (T.reshape/T.view) is not supported on GPU targets"
             )
         if annotations is not None and name in annotations and name not in replicated:
-            owners = _annotated_owners(buffer, annotations[name], num_threads)
+            owners = annotated_owners(buffer, annotations[name], num_threads)
             layouts[name] = FragmentLayout(
                 name, shape, num_threads, ANNOTATED, 1, owners, annotations[name]
             )
         elif name in replicated:
             layouts[name] = FragmentLayout(name, shape, num_threads, REPLICATED)
+        elif name in plan.layouts:
+            layouts[name] = plan.layouts[name]
         else:
             vector = default_vector(shape, num_threads)
             layouts[name] = FragmentLayout(name, shape, num_threads, PARTITIONED, vector)
@@ -448,49 +365,68 @@ def infer_fragment_layouts(func: Any, num_threads: int) -> dict[str, FragmentLay
     return layouts
 
 
-def fragment_views(body: Any, fragments: dict[str, Any]) -> dict[str, tuple[Any, str]]:
-    """The views of fragments in ``body``: view name -> (view buffer, the fragment whose
-    registers it shares), following views of views.
+def _replicated(
+    outside: set[str],
+    op_needs: list[tuple[str, str]],
+    accesses: list[NestInfo],
+    views: dict[str, tuple[Any, str]],
+    plan: TensorCorePlan,
+) -> set[str]:
+    """The fragments every thread must hold whole, given the tensor-core ``plan``: the
+    tile-op operands that need it (a gemm A and a reduce destination unless planned),
+    the accesses outside nests, and to a fixed point the misaligned accesses in nests
+    (row reads the plan allows excepted) and every fragment a nest that writes a
+    replicated one touches; a fragment and its views together."""
+    replicated = set(outside)
+    for name, need in op_needs:
+        planned = plan.layouts.get(name)
+        if need == "gemm-a" and name in plan.register_a:
+            continue
+        if need == "reduce-dst" and planned is not None and planned.kind == ROWS:
+            continue
+        replicated.add(name)
+    exempt = [plan.exempt_row_reads(access) for access in accesses]
+    changed = True
+    while changed:
+        changed = False
+        for access, allowed in zip(accesses, exempt, strict=True):
+            misaligned = access.misaligned - allowed
+            new = set(misaligned)
+            if access.written & (replicated | misaligned):
+                new |= access.aligned
+            if not new <= replicated:
+                replicated |= new
+                changed = True
+        # A fragment and its views share registers: one replicated makes all replicated.
+        for view_name, (_, root) in views.items():
+            if (view_name in replicated) != (root in replicated):
+                replicated |= {view_name, root}
+                changed = True
+    return replicated
 
-    Raises:
-        LayoutError: a view changes the dtype, or has a symbolic shape.
-    """
-    views: dict[str, tuple[Any, str]] = {}
 
-    def visit(decl: Any) -> None:
-        source = viewed_buffer(decl)
-        if source is None:
-            return
-        source_name = str(source.name)
-        if source_name in views and source.same_as(views[source_name][0]):
-            root = views[source_name][1]
-        elif source_name in fragments and source.same_as(fragments[source_name]):
-            root = source_name
-        else:
-            return
-        buffer = decl.buffer
-        name = str(buffer.name)
-        if str(buffer.ty.dtype) != str(source.ty.dtype):
-            raise LayoutError(
-                f"fragment view {name}: expected the dtype of fragment {source_name} "
-                f"({source.ty.dtype}) on GPU targets, got {buffer.ty.dtype}"
-            )
-        if name in fragments or name in views:
-            raise LayoutError(f"two fragments are named {name!r}; expected unique names")
-        static_shape(buffer)
-        views[name] = (buffer, root)
-
-    tvm_ffi.structural_walk(body, (tirx.DeclBuffer, visit), order="pre")
-    return views
-
-
-def viewed_buffer(decl: Any) -> Any | None:
-    """The buffer whose memory the ``DeclBuffer`` ``decl`` views (``tirx.buffer_data``),
-    or None when it declares other memory."""
-    data = decl.data
-    if isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data" and data.args:
-        return data.args[0]
-    return None
+def _unfit(
+    plan: TensorCorePlan,
+    replicated: set[str],
+    accesses: list[NestInfo],
+    counted_once: set[str],
+) -> set[str]:
+    """Planned fragments whose uses the tensor-core layouts do not fit: replicated
+    after all, in a nest beside a distributed fragment with another placement, `ROWS`
+    fragments a tile op would count once per holder (a reduce source, an atomic
+    value) or that drive a nest holding a tile op."""
+    unfit = {name for name in plan.layouts if name in replicated}
+    for name, layout in plan.layouts.items():
+        if layout.kind == ROWS and name in counted_once:
+            unfit.add(name)
+    for access in accesses:
+        distributed = {n for n in access.aligned if n not in replicated}
+        planned = {n for n in distributed if n in plan.layouts}
+        if planned and (planned != distributed):
+            unfit |= planned
+        if access.has_tile_op and any(plan.layouts[n].kind == ROWS for n in planned):
+            unfit |= planned
+    return unfit
 
 
 def block_threads(func: Any) -> int:
@@ -514,9 +450,15 @@ def block_threads(func: Any) -> int:
 class GpuInferLayoutsPass(PrimFuncPass):
     """Record each fragment's layout in the function attribute ``tl.gpu_fragment_layouts``
     (name -> `FragmentLayout.describe`), for dumps and tests. The lowering
-    recomputes the same layouts (the inference is deterministic)."""
+    recomputes the same layouts (the inference is deterministic).
+
+    Args:
+        traits: the backend's `GpuTraits` (its matrix instructions; default
+            `PORTABLE_TRAITS`, none).
+    """
 
     name: ClassVar[str] = "gpu-infer-layouts"
+    traits: GpuTraits = field(default=PORTABLE_TRAITS)
 
     def transform_function(
         self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
@@ -526,19 +468,8 @@ class GpuInferLayoutsPass(PrimFuncPass):
 
         described: dict[str, str] = {}
         for _, kernel in kernel_functions(func):
-            layouts = infer_fragment_layouts(kernel, block_threads(kernel))
+            layouts = infer_fragment_layouts(kernel, block_threads(kernel), self.traits, ctx.target)
             described.update((name, layout.describe()) for name, layout in layouts.items())
         if not described:
             return func
         return func.with_attr(LAYOUTS_ATTR, described)
-
-
-def same_placement(a: FragmentLayout, b: FragmentLayout) -> bool:
-    """Whether two layouts put every element on the same thread at the same local index."""
-    return (a.kind, a.shape, a.num_threads, a.vector, a.owners) == (
-        b.kind,
-        b.shape,
-        b.num_threads,
-        b.vector,
-        b.owners,
-    )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tvm import tirx
 
 from tl_passes.gpu.errors import GpuLoweringError
-from tl_passes.gpu.layout import ANNOTATED, FRAGMENT_SCOPE, PARTITIONED
+from tl_passes.gpu.layout_base import DISTRIBUTED_KINDS, FRAGMENT_SCOPE
 from tl_passes.gpu.tir_build import both, cast, const_int, int_imm
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class Operand:
 
     @property
     def partitioned(self) -> bool:
-        return self.layout is not None and self.layout.kind in (PARTITIONED, ANNOTATED)
+        return self.layout is not None and self.layout.kind in DISTRIBUTED_KINDS
 
     @property
     def per_thread(self) -> bool:

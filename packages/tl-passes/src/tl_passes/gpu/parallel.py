@@ -16,7 +16,15 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_passes.gpu.errors import GpuLoweringError
-from tl_passes.gpu.layout import FragmentLayout, is_buffer_load, parallel_nest, same_placement
+from tl_passes.gpu.layout import (
+    MMA,
+    ROWS,
+    FragmentLayout,
+    is_buffer_load,
+    parallel_nest,
+    same_placement,
+)
+from tl_passes.gpu.tir_build import const_int, int_imm
 
 if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
@@ -30,10 +38,13 @@ class Nest:
         substitution: (loop variable, its per-thread index expression) pairs.
         local: the local index of the element in the driving fragment (None
             when the nest is not driven by a partitioned fragment).
+        row_local: in a nest an `MMA` fragment drives, the local index of the
+            element's row in that placement's `ROWS` fragments.
     """
 
     substitution: list[tuple[Any, Any]]
     local: Any | None
+    row_local: Any | None = None
 
 
 def rewrite_expr(kernel: KernelLowering, expr: Any, nest: Nest | None) -> Any:
@@ -49,6 +60,8 @@ def rewrite_expr(kernel: KernelLowering, expr: Any, nest: Nest | None) -> Any:
         if target is None or not node.source.same_as(kernel.fragment_vars[name]):
             return node
         layout = layouts[name]
+        if layout.kind == ROWS and nest is not None and nest.row_local is not None:
+            return tirx.BufferLoad(target, [nest.row_local])
         if layout.kind != "replicated":
             if nest is None or nest.local is None:
                 raise GpuLoweringError(
@@ -92,6 +105,7 @@ def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
     ``per_element``: the nest sits where each thread runs its own element."""
     loop_vars, extents, body = parallel_nest(loop)
     driver: FragmentLayout | None = None
+    rows_read: list[FragmentLayout] = []
     writes_replica = False
     touches_fragment = False
     for name, layout in kernel.layouts.items():
@@ -100,6 +114,9 @@ def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
             continue
         touches_fragment = True
         reads_aligned, stores = accessed
+        if layout.kind == ROWS and list(layout.shape) != extents:
+            rows_read.append(layout)
+            continue
         if layout.kind != "replicated" and reads_aligned:
             if driver is not None and not same_placement(driver, layout):
                 raise GpuLoweringError(
@@ -111,9 +128,23 @@ def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
         if layout.kind == "replicated" and stores:
             writes_replica = True
     stores_private = _stores_private(body)
+    for rows in rows_read:
+        # Layout inference gives ROWS only to fragments read at the row index of a nest
+        # an MMA fragment with the same rows drives.
+        if driver is None or driver.kind != MMA or not _same_rows(driver, rows):
+            raise GpuLoweringError(
+                f"T.Parallel{tuple(extents)}: fragment {rows.name} holds accumulator rows "
+                "but the nest is not driven by an accumulator with those rows"
+            )
 
     def emit(index: list[Any], local: Any | None, element_context: bool) -> Any:
-        nest = Nest(list(zip(loop_vars, index, strict=True)), local)
+        row_local = None
+        if driver is not None and driver.kind == MMA and local is not None:
+            assert driver.tiles is not None
+            value = const_int(local)
+            row_local = driver.tiles.row_local(local if value is None else value)
+            row_local = int_imm(row_local) if isinstance(row_local, int) else row_local
+        nest = Nest(list(zip(loop_vars, index, strict=True)), local, row_local)
         inner = kernel.lower_stmt(body, element_context, nest)
         return rewrite_expr(kernel, inner, nest)
 
@@ -128,6 +159,11 @@ def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
     if writes_replica or (touches_fragment and stores_private) or stores_private:
         return kernel.every(extents, lambda index: emit(index, None, per_element))
     return kernel.cooperative(extents, lambda index: emit(index, None, True))
+
+
+def _same_rows(driver: FragmentLayout, rows: FragmentLayout) -> bool:
+    assert driver.tiles is not None and rows.tiles is not None
+    return driver.tiles.same_rows(rows.tiles)
 
 
 def _accesses(body: Any, buffer: Any) -> tuple[bool, bool] | None:

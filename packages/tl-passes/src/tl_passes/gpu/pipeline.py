@@ -6,6 +6,7 @@ from tl_passes.gpu.async_copy import GpuFinishAsyncCopiesPass
 from tl_passes.gpu.barriers import GpuInsertBarriersPass
 from tl_passes.gpu.layout import GpuInferLayoutsPass
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass
+from tl_passes.gpu.matrix_load_addresses import GpuMatrixLoadAddressesPass
 from tl_passes.gpu.pipelined_ring import GpuPipelineLoopsPass
 from tl_passes.gpu.shared_memory import GpuPlanSharedMemoryPass
 from tl_passes.gpu.swizzle import GpuChooseSharedLayoutsPass, GpuSwizzleSharedPass
@@ -25,7 +26,8 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
     ``gpu-insert-barriers``, ``gpu-lower-tile-ops`` (with ``traits``),
     ``gpu-swizzle-shared`` (their indices remapped), ``gpu-plan-shared-memory`` (static tiles when
     ``traits.shared_memory`` is `SharedMemoryModel.STATIC`), ``simplify`` and
-    ``gpu-finish-async-copies`` (proven zero-fills become plain async copies).
+    ``gpu-finish-async-copies`` (proven zero-fills become plain async copies) and
+    ``gpu-matrix-load-addresses`` (matrix-load row addresses as access pointers).
 
     Raises:
         TypeError: ``traits`` is not a `GpuTraits`.
@@ -35,7 +37,7 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
     return [
         LowerAllocVarPass(),
         GpuPipelineLoopsPass(traits),
-        GpuInferLayoutsPass(),
+        GpuInferLayoutsPass(traits),
         GpuChooseSharedLayoutsPass(traits),
         GpuInsertBarriersPass(),
         GpuLowerTileOpsPass(traits),
@@ -43,4 +45,5 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
         GpuPlanSharedMemoryPass(static=traits.shared_memory is SharedMemoryModel.STATIC),
         SimplifyPass(),
         GpuFinishAsyncCopiesPass(traits),
+        GpuMatrixLoadAddressesPass(traits),
     ]

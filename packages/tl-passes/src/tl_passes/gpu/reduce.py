@@ -1,7 +1,8 @@
 """``T.reduce_*`` on GPU targets.
 
 Each thread folds its own source elements into per-output partials, then the
-block all-reduces every partial: with warp shuffles where the backend's
+block all-reduces every partial (a row reduction of a tensor-core accumulator
+into its rows stays in the threads that hold them: `reduce_rows`): with warp shuffles where the backend's
 `GpuTraits` has them (a ``shfl_xor`` butterfly in each warp, then one shared
 table across warps), otherwise through a shared table of at most
 `REDUCE_TABLE_BYTES` per round. The result is on every thread. A source
@@ -20,6 +21,7 @@ from tvm import tirx
 from tl_passes.gpu.barriers import barrier
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.operand import Operand
+from tl_passes.gpu.reduce_rows import lower_row_reduce
 from tl_passes.gpu.tir_build import (
     UNROLL_LIMIT,
     cast,
@@ -51,10 +53,13 @@ def lower_reduce(kernel: KernelLowering, op: Any) -> Any:
     """The per-thread code of the ``T.reduce_*`` ``op`` (module docstring)."""
     src, dst = Operand(op.src, kernel), Operand(op.dst, kernel)
     dim = op.dim
-    if dst.partitioned:
-        raise GpuLoweringError(f"T.reduce: destination {dst.name} must not be partitioned")
     acc_dtype = dst.dtype
     identity, combine = _reduce_parts(op.kind, acc_dtype)
+    rows = lower_row_reduce(kernel, op, src, dst, identity, combine)
+    if rows is not None:
+        return rows
+    if dst.partitioned:
+        raise GpuLoweringError(f"T.reduce: destination {dst.name} must not be partitioned")
     out_extents = [e for d, e in enumerate(src.extents) if d != dim]
     out_count = math.prod(out_extents)
     absolute = op.kind in ("abssum", "absmax")

@@ -16,6 +16,8 @@ from typing import Any
 
 import attrs
 
+from tl_passes.gpu.matrix import MatrixInstruction, MatrixLoad
+
 #: Bytes one vector access moves when a backend does not say otherwise (128-bit
 #: loads and stores); artifacts record at least this parameter alignment.
 DEFAULT_VECTOR_BYTES = 16
@@ -180,6 +182,17 @@ def _frozen_mapping(value: Mapping[str, AtomicCall]) -> Mapping[str, AtomicCall]
     return MappingProxyType(dict(value))
 
 
+def _instruction_tuple(value: Any) -> tuple[MatrixInstruction, ...]:
+    instructions = tuple(value)
+    for instruction in instructions:
+        if not isinstance(instruction, MatrixInstruction):
+            raise TypeError(
+                "GpuTraits.matrix_instructions: expected MatrixInstruction values, got "
+                f"{type(instruction).__name__}"
+            )
+    return instructions
+
+
 @attrs.frozen
 class GpuTraits:
     """What one GPU backend's codegen offers the shared lowering.
@@ -204,6 +217,10 @@ class GpuTraits:
         swizzled_operands: the automatic XOR swizzle of gemm operand tiles
             (`SwizzledOperands`); None: shared tiles stay row-major unless
             ``T.annotate_layout`` asks for a swizzle.
+        matrix_instructions: the warp-wide matrix instructions ``T.gemm`` may use
+            (`MatrixInstruction`; none: every ``T.gemm`` is an FMA loop).
+        matrix_load: the shared-memory matrix load operands are read with
+            (`MatrixLoad`; None: element by element).
     """
 
     name: str
@@ -218,6 +235,10 @@ class GpuTraits:
     shared_memory: SharedMemoryModel = SharedMemoryModel.DYNAMIC
     async_copy: AsyncCopy | None = None
     swizzled_operands: SwizzledOperands | None = None
+    matrix_instructions: tuple[MatrixInstruction, ...] = attrs.field(
+        default=(), converter=_instruction_tuple, repr=False
+    )
+    matrix_load: MatrixLoad | None = attrs.field(default=None, repr=False)
 
     def async_copy_for(self, target: Any | None) -> AsyncCopy | None:
         """The `AsyncCopy` usable on ``target`` (None: none, or not on this arch)."""
@@ -233,6 +254,20 @@ class GpuTraits:
         if chosen is None or (target is not None and not chosen.available(target)):
             return None
         return chosen
+
+    def matrix_instruction(
+        self, a_dtype: str, b_dtype: str, acc_dtype: str, target: Any | None
+    ) -> MatrixInstruction | None:
+        """The first declared matrix instruction for these operand and accumulator
+        dtypes that the TVM ``target`` has, or None."""
+        for instruction in self.matrix_instructions:
+            if (instruction.a_dtype, instruction.b_dtype, instruction.acc_dtype) == (
+                a_dtype,
+                b_dtype,
+                acc_dtype,
+            ) and instruction.available_on(target):
+                return instruction
+        return None
 
     def warp_size_for(self, target: Any | None) -> int:
         """Threads per warp when compiling for the TVM ``target`` (see ``warp_size``)."""
