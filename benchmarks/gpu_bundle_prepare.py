@@ -19,7 +19,8 @@ What DIR holds (at most `SIZE_LIMIT` bytes; the build stops with an error above 
   the node regenerates the inputs from the seed; no data is shipped), checked
   here against the module they come from;
 * ``wheels/``: tl-runtime (and tl-runtime-cuda, when the repository has it) as
-  pure-Python wheels, plus apache-tvm-ffi, filelock, platformdirs and numpy
+  pure-Python wheels, plus apache-tvm-ffi, filelock, platformdirs (with their
+  dependencies) and numpy
   downloaded as binary wheels for the Python version and
   ``manylinux_2_28_x86_64``. The pure tl-runtime wheel carries no Cython
   launcher (built wheels ship one compiled for the build machine's Python
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import builtins
 import dataclasses
+import dis
 import inspect
 import json
 import os
@@ -43,7 +45,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +56,9 @@ sys.path.insert(0, str(ROOT))
 SIZE_LIMIT = 50 * 1024 * 1024
 #: The runtime distributions shipped as wheels, where the repository has them.
 RUNTIME_PACKAGES = ("tl-runtime", "tl-runtime-cuda")
-#: Third-party wheels the runtime needs on the node (torch and cuda-bindings are the
-#: node's own). numpy is installed on the node only where it has none.
+#: Third-party wheels the runtime needs on the node, downloaded with their dependencies
+#: (torch and cuda-bindings are the node's own). numpy is installed on the node only
+#: where it has none.
 DEPENDENCIES = ("apache-tvm-ffi==0.1.15.post2", "filelock>=3.12", "platformdirs>=3")
 OPTIONAL_DEPENDENCIES = {"numpy": "numpy>=1.24"}
 PLATFORM = "manylinux_2_28_x86_64"
@@ -114,6 +117,19 @@ def _cuda_context(arch: str) -> Any:
     raise BundleError(f"the cuda backend has no cubin-building execution backend: {sorted(specs)}")
 
 
+def _globals_read(code: CodeType) -> set[str]:
+    """The global names ``code`` (and the code nested in it) reads."""
+    names = {
+        str(i.argval)
+        for i in dis.get_instructions(code)
+        if i.opname in {"LOAD_GLOBAL", "LOAD_NAME"}
+    }
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            names |= _globals_read(constant)
+    return names
+
+
 def _recipe_source(module: ModuleType) -> str:
     """A numpy-only module text with ``module``'s CASES, TOLERANCE, OUT_IDX, make_inputs and
     REFERENCE (the kernel itself, which needs tl_ir, stays behind)."""
@@ -131,14 +147,14 @@ def _recipe_source(module: ModuleType) -> str:
     ]
     for name in ("make_inputs", "REFERENCE"):
         function = getattr(module, name)
-        unknown = set(function.__code__.co_names) - {"np", "Any"} - set(dir(builtins))
-        unknown -= {n for n in unknown if not hasattr(module, n)}  # attributes, not globals
+        unknown = _globals_read(function.__code__) - {"np", "Any"} - set(dir(builtins))
         if unknown:
             raise BundleError(
                 f"{module.__name__}.{name} uses module globals {sorted(unknown)}: the recipe "
                 "copies only make_inputs and REFERENCE; inline them"
             )
-        lines += [inspect.getsource(function), ""]
+    for name in ("make_inputs", "REFERENCE"):
+        lines += [inspect.getsource(getattr(module, name)), ""]
     return "\n".join(lines)
 
 
@@ -197,7 +213,8 @@ def build_wheels(directory: Path, python: str, download: bool = True) -> dict[st
     if download:
         target = ["--only-binary=:all:", "--python-version", python, "--platform", PLATFORM]
         before = set(directory.glob("*.whl"))
-        _pip("download", *target, "--no-deps", "-d", str(directory), *DEPENDENCIES)
+        # With their own dependencies (apache-tvm-ffi needs typing-extensions).
+        _pip("download", *target, "-d", str(directory), *DEPENDENCIES)
         runtime += sorted(p.name for p in set(directory.glob("*.whl")) - before)
         for module, requirement in OPTIONAL_DEPENDENCIES.items():
             before = set(directory.glob("*.whl"))

@@ -170,3 +170,34 @@ def test_the_runner_installs_loads_and_launches_against_a_fake_driver(
     first = launches[0]
     assert first["grid"] == [2, 2, 1] and first["block"] == [128, 1, 1]
     assert first["shared"] == 2 * (64 * 32 + 32 * 64)
+
+
+@needs_nvcc
+def test_a_bundle_above_the_size_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gpu_bundle_prepare, "SIZE_LIMIT", 1024)
+    with pytest.raises(gpu_bundle_prepare.BundleError, match="above the 50 MiB limit"):
+        gpu_bundle_prepare.prepare(
+            tmp_path / "b",
+            suite=["elementwise_add"],
+            benchmarks=[],
+            download=False,
+            log=lambda line: None,
+        )
+
+
+def test_a_recipe_that_reads_a_module_global_is_refused() -> None:
+    import types
+
+    module = types.ModuleType("integration_tests.kernels.fake")
+    exec(
+        "import numpy as np\nSCALE = 2\nCASES = [{}]\nTOLERANCE = {}\nOUT_IDX = [-1]\n"
+        "def make_inputs(case, rng):\n    return [rng.standard_normal(4).T]\n"
+        "def REFERENCE(case, A):\n    return {'B': A * SCALE}\n",
+        module.__dict__,
+    )
+    with pytest.raises(
+        gpu_bundle_prepare.BundleError, match=r"REFERENCE uses module globals \['SCALE'\]"
+    ):
+        gpu_bundle_prepare._recipe_source(module)
