@@ -123,13 +123,14 @@ def measure(name: str, program: Program, arch: str, work: Path) -> list[tuple[st
 
 
 def row(
-    label: str, arch: str, fact: sass_facts.KernelFacts, dynamic_shared: int
+    label: str, arch: str, fact: sass_facts.KernelFacts, dynamic_shared: int | None
 ) -> tuple[str, ...]:
-    """One table row for `KernelFacts` (columns as `HEADER`)."""
+    """One table row for `KernelFacts` (columns as `HEADER`); ``dynamic_shared`` None: the
+    launch's dynamic shared memory is not known (TileLang's kernels)."""
     copies = str(fact.async_copies) + (f" +{fact.tma_loads} tma" if fact.tma_loads else "")
     used = fact.resources
     local = f"{used.stack}/{fact.local_loads + fact.local_stores}"
-    smem = f"{used.shared}+{dynamic_shared}"
+    smem = f"{used.shared}+{'?' if dynamic_shared is None else dynamic_shared}"
     loop = fact.hot_loop.describe() if fact.hot_loop is not None else "-"
     return (
         label,
@@ -215,7 +216,7 @@ def tilelang_rows(
         except sass_facts.SassToolError as exc:
             return [], f"nvcc refused TileLang's {name}: {str(exc).splitlines()[-1]}"
         for fact in sass_facts.cubin_facts(cubin, report, tiles):
-            rows.append(row(f"{name} (TileLang {version})", arch, fact, 0))
+            rows.append(row(f"{name} (TileLang {version})", arch, fact, None))
     return rows, ""
 
 
