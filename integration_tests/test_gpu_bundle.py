@@ -117,14 +117,16 @@ def test_the_bundle_holds_cubins_recipes_wheels_and_its_runner(bundle: Path) -> 
     ]
     # Recipes are code (no data): nothing but the inputs' recipe and the numpy reference.
     assert not list(bundle.rglob("*.npy"))
-    [wheel] = manifest["wheels"]
-    assert wheel.startswith("tl_runtime-") and wheel.endswith("-py3-none-any.whl")
-    with zipfile.ZipFile(bundle / "wheels" / wheel) as archive:
-        names = archive.namelist()
-    assert "tl_runtime/adapters/cuda_driver.py" in names or any(
-        n.startswith("tl_runtime/") for n in names
-    )
-    assert not [n for n in names if n.endswith(".so")], "the pure wheel ships no launcher"
+    # The runtime distributions of the repository, as pure wheels (download=False: no others).
+    present = [p for p in gpu_bundle_prepare.RUNTIME_PACKAGES if (ROOT / "packages" / p).is_dir()]
+    assert [w.split("-")[0] for w in manifest["wheels"]] == [p.replace("-", "_") for p in present]
+    for wheel in manifest["wheels"]:
+        assert wheel.endswith("-py3-none-any.whl"), wheel
+        with zipfile.ZipFile(bundle / "wheels" / wheel) as archive:
+            names = archive.namelist()
+        assert not [n for n in names if n.endswith(".so")], f"{wheel} ships a compiled module"
+    with zipfile.ZipFile(bundle / "wheels" / manifest["wheels"][0]) as archive:
+        assert "tl_runtime/__init__.py" in archive.namelist()
     assert (bundle / "run.py").read_text() == (
         ROOT / "benchmarks" / "gpu_bundle_run.py"
     ).read_text()
