@@ -203,3 +203,51 @@ def test_a_recipe_that_reads_a_module_global_is_refused() -> None:
         gpu_bundle_prepare.BundleError, match=r"REFERENCE uses module globals \['SCALE'\]"
     ):
         gpu_bundle_prepare._recipe_source(module)
+
+
+class _ReferenceKernel:
+    """Stands in for a loaded suite kernel: computes the recipe's reference (``wrong``: off
+    by one), so the runner's comparison is checked without a GPU."""
+
+    def __init__(self, artifact: Path, wrong: bool) -> None:
+        import gpu_bundle_run
+
+        import tl_runtime
+
+        self.params = tl_runtime.read_manifest(artifact).params
+        kernel, _, case = artifact.name.rpartition("-")
+        self.recipe = gpu_bundle_run._recipe(artifact.parents[2], kernel)
+        self.case = dict(self.recipe.CASES[int(case)])
+        self.wrong = wrong
+
+    def __call__(self, *inputs: object) -> object:
+        import numpy as np
+
+        expected = self.recipe.REFERENCE(self.case, *inputs)
+        names = [p.name for p in self.params]
+        out = [names[i % len(names)] for i in self.recipe.OUT_IDX]
+        values = [np.asarray(expected[n]) + (1 if self.wrong else 0) for n in out]
+        for name, value in expected.items():  # in-place outputs: written into the inputs
+            if name not in out:
+                target = inputs[[n for n in names if n not in out].index(name)]
+                target[...] = np.asarray(value) + (1 if self.wrong else 0)  # type: ignore[index]
+        return values[0] if len(values) == 1 else tuple(values)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("wrong", [False, True])
+def test_the_runner_compares_every_suite_kernel_with_its_reference(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch, wrong: bool
+) -> None:
+    import gpu_bundle_run
+
+    import tl_runtime
+
+    monkeypatch.setattr(tl_runtime, "load", lambda path, adapter: _ReferenceKernel(path, wrong))
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    problems = gpu_bundle_run.check_suite(bundle, manifest, launch_only=False)
+    if wrong:
+        assert len(problems) >= len(manifest["suite"]), problems
+        assert all("max abs difference" in line for line in problems), problems
+    else:
+        assert problems == []
