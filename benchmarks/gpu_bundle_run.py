@@ -248,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     import tl_runtime
 
     print(f"gpu-check bundle: tl_runtime from {Path(tl_runtime.__file__).parent}")
+    adapter = tl_runtime.get_adapter(ADAPTER)
+    where = Path(str(getattr(sys.modules[adapter.__module__], "__file__", "?")))
     availability = tl_runtime.adapter_availability(ADAPTER)
-    print(f"gpu-check bundle: {ADAPTER} adapter: {availability}")
+    print(f"gpu-check bundle: {ADAPTER} adapter from {where}: {availability}")
     problems = check_suite(bundle, manifest, args.launch_only)
     suite = len(manifest["suite"])
     for line in problems:

@@ -158,6 +158,9 @@ def test_the_runner_installs_loads_and_launches_against_a_fake_driver(
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert f"gpu-check bundle: tl_runtime from {site / 'tl_runtime'}" in lines, lines
+    # The launcher comes from the bundle's wheels too (tl_runtime's or tl_runtime_cuda's).
+    [adapter] = [line for line in lines if "cuda_driver adapter from" in line]
+    assert f"from {site}/" in adapter and "available=True" in adapter, adapter
     manifest = json.loads((bundle / "bundle.json").read_text())
     suite = len(manifest["suite"])
     assert lines[-1].startswith(
