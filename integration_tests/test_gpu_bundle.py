@@ -175,8 +175,7 @@ def test_the_runner_installs_loads_and_launches_against_a_fake_driver(
     # manifest asks for.
     import tl_runtime
 
-    spec = tl_runtime.read_manifest(bundle / manifest["suite"][0]["artifact"]).launch
-    assert spec is not None
+    spec = tl_runtime.read_manifest(bundle / manifest["suite"][0]["artifact"]).launches[0]
     _grid, _block, shared = spec.resolve({})
     first = launches[0]
     assert first["grid"] == [2, 2, 1] and first["block"] == [128, 1, 1]
