@@ -18,14 +18,13 @@ What DIR holds (at most `SIZE_LIMIT` bytes; the build stops with an error above 
   ``TOLERANCE``, ``OUT_IDX``, ``make_inputs`` and ``REFERENCE`` (numpy only:
   the node regenerates the inputs from the seed; no data is shipped), checked
   here against the module they come from;
-* ``wheels/``: tl-runtime (and tl-runtime-cuda, when the repository has it) as
+* ``wheels/``: tl-runtime and tl-runtime-cuda (the CUDA launcher) as
   pure-Python wheels, plus apache-tvm-ffi, filelock, platformdirs (with their
-  dependencies) and numpy
-  downloaded as binary wheels for the Python version and
-  ``manylinux_2_28_x86_64``. The pure tl-runtime wheel carries no Cython
+  dependencies) and numpy downloaded as binary wheels for the Python version
+  and ``manylinux_2_28_x86_64``. The pure tl-runtime wheel carries no Cython
   launcher (built wheels ship one compiled for the build machine's Python
-  only); CUDA artifacts launch through the pure-Python ``cuda_driver``
-  adapter, which needs none;
+  only); CUDA artifacts launch through tl-runtime-cuda's pure-Python
+  ``cuda_driver`` adapter, which needs none;
 * ``run.py``: the runner (``benchmarks/gpu_bundle_run.py``), which
   ``scripts/gpu-check --bundle DIR`` starts with the node's Python.
 """

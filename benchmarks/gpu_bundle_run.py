@@ -9,7 +9,8 @@ for), torch with CUDA, cuda-bindings (``cuda.bindings.driver``) and numpy,
 no package index, no apache-tvm, no compiler. Steps:
 
 1. ``pip install --no-index --no-deps --target SITE`` the bundle's wheels
-   (tl-runtime and its dependencies; numpy only where the node has none)
+   (tl-runtime, tl-runtime-cuda and their dependencies; numpy only where the
+   node has none)
    into a private directory (default ``DIR/.site-<python>``; reused when it
    holds the same wheels), which goes first on ``sys.path``. Without pip the
    wheels are unpacked there (they are zip archives).
