@@ -19,8 +19,7 @@ import tl_ir.language as T
 import tl_runtime
 from tl_backend_api import build_artifact, create_backend_context, lower_to_sources
 from tl_codegen_cpu import build_llvm
-from tl_codegen_cpu.passes import C_MICROKERNEL_PRELUDE
-from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
+from tl_codegen_cpu.c_headers import half_prelude, microkernel_prelude
 
 _PROBE = r"""
 #include <stdint.h>
@@ -42,9 +41,7 @@ _ISAS = {"native": "-march=native", "baseline": "-march=x86-64"}
 
 def _probe_library(tmp_path: Path, isa: str) -> ctypes.CDLL:
     source = tmp_path / f"probe_{isa}.c"
-    source.write_text(
-        "#include <stdint.h>\n" + C_MICROKERNEL_PRELUDE + C_HALF_GEMM_PRELUDE + _PROBE
-    )
+    source.write_text("#include <stdint.h>\n" + microkernel_prelude() + half_prelude() + _PROBE)
     library = tmp_path / f"probe_{isa}.so"
     compiler = os.environ.get("CC") or "gcc"
     subprocess.run(

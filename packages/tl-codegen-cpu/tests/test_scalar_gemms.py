@@ -21,8 +21,7 @@ from cpu_passes_testing import HOST_TARGET, make_pass, run_on_host
 import tl_ir.language as T
 import tl_runtime
 from tl_backend_api import build_artifact, create_backend_context, lower_to_sources
-from tl_codegen_cpu.passes import C_MICROKERNEL_PRELUDE
-from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
+from tl_codegen_cpu.c_headers import half_prelude, microkernel_prelude
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.legalize_half_precision import legalize_half_precision
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
@@ -165,9 +164,7 @@ def test_rounded_products_match_fp16_multiplication_for_every_a(
     lanes: int, isa: str, tmp_path: Path
 ) -> None:
     source = tmp_path / "probe.c"
-    source.write_text(
-        "#include <stdint.h>\n" + C_MICROKERNEL_PRELUDE + C_HALF_GEMM_PRELUDE + _PROBE
-    )
+    source.write_text("#include <stdint.h>\n" + microkernel_prelude() + half_prelude() + _PROBE)
     library = tmp_path / "probe.so"
     compiler = os.environ.get("CC") or "gcc"
     flags = [_ISAS[isa], "-shared", "-fPIC", "-Wno-psabi"]
@@ -254,7 +251,7 @@ def test_transposed_widening_is_exact_for_any_shape(
     # shapes with leftover rows and columns, padded source and destination pitches.
     source = tmp_path / "probe.c"
     source.write_text(
-        "#include <stdint.h>\n" + C_MICROKERNEL_PRELUDE + C_HALF_GEMM_PRELUDE + _TRANSPOSE_PROBE
+        "#include <stdint.h>\n" + microkernel_prelude() + half_prelude() + _TRANSPOSE_PROBE
     )
     library = tmp_path / "probe.so"
     compiler = os.environ.get("CC") or "gcc"

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 
-from tl_codegen_cpu.passes import (
-    C_ATOMICS_PRELUDE,
-    C_MICROKERNEL_PRELUDE,
-    INDEPENDENT_LOOP_MARKER,
-    PARALLEL_FOR_MARKER,
+from tl_codegen_cpu.c_headers import (
+    atomics_c_source,
+    half_prelude,
+    microkernel_prelude,
+    workspace_prelude,
 )
-from tl_codegen_cpu.passes.half_conversions import C_HALF_GEMM_PRELUDE
+from tl_codegen_cpu.passes import INDEPENDENT_LOOP_MARKER, PARALLEL_FOR_MARKER
 
 _MARKER_BEFORE_LOOP = re.compile(
     rf"^(?P<indent>[ \t]*){PARALLEL_FOR_MARKER}\(\);\n(?P=indent)for \(", re.MULTILINE
@@ -124,14 +124,15 @@ def insert_microkernel_prelude(source: str) -> str:
 
     TVM declares every extern it calls as an exported ``TVM_DLL`` function;
     those declarations of ``tl_gemm_f32x*`` are removed and the static inline
-    definitions (`tl_codegen_cpu.passes.C_MICROKERNEL_PRELUDE`) go after the includes.
+    definitions (``include/tl_gemm_f32.h``, and ``include/tl_half.h`` when it calls a
+    half-input kernel or conversion) go after the includes.
     """
     if not any(name in source for name in ("tl_gemm_", "tl_cvt_", "tl_transpose_")):
         return source
     source = _MICROKERNEL_DECLARATION.sub("", source)
-    prelude = C_MICROKERNEL_PRELUDE
+    prelude = microkernel_prelude()
     if _HALF_CALL.search(source):
-        prelude += C_HALF_GEMM_PRELUDE
+        prelude += half_prelude()
     return _after_includes(source, prelude)
 
 
@@ -140,7 +141,7 @@ def insert_atomics_prelude(source: str) -> str:
     if "tl_atomic_" not in source:
         return source
     source = _ATOMIC_DECLARATION.sub("", source)
-    return _after_includes(source, C_ATOMICS_PRELUDE)
+    return _after_includes(source, atomics_c_source())
 
 
 def insert_stdio(source: str) -> str:
@@ -153,31 +154,20 @@ def insert_stdio(source: str) -> str:
 
 _WORKSPACE_CALL = re.compile(r"\bTVMBackend(Alloc|Free)Workspace\(")
 
-#: Host memory for ``T.alloc_global`` buffers. TVM's C printer calls libtvm_runtime's
-#: ``TVMBackendAllocWorkspace``/``TVMBackendFreeWorkspace``, which a deployment without
-#: apache-tvm lacks; a ``c`` kernel's workspace is host memory, so the library carries
-#: its own (64-byte aligned, as the runtime's context helper allocates for ``llvm``).
-C_WORKSPACE_PRELUDE = """#include <stdlib.h>
-static void* tl_c_alloc_workspace(int device_type, int device_id, uint64_t nbytes,
-                                  int dtype_code, int dtype_bits) {
-  (void)device_type; (void)device_id; (void)dtype_code; (void)dtype_bits;
-  return aligned_alloc(64, (size_t)((nbytes + 63) / 64 * 64 + (nbytes == 0) * 64));
-}
-static int tl_c_free_workspace(int device_type, int device_id, void* ptr) {
-  (void)device_type; (void)device_id;
-  free(ptr);
-  return 0;
-}
-"""
-
 
 def insert_workspace_allocator(source: str) -> str:
     """Route TVM's workspace calls (``T.alloc_global`` buffers) to static host allocators
-    defined in the library itself (`C_WORKSPACE_PRELUDE`), so it needs no libtvm_runtime."""
+    defined in the library itself (``include/tl_workspace.h``), so it needs no libtvm_runtime.
+
+    TVM's C printer calls libtvm_runtime's ``TVMBackendAllocWorkspace``/
+    ``TVMBackendFreeWorkspace``, which a deployment without apache-tvm lacks; a ``c``
+    kernel's workspace is host memory (64-byte aligned, as the runtime's context helper
+    allocates for ``llvm``).
+    """
     if not _WORKSPACE_CALL.search(source):
         return source
     source = _WORKSPACE_CALL.sub(lambda match: f"tl_c_{match[1].lower()}_workspace(", source)
-    return _after_includes(source, C_WORKSPACE_PRELUDE)
+    return _after_includes(source, workspace_prelude())
 
 
 def patch_c_source(source: str) -> str:

@@ -1,7 +1,7 @@
 """The CPU backend's passes: lowering tile programs to loops for TVM's C and LLVM code generators.
 
-Also here: the GEMM micro-kernel, the tile-op emitters, the CPU atomics and
-their C preludes, and what the host's vector unit offers (`VectorISA`).
+Also here: the GEMM micro-kernel, the tile-op emitters, the CPU atomics
+(their C is in ``tl_codegen_cpu/include/``, `tl_codegen_cpu.c_headers`), and what the host's vector unit offers (`VectorISA`).
 `CPU_PASS_REGISTRY` maps each pass name to its class; the order the backend
 runs them in is ``tl_codegen_cpu.pipeline`` (docs/cpu.md).
 """
@@ -9,14 +9,11 @@ runs them in is ``tl_codegen_cpu.pipeline`` (docs/cpu.md).
 from tl_codegen_cpu.passes.atomics import (
     ATOMIC_DTYPES,
     ATOMIC_KINDS,
-    C_ATOMICS_PRELUDE,
     atomic_function_name,
-    atomics_c_source,
     emit_atomic_update,
     emit_tile_atomic,
 )
 from tl_codegen_cpu.passes.forward_copies import CpuForwardCopiesPass
-from tl_codegen_cpu.passes.gemm_c_prelude import C_MICROKERNEL_PRELUDE
 from tl_codegen_cpu.passes.gemm_microkernel import (
     MICROKERNEL_STYLES,
     SUPPORTED_OPERAND_DTYPES,
@@ -66,8 +63,6 @@ __all__ = [
     "ATOMIC_DTYPES",
     "ATOMIC_KINDS",
     "CPU_PASS_REGISTRY",
-    "C_ATOMICS_PRELUDE",
-    "C_MICROKERNEL_PRELUDE",
     "DISABLE_LOWER_BUILTIN",
     "INDEPENDENT_LOOP_MARKER",
     "MICROKERNEL_STYLES",
@@ -95,7 +90,6 @@ __all__ = [
     "TileRegion",
     "VectorISA",
     "atomic_function_name",
-    "atomics_c_source",
     "choose_register_tile",
     "create_cpu_pass",
     "emit_atomic_update",

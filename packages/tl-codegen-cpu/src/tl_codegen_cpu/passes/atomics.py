@@ -2,8 +2,8 @@
 
 TVM 0.27 has no CPU lowering for atomics ("CPU backend does not support
 atomic add yet"), so an atomic update becomes a call of
-``tl_atomic_<kind>_<dtype>(address, value)``, defined in `C_ATOMICS_PRELUDE`
-with GCC's ``__atomic`` builtins: ``fetch_add`` for integer adds, a
+``tl_atomic_<kind>_<dtype>(address, value)``, defined in ``include/tl_atomics.h``
+(`tl_codegen_cpu.c_headers.atomics_c_source`) with GCC's ``__atomic`` builtins: ``fetch_add`` for integer adds, a
 compare-and-swap loop for floats and for max/min. The C toolchain inserts the
 prelude into the source; the LLVM toolchain compiles it and links it in.
 
@@ -38,120 +38,10 @@ ATOMIC_DTYPES: dict[str, tuple[str, str]] = {
 #: (no half-precision argument in the C ABI) and the address as ``void*``.
 HALF_ATOMIC_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
 
-#: C helpers converting 16-bit float bit patterns to and from float32 (round to
-#: nearest even, NaN kept quiet, overflow to infinity, subnormals exact).
-_HALF_CONVERSIONS = """\
-static inline float tl_atomic_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
-  if (e == 0) { float v = (float)m * 5.9604644775390625e-08f; return sign ? -v : v; }
-  x = e == 31 ? (sign | 0x7f800000u | (m << 13)) : (sign | ((e + 112u) << 23) | (m << 13));
-  float f; __builtin_memcpy(&f, &x, 4); return f;
-}
-static inline uint16_t tl_atomic_f32_to_f16(float f) {
-  uint32_t x; __builtin_memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu, e = a >> 23;
-  uint32_t m = (a & 0x7fffffu) | 0x800000u, r, rem, half, shift;
-  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-  if (e >= 143) return (uint16_t)(sign | 0x7c00u);
-  if (e >= 113) {
-    r = ((e - 112u) << 10) | ((a & 0x7fffffu) >> 13); rem = a & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
-    return (uint16_t)(sign | r);
-  }
-  if (e < 102) return (uint16_t)sign;
-  shift = 126u - e; r = m >> shift; rem = m & ((1u << shift) - 1u); half = 1u << (shift - 1u);
-  if (rem > half || (rem == half && (r & 1u))) r++;
-  return (uint16_t)(sign | r);
-}
-static inline float tl_atomic_bf16_to_f32(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &x, 4); return f;
-}
-static inline uint16_t tl_atomic_f32_to_bf16(float f) {
-  uint32_t x; __builtin_memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-"""
-
-
-def _c_half_definition(kind: str, dtype: str, storage: str) -> str:
-    short = "f16" if dtype == "float16" else "bf16"
-    name = atomic_function_name(kind, dtype)
-    if kind == "add":
-        update = "current_value + value"
-    elif kind == "max":
-        update = "(value > current_value ? value : current_value)"
-    else:
-        update = "(value < current_value ? value : current_value)"
-    return (
-        f"{storage} int32_t {name}(void* address, float value) {{\n"
-        f"  uint16_t* bits = (uint16_t*)address;\n"
-        f"  uint16_t expected = __atomic_load_n(bits, __ATOMIC_RELAXED);\n"
-        f"  for (;;) {{\n"
-        f"    float current_value = tl_atomic_{short}_to_f32(expected);\n"
-        f"    uint16_t desired = tl_atomic_f32_to_{short}({update});\n"
-        f"    if (__atomic_compare_exchange_n(bits, &expected, desired, 1,\n"
-        f"                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;\n"
-        f"  }}\n}}\n"
-    )
-
 
 def atomic_function_name(kind: str, dtype: str) -> str:
     """The C function implementing atomic ``kind`` on ``dtype`` (``tl_atomic_add_float32``)."""
     return f"tl_atomic_{kind}_{dtype}"
-
-
-def _c_definition(kind: str, dtype: str, storage: str) -> str:
-    c_type, bits_type = ATOMIC_DTYPES[dtype]
-    name = atomic_function_name(kind, dtype)
-    if kind == "add" and not dtype.startswith("float"):
-        return (
-            f"{storage} int32_t {name}({c_type}* address, {c_type} value) {{\n"
-            f"  __atomic_fetch_add(address, value, __ATOMIC_RELAXED);\n  return 0;\n}}\n"
-        )
-    if kind == "add":
-        update = "current_value + value"
-    elif kind == "max":
-        update = "(value > current_value ? value : current_value)"
-    else:
-        update = "(value < current_value ? value : current_value)"
-    # Compare-and-swap on the bit pattern: works for floats and any integer.
-    return (
-        f"{storage} int32_t {name}({c_type}* address, {c_type} value) {{\n"
-        f"  {bits_type}* bits = ({bits_type}*)address;\n"
-        f"  {bits_type} expected = __atomic_load_n(bits, __ATOMIC_RELAXED);\n"
-        f"  for (;;) {{\n"
-        f"    {c_type} current_value;\n"
-        f"    __builtin_memcpy(&current_value, &expected, sizeof current_value);\n"
-        f"    {c_type} next_value = {update};\n"
-        f"    {bits_type} desired;\n"
-        f"    __builtin_memcpy(&desired, &next_value, sizeof desired);\n"
-        f"    if (__atomic_compare_exchange_n(bits, &expected, desired, 1,\n"
-        f"                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;\n"
-        f"  }}\n}}\n"
-    )
-
-
-def atomics_c_source(storage: str = "static inline") -> str:
-    """C definitions of every ``tl_atomic_*`` function, with the given storage class.
-
-    ``"static inline"`` for the C path's prelude; an exported, hidden-visibility
-    form (``__attribute__((visibility("hidden")))``) for the object the LLVM
-    path links in.
-    """
-    parts = ["/* tl-codegen-cpu CPU atomics (GCC __atomic builtins). */\n#include <stdint.h>\n"]
-    for dtype in ATOMIC_DTYPES:
-        for kind in ATOMIC_KINDS:
-            parts.append(_c_definition(kind, dtype, storage))
-    parts.append(_HALF_CONVERSIONS)
-    for dtype in HALF_ATOMIC_DTYPES:
-        for kind in ATOMIC_KINDS:
-            parts.append(_c_half_definition(kind, dtype, storage))
-    return "".join(parts)
-
-
-#: The C path's prelude of atomic functions.
-C_ATOMICS_PRELUDE = atomics_c_source()
 
 
 #: Scopes of block-local buffers: one copy per running block, touched by one core.

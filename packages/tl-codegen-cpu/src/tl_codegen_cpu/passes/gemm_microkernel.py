@@ -226,7 +226,7 @@ def emit_gemm_microkernel(
         style: ``"tir"`` (default; for LLVM) builds every register tile from
             TIR loops. ``"c-vector-extension"`` (for the C path) turns each
             full fp32 register tile with contiguous B rows into a call of
-            ``tl_gemm_f32x<lanes>`` from `C_MICROKERNEL_PRELUDE`, whose GCC
+            ``tl_gemm_f32x<lanes>`` from ``include/tl_gemm_f32.h``, whose GCC
             vector-extension accumulators gcc keeps in registers; the C
             toolchain adds the prelude. Other tiles use TIR loops.
         pack_transposed_b: with ``transpose_b``, first copy B's tile into a
@@ -240,7 +240,7 @@ def emit_gemm_microkernel(
             rounded to the half type, then widened and added, bit-identical
             to the scalar ``C[i, j] += A[i, k] * B[k, j]`` it replaces. On
             ``c``, fp16 products call ``tl_gemm_f16r_f32x<lanes>``
-            (`half_conversions.C_HALF_GEMM_PRELUDE`: AVX-512-FP16 ``vmulph``
+            (``include/tl_half.h``: AVX-512-FP16 ``vmulph``
             where the CPU has it).
 
     Returns:
