@@ -52,7 +52,7 @@ def main() -> None:
     import numpy as np
     import tvm
 
-    from tl_codegen_cpu.passes import (
+    from tl_codegen_cpu.lowering import (
         RegisterTile,
         choose_register_tile,
         host_cpu_name,

@@ -27,7 +27,7 @@ def test_dump_ir_writes_every_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     module = load("elementwise_add")
     tl_jit.compile(module.KERNEL(**module.CASES[0]["args"]), out_idx=module.OUT_IDX, target="c")
     dumps = sorted(p.name for p in (tmp_path / "dump" / "cpu-c").glob("*.tir"))
-    assert dumps[0] == "00-input.tir" and dumps[-1].endswith("-mark-independent-loops.tir")
+    assert dumps[0] == "00-input.tir" and dumps[-1].endswith("-cpu-mark-independent-loops.tir")
 
 
 def test_a_dump_ir_path_under_a_file_is_a_clear_error(

@@ -13,8 +13,12 @@ from typing import Any
 import tvm
 from tvm import tirx
 
-from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, RegisterTile, emit_gemm_microkernel
-from tl_codegen_cpu.passes.vector_isa import VectorISA
+from tl_codegen_cpu.lowering.gemm_microkernel import (
+    GemmOperand,
+    RegisterTile,
+    emit_gemm_microkernel,
+)
+from tl_codegen_cpu.lowering.vector_isa import VectorISA
 
 
 def _ceildiv(a: int, b: int) -> int:

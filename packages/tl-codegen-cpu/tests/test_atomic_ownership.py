@@ -17,8 +17,9 @@ from tvm import tirx
 import tl_ir.language as T
 import tl_jit
 import tl_runtime
-from tl_codegen_cpu.passes import CpuLowerLaunchPass, emit_atomic_update
-from tl_codegen_cpu.passes.atomic_ownership import plan_atomic_ownership
+from tl_codegen_cpu.lowering import emit_atomic_update
+from tl_codegen_cpu.lowering.atomic_ownership import plan_atomic_ownership
+from tl_codegen_cpu.passes import CpuLowerLaunchPass
 from tl_ir.ops import AtomicOp, describe, is_tile_op
 from tl_passes import PassContext
 

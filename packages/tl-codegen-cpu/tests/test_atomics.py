@@ -11,7 +11,7 @@ from cpu_passes_testing import build_prepared_c
 from tvm import tirx
 
 from tl_codegen_cpu import build_llvm
-from tl_codegen_cpu.passes import ATOMIC_DTYPES, TileRegion, emit_atomic_update, emit_tile_atomic
+from tl_codegen_cpu.lowering import ATOMIC_DTYPES, TileRegion, emit_atomic_update, emit_tile_atomic
 
 ITERATIONS = 4000
 

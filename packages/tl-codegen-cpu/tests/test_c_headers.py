@@ -26,14 +26,14 @@ from tl_codegen_cpu.c_headers import (
     microkernel_prelude,
     workspace_prelude,
 )
-from tl_codegen_cpu.passes.atomics import (
+from tl_codegen_cpu.lowering.atomics import (
     ATOMIC_DTYPES,
     ATOMIC_KINDS,
     HALF_ATOMIC_DTYPES,
     atomic_function_name,
 )
-from tl_codegen_cpu.passes.gemm_c_prelude import C_MAX_ROWS, C_MAX_VECTORS, C_PRELUDE_LANES
-from tl_codegen_cpu.passes.half_conversions import (
+from tl_codegen_cpu.lowering.gemm_c_prelude import C_MAX_ROWS, C_MAX_VECTORS, C_PRELUDE_LANES
+from tl_codegen_cpu.lowering.half_conversions import (
     C_HALF_GEMM_DTYPES,
     C_HALF_PRODUCT_DTYPES,
     ROW_CONVERSIONS,

@@ -12,12 +12,12 @@ from tvm import tirx
 
 import tl_ir.language as T
 from tl_codegen_cpu.passes import (
+    CpuLegalizeHalfPrecisionPass,
     CpuLocalizeTilesPass,
     CpuLowerLaunchPass,
     CpuLowerParallelLoopsPass,
     CpuLowerTileOpsPass,
     CpuRejectGpuOpsPass,
-    LegalizeHalfPrecisionPass,
 )
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import is_tile_op
@@ -191,12 +191,12 @@ def test_cpu_localize_tiles_makes_every_tile_global() -> None:
 
 def test_legalize_half_precision_computes_in_float32() -> None:
     mod = _module(parallel_func())
-    legal = LegalizeHalfPrecisionPass().run(mod, PassContext())
+    legal = CpuLegalizeHalfPrecisionPass().run(mod, PassContext())
     float_ops = [op for op in _walk(legal, (tirx.Add, tirx.Mul)) if "float" in str(op.ty.dtype)]
     assert len(float_ops) == 2
     assert all(str(op.ty.dtype) == "float32" for op in float_ops)
     # Untouched when the dtype is not listed.
-    same = LegalizeHalfPrecisionPass(dtypes=("bfloat16",)).run(mod, PassContext())
+    same = CpuLegalizeHalfPrecisionPass(dtypes=("bfloat16",)).run(mod, PassContext())
     assert any(str(a.ty.dtype) == "float16" for a in _walk(same, tirx.Add))
 
 
@@ -218,7 +218,7 @@ def test_the_new_passes_are_registered_under_their_names() -> None:
     for name in (
         "lower-pipelined-loops",
         "lower-alloc-var",
-        "legalize-half-precision",
+        "cpu-legalize-half-precision",
         "cpu-reject-gpu-ops",
         "cpu-lower-launch",
         "cpu-lower-tile-ops",
@@ -248,7 +248,8 @@ def test_the_full_cpu_pipeline_dumps_ir_after_every_pass(tmp_path: Any) -> None:
 
 
 def test_cpu_split_vector_loops_cuts_long_vector_loops_into_register_chunks() -> None:
-    from tl_codegen_cpu.passes import CpuSplitVectorLoopsPass, VectorISA
+    from tl_codegen_cpu.lowering import VectorISA
+    from tl_codegen_cpu.passes import CpuSplitVectorLoopsPass
     from tl_codegen_cpu.passes.split_vector_loops import split_vector_loops
 
     a = tirx.decl_buffer((96,), "float32", name="A")

@@ -8,7 +8,7 @@ import pytest
 from cpu_passes_testing import run_on_host
 from tvm import tirx
 
-from tl_codegen_cpu.passes import TileRegion, emit_tile_cumsum
+from tl_codegen_cpu.lowering import TileRegion, emit_tile_cumsum
 
 
 def _func(params: list[object], body: tirx.Stmt) -> tirx.PrimFunc:

@@ -16,7 +16,7 @@ import tl_ir.language as T
 import tl_jit
 from tl_backend_api import create_backend_context, lower_to_sources
 from tl_backend_api.artifact import kernel_module, kernel_symbol
-from tl_codegen_cpu.passes.divmod_loops import split_divmod_loops
+from tl_codegen_cpu.lowering.divmod_loops import split_divmod_loops
 from tl_codegen_cpu.pipeline import LLVM_PIPELINE
 from tl_passes import Pipeline
 

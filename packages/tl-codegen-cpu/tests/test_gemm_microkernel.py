@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tvm import tirx
 
-from tl_codegen_cpu.passes import (
+from tl_codegen_cpu.lowering import (
     GemmOperand,
     RegisterTile,
     VectorISA,
@@ -105,7 +105,7 @@ def test_bfloat16_operands_compile() -> None:
     func = microkernel_func(8, 32, 4, dtype="bfloat16", accum_dtype="float32")
     import tvm
 
-    from tl_codegen_cpu.passes import host_cpu_name
+    from tl_codegen_cpu.lowering import host_cpu_name
 
     tvm.compile(func, target=tvm.target.Target({"kind": "llvm", "mcpu": host_cpu_name()}))
 
@@ -206,7 +206,7 @@ def test_aligned_fp32_tile_keeps_accumulators_in_zmm_registers() -> None:
     import tvm
     from cpu_passes_testing import HOST_TARGET
 
-    from tl_codegen_cpu.passes import vector_isa_for_target
+    from tl_codegen_cpu.lowering import vector_isa_for_target
 
     if vector_isa_for_target(HOST_TARGET).vector_bits < 512:
         pytest.skip("the host has no AVX-512")

@@ -14,8 +14,8 @@ from cpu_passes_testing import build_prepared_c
 from tvm import tirx
 
 from tl_codegen_cpu import build_llvm
-from tl_codegen_cpu.passes import TileRegion, emit_atomic_update, emit_tile_atomic
-from tl_codegen_cpu.passes.atomics import HALF_ATOMIC_DTYPES
+from tl_codegen_cpu.lowering import TileRegion, emit_atomic_update, emit_tile_atomic
+from tl_codegen_cpu.lowering.atomics import HALF_ATOMIC_DTYPES
 
 _NUMPY = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 

@@ -9,7 +9,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.index_values import (
+from tl_codegen_cpu.lowering.index_values import (
     binding_ranges,
     forwarded_scalars,
     inline_index_values,

@@ -16,7 +16,7 @@ from tl_passes import Pipeline
 
 BEFORE = ("cpu-lower-launch", "cpu-forward-copies")
 AFTER = ("cpu-lower-tile-ops", "cpu-lower-parallel-loops", "cpu-localize-tiles")
-AFTER += ("legalize-half-precision", "simplify")
+AFTER += ("cpu-legalize-half-precision", "simplify")
 
 
 def grid_gemm(M: int, N: int, K: int, block: int, dtype: str, halve_index: bool = False) -> Any:

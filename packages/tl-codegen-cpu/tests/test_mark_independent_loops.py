@@ -1,4 +1,4 @@
-"""`mark-independent-loops`: ``#pragma GCC ivdep`` only on vector loops proven free of
+"""`cpu-mark-independent-loops`: ``#pragma GCC ivdep`` only on vector loops proven free of
 loop-carried dependence, and the kernels that get it still compute the right thing."""
 
 from __future__ import annotations

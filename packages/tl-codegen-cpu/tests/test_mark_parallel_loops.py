@@ -1,11 +1,11 @@
-"""`mark-parallel-loops`: the OpenMP marker goes before each outermost parallel loop."""
+"""`cpu-mark-parallel-loops`: the OpenMP marker goes before each outermost parallel loop."""
 
 from __future__ import annotations
 
 import tvm
 from tvm import tirx
 
-from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER, MarkParallelLoopsPass
+from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER, CpuMarkParallelLoopsPass
 from tl_passes import PassContext
 
 
@@ -25,7 +25,7 @@ def _module(body: tirx.Stmt) -> tvm.IRModule:
 def test_marker_before_outermost_parallel_loop_and_nested_made_serial() -> None:
     nested = _store_loop(tirx.ForKind.PARALLEL, _store_loop(tirx.ForKind.PARALLEL))
     body = tirx.SeqStmt([_store_loop(tirx.ForKind.SERIAL), nested])
-    out = MarkParallelLoopsPass().run(_module(body), PassContext())
+    out = CpuMarkParallelLoopsPass().run(_module(body), PassContext())
     text = out.script()
     assert text.count(PARALLEL_FOR_MARKER) == 1
     assert text.count("T.parallel") == 1
@@ -35,24 +35,24 @@ def test_marker_before_outermost_parallel_loop_and_nested_made_serial() -> None:
 
 def test_marker_inside_serial_loop() -> None:
     body = _store_loop(tirx.ForKind.SERIAL, _store_loop(tirx.ForKind.PARALLEL))
-    out = MarkParallelLoopsPass(marker="MY_MARK").run(_module(body), PassContext())
+    out = CpuMarkParallelLoopsPass(marker="MY_MARK").run(_module(body), PassContext())
     assert out.script().count("MY_MARK") == 1
 
 
 def test_module_without_parallel_loops_is_returned_unchanged() -> None:
     mod = _module(_store_loop(tirx.ForKind.SERIAL))
-    assert MarkParallelLoopsPass().run(mod, PassContext()).same_as(mod)
+    assert CpuMarkParallelLoopsPass().run(mod, PassContext()).same_as(mod)
 
 
 def test_parallel_loop_under_if_and_attr_is_marked() -> None:
     inner = _store_loop(tirx.ForKind.PARALLEL)
     cond = tirx.IfThenElse(tirx.const(True, "bool"), inner, None)
     body = tirx.AttrStmt(tirx.const(0, "int32"), "pragma_test", tirx.const(1, "int32"), cond)
-    out = MarkParallelLoopsPass().run(_module(body), PassContext()).script()
+    out = CpuMarkParallelLoopsPass().run(_module(body), PassContext()).script()
     assert out.count(PARALLEL_FOR_MARKER) == 1 and out.count("T.parallel") == 1
 
 
 def test_marking_twice_does_not_duplicate_markers_inside() -> None:
     nested = _store_loop(tirx.ForKind.PARALLEL, _store_loop(tirx.ForKind.PARALLEL))
-    once = MarkParallelLoopsPass().run(_module(nested), PassContext())
+    once = CpuMarkParallelLoopsPass().run(_module(nested), PassContext())
     assert once.script().count(PARALLEL_FOR_MARKER) == 1

@@ -22,11 +22,11 @@ import tl_ir.language as T
 import tl_runtime
 from tl_backend_api import build_artifact, create_backend_context, lower_to_sources
 from tl_codegen_cpu.c_headers import half_prelude, microkernel_prelude
+from tl_codegen_cpu.lowering.tile_transpose import emit_block_transpose
+from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.legalize_half_precision import legalize_half_precision
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
-from tl_codegen_cpu.passes.tile_transpose import emit_block_transpose
-from tl_codegen_cpu.passes.vector_isa import vector_isa_for_target
 from tl_passes import Pipeline
 
 
@@ -405,7 +405,7 @@ def test_bf16_grid_gemm_on_llvm_matches_the_loops_bit_for_bit() -> None:
     a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
     after = ("cpu-lower-tile-ops", "cpu-lower-parallel-loops", "cpu-localize-tiles")
-    after += ("legalize-half-precision", "simplify")
+    after += ("cpu-legalize-half-precision", "simplify")
     results = []
     for middle in (CpuInterchangeReductionsPass(), CpuLowerScalarGemmsPass(gemm_style="tir")):
         passes = [make_pass(n) for n in ("cpu-lower-launch", "cpu-forward-copies")]

@@ -1,4 +1,4 @@
-"""`stack-block-locals`: allocations inside parallel loops are kept off TVM's heap workspaces."""
+"""`cpu-stack-block-locals`: allocations inside parallel loops are kept off TVM's heap workspaces."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tl_codegen_cpu.passes import (
     DISABLE_LOWER_BUILTIN,
     STACK_BYTES_ATTR,
     BlockLocalsTooLargeError,
-    StackBlockLocalsPass,
+    CpuStackBlockLocalsPass,
 )
 from tl_passes import PassContext
 
@@ -44,7 +44,7 @@ def _annotated(mod: tvm.IRModule) -> list[bool]:
 
 
 def test_allocations_in_parallel_loops_are_annotated_and_stay_off_the_heap() -> None:
-    out = StackBlockLocalsPass().run(_module(4096, parallel=True), PassContext())
+    out = CpuStackBlockLocalsPass().run(_module(4096, parallel=True), PassContext())
     assert _annotated(out) == [True]
     config = {"tirx.disable_storage_rewrite": True}
     with tvm.transform.PassContext(config=config):
@@ -54,18 +54,18 @@ def test_allocations_in_parallel_loops_are_annotated_and_stay_off_the_heap() -> 
 
 def test_allocations_outside_parallel_loops_are_left_alone() -> None:
     mod = _module(4096, parallel=False)
-    assert StackBlockLocalsPass().run(mod, PassContext()).same_as(mod)
+    assert CpuStackBlockLocalsPass().run(mod, PassContext()).same_as(mod)
 
 
 def test_budget_is_an_option_and_enforced() -> None:
-    small_budget = make_pass("stack-block-locals", max_bytes=1024)
-    assert isinstance(small_budget, StackBlockLocalsPass) and small_budget.max_bytes == 1024
+    small_budget = make_pass("cpu-stack-block-locals", max_bytes=1024)
+    assert isinstance(small_budget, CpuStackBlockLocalsPass) and small_budget.max_bytes == 1024
     with pytest.raises(BlockLocalsTooLargeError, match=r"take 16384 bytes, more than .* 1024"):
         small_budget.run(_module(4096, parallel=True), PassContext())
 
 
 def test_stack_need_is_recorded_for_the_manifest() -> None:
-    out = StackBlockLocalsPass().run(_module(4096, parallel=True), PassContext())
+    out = CpuStackBlockLocalsPass().run(_module(4096, parallel=True), PassContext())
     assert int(out["f"].attrs[STACK_BYTES_ATTR]) == 4096 * 4
-    serial = StackBlockLocalsPass().run(_module(4096, parallel=False), PassContext())
+    serial = CpuStackBlockLocalsPass().run(_module(4096, parallel=False), PassContext())
     assert STACK_BYTES_ATTR not in (serial["f"].attrs or {})

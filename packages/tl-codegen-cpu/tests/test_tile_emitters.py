@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tvm import tirx
 
-from tl_codegen_cpu.passes import (
+from tl_codegen_cpu.lowering import (
     REDUCE_KINDS,
     TileRegion,
     emit_tile_copy,
@@ -53,7 +53,7 @@ def test_copy_with_dynamic_offset_and_cast() -> None:
     func = _func([n, src, dst], body)
     import tvm
 
-    from tl_codegen_cpu.passes import host_cpu_name
+    from tl_codegen_cpu.lowering import host_cpu_name
 
     lib = tvm.compile(func, target=tvm.target.Target({"kind": "llvm", "mcpu": host_cpu_name()}))
     s = np.arange(48, dtype=np.float32).reshape(6, 8)
@@ -163,7 +163,7 @@ def test_bad_inputs_raise_clear_errors() -> None:
 def test_fill_with_an_expression_value_is_cast() -> None:
     import tvm
 
-    from tl_codegen_cpu.passes import host_cpu_name
+    from tl_codegen_cpu.lowering import host_cpu_name
 
     scale = tirx.Var("scale", "int32")
     dst = tirx.decl_buffer((3, 4), "float32", name="D")

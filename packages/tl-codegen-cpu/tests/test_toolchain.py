@@ -26,7 +26,8 @@ from tl_codegen_cpu import (
     insert_openmp_pragmas,
     prepare_for_c,
 )
-from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER, host_cpu_name
+from tl_codegen_cpu.lowering import host_cpu_name
+from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER
 
 
 def _run_gemm(
@@ -329,16 +330,20 @@ def test_the_c_preparation_stages_run_in_the_pipeline_and_show_in_ir_dumps(
                 B[bx * 16 + i] = A[bx * 16 + i] * 2.0
 
     names = [p.name for p in C_PREPARATION_PASSES]
-    assert names == ["stack-block-locals", "mark-parallel-loops", "mark-independent-loops"]
+    assert names == [
+        "cpu-stack-block-locals",
+        "cpu-mark-parallel-loops",
+        "cpu-mark-independent-loops",
+    ]
     assert C_PIPELINE.stage_names[-3:] == tuple(names)
     monkeypatch.setenv("TL_DUMP_IR", str(tmp_path))
     sources = lower_to_sources(create_backend_context("c"), scale)
     dumped = sorted(p.name for p in (tmp_path / C_PIPELINE.name).iterdir())
     last = len(C_PIPELINE.stage_names)
     assert dumped[-3:] == [
-        f"{last - 2:02d}-stack-block-locals.tir",
-        f"{last - 1:02d}-mark-parallel-loops.tir",
-        f"{last:02d}-mark-independent-loops.tir",
+        f"{last - 2:02d}-cpu-stack-block-locals.tir",
+        f"{last - 1:02d}-cpu-mark-parallel-loops.tir",
+        f"{last:02d}-cpu-mark-independent-loops.tir",
     ]
     assert PARALLEL_FOR_MARKER in (tmp_path / C_PIPELINE.name / dumped[-2]).read_text()
     assert "#pragma omp parallel for" in sources.files["kernel.c"]

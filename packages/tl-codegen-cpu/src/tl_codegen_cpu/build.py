@@ -26,8 +26,8 @@ from tl_backend_api import ToolchainError
 from tl_codegen_cpu.c_headers import atomics_c_source
 from tl_codegen_cpu.c_source import check_prepared_for_c, generate_c_source
 from tl_codegen_cpu.gcc import C_FLAGS, GccToolchain, tvm_ffi_library, tvm_include_dirs
+from tl_codegen_cpu.lowering import host_cpu_name
 from tl_codegen_cpu.module_info import check_module
-from tl_codegen_cpu.passes import host_cpu_name
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each function takes and returns the C source; `patch_c_source` applies them
 all in order. TVM prints a parallel loop as a serial ``for`` after the marker
-call `mark-parallel-loops` put before it (the marker line becomes
+call `cpu-mark-parallel-loops` put before it (the marker line becomes
 ``#pragma omp parallel for``), declares every extern it calls (the micro-kernel,
 atomics and ``printf`` declarations are replaced by their definitions or
 headers), names fp16 ``half`` and prints special float values as bare names.

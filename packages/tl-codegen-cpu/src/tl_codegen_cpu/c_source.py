@@ -21,7 +21,7 @@ def unmarked_parallel_loops(mod: tvm.IRModule) -> list[str]:
     """Describe each parallel loop of ``mod`` not preceded by its ``PARALLEL_FOR_MARKER`` call.
 
     Such a loop would be printed as a serial ``for``: the module did not go
-    through the ``c`` pipeline's `mark-parallel-loops` stage.
+    through the ``c`` pipeline's `cpu-mark-parallel-loops` stage.
     """
     found: list[str] = []
     for global_var, func in mod.functions.items():

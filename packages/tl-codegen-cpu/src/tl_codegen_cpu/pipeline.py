@@ -3,7 +3,7 @@
 Both kinds lower the same way (docs/cpu.md); they differ in the GEMM
 micro-kernel style (``c``: GCC vector-extension calls, since TVM's C printer
 cannot print vector types; ``llvm``: vectorized TIR loops) and in where
-block-local arrays live (``c``: on the stack, `stack-block-locals`, because a
+block-local arrays live (``c``: on the stack, `cpu-stack-block-locals`, because a
 heap workspace cannot be allocated inside an OpenMP region; ``llvm``: TVM's
 workspace allocator, filled in by tl-runtime). The ``c`` pipeline ends with the
 stages that prepare the module for TVM's C printer (`C_PREPARATION_PASSES`),
@@ -18,18 +18,18 @@ from tl_backend_api import StagedPipeline, pipeline_from_passes
 from tl_codegen_cpu.passes import (
     CpuCallHalfConversionsPass,
     CpuForwardCopiesPass,
+    CpuLegalizeHalfPrecisionPass,
     CpuLegalizeIntrinsicsPass,
     CpuLocalizeTilesPass,
     CpuLowerLaunchPass,
     CpuLowerParallelLoopsPass,
     CpuLowerTileOpsPass,
+    CpuMarkIndependentLoopsPass,
+    CpuMarkParallelLoopsPass,
     CpuRejectGpuOpsPass,
     CpuSplitVectorLoopsPass,
+    CpuStackBlockLocalsPass,
     CpuVectorizeExpPass,
-    LegalizeHalfPrecisionPass,
-    MarkIndependentLoopsPass,
-    MarkParallelLoopsPass,
-    StackBlockLocalsPass,
 )
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
@@ -55,12 +55,12 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         CpuLowerScalarGemmsPass(gemm_style=gemm_style),
         CpuInterchangeReductionsPass(),
         CpuLowerTileOpsPass(gemm_style=gemm_style),
-        # On c, mark-parallel-loops serializes one-block grids once their arrays
-        # are on the stack (stack-block-locals places those of parallel loops).
+        # On c, cpu-mark-parallel-loops serializes one-block grids once their arrays
+        # are on the stack (cpu-stack-block-locals places those of parallel loops).
         CpuLowerParallelLoopsPass(serial_one_block_grids=split_vector_loops),
         *split,
         CpuLocalizeTilesPass(),
-        LegalizeHalfPrecisionPass(),
+        CpuLegalizeHalfPrecisionPass(),
         CpuVectorizeExpPass(),
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),
@@ -75,9 +75,9 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
 #: ``#pragma omp parallel for``, and one before each vector loop proven free of
 #: loop-carried dependence (``#pragma GCC ivdep``: no run-time overlap checks).
 C_PREPARATION_PASSES: tuple[Pass, ...] = (
-    StackBlockLocalsPass(),
-    MarkParallelLoopsPass(),
-    MarkIndependentLoopsPass(),
+    CpuStackBlockLocalsPass(),
+    CpuMarkParallelLoopsPass(),
+    CpuMarkIndependentLoopsPass(),
 )
 
 #: Target ``c``.

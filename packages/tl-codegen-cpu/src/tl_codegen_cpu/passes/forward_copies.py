@@ -64,9 +64,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.dead_copies import drop_overwritten_copies
-from tl_codegen_cpu.passes.divmod_loops import split_divmod_loops
-from tl_codegen_cpu.passes.forward_chains import (
+from tl_codegen_cpu.lowering.dead_copies import drop_overwritten_copies
+from tl_codegen_cpu.lowering.divmod_loops import split_divmod_loops
+from tl_codegen_cpu.lowering.forward_chains import (
     LOOP_KIND_KEY,
     const_shape,
     element_atomic,
@@ -78,7 +78,7 @@ from tl_codegen_cpu.passes.forward_chains import (
     vars_used,
     viewed_buffer,
 )
-from tl_codegen_cpu.passes.forward_values import (
+from tl_codegen_cpu.lowering.forward_values import (
     TileValue,
     bounded_analyzer,
     convert,
@@ -88,7 +88,7 @@ from tl_codegen_cpu.passes.forward_values import (
     row_major,
     same,
 )
-from tl_codegen_cpu.passes.workspace_tiles import localize_workspace_regions
+from tl_codegen_cpu.lowering.workspace_tiles import localize_workspace_regions
 from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass

@@ -1,4 +1,4 @@
-"""`legalize-half-precision`: fp16/bf16 arithmetic is computed in fp32 (target-neutral).
+"""`cpu-legalize-half-precision`: fp16/bf16 arithmetic is computed in fp32 (target-neutral).
 
 Most CPUs (and several GPU targets) have no native half-precision
 arithmetic; gcc and LLVM emulate it by converting every operation, and
@@ -28,7 +28,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.vector_isa import vector_isa_for_target
+from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 _BINARY = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Min, tirx.Max)
@@ -78,14 +78,14 @@ def legalize_half_precision(
 
 
 @dataclass(frozen=True)
-class LegalizeHalfPrecisionPass(PrimFuncPass):
+class CpuLegalizeHalfPrecisionPass(PrimFuncPass):
     """Compute half-precision arithmetic in float32.
 
     Args:
         dtypes: the element types whose arithmetic is widened.
     """
 
-    name: ClassVar[str] = "legalize-half-precision"
+    name: ClassVar[str] = "cpu-legalize-half-precision"
     dtypes: tuple[str, ...] = field(default=("float16", "bfloat16"))
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:

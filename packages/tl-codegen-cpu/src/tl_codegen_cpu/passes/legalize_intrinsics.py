@@ -6,7 +6,7 @@ TVM 0.27's C codegen has no rule for ``fabs`` (``T.abs`` on floats, used by
 ``abs(x)`` -> ``x < 0 ? -x : x``, ``exp2(x)`` -> ``exp(x * ln 2)``,
 ``exp10(x)`` -> ``exp(x * ln 10)``. By default it runs only for target
 ``c``; LLVM lowers all three itself. Half-precision calls are widened
-earlier by `legalize-half-precision`.
+earlier by `cpu-legalize-half-precision`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ arrays allocated inside the grid's parallel loop (one copy per running
 block). They get scope ``global``: TVM 0.27's ``LowerTVMBuiltin`` turns small
 allocations of any other scope into heap workspaces, which LLVM cannot keep
 in registers. Where the arrays live (stack or TVM workspace)
-is decided later (`stack-block-locals` on the C path).
+is decided later (`cpu-stack-block-locals` on the C path).
 """
 
 from __future__ import annotations

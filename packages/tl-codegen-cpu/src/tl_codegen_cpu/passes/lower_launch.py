@@ -44,22 +44,22 @@ from typing import Any, ClassVar
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.atomic_ownership import (
+from tl_codegen_cpu.lowering.atomic_ownership import (
     AtomicOwnership,
     plan_atomic_ownership,
     privatize_atomics,
 )
-from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
-from tl_codegen_cpu.passes.per_thread_locals import expand_per_thread_locals, is_thread_nest
-from tl_codegen_cpu.passes.thread_ir import (
+from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.thread_ir import (
     THREAD_NEST_KEY,
     ThreadSpace,
     is_block_barrier,
     thread_dependent_values,
     uses_any,
 )
-from tl_codegen_cpu.passes.thread_regions import RegionSplitter
-from tl_codegen_cpu.passes.vector_isa import vector_isa_for_target
+from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
+from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
+from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import describe
 from tl_passes.buffer_rewrite import substitute_vars

@@ -9,8 +9,8 @@ no branch, no extern call). Every other ``T.Parallel`` loop becomes
 
 With ``serial_one_block_grids`` (the ``llvm`` pipeline), a parallel loop of
 constant extent 1 (a one-block grid) becomes serial too: the calling thread runs
-it instead of a thread team woken for one task. (On ``c``, `mark-parallel-loops`
-does the same after `stack-block-locals` has placed the block's arrays.)
+it instead of a thread team woken for one task. (On ``c``, `cpu-mark-parallel-loops`
+does the same after `cpu-stack-block-locals` has placed the block's arrays.)
 """
 
 from __future__ import annotations

@@ -32,17 +32,17 @@ from typing import Any, ClassVar
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.atomics import emit_tile_atomic
-from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand
-from tl_codegen_cpu.passes.gemm_operands import emit_tile_gemm
-from tl_codegen_cpu.passes.tile_emitters import (
+from tl_codegen_cpu.lowering.atomics import emit_tile_atomic
+from tl_codegen_cpu.lowering.gemm_microkernel import GemmOperand
+from tl_codegen_cpu.lowering.gemm_operands import emit_tile_gemm
+from tl_codegen_cpu.lowering.tile_emitters import (
     TileRegion,
     emit_tile_copy,
     emit_tile_cumsum,
     emit_tile_fill,
     emit_tile_reduce,
 )
-from tl_codegen_cpu.passes.vector_isa import VectorISA, vector_isa_for_target
+from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import (
     AtomicOp,

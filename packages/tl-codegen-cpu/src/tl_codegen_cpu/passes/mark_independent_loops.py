@@ -1,4 +1,4 @@
-"""`mark-independent-loops`: tell gcc which vector loops carry no dependence.
+"""`cpu-mark-independent-loops`: tell gcc which vector loops carry no dependence.
 
 TVM's C printer writes a ``T.vectorized`` loop as a plain ``for``. gcc then
 vectorizes it only after a run-time check that its pointers do not overlap
@@ -175,14 +175,14 @@ def mark_independent_vector_loops(stmt: tirx.Stmt, marker: str, buffers: list[An
 
 
 @dataclass(frozen=True)
-class MarkIndependentLoopsPass(PrimFuncPass):
+class CpuMarkIndependentLoopsPass(PrimFuncPass):
     """Insert ``marker()`` calls before vector loops without loop-carried dependence.
 
     Args:
         marker: the extern function name of the marker call.
     """
 
-    name: ClassVar[str] = "mark-independent-loops"
+    name: ClassVar[str] = "cpu-mark-independent-loops"
     marker: str = INDEPENDENT_LOOP_MARKER
 
     def transform_function(

@@ -1,4 +1,4 @@
-"""`mark-parallel-loops`: put a marker call before every outermost parallel loop.
+"""`cpu-mark-parallel-loops`: put a marker call before every outermost parallel loop.
 
 TVM's C codegen prints a parallel loop as a plain serial ``for``; a C toolchain
 replaces the marker line it prints (``MARKER();``) with ``#pragma omp parallel for``.
@@ -99,14 +99,14 @@ def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
 
 
 @dataclass(frozen=True)
-class MarkParallelLoopsPass(PrimFuncPass):
+class CpuMarkParallelLoopsPass(PrimFuncPass):
     """Insert ``marker()`` calls before outermost parallel loops (for the C toolchain).
 
     Args:
         marker: the extern function name of the marker call.
     """
 
-    name: ClassVar[str] = "mark-parallel-loops"
+    name: ClassVar[str] = "cpu-mark-parallel-loops"
     marker: str = PARALLEL_FOR_MARKER
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:

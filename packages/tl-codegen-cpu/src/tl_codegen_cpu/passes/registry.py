@@ -26,13 +26,15 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-lower-parallel-loops": _cpu("lower_parallel_loops", "CpuLowerParallelLoopsPass"),
         "cpu-split-vector-loops": _cpu("split_vector_loops", "CpuSplitVectorLoopsPass"),
         "cpu-localize-tiles": _cpu("localize_tiles", "CpuLocalizeTilesPass"),
-        "legalize-half-precision": _cpu("legalize_half_precision", "LegalizeHalfPrecisionPass"),
+        "cpu-legalize-half-precision": _cpu(
+            "legalize_half_precision", "CpuLegalizeHalfPrecisionPass"
+        ),
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
         "cpu-call-half-conversions": _cpu("half_conversions", "CpuCallHalfConversionsPass"),
-        "stack-block-locals": _cpu("stack_block_locals", "StackBlockLocalsPass"),
-        "mark-parallel-loops": _cpu("mark_parallel_loops", "MarkParallelLoopsPass"),
-        "mark-independent-loops": _cpu("mark_independent_loops", "MarkIndependentLoopsPass"),
+        "cpu-stack-block-locals": _cpu("stack_block_locals", "CpuStackBlockLocalsPass"),
+        "cpu-mark-parallel-loops": _cpu("mark_parallel_loops", "CpuMarkParallelLoopsPass"),
+        "cpu-mark-independent-loops": _cpu("mark_independent_loops", "CpuMarkIndependentLoopsPass"),
     }
 )
 

@@ -19,7 +19,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.thread_ir import is_block_barrier
+from tl_codegen_cpu.lowering.thread_ir import is_block_barrier
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import OP_NAMES
 from tl_passes.pass_base import PassContext, PrimFuncPass

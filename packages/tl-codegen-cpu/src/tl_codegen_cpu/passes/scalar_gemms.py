@@ -35,14 +35,14 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.gemm_microkernel import (
+from tl_codegen_cpu.lowering.gemm_microkernel import (
     ROUNDED_PRODUCT_DTYPES,
     SUPPORTED_OPERAND_DTYPES,
     GemmOperand,
 )
-from tl_codegen_cpu.passes.gemm_operands import emit_tile_gemm
-from tl_codegen_cpu.passes.half_conversions import uses_var
-from tl_codegen_cpu.passes.vector_isa import VectorISA, vector_isa_for_target
+from tl_codegen_cpu.lowering.gemm_operands import emit_tile_gemm
+from tl_codegen_cpu.lowering.half_conversions import uses_var
+from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_ir.ops import const_int
 from tl_passes.pass_base import PassContext, PrimFuncPass
 

@@ -19,7 +19,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.vector_isa import VectorISA, vector_isa_for_target
+from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 

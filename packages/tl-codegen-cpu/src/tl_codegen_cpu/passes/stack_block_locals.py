@@ -1,4 +1,4 @@
-"""`stack-block-locals`: keep the block-local arrays of a parallel loop on the thread's stack.
+"""`cpu-stack-block-locals`: keep the block-local arrays of a parallel loop on the thread's stack.
 
 TVM 0.27's ``LowerTVMBuiltin`` turns every CPU allocation of 1024 bytes or
 more into a ``TVMBackendAllocWorkspace`` call whose failure branch returns
@@ -114,7 +114,7 @@ def stack_block_locals_with_need(
 
 
 @dataclass(frozen=True)
-class StackBlockLocalsPass(PrimFuncPass):
+class CpuStackBlockLocalsPass(PrimFuncPass):
     """Keep allocations inside parallel loops on the stack (see the module docstring).
 
     Args:
@@ -124,7 +124,7 @@ class StackBlockLocalsPass(PrimFuncPass):
         BlockLocalsTooLargeError: a parallel iteration allocates more.
     """
 
-    name: ClassVar[str] = "stack-block-locals"
+    name: ClassVar[str] = "cpu-stack-block-locals"
     max_bytes: int = 1 << 20
 
     def transform_function(

@@ -21,7 +21,7 @@ shifts, multiply-adds; no call):
 
 The result is within 2 ulp of the correctly rounded ``exp`` over the whole
 float32 range (tested against numpy). float64 and other dtypes are left to
-libm. The pass runs on both CPU targets, after `legalize-half-precision` (so
+libm. The pass runs on both CPU targets, after `cpu-legalize-half-precision` (so
 half-precision ``exp`` widened to float32 benefits too) and before
 `cpu-legalize-intrinsics`.
 """

@@ -54,7 +54,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.thread_ir import (
+from tl_codegen_cpu.lowering.thread_ir import (
     SharedAccesses,
     ThreadSpace,
     is_block_barrier,

@@ -23,7 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.forward_chains import parallel_nest, tile_op, vars_used
+from tl_codegen_cpu.lowering.forward_chains import parallel_nest, tile_op, vars_used
 from tl_ir.ops import CopyOp, Region, const_int
 
 

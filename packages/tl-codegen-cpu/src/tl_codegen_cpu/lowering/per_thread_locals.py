@@ -20,7 +20,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.thread_ir import THREAD_NEST_KEY, ThreadSpace, is_local, uses_any
+from tl_codegen_cpu.lowering.thread_ir import THREAD_NEST_KEY, ThreadSpace, is_local, uses_any
 from tl_ir.errors import UnsupportedError
 
 

@@ -69,14 +69,14 @@ import tvm
 import tvm_ffi
 from tvm import sym, tirx
 
-from tl_codegen_cpu.passes.atomics import emit_tile_atomic
-from tl_codegen_cpu.passes.index_values import (
+from tl_codegen_cpu.lowering.atomics import emit_tile_atomic
+from tl_codegen_cpu.lowering.index_values import (
     binding_ranges,
     forwarded_scalars,
     inline_index_values,
 )
-from tl_codegen_cpu.passes.thread_ir import op_name, scope_of, uses_any
-from tl_codegen_cpu.passes.tile_emitters import TileRegion
+from tl_codegen_cpu.lowering.thread_ir import op_name, scope_of, uses_any
+from tl_codegen_cpu.lowering.tile_emitters import TileRegion
 from tl_ir.ops import AtomicOp, Region, const_int, describe, is_tile_op
 
 #: Calls through which a pointer to a buffer may escape the analysis.

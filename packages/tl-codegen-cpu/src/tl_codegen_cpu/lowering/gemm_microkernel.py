@@ -19,14 +19,14 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_codegen_cpu.passes.gemm_c_prelude import C_MAX_ROWS, C_MAX_VECTORS, C_PRELUDE_LANES
-from tl_codegen_cpu.passes.half_conversions import (
+from tl_codegen_cpu.lowering.gemm_c_prelude import C_MAX_ROWS, C_MAX_VECTORS, C_PRELUDE_LANES
+from tl_codegen_cpu.lowering.half_conversions import (
     C_HALF_GEMM_DTYPES,
     C_HALF_PRODUCT_DTYPES,
     transpose_call,
 )
-from tl_codegen_cpu.passes.tile_transpose import emit_block_transpose, transposes_in_blocks
-from tl_codegen_cpu.passes.vector_isa import VectorISA
+from tl_codegen_cpu.lowering.tile_transpose import emit_block_transpose, transposes_in_blocks
+from tl_codegen_cpu.lowering.vector_isa import VectorISA
 
 PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
 

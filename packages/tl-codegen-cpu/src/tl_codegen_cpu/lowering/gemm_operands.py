@@ -18,10 +18,10 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_codegen_cpu.passes.gemm_microkernel import GemmOperand, emit_gemm_microkernel
-from tl_codegen_cpu.passes.half_conversions import transpose_call
-from tl_codegen_cpu.passes.tile_transpose import emit_block_transpose, transposes_in_blocks
-from tl_codegen_cpu.passes.vector_isa import VectorISA
+from tl_codegen_cpu.lowering.gemm_microkernel import GemmOperand, emit_gemm_microkernel
+from tl_codegen_cpu.lowering.half_conversions import transpose_call
+from tl_codegen_cpu.lowering.tile_transpose import emit_block_transpose, transposes_in_blocks
+from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_passes.buffer_rewrite import substitute_vars
 
 #: Operand dtypes widened to fp32 before an fp32-accumulating micro-kernel.

@@ -24,7 +24,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.forward_values import same
+from tl_codegen_cpu.lowering.forward_values import same
 from tl_ir.ops import CopyOp, Region, describe, encode, is_tile_op
 
 _WORKSPACE_SCOPES = ("global", "")

@@ -19,7 +19,7 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_codegen_cpu.passes.tile_emitters import TileRegion, convert_to
+from tl_codegen_cpu.lowering.tile_emitters import TileRegion, convert_to
 
 #: The atomic update kinds.
 ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
