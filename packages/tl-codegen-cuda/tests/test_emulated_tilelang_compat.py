@@ -47,21 +47,12 @@ DEFAULT_CASES = {
 }
 """Cases the default run takes; every other lowering case is ``slow``."""
 
-_THREAD_ZERO_ATOMIC = (
-    "lowering: T.atomic_add(C_shared[tn], C_accum[0]) outside a T.Parallel nest becomes "
-    "`if (tid == 0) atomicAdd(...)` (a scalar atomic runs once per block), so only thread "
-    "0's partial sum reaches C_shared; TileLang runs it on every thread. Output: C[0] "
-    "partial, the other 127 entries 0"
-)
 KNOWN_EMULATION_FAILURES: dict[str, str] = {
     "language_mask_op.tilelang_copy_mask_parallel": (
         "lowering: a T.Parallel over a shared tile inside `if tx < 128` (256 threads) is "
         "split across all 256 threads (`it * 256 + tid`) and the condition then drops "
         "the share of threads 128-255: 2048 of the 4096 elements of B stay 0"
     ),
-    "example_gemv.naive_splitk_gemv": _THREAD_ZERO_ATOMIC,
-    "example_gemv.splitk_gemv": _THREAD_ZERO_ATOMIC,
-    "example_gemv.splitk_gemv_vectorized": _THREAD_ZERO_ATOMIC,
 }
 """Cases whose CUDA lowers but computes wrong numbers (or faults) under emulation today:
 case name -> what goes wrong. Strict xfails, so a fix shows up."""

@@ -1,8 +1,16 @@
 """``T.atomic_add``/``max``/``min`` on GPU targets, spelled as the backend's
 `GpuTraits.atomics` says (an external helper or a TIR intrinsic per kind).
 
-A kind the traits lack raises `GpuLoweringError` naming the target. A scalar
-atomic outside a ``T.Parallel`` nest runs once per block (thread 0).
+A kind the traits lack raises `GpuLoweringError` naming the target.
+
+Who runs what, as in TileLang: a scalar atomic (``T.atomic_add(C[i], v)``,
+one element and a scalar value) is TileLang's per-thread element atomic, a
+statement of the thread's code: every thread that reaches it runs it, inside
+a ``T.Parallel`` nest (once per element) or outside one (once per thread,
+whether or not its operands differ between the threads: a kernel of 128
+threads running ``T.atomic_add(C[0], 1)`` adds 128). A tile atomic (a tile
+value) updates each element of the tile once, its elements dealt to the
+block's threads as ``T.copy`` deals them.
 """
 
 from __future__ import annotations
@@ -41,8 +49,10 @@ def atomic(kernel: KernelLowering, kind: str, buffer: Any, index: list[Any], val
 
 
 def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
-    """The per-thread code of the tile atomic ``op``; ``per_element``: inside a
-    ``T.Parallel`` nest (each thread runs its own update)."""
+    """The per-thread code of the tile atomic ``op`` (module docstring: a scalar
+    atomic runs on every thread that reaches it, a tile atomic once per element).
+    ``per_element`` (inside a ``T.Parallel`` nest) does not change a scalar
+    atomic: each thread runs its own update either way."""
     from tl_ir import ops as tile
 
     dst = Operand(op.dst, kernel)
@@ -51,14 +61,9 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
             f"T.atomic_{op.kind}: destination {dst.name} must be in global or shared memory"
         )
     if not isinstance(op.value, tile.Region):
-        value = op.value
-        stmt = guard(
-            atomic(
-                kernel, op.kind, dst.buffer, dst.full_index([int_imm(0)] * len(dst.extents)), value
-            ),
-            dst.inside([int_imm(0)] * len(dst.extents)),
-        )
-        return stmt if per_element else guard(stmt, kernel.tid == 0)
+        origin = [int_imm(0)] * len(dst.extents)
+        update = atomic(kernel, op.kind, dst.buffer, dst.full_index(origin), op.value)
+        return guard(update, dst.inside(origin))
     src = Operand(op.value, kernel)
     extents = dst.squeezed
 
