@@ -47,13 +47,7 @@ DEFAULT_CASES = {
 }
 """Cases the default run takes; every other lowering case is ``slow``."""
 
-KNOWN_EMULATION_FAILURES: dict[str, str] = {
-    "language_mask_op.tilelang_copy_mask_parallel": (
-        "lowering: a T.Parallel over a shared tile inside `if tx < 128` (256 threads) is "
-        "split across all 256 threads (`it * 256 + tid`) and the condition then drops "
-        "the share of threads 128-255: 2048 of the 4096 elements of B stay 0"
-    ),
-}
+KNOWN_EMULATION_FAILURES: dict[str, str] = {}
 """Cases whose CUDA lowers but computes wrong numbers (or faults) under emulation today:
 case name -> what goes wrong. Strict xfails, so a fix shows up."""
 

@@ -12,8 +12,15 @@ Who does what, per operand kind (`KernelLowering.drive`):
   local indices (unrolled when there are at most `UNROLL_LIMIT`);
 * shared or global tiles with no partitioned operand are split
   cooperatively: flat element ``it * T + tid`` for ``it`` in
-  ``ceildiv(numel, T)``;
+  ``ceildiv(numel, T)``; under a thread-dependent branch, over the threads
+  the branch selects (`branch_threads`: ``if tx < 128`` deals the elements to
+  threads 0-127 with ``T = 128``), as TileLang partitions the nest over the
+  thread range its condition bounds;
 * replicated fragments and ``local`` arrays: every thread does every element.
+
+Work spread over partitioned fragments' threads (their own elements, warp
+shuffles, tensor-core tiles) cannot be redealt to part of the block: under a
+thread-dependent branch that excludes some threads it is a `GpuLoweringError`.
 
 ``T.Pipelined`` loops arrive as rings or in order (`pipelined_ring`); the ring's
 async copies are lowered by `async_copy`.
@@ -30,6 +37,7 @@ from tvm import tirx
 
 from tl_passes.gpu.async_copy import lower_async_copy
 from tl_passes.gpu.atomics import lower_atomic
+from tl_passes.gpu.branch_threads import BranchThreads
 from tl_passes.gpu.copy import lower_copy
 from tl_passes.gpu.cumsum import lower_cumsum
 from tl_passes.gpu.errors import GpuLoweringError
@@ -89,6 +97,9 @@ class KernelLowering:
             tid = term if tid is None else tid + term
             stride *= int(extent)
         self.tid = tid if tid is not None else int_imm(0)
+        self.branches = BranchThreads(
+            func.body, launch.thread_vars, [int(e) for e in launch.threads]
+        )
         self.target = target
         self.layouts: dict[str, FragmentLayout] = infer_fragment_layouts(
             func, self.num_threads, traits, target, self.warp_size
@@ -116,7 +127,13 @@ class KernelLowering:
     # ---- iteration drivers -------------------------------------------------
     def owned(self, layout: FragmentLayout, body: Callable[[list[Any], Any], Any]) -> Any:
         """Each thread visits the elements of ``layout`` it holds: body(flat-unflattened index
-        over the fragment's dims, local index)."""
+        over the fragment's dims, local index).
+
+        Raises:
+            GpuLoweringError: a thread-dependent branch excludes some of the threads
+                holding the elements.
+        """
+        self.require_whole_block(f"work over the partitioned fragment {layout.name}")
         shape = list(layout.shape)
         if layout.kind == ANNOTATED:
             # The annotated map gives (thread, local) for an index: each thread scans the
@@ -146,19 +163,53 @@ class KernelLowering:
         unroll = layout.local_size <= UNROLL_LIMIT
         return for_loop(local_var, layout.local_size, guard(body(index, local_var), valid), unroll)
 
-    def cooperative(self, extents: Sequence[int], body: Callable[[list[Any]], Any]) -> Any:
-        """The block's threads split the elements of an ``extents`` tile."""
+    def cooperative(
+        self,
+        extents: Sequence[int],
+        body: Callable[[list[Any]], Any],
+        what: str = "a tile op over shared or global tiles",
+    ) -> Any:
+        """The threads running this code split the elements of an ``extents`` tile:
+        the whole block, or the run of threads the enclosing thread-dependent
+        branches select (`branch_threads`; ``what`` names the work in its errors).
+
+        Raises:
+            GpuLoweringError: as `BranchThreads.selected`.
+        """
         numel = math.prod(extents)
-        t = self.num_threads
+        active = self.branches.selected(what)
+        t = self.num_threads if active is None else len(active)
+        if t == 0:
+            return seq([])
+        tid = self.tid if active is None or active.start == 0 else self.tid - active.start
         if numel <= t:
-            index = unflatten(self.tid, extents)
-            return guard(body(index), None if numel == t else self.tid < numel)
+            index = unflatten(tid, extents)
+            return guard(body(index), None if numel == t else tid < numel)
         it = self.fresh("it")
-        flat = it * t + self.tid
+        flat = it * t + tid
         index = unflatten(flat, extents)
         valid = None if numel % t == 0 else flat < numel
         steps = -(-numel // t)
         return for_loop(it, steps, guard(body(index), valid), steps <= 8)
+
+    def require_whole_block(self, what: str) -> None:
+        """Check that every thread of the block runs the current code (``what``:
+        work dealt over all of the block's threads by a fixed plan).
+
+        Raises:
+            GpuLoweringError: a thread-dependent branch around it excludes threads
+                (or which threads take it is not known at compile time).
+        """
+        if not self.branches.restricted():
+            return
+        active = self.branches.selected(what)
+        if active is not None and len(active) > 0:
+            raise GpuLoweringError(
+                f"{what} under a thread-dependent branch that only threads "
+                f"{active.start}-{active.stop - 1} of {self.num_threads} take: its work is "
+                "laid out over every thread of the block, and re-laying it out over part "
+                "of the block is not implemented (move it out of the branch)"
+            )
 
     def every(self, extents: Sequence[int], body: Callable[[list[Any]], Any]) -> Any:
         """Every thread visits every element."""
@@ -231,27 +282,39 @@ class KernelLowering:
             kind = stmt.kind
             if loop_kind_of(stmt) == "parallel":
                 kind = tirx.ForKind.SERIAL
+            varying = nest is None and self.branches.depends(tirx.Add(stmt.min, stmt.extent))
+            if varying:
+                self.branches.enter_loop(f"for {stmt.loop_var} in [{stmt.min}, +{stmt.extent})")
+            try:
+                loop_body = self.lower_stmt(stmt.body, per_element, nest)
+            finally:
+                if varying:
+                    self.branches.leave()
             return tirx.For(
                 stmt.loop_var,
                 stmt.min,
                 stmt.extent,
                 kind,
-                self.lower_stmt(stmt.body, per_element, nest),
+                loop_body,
                 annotations=annotations or None,
             )
         if isinstance(stmt, tirx.IfThenElse):
+            then_case = self._lower_branch(stmt.then_case, stmt.condition, True, per_element, nest)
             else_case = (
-                self.lower_stmt(stmt.else_case, per_element, nest)
+                self._lower_branch(stmt.else_case, stmt.condition, False, per_element, nest)
                 if stmt.else_case is not None
                 else None
             )
-            return tirx.IfThenElse(
-                stmt.condition,
-                self.lower_stmt(stmt.then_case, per_element, nest),
-                else_case,
-            )
+            return tirx.IfThenElse(stmt.condition, then_case, else_case)
         if isinstance(stmt, tirx.While):
-            return tirx.While(stmt.condition, self.lower_stmt(stmt.body, per_element, nest))
+            varying = nest is None and self.branches.depends(stmt.condition)
+            if varying:
+                self.branches.enter_loop(f"while {stmt.condition}")
+            try:
+                return tirx.While(stmt.condition, self.lower_stmt(stmt.body, per_element, nest))
+            finally:
+                if varying:
+                    self.branches.leave()
         if isinstance(stmt, tirx.AllocBuffer):
             name = str(stmt.buffer.name)
             if name in self.local_buffers and stmt.buffer.same_as(self.fragment_vars[name]):
@@ -265,9 +328,15 @@ class KernelLowering:
         if isinstance(stmt, tirx.Evaluate) and tile.is_tile_op(stmt.value):
             op = tile.describe(stmt.value)
             if isinstance(op, tile.CopyOp):
+                if self.branches.restricted():
+                    for region in (op.src, op.dst):
+                        if Operand(region, self).partitioned:
+                            self.require_whole_block(f"T.copy of the fragment {region.buffer.name}")
                 return lower_copy(self, op)
             if isinstance(op, tile.FillOp):
                 return lower_fill(self, op)
+            if isinstance(op, (tile.GemmOp, tile.ReduceOp, tile.CumsumOp)):
+                self._check_block_work(op)
             if isinstance(op, tile.GemmOp):
                 return lower_gemm(self, op)
             if isinstance(op, tile.ReduceOp):
@@ -278,6 +347,30 @@ class KernelLowering:
                 return lower_atomic(self, op, per_element)
             raise GpuLoweringError(f"T.print is not implemented on GPU target {self.traits.name!r}")
         return stmt
+
+    def _check_block_work(self, op: Any) -> None:
+        """A GEMM, reduction or scan over block-shared data is dealt over the whole
+        block by a fixed plan: refuse it under a branch that excludes threads."""
+        if not self.branches.restricted():
+            return
+        regions = [
+            getattr(op, field) for field in ("a", "b", "c", "src", "dst") if hasattr(op, field)
+        ]
+        if all(Operand(region, self).per_thread for region in regions):
+            return
+        self.require_whole_block(f"T.{op.name}")
+
+    def _lower_branch(
+        self, stmt: Any, condition: Any, taken: bool, per_element: bool, nest: Nest | None
+    ) -> Any:
+        """One branch of ``if condition`` (``taken``: the then branch), lowered with
+        the threads it selects known to the drivers when it is thread-dependent."""
+        pushed = nest is None and self.branches.enter_if(condition, taken)
+        try:
+            return self.lower_stmt(stmt, per_element, nest)
+        finally:
+            if pushed:
+                self.branches.leave()
 
     def _declare_view(self, layout: FragmentLayout) -> Any:
         """The statement standing for the declaration of a fragment view: a partitioned
