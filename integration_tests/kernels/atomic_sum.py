@@ -31,7 +31,9 @@ def atomic_row_sum(M, N, block_M, block_N, dtype="float32"):
             T.clear(tile)
             T.copy(A[by * block_M, bx * block_N], tile)
             T.reduce_sum(tile, part, dim=1)
-            for i in T.serial(block_M):
+            # One atomic per row: in a T.Parallel nest each element's update runs once
+            # (outside one, as in TileLang, every thread of the block would run it).
+            for i in T.Parallel(block_M):
                 if by * block_M + i < M:
                     T.atomic_add(out[by * block_M + i], part[i])
 

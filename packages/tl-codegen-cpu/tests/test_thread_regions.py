@@ -128,6 +128,46 @@ def test_a_tile_op_under_a_thread_condition_runs_when_some_thread_takes_it(
     np.testing.assert_array_equal(none_taken, np.full((16, 16), -1, np.float32))
 
 
+def uniform_scalar_atomics(names_thread: bool) -> Any:
+    """Scalar atomics whose operands are the same on every thread, outside T.Parallel:
+    as in TileLang, each thread of the block runs its element atomic; the tile atomic
+    beside them updates each element once per block."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((N,), "float32"),
+        Count: T.Tensor((2,), "int32"),
+        Peak: T.Tensor((1,), "float32"),
+        Tile: T.Tensor((N,), "float32"),
+        Seen: T.Tensor((N,), "float32"),
+    ):
+        with T.Kernel(2, threads=N) as bx:
+            if names_thread:
+                tx = T.get_thread_binding(0)
+                Seen[tx] = A[tx]
+            T.atomic_add(Count[bx], 1)
+            T.atomic_max(Peak[0], A[bx])
+            T.atomic_add(Tile[0], A)
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("names_thread", [True, False])
+def test_a_uniform_scalar_atomic_runs_on_every_thread(
+    target: str, names_thread: bool, tmp_path: Path
+) -> None:
+    a = np.arange(N, dtype=np.float32) - 3
+    count = np.zeros(2, np.int32)
+    peak = np.full(1, -100, np.float32)
+    tile = np.zeros(N, np.float32)
+    seen = np.zeros(N, np.float32)
+    _run(uniform_scalar_atomics(names_thread), target, tmp_path, a, count, peak, tile, seen)
+    np.testing.assert_array_equal(count, [N, N])
+    np.testing.assert_array_equal(peak, [a[:2].max()])
+    np.testing.assert_array_equal(tile, 2 * a)
+
+
 def barrier_in_a_loop() -> Any:
     """A running sum over k of the neighbour's value, exchanged through shared memory."""
 

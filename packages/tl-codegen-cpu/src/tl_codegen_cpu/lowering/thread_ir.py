@@ -108,6 +108,40 @@ def tile_regions(op: Any) -> list[Region]:
     return []
 
 
+def is_element_atomic(op: Any) -> bool:
+    """Whether the described tile op is a scalar atomic (``T.atomic_add(C[i], v)``:
+    one element, a scalar value): TileLang's per-thread element atomic, which every
+    thread that reaches it runs (a tile atomic updates each element once)."""
+    return isinstance(op, AtomicOp) and not isinstance(op.value, Region)
+
+
+def has_block_level_element_atomic(body: Any) -> bool:
+    """Whether ``body`` runs a scalar atomic outside every ``T.Parallel`` loop (there
+    each thread of the block runs it, so the block's threads must be run)."""
+    found = [False]
+
+    def walk(stmt: Any) -> None:
+        if found[0] or stmt is None:
+            return
+        if isinstance(stmt, tirx.SeqStmt):
+            for child in stmt.seq:
+                walk(child)
+        elif isinstance(stmt, tirx.For):
+            kind = stmt.annotations.get("tl.loop_kind") if stmt.annotations else None
+            if kind is None or str(kind) != "parallel":
+                walk(stmt.body)
+        elif isinstance(stmt, tirx.IfThenElse):
+            walk(stmt.then_case)
+            walk(stmt.else_case)
+        elif isinstance(stmt, tirx.Evaluate):
+            found[0] = is_tile_op(stmt.value) and is_element_atomic(describe(stmt.value))
+        elif isinstance(getattr(stmt, "body", None), tirx.Stmt):
+            walk(stmt.body)
+
+    walk(body)
+    return found[0]
+
+
 # ---------------------------------------------------------------- thread space
 
 

@@ -34,8 +34,9 @@ on the thread raises `tl_ir.errors.UnsupportedError` (on a GPU that would
 deadlock or is undefined).
 
 Tile ops that work on one thread's own data (an operand in ``local`` memory,
-or a region indexed by the thread: ``T.clear(acc)``,
-``T.atomic_add(shared[tx], acc[0])``) are per-thread code; they are lowered to
+or a region indexed by the thread: ``T.clear(acc)``) and scalar atomics
+(``T.atomic_add(shared[tx], acc[0])``, and ``T.atomic_add(C[0], 1)`` too: as in
+TileLang, every thread runs its element atomic) are per-thread code; they are lowered to
 loops here, by the same emitters `cpu-lower-tile-ops` uses.
 
 Values a thread keeps across a region boundary are its ``local`` arrays
@@ -58,6 +59,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     SharedAccesses,
     ThreadSpace,
     is_block_barrier,
+    is_element_atomic,
     is_local,
     scope_of,
     thread_allreduce,
@@ -133,7 +135,7 @@ class RegionSplitter:
             return True
         if isinstance(stmt, tirx.Evaluate) and is_tile_op(stmt.value):
             op = describe(stmt.value)
-            if any(is_local(r.buffer) for r in tile_regions(op)):
+            if is_element_atomic(op) or any(is_local(r.buffer) for r in tile_regions(op)):
                 return False
             return not uses_any(stmt.value, self.dependent)
         if isinstance(stmt, tirx.For) and self._is_parallel(stmt):

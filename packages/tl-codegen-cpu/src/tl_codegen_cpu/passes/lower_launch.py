@@ -53,6 +53,7 @@ from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, 
 from tl_codegen_cpu.lowering.thread_ir import (
     THREAD_NEST_KEY,
     ThreadSpace,
+    has_block_level_element_atomic,
     is_block_barrier,
     thread_dependent_values,
     uses_any,
@@ -202,10 +203,13 @@ def lower_launch(
         except UnsupportedError as error:
             problems.append(error)
             return attr
+        # A scalar atomic outside T.Parallel runs on every thread (TileLang's element
+        # atomic), so such a block runs its threads even when it never names them.
+        thread_atomics = has_block_level_element_atomic(body)
         ownership = plan_atomic_ownership(body, blocks, threads, min_owned_blocks)
         if ownership is not None:
             body = privatize_atomics(body, ownership)
-        if threads and uses_any(body, {v for v, _ in threads}):
+        if threads and (thread_atomics or uses_any(body, {v for v, _ in threads})):
             try:
                 body = run_threads(body, threads, lower_thread_op, where)
             except UnsupportedError as error:

@@ -3,7 +3,9 @@
 A nest over a partitioned fragment (indexed by the loop variables) follows
 that fragment's layout: each thread loops over its local indices. A nest
 writing a replicated fragment or a thread-local array runs entirely on every
-thread. A nest over shared/global tiles only is split across the block.
+thread. A nest over shared/global tiles only is split across the threads that run
+it: the whole block, or, under a thread-dependent ``if``, the run of threads
+the condition selects (`branch_threads`), so every iteration runs once.
 """
 
 from __future__ import annotations
@@ -158,7 +160,11 @@ def lower_parallel(kernel: KernelLowering, loop: Any, per_element: bool) -> Any:
         return kernel.owned(layout, lambda index, local: emit(index, local, True))
     if writes_replica or (touches_fragment and stores_private) or stores_private:
         return kernel.every(extents, lambda index: emit(index, None, per_element))
-    return kernel.cooperative(extents, lambda index: emit(index, None, True))
+    return kernel.cooperative(
+        extents,
+        lambda index: emit(index, None, True),
+        f"T.Parallel{tuple(extents)} over shared or global tiles",
+    )
 
 
 def _same_rows(driver: FragmentLayout, rows: FragmentLayout) -> bool:
