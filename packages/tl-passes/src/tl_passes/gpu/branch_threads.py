@@ -157,6 +157,10 @@ class BranchThreads:
         return True
 
 
+#: Folds conditions with constant thread indices (no constraints are ever entered).
+_ANALYZER = tvm.sym.Analyzer()
+
+
 def _conjuncts(condition: Any) -> list[Any]:
     if isinstance(condition, tirx.And):
         return [*_conjuncts(condition.a), *_conjuncts(condition.b)]
@@ -170,10 +174,10 @@ def _evaluate(condition: Any, values: dict[Any, int]) -> bool | None:
     def replace(var: Any) -> Any:
         for known, value in values.items():
             if var.same_as(known):
-                return tirx.IntImm(str(var.ty.dtype) if hasattr(var, "ty") else "int32", value)
+                return tirx.IntImm(str(var.ty.dtype), value)
         return var
 
-    folded = tvm.sym.Analyzer().simplify(
+    folded = _ANALYZER.simplify(
         tvm_ffi.structural_map(condition, (tvm.ir.Var, replace), order="post")
     )
     if isinstance(folded, tirx.IntImm):
