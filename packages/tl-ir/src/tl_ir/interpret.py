@@ -5,7 +5,9 @@ Scope: the statements and expressions `tl_ir.language` produces (launch attribut
 allocations, loops of every kind, ``if``/``while``, stores, the ``tl.*`` tile ops, the
 common math intrinsics). Blocks run one after another; thread indices are iterated
 only when the kernel reads them, which is rejected together with tile ops (those are
-block-collective). Anything else raises ``NotImplementedError`` naming the node.
+block-collective). A scalar atomic outside a ``T.Parallel`` loop is each thread's own
+update (TileLang's element atomic): it is applied once per thread the block runs
+without iterating. Anything else raises ``NotImplementedError`` naming the node.
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ class _Interpreter:
     def __init__(self) -> None:
         self.env: dict[Any, Any] = {}
         self.arrays: dict[Any, np.ndarray[Any, Any]] = {}
+        # Threads of the block the body runs for at once (thread indices it never
+        # reads), and how many T.Parallel loops enclose the current statement.
+        self.block_threads = 1
+        self.parallel_depth = 0
 
     # ------------------------------------------------------------ expressions
     def value(self, expr: Any) -> Any:
@@ -190,9 +196,15 @@ class _Interpreter:
         start = int(self.value(node.min))
         extent = int(self.value(node.extent))
         step = int(self.value(node.step)) if node.step is not None else 1
-        for i in range(start, start + extent, step):
-            self.env[node.loop_var] = i
-            self.stmt(node.body)
+        kind = node.annotations.get("tl.loop_kind") if node.annotations else None
+        parallel = kind is not None and str(kind) == "parallel"
+        self.parallel_depth += parallel
+        try:
+            for i in range(start, start + extent, step):
+                self.env[node.loop_var] = i
+                self.stmt(node.body)
+        finally:
+            self.parallel_depth -= parallel
 
     def _stmt_While(self, node: Any) -> None:
         while self.value(node.condition):
@@ -213,7 +225,11 @@ class _Interpreter:
         extent = int(self.value(node.value))
         if tag in _THREAD_TAGS and not _uses(node.body, var):
             self.env[var] = 0
-            self.stmt(node.body)
+            self.block_threads *= extent
+            try:
+                self.stmt(node.body)
+            finally:
+                self.block_threads //= extent
             return
         if tag in _THREAD_TAGS and _has_tile_ops(node.body):
             raise NotImplementedError(
@@ -320,6 +336,12 @@ class _Interpreter:
         self.write(op.dst, result)
 
     def _atomic(self, op: AtomicOp) -> None:
+        scalar = not isinstance(op.value, Region)
+        repeats = self.block_threads if scalar and self.parallel_depth == 0 else 1
+        for _ in range(repeats):
+            self._atomic_once(op)
+
+    def _atomic_once(self, op: AtomicOp) -> None:
         old = self.read(op.dst)
         value: Any = (
             self.read(op.value).reshape(old.shape)
