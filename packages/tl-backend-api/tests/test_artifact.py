@@ -136,10 +136,12 @@ def accumulate_kernel() -> Any:
         C: T.Tensor((16, 16), "float64", align=64),
     ):
         with T.Kernel(1, threads=16):
+            tx = T.get_thread_binding(0)
             tile = T.alloc_fragment((16, 16), "float32")
             T.copy(A[0, 0], tile)
-            for i in T.serial(16):
-                T.atomic_add(rows[i], tile[i, 0])  # atomic target: written
+            if tx == 0:  # every thread runs a scalar atomic: one adds the rows
+                for i in T.serial(16):
+                    T.atomic_add(rows[i], tile[i, 0])  # atomic target: written
             T.copy(tile, acc[0, 0])  # tile-op destination: written
             for i, j in T.Parallel(16, 16):
                 C[i, j] = T.Cast("float64", tile[i, j])  # BufferStore: written
