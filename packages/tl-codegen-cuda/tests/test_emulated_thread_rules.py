@@ -229,6 +229,21 @@ def fragment_under_thread_if() -> Any:
     return main
 
 
+def reduce_under_thread_if() -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=THREADS) as _bx:
+            tx = T.get_thread_binding(0)
+            S = T.alloc_shared((64, 64), "float32")
+            R = T.alloc_shared((64,), "float32")
+            T.copy(A, S)
+            if tx < 32:
+                T.reduce_sum(S, R, dim=1)
+            T.copy(R, B)
+
+    return main
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [
@@ -236,6 +251,7 @@ def fragment_under_thread_if() -> Any:
         (lambda: parallel_under_thread_if(8, 40, 3.0), r"T\.Parallel\(16, 24\).*contiguous"),
         (runtime_condition, "not known at compile time"),
         (fragment_under_thread_if, "partitioned fragment F"),
+        (reduce_under_thread_if, r"T\.reduce under a thread-dependent branch"),
     ],
 )
 def test_work_that_cannot_be_dealt_to_the_selected_threads_is_refused(

@@ -353,9 +353,9 @@ class KernelLowering:
         block by a fixed plan: refuse it under a branch that excludes threads."""
         if not self.branches.restricted():
             return
-        regions = [
-            getattr(op, field) for field in ("a", "b", "c", "src", "dst") if hasattr(op, field)
-        ]
+        from tl_ir import ops as tile
+
+        regions = [op.a, op.b, op.c] if isinstance(op, tile.GemmOp) else [op.src, op.dst]
         if all(Operand(region, self).per_thread for region in regions):
             return
         self.require_whole_block(f"T.{op.name}")
