@@ -22,6 +22,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir.dtypes import numpy_dtype
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import (
     AtomicOp,
     CopyOp,
@@ -196,7 +197,7 @@ class _Interpreter:
         start = int(self.value(node.min))
         extent = int(self.value(node.extent))
         step = int(self.value(node.step)) if node.step is not None else 1
-        kind = node.annotations.get("tl.loop_kind") if node.annotations else None
+        kind = node.annotations.get(LOOP_KIND_KEY) if node.annotations else None
         parallel = kind is not None and str(kind) == "parallel"
         self.parallel_depth += parallel
         try:

@@ -15,10 +15,10 @@ from typing import ClassVar
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The loop annotations this pass consumes.
-LOOP_KIND_KEY = "tl.loop_kind"
 NUM_STAGES_KEY = "num_stages"
 #: ``T.Pipelined``'s manual schedule (order, stage, group), meaningless in order.
 SCHEDULE_KEYS = ("tl.pipeline_order", "tl.pipeline_stage", "tl.pipeline_group")

@@ -22,10 +22,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import substitute_vars
-
-LOOP_KIND_KEY = "tl.loop_kind"
 
 
 def _is_parallel(loop: tirx.For) -> bool:

@@ -11,9 +11,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int, describe, is_tile_op
-
-LOOP_KIND_KEY = "tl.loop_kind"
 
 
 def tile_op(stmt: tirx.Stmt) -> Any:

@@ -15,6 +15,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir.errors import UnsupportedError
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import (
     ACCESS_READ,
     AtomicOp,
@@ -127,7 +128,7 @@ def has_block_level_element_atomic(body: Any) -> bool:
             for child in stmt.seq:
                 walk(child)
         elif isinstance(stmt, tirx.For):
-            kind = stmt.annotations.get("tl.loop_kind") if stmt.annotations else None
+            kind = stmt.annotations.get(LOOP_KIND_KEY) if stmt.annotations else None
             if kind is None or str(kind) != "parallel":
                 walk(stmt.body)
         elif isinstance(stmt, tirx.IfThenElse):

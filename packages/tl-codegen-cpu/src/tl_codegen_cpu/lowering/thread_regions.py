@@ -67,10 +67,9 @@ from tl_codegen_cpu.lowering.thread_ir import (
     uses_any,
 )
 from tl_ir.errors import UnsupportedError
+from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
 from tl_ir.ops import const_int, describe, is_tile_op
 from tl_passes.buffer_rewrite import substitute_vars
-
-_LOOP_KIND_KEY = "tl.loop_kind"
 
 
 @dataclass

@@ -67,7 +67,6 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.dead_copies import drop_overwritten_copies
 from tl_codegen_cpu.lowering.divmod_loops import split_divmod_loops
 from tl_codegen_cpu.lowering.forward_chains import (
-    LOOP_KIND_KEY,
     const_shape,
     element_atomic,
     find_chains,
@@ -89,6 +88,7 @@ from tl_codegen_cpu.lowering.forward_values import (
     same,
 )
 from tl_codegen_cpu.lowering.workspace_tiles import localize_workspace_regions
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass

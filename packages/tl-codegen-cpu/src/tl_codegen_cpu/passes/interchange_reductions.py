@@ -29,10 +29,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import const_int
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-LOOP_KIND_KEY = "tl.loop_kind"
 
 #: The longest loop made parallel (vectorized) by the interchange.
 MAX_VECTOR_EXTENT = 256

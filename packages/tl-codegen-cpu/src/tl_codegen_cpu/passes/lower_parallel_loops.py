@@ -22,9 +22,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-LOOP_KIND_KEY = "tl.loop_kind"
 
 
 def _vectorizable(body: tirx.Stmt) -> bool:

@@ -43,10 +43,9 @@ from tl_codegen_cpu.lowering.gemm_microkernel import (
 from tl_codegen_cpu.lowering.gemm_operands import emit_tile_gemm
 from tl_codegen_cpu.lowering.half_conversions import uses_var
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import const_int
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-LOOP_KIND_KEY = "tl.loop_kind"
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.gpu.async_copy import lower_async_copy
 from tl_passes.gpu.atomics import lower_atomic
 from tl_passes.gpu.branch_threads import BranchThreads
@@ -277,7 +278,7 @@ class KernelLowering:
             annotations = {
                 k: v
                 for k, v in (stmt.annotations.items() if stmt.annotations else [])
-                if k not in ("tl.loop_kind", "num_stages")
+                if k not in (LOOP_KIND_KEY, "num_stages")
             }
             kind = stmt.kind
             if loop_kind_of(stmt) == "parallel":

@@ -9,10 +9,10 @@ from typing import Any
 
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.gpu.warp_tiles import WarpTiles
 
 FRAGMENT_SCOPE = "local.fragment"
-LOOP_KIND_KEY = "tl.loop_kind"
 #: Function attribute (name -> description) written by `GpuInferLayoutsPass`.
 LAYOUTS_ATTR = "tl.gpu_fragment_layouts"
 LAYOUT_MAP_ATTR = "tl.layout_map"

@@ -51,6 +51,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.gpu.barriers import barrier
 from tl_passes.gpu.tir_build import const_int, int_imm
 from tl_passes.gpu.traits import PORTABLE_TRAITS, AsyncCopy, GpuTraits
@@ -377,7 +378,7 @@ def build_ring(ring: _Ring, copy: AsyncCopy) -> Any:
     annotations = {
         k: v
         for k, v in (loop.annotations.items() if loop.annotations else [])
-        if k not in ("tl.loop_kind", "num_stages", _ORDER_KEY, _STAGE_KEY, _GROUP_KEY)
+        if k not in (LOOP_KIND_KEY, "num_stages", _ORDER_KEY, _STAGE_KEY, _GROUP_KEY)
     }
     annotations[RING_BUFFERS_KEY] = [str(b.name) for b in rings]
     steady = tirx.For(var, start, extent, tirx.ForKind.SERIAL, _seq(body), annotations=annotations)
@@ -393,7 +394,7 @@ def pipeline_loops(body: Any, copy: AsyncCopy | None) -> Any:
 
     def rewrite(loop: Any) -> Any:
         annotations = loop.annotations
-        if annotations is None or str(annotations.get("tl.loop_kind", "")) != "pipelined":
+        if annotations is None or str(annotations.get(LOOP_KIND_KEY, "")) != "pipelined":
             return loop
         stages = num_stages(loop) or 0
         nested = [False]
