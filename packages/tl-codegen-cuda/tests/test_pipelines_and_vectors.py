@@ -4,7 +4,6 @@ tools) and their numbers under the CPU emulation (deferred cp.async groups)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -19,32 +18,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 import cuda_emulation as emu
+import sass_facts
 
 import tl_ir.language as T
 from integration_tests.kernels.rms_norm import rms_norm
 from integration_tests.kernels.softmax import softmax
 from tl_ir.layout import make_linear_layout
 
-
-def _cuda_binary(name: str) -> str | None:
-    """``name`` (cuobjdump, nvdisasm) on PATH, next to nvcc, or from NVIDIA's pip wheel."""
-    found = shutil.which(name)
-    if found:
-        return found
-    nvcc = shutil.which("nvcc")
-    if nvcc and (Path(nvcc).parent / name).exists():
-        return str(Path(nvcc).parent / name)
-    spec = importlib.util.find_spec("nvidia")
-    for root in spec.submodule_search_locations or [] if spec else []:
-        for candidate in sorted(Path(root).glob(f"cu*/bin/{name}")):
-            return str(candidate)
-    return None
-
-
-CUOBJDUMP = _cuda_binary("cuobjdump")
-NVDISASM = _cuda_binary("nvdisasm")
+CUOBJDUMP = sass_facts.find_tool("cuobjdump")
+NVDISASM = sass_facts.find_tool("nvdisasm")
 needs_sass = pytest.mark.skipif(
     shutil.which("nvcc") is None or CUOBJDUMP is None or NVDISASM is None,
     reason="needs nvcc, cuobjdump and nvdisasm (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)",

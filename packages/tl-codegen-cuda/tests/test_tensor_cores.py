@@ -18,10 +18,12 @@ import pytest
 from tvm.target import Target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 import cuda_emulation as emu
 import emulated_programs as programs
 import ptx_fragment_tables as ptx
+import sass_facts
 
 import tl_ir.language as T
 from tl_codegen_cuda.tensor_cores import CUDA_MATRIX_INSTRUCTIONS
@@ -132,20 +134,9 @@ def test_targets_without_matrix_instructions_keep_the_fma_path() -> None:
 
 
 # ---- SASS (nvcc, no GPU) -------------------------------------------------------------
-def _cuobjdump() -> str | None:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    try:
-        import nvidia.cu13  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    candidate = Path(nvidia.cu13.__path__[0]) / "bin" / "cuobjdump"
-    return str(candidate) if candidate.is_file() else None
-
-
 needs_nvcc = pytest.mark.skipif(
-    shutil.which("nvcc") is None or _cuobjdump() is None, reason="nvcc or cuobjdump missing"
+    shutil.which("nvcc") is None or sass_facts.find_tool("cuobjdump") is None,
+    reason="nvcc or cuobjdump missing",
 )
 
 
@@ -159,7 +150,7 @@ def _sass_facts(func: Any, tmp_path: Path, arch: str = "sm_80") -> dict[str, Any
         text=True,
         check=True,
     )
-    cuobjdump = _cuobjdump()
+    cuobjdump = sass_facts.find_tool("cuobjdump")
     assert cuobjdump is not None
     sass = subprocess.run(
         [cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True
