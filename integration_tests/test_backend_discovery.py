@@ -151,9 +151,14 @@ def test_selection_against_the_dummy_backend() -> None:
         result = source_only.build(lowered)
         print("source-only:", result.compiled, DummyDeviceCodegen.build_count == before)
         print("host:", sorted(source_only.generate_host(lowered).files))
-        print("model:", context.supports("model"))
+        print("floats:", sorted(context.capabilities.float_dtypes))
         named = api.create_backend_context({"kind": "ext_dev", "model": "m1"})
-        print("named model:", named.supports("model"))
+        print("named model floats:", sorted(named.capabilities.float_dtypes))
+        half = tvm.tirx.PrimFunc([], tvm.tirx.Evaluate(tvm.tirx.const(1, "float16")))
+        try:
+            context.lower(tvm.IRModule({"h": half.with_attr("global_symbol", "h")}))
+        except api.MissingCapabilityError as exc:
+            print("fp16:", type(exc).__name__, str(exc).replace(chr(10), " | "))
         print("callback:", tvm.get_global_func("tl_backend_dummy.describe")())
         """
     )
@@ -169,7 +174,10 @@ def test_selection_against_the_dummy_backend() -> None:
     assert "compiled: True ['k.tvmscript.bin']" in out
     assert "source-only: False True" in out
     assert "host: ['host.c']" in out
-    assert "model: False" in out and "named model: True" in out
+    assert "floats: ['float32']" in out
+    assert "named model floats: ['float16', 'float32']" in out
+    assert "fp16: MissingCapabilityError kernel h cannot run on target 'ext_dev'" in out
+    assert "computes in float16; the device computes in ['float32'] only" in out
     assert "callback: tl-backend-dummy" in out
 
 

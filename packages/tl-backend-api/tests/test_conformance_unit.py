@@ -10,6 +10,7 @@ from tl_backend_api import (
     conformance_problems,
     installed_adapter_keys,
 )
+from tl_backend_api.conformance import RESERVED_ADAPTER_KEY_PREFIX
 
 
 def test_tl_runtimes_own_adapters_are_installed() -> None:
@@ -18,10 +19,17 @@ def test_tl_runtimes_own_adapters_are_installed() -> None:
 
 def test_an_adapter_key_conforms_when_it_is_installed_not_when_it_is_on_a_list() -> None:
     backend = make_backend(specs=(ExecutionBackendSpec("run", adapter="my_launcher"),))
-    assert "my_launcher" not in installed_adapter_keys()
-    problems = conformance_problems(backend)
+    problems = conformance_problems(backend, adapter_keys={"tvm_ffi", "cython"})
     assert any("adapter 'my_launcher'" in p and "installed in tl_runtime" in p for p in problems)
     assert conformance_problems(backend, adapter_keys={"my_launcher"}) == []
+
+
+def test_reserved_adapter_keys_are_refused() -> None:
+    """Tests name keys under the reserved prefix when they need one nothing installs."""
+    key = f"{RESERVED_ADAPTER_KEY_PREFIX}run"
+    backend = make_backend(specs=(ExecutionBackendSpec("run", adapter=key),))
+    problems = conformance_problems(backend, adapter_keys={key})
+    assert any(f"adapter {key!r}" in p and "reserved for tests" in p for p in problems)
 
 
 def test_target_facts_are_checked() -> None:

@@ -10,6 +10,7 @@ import pytest
 from tl_backend_api_testkit import CountingCodegen, FakeHook, FakeHostCodegen, make_backend
 
 from tl_backend_api import (
+    Capabilities,
     ExecutionBackendError,
     ExecutionBackendSpec,
     ExecutionBackendUnavailableError,
@@ -188,7 +189,6 @@ def test_context_members_follow_the_adapter(small_module: Any) -> None:
             specs=(ExecutionBackendSpec("fast", adapter="cython", enable_host_codegen=True),),
             host_codegens={"cython": FakeHostCodegen()},
             host_codegen_hooks={"opencl": [FakeHook()]},
-            features={"images": lambda t: True},
         )
     )
     context = create_backend_context("opencl", execution_backend="fast")
@@ -196,7 +196,7 @@ def test_context_members_follow_the_adapter(small_module: Any) -> None:
     generated = context.generate_host(small_module)
     assert generated is not None and generated.files["host.c"] == "int h;"
     assert context.run_host_codegen_hooks(small_module) is small_module
-    assert context.supports("images") is True
+    assert context.capabilities == Capabilities()
     assert context.lower(small_module).same_as(small_module)
     assert context.emit_source(small_module).entry_symbol == "k"
     with pytest.raises(attrs.exceptions.FrozenInstanceError):

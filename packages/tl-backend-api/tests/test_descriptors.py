@@ -1,4 +1,4 @@
-"""Backend and ExecutionBackendSpec: validation, defensive copies, read-only mappings, features."""
+"""Backend and ExecutionBackendSpec: validation, defensive copies, read-only mappings, capabilities."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tvm.target import Target
 from tl_backend_api import (
     Backend,
     BackendValidationError,
+    Capabilities,
     ExecutionBackendSpec,
-    UnknownFeatureError,
 )
 
 
@@ -93,7 +93,6 @@ def test_spec_validation(kwargs: dict[str, Any], message: str) -> None:
 def test_mutating_the_callers_dicts_changes_nothing() -> None:
     pipelines: dict[str, Any] = {"opencl": pipeline()}
     codegens: dict[str, Any] = {"opencl": CountingCodegen()}
-    features: dict[str, Any] = {"images": lambda t: True}
     callbacks: dict[str, Any] = {"tl_test.cb": lambda: 1}
     host: dict[str, Any] = {"cython": FakeHostCodegen()}
     hooks_list = [FakeHook()]
@@ -107,14 +106,13 @@ def test_mutating_the_callers_dicts_changes_nothing() -> None:
         execution_backends=specs,
         host_codegens=host,
         host_codegen_hooks=hooks,
-        features=features,
         callbacks=callbacks,
     )
     snapshot = {
         f: dict(getattr(backend, f))
-        for f in ("pipelines", "device_codegens", "features", "callbacks", "host_codegens")
+        for f in ("pipelines", "device_codegens", "callbacks", "host_codegens")
     }
-    for d in (pipelines, codegens, features, callbacks, host, hooks):
+    for d in (pipelines, codegens, callbacks, host, hooks):
         d["intruder"] = object()
     del pipelines["opencl"], codegens["opencl"]
     hooks_list.append(FakeHook())
@@ -127,7 +125,7 @@ def test_mutating_the_callers_dicts_changes_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    "field", ["pipelines", "device_codegens", "features", "callbacks", "host_codegens"]
+    "field", ["pipelines", "device_codegens", "callbacks", "host_codegens"]
 )
 def test_descriptor_mappings_refuse_writes(field: str) -> None:
     backend = make_backend()
@@ -183,10 +181,10 @@ def test_spec_is_frozen() -> None:
         ),
         ({"host_codegen_hooks": {"cuda": [FakeHook()]}}, "hooks only for owned kinds"),
         ({"host_codegen_hooks": {"opencl": [object()]}}, "expected HostCodegenHook items"),
-        ({"features": {"tensor_cores": True}}, r"features\['tensor_cores'\]: expected a callable"),
+        ({"capabilities": {"fp16": True}}, "capabilities: expected a callable"),
         ({"callbacks": {"x": 3}}, r"callbacks\['x'\]: expected a callable"),
         ({"supports_target": "yes"}, "supports_target: expected a callable"),
-        ({"features": []}, "features: expected a mapping"),
+        ({"callbacks": []}, "callbacks: expected a mapping"),
         ({"toolchains": {"gcc": object()}}, "expected a Toolchain"),
     ],
 )
@@ -201,22 +199,17 @@ def test_host_codegen_is_keyed_on_the_adapter() -> None:
     assert set(backend.host_codegens) == {"cython"}
 
 
-def test_supports_asks_the_predicate_and_refuses_unknown_features() -> None:
+def test_capabilities_are_a_record_or_a_function_of_the_target() -> None:
+    fixed = Capabilities(float_dtypes={"float32"})
+    assert make_backend(capabilities=fixed).capabilities_for(Target("opencl")) is fixed
+    assert make_backend().capabilities_for(Target("opencl")) == Capabilities()
     seen: list[str] = []
 
-    def images(target: Target) -> bool:
+    def by_target(target: Target) -> Capabilities:
         seen.append(str(target.kind.name))
-        return int(target.attrs["image_base_address_alignment"]) == 64
+        return fixed
 
-    backend = make_backend(features={"images": images, "odd": lambda t: "yes"})
-    assert backend.supports("images", "opencl") is True
-    assert (
-        backend.supports("images", {"kind": "opencl", "image_base_address_alignment": 32}) is False
-    )
-    assert seen == ["opencl", "opencl"]
-    with pytest.raises(
-        UnknownFeatureError, match=r"no feature 'fp8'; expected one of \['images', 'odd'\]"
-    ):
-        backend.supports("fp8", "opencl")
-    with pytest.raises(TypeError, match=r"expected the predicate to return a bool"):
-        backend.supports("odd", "opencl")
+    assert make_backend(capabilities=by_target).capabilities_for(Target("opencl")) is fixed
+    assert seen == ["opencl"]
+    with pytest.raises(TypeError, match=r"expected a tl_backend_api.Capabilities, got str"):
+        make_backend(capabilities=lambda t: "fp16").capabilities_for(Target("opencl"))

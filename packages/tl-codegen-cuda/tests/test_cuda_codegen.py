@@ -23,6 +23,7 @@ from integration_tests.kernels import ALL_KERNELS, load
 from tl_backend_api.artifact import kernel_module
 from tl_codegen_cuda.backend import BACKEND
 from tl_codegen_cuda.codegen import CudaDeviceCodegen
+from tl_codegen_cuda.features import FEATURES
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here")
@@ -131,9 +132,11 @@ def test_features_follow_the_arch() -> None:
         "sm_100": {"tensor_cores", "async_copy", "fp8", "tma"},
     }
     for arch, expected in table.items():
-        target = {"kind": "cuda", "arch": arch}
-        got = {f for f in BACKEND.features if BACKEND.supports(f, target)}
+        target = Target({"kind": "cuda", "arch": arch})
+        got = {name for name, predicate in FEATURES.items() if predicate(target)}
         assert got == expected, arch
+        float_dtypes = BACKEND.capabilities_for(target).float_dtypes
+        assert (float_dtypes is None) == ("fp8" in expected), arch
 
 
 def test_launch_metadata_keeps_symbolic_grid_and_dynamic_shared_memory() -> None:

@@ -9,6 +9,7 @@ backend once; later stages take the resulting `BackendContext`.
 from __future__ import annotations
 
 from tl_backend_api.artifact import build_artifact, lower_to_sources
+from tl_backend_api.capabilities import Capabilities, MissingCapabilityError
 from tl_backend_api.conformance import (
     assert_conforms,
     conformance_problems,
@@ -40,7 +41,6 @@ from tl_backend_api.errors import (
     PluginImportError,
     TargetError,
     ToolchainError,
-    UnknownFeatureError,
 )
 from tl_backend_api.gpu.sources import (
     build_device_sources,
@@ -110,6 +110,7 @@ __all__ = [
     "BackendError",
     "BackendNotFoundError",
     "BackendValidationError",
+    "Capabilities",
     "DeviceBuildResult",
     "DeviceCodegen",
     "EntryPointLike",
@@ -121,6 +122,7 @@ __all__ = [
     "KernelArgument",
     "KernelLaunch",
     "KernelSources",
+    "MissingCapabilityError",
     "PassPipeline",
     "PipelineStage",
     "PluginImportError",
@@ -131,7 +133,6 @@ __all__ = [
     "Toolchain",
     "ToolchainError",
     "ToolchainInfo",
-    "UnknownFeatureError",
     "always",
     "assert_conforms",
     "auto_candidates",

@@ -12,6 +12,12 @@ import attrs
 from tvm import IRModule
 from tvm.target import Target
 
+from tl_backend_api.capabilities import (
+    Capabilities,
+    MissingCapabilityError,
+    kernel_needs,
+    missing_capabilities,
+)
 from tl_backend_api.descriptors import (
     REMOVED_EXECUTION_BACKENDS,
     Backend,
@@ -75,9 +81,27 @@ class BackendContext:
             return None
         return self.backend.host_codegens[adapter]
 
-    def supports(self, feature: str) -> bool:
-        """`Backend.supports` for this context's target (same errors)."""
-        return self.backend.supports(feature, self.target)
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the target's device computes (`Backend.capabilities_for` of the target)."""
+        return self.backend.capabilities_for(self.target)
+
+    def require_capabilities(self, mod: IRModule) -> None:
+        """Refuse ``mod`` when it needs what the target's device cannot compute.
+
+        Raises:
+            MissingCapabilityError: names the kernel(s), the backend, the target
+                and every missing capability (a dtype, an atomic).
+        """
+        missing = missing_capabilities(kernel_needs(mod), self.capabilities)
+        if missing:
+            names = sorted(str(gv.name_hint) for gv in mod.get_global_vars())
+            lines = "\n".join(f"  - {line}" for line in missing)
+            raise MissingCapabilityError(
+                f"kernel {', '.join(names)} cannot run on target {describe_target(self.target)} "
+                f"(backend {self.backend.name!r}): it\n{lines}\n"
+                "(the backend declares these in Backend.capabilities)"
+            )
 
     def lower(
         self,
@@ -87,7 +111,17 @@ class BackendContext:
         start: str | None = None,
         stop: str | None = None,
     ) -> IRModule:
-        """Run the backend's pipeline for this target over ``mod`` (see `PassPipeline.run`)."""
+        """Run the backend's pipeline for this target over ``mod`` (see `PassPipeline.run`).
+
+        A run from the first stage first checks ``mod`` against the target's
+        capabilities (`require_capabilities`), so a kernel the device cannot
+        compute is refused before any pass or compiler runs.
+
+        Raises:
+            MissingCapabilityError: see `require_capabilities`.
+        """
+        if start is None:
+            self.require_capabilities(mod)
         return self.pipeline.run(mod, self.target, dump_dir=dump_dir, start=start, stop=stop)
 
     def emit_source(self, mod: IRModule) -> KernelSources:

@@ -15,7 +15,8 @@ import attrs
 import tvm_ffi
 from tvm.target import Target
 
-from tl_backend_api.errors import BackendValidationError, UnknownFeatureError
+from tl_backend_api.capabilities import UNRESTRICTED, Capabilities, CapabilitiesLike
+from tl_backend_api.errors import BackendValidationError
 from tl_backend_api.execution_specs import REMOVED_EXECUTION_BACKENDS as REMOVED_EXECUTION_BACKENDS
 from tl_backend_api.execution_specs import ExecutionBackendSpec as ExecutionBackendSpec
 from tl_backend_api.execution_specs import TargetPredicate as TargetPredicate
@@ -30,7 +31,7 @@ from tl_backend_api.protocols import (
     PassPipeline,
     Toolchain,
 )
-from tl_backend_api.target import TargetLike, normalize_target, tvm_target_kinds
+from tl_backend_api.target import tvm_target_kinds
 
 _V = TypeVar("_V")
 
@@ -61,10 +62,6 @@ def _frozen_device_codegens(value: Mapping[str, DeviceCodegen]) -> Mapping[str, 
 
 def _frozen_host_codegens(value: Mapping[str, HostCodegen]) -> Mapping[str, HostCodegen]:
     return _frozen("host_codegens", value)
-
-
-def _frozen_features(value: Mapping[str, TargetPredicate]) -> Mapping[str, TargetPredicate]:
-    return _frozen("features", value)
 
 
 def _frozen_callbacks(
@@ -149,7 +146,10 @@ class Backend:
         host_codegens: adapter key -> `HostCodegen`; one for every spec
             with ``enable_host_codegen`` (keyed on the spec's adapter).
         host_codegen_hooks: kind -> hooks run on the host module, owned kinds only.
-        features: capability name -> predicate on the target (see `supports`).
+        capabilities: what the device computes (`Capabilities`: float dtypes,
+            atomics per memory space), or a function of the target returning
+            it; lowering refuses a kernel that needs more (`capabilities_for`).
+            Default: no restriction.
         callbacks: tvm-ffi global name -> function, registered once per
             process at the backend's first resolution.
         toolchains: tool name -> `Toolchain` the backend drives.
@@ -195,7 +195,7 @@ class Backend:
     host_codegen_hooks: Mapping[str, tuple[HostCodegenHook, ...]] = attrs.field(
         factory=dict, converter=_frozen_hooks
     )
-    features: Mapping[str, TargetPredicate] = attrs.field(factory=dict, converter=_frozen_features)
+    capabilities: CapabilitiesLike = UNRESTRICTED
     callbacks: Mapping[str, Callable[..., Any]] = attrs.field(
         factory=dict, converter=_frozen_callbacks
     )
@@ -285,10 +285,11 @@ class Backend:
                     )
         if self.supports_target is not None:
             _require_callable(owner, "supports_target", self.supports_target)
-        for field in ("features", "callbacks"):
-            for key, value in getattr(self, field).items():
-                _non_empty_str(owner, f"{field} key", key)
-                _require_callable(owner, f"{field}[{key!r}]", value)
+        if not isinstance(self.capabilities, Capabilities):
+            _require_callable(owner, "capabilities", self.capabilities)
+        for key, value in self.callbacks.items():
+            _non_empty_str(owner, "callbacks key", key)
+            _require_callable(owner, f"callbacks[{key!r}]", value)
         for tool_name, toolchain in self.toolchains.items():
             if not isinstance(toolchain, Toolchain):
                 raise BackendValidationError(
@@ -401,29 +402,21 @@ class Backend:
             )
         return answer
 
-    def supports(self, feature: str, target: TargetLike) -> bool:
-        """Ask whether ``target`` has capability ``feature`` on this backend.
-
-        Args:
-            feature: a name declared in `features` (``"tensor_cores"``...).
-            target: any target form `normalize_target` accepts.
+    def capabilities_for(self, target: Target) -> Capabilities:
+        """What the device behind ``target`` computes: `capabilities`, called with the
+        target when it is a function.
 
         Raises:
-            UnknownFeatureError: ``feature`` is not declared (an error, not False).
-            TypeError: the predicate returned something other than a bool.
-            TargetError: ``target`` cannot be normalized.
+            TypeError: the function returned something other than a `Capabilities`.
         """
-        predicate = self.features.get(feature)
-        if predicate is None:
-            raise UnknownFeatureError(
-                f"backend {self.name!r} declares no feature {feature!r}; "
-                f"expected one of {sorted(self.features)}"
-            )
-        answer = predicate(normalize_target(target))
-        if not isinstance(answer, bool):
+        declared = self.capabilities
+        if isinstance(declared, Capabilities):
+            return declared
+        answer = declared(target)
+        if not isinstance(answer, Capabilities):
             raise TypeError(
-                f"backend {self.name!r} feature {feature!r}: expected the predicate to "
-                f"return a bool, got {type(answer).__name__} {answer!r}"
+                f"Backend {self.name!r}.capabilities({target.kind.name!r}): expected a "
+                f"tl_backend_api.Capabilities, got {type(answer).__name__} {answer!r}"
             )
         return answer
 

@@ -36,14 +36,6 @@ class PluginImportError(BackendError, ImportError):
     """A ``tl.backends`` entry point failed to load; the message names its package."""
 
 
-class UnknownFeatureError(BackendError, LookupError):
-    """`Backend.supports` was asked about a feature the backend does not declare."""
-
-    def __str__(self) -> str:
-        # LookupError/KeyError-style repr quoting would hide the message's lines.
-        return str(self.args[0]) if self.args else ""
-
-
 class ExecutionBackendError(BackendError, ValueError):
     """An execution backend name is unknown for the target (or is the removed ``ctypes``)."""
 

@@ -23,7 +23,7 @@ from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import HOST_TARGET, CudaDeviceCodegen
 from .device_presence import cuda_device_present
-from .features import FEATURES
+from .features import cuda_capabilities
 from .pipeline import PIPELINE
 from .probes import (
     CUDA_ADAPTER,
@@ -68,7 +68,7 @@ BACKEND = Backend(
             install_hint="nothing: CUDA C is generated without nvcc or a GPU",
         ),
     ),
-    features=FEATURES,
+    capabilities=cuda_capabilities,
     toolchains={"nvcc": Nvcc()},
     # Target facts the core reads from the descriptor: device presence and
     # rank for target="auto", the host target device code runs under, the

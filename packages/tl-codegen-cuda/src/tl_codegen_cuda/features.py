@@ -1,4 +1,5 @@
-"""Capabilities per CUDA arch, asked through ``backend.supports(name, target)``."""
+"""What each CUDA arch offers: the feature predicates the cuda lowering consults (through
+its `GpuTraits`) and the `Capabilities` record the core reads (`cuda_capabilities`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import re
 from collections.abc import Callable
 
 from tvm.target import Target
+
+from tl_backend_api import Capabilities
 
 #: The arch assumed when the target names none (or one nvcc no longer supports).
 DEFAULT_ARCH = "sm_80"
@@ -53,3 +56,14 @@ FEATURES: dict[str, Callable[[Target], bool]] = {
     "wgmma": _hopper_family,
     "fp8": _at_least(89),
 }
+
+
+#: The float dtypes every supported arch computes in; fp8 and narrower formats need sm_89.
+_BELOW_FP8 = Capabilities(float_dtypes=frozenset({"float16", "bfloat16", "float32", "float64"}))
+_ANY_FLOAT = Capabilities()
+
+
+def cuda_capabilities(target: Target) -> Capabilities:
+    """The `Backend.capabilities` of the cuda backend: below sm_89 (no fp8 arithmetic or
+    conversions) the float dtypes are fp16, bf16, fp32 and fp64; from sm_89 on, any."""
+    return _ANY_FLOAT if FEATURES["fp8"](target) else _BELOW_FP8

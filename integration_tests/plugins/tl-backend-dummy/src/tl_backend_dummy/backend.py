@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tvm.target import Target
 
-from tl_backend_api import Backend, ExecutionBackendSpec
+from tl_backend_api import Backend, Capabilities, ExecutionBackendSpec
 from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen, MarkHostHook
 from tl_backend_dummy.pipeline import PIPELINE
 from tl_backend_dummy.toolchain import DummyPackager
@@ -19,9 +19,12 @@ def device_driver_present() -> bool:
     return False
 
 
-def has_model(target: Target) -> bool:
-    """Feature ``model``: the target names a device model (``{"kind": "ext_dev", "model": ...}``)."""
-    return str(target.attrs.get("model", "")) not in ("", "unknown")
+def capabilities(target: Target) -> Capabilities:
+    """What the dummy device computes: float32 only, and float16 too when the target names
+    a device model (``{"kind": "ext_dev", "model": ...}``); no atomics."""
+    named = str(target.attrs.get("model", "")) not in ("", "unknown")
+    floats = {"float32", "float16"} if named else {"float32"}
+    return Capabilities(float_dtypes=floats, atomics={})
 
 
 def describe() -> str:
@@ -47,7 +50,7 @@ BACKEND = Backend(
     ),
     host_codegens={"cython": DummyHostCodegen()},
     host_codegen_hooks={"ext_dev": [MarkHostHook()]},
-    features={"model": has_model},
+    capabilities=capabilities,
     callbacks={"tl_backend_dummy.describe": describe},
     toolchains={"dummy-packager": DummyPackager()},
 )
