@@ -19,7 +19,10 @@ import inspect
 from collections.abc import Iterable
 from types import ModuleType
 
-from tl_backend_api import Backend
+from tvm.target import Target
+
+import tl_runtime
+from tl_backend_api import Backend, offered_execution_backends, probe_availability
 from tl_backend_api.registry import ENTRY_POINT_GROUP
 
 #: The Protocol every descriptor part must be annotated with in the contract module.
@@ -155,3 +158,30 @@ def contract_problems(
                 what = type(obj).__qualname__ if part in _INSTANTIATED else obj
                 problems.append(f"{part}: {what!r} is not imported by {module.__name__}")
     return problems
+
+
+def suite_adapters(backend: Backend, target: Target) -> tuple[list[str], list[str]]:
+    """The adapters the kernel suite runs through for ``target``, and why others do not.
+
+    A backend's artifacts run here when one of its execution backends offered for
+    ``target`` names a launcher (an adapter) whose availability probe says yes:
+    that is how a backend says its launcher runs on this machine, whether its
+    kernels run on the host CPU or on a device the launcher reaches (a GPU, pocl,
+    a CPU emulator, a fake driver). ``host_kind`` plays no part. Returns
+    ``(adapters, reasons)``: the adapter keys in ``"auto"`` order, and one line per
+    spec that does not run here (source only, or what its probe said).
+    """
+    adapters: list[str] = []
+    reasons: list[str] = []
+    for spec in offered_execution_backends(backend, target):
+        if spec.adapter is None:
+            reasons.append(f"{spec.name!r} is source only")
+            continue
+        available, reason = probe_availability(spec)
+        if not available:
+            launcher = tl_runtime.adapter_availability(spec.adapter)
+            said = reason if launcher.available else f"{reason}; the launcher: {launcher.reason}"
+            reasons.append(f"{spec.name!r} ({spec.adapter}): {said}")
+        elif spec.adapter not in adapters:
+            adapters.append(spec.adapter)
+    return adapters, reasons

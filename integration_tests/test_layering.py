@@ -169,6 +169,8 @@ def test_a_package_scaffolded_into_packages_is_layer_checked_without_a_hand_edit
         "layered", workspace / "packages" / "tl-codegen-layered", kind="ext_dev"
     )
     shutil.copytree(package / "src" / "tl_codegen_layered", source_copy / "tl_codegen_layered")
+    launcher = workspace / "packages" / "tl-runtime-layered" / "src" / "tl_runtime_layered"
+    shutil.copytree(launcher, source_copy / "tl_runtime_layered")
     assert unchecked_workspace_packages(workspace) == []
 
     config = workspace / "pyproject.toml"
@@ -176,7 +178,9 @@ def test_a_package_scaffolded_into_packages_is_layer_checked_without_a_hand_edit
     assert result.returncode == 0, result.stdout + result.stderr
     (source_copy / "tl_codegen_layered" / "_probe.py").write_text("import tl_codegen_cpu\n")
     (source_copy / "tl_jit" / "_probe.py").write_text("import tl_codegen_layered\n")
+    (source_copy / "tl_runtime_layered" / "_probe.py").write_text("import tvm\n")
     output = (result := _lint(source_copy, config)).stdout + result.stderr
     assert result.returncode != 0, output
     assert "tl_codegen_layered._probe -> tl_codegen_cpu" in output, output
     assert "tl_jit._probe -> tl_codegen_layered" in output, output
+    assert "tl_runtime_layered._probe -> tvm" in output, output

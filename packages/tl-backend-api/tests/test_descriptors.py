@@ -124,9 +124,7 @@ def test_mutating_the_callers_dicts_changes_nothing() -> None:
     assert backend.target_kinds == ("opencl",)
 
 
-@pytest.mark.parametrize(
-    "field", ["pipelines", "device_codegens", "callbacks", "host_codegens"]
-)
+@pytest.mark.parametrize("field", ["pipelines", "device_codegens", "callbacks", "host_codegens"])
 def test_descriptor_mappings_refuse_writes(field: str) -> None:
     backend = make_backend()
     mapping: Any = getattr(backend, field)

@@ -1,8 +1,9 @@
-"""scripts/new-backend: the generated package passes the contract checks without being installed."""
+"""scripts/new-backend: the generated packages pass the contract checks without being installed."""
 
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import subprocess
 import sys
@@ -16,13 +17,19 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from tl_backend_api import Backend, create_backend_context, isolated_registry
+from tl_backend_api import (
+    Backend,
+    ExecutionBackendUnavailableError,
+    create_backend_context,
+    isolated_registry,
+)
 from tl_backend_api.conformance import conformance_problems
 from tl_backend_api.scaffold import (
     ScaffoldError,
     create_backend_package,
     main,
     register_in_workspace,
+    runtime_package_dir,
     workspace_config_for,
 )
 
@@ -35,31 +42,54 @@ def generated(tmp_path: Path) -> Iterator[Path]:
     package = create_backend_package(
         "scaffolded", tmp_path / "tl-codegen-scaffolded", kind="ext_dev"
     )
-    sys.path.insert(0, str(package / "src"))
+    sources = [str(package / "src"), str(runtime_package_dir(package, "scaffolded") / "src")]
+    sys.path[:0] = sources
     try:
         yield package
     finally:
-        sys.path.remove(str(package / "src"))
-        for name in [m for m in sys.modules if m.startswith("tl_codegen_scaffolded")]:
-            del sys.modules[name]
+        for entry in sources:
+            sys.path.remove(entry)
+        for name in [m for m in sys.modules if m.startswith(("tl_codegen_", "tl_runtime_scaf"))]:
+            if "scaffolded" in name:
+                del sys.modules[name]
 
 
-def test_layout_and_entry_point(generated: Path) -> None:
+def test_layout_and_entry_points(generated: Path) -> None:
     module = generated / "src" / "tl_codegen_scaffolded"
-    names = ("__init__", "backend", "pipeline", "codegen", "toolchain", "launcher", "language")
-    for name in (*names, "contract"):
+    names = ("__init__", "backend", "pipeline", "codegen", "toolchain", "language", "contract")
+    for name in names:
         assert (module / f"{name}.py").is_file(), name
+    assert not (module / "launcher.py").exists()  # the launcher is a distribution of its own
     assert (module / "py.typed").is_file()
     assert (generated / "tests" / "test_contract.py").is_file()
-    project = tomllib.loads((generated / "pyproject.toml").read_text())
-    assert project["project"]["name"] == "tl-codegen-scaffolded"
-    assert project["project"]["entry-points"]["tl.backends"] == {
-        "ext_dev": "tl_codegen_scaffolded.backend:BACKEND"
+    project = tomllib.loads((generated / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "tl-codegen-scaffolded"
+    assert project["entry-points"] == {
+        "tl.backends": {"ext_dev": "tl_codegen_scaffolded.backend:BACKEND"}
     }
-    assert project["project"]["entry-points"]["tl.adapters"] == {
-        "scaffolded_launcher": "tl_codegen_scaffolded.launcher:Launcher"
+    assert "tl-runtime-scaffolded" in project["dependencies"]
+
+    runtime = runtime_package_dir(generated, "scaffolded")
+    assert runtime == generated.parent / "tl-runtime-scaffolded"
+    for name in ("__init__", "launcher", "contract"):
+        assert (runtime / "src" / "tl_runtime_scaffolded" / f"{name}.py").is_file(), name
+    assert (runtime / "tests" / "test_launcher.py").is_file()
+    launcher_project = tomllib.loads((runtime / "pyproject.toml").read_text())
+    assert launcher_project["project"]["name"] == "tl-runtime-scaffolded"
+    assert launcher_project["project"]["dependencies"] == ["tl-runtime"]
+    assert launcher_project["project"]["entry-points"] == {
+        "tl.adapters": {"scaffolded_launcher": "tl_runtime_scaffolded.launcher:Launcher"}
     }
-    assert project["build-system"]["build-backend"] == "hatchling.build"
+    for config in (project, launcher_project["project"]):
+        assert config["name"]
+    assert launcher_project["build-system"]["build-backend"] == "hatchling.build"
+
+
+def test_the_launcher_imports_tl_runtime_and_nothing_else_of_tl(generated: Path) -> None:
+    runtime = runtime_package_dir(generated, "scaffolded") / "src" / "tl_runtime_scaffolded"
+    for path in runtime.glob("*.py"):
+        imported = re.findall(r"^(?:from|import) (\w+)", path.read_text(), re.M)
+        assert {m for m in imported if m.startswith("tl") or m == "tvm"} <= {"tl_runtime"}, path
 
 
 def test_generated_backend_passes_the_contract_checks(generated: Path) -> None:
@@ -68,19 +98,21 @@ def test_generated_backend_passes_the_contract_checks(generated: Path) -> None:
     importlib.import_module("tl_codegen_scaffolded.contract").check_types()
     # Not installed here, so its tl.adapters entry point is not in any metadata yet:
     # name the launcher's key as installed (integration_tests/test_new_backend.py installs it).
-    launcher = importlib.import_module("tl_codegen_scaffolded.launcher").Launcher
+    launcher = importlib.import_module("tl_runtime_scaffolded.launcher").Launcher
     assert launcher.key == "scaffolded_launcher"
     missing = conformance_problems(backend, adapter_keys={"tvm_ffi"})
     assert any("scaffolded_launcher" in problem for problem in missing), missing
     assert conformance_problems(backend, adapter_keys={"tvm_ffi", launcher.key}) == []
     with isolated_registry(discover=False):
-        from tl_backend_api import register_backend
+        from tl_backend_api import register_backend, resolve_backend
 
         register_backend(backend)
-        context = create_backend_context("ext_dev")
-        assert context.adapter == "scaffolded_launcher"
-        with pytest.raises(NotImplementedError, match="emit_source is not implemented"):
-            context.emit_source(None)
+        assert resolve_backend("ext_dev") is backend
+        # Not installed, the launcher's probe says no: the spec says what to install.
+        with pytest.raises(ExecutionBackendUnavailableError, match="install tl-runtime-scaffolded"):
+            create_backend_context("ext_dev")
+    with pytest.raises(NotImplementedError, match="emit_source is not implemented"):
+        backend.device_codegens["ext_dev"].emit_source(None, None)
 
 
 def test_generated_backend_declares_the_descriptor_fields(generated: Path) -> None:
@@ -91,13 +123,22 @@ def test_generated_backend_declares_the_descriptor_fields(generated: Path) -> No
         "auto_priority=",
         "kind_aliases=",
         "host_kind=",
+        "capabilities=",
         "argument_alignment=",
         "argument_device_types=",
     ):
         assert field in source, field
     backend = importlib.import_module("tl_codegen_scaffolded.backend").BACKEND
     assert backend.is_active() is True and backend.auto_kind is None
-    assert backend.argument_device_types == (1,)
+    assert backend.argument_device_types == (1,) and backend.host_kind is None
+
+
+def test_a_device_backend_gets_its_host_kind(tmp_path: Path) -> None:
+    package = create_backend_package("device", tmp_path / "tl-codegen-device", "ext_dev", "llvm")
+    source = (package / "src" / "tl_codegen_device" / "backend.py").read_text()
+    assert "host_kind='llvm',  # the kind that runs the host side" in source
+    with pytest.raises(ScaffoldError, match="host_kind: expected a TVM target kind"):
+        create_backend_package("other", tmp_path / "tl-codegen-other", "ext_dev", "no-such")
 
 
 def test_generated_toolchain_finds_the_c_compiler(generated: Path) -> None:
@@ -121,7 +162,7 @@ def test_generated_package_is_lint_and_format_clean(generated: Path) -> None:
     config = str(ROOT / "pyproject.toml")
     for command in (["check"], ["format", "--check"]):
         done = subprocess.run(
-            [str(BIN / "ruff"), *command, "--config", config, str(generated)],
+            [str(BIN / "ruff"), *command, "--config", config, str(generated.parent)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -139,6 +180,11 @@ def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture
     (taken / "file").write_text("x")
     with pytest.raises(ScaffoldError, match="dest: expected a new or empty directory"):
         create_backend_package("opencl", taken)
+    launcher_taken = tmp_path / "tl-runtime-opencl"
+    launcher_taken.mkdir()
+    (launcher_taken / "file").write_text("x")
+    with pytest.raises(ScaffoldError, match="tl-runtime-opencl' holding files"):
+        create_backend_package("opencl", tmp_path / "tl-codegen-opencl")
     assert main(["foo", "--dest", str(tmp_path / "c")]) == 2
     assert "kind: expected a TVM target kind" in capsys.readouterr().err
     assert main(["webgpu", "--dest", str(tmp_path / "d")]) == 0
@@ -147,7 +193,13 @@ def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_generated_package_is_mypy_strict_clean(generated: Path) -> None:
     done = subprocess.run(
-        [str(BIN / "mypy"), "--config-file", str(ROOT / "pyproject.toml"), str(generated / "src")],
+        [
+            str(BIN / "mypy"),
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            str(generated / "src"),
+            str(runtime_package_dir(generated, "scaffolded") / "src"),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -174,6 +226,13 @@ def test_a_package_generated_into_packages_joins_the_layering_config(tmp_path: P
     assert codegen_layer.endswith("| tl_codegen_joined")
     for contract_id in ("runtime-is-light", "core-imports-no-backend"):
         assert "tl_codegen_joined" in contracts[contract_id]["forbidden_modules"], contract_id
+    # The launcher package joins the runtime plug-ins.
+    assert "tl_runtime_joined" in config["root_packages"]  # type: ignore[operator]
+    plugin_layer = next(x for x in contracts["layers"]["layers"] if "tl_runtime_cuda" in x)
+    assert plugin_layer.endswith("| tl_runtime_joined")
+    assert "tl_runtime_joined" in contracts["runtime-plugins-are-light"]["source_modules"]
+    assert "tl_runtime_joined" in contracts["core-imports-no-backend"]["forbidden_modules"]
+    assert "tl_runtime_joined" in contracts["passes-below-runtime-free"]["forbidden_modules"]
     # Idempotent: a second registration changes nothing.
     before = (tmp_path / "pyproject.toml").read_text()
     assert register_in_workspace(tmp_path / "pyproject.toml", "tl_codegen_joined") is False

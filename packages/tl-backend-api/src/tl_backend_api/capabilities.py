@@ -105,8 +105,7 @@ def _atomics(
     for space, dtypes in value.items():
         if space not in MEMORY_SPACES:
             raise BackendValidationError(
-                f"Capabilities.atomics: expected memory spaces among {MEMORY_SPACES}, "
-                f"got {space!r}"
+                f"Capabilities.atomics: expected memory spaces among {MEMORY_SPACES}, got {space!r}"
             )
         spaces[space] = _dtype_set(f"atomics[{space!r}]", dtypes) or frozenset()
     return types.MappingProxyType(spaces)
