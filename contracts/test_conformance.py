@@ -12,14 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from tvm.target import Target
 
 from tl_backend_api import (
     Backend,
+    Capabilities,
     DeviceCodegen,
     ExecutionBackendSpec,
     HostCodegen,
     PassPipeline,
-    UnknownFeatureError,
     assert_conforms,
     discovery_errors,
     list_backends,
@@ -98,11 +99,9 @@ def test_every_availability_probe_returns_a_bool(backend: Backend) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=_ids)
-def test_supports_raises_on_unknown_features(backend: Backend) -> None:
-    with pytest.raises(UnknownFeatureError):
-        backend.supports("certainly-not-a-feature", backend.target_kinds[0])
-    for feature in backend.features:
-        assert isinstance(backend.supports(feature, backend.target_kinds[0]), bool)
+def test_capabilities_answer_a_record_on_every_owned_kind(backend: Backend) -> None:
+    for kind in backend.target_kinds:
+        assert isinstance(backend.capabilities_for(Target({"kind": kind})), Capabilities)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=_ids)

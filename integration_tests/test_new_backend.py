@@ -1,14 +1,16 @@
-"""docs/backends.md's walkthrough, executed literally: a backend with its own launcher.
+"""docs/backends.md's walkthrough, executed literally: a device backend with its own launcher.
 
 The page's walkthrough is read from the page itself: every ``$ `` line of its
 ``console`` blocks runs in bash from the repository root (``WORK`` set to a
 temporary directory outside the repository), and every ``python file=PATH``
 block is written to ``$WORK/PATH`` right after the package is generated. The
 one step done differently is ``pip install -e``: to leave the shared
-development venv unchanged (and to need no build backend or network), the
+development venv unchanged (and to need no build backend or network), each
 package is "installed" the way importlib.metadata sees installed packages,
 its ``src`` and a generated ``*.dist-info`` (``entry_points.txt`` from its
-pyproject.toml) on ``PYTHONPATH`` of the later steps. Finally no file of the
+pyproject.toml) on ``PYTHONPATH`` of the later steps. The backend is a device
+backend (``host_kind`` set) whose launcher runs here, so ``contracts/`` must
+run the whole kernel suite through that launcher. Finally no file of the
 repository may have changed: the new target ships with zero edits elsewhere.
 """
 
@@ -26,6 +28,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from integration_tests.kernels import ALL_KERNELS
 from integration_tests.plugins.activation import write_distribution_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +78,8 @@ def worktree_state() -> dict[str, str]:
 
 def test_the_page_holds_the_walkthrough() -> None:
     section = walkthrough()
-    assert any(c.startswith("scripts/new-backend walk ") for c in commands(section))
+    generate = next(c for c in commands(section) if c.startswith("scripts/new-backend walk "))
+    assert "--host-kind llvm" in generate  # a device-style backend
     assert set(file_blocks(section)) == {
         "tl-codegen-walk/src/tl_codegen_walk/pipeline.py",
         "tl-codegen-walk/src/tl_codegen_walk/codegen.py",
@@ -83,12 +87,19 @@ def test_the_page_holds_the_walkthrough() -> None:
     }
 
 
-def _install(package: Path, site: Path, env: dict[str, str]) -> None:
+def _install(packages: list[Path], site: Path, env: dict[str, str]) -> None:
     """What ``pip install`` makes visible: the sources, and the entry points in a dist-info."""
-    write_distribution_metadata(package, site)
-    entries = [str(package / "src"), str(site)]
+    for package in packages:
+        write_distribution_metadata(package, site)
+    entries = [*(str(package / "src") for package in packages), str(site)]
     previous = env.get("PYTHONPATH")
     env["PYTHONPATH"] = os.pathsep.join([*entries, *([previous] if previous else [])])
+
+
+def _editable_paths(command: str, work: Path) -> list[Path]:
+    """The package directories of ``pip install -e A -e B`` (``$WORK`` expanded)."""
+    words = shlex.split(command.replace("$WORK", str(work)))
+    return [Path(words[i + 1]) for i, word in enumerate(words) if word == "-e"]
 
 
 def _env(tmp_path: Path, work: Path) -> dict[str, str]:
@@ -101,11 +112,13 @@ def test_a_package_as_generated_passes_the_contract_checks(tmp_path: Path) -> No
     """Before any code is written: installed, its own tests and contracts/ pass."""
     env = _env(tmp_path, tmp_path)
     package = tmp_path / "tl-codegen-fresh"
+    launcher = tmp_path / "tl-runtime-fresh"
     generate = [str(ROOT / "scripts" / "new-backend"), "fresh", "--kind", "ext_dev"]
+    tests = [str(launcher / "tests"), str(package / "tests")]
     for command in (
         [*generate, "--dest", str(package)],
         "INSTALL",
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(package / "tests")],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
         [
             sys.executable,
             "-m",
@@ -119,7 +132,7 @@ def test_a_package_as_generated_passes_the_contract_checks(tmp_path: Path) -> No
         ],
     ):
         if command == "INSTALL":
-            _install(package, tmp_path / "site", env)
+            _install([launcher, package], tmp_path / "site", env)
             continue
         done = subprocess.run(
             command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
@@ -139,8 +152,7 @@ def test_the_walkthrough_ships_a_backend_with_its_own_launcher(tmp_path: Path) -
     outputs: list[str] = []
     for command in commands(section):
         if command.startswith("pip install -e "):
-            package = Path(shlex.split(command.replace("$WORK", str(work)))[-1])
-            _install(package, tmp_path / "site", env)
+            _install(_editable_paths(command, work), tmp_path / "site", env)
             continue
         done = subprocess.run(
             ["bash", "-c", command],
@@ -154,10 +166,23 @@ def test_the_walkthrough_ships_a_backend_with_its_own_launcher(tmp_path: Path) -
         outputs.append(done.stdout)
         if command.startswith("scripts/new-backend "):
             assert (work / "tl-codegen-walk" / "pyproject.toml").is_file()
+            assert (work / "tl-runtime-walk" / "pyproject.toml").is_file()
             for relative, code in file_blocks(section).items():
                 (work / relative).parent.mkdir(parents=True, exist_ok=True)
                 (work / relative).write_text(code)
-    assert re.search(r"\b3 passed", outputs[-3]), outputs[-3]  # the package's own tests
-    assert re.search(r"\d+ passed", outputs[-2]), outputs[-2]  # contracts -k walk ran tests
+    assert re.search(r"\b4 passed", outputs[-3]), outputs[-3]  # the two packages' own tests
+    # contracts -k walk ran the whole kernel suite through the device backend's launcher,
+    # skipping nothing.
+    contracts = outputs[-2]
+    passed = re.search(r"(\d+) passed", contracts)
+    assert passed and int(passed.group(1)) > len(ALL_KERNELS), contracts
+    assert "skipped" not in contracts and "deselected" in contracts, contracts
+    suite = [
+        line
+        for line in contracts.splitlines()
+        if line.startswith("PASSED contracts/test_kernel_suite.py::") and "walk-ext_dev" in line
+    ]
+    assert len(suite) == len(ALL_KERNELS), contracts
+    assert all(any(f"[{n}-" in line or f"-{n}]" in line for line in suite) for n in ALL_KERNELS)
     assert "adapter: walk_launcher" in outputs[-1], outputs[-1]
     assert worktree_state() == before, "the walkthrough changed files of the repository"

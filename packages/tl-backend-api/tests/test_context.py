@@ -217,7 +217,7 @@ def test_host_targets() -> None:
 
 
 def test_lower_dumps_ir_after_each_stage(tmp_path: Path, small_module: Any) -> None:
-    from tl_backend_api import PipelineStage, StagedPipeline
+    from tl_backend_api import PipelineStage, Pipeline
 
     order: list[str] = []
 
@@ -228,7 +228,7 @@ def test_lower_dumps_ir_after_each_stage(tmp_path: Path, small_module: Any) -> N
 
         return PipelineStage(name, apply)
 
-    pipe = StagedPipeline("three", (stage("one"), stage("two"), stage("three")))
+    pipe = Pipeline("three", (stage("one"), stage("two"), stage("three")))
     register_backend(make_backend(pipelines={"opencl": pipe}))
     context = create_backend_context("opencl")
     context.lower(small_module, dump_dir=tmp_path)

@@ -12,7 +12,7 @@ from tl_backend_api import (
     KernelLaunch,
     KernelSources,
     PipelineStage,
-    StagedPipeline,
+    Pipeline,
     ToolchainError,
 )
 
@@ -72,13 +72,13 @@ def test_pipeline_validation() -> None:
     with pytest.raises(TypeError, match=r"expected a callable"):
         PipelineStage("lower-copy", "not callable")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"at least one stage"):
-        StagedPipeline("empty", ())
+        Pipeline("empty", ())
     with pytest.raises(ValueError, match=r"appears twice"):
-        StagedPipeline("dup", (PipelineStage("a", identity), PipelineStage("a", identity)))
+        Pipeline("dup", (PipelineStage("a", identity), PipelineStage("a", identity)))
 
 
 def test_stage_returning_something_else_is_a_type_error(small_module: Any) -> None:
-    pipe = StagedPipeline("bad", (PipelineStage("to-none", lambda mod, target: None),))
+    pipe = Pipeline("bad", (PipelineStage("to-none", lambda mod, target: None),))
     with pytest.raises(
         TypeError, match=r"stage 'to-none' of pipeline 'bad': expected it to return an IRModule"
     ):

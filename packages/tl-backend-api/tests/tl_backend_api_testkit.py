@@ -13,7 +13,7 @@ from tl_backend_api import (
     ExecutionBackendSpec,
     KernelSources,
     PipelineStage,
-    StagedPipeline,
+    Pipeline,
 )
 
 
@@ -49,8 +49,8 @@ def identity_stage(mod: Any, target: Target) -> Any:
     return mod
 
 
-def pipeline(name: str = "test-pipeline") -> StagedPipeline:
-    return StagedPipeline(name=name, stages=(PipelineStage("identity", identity_stage),))
+def pipeline(name: str = "test-pipeline") -> Pipeline:
+    return Pipeline(name=name, stages=(PipelineStage("identity", identity_stage),))
 
 
 def make_backend(

@@ -59,7 +59,7 @@ from tl_backend_api.kinds import (
 from tl_backend_api.pipeline import (
     DUMP_IR_ENV,
     PipelineStage,
-    StagedPipeline,
+    Pipeline,
     pipeline_from_passes,
 )
 from tl_backend_api.protocols import (
@@ -127,7 +127,7 @@ __all__ = [
     "PipelineStage",
     "PluginImportError",
     "PluginLoadFailure",
-    "StagedPipeline",
+    "Pipeline",
     "TargetError",
     "TargetLike",
     "Toolchain",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from tvm import IRModule
 
-from tl_backend_api import StagedPipeline, pipeline_from_passes
+from tl_backend_api import Pipeline, pipeline_from_passes
 from tl_codegen_cpu.passes import (
     CpuCallHalfConversionsPass,
     CpuForwardCopiesPass,
@@ -90,8 +90,8 @@ C_PASSES: tuple[Pass, ...] = (
 #: Target ``llvm``.
 LLVM_PASSES: tuple[Pass, ...] = tuple(_common("tir", split_vector_loops=True))
 
-C_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-c", C_PASSES)
-LLVM_PIPELINE: StagedPipeline = pipeline_from_passes("cpu-llvm", LLVM_PASSES)
+C_PIPELINE: Pipeline = pipeline_from_passes("cpu-c", C_PASSES)
+LLVM_PIPELINE: Pipeline = pipeline_from_passes("cpu-llvm", LLVM_PASSES)
 
 
 def prepare_for_c(mod: IRModule) -> IRModule:
@@ -110,4 +110,4 @@ def prepare_for_c(mod: IRModule) -> IRModule:
 
 
 #: Kind -> pipeline.
-PIPELINES: dict[str, StagedPipeline] = {"c": C_PIPELINE, "llvm": LLVM_PIPELINE}
+PIPELINES: dict[str, Pipeline] = {"c": C_PIPELINE, "llvm": LLVM_PIPELINE}

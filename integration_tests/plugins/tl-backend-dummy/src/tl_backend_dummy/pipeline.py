@@ -6,7 +6,7 @@ import tvm
 from tvm import IRModule
 from tvm.target import Target
 
-from tl_backend_api import PipelineStage, StagedPipeline
+from tl_backend_api import PipelineStage, Pipeline
 
 
 def bind_target(mod: IRModule, target: Target) -> IRModule:
@@ -19,7 +19,7 @@ def simplify(mod: IRModule, target: Target) -> IRModule:
     return tvm.tirx.transform.StmtSimplify()(mod)
 
 
-PIPELINE = StagedPipeline(
+PIPELINE = Pipeline(
     name="dummy-ext-dev",
     stages=(
         PipelineStage("bind-target", bind_target),
