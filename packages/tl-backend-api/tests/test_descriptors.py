@@ -36,7 +36,7 @@ def test_a_source_only_spec_names_no_adapter() -> None:
 
 
 def test_aliases_are_other_names_of_one_spec() -> None:
-    spec = ExecutionBackendSpec("cubin", adapter="launcher", aliases=("tvm_ffi",))
+    spec = ExecutionBackendSpec("cubin", adapter="cuda_driver", aliases=("tvm_ffi",))
     assert spec.aliases == ("tvm_ffi",)
     assert spec.names == ("cubin", "tvm_ffi")
     backend = make_backend(specs=(spec, ExecutionBackendSpec("cython")))

@@ -194,8 +194,9 @@ def test_load_refuses_tampered_library(artifact_copy: Artifact) -> None:
 def test_load_errors(artifact: Artifact, tmp_path: Path) -> None:
     with pytest.raises(tl_runtime.ArtifactError, match="not a directory"):
         tl_runtime.load(tmp_path / "absent")
-    # nvrtc and torch are execution-backend names, not adapter keys; ctypes never existed.
-    for key in ("ctypes", "nvrtc", "torch"):
+    # ctypes never existed; a key nothing installs is spelled in the reserved namespace
+    # (tl_backend_api.conformance.RESERVED_ADAPTER_KEY_PREFIX) so no plug-in can take it.
+    for key in ("ctypes", "never-installed-nvrtc"):
         with pytest.raises(
             tl_runtime.AdapterUnavailableError,
             match=rf"'{key}' is not installed; installed adapters: \[.*'tvm_ffi'",
@@ -223,7 +224,7 @@ def test_adapter_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert tl_runtime.adapter_availability("tvm_ffi")
     assert not tl_runtime.adapter_availability("ctypes")
     assert "ctypes" not in tl_runtime.adapter_keys()
-    unknown = tl_runtime.adapter_availability("nvrtc")
+    unknown = tl_runtime.adapter_availability("never-installed-nvrtc")
     assert not unknown and "not installed" in unknown.reason
     from tl_runtime.adapters import cython_adapter
 
