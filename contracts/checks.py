@@ -30,8 +30,6 @@ PART_PROTOCOLS = {
     "descriptor": "Backend",
     "pipelines": "PassPipeline",
     "device_codegens": "DeviceCodegen",
-    "host_codegens": "HostCodegen",
-    "host_codegen_hooks": "HostCodegenHook",
     "toolchains": "Toolchain",
     "launchers": "Adapter",
 }
@@ -108,22 +106,17 @@ def own_launchers(backend: Backend, package: str) -> list[object]:
 
 
 def _parts(backend: Backend, package: str | None) -> dict[str, list[object]]:
-    hooks: list[object] = [
-        hook for kind_hooks in backend.host_codegen_hooks.values() for hook in kind_hooks
-    ]
     return {
         "descriptor": [backend],
         "pipelines": list(backend.pipelines.values()),
         "device_codegens": list(backend.device_codegens.values()),
-        "host_codegens": list(backend.host_codegens.values()),
-        "host_codegen_hooks": hooks,
         "toolchains": list(backend.toolchains.values()),
         "launchers": own_launchers(backend, package) if package else [],
     }
 
 
 #: Parts the contract module instantiates itself: it must import their classes.
-_INSTANTIATED = ("device_codegens", "host_codegens", "host_codegen_hooks", "toolchains")
+_INSTANTIATED = ("device_codegens", "toolchains")
 
 
 def contract_problems(
@@ -132,7 +125,7 @@ def contract_problems(
     """What ``module`` (the backend's contract module) fails to cover; empty when it covers all.
 
     Each part of the descriptor must be reachable from the module's globals
-    (the object itself, or its class for codegens, hooks and toolchains, which
+    (the object itself, or its class for device codegens and toolchains, which
     the module instantiates) and the module must annotate an assignment with
     the part's Protocol, which is what mypy then checks. A launcher the
     backend's package publishes under ``tl.adapters`` and its specs use is a

@@ -111,11 +111,11 @@ def test_an_explicit_override_replaces_the_plugin_backend() -> None:
         original = api.resolve_backend("ext_dev")
         assert original is BACKEND
         try:
-            api.register_backend(attrs.evolve(BACKEND))
+            api.registry.register_backend(attrs.evolve(BACKEND))
         except api.BackendConflictError as exc:
             print("conflict:", exc)
         mine = attrs.evolve(BACKEND, execution_backends=(api.ExecutionBackendSpec("tvm_ffi"),))
-        api.register_backend(mine, override=True)
+        api.registry.register_backend(mine, override=True)
         print("resolved mine:", api.resolve_backend("ext_dev") is mine)
         print("auto:", api.create_backend_context("ext_dev").execution_backend.name)
         """
@@ -150,7 +150,6 @@ def test_selection_against_the_dummy_backend() -> None:
         before = DummyDeviceCodegen.build_count
         result = source_only.build(lowered)
         print("source-only:", result.compiled, DummyDeviceCodegen.build_count == before)
-        print("host:", sorted(source_only.generate_host(lowered).files))
         print("floats:", sorted(context.capabilities.float_dtypes))
         named = api.create_backend_context({"kind": "ext_dev", "model": "m1"})
         print("named model floats:", sorted(named.capabilities.float_dtypes))
@@ -173,7 +172,6 @@ def test_selection_against_the_dummy_backend() -> None:
     assert "lowered target: ext_dev" in out
     assert "compiled: True ['k.tvmscript.bin']" in out
     assert "source-only: False True" in out
-    assert "host: ['host.c']" in out
     assert "floats: ['float32']" in out
     assert "named model floats: ['float16', 'float32']" in out
     assert "fp16: MissingCapabilityError kernel h cannot run on target 'ext_dev'" in out
@@ -227,7 +225,8 @@ def test_the_contract_checks_accept_the_dummy_backend() -> None:
     assert "problems: []" in out
 
 
-def test_build_artifact_runs_host_hooks_then_host_codegen_when_the_spec_asks() -> None:
+def test_the_artifacts_main_file_is_the_first_binary_else_the_first_source() -> None:
+    """docs/backends.md, "Which file is the artifact's main file"."""
     out = _run(
         """
         import json, pathlib, tempfile
@@ -244,14 +243,13 @@ def test_build_artifact_runs_host_hooks_then_host_codegen_when_the_spec_asks() -
             context = api.create_backend_context("ext_dev", execution_backend=spec)
             artifact = api.build_artifact(context, scale, root / spec)
             manifest = json.loads((artifact / "manifest.json").read_text())
-            names = sorted(f["path"] for f in manifest["files"])
-            print(spec, names)
-            if (artifact / "host.c").exists():
-                print(spec, "host:", (artifact / "host.c").read_text().splitlines()[0])
+            roles = {f["path"]: f["role"] for f in manifest["files"]}
+            print(spec, manifest["library"], roles)
         """
     )
-    assert "cython host: /* host side for ext_dev; hooks: mark-host */" in out, out
-    assert "fast host:" not in out, out
+    # Source only (no binaries): the first source file; compiled: the first binary.
+    assert "cython scale.tvmscript {'scale.tvmscript': 'source'}" in out, out
+    assert "fast scale.tvmscript.bin {'scale.tvmscript.bin': 'library'" in out, out
 
 
 def test_the_dummy_contract_module_type_checks(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tl_ir.language as T
 import tl_runtime
 from integration_tests.kernels import ALL_KERNELS, load
-from tl_backend_api import build_artifact, clear_availability_cache, create_backend_context
+from tl_backend_api import build_artifact, create_backend_context
+from tl_backend_api.descriptors import clear_availability_cache
 
 CUDA_TARGET = {"kind": "cuda", "arch": "sm_80"}
 

@@ -9,9 +9,9 @@ from tl_backend_api import (
     create_backend_context,
     detect_auto_target_kind,
     get_backend,
-    is_host_target,
     target_kind,
 )
+from tl_backend_api.kinds import is_host_target
 
 
 def test_auto_tries_the_gpu_backends_before_the_cpu_fallback() -> None:

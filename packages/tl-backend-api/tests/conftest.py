@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import tvm
 
-from tl_backend_api import clear_availability_cache, isolated_registry
+from tl_backend_api.descriptors import clear_availability_cache
+from tl_backend_api.registry import isolated_registry
 
 # importlib mode puts no test directory on sys.path; the testkit has a unique name.
 sys.path.insert(0, str(Path(__file__).parent))

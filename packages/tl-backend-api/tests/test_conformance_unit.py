@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from tl_backend_api_testkit import make_backend
 
-from tl_backend_api import (
-    ExecutionBackendSpec,
-    assert_conforms,
-    conformance_problems,
-    installed_adapter_keys,
-)
-from tl_backend_api.conformance import RESERVED_ADAPTER_KEY_PREFIX
+from tl_backend_api import ExecutionBackendSpec, assert_conforms, conformance_problems
+from tl_backend_api.conformance import RESERVED_ADAPTER_KEY_PREFIX, installed_adapter_keys
 
 
 def test_tl_runtimes_own_adapters_are_installed() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
-from tl_backend_api_testkit import CountingCodegen, FakeHook, FakeHostCodegen, make_backend
+from tl_backend_api_testkit import CountingCodegen, make_backend
 
 from tl_backend_api import (
     Capabilities,
@@ -16,8 +16,8 @@ from tl_backend_api import (
     ExecutionBackendUnavailableError,
     create_backend_context,
     probe_availability,
-    register_backend,
 )
+from tl_backend_api.registry import register_backend
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")
 
@@ -186,16 +186,11 @@ def test_source_only_path_runs_no_compiler(small_module: Any) -> None:
 def test_context_members_follow_the_adapter(small_module: Any) -> None:
     register_backend(
         make_backend(
-            specs=(ExecutionBackendSpec("fast", adapter="cython", enable_host_codegen=True),),
-            host_codegens={"cython": FakeHostCodegen()},
-            host_codegen_hooks={"opencl": [FakeHook()]},
+            specs=(ExecutionBackendSpec("fast", adapter="cython"),),
         )
     )
     context = create_backend_context("opencl", execution_backend="fast")
     assert context.adapter == "cython"
-    generated = context.generate_host(small_module)
-    assert generated is not None and generated.files["host.c"] == "int h;"
-    assert context.run_host_codegen_hooks(small_module) is small_module
     assert context.capabilities == Capabilities()
     assert context.lower(small_module).same_as(small_module)
     assert context.emit_source(small_module).entry_symbol == "k"
@@ -217,7 +212,7 @@ def test_host_targets() -> None:
 
 
 def test_lower_dumps_ir_after_each_stage(tmp_path: Path, small_module: Any) -> None:
-    from tl_backend_api import PipelineStage, Pipeline
+    from tl_backend_api import Pipeline, PipelineStage
 
     order: list[str] = []
 

@@ -8,8 +8,6 @@ import attrs
 import pytest
 from tl_backend_api_testkit import (
     CountingCodegen,
-    FakeHook,
-    FakeHostCodegen,
     make_backend,
     pipeline,
 )
@@ -31,8 +29,6 @@ def test_adapter_defaults_to_name() -> None:
 def test_a_source_only_spec_names_no_adapter() -> None:
     spec = ExecutionBackendSpec("source", adapter=None)
     assert spec.adapter is None
-    with pytest.raises(BackendValidationError, match="enable_host_codegen=True needs one"):
-        ExecutionBackendSpec("source", adapter=None, enable_host_codegen=True)
 
 
 def test_aliases_are_other_names_of_one_spec() -> None:
@@ -94,37 +90,27 @@ def test_mutating_the_callers_dicts_changes_nothing() -> None:
     pipelines: dict[str, Any] = {"opencl": pipeline()}
     codegens: dict[str, Any] = {"opencl": CountingCodegen()}
     callbacks: dict[str, Any] = {"tl_test.cb": lambda: 1}
-    host: dict[str, Any] = {"cython": FakeHostCodegen()}
-    hooks_list = [FakeHook()]
-    hooks: dict[str, Any] = {"opencl": hooks_list}
-    specs = [ExecutionBackendSpec("cython", enable_host_codegen=True)]
+    specs = [ExecutionBackendSpec("cython")]
     backend = Backend(
         name="copy",
         target_kinds=["opencl"],
         pipelines=pipelines,
         device_codegens=codegens,
         execution_backends=specs,
-        host_codegens=host,
-        host_codegen_hooks=hooks,
         callbacks=callbacks,
     )
-    snapshot = {
-        f: dict(getattr(backend, f))
-        for f in ("pipelines", "device_codegens", "callbacks", "host_codegens")
-    }
-    for d in (pipelines, codegens, callbacks, host, hooks):
+    snapshot = {f: dict(getattr(backend, f)) for f in ("pipelines", "device_codegens", "callbacks")}
+    for d in (pipelines, codegens, callbacks):
         d["intruder"] = object()
     del pipelines["opencl"], codegens["opencl"]
-    hooks_list.append(FakeHook())
     specs.append(ExecutionBackendSpec("tvm_ffi"))
     for field, before in snapshot.items():
         assert dict(getattr(backend, field)) == before, field
-    assert len(backend.host_codegen_hooks["opencl"]) == 1
     assert [s.name for s in backend.execution_backends] == ["cython"]
     assert backend.target_kinds == ("opencl",)
 
 
-@pytest.mark.parametrize("field", ["pipelines", "device_codegens", "callbacks", "host_codegens"])
+@pytest.mark.parametrize("field", ["pipelines", "device_codegens", "callbacks"])
 def test_descriptor_mappings_refuse_writes(field: str) -> None:
     backend = make_backend()
     mapping: Any = getattr(backend, field)
@@ -169,16 +155,6 @@ def test_spec_is_frozen() -> None:
             },
             r"expected unique names and aliases, got \['tvm_ffi'\]",
         ),
-        (
-            {
-                "execution_backends": (
-                    ExecutionBackendSpec("fast", adapter="cython", enable_host_codegen=True),
-                )
-            },
-            "enables host codegen.*adapter 'cython'",
-        ),
-        ({"host_codegen_hooks": {"cuda": [FakeHook()]}}, "hooks only for owned kinds"),
-        ({"host_codegen_hooks": {"opencl": [object()]}}, "expected HostCodegenHook items"),
         ({"capabilities": {"fp16": True}}, "capabilities: expected a callable"),
         ({"callbacks": {"x": 3}}, r"callbacks\['x'\]: expected a callable"),
         ({"supports_target": "yes"}, "supports_target: expected a callable"),
@@ -189,12 +165,6 @@ def test_spec_is_frozen() -> None:
 def test_backend_validation(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(BackendValidationError, match=message):
         make_backend(**overrides)
-
-
-def test_host_codegen_is_keyed_on_the_adapter() -> None:
-    spec = ExecutionBackendSpec("fast", adapter="cython", enable_host_codegen=True)
-    backend = make_backend(specs=(spec,), host_codegens={"cython": FakeHostCodegen()})
-    assert set(backend.host_codegens) == {"cython"}
 
 
 def test_capabilities_are_a_record_or_a_function_of_the_target() -> None:

@@ -17,12 +17,10 @@ from tl_backend_api import (
     PluginImportError,
     discovery_errors,
     get_backend,
-    isolated_registry,
     list_backends,
-    register_backend,
-    registered_kinds,
     resolve_backend,
 )
+from tl_backend_api.registry import isolated_registry, register_backend, registered_kinds
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")
 

@@ -17,13 +17,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from tl_backend_api import (
-    Backend,
-    ExecutionBackendUnavailableError,
-    create_backend_context,
-    isolated_registry,
-)
+from tl_backend_api import Backend, ExecutionBackendUnavailableError, create_backend_context
 from tl_backend_api.conformance import conformance_problems
+from tl_backend_api.registry import isolated_registry
 from tl_backend_api.scaffold import (
     ScaffoldError,
     create_backend_package,
@@ -104,7 +100,8 @@ def test_generated_backend_passes_the_contract_checks(generated: Path) -> None:
     assert any("scaffolded_launcher" in problem for problem in missing), missing
     assert conformance_problems(backend, adapter_keys={"tvm_ffi", launcher.key}) == []
     with isolated_registry(discover=False):
-        from tl_backend_api import register_backend, resolve_backend
+        from tl_backend_api import resolve_backend
+        from tl_backend_api.registry import register_backend
 
         register_backend(backend)
         assert resolve_backend("ext_dev") is backend

@@ -7,12 +7,8 @@ from typing import Any
 import pytest
 from tvm.target import Target
 
-from tl_backend_api import (
-    TargetError,
-    normalize_target,
-    parse_target_string,
-    target_kind,
-)
+from tl_backend_api import TargetError, normalize_target, target_kind
+from tl_backend_api.target import parse_target_string
 
 
 def test_option_strings_become_typed_dicts() -> None:
@@ -68,7 +64,7 @@ def test_bad_targets_raise_target_error(value: Any, message: str) -> None:
 
 
 def test_describe_target_shows_only_what_was_set() -> None:
-    from tl_backend_api import describe_target
+    from tl_backend_api.target import describe_target
 
     assert describe_target(normalize_target("c")) == "'c'"
     assert describe_target(normalize_target("cuda -arch=sm_90")) == "'cuda -arch=sm_90'"

@@ -10,20 +10,21 @@ from tl_backend_api_testkit import FakeEntryPoint, make_backend
 from tvm.target import Target
 
 from tl_backend_api import (
-    HOST_DEVICE_TYPE,
     Backend,
     BackendConflictError,
     BackendNotFoundError,
     BackendValidationError,
+    TargetError,
     auto_candidates,
     create_backend_context,
     detect_auto_target_kind,
-    is_host_target,
-    isolated_registry,
     normalize_target,
-    register_backend,
+    resolve_target,
     target_kind,
 )
+from tl_backend_api.descriptors import HOST_DEVICE_TYPE
+from tl_backend_api.kinds import is_host_target
+from tl_backend_api.registry import isolated_registry, register_backend
 
 
 def _answer(value: bool) -> Callable[[], bool]:
@@ -102,7 +103,7 @@ def test_a_probe_answering_a_non_bool_is_a_type_error(fresh_registry: None) -> N
 
 def test_auto_without_a_candidate_names_what_it_tried(fresh_registry: None) -> None:
     with pytest.raises(BackendNotFoundError, match=r"target 'auto'.*no backend"):
-        normalize_target("auto")
+        resolve_target("auto")
     register_backend(_device_backend("dev", "cuda", False, 3))
     with pytest.raises(BackendNotFoundError, match=r"dev \(kind 'cuda', priority 3\)"):
         detect_auto_target_kind()
@@ -110,10 +111,38 @@ def test_auto_without_a_candidate_names_what_it_tried(fresh_registry: None) -> N
 
 def test_aliases_come_from_the_backend_that_declares_them(fresh_registry: None) -> None:
     with pytest.raises(Exception, match="refused by TVM"):
-        normalize_target("accel")  # nobody declares it yet
+        resolve_target("accel")  # nobody declares it yet
     register_backend(make_backend("dev", kinds=("opencl",), kind_aliases={"accel": "opencl"}))
     assert target_kind("accel -max_num_threads=64") == "opencl"
     assert target_kind({"kind": "accel"}) == "opencl"
+    assert target_kind('{"kind": "accel"}') == "opencl"
+    resolved = resolve_target("accel -max_num_threads=64", host="llvm")
+    assert int(resolved.attrs["max_num_threads"]) == 64 and str(resolved.host.kind.name) == "llvm"
+    # normalize_target is syntax only: it knows TVM's kinds, never the registry's aliases.
+    with pytest.raises(TargetError, match="refused by TVM"):
+        normalize_target("accel")
+    with pytest.raises(TargetError, match="'auto' is resolved from the installed backends"):
+        normalize_target("auto")
+
+
+def test_target_syntax_sits_below_the_registry() -> None:
+    """tl_backend_api.target imports neither the registry nor what sits on it (no circle)."""
+    import ast
+    from pathlib import Path
+
+    import tl_backend_api.target as target_module
+
+    tree = ast.parse(Path(target_module.__file__).read_text())
+    imported = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module is not None
+    }
+    assert not imported & {
+        "tl_backend_api.registry",
+        "tl_backend_api.kinds",
+        "tl_backend_api.descriptors",
+    }
 
 
 def test_aliases_are_found_in_not_yet_loaded_entry_points() -> None:

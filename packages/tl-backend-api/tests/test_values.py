@@ -11,8 +11,8 @@ from tl_backend_api import (
     DeviceBuildResult,
     KernelLaunch,
     KernelSources,
-    PipelineStage,
     Pipeline,
+    PipelineStage,
     ToolchainError,
 )
 

@@ -12,8 +12,8 @@ from tl_backend_api import (
     DeviceBuildResult,
     ExecutionBackendSpec,
     KernelSources,
-    PipelineStage,
     Pipeline,
+    PipelineStage,
 )
 
 
@@ -31,18 +31,6 @@ class CountingCodegen:
     def build(self, mod: Any, target: Target) -> DeviceBuildResult:
         self.built += 1  # stands for "a compiler ran"
         return DeviceBuildResult(sources=self.emit_source(mod, target), binaries={"k.so": b"\0"})
-
-
-class FakeHostCodegen:
-    def generate(self, mod: Any, target_host: Target) -> KernelSources:
-        return KernelSources(language="c", files={"host.c": "int h;"}, entry_symbol="h")
-
-
-class FakeHook:
-    name = "mark-host"
-
-    def __call__(self, mod: Any, target: Target) -> Any:
-        return mod
 
 
 def identity_stage(mod: Any, target: Target) -> Any:

@@ -30,7 +30,7 @@ def fake_backend(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[o
     import tljit_fake_backend
 
     import tl_jit.compiler
-    from tl_backend_api import isolated_registry, register_backend
+    from tl_backend_api.registry import isolated_registry, register_backend
 
     monkeypatch.setattr(
         tl_jit.compiler, "_artifact_builder", lambda: tljit_fake_backend.build_plain_tir_artifact

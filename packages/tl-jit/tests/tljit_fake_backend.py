@@ -159,7 +159,7 @@ def fake_backend() -> Any:
 def install() -> None:
     """Register the fake backend (override) and make tl_jit build with it."""
     import tl_jit.compiler
-    from tl_backend_api import register_backend
+    from tl_backend_api.registry import register_backend
 
     register_backend(fake_backend(), override=True)
     tl_jit.compiler._artifact_builder = lambda: build_plain_tir_artifact  # type: ignore[assignment]

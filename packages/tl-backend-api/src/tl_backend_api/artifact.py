@@ -266,10 +266,7 @@ def build_artifact(
         The artifact directory, loadable with ``tl_runtime.load``.
 
     Raises:
-        TypeError, ValueError: a bad argument (named in the message); ValueError
-            also when host codegen (run for execution backends with
-            ``enable_host_codegen``, after the backend's host codegen hooks)
-            names a file the device build already wrote.
+        TypeError, ValueError: a bad argument (named in the message).
         FileExistsError: ``directory`` exists and is not an empty directory.
         tl_ir.errors.TileLangError: a construct the target cannot lower.
         ToolchainError: code generation or the compiler failed.
@@ -285,10 +282,6 @@ def build_artifact(
     params = param_specs(func, outputs)
     lowered = context.lower(kernel_module(func, name), dump_dir=dump_dir)
     build = context.build(lowered)
-    host = None
-    if context.host_codegen is not None:
-        # The backend's host hooks rewrite the lowered module for host codegen only.
-        host = context.generate_host(context.run_host_codegen_hooks(lowered))
     params = with_argument_alignment(params, context.backend.argument_alignment)
     files: dict[str, bytes] = {}
     roles: dict[str, str] = {}
@@ -298,14 +291,6 @@ def build_artifact(
     for file_name, text in build.sources.files.items():
         files[file_name] = text.encode("utf-8")
         roles.setdefault(file_name, "source")
-    for file_name, text in (host.files if host is not None else {}).items():
-        if file_name in files:
-            raise ValueError(
-                f"host codegen: expected file names distinct from the device build's, "
-                f"got {file_name!r} from both"
-            )
-        files[file_name] = text.encode("utf-8")
-        roles[file_name] = "source"
     library = next(iter(build.binaries), None) or next(iter(build.sources.files))
     entry = build.entry_symbol
     if entry.startswith(_TVM_FFI_PREFIX):

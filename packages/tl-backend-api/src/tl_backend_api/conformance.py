@@ -15,16 +15,14 @@ from tvm.target import Target
 
 from tl_backend_api.descriptors import Backend, probe_availability
 from tl_backend_api.errors import BackendError
+from tl_backend_api.kinds import resolve_backend, target_kind
 from tl_backend_api.protocols import (
     DeviceCodegen,
-    HostCodegen,
-    HostCodegenHook,
     PassPipeline,
     Toolchain,
     is_kebab_case,
 )
-from tl_backend_api.registry import isolated_registry, register_backend, resolve_backend
-from tl_backend_api.target import target_kind
+from tl_backend_api.registry import isolated_registry, register_backend
 
 #: Adapter keys starting with this are reserved for tests that need a key no
 #: backend installs: `conformance_problems` refuses a spec naming one, and the
@@ -69,7 +67,7 @@ def conformance_problems(
     """Everything ``backend`` does wrong against the contract (empty list: conforms).
 
     Checks: the descriptor re-validates; every owned kind is a TVM target
-    kind; pipelines, device/host codegens, hooks and toolchains satisfy their
+    kind; pipelines, device codegens and toolchains satisfy their
     Protocols (members present, callable with the declared arity); stage
     names are kebab-case and unique; every availability probe and the
     device probe (`Backend.is_active`) return a bool; every adapter a spec
@@ -142,13 +140,6 @@ def conformance_problems(
         device_present = backend.device_present()
     except TypeError as exc:
         problems.append(str(exc))
-    for adapter, host_codegen in backend.host_codegens.items():
-        if not isinstance(host_codegen, HostCodegen):
-            problems.append(f"host_codegens[{adapter!r}] is not a HostCodegen")
-    for kind, hooks in backend.host_codegen_hooks.items():
-        for hook in hooks:
-            if not isinstance(hook, HostCodegenHook) or not is_kebab_case(hook.name):
-                problems.append(f"host_codegen_hooks[{kind!r}] holds a bad hook {hook!r}")
     for tool_name, toolchain in backend.toolchains.items():
         if not isinstance(toolchain, Toolchain):
             problems.append(f"toolchains[{tool_name!r}] is not a Toolchain")

@@ -25,15 +25,14 @@ from tl_backend_api.descriptors import (
     probe_availability,
 )
 from tl_backend_api.errors import ExecutionBackendError, ExecutionBackendUnavailableError
+from tl_backend_api.kinds import resolve_backend, resolve_target
 from tl_backend_api.protocols import (
     DeviceBuildResult,
     DeviceCodegen,
-    HostCodegen,
     KernelSources,
     PassPipeline,
 )
-from tl_backend_api.registry import resolve_backend
-from tl_backend_api.target import TargetLike, describe_target, normalize_target
+from tl_backend_api.target import TargetLike, describe_target
 
 
 @attrs.frozen(eq=False)
@@ -72,14 +71,6 @@ class BackendContext:
     def device_codegen(self) -> DeviceCodegen:
         """The backend's device codegen for this target's kind."""
         return self.backend.device_codegens[self.target_kind]
-
-    @property
-    def host_codegen(self) -> HostCodegen | None:
-        """The host codegen for this adapter, or None when the spec enables none."""
-        adapter = self.adapter
-        if not self.execution_backend.enable_host_codegen or adapter is None:
-            return None
-        return self.backend.host_codegens[adapter]
 
     @property
     def capabilities(self) -> Capabilities:
@@ -141,19 +132,6 @@ class BackendContext:
         if not self.execution_backend.enable_device_compile:
             return DeviceBuildResult(sources=self.emit_source(mod))
         return self.device_codegen.build(mod, self.target)
-
-    def run_host_codegen_hooks(self, host_mod: IRModule) -> IRModule:
-        """Apply the backend's host codegen hooks for this kind, in order."""
-        for hook in self.backend.host_codegen_hooks.get(self.target_kind, ()):
-            host_mod = hook(host_mod, self.target)
-        return host_mod
-
-    def generate_host(self, host_mod: IRModule) -> KernelSources | None:
-        """Host source for the adapter, or None when the spec enables no host codegen."""
-        host_codegen = self.host_codegen
-        if host_codegen is None:
-            return None
-        return host_codegen.generate(host_mod, self.target_host)
 
 
 def offered_execution_backends(
@@ -241,7 +219,7 @@ def create_backend_context(
     """Resolve the backend, target, host target and execution backend once.
 
     Args:
-        target: any form `normalize_target` accepts, ``"auto"`` included.
+        target: any form `resolve_target` accepts: kind aliases and ``"auto"`` included.
         target_host: the host target; default `Backend.default_host`: the
             target's own host, else the target itself for a backend that runs
             on the host CPU, else a target of the backend's `host_kind`.
@@ -249,15 +227,13 @@ def create_backend_context(
             the backend's declared order).
 
     Raises:
-        everything `normalize_target`, `resolve_backend` and
+        everything `resolve_target`, `resolve_backend` and
         `resolve_execution_backend` raise.
     """
-    normalized = normalize_target(target)
+    normalized = resolve_target(target)
     backend = resolve_backend(normalized)
     host = (
-        normalize_target(target_host)
-        if target_host is not None
-        else backend.default_host(normalized)
+        resolve_target(target_host) if target_host is not None else backend.default_host(normalized)
     )
     normalized = Target(normalized, host=host)
     spec = resolve_execution_backend(backend, normalized, execution_backend)

@@ -24,13 +24,7 @@ from tl_backend_api.execution_specs import _non_empty_str, _require_callable
 from tl_backend_api.execution_specs import always as always
 from tl_backend_api.execution_specs import clear_availability_cache as clear_availability_cache
 from tl_backend_api.execution_specs import probe_availability as probe_availability
-from tl_backend_api.protocols import (
-    DeviceCodegen,
-    HostCodegen,
-    HostCodegenHook,
-    PassPipeline,
-    Toolchain,
-)
+from tl_backend_api.protocols import DeviceCodegen, PassPipeline, Toolchain
 from tl_backend_api.target import tvm_target_kinds
 
 _V = TypeVar("_V")
@@ -60,10 +54,6 @@ def _frozen_device_codegens(value: Mapping[str, DeviceCodegen]) -> Mapping[str, 
     return _frozen("device_codegens", value)
 
 
-def _frozen_host_codegens(value: Mapping[str, HostCodegen]) -> Mapping[str, HostCodegen]:
-    return _frozen("host_codegens", value)
-
-
 def _frozen_callbacks(
     value: Mapping[str, Callable[..., Any]],
 ) -> Mapping[str, Callable[..., Any]]:
@@ -72,21 +62,6 @@ def _frozen_callbacks(
 
 def _frozen_toolchains(value: Mapping[str, Toolchain]) -> Mapping[str, Toolchain]:
     return _frozen("toolchains", value)
-
-
-def _frozen_hooks(
-    value: Mapping[str, Sequence[HostCodegenHook]],
-) -> Mapping[str, tuple[HostCodegenHook, ...]]:
-    copied = _mapping("Backend", "host_codegen_hooks", value)
-    result: dict[str, tuple[HostCodegenHook, ...]] = {}
-    for kind, hooks in copied.items():
-        if isinstance(hooks, (str, bytes)) or not isinstance(hooks, Sequence):
-            raise BackendValidationError(
-                f"Backend.host_codegen_hooks[{kind!r}]: expected a sequence of hooks, "
-                f"got {type(hooks).__name__}"
-            )
-        result[kind] = tuple(hooks)
-    return types.MappingProxyType(result)
 
 
 def _kinds(value: Sequence[str]) -> tuple[str, ...]:
@@ -143,9 +118,6 @@ class Backend:
         execution_backends: the specs, in ``"auto"`` order; at least one; their
             names and aliases unique.
         supports_target: predicate required when several backends share a kind.
-        host_codegens: adapter key -> `HostCodegen`; one for every spec
-            with ``enable_host_codegen`` (keyed on the spec's adapter).
-        host_codegen_hooks: kind -> hooks run on the host module, owned kinds only.
         capabilities: what the device computes (`Capabilities`: float dtypes,
             atomics per memory space), or a function of the target returning
             it; lowering refuses a kernel that needs more (`capabilities_for`).
@@ -189,12 +161,6 @@ class Backend:
     device_codegens: Mapping[str, DeviceCodegen] = attrs.field(converter=_frozen_device_codegens)
     execution_backends: tuple[ExecutionBackendSpec, ...] = attrs.field(converter=_specs)
     supports_target: TargetPredicate | None = None
-    host_codegens: Mapping[str, HostCodegen] = attrs.field(
-        factory=dict, converter=_frozen_host_codegens
-    )
-    host_codegen_hooks: Mapping[str, tuple[HostCodegenHook, ...]] = attrs.field(
-        factory=dict, converter=_frozen_hooks
-    )
     capabilities: CapabilitiesLike = UNRESTRICTED
     callbacks: Mapping[str, Callable[..., Any]] = attrs.field(
         factory=dict, converter=_frozen_callbacks
@@ -258,31 +224,6 @@ class Backend:
                 f"{owner}.execution_backends: expected unique names and aliases, got "
                 f"{repeated} more than once"
             )
-        for spec in specs:
-            if spec.enable_host_codegen and spec.adapter not in self.host_codegens:
-                raise BackendValidationError(
-                    f"{owner}: execution backend {spec.name!r} enables host codegen, so "
-                    f"host_codegens needs an entry for its adapter {spec.adapter!r}; "
-                    f"got keys {sorted(self.host_codegens)}"
-                )
-        for adapter, host_codegen in self.host_codegens.items():
-            if not isinstance(host_codegen, HostCodegen):
-                raise BackendValidationError(
-                    f"{owner}.host_codegens[{adapter!r}]: expected a HostCodegen, "
-                    f"got {type(host_codegen).__name__}"
-                )
-        for kind, hooks in self.host_codegen_hooks.items():
-            if kind not in kinds:
-                raise BackendValidationError(
-                    f"{owner}.host_codegen_hooks: expected hooks only for owned kinds "
-                    f"{list(kinds)}, got {kind!r}"
-                )
-            for hook in hooks:
-                if not isinstance(hook, HostCodegenHook):
-                    raise BackendValidationError(
-                        f"{owner}.host_codegen_hooks[{kind!r}]: expected HostCodegenHook "
-                        f"items, got {type(hook).__name__}"
-                    )
         if self.supports_target is not None:
             _require_callable(owner, "supports_target", self.supports_target)
         if not isinstance(self.capabilities, Capabilities):

@@ -33,7 +33,7 @@ SAME_AS_NAME = _SameAsName.SAME_AS_NAME
 
 
 def always() -> bool:
-    """The default availability probe: always available."""
+    """The default availability probe (omit ``is_available``): always available."""
     return True
 
 
@@ -63,8 +63,6 @@ class ExecutionBackendSpec:
         is_available: zero-argument probe, *called* (its answer cached per process).
         supports_target: optional predicate; a spec that declines a target
             is not offered for it.
-        enable_host_codegen: the backend generates host code for this spec
-            (then `Backend.host_codegens` must hold one under its adapter).
         enable_device_compile: False selects the source-only path: device
             source is generated and no compiler runs.
         install_hint: what to install when the probe says no.
@@ -74,15 +72,13 @@ class ExecutionBackendSpec:
 
     Raises:
         BackendValidationError: an empty name or adapter, a non-callable
-            probe/predicate, host codegen without an adapter, a malformed or
-            repeated alias, or the removed ``ctypes``.
+            probe/predicate, a malformed or repeated alias, or the removed ``ctypes``.
     """
 
     name: str
     adapter: str | None
     is_available: Callable[[], bool]
     supports_target: TargetPredicate | None
-    enable_host_codegen: bool
     enable_device_compile: bool
     install_hint: str
     aliases: tuple[str, ...]
@@ -93,7 +89,6 @@ class ExecutionBackendSpec:
         adapter: str | _SameAsName | None = SAME_AS_NAME,
         is_available: Callable[[], bool] = always,
         supports_target: TargetPredicate | None = None,
-        enable_host_codegen: bool = False,
         enable_device_compile: bool = False,
         install_hint: str = "",
         aliases: Sequence[str] = (),
@@ -109,7 +104,6 @@ class ExecutionBackendSpec:
             name if adapter is SAME_AS_NAME else adapter,
             is_available,
             supports_target,
-            enable_host_codegen,
             enable_device_compile,
             install_hint,
             tuple(aliases),
@@ -130,15 +124,10 @@ class ExecutionBackendSpec:
         _require_callable(f"{owner} {self.name!r}", "is_available", self.is_available)
         if self.supports_target is not None:
             _require_callable(f"{owner} {self.name!r}", "supports_target", self.supports_target)
-        for flag in ("enable_host_codegen", "enable_device_compile"):
-            if not isinstance(getattr(self, flag), bool):
-                raise BackendValidationError(
-                    f"{owner} {self.name!r}.{flag}: expected a bool, got {getattr(self, flag)!r}"
-                )
-        if self.enable_host_codegen and self.adapter is None:
+        if not isinstance(self.enable_device_compile, bool):
             raise BackendValidationError(
-                f"{owner} {self.name!r}: host code is generated for an adapter, so a spec "
-                "with enable_host_codegen=True needs one, got adapter=None"
+                f"{owner} {self.name!r}.enable_device_compile: expected a bool, "
+                f"got {self.enable_device_compile!r}"
             )
         if not isinstance(self.install_hint, str):
             raise BackendValidationError(

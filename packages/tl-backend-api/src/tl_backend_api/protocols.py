@@ -288,29 +288,6 @@ class DeviceCodegen(Protocol):
 
 
 @runtime_checkable
-class HostCodegen(Protocol):
-    """Generates the host side that an adapter loads (keyed by adapter in `Backend`)."""
-
-    def generate(self, mod: IRModule, target_host: Target) -> KernelSources:
-        """Generate host source for ``mod``'s host part on ``target_host``."""
-        ...
-
-
-@runtime_checkable
-class HostCodegenHook(Protocol):
-    """A rewrite of the host module that runs before host codegen (per target kind)."""
-
-    @property
-    def name(self) -> str:
-        """The hook's name (kebab-case)."""
-        ...
-
-    def __call__(self, mod: IRModule, target: Target) -> IRModule:
-        """Return the rewritten host module."""
-        ...
-
-
-@runtime_checkable
 class Toolchain(Protocol):
     """A compiler the backend drives: discovery, version, compile to a shared object."""
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import attrs
 import tvm_ffi
+from tvm.target import Target
 
 from tl_backend_api.descriptors import Backend
 from tl_backend_api.errors import (
@@ -26,7 +27,7 @@ from tl_backend_api.errors import (
     BackendNotFoundError,
     PluginImportError,
 )
-from tl_backend_api.target import TargetLike, describe_target, normalize_target
+from tl_backend_api.target import describe_target
 
 #: The entry-point group backends are published under.
 ENTRY_POINT_GROUP = "tl.backends"
@@ -280,21 +281,21 @@ def _failures_text(failures: Iterable[PluginLoadFailure]) -> str:
     return "\n".join("  - " + failure.describe() for failure in failures)
 
 
-def resolve_backend(target: TargetLike) -> Backend:
-    """Return the one backend that serves ``target``.
+def backend_for_target(normalized: Target) -> Backend:
+    """Return the one backend that serves the TVM target ``normalized``.
 
     Loads the entry points of the target's kind the first time that kind
     is asked for (and no registered backend already serves it); registers
-    the chosen backend's callbacks on its first resolution.
+    the chosen backend's callbacks on its first resolution. Callers with a
+    target in any user form (an alias, ``"auto"``) use
+    `tl_backend_api.kinds.resolve_backend`, which resolves it first.
 
     Raises:
-        TargetError: ``target`` cannot be normalized.
         PluginImportError: no backend serves the kind and a package
             declaring it failed to load (named, with its error).
         BackendNotFoundError: no backend serves the kind, or none accepts the target.
         AmbiguousBackendError: several accept it; the message names them.
     """
-    normalized = normalize_target(target)
     kind = str(normalized.kind.name)
     with _lock:
         state = _state

@@ -1,11 +1,12 @@
-"""Target normalization: strings (with options), dicts, `tvm.target.Target` and ``"auto"``.
+"""Target syntax: strings (with options), dicts and `tvm.target.Target`, made TVM targets.
 
 TVM 0.27 refuses option strings such as ``"cuda -arch=sm_90"``; users may
 still write them, so this module turns them into the dict form TVM
-accepts, converting each option by the type TVM declares for it. A kind
-name TVM does not know is looked up in the backends' declared aliases, and
-``"auto"`` is answered by the backends' device probes (`tl_backend_api.kinds`):
-nothing here names a target kind.
+accepts, converting each option by the type TVM declares for it. It is pure
+syntax: it never asks the registry. A backend's kind alias (``"hip"``) and
+``"auto"`` are resolved above the registry, by `tl_backend_api.kinds.resolve_target`,
+which rewrites them to a TVM kind and then calls `normalize_target`; nothing
+here names a target kind.
 """
 
 from __future__ import annotations
@@ -23,26 +24,9 @@ from tl_backend_api.errors import TargetError
 TargetLike: TypeAlias = Target | str | Mapping[str, Any]
 
 
-def _kind_meant(name: str) -> str:
-    """TVM's kind ``name``, or the kind a backend declares ``name`` an alias of."""
-    if name in tvm_target_kinds():
-        return name
-    # Backends declare their aliases; the registry sits above this module.
-    from tl_backend_api.kinds import canonical_kind
-
-    return canonical_kind(name)
-
-
 def tvm_target_kinds() -> frozenset[str]:
     """The target kind names TVM knows (``Target.list_kinds()``)."""
     return frozenset(str(kind) for kind in Target.list_kinds())
-
-
-def _auto_kind() -> str:
-    # The registry sits above this module; "auto" asks the backends it holds.
-    from tl_backend_api.kinds import detect_auto_target_kind
-
-    return detect_auto_target_kind()
 
 
 def _convert_option(kind: str, key: str, raw: str, option_types: Mapping[str, str]) -> Any:
@@ -101,7 +85,7 @@ def parse_target_string(text: str) -> dict[str, Any]:
         tokens = shlex.split(stripped)
     except ValueError as exc:
         raise TargetError(f"target: cannot split {text!r} into options ({exc})") from None
-    kind = _kind_meant(tokens[0])
+    kind = tokens[0]
     config: dict[str, Any] = {"kind": kind}
     try:
         option_types: Mapping[str, str] = TargetKind.options_from_name(kind)
@@ -126,13 +110,13 @@ def _construct(config: Any, shown: object) -> Target:
 
 
 def normalize_target(target: TargetLike, host: TargetLike | None = None) -> Target:
-    """Turn any accepted target form into a `tvm.target.Target`.
+    """Turn a target written in TVM's terms into a `tvm.target.Target` (syntax only).
 
     Args:
         target: a `Target`; a string (a TVM kind with ``-key=value`` options, a
-            kind alias a backend declares, a TVM tag, JSON text); a dict
-            (``{"kind": ..., ...}``); or ``"auto"`` (see
-            `tl_backend_api.kinds.detect_auto_target_kind`).
+            TVM tag, JSON text); or a dict (``{"kind": ..., ...}``). Kind aliases
+            and ``"auto"`` are the registry's business: `tl_backend_api.kinds.resolve_target`
+            resolves them first.
         host: an optional host target in any of the same forms; attached as
             the result's ``host``.
 
@@ -140,16 +124,20 @@ def normalize_target(target: TargetLike, host: TargetLike | None = None) -> Targ
         the normalized Target (with ``host`` attached when one was given).
 
     Raises:
-        TargetError: the value is of another type, or TVM refuses it.
-        BackendNotFoundError: ``"auto"`` found no backend whose device is present.
+        TargetError: the value is of another type, ``"auto"``, or TVM refuses it
+            (a kind TVM does not know included).
     """
     if isinstance(target, Target):
         normalized = target
     elif isinstance(target, str):
         stripped = target.strip()
         if stripped == "auto":
-            normalized = _construct({"kind": _auto_kind()}, target)
-        elif "/" in stripped and " " not in stripped and not stripped.startswith("{"):
+            raise TargetError(
+                "target 'auto': expected a TVM kind here; 'auto' is resolved from the "
+                "installed backends by tl_backend_api.resolve_target (create_backend_context "
+                "and resolve_backend call it)"
+            )
+        if "/" in stripped and " " not in stripped and not stripped.startswith("{"):
             normalized = _construct(stripped, target)  # a TVM tag, e.g. nvidia/nvidia-a100
         else:
             normalized = _construct(parse_target_string(stripped), target)
@@ -160,7 +148,6 @@ def normalize_target(target: TargetLike, host: TargetLike | None = None) -> Targ
             raise TargetError(
                 f"target: expected a dict with a non-empty string 'kind', got {target!r}"
             )
-        config["kind"] = _kind_meant(kind)
         normalized = _construct(config, target)
     else:
         raise TargetError(
@@ -175,15 +162,6 @@ def normalize_target(target: TargetLike, host: TargetLike | None = None) -> Targ
         except Exception as exc:
             raise TargetError(f"target host {host!r} was refused by TVM: {exc}") from None
     return normalized
-
-
-def target_kind(target: TargetLike) -> str:
-    """Return the TVM kind name of ``target`` (normalizing it first).
-
-    Raises:
-        TargetError: as `normalize_target`.
-    """
-    return str(normalize_target(target).kind.name)
 
 
 def target_key(target: Target) -> str:

@@ -27,7 +27,6 @@ from .features import cuda_capabilities
 from .pipeline import PIPELINE
 from .probes import (
     CUDA_ADAPTER,
-    always,
     cuda_driver_available,
     nvrtc_available,
 )
@@ -63,7 +62,6 @@ BACKEND = Backend(
         ExecutionBackendSpec(
             "source",
             adapter=None,
-            is_available=always,
             enable_device_compile=False,
             install_hint="nothing: CUDA C is generated without nvcc or a GPU",
         ),

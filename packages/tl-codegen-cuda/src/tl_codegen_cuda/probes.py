@@ -27,8 +27,3 @@ def nvrtc_available() -> bool:
         except (ImportError, ValueError):
             continue
     return False
-
-
-def always() -> bool:
-    """The source-only spec's probe: generating CUDA C needs neither nvcc nor a GPU."""
-    return True

@@ -24,7 +24,6 @@ from .codegen import (
 )
 from .device_presence import rocm_device_present
 from .pipeline import PIPELINE
-from .probes import always
 from .toolchain import Lld
 from .traits import HIP_TRAITS
 
@@ -37,7 +36,6 @@ BACKEND = Backend(
         ExecutionBackendSpec(
             "source",
             adapter=None,
-            is_available=always,
             enable_device_compile=False,
             install_hint="nothing: AMDGPU assembly is generated anywhere",
         ),

@@ -15,7 +15,6 @@ from tl_backend_api import Backend, ExecutionBackendSpec
 from .codegen import HOST_TARGET, MetalDeviceCodegen
 from .device_presence import metal_device_present
 from .pipeline import PIPELINE
-from .probes import always
 from .traits import METAL_TRAITS
 
 BACKEND = Backend(
@@ -27,7 +26,6 @@ BACKEND = Backend(
         ExecutionBackendSpec(
             "source",
             adapter=None,
-            is_available=always,
             enable_device_compile=False,
             install_hint="nothing: source generation needs no device",
         ),

@@ -17,7 +17,6 @@ from tl_backend_api import Backend, ExecutionBackendSpec
 
 from .codegen import HOST_TARGET, WebGpuDeviceCodegen
 from .pipeline import PIPELINE
-from .probes import always
 from .traits import WEBGPU_TRAITS
 
 BACKEND = Backend(
@@ -29,7 +28,6 @@ BACKEND = Backend(
         ExecutionBackendSpec(
             "source",
             adapter=None,
-            is_available=always,
             enable_device_compile=False,
             install_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
         ),

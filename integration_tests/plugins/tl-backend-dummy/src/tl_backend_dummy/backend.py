@@ -9,7 +9,7 @@ from __future__ import annotations
 from tvm.target import Target
 
 from tl_backend_api import Backend, Capabilities, ExecutionBackendSpec
-from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen, MarkHostHook
+from tl_backend_dummy.codegen import DummyDeviceCodegen
 from tl_backend_dummy.pipeline import PIPELINE
 from tl_backend_dummy.toolchain import DummyPackager
 
@@ -46,10 +46,8 @@ BACKEND = Backend(
             install_hint="a device driver (the dummy backend never finds one)",
         ),
         ExecutionBackendSpec("fast", adapter="tvm_ffi", enable_device_compile=True),
-        ExecutionBackendSpec("cython", enable_host_codegen=True),
+        ExecutionBackendSpec("cython"),
     ),
-    host_codegens={"cython": DummyHostCodegen()},
-    host_codegen_hooks={"ext_dev": [MarkHostHook()]},
     capabilities=capabilities,
     callbacks={"tl_backend_dummy.describe": describe},
     toolchains={"dummy-packager": DummyPackager()},

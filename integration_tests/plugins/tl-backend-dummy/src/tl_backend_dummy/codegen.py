@@ -1,4 +1,4 @@
-"""The dummy backend's device and host codegen: text renderings, no compiler."""
+"""The dummy backend's device codegen: text renderings, no compiler."""
 
 from __future__ import annotations
 
@@ -38,37 +38,3 @@ class DummyDeviceCodegen:
         return DeviceBuildResult(
             sources=sources, binaries=binaries, toolchain_versions={"dummy-packager": "1"}
         )
-
-
-#: The function attribute `MarkHostHook` sets and `DummyHostCodegen` reports.
-HOOK_ATTR = "tl_backend_dummy.host_hook"
-
-
-class MarkHostHook:
-    """A host codegen hook: marks every function, so tests see that hooks ran first."""
-
-    @property
-    def name(self) -> str:
-        """The hook's name."""
-        return "mark-host"
-
-    def __call__(self, mod: IRModule, target: Target) -> IRModule:
-        """Return ``mod`` with `HOOK_ATTR` set on every function."""
-        marked = {gv: func.with_attr(HOOK_ATTR, self.name) for gv, func in mod.functions.items()}
-        return IRModule(marked)
-
-
-class DummyHostCodegen:
-    """Emits a C declaration of the entry symbol for the ``cython`` adapter."""
-
-    def generate(self, mod: IRModule, target_host: Target) -> KernelSources:
-        """Render the host declaration (naming the hooks that ran); runs no compiler."""
-        entry = entry_symbol_of(mod)
-        hooks = sorted(
-            {str(f.attrs[HOOK_ATTR]) for f in mod.functions.values() if HOOK_ATTR in f.attrs}
-        )
-        text = (
-            f"/* host side for {target_host.kind.name}; hooks: {', '.join(hooks) or 'none'} */\n"
-            f"int {entry}(void **args, int n);\n"
-        )
-        return KernelSources(language="c", files={"host.c": text}, entry_symbol=entry)

@@ -6,16 +6,9 @@ names each part of ``BACKEND``.
 
 from __future__ import annotations
 
-from tl_backend_api import (
-    Backend,
-    DeviceCodegen,
-    HostCodegen,
-    HostCodegenHook,
-    PassPipeline,
-    Toolchain,
-)
+from tl_backend_api import Backend, DeviceCodegen, PassPipeline, Toolchain
 from tl_backend_dummy.backend import BACKEND
-from tl_backend_dummy.codegen import DummyDeviceCodegen, DummyHostCodegen, MarkHostHook
+from tl_backend_dummy.codegen import DummyDeviceCodegen
 from tl_backend_dummy.pipeline import PIPELINE
 from tl_backend_dummy.toolchain import DummyPackager
 
@@ -25,7 +18,5 @@ def check_types() -> None:
     descriptor: Backend = BACKEND
     pipeline: PassPipeline = PIPELINE
     device_codegen: DeviceCodegen = DummyDeviceCodegen()
-    host_codegen: HostCodegen = DummyHostCodegen()
-    host_hook: HostCodegenHook = MarkHostHook()
     toolchain: Toolchain = DummyPackager()
-    del descriptor, pipeline, device_codegen, host_codegen, host_hook, toolchain
+    del descriptor, pipeline, device_codegen, toolchain

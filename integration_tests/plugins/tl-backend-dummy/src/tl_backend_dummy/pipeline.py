@@ -6,7 +6,7 @@ import tvm
 from tvm import IRModule
 from tvm.target import Target
 
-from tl_backend_api import PipelineStage, Pipeline
+from tl_backend_api import Pipeline, PipelineStage
 
 
 def bind_target(mod: IRModule, target: Target) -> IRModule:
