@@ -109,7 +109,7 @@ def test_info_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 def _keys_in_subprocess() -> str:
     code = (
         "import tljit_fake_backend as fb\n"
-        "from tl_backend_api import isolated_registry, register_backend\n"
+        "from tl_backend_api.registry import isolated_registry, register_backend\n"
         "from tl_jit.compiler import create_context, toolchain_versions\n"
         "from tl_jit.keys import ir_key, frontend_key\n"
         "import tljit_scale_kernel as m\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tvm_ffi import DLDeviceType
 
-from tl_backend_api import Backend, ExecutionBackendSpec
+from tl_backend_api import Backend, Capabilities, ExecutionBackendSpec
 
 from .codegen import HOST_TARGET, MetalDeviceCodegen
 from .device_presence import metal_device_present
@@ -30,6 +30,9 @@ BACKEND = Backend(
             install_hint="nothing: source generation needs no device",
         ),
     ),
+    # Metal Shading Language has no double (and no fp8): a kernel computing in another float dtype is refused
+    # before lowering (MissingCapabilityError), not by the shader compiler.
+    capabilities=Capabilities(float_dtypes=frozenset({"float16", "bfloat16", "float32"})),
     # Target facts the core reads from the descriptor: device presence and
     # rank for target="auto", the host target device code runs under, the
     # 16-byte base alignment of the 128-bit global vector moves in the

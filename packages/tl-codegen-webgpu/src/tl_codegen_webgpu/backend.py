@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tvm_ffi import DLDeviceType
 
-from tl_backend_api import Backend, ExecutionBackendSpec
+from tl_backend_api import Backend, Capabilities, ExecutionBackendSpec
 
 from .codegen import HOST_TARGET, WebGpuDeviceCodegen
 from .pipeline import PIPELINE
@@ -32,6 +32,9 @@ BACKEND = Backend(
             install_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
         ),
     ),
+    # WGSL has no f64 (and no fp8 or bf16): a kernel computing in another float dtype is refused
+    # before lowering (MissingCapabilityError), not by the shader compiler.
+    capabilities=Capabilities(float_dtypes=frozenset({"float16", "float32"})),
     # No auto_kind: nothing here runs WGSL, so target="auto" never picks it.
     host_kind=HOST_TARGET,
     argument_alignment=WEBGPU_TRAITS.vector_bytes,
