@@ -116,3 +116,22 @@ def test_gpu_backends_without_fp64_refuse_it_before_lowering(kind: str, allowed:
     backend = resolve_backend(kind)
     floats = backend.capabilities_for(create_backend_context(kind).target).float_dtypes
     assert floats is not None and allowed in floats and "float64" not in floats
+
+
+def test_the_gpu_source_suite_expects_the_refusal_of_an_excluded_kernel() -> None:
+    import attrs
+    from tvm.target import Target
+
+    from tl_backend_api import resolve_backend
+    from tl_backend_api.gpu.suite import GpuSourceSuite
+
+    metal = resolve_backend("metal")
+    no_half = attrs.evolve(metal, capabilities=Capabilities(float_dtypes={"float32"}))
+    suite = GpuSourceSuite(
+        backend=no_half,
+        kind="metal",
+        make_target=lambda: Target({"kind": "metal"}, host=Target("llvm")),
+        source_extension="metal",
+    )
+    assert suite.check_suite_kernel(load("gemm"), "gemm") is None  # fp16: refused as expected
+    assert suite.check_suite_kernel(load("softmax"), "softmax") is not None

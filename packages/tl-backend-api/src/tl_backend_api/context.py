@@ -78,21 +78,14 @@ class BackendContext:
         return self.backend.capabilities_for(self.target)
 
     def require_capabilities(self, mod: IRModule) -> None:
-        """Refuse ``mod`` when it needs what the target's device cannot compute.
+        """Refuse ``mod`` when it needs what the target's device cannot compute
+        (`refuse_missing_capabilities` for this context's backend and target).
 
         Raises:
             MissingCapabilityError: names the kernel(s), the backend, the target
                 and every missing capability (a dtype, an atomic).
         """
-        missing = missing_capabilities(kernel_needs(mod), self.capabilities)
-        if missing:
-            names = sorted(str(gv.name_hint) for gv in mod.get_global_vars())
-            lines = "\n".join(f"  - {line}" for line in missing)
-            raise MissingCapabilityError(
-                f"kernel {', '.join(names)} cannot run on target {describe_target(self.target)} "
-                f"(backend {self.backend.name!r}): it\n{lines}\n"
-                "(the backend declares these in Backend.capabilities)"
-            )
+        refuse_missing_capabilities(self.backend, self.target, mod)
 
     def lower(
         self,
@@ -132,6 +125,27 @@ class BackendContext:
         if not self.execution_backend.enable_device_compile:
             return DeviceBuildResult(sources=self.emit_source(mod))
         return self.device_codegen.build(mod, self.target)
+
+
+def refuse_missing_capabilities(backend: Backend, target: Target, mod: IRModule) -> None:
+    """Raise when ``mod`` needs what ``backend``'s device for ``target`` cannot compute.
+
+    Compares `kernel_needs` of ``mod`` with `Backend.capabilities_for` ``target``;
+    `BackendContext.lower` and the GPU source suite call it before any pass runs.
+
+    Raises:
+        MissingCapabilityError: names the kernel(s), the backend, the target and
+            every missing capability (a dtype, an atomic).
+    """
+    missing = missing_capabilities(kernel_needs(mod), backend.capabilities_for(target))
+    if missing:
+        names = sorted(str(gv.name_hint) for gv in mod.get_global_vars())
+        lines = "\n".join(f"  - {line}" for line in missing)
+        raise MissingCapabilityError(
+            f"kernel {', '.join(names)} cannot run on target {describe_target(target)} "
+            f"(backend {backend.name!r}): it\n{lines}\n"
+            "(the backend declares these in Backend.capabilities)"
+        )
 
 
 def offered_execution_backends(

@@ -24,6 +24,12 @@ from tvm import tirx
 from tvm.target import Target
 
 from tl_backend_api.artifact import kernel_module
+from tl_backend_api.capabilities import (
+    MissingCapabilityError,
+    kernel_needs,
+    missing_capabilities,
+)
+from tl_backend_api.context import refuse_missing_capabilities
 from tl_backend_api.descriptors import Backend
 from tl_backend_api.protocols import KernelSources
 from tl_passes.gpu import GpuLoweringError
@@ -116,15 +122,19 @@ class GpuSourceSuite:
     unsupported: frozenset[str] = attrs.field(default=frozenset(), converter=_kernel_names)
 
     def emit(self, func: tirx.PrimFunc, name: str) -> KernelSources:
-        """Sources of the PrimFunc ``func`` under ``name``: the backend's pipeline,
-        then its device codegen's ``emit_source`` (no compiler runs).
+        """Sources of the PrimFunc ``func`` under ``name``: the capability check, the
+        backend's pipeline, then its device codegen's ``emit_source`` (no compiler runs).
 
         Raises:
+            MissingCapabilityError: the kernel needs what the target's device lacks
+                (`Backend.capabilities`), before any pass runs.
             whatever the pipeline or codegen raises (a `GpuLoweringError` for a
             construct the target lacks, a `ToolchainError` when TVM fails).
         """
         target = self.make_target()
-        mod = self.backend.pipelines[self.kind].run(kernel_module(func, name), target)
+        mod = kernel_module(func, name)
+        refuse_missing_capabilities(self.backend, target, mod)
+        mod = self.backend.pipelines[self.kind].run(mod, target)
         return self.backend.device_codegens[self.kind].emit_source(mod, target)
 
     def source_text(self, sources: KernelSources, name: str) -> str:
@@ -181,15 +191,26 @@ class GpuSourceSuite:
 
         Returns:
             The text of the main source file, for the backend's own checks; None
-            for an `unsupported` kernel once its lowering raised as it must.
+            for an `unsupported` kernel once its lowering raised as it must, and
+            for a kernel the backend's `Capabilities` exclude once it was refused
+            with `MissingCapabilityError`.
 
         Raises:
-            AssertionError: a problem was found, or an unsupported kernel lowered
-                (or failed otherwise than with a `GpuLoweringError` naming the target).
+            AssertionError: a problem was found, an unsupported kernel lowered
+                (or failed otherwise than with a `GpuLoweringError` naming the
+                target), or an excluded kernel was not refused.
             ValueError: the module declares no valid ``GPU_SOURCES``.
         """
         expectation = suite_kernel_expectation(kernel, name)
         func = kernel.KERNEL(**kernel.CASES[0]["args"])
+        capabilities = self.backend.capabilities_for(self.make_target())
+        if missing_capabilities(kernel_needs(func), capabilities):
+            # The device cannot compute it: the refusal is the expected outcome.
+            try:
+                self.emit(func, name)
+            except MissingCapabilityError:
+                return None
+            raise AssertionError(f"{name}: expected a MissingCapabilityError on {self.kind!r}")
         if name in self.unsupported:
             try:
                 self.emit(func, name)
