@@ -11,7 +11,8 @@ from tvm import tirx
 from tl_codegen_cpu import CpuBuildResult, build_c, prepare_for_c
 from tl_codegen_cpu.lowering import GemmOperand, RegisterTile, emit_gemm_microkernel, host_cpu_name
 from tl_codegen_cpu.passes import CPU_PASS_REGISTRY
-from tl_passes import Pass, create_pass
+from tl_passes import Pass
+from tl_passes.registry import create_pass
 
 HOST_TARGET = tvm.target.Target({"kind": "llvm", "mcpu": host_cpu_name()})
 

@@ -292,7 +292,8 @@ def test_cpu_legalize_intrinsics_rewrites_what_the_c_printer_lacks() -> None:
 
 def test_every_cpu_registry_key_equals_the_pass_name() -> None:
     from tl_codegen_cpu.passes import CPU_PASS_REGISTRY, create_cpu_pass
-    from tl_passes import PASS_REGISTRY, Pass
+    from tl_passes import Pass
+    from tl_passes.registry import PASS_REGISTRY
 
     assert not set(CPU_PASS_REGISTRY) & set(PASS_REGISTRY)
     for key in CPU_PASS_REGISTRY.names():

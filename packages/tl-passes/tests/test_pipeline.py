@@ -13,17 +13,14 @@ from tvm import tirx
 
 from tl_passes import (
     DUMP_IR_ENV,
-    PASS_REGISTRY,
     Pass,
     PassContext,
     Pipeline,
     SimplifyPass,
-    available_passes,
-    create_pass,
-    get_pass_class,
     is_kebab_case,
 )
 from tl_passes.pipeline import IRDumpError, PipelineStage, pipeline_from_passes
+from tl_passes.registry import PASS_REGISTRY, available_passes, create_pass, get_pass_class
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""tl_passes: the pass framework (`Pass`, `PrimFuncPass`, `Pipeline`, registry) and the passes every target uses.
+"""tl_passes: the pass framework (`Pass`, `PrimFuncPass`, `Pipeline`) and the passes every target uses.
+
+Pass registries (pass name -> class, `tl_passes.registry`) serve tests and tools
+that build passes by name; no pipeline uses them, so they are not exported here.
 
 No target-specific pass lives here: each backend package owns its passes
 (the CPU ones are in ``tl_codegen_cpu.passes``). Lowering shared by the
@@ -37,20 +40,11 @@ from tl_passes.pipeline import (
     module_text,
     pipeline_from_passes,
 )
-from tl_passes.registry import (
-    PASS_REGISTRY,
-    PassRegistry,
-    available_passes,
-    create_pass,
-    get_pass_class,
-    lazy_pass_class,
-)
 from tl_passes.remove_no_op import RemoveNoOpPass
 from tl_passes.simplify import SimplifyPass
 
 __all__ = [
     "DUMP_IR_ENV",
-    "PASS_REGISTRY",
     "FragmentLayout",
     "GpuInferLayoutsPass",
     "GpuInsertBarriersPass",
@@ -64,7 +58,6 @@ __all__ = [
     "Pass",
     "PassCallback",
     "PassContext",
-    "PassRegistry",
     "PassTiming",
     "Pipeline",
     "PipelineRun",
@@ -72,14 +65,10 @@ __all__ = [
     "PrimFuncPass",
     "RemoveNoOpPass",
     "SimplifyPass",
-    "available_passes",
-    "create_pass",
     "dump_directory",
-    "get_pass_class",
     "gpu_passes",
     "infer_fragment_layouts",
     "is_kebab_case",
-    "lazy_pass_class",
     "module_text",
     "pipeline_from_passes",
     "replace_functions",

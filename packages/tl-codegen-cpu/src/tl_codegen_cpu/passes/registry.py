@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tl_passes import Pass, PassRegistry, lazy_pass_class
-from tl_passes.registry import PassFactory
+from tl_passes import Pass
+from tl_passes.registry import PassFactory, PassRegistry, lazy_pass_class
 
 
 def _cpu(module: str, class_name: str) -> PassFactory:
