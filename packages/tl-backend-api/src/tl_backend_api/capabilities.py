@@ -27,9 +27,11 @@ from tvm import IRModule, tirx
 from tvm.target import Target
 
 from tl_backend_api.errors import BackendError, BackendValidationError
+from tl_ir import scopes
 
-#: The memory spaces atomics are declared for (`Capabilities.atomics` keys).
-MEMORY_SPACES: tuple[str, ...] = ("global", "shared", "local")
+#: The memory spaces atomics are declared for (`Capabilities.atomics` keys): the
+#: kernel language's scopes without their refinements (``shared.dyn`` is shared).
+MEMORY_SPACES: tuple[str, ...] = (scopes.GLOBAL, scopes.SHARED, scopes.LOCAL)
 
 _FLOAT_CODES = (tvm.DataTypeCode.FLOAT, tvm.DataTypeCode.BFLOAT)
 
@@ -62,7 +64,7 @@ def _scalar(dtype: str) -> str:
 def memory_space(scope: str) -> str:
     """The memory space of a TVM storage scope: ``shared.dyn`` -> ``shared``,
     ``local.fragment`` -> ``local``, an empty scope -> ``global``."""
-    return (scope or "global").split(".", 1)[0]
+    return (scope or scopes.GLOBAL).split(".", 1)[0]
 
 
 def _dtype_set(field: str, value: Iterable[str] | None) -> frozenset[str] | None:
