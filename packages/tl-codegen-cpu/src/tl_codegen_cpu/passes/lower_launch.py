@@ -58,8 +58,9 @@ from tl_codegen_cpu.lowering.thread_ir import (
     thread_dependent_values,
     uses_any,
 )
+from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
-from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
+from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import describe
@@ -70,16 +71,19 @@ _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-def _strip_nest_markers(stmt: tirx.Stmt) -> tirx.Stmt:
-    def strip(loop: Any) -> Any:
+def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stmt:
+    """Each region's nest with its per-thread reductions as vector lanes where proven
+    (`thread_lanes`), its marker replaced by `THREAD_PATH_KEY`: the path it took."""
+
+    def lane(loop: Any) -> Any:
         if not is_thread_nest(loop):
             return loop
+        laned, report = lane_thread_reductions(loop.body, isa, space.variables)
         kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
-        return tirx.For(
-            loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, annotations=kept or None
-        )
+        kept[THREAD_PATH_KEY] = report.describe()
+        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, laned, annotations=kept)
 
-    return tvm_ffi.structural_map(stmt, (tirx.For, strip), order="post")
+    return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
 
 
 def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -132,9 +136,11 @@ def run_threads(
     threads: list[tuple[Any, Any]],
     lower_thread_op: Callable[[Any], tirx.Stmt],
     where: str,
+    isa: VectorISA,
 ) -> tirx.Stmt:
     """A block body that names its thread index, as loops over the threads split at
-    barriers (see `thread_regions`), with cross-region locals per thread.
+    barriers (see `thread_regions`), with cross-region locals per thread and per-thread
+    reductions as ``isa``'s vector lanes (`thread_lanes`).
 
     Raises:
         UnsupportedError: a barrier or cooperative op the CPU cannot place (see
@@ -145,7 +151,7 @@ def run_threads(
     splitter = RegionSplitter(space, dependent, lower_thread_op, where)
     lowered = splitter.lower_block(body)
     lowered = expand_per_thread_locals(lowered, space, where)
-    return _strip_nest_markers(lowered)
+    return _lane_nests(lowered, space, isa)
 
 
 def _grid_loop(
@@ -175,13 +181,15 @@ def lower_launch(
     where: str,
     lower_thread_op: Callable[[Any], tirx.Stmt],
     min_owned_blocks: int,
+    isa: VectorISA,
 ) -> tirx.Stmt:
     """Return ``stmt`` with every ``T.Kernel`` launch lowered as the module docstring says.
 
     ``lower_thread_op`` lowers one tile-op call that a single thread runs (an operand
     in thread-local memory) to its loops. ``min_owned_blocks``: the fewest parallel
     blocks a launch may keep when its colliding grid axes become serial
-    (`atomic_ownership.plan_atomic_ownership`).
+    (`atomic_ownership.plan_atomic_ownership`). ``isa``: the vector registers
+    per-thread reductions are laned for (`thread_lanes`).
 
     Raises:
         UnsupportedError: thread-index code the CPU cannot split at its barriers.
@@ -211,7 +219,7 @@ def lower_launch(
             body = privatize_atomics(body, ownership)
         if threads and (thread_atomics or uses_any(body, {v for v, _ in threads})):
             try:
-                body = run_threads(body, threads, lower_thread_op, where)
+                body = run_threads(body, threads, lower_thread_op, where, isa)
             except UnsupportedError as error:
                 problems.append(error)
                 return attr
@@ -264,4 +272,4 @@ class CpuLowerLaunchPass(PrimFuncPass):
             return lower_tile_op(describe(call), isa=isa, gemm_style="tir")
 
         min_owned = self.min_owned_blocks or os.cpu_count() or 1
-        return lower_launch(body, self.where(function_name), lower_thread_op, min_owned)
+        return lower_launch(body, self.where(function_name), lower_thread_op, min_owned, isa)
