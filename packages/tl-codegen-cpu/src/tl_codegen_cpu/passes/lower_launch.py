@@ -59,6 +59,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     uses_any,
 )
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
+from tl_codegen_cpu.lowering.thread_lockstep import interchange_copy_loop, lockstep_nest
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
@@ -73,15 +74,49 @@ _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stmt:
     """Each region's nest with its per-thread reductions as vector lanes where proven
-    (`thread_lanes`), its marker replaced by `THREAD_PATH_KEY`: the path it took."""
+    (`thread_lanes`) and its threads in lock step where a thread index is contiguous in
+    memory (`thread_lockstep`); its marker replaced by `THREAD_PATH_KEY`: the path taken."""
+    variables = space.variables
 
     def lane(loop: Any) -> Any:
         if not is_thread_nest(loop):
-            return loop
-        laned, report = lane_thread_reductions(loop.body, isa, space.variables)
+            swapped = interchange_copy_loop(loop, set(variables))
+            if swapped is None:
+                return loop
+            path = str(swapped.annotations[THREAD_PATH_KEY])
+            kept = {k: v for k, v in swapped.annotations.items() if k != THREAD_PATH_KEY}
+            kept[THREAD_PATH_KEY] = f"{path}; the loop over {loop.loop_var.name} moved inside"
+            return tirx.For(
+                swapped.loop_var,
+                swapped.min,
+                swapped.extent,
+                swapped.kind,
+                swapped.body,
+                annotations=kept,
+            )
+        laned, report = lane_thread_reductions(loop.body, isa, variables)
+        nest = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, laned)
+        thread_loops: list[tuple[Any, int]] = []
+        body: Any = nest
+        while isinstance(body, tirx.For) and any(body.loop_var.same_as(v) for v in variables):
+            if not isinstance(body.extent, tirx.IntImm) or not is_zero(body.min):
+                break
+            thread_loops.append((body.loop_var, int(body.extent.value)))
+            body = body.body
+        stepped, how = lockstep_nest(body, thread_loops) if thread_loops else (None, "")
+        path = report.describe()
+        if stepped is not None:
+            nest = stepped
+            path = f"lanes: {how}" + ("; " + path[len("lanes: ") :] if report.vectorized else "")
+        if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
+            return tirx.AttrStmt(
+                tirx.const(0, "int32"), THREAD_PATH_KEY, tirx.StringImm(path), nest
+            )
         kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
-        kept[THREAD_PATH_KEY] = report.describe()
-        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, laned, annotations=kept)
+        kept[THREAD_PATH_KEY] = path
+        return tirx.For(
+            nest.loop_var, nest.min, nest.extent, nest.kind, nest.body, annotations=kept
+        )
 
     return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
 
@@ -115,9 +150,9 @@ def bind_thread_loops(body: tirx.Stmt, found: dict[str, tuple[Any, Any]], where:
             )
             return loop
         var, extent = found[tag]
-        index = var if _is_zero(loop.min) else var + loop.min
+        index = var if is_zero(loop.min) else var + loop.min
         inner = substitute_vars(loop.body, {loop.loop_var: index})
-        if tvm_ffi.structural_equal(loop.extent, extent) and _is_zero(loop.min):
+        if tvm_ffi.structural_equal(loop.extent, extent) and is_zero(loop.min):
             return inner
         return tirx.IfThenElse(var < loop.extent, inner, None)
 
@@ -127,7 +162,7 @@ def bind_thread_loops(body: tirx.Stmt, found: dict[str, tuple[Any, Any]], where:
     return result
 
 
-def _is_zero(value: Any) -> bool:
+def is_zero(value: Any) -> bool:
     return isinstance(value, tirx.IntImm) and int(value.value) == 0
 
 

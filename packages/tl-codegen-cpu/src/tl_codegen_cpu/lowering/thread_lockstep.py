@@ -1,0 +1,493 @@
+"""A region's threads as lanes of its innermost loops: the lock-step schedule.
+
+A region's nest over the threads (`thread_regions`) runs each thread's code in
+turn: ``for t: for bk: body(t, bk)``. When the threads split memory between
+them (thread ``t`` reads ``B[row, bk * 64 + t * 8 + k]``), each thread walks
+its own strided slice, and consecutive elements belong to different threads.
+Running the threads in **lock step** instead, as a GPU warp or an SPMD-on-SIMD
+compiler does, moves the thread loop inside the loops every thread runs alike::
+
+    for bk:                    # uniform: the same bounds for every thread
+        for t:                 # the lanes: t * 8 + k runs over 64 contiguous elements
+            for k: ...
+
+Both are legal schedules of the GPU program within one region (no barrier in
+between: in a race-free region no thread sees what another writes there), so
+a race-free kernel computes the same values (floating-point sums in each
+thread's own order: per thread nothing is reordered).
+
+The rewrite of a nest ``for t (lane): S``:
+
+* a loop of ``S`` that every thread runs alike (bounds free of the thread
+  indices and of memory) and that contains further loops stays a loop, with
+  the lane loop moved into its body;
+* anything else (an innermost loop, a store, a branch, a loop with
+  thread-dependent bounds) is a leaf: runs of consecutive leaves are wrapped
+  in one loop over the lanes, each lane running them in turn (a sequential
+  schedule of that piece, like the scalar lowering);
+* thread-local arrays that ``S`` writes without indexing them by the thread
+  (a thread's staging registers ``A_local[k]``, allocated once per block)
+  get one copy per lane (``A_local[t, k]``), so lanes do not overwrite each
+  other's values between the leaves.
+
+The lane is the thread index whose next value moves the innermost loops' memory
+accesses by no more than the innermost loop covers (``t * 8 + k`` with ``k <
+8``: contiguous across lanes). Without one (every thread walks its own row),
+the nest keeps its order; `thread_lanes` already laned its reductions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_codegen_cpu.lowering.thread_ir import is_local, uses_any
+
+
+def _as_int(value: Any) -> int | None:
+    return int(value.value) if isinstance(value, tirx.IntImm) else None
+
+
+def _reads_memory(expr: Any) -> bool:
+    found = False
+
+    def visit(_: Any) -> None:
+        nonlocal found
+        found = True
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
+    return found
+
+
+def _contains_loop(stmt: Any) -> bool:
+    found = False
+
+    def visit(_: Any) -> None:
+        nonlocal found
+        found = True
+
+    tvm_ffi.structural_walk(stmt, (tirx.For, visit), order="post")
+    return found
+
+
+def _seq(stmts: list[Any]) -> Any:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def _flatten(stmt: Any) -> list[Any]:
+    if isinstance(stmt, tirx.SeqStmt):
+        return [s for item in stmt.seq for s in _flatten(item)]
+    return [stmt]
+
+
+def _is_uniform_loop(stmt: Any, threads: set[Any]) -> bool:
+    return (
+        isinstance(stmt, tirx.For)
+        and stmt.kind == tirx.ForKind.SERIAL
+        and not uses_any(stmt.min, threads)
+        and not uses_any(stmt.extent, threads)
+        and not _reads_memory(stmt.min)
+        and not _reads_memory(stmt.extent)
+    )
+
+
+def _innermost_accesses(stmt: Any, threads: set[Any]) -> list[tuple[Any, list[Any]]]:
+    """``(flat index, enclosing innermost-loop vars and extents)`` of every non-local
+    load or store in an innermost loop reached through uniform loops."""
+    found: list[tuple[Any, list[Any]]] = []
+
+    def flat(buffer: Any, indices: Any) -> Any:
+        index: Any = None
+        for position, value in enumerate(indices):
+            index = value if index is None else index * buffer.shape[position] + value
+        return index
+
+    def leaf(node: Any, loops: list[Any]) -> None:
+        def load(n: Any) -> None:
+            if not is_local(n.source) and len(n.indices):
+                found.append((flat(n.source, n.indices), loops))
+
+        def store(n: Any) -> None:
+            if not is_local(n.buffer) and len(n.indices):
+                found.append((flat(n.buffer, n.indices), loops))
+
+        tvm_ffi.structural_walk(
+            node, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
+        )
+
+    def walk(node: Any) -> None:
+        for item in _flatten(node):
+            if _is_uniform_loop(item, threads) and _contains_loop(item.body):
+                walk(item.body)
+            elif isinstance(item, tirx.For) and not _contains_loop(item.body):
+                leaf(item.body, [item])
+
+    walk(stmt)
+    return found
+
+
+def lane_step(index: Any, var: Any, analyzer: Any) -> int | None:
+    """How far ``index`` moves when ``var`` grows by one (None: not a constant)."""
+    moved = tvm_ffi.structural_map(index, (tvm.ir.Var, lambda v: v + 1 if v.same_as(var) else v))
+    return _as_int(analyzer.simplify(moved - index))
+
+
+def choose_lane(
+    body: Any, thread_loops: list[tuple[Any, int]], analyzer: Any
+) -> tuple[Any, int] | None:
+    """The thread ``(var, extent)`` whose next value moves every innermost access by
+    at most the innermost loop's extent (and some by a non-zero amount), or None."""
+    threads = {v for v, _ in thread_loops}
+    accesses = _innermost_accesses(body, threads)
+    for var, extent in reversed(thread_loops):  # threadIdx.x first
+        contiguous = False
+        for index, loops in accesses:
+            moved = lane_step(index, var, analyzer)
+            if moved is None:
+                contiguous = False
+                break
+            span = 1
+            for loop in loops:
+                loop_extent = _as_int(loop.extent)
+                if loop_extent is not None and uses_any(index, {loop.loop_var}):
+                    span = loop_extent
+            if abs(moved) > span:
+                contiguous = False
+                break
+            contiguous = contiguous or moved != 0
+        if contiguous:
+            return var, extent
+    return None
+
+
+class _Lockstep:
+    def __init__(self, lane: Any, extent: int, threads: set[Any], analyzer: Any) -> None:
+        self.analyzer = analyzer
+        self.lane = lane
+        self.extent = extent
+        self.threads = threads
+
+    def lanes(self, leaves: list[Any]) -> Any:
+        return tirx.For(self.lane, 0, self.extent, tirx.ForKind.SERIAL, _seq(leaves))
+
+    def push(self, stmt: Any) -> Any:
+        out: list[Any] = []
+        leaves: list[Any] = []
+
+        def flush() -> None:
+            if leaves:
+                out.append(self.lanes(list(leaves)))
+                leaves.clear()
+
+        for item in _flatten(stmt):
+            if isinstance(item, tirx.AllocBuffer) and is_local(item.buffer):
+                flush()
+                out.append(item)  # a per-lane array already (see _privatize)
+                continue
+            if _is_uniform_loop(item, self.threads) and (
+                _contains_loop(item.body) or self._contiguous_inside(item)
+            ):
+                flush()
+                loop = tirx.For(
+                    item.loop_var,
+                    item.min,
+                    item.extent,
+                    item.kind,
+                    self.push(item.body),
+                    annotations=item.annotations,
+                )
+                out.extend(self._promote(loop))
+                continue
+            leaves.append(item)
+        flush()
+        return _seq(out)
+
+    def _contiguous_inside(self, loop: Any) -> bool:
+        """Whether the lane moves every memory access of a straight-line loop body by at
+        most one element (moving the lanes inside keeps them contiguous)."""
+        steps: list[int | None] = []
+
+        def index(buffer: Any, indices: Any) -> None:
+            if not is_local(buffer) and len(indices):
+                steps.append(lane_step(indices[-1], self.lane, self.analyzer))
+
+        tvm_ffi.structural_walk(
+            loop.body,
+            [
+                (tvm.ir.TensorLoad, lambda n: index(n.source, n.indices)),
+                (tirx.BufferStore, lambda n: index(n.buffer, n.indices)),
+            ],
+            order="post",
+        )
+        return bool(steps) and all(s is not None and abs(s) <= 1 for s in steps)
+
+    def _promote(self, loop: Any) -> list[Any]:
+        """``loop`` with each thread-local array it accesses at one lane-dependent
+        element only (a per-thread accumulator ``acc[t0 + 32 * t]``) kept in a per-lane
+        array across it: loaded before, stored after (the same values; contiguous)."""
+        accesses: dict[Any, list[tuple[bool, tuple[Any, ...]]]] = {}
+
+        def record(buffer: Any, indices: Any, write: bool) -> None:
+            for known in accesses:
+                if known.same_as(buffer):
+                    accesses[known].append((write, tuple(indices)))
+                    return
+            accesses[buffer] = [(write, tuple(indices))]
+
+        tvm_ffi.structural_walk(
+            loop.body,
+            [
+                (tvm.ir.TensorLoad, lambda n: record(n.source, n.indices, False)),
+                (tirx.BufferStore, lambda n: record(n.buffer, n.indices, True)),
+            ],
+            order="post",
+        )
+        inner: set[Any] = {loop.loop_var}
+        tvm_ffi.structural_walk(loop.body, (tirx.For, lambda f: inner.add(f.loop_var)))
+        inner = {v for v in inner if not v.same_as(self.lane)}  # the lanes are outside
+        before: list[Any] = []
+        after: list[Any] = []
+        for buffer, uses in accesses.items():
+            first = uses[0][1]
+            same = all(
+                len(i) == len(first)
+                and all(tvm_ffi.structural_equal(a, b) for a, b in zip(i, first, strict=True))
+                for _, i in uses
+            )
+            if not (is_local(buffer) and same and any(w for w, _ in uses)):
+                continue
+            if not any(uses_any(i, {self.lane}) for i in first) or any(
+                uses_any(i, inner) for i in first
+            ):
+                continue
+            if lane_step(_flat_index(buffer, first), self.lane, self.analyzer) == 1:
+                continue  # already contiguous across the lanes
+            kept = tirx.decl_buffer(
+                (self.extent,), str(buffer.ty.dtype), name=f"{buffer.name}_lane", scope="local"
+            )
+            loop = _replace_element(loop, buffer, first, kept, self.lane)
+            before += [
+                tirx.AllocBuffer(kept),
+                self.lanes(
+                    [tirx.BufferStore(kept, tirx.BufferLoad(buffer, list(first)), [self.lane])]
+                ),
+            ]
+            after.append(
+                self.lanes(
+                    [tirx.BufferStore(buffer, tirx.BufferLoad(kept, [self.lane]), list(first))]
+                )
+            )
+        return [*before, loop, *after]
+
+
+def _flat_index(buffer: Any, indices: Any) -> Any:
+    index: Any = None
+    for position, value in enumerate(indices):
+        index = value if index is None else index * buffer.shape[position] + value
+    return index
+
+
+def _replace_element(stmt: Any, buffer: Any, indices: Any, kept: Any, lane: Any) -> Any:
+    def load(node: Any) -> Any:
+        return tirx.BufferLoad(kept, [lane]) if node.source.same_as(buffer) else node
+
+    def store(node: Any) -> Any:
+        if not node.buffer.same_as(buffer):
+            return node
+        return tirx.BufferStore(kept, node.value, [lane])
+
+    return tvm_ffi.structural_map(
+        stmt, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
+    )
+
+
+def _stored_without_lane(stmt: Any, lane: Any) -> list[Any]:
+    """Thread-local buffers some store of ``stmt`` writes at an index free of ``lane``."""
+    found: list[Any] = []
+
+    def store(node: Any) -> None:
+        if is_local(node.buffer) and not any(uses_any(i, {lane}) for i in node.indices):
+            if not any(b.same_as(node.buffer) for b in found):
+                found.append(node.buffer)
+
+    tvm_ffi.structural_walk(stmt, (tirx.BufferStore, store), order="post")
+    return found
+
+
+def _privatize(stmt: Any, buffers: list[Any], lane: Any, extent: int) -> tuple[Any, list[Any]]:
+    """``stmt`` with each of ``buffers`` replaced by a copy per lane (leading lane dim)."""
+    wide = {
+        b: tirx.decl_buffer(
+            (extent, *b.shape), str(b.ty.dtype), name=f"{b.name}_lanes", scope="local"
+        )
+        for b in buffers
+    }
+
+    def find(buffer: Any) -> Any:
+        for old, new in wide.items():
+            if old.same_as(buffer):
+                return new
+        return None
+
+    def load(node: Any) -> Any:
+        new = find(node.source)
+        return node if new is None else tirx.BufferLoad(new, [lane, *node.indices])
+
+    def store(node: Any) -> Any:
+        new = find(node.buffer)
+        if new is None:
+            return node
+        return tirx.BufferStore(new, node.value, [lane, *node.indices])
+
+    def alloc(node: Any) -> Any:
+        new = find(node.buffer)
+        return node if new is None else tirx.AllocBuffer(new)
+
+    rewritten = tvm_ffi.structural_map(
+        stmt,
+        [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store), (tirx.AllocBuffer, alloc)],
+        order="post",
+    )
+    return rewritten, list(wide.values())
+
+
+def lockstep_nest(
+    body: Any, thread_loops: list[tuple[Any, int]]
+) -> tuple[Any, str] | tuple[None, str]:
+    """``(the nest rewritten in lock step, description)`` for a region whose thread
+    loops (outermost first, constant extents) are ``thread_loops`` and whose
+    per-thread code is ``body``; ``(None, why not)`` when no thread index makes the
+    innermost accesses contiguous or the body has no uniform loop to move it into."""
+    analyzer = tvm.sym.Analyzer()
+    threads = {v for v, _ in thread_loops}
+    if not any(_is_uniform_loop(s, threads) for s in _flatten(body)):
+        return None, "no loop every thread runs alike"
+    chosen = choose_lane(body, thread_loops, analyzer)
+    if chosen is None:
+        return None, "no thread index is contiguous in memory"
+    lane, extent = chosen
+    private = _stored_without_lane(body, lane)
+    inside: list[Any] = []
+    tvm_ffi.structural_walk(body, (tirx.AllocBuffer, lambda a: inside.append(a.buffer)))
+    body, widened = _privatize(body, private, lane, extent)
+    pushed = _Lockstep(lane, extent, threads, analyzer).push(body)
+    # Per-lane copies of arrays allocated once per block are allocated in the nest.
+    allocations = [
+        tirx.AllocBuffer(new)
+        for old, new in zip(private, widened, strict=True)
+        if not any(old.same_as(b) for b in inside)
+    ]
+    nest: Any = _seq([*allocations, pushed]) if allocations else pushed
+    for var, loop_extent in reversed(thread_loops):
+        if not var.same_as(lane):
+            nest = tirx.For(var, 0, loop_extent, tirx.ForKind.SERIAL, nest)
+    names = ", ".join(str(b.name) for b in private)
+    where = f"; per-lane copies of {names}" if names else ""
+    return nest, f"threads {lane.name} as {extent} lanes inside the uniform loops{where}"
+
+
+def _vars_in(expr: Any, candidates: set[Any]) -> set[Any]:
+    found: set[Any] = set()
+
+    def visit(var: Any) -> None:
+        for c in candidates:
+            if c.same_as(var):
+                found.add(c)
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.Var, visit), order="post")
+    return found
+
+
+def _is_copy_body(stmt: Any) -> bool:
+    """Only stores, serial loops and sequences (no branches, calls or allocations)."""
+    for item in _flatten(stmt):
+        if isinstance(item, tirx.For):
+            if item.kind != tirx.ForKind.SERIAL or not _is_copy_body(item.body):
+                return False
+        elif not isinstance(item, tirx.BufferStore):
+            return False
+    return True
+
+
+def interchange_copy_loop(loop: Any, threads: set[Any]) -> Any | None:
+    """``for k: for t...: S`` as ``for t...: for k: S`` when any order of the iterations
+    stores the same values, or None.
+
+    A region repeated by a loop every thread runs alike (``for tk: B_shared[tn, tk] =
+    B[row tn, tk]``, each iteration a region of its own) walks memory with the thread
+    index innermost: one row per thread, the wrong way for SIMD. Reordering is proven
+    safe when ``S`` only stores (loops and stores, nothing else), reads no buffer it
+    stores, and each store's value is fixed by the element it stores: every loop or
+    thread Var the value uses is the only such Var of one of the store's indices, with
+    a constant non-zero step (so equal elements mean equal values).
+    """
+    if loop.kind != tirx.ForKind.SERIAL or not isinstance(loop.body, tirx.For):
+        return None
+    nest = loop.body
+    thread_loops: list[Any] = []
+    body: Any = nest
+    while isinstance(body, tirx.For) and any(body.loop_var.same_as(t) for t in threads):
+        thread_loops.append(body)
+        body = body.body
+    if not thread_loops or uses_any(loop.min, threads) or uses_any(loop.extent, threads):
+        return None
+    if not _is_copy_body(body):
+        return None
+    stores: list[Any] = []
+    tvm_ffi.structural_walk(body, (tirx.BufferStore, stores.append), order="post")
+    stored = [s.buffer for s in stores]
+    analyzer = tvm.sym.Analyzer()
+    inner: set[Any] = set()
+    tvm_ffi.structural_walk(body, (tirx.For, lambda f: inner.add(f.loop_var)))
+    iteration_vars = {loop.loop_var, *threads, *inner}
+    for store in stores:
+        if any(_reads_buffer(store.value, b) for b in stored):
+            return None
+        if _impure(store.value):
+            return None
+        for var in _vars_in(store.value, iteration_vars):
+            if not any(
+                _vars_in(index, iteration_vars) == {var}
+                and (lane_step(index, var, analyzer) or 0) != 0
+                for index in store.indices
+            ):
+                return None
+    swapped = tirx.For(
+        loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
+    )
+    for thread_loop in reversed(thread_loops):
+        swapped = tirx.For(
+            thread_loop.loop_var,
+            thread_loop.min,
+            thread_loop.extent,
+            thread_loop.kind,
+            swapped,
+            annotations=thread_loop.annotations,
+        )
+    return swapped
+
+
+def _reads_buffer(expr: Any, buffer: Any) -> bool:
+    found = False
+
+    def visit(load: Any) -> None:
+        nonlocal found
+        if load.source.same_as(buffer):
+            found = True
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
+    return found
+
+
+def _impure(expr: Any) -> bool:
+    found = False
+
+    def visit(_: Any) -> None:
+        nonlocal found
+        found = True
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.Call, visit), order="post")
+    return found
