@@ -45,6 +45,11 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import is_local, uses_any
+from tl_passes.buffer_rewrite import substitute_vars
+
+
+#: The longest lane loop made a vector loop (as `cpu-lower-parallel-loops` does).
+_MAX_VECTOR_LANES = 256
 
 
 def _as_int(value: Any) -> int | None:
@@ -171,7 +176,51 @@ class _Lockstep:
         self.threads = threads
 
     def lanes(self, leaves: list[Any]) -> Any:
-        return tirx.For(self.lane, 0, self.extent, tirx.ForKind.SERIAL, _seq(leaves))
+        """The leaves run for every lane. An innermost loop of constant extent becomes
+        one loop over ``lanes x extent`` (lane-major: ``t * 8 + k`` is its index), so a
+        slice per thread is one contiguous vector loop; the rest run lane by lane."""
+        if not all(self._fusable(leaf) for leaf in leaves):
+            kind = tirx.ForKind.SERIAL
+            if all(isinstance(leaf, tirx.BufferStore) for leaf in leaves) and self._vector(
+                _seq(leaves), self.lane, self.extent
+            ):
+                kind = tirx.ForKind.VECTORIZED
+            return tirx.For(self.lane, 0, self.extent, kind, _seq(leaves))
+        # Statement by statement over all lanes (lock step), each statement fused.
+        return _seq([self._fuse(leaf) for leaf in leaves])
+
+    def _fusable(self, leaf: Any) -> bool:
+        return (
+            isinstance(leaf, tirx.For)
+            and leaf.kind in (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
+            and _as_int(leaf.min) == 0
+            and _as_int(leaf.extent) is not None
+            and not _contains_loop(leaf.body)
+            and _is_copy_body(leaf.body)
+        )
+
+    def _fuse(self, leaf: Any) -> Any:
+        inner = int(leaf.extent.value)
+        fused = tirx.Var(f"{self.lane.name}_{leaf.loop_var.name}", "int32")
+        mapping = {
+            self.lane: tirx.floordiv(fused, inner),
+            leaf.loop_var: tirx.floormod(fused, inner),
+        }
+        body = _simplify_indices(substitute_vars(leaf.body, mapping), self.analyzer)
+        extent = self.extent * inner
+        kind = tirx.ForKind.VECTORIZED if self._vector(body, fused, extent) else leaf.kind
+        return tirx.For(fused, 0, extent, kind, body, annotations=leaf.annotations)
+
+    def _vector(self, body: Any, var: Any, extent: int) -> bool:
+        """Whether a lane loop of straight-line stores may be a vector loop: at most 256
+        lanes, every store at a different element per lane (step 1: contiguous)."""
+        if extent > _MAX_VECTOR_LANES:
+            return False
+        stores: list[Any] = []
+        tvm_ffi.structural_walk(body, (tirx.BufferStore, stores.append), order="post")
+        return all(
+            len(s.indices) == 1 and lane_step(s.indices[0], var, self.analyzer) == 1 for s in stores
+        )
 
     def push(self, stmt: Any) -> Any:
         out: list[Any] = []
@@ -283,6 +332,28 @@ class _Lockstep:
         return [*before, loop, *after]
 
 
+def _flat_size(buffer: Any) -> int:
+    size = 1
+    for dim in buffer.shape:
+        size *= int(dim.value) if isinstance(dim, tirx.IntImm) else 0
+    if size <= 0:
+        raise ValueError(f"{buffer.name}: per-lane copies need a constant shape")
+    return size
+
+
+def _simplify_indices(stmt: Any, analyzer: Any) -> Any:
+    def load(node: Any) -> Any:
+        return tirx.BufferLoad(node.source, [analyzer.simplify(i) for i in node.indices])
+
+    def store(node: Any) -> Any:
+        indices = [analyzer.simplify(i) for i in node.indices]
+        return tirx.BufferStore(node.buffer, node.value, indices)
+
+    return tvm_ffi.structural_map(
+        stmt, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
+    )
+
+
 def _flat_index(buffer: Any, indices: Any) -> Any:
     index: Any = None
     for position, value in enumerate(indices):
@@ -319,32 +390,37 @@ def _stored_without_lane(stmt: Any, lane: Any) -> list[Any]:
 
 def _privatize(stmt: Any, buffers: list[Any], lane: Any, extent: int) -> tuple[Any, list[Any]]:
     """``stmt`` with each of ``buffers`` replaced by a copy per lane (leading lane dim)."""
+    # Flat, lane-major: lane t's copy of element i is t * size + flat(i).
+    sizes = {b: _flat_size(b) for b in buffers}
     wide = {
         b: tirx.decl_buffer(
-            (extent, *b.shape), str(b.ty.dtype), name=f"{b.name}_lanes", scope="local"
+            (extent * sizes[b],), str(b.ty.dtype), name=f"{b.name}_lanes", scope="local"
         )
         for b in buffers
     }
 
+    def at(old: Any, indices: Any) -> list[Any]:
+        return [lane * sizes[old] + _flat_index(old, indices)]
+
     def find(buffer: Any) -> Any:
-        for old, new in wide.items():
+        for old in wide:
             if old.same_as(buffer):
-                return new
+                return old
         return None
 
     def load(node: Any) -> Any:
-        new = find(node.source)
-        return node if new is None else tirx.BufferLoad(new, [lane, *node.indices])
+        old = find(node.source)
+        return node if old is None else tirx.BufferLoad(wide[old], at(old, node.indices))
 
     def store(node: Any) -> Any:
-        new = find(node.buffer)
-        if new is None:
+        old = find(node.buffer)
+        if old is None:
             return node
-        return tirx.BufferStore(new, node.value, [lane, *node.indices])
+        return tirx.BufferStore(wide[old], node.value, at(old, node.indices))
 
     def alloc(node: Any) -> Any:
-        new = find(node.buffer)
-        return node if new is None else tirx.AllocBuffer(new)
+        old = find(node.buffer)
+        return node if old is None else tirx.AllocBuffer(wide[old])
 
     rewritten = tvm_ffi.structural_map(
         stmt,
@@ -370,6 +446,9 @@ def lockstep_nest(
         return None, "no thread index is contiguous in memory"
     lane, extent = chosen
     private = _stored_without_lane(body, lane)
+    for buffer in private:
+        if not all(isinstance(d, tirx.IntImm) for d in buffer.shape):
+            return None, f"{buffer.name} needs per-lane copies but has no constant shape"
     inside: list[Any] = []
     tvm_ffi.structural_walk(body, (tirx.AllocBuffer, lambda a: inside.append(a.buffer)))
     body, widened = _privatize(body, private, lane, extent)
