@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -107,10 +108,12 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         path = report.describe()
         if stepped is not None:
             nest = stepped
-            path = f"lanes: {how}" + ("; " + path[len("lanes: ") :] if report.vectorized else "")
+            path = (
+                f"lanes: {how}; {path}" if report.vectorized or report.refused else f"lanes: {how}"
+            )
         if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
             return tirx.AttrStmt(
-                tirx.const(0, "int32"), THREAD_PATH_KEY, tirx.StringImm(path), nest
+                tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
             )
         kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
         kept[THREAD_PATH_KEY] = path
