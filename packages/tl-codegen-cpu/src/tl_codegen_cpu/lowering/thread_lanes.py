@@ -269,7 +269,7 @@ class _Laner:
         return [
             tirx.AllocBuffer(partial),
             _vector_loop(
-                "init_lane", reduction.lanes, lambda l: tirx.BufferStore(partial, zero, [l])
+                "init_lane", reduction.lanes, lambda lane: tirx.BufferStore(partial, zero, [lane])
             ),
         ]
 

@@ -22,7 +22,11 @@ attributes on ``blockIdx.x/y/z`` and ``threadIdx.x/y/z``. On the CPU:
   shared operands, ``T.Parallel`` loops over shared data, thread
   reductions), and conflicting shared-memory accesses of different threads.
   `thread_regions` says how; thread-local values that cross a region
-  boundary become per-thread arrays (`per_thread_locals`).
+  boundary become per-thread arrays (`per_thread_locals`). Each region's
+  nest then becomes SIMD lanes where proven (`thread_lanes`: per-thread sums
+  as partial vectors; `thread_lockstep`: the threads in lock step, the thread
+  index contiguous in memory as the lanes), and says which path it took in
+  its ``tl.cpu_thread_path`` annotation;
 * a launch whose global atomics no two threads can race on when some grid
   axes run serially (`atomic_ownership` proves it from the atomics' indices)
   gets those colliding axes as serial loops inside the parallel loop, and its
@@ -51,6 +55,7 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
     privatize_atomics,
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
 from tl_codegen_cpu.lowering.thread_ir import (
     THREAD_NEST_KEY,
     ThreadSpace,
@@ -60,7 +65,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     uses_any,
 )
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
-from tl_codegen_cpu.lowering.thread_lockstep import interchange_copy_loop, lockstep_nest
+from tl_codegen_cpu.lowering.thread_lockstep import lockstep_nest
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
