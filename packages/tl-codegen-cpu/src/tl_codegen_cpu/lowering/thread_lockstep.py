@@ -185,8 +185,9 @@ class _Lockstep:
             ):
                 kind = tirx.ForKind.VECTORIZED
             return tirx.For(self.lane, 0, self.extent, kind, _seq(leaves))
-        # Statement by statement over all lanes (lock step), each statement fused.
-        return _seq([self._fuse(leaf) for leaf in leaves])
+        # Statement by statement over all lanes (lock step), each statement fused;
+        # consecutive fused loops that meet only at equal indices run as one loop.
+        return _seq(_merge_same_index_loops([self._fuse(leaf) for leaf in leaves]))
 
     def _fusable(self, leaf: Any) -> bool:
         return (
@@ -329,6 +330,58 @@ class _Lockstep:
                 )
             )
         return [*before, loop, *after]
+
+
+def _merge_same_index_loops(loops: list[Any]) -> list[Any]:
+    """Consecutive loops of one extent as one loop, where legal: every buffer any of them
+    stores is accessed by all of them at one and the same index (so iteration ``f`` of
+    a later loop depends only on iteration ``f`` of an earlier one). A staging copy and
+    the loop reading it become one loop (no copy through memory between them)."""
+    merged: list[Any] = []
+    for loop in loops:
+        previous = merged[-1] if merged else None
+        if previous is not None and _extent_equal(previous, loop):
+            body = substitute_vars(loop.body, {loop.loop_var: previous.loop_var})
+            joined = tirx.SeqStmt([*_flatten(previous.body), *_flatten(body)])
+            if _meets_at_one_index(joined):
+                vector = tirx.ForKind.VECTORIZED
+                both_vector = previous.kind == vector and loop.kind == vector
+                kind = tirx.ForKind.VECTORIZED if both_vector else tirx.ForKind.SERIAL
+                merged[-1] = tirx.For(
+                    previous.loop_var, previous.min, previous.extent, kind, joined
+                )
+                continue
+        merged.append(loop)
+    return merged
+
+
+def _extent_equal(a: Any, b: Any) -> bool:
+    return _as_int(a.extent) is not None and _as_int(a.extent) == _as_int(b.extent)
+
+
+def _meets_at_one_index(body: Any) -> bool:
+    accesses: list[tuple[Any, tuple[Any, ...]]] = []
+    stored: list[Any] = []
+
+    def load(node: Any) -> None:
+        accesses.append((node.source, tuple(node.indices)))
+
+    def store(node: Any) -> None:
+        accesses.append((node.buffer, tuple(node.indices)))
+        stored.append(node.buffer)
+
+    tvm_ffi.structural_walk(
+        body, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
+    )
+    for buffer in stored:
+        indices = [i for b, i in accesses if b.same_as(buffer)]
+        first = indices[0]
+        for other in indices[1:]:
+            if len(other) != len(first) or not all(
+                tvm_ffi.structural_equal(a, b) for a, b in zip(other, first, strict=True)
+            ):
+                return False
+    return True
 
 
 def _flat_size(buffer: Any) -> int:
