@@ -184,3 +184,18 @@ def test_an_integer_reduction_falls_back_to_scalar_threads(tmp_path: Path) -> No
     b = np.arange(N * K, dtype=np.int32).reshape(N, K) % 7
     got = _run(func, "c", tmp_path, b)
     np.testing.assert_array_equal(got, b[:, ::2].sum(axis=1, dtype=np.int32))
+
+
+def test_lock_step_is_refused_when_per_lane_copies_exceed_the_budget(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tl_codegen_cpu.lowering import thread_lockstep
+
+    monkeypatch.setattr(thread_lockstep, "MAX_LANE_COPY_BYTES", 64)
+    func = split_k_gemv(rows=8, threads_k=8, chunk=8)
+    paths = _paths(func)
+    assert not any("threads tk as" in p for p in paths), paths
+    # Its per-thread sums are still laned, and the result is right.
+    assert any("sum into acc along k" in p for p in paths), paths
+    a, b, want = _gemv_inputs()
+    np.testing.assert_allclose(_run(func, "c", tmp_path, a, b), want, rtol=1e-4, atol=1e-4)

@@ -47,6 +47,9 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.thread_ir import is_local, uses_any
 from tl_passes.buffer_rewrite import substitute_vars
 
+#: The most bytes of per-lane copies one region may add (else it keeps its thread loops).
+MAX_LANE_COPY_BYTES = 64 * 1024
+
 #: The longest lane loop made a vector loop (as `cpu-lower-parallel-loops` does).
 _MAX_VECTOR_LANES = 256
 
@@ -501,9 +504,14 @@ def lockstep_nest(
         return None, "no thread index is contiguous in memory"
     lane, extent = chosen
     private = _stored_without_lane(body, lane)
+    copies = 0
     for buffer in private:
         if not all(isinstance(d, tirx.IntImm) for d in buffer.shape):
             return None, f"{buffer.name} needs per-lane copies but has no constant shape"
+        copies += extent * _flat_size(buffer) * tvm.DataType(str(buffer.ty.dtype)).bits // 8
+    if copies > MAX_LANE_COPY_BYTES:
+        # The copies live on the block's stack (cpu-stack-block-locals' budget is 1 MiB).
+        return None, f"per-lane copies would take {copies} bytes (limit {MAX_LANE_COPY_BYTES})"
     inside: list[Any] = []
     tvm_ffi.structural_walk(body, (tirx.AllocBuffer, lambda a: inside.append(a.buffer)))
     body, widened = _privatize(body, private, lane, extent)
