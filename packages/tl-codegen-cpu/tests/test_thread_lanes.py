@@ -199,3 +199,29 @@ def test_lock_step_is_refused_when_per_lane_copies_exceed_the_budget(
     assert any("sum into acc along k" in p for p in paths), paths
     a, b, want = _gemv_inputs()
     np.testing.assert_allclose(_run(func, "c", tmp_path, a, b), want, rtol=1e-4, atol=1e-4)
+
+
+def column_sums(threads: int) -> Any:
+    """C[j] = sum_i B[i, j]: thread tx owns column tx of each block of columns, so the one
+    thread index is the lanes (the nest's path is then an attribute, not a loop's)."""
+
+    @T.prim_func
+    def main(B: T.Tensor((K, N), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, threads), threads=threads) as bn:
+            tx = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0
+            for i in T.serial(K):
+                acc[0] += B[i, bn * threads + tx]
+            C[bn * threads + tx] = acc[0]
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_a_single_thread_index_becomes_the_lanes(target: str, tmp_path: Path) -> None:
+    func = column_sums(threads=32)
+    assert any(p.startswith("lanes: threads tx as 32 lanes") for p in _paths(func)), _paths(func)
+    b = np.random.default_rng(1).standard_normal((K, N)).astype(np.float32)
+    # Each column summed in its own order, as before: exact up to float32 rounding.
+    np.testing.assert_allclose(_run(func, target, tmp_path, b), b.sum(axis=0), rtol=1e-4, atol=1e-4)
