@@ -54,6 +54,11 @@ SIZES: dict[str, dict[str, Any] | None] = {
     "example_gemv.splitk_gemv": {"N": 8192, "K": 4096},
     "example_gemv.splitk_gemv_vectorized": {"N": 8192, "K": 4096},
     "kernel_gemv_simt.gemv_simt": {"N": 8192, "K": 4096},
+    "example_gemv.naive_gemv-f32": {"N": 8192, "K": 4096},
+    "example_gemv.naive_splitk_gemv-f32": {"N": 8192, "K": 4096},
+    "example_gemv.splitk_gemv-f32": {"N": 8192, "K": 4096},
+    "example_gemv.splitk_gemv_vectorized-f32": {"N": 8192, "K": 4096},
+    "kernel_gemv_simt.gemv_simt-f32": {"N": 8192, "K": 4096},
     "language_mask_op.tilelang_copy_mask_parallel": {"M": 2048, "N": 2048},
     "language_mask_op.tilelang_copy_mask_copy": {"M": 2048, "N": 2048},
     "language_clear.matmul": _GEMM_1024,
@@ -263,7 +268,22 @@ def _numpy_formulations() -> dict[str, Callable[..., Any]]:
         "kernel_gemm_with_stride.matmul",
         "cpu_gemm.matmul",
     ]
+
+    def gemv(a: dict[str, Any], x: Any, w: Any) -> Any:
+        return w @ x  # float32: one BLAS sgemv
+
+    def gemv_rows(a: dict[str, Any], x: Any, w: Any, bias: Any, c: Any) -> Any:
+        return x @ w.T
+
+    gemv_f32_cases = [
+        "example_gemv.naive_gemv-f32",
+        "example_gemv.naive_splitk_gemv-f32",
+        "example_gemv.splitk_gemv-f32",
+        "example_gemv.splitk_gemv_vectorized-f32",
+    ]
     table: dict[str, Callable[..., Any]] = dict.fromkeys(gemm_cases, gemm)
+    table.update(dict.fromkeys(gemv_f32_cases, gemv))
+    table["kernel_gemv_simt.gemv_simt-f32"] = gemv_rows
     table.update(
         {
             "cpu_tgemm.matmul-f32-nn": lambda a, x, y: gemm({**a, "out_dtype": "float32"}, x, y),

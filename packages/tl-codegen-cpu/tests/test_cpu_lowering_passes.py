@@ -142,8 +142,9 @@ def test_cpu_lower_launch_runs_the_tile_op_once_between_the_thread_loops() -> No
     text = lowered.script()
     # The copy (all threads together) sits between nothing and the per-thread store:
     # one thread loop after it, the copy itself outside any thread loop.
-    assert text.count("for tx in range(4)") == 1
-    assert text.index("T.copy(") < text.index("for tx in range(4)")
+    # (The thread loop carries its tl.cpu_thread_path annotation: "for tx in T.serial(4, ...".)
+    assert text.count("for tx in T.serial(4") == 1
+    assert text.index("T.copy(") < text.index("for tx in T.serial(4")
 
 
 @pytest.mark.parametrize(("target", "expect_vector_extension"), [(LLVM, False), (C, True)])

@@ -233,7 +233,7 @@ def test_values_kept_across_a_region_boundary_become_per_thread_arrays() -> None
     # `mine` (one float per thread) gets a thread dimension; the thread loops are split.
     assert "mine = T.alloc_local((8, 1))" in text
     assert "mine[tx, 0] = " in text
-    assert text.count("for tx in range(8)") == 2
+    assert text.count("for tx in T.serial(8") == 2  # each nest annotated with its path
 
 
 def scale_then_reverse(n: int, block: int) -> Any:

@@ -22,7 +22,11 @@ attributes on ``blockIdx.x/y/z`` and ``threadIdx.x/y/z``. On the CPU:
   shared operands, ``T.Parallel`` loops over shared data, thread
   reductions), and conflicting shared-memory accesses of different threads.
   `thread_regions` says how; thread-local values that cross a region
-  boundary become per-thread arrays (`per_thread_locals`).
+  boundary become per-thread arrays (`per_thread_locals`). Each region's
+  nest then becomes SIMD lanes where proven (`thread_lanes`: per-thread sums
+  as partial vectors; `thread_lockstep`: the threads in lock step, the thread
+  index contiguous in memory as the lanes), and says which path it took in
+  its ``tl.cpu_thread_path`` annotation;
 * a launch whose global atomics no two threads can race on when some grid
   axes run serially (`atomic_ownership` proves it from the atomics' indices)
   gets those colliding axes as serial loops inside the parallel loop, and its
@@ -41,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -50,6 +55,7 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
     privatize_atomics,
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
 from tl_codegen_cpu.lowering.thread_ir import (
     THREAD_NEST_KEY,
     ThreadSpace,
@@ -58,8 +64,10 @@ from tl_codegen_cpu.lowering.thread_ir import (
     thread_dependent_values,
     uses_any,
 )
+from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
+from tl_codegen_cpu.lowering.thread_lockstep import lockstep_nest
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
-from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
+from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import describe
@@ -70,16 +78,55 @@ _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-def _strip_nest_markers(stmt: tirx.Stmt) -> tirx.Stmt:
-    def strip(loop: Any) -> Any:
+def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stmt:
+    """Each region's nest with its per-thread reductions as vector lanes where proven
+    (`thread_lanes`) and its threads in lock step where a thread index is contiguous in
+    memory (`thread_lockstep`); its marker replaced by `THREAD_PATH_KEY`: the path taken."""
+    variables = space.variables
+
+    def lane(loop: Any) -> Any:
         if not is_thread_nest(loop):
-            return loop
+            swapped = interchange_copy_loop(loop, set(variables))
+            if swapped is None:
+                return loop
+            path = str(swapped.annotations[THREAD_PATH_KEY])
+            kept = {k: v for k, v in swapped.annotations.items() if k != THREAD_PATH_KEY}
+            kept[THREAD_PATH_KEY] = f"{path}; the loop over {loop.loop_var.name} moved inside"
+            return tirx.For(
+                swapped.loop_var,
+                swapped.min,
+                swapped.extent,
+                swapped.kind,
+                swapped.body,
+                annotations=kept,
+            )
+        laned, report = lane_thread_reductions(loop.body, isa, variables)
+        nest = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, laned)
+        thread_loops: list[tuple[Any, int]] = []
+        body: Any = nest
+        while isinstance(body, tirx.For) and any(body.loop_var.same_as(v) for v in variables):
+            if not isinstance(body.extent, tirx.IntImm) or not is_zero(body.min):
+                break
+            thread_loops.append((body.loop_var, int(body.extent.value)))
+            body = body.body
+        stepped, how = lockstep_nest(body, thread_loops) if thread_loops else (None, "")
+        path = report.describe()
+        if stepped is not None:
+            nest = stepped
+            path = (
+                f"lanes: {how}; {path}" if report.vectorized or report.refused else f"lanes: {how}"
+            )
+        if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
+            return tirx.AttrStmt(
+                tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
+            )
         kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
+        kept[THREAD_PATH_KEY] = path
         return tirx.For(
-            loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, annotations=kept or None
+            nest.loop_var, nest.min, nest.extent, nest.kind, nest.body, annotations=kept
         )
 
-    return tvm_ffi.structural_map(stmt, (tirx.For, strip), order="post")
+    return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
 
 
 def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -111,9 +158,9 @@ def bind_thread_loops(body: tirx.Stmt, found: dict[str, tuple[Any, Any]], where:
             )
             return loop
         var, extent = found[tag]
-        index = var if _is_zero(loop.min) else var + loop.min
+        index = var if is_zero(loop.min) else var + loop.min
         inner = substitute_vars(loop.body, {loop.loop_var: index})
-        if tvm_ffi.structural_equal(loop.extent, extent) and _is_zero(loop.min):
+        if tvm_ffi.structural_equal(loop.extent, extent) and is_zero(loop.min):
             return inner
         return tirx.IfThenElse(var < loop.extent, inner, None)
 
@@ -123,7 +170,7 @@ def bind_thread_loops(body: tirx.Stmt, found: dict[str, tuple[Any, Any]], where:
     return result
 
 
-def _is_zero(value: Any) -> bool:
+def is_zero(value: Any) -> bool:
     return isinstance(value, tirx.IntImm) and int(value.value) == 0
 
 
@@ -132,9 +179,11 @@ def run_threads(
     threads: list[tuple[Any, Any]],
     lower_thread_op: Callable[[Any], tirx.Stmt],
     where: str,
+    isa: VectorISA,
 ) -> tirx.Stmt:
     """A block body that names its thread index, as loops over the threads split at
-    barriers (see `thread_regions`), with cross-region locals per thread.
+    barriers (see `thread_regions`), with cross-region locals per thread and per-thread
+    reductions as ``isa``'s vector lanes (`thread_lanes`).
 
     Raises:
         UnsupportedError: a barrier or cooperative op the CPU cannot place (see
@@ -145,7 +194,7 @@ def run_threads(
     splitter = RegionSplitter(space, dependent, lower_thread_op, where)
     lowered = splitter.lower_block(body)
     lowered = expand_per_thread_locals(lowered, space, where)
-    return _strip_nest_markers(lowered)
+    return _lane_nests(lowered, space, isa)
 
 
 def _grid_loop(
@@ -175,13 +224,15 @@ def lower_launch(
     where: str,
     lower_thread_op: Callable[[Any], tirx.Stmt],
     min_owned_blocks: int,
+    isa: VectorISA,
 ) -> tirx.Stmt:
     """Return ``stmt`` with every ``T.Kernel`` launch lowered as the module docstring says.
 
     ``lower_thread_op`` lowers one tile-op call that a single thread runs (an operand
     in thread-local memory) to its loops. ``min_owned_blocks``: the fewest parallel
     blocks a launch may keep when its colliding grid axes become serial
-    (`atomic_ownership.plan_atomic_ownership`).
+    (`atomic_ownership.plan_atomic_ownership`). ``isa``: the vector registers
+    per-thread reductions are laned for (`thread_lanes`).
 
     Raises:
         UnsupportedError: thread-index code the CPU cannot split at its barriers.
@@ -211,7 +262,7 @@ def lower_launch(
             body = privatize_atomics(body, ownership)
         if threads and (thread_atomics or uses_any(body, {v for v, _ in threads})):
             try:
-                body = run_threads(body, threads, lower_thread_op, where)
+                body = run_threads(body, threads, lower_thread_op, where, isa)
             except UnsupportedError as error:
                 problems.append(error)
                 return attr
@@ -264,4 +315,4 @@ class CpuLowerLaunchPass(PrimFuncPass):
             return lower_tile_op(describe(call), isa=isa, gemm_style="tir")
 
         min_owned = self.min_owned_blocks or os.cpu_count() or 1
-        return lower_launch(body, self.where(function_name), lower_thread_op, min_owned)
+        return lower_launch(body, self.where(function_name), lower_thread_op, min_owned, isa)
