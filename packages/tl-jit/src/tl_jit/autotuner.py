@@ -105,7 +105,7 @@ class AutoTuner:
             raise ValueError(
                 f"autotune timeout: expected seconds > 0 or None (no limit), got {timeout!r}"
             )
-        self.jit_function = jit_function
+        self.jit_function: Any = jit_function
         self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
         self.warmup = warmup
@@ -300,7 +300,8 @@ class AutoTuner:
                     advance()
             return outcomes
         workers = self._workers(len(configs))
-        executor = self.executor if self.executor is not None else local_process_pool(workers)
+        own_pool = local_process_pool(workers) if self.executor is None else None
+        executor: Executor = own_pool if own_pool is not None else self.executor  # type: ignore[assignment]
         try:
             with progress(len(configs), "compiling") as advance:
                 shipped = run_tasks(
@@ -313,8 +314,8 @@ class AutoTuner:
                     on_done=lambda _index, _outcome: advance(),
                 )
         finally:
-            if self.executor is None:
-                stop_pool(executor)
+            if own_pool is not None:
+                stop_pool(own_pool)
         for item in shipped:
             if isinstance(item, TaskFailure):
                 outcomes.append(item)

@@ -69,6 +69,9 @@ class LocalProcessPool:
         workers: how many worker processes.
     """
 
+    ships_work = True
+    """Tasks run in other processes (their arguments are pickled)."""
+
     def __init__(self, workers: int) -> None:
         import pebble
 
@@ -84,7 +87,7 @@ class LocalProcessPool:
 
     def shutdown(self) -> None:
         """Stop the workers (killing busy ones) and wait for them to exit."""
-        self._pool.stop()
+        self._pool.stop()  # type: ignore[no-untyped-call]
         self._pool.join()
 
 

@@ -148,7 +148,9 @@ class ShippedArtifact:
         try:
             manifest = tl_runtime.read_manifest(directory, verify=True)
         except (tl_runtime.ArtifactError, tl_runtime.SchemaVersionError) as exc:
-            raise AutotuneError(f"shipped artifact {self.name!r} failed verification: {exc}") from None
+            raise AutotuneError(
+                f"shipped artifact {self.name!r} failed verification: {exc}"
+            ) from None
         listed = {entry.path for entry in manifest.files} | {tl_runtime.MANIFEST_NAME}
         unlisted = sorted(set(self.files) - listed)
         if unlisted:
@@ -166,9 +168,7 @@ class ShippedArtifact:
         return directory
 
 
-def compile_config_task(
-    reference: FunctionReference, arguments: dict[str, Any]
-) -> ShippedArtifact:
+def compile_config_task(reference: FunctionReference, arguments: dict[str, Any]) -> ShippedArtifact:
     """Worker entry: compile one configuration and return its artifact as bytes."""
     jit_function = resolve_jit_function(reference)
     kernel = compile_jit_function(jit_function, arguments)
@@ -223,9 +223,9 @@ class TimingRequest:
     rounds: int = 1
 
 
-def check_and_time(kernel: JITKernel, request: TimingRequest, inputs: list[Any] | None) -> tuple[
-    list[float], list[Any]
-]:
+def check_and_time(
+    kernel: JITKernel, request: TimingRequest, inputs: list[Any] | None
+) -> tuple[list[float], list[Any]]:
     """Check ``kernel`` against the reference (unless told not to) and time it
     ``request.rounds`` times; returns the per-round latencies (ms) and the inputs used
     (made from the kernel's params when ``inputs`` is None).

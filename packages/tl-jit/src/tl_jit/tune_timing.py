@@ -67,7 +67,7 @@ def pick_after_remeasure(
     if len(finalists) > 1 and rounds > 0:
         more = remeasure(finalists, rounds)
         for index in finalists:
-            if index in more and more[index]:
+            if more.get(index):
                 latency[index] = combine([*first[index], *more[index]])
     winner = min(finalists, key=latency.__getitem__)
     return winner, latency
