@@ -96,15 +96,7 @@ class AutoTuner:
                 f"autotune: expected a @tl_jit.jit function (stack @autotune above @jit), "
                 f"got {jit_function!r}"
             )
-        if executor is not None and not callable(getattr(executor, "submit", None)):
-            raise TypeError(
-                "autotune executor: expected an object with submit(fn, *args) returning a "
-                f"concurrent.futures.Future, got {executor!r}"
-            )
-        if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
-            raise ValueError(
-                f"autotune timeout: expected seconds > 0 or None (no limit), got {timeout!r}"
-            )
+        _check_options(executor, timeout)
         self.jit_function: Any = jit_function
         self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
@@ -454,6 +446,20 @@ class AutoTuner:
         return ConfigResult(config, None, f"{failure.stage} failed: {message}")
 
 
+def _check_options(executor: object, timeout: object) -> None:
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError(
+            "autotune executor: expected an object with submit(fn, *args) returning a "
+            f"concurrent.futures.Future, got {executor!r}"
+        )
+    if timeout is not None and not (
+        isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0
+    ):
+        raise ValueError(
+            f"autotune timeout: expected seconds > 0 or None (no limit), got {timeout!r}"
+        )
+
+
 class _DeviceSubmitter:
     """An executor whose ``submit`` is another executor's ``submit_on_device``."""
 
@@ -514,6 +520,8 @@ def autotune(
     (without isolation or time limit). ``KeyboardInterrupt`` cancels every outstanding
     configuration (killing local workers) and propagates.
     """
+
+    _check_options(executor, timeout)
 
     def decorate(jit_function: Any) -> AutoTuner:
         return AutoTuner(
