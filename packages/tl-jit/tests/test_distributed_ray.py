@@ -35,7 +35,6 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             "env_vars": {
                 "PYTHONPATH": pythonpath,
                 "TL_CACHE_DIR": str(worker_cache),
-                "RAY_AUTH_MODE": "disabled",
             }
         },
     )

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tl_jit import env
+from tl_jit import env, tune_tasks
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
@@ -275,13 +275,18 @@ class AutoTuner:
         or why it has none."""
         reference = function_reference(self.jit_function)
         outcomes: list[tuple[JITKernel, ShippedArtifact | None] | TaskFailure] = []
-        if reference is None:
-            if self.executor is not None:
-                raise TypeError(
-                    f"autotune executor: {self.jit_function.func.__qualname__} is defined "
-                    "inside a function, so no worker can import it; define it at module level"
-                )
-            # No worker can find the function: compile here (no isolation, no time limit).
+        if reference is None and self.executor is not None:
+            raise TypeError(
+                f"autotune executor: {self.jit_function.func.__qualname__} is defined "
+                "inside a function, so no worker can import it; define it at module level"
+            )
+        in_process = self.executor is None and (
+            reference is None or self.max_workers == 1 or tune_tasks.in_worker()
+        )
+        if in_process:
+            # No worker can find the function, one was asked for, or this is a worker
+            # importing a script that tunes at import: compile here (no isolation, no
+            # time limit).
             with progress(len(configs), "compiling") as advance:
                 for config in configs:
                     try:
@@ -291,6 +296,7 @@ class AutoTuner:
                         outcomes.append(TaskFailure("compile", describe_failure(exc), exc))
                     advance()
             return outcomes
+        assert reference is not None
         workers = self._workers(len(configs))
         own_pool = local_process_pool(workers) if self.executor is None else None
         executor: Executor = own_pool if own_pool is not None else self.executor  # type: ignore[assignment]
@@ -496,8 +502,9 @@ def autotune(
         skip_check: do not check against ``ref_prog``.
         supply_prog: makes the inputs from the kernel's params (default: random ones).
         max_workers: configurations built at once: worker processes of the default
-            executor (default ``TL_AUTOTUNE_WORKERS`` or min(cores, configs)), or tasks in
-            flight on ``executor`` (default: its ``max_workers`` when it has one).
+            executor (default ``TL_AUTOTUNE_WORKERS`` or min(cores, configs); 1 compiles
+            in this process, without isolation), or tasks in flight on ``executor``
+            (default: its ``max_workers`` when it has one).
         dims: sizes of symbolic dims for the generated inputs.
         cache_results: keep the result with the disk cache and reuse it next time (in
             any process with the same key; ``tl cache tuning`` lists them).

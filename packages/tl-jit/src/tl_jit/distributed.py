@@ -139,7 +139,9 @@ class RayExecutor:
             try:
                 result = inner.result()
             except BaseException as exc:
-                future.set_exception(exc)
+                # A task that raised: report the task's own exception, not Ray's wrapper.
+                cause = getattr(exc, "cause", None)
+                future.set_exception(cause if isinstance(cause, BaseException) else exc)
             else:
                 future.set_result(result)
 

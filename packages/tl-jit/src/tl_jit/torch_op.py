@@ -30,8 +30,10 @@ def _scalar_schema_type(dtype: str, name: str) -> str:
     for prefix, schema_type in _SCALAR_TYPES.items():
         if dtype.startswith(prefix):
             return schema_type
-    raise TypeError(f"as_torch_op: scalar parameter {name!r} has dtype {dtype!r}; "
-                    "expected a float, int, uint or bool scalar")
+    raise TypeError(
+        f"as_torch_op: scalar parameter {name!r} has dtype {dtype!r}; "
+        "expected a float, int, uint or bool scalar"
+    )
 
 
 def _torch_dtype(torch: Any, dtype: str, name: str) -> Any:
@@ -113,7 +115,9 @@ def _build_op(
         }
     else:
         if isinstance(mutates, str) or not all(isinstance(m, str) for m in mutates):
-            raise TypeError(f"as_torch_op mutates: expected a list of parameter names, got {mutates!r}")
+            raise TypeError(
+                f"as_torch_op mutates: expected a list of parameter names, got {mutates!r}"
+            )
         unknown = sorted(set(mutates) - argument_names)
         if unknown:
             raise ValueError(
@@ -172,7 +176,9 @@ def _build_op(
                 for dim in result.shape
             ]
             made.append(
-                torch.empty(shape, dtype=_torch_dtype(torch, result.dtype, result.name), device=device)
+                torch.empty(
+                    shape, dtype=_torch_dtype(torch, result.dtype, result.name), device=device
+                )
             )
         if not made:
             return None

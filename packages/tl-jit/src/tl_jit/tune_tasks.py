@@ -31,6 +31,14 @@ FunctionReference = tuple[str, str, str]
 MAX_ARTIFACT_BYTES = 1 << 30
 """The largest artifact a worker may ship back (1 GiB); a bigger one is refused."""
 
+_in_worker = False
+
+
+def in_worker() -> bool:
+    """Whether this process is running an autotuning task (a script it imports that
+    tunes at import time then compiles in place instead of starting workers itself)."""
+    return _in_worker
+
 
 def function_reference(jit_function: Any) -> FunctionReference | None:
     """How a worker process finds ``jit_function`` again, or None when it cannot (a
@@ -170,6 +178,8 @@ class ShippedArtifact:
 
 def compile_config_task(reference: FunctionReference, arguments: dict[str, Any]) -> ShippedArtifact:
     """Worker entry: compile one configuration and return its artifact as bytes."""
+    global _in_worker
+    _in_worker = True
     jit_function = resolve_jit_function(reference)
     kernel = compile_jit_function(jit_function, arguments)
     return ShippedArtifact.pack(kernel.artifact_dir, kernel.cache_key)
