@@ -27,12 +27,10 @@ from tl_jit.tune_executor import (
 from tl_jit.tune_tasks import (
     ShippedArtifact,
     TimingRequest,
-    check_and_time,
     compile_config_task,
     compile_jit_function,
     function_reference,
     install_artifact,
-    time_artifact_task,
 )
 from tl_jit.tune_timing import pick_after_remeasure
 
@@ -341,71 +339,20 @@ class AutoTuner:
     def _time_all(
         self, built: dict[int, tuple[JITKernel, ShippedArtifact | None]]
     ) -> tuple[dict[int, list[float]], dict[int, TaskFailure], Callable[..., Any]]:
-        """First-pass timings (index -> samples), failures, and the re-measure callback.
+        """First-pass timings, failures and the re-measure callback (`tl_jit.tune_measure`)."""
+        from tl_jit.tune_measure import time_here, time_on_device
 
-        Timing runs on the executor's device workers when it has ``submit_on_device``
-        (a `RayExecutor` with device resources), in this process otherwise."""
         device_submit = getattr(self.executor, "submit_on_device", None)
-        timings: dict[int, list[float]] = {}
-        failures: dict[int, TaskFailure] = {}
         if callable(device_submit) and all(s is not None for _, s in built.values()):
-            indices = sorted(built)
-
-            def remote(
-                chosen: list[int], rounds: int, check: bool, advance: Callable[[], None]
-            ) -> dict[int, Any]:
-                request = self._request(rounds)
-                if not check:
-                    request = TimingRequest(**{**request.__dict__, "skip_check": True})
-                outcomes = run_tasks(
-                    _DeviceSubmitter(device_submit),
-                    time_artifact_task,
-                    [(built[i][1], request) for i in chosen],
-                    stage="timing",
-                    timeout_s=self.timeout,
-                    in_flight=self._workers(len(chosen)),
-                    on_done=lambda _index, _outcome: advance(),
-                )
-                return dict(zip(chosen, outcomes, strict=True))
-
-            with progress(len(indices), "timing") as advance:
-                for index, outcome in remote(indices, 1, True, advance).items():
-                    if isinstance(outcome, TaskFailure):
-                        failures[index] = outcome
-                    else:
-                        timings[index] = list(outcome)
-
-            def remeasure_remote(chosen: list[int], rounds: int) -> dict[int, list[float]]:
-                with progress(len(chosen), "re-measuring") as advance:
-                    found = remote(chosen, rounds, False, advance)
-                return {i: list(v) for i, v in found.items() if not isinstance(v, TaskFailure)}
-
-            return timings, failures, remeasure_remote
-
-        inputs: list[Any] | None = None
-        with progress(len(built), "timing") as advance:
-            for index in sorted(built):
-                kernel = built[index][0]
-                try:
-                    samples, made = check_and_time(kernel, self._request(), inputs)
-                    inputs = inputs if inputs is not None else made
-                    timings[index] = samples
-                except Exception as exc:
-                    failures[index] = TaskFailure("check/benchmark", describe_failure(exc), exc)
-                advance()
-        request = TimingRequest(**{**self._request().__dict__, "skip_check": True})
-
-        def remeasure_local(chosen: list[int], rounds: int) -> dict[int, list[float]]:
-            more: dict[int, list[float]] = {i: [] for i in chosen}
-            for _ in range(rounds):  # interleaved: every candidate once per round
-                for index in chosen:
-                    try:
-                        more[index] += check_and_time(built[index][0], request, inputs)[0]
-                    except Exception:
-                        continue
-            return more
-
-        return timings, failures, remeasure_local
+            shipped = {i: s for i, (_, s) in built.items() if s is not None}
+            return time_on_device(
+                device_submit,
+                shipped,
+                self._request(),
+                timeout_s=self.timeout,
+                in_flight=self._workers(len(shipped)),
+            )
+        return time_here({i: k for i, (k, _) in built.items()}, self._request())
 
     def _tune(self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]) -> JITKernel:
         compiled = self._compile_all(arguments, configs)
@@ -464,13 +411,6 @@ def _check_options(executor: object, timeout: object) -> None:
         raise ValueError(
             f"autotune timeout: expected seconds > 0 or None (no limit), got {timeout!r}"
         )
-
-
-class _DeviceSubmitter:
-    """An executor whose ``submit`` is another executor's ``submit_on_device``."""
-
-    def __init__(self, submit: Callable[..., Any]) -> None:
-        self.submit = submit
 
 
 def autotune(
