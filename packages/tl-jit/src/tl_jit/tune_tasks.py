@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -31,13 +32,14 @@ FunctionReference = tuple[str, str, str]
 MAX_ARTIFACT_BYTES = 1 << 30
 """The largest artifact a worker may ship back (1 GiB); a bigger one is refused."""
 
-_in_worker = False
+_resolving = threading.local()
+_loaded_scripts: dict[str, Any] = {}
 
 
 def in_worker() -> bool:
-    """Whether this process is running an autotuning task (a script it imports that
-    tunes at import time then compiles in place instead of starting workers itself)."""
-    return _in_worker
+    """Whether this thread is importing a jit function for an autotuning task (a script
+    that tunes at import time then compiles in place instead of starting workers)."""
+    return bool(getattr(_resolving, "active", False))
 
 
 def function_reference(jit_function: Any) -> FunctionReference | None:
@@ -66,17 +68,11 @@ def resolve_jit_function(reference: FunctionReference) -> Any:
     from tl_jit.eager import EagerJITFunction
 
     module_name, file, qualname = reference
-    if module_name in ("__main__", "__mp_main__"):
-        module = sys.modules.get("__mp_main__")
-        if module is None or getattr(module, "__file__", None) != file:
-            spec = importlib.util.spec_from_file_location("__tl_autotune_main__", file)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {file}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["__tl_autotune_main__"] = module
-            spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(module_name)
+    _resolving.active = True
+    try:
+        module = _import_module(module_name, file)
+    finally:
+        _resolving.active = False
     value: Any = module
     for part in qualname.split("."):
         value = getattr(value, part)
@@ -86,6 +82,24 @@ def resolve_jit_function(reference: FunctionReference) -> Any:
             raise TypeError(f"{qualname} in {module_name} is not a tl_jit.jit function")
         value = inner
     return value
+
+
+def _import_module(module_name: str, file: str) -> Any:
+    if module_name not in ("__main__", "__mp_main__"):
+        return importlib.import_module(module_name)
+    for candidate in (sys.modules.get("__main__"), sys.modules.get("__mp_main__")):
+        if candidate is not None and getattr(candidate, "__file__", None) == file:
+            return candidate
+    module = _loaded_scripts.get(file)
+    if module is None:  # a script: loaded once per process, under a name that is not __main__
+        spec = importlib.util.spec_from_file_location("__tl_autotune_main__", file)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {file}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["__tl_autotune_main__"] = module
+        spec.loader.exec_module(module)
+        _loaded_scripts[file] = module
+    return module
 
 
 def compile_jit_function(jit_function: Any, arguments: Mapping[str, Any]) -> JITKernel:
@@ -178,8 +192,6 @@ class ShippedArtifact:
 
 def compile_config_task(reference: FunctionReference, arguments: dict[str, Any]) -> ShippedArtifact:
     """Worker entry: compile one configuration and return its artifact as bytes."""
-    global _in_worker
-    _in_worker = True
     jit_function = resolve_jit_function(reference)
     kernel = compile_jit_function(jit_function, arguments)
     return ShippedArtifact.pack(kernel.artifact_dir, kernel.cache_key)
