@@ -110,6 +110,24 @@ def test_torch_compile_fullgraph_traces_two_kernels_without_a_graph_break(
     assert torch.equal(x, x.clone())
 
 
+def test_a_scalar_parameter_is_an_op_argument(cache_dir: Path) -> None:
+    @tl_jit.jit(out_idx=[-1], target="c")
+    def scale_by(N):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), alpha: T.float32, B: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=1) as _:
+                for i in T.serial(N):
+                    B[i] = A[i] * alpha
+
+        return main
+
+    op = scale_by(8).as_torch_op("tl_jit_test::scale_by")
+    assert str(op._opoverload._schema).endswith("(Tensor A, float alpha) -> Tensor")
+    x = torch.arange(8, dtype=torch.float32)
+    compiled = torch.compile(lambda v: op(v, 2.5) + 1, fullgraph=True, backend="aot_eager")
+    np.testing.assert_allclose(compiled(x).numpy(), x.numpy() * 2.5 + 1)
+
+
 @pytest.mark.slow
 def test_torch_compile_with_inductor(ops: tuple[Any, Any, Any]) -> None:
     add, row_sums, _ = ops

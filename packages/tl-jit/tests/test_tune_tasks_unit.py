@@ -123,3 +123,19 @@ def test_tuning_results_are_stored_listed_and_cleared(
     assert tune_records.list_records() == []
     # Kernels stay: only the results were cleared.
     assert any((cache_dir / "kernels").iterdir())
+
+
+def test_a_task_run_in_this_thread_leaves_no_worker_mark(
+    fake_backend: Any, cache_dir: Path
+) -> None:
+    import tljit_scale_kernel as module
+
+    from tl_jit import tune_tasks
+
+    reference = tune_tasks.function_reference(module.scale)
+    assert reference is not None
+    shipped = tune_tasks.compile_config_task(reference, {"n": 64, "factor": 2.0})
+    assert shipped.ir_key is not None
+    # Only the import of the function counts as "inside a worker": a thread executor
+    # running tasks here must not make later searches compile in this process.
+    assert not tune_tasks.in_worker()
