@@ -92,3 +92,21 @@ def test_pick_after_remeasure_decides_on_the_median_of_all_timings() -> None:
     assert latency == {0: 1.0, 1: 3.0, 2: 2.0, 3: 9.0}
     with pytest.raises(ValueError, match="first"):
         tune_timing.pick_after_remeasure({}, remeasure)
+
+
+def test_eager_par_compile_on_a_process_pool_installs_shipped_kernels(cache_dir: Path) -> None:
+    import concurrent.futures
+    import multiprocessing
+
+    import tljit_eager_kernel as module
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
+        kernels = module.repeated_add.par_compile(
+            [{"N": 32, "repeat": 1}, {"N": 32, "repeat": 2}], executor=pool
+        )
+    a = np.arange(32, dtype=np.float32)
+    for kernel in kernels:
+        assert kernel is not None and kernel.cache_key is not None
+        assert (cache_dir / "kernels" / kernel.cache_key).is_dir()
+        np.testing.assert_array_equal(kernel(a, a), 2 * a)
