@@ -324,7 +324,17 @@ def test_dtype_spellings_are_one_specialization(cache_dir: Path) -> None:
         add(a, a, "float33")
 
 
-def test_autotune_refuses_an_eager_function_naming_what_is_missing() -> None:
+def test_autotune_tunes_a_local_eager_function_in_this_process(cache_dir: Path) -> None:
     add = _add_kernel()
-    with pytest.raises(NotImplementedError, match=r"eager-style kernel .*par_compile"):
-        tl_jit.autotune(configs=[{"unroll": 1}])(add)
+    tuned = tl_jit.autotune(
+        configs=[{"unroll": 1}, {"unroll": 2}],
+        warmup=1,
+        rep=2,
+        ref_prog=lambda a, b: a + b,
+    )(add)
+    a = np.arange(8, dtype=np.float32)
+    # unroll=2 computes a + 2b: it fails the check, so unroll=1 wins.
+    with pytest.warns(tl_jit.AutotuneWarning, match="'unroll': 2"):
+        np.testing.assert_array_equal(tuned(a, a), 2 * a)
+    assert tuned.compile(a, a).config == {"unroll": 1}
+    assert [r.error is None for r in tuned.results] == [True, False]

@@ -31,3 +31,43 @@ tuned_scale = tl_jit.autotune(
     ref_prog=reference,
     max_workers=2,
 )(scale)
+
+
+FRAGILE_MARKER_ENV = "TLJIT_FRAGILE_MARKER"
+
+
+@tl_jit.jit(out_idx=-1, target="llvm")
+def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> Any:
+    """`scale` whose build misbehaves on request: ``crash`` is ``"abort"``, ``"segfault"``,
+    ``"exit"`` (``os._exit(3)``), ``"raise"`` (a ValueError) or ``"hang"`` (writes its pid
+    to the file named by ``TLJIT_FRAGILE_MARKER``, when set, and sleeps for an hour)."""
+    import ctypes
+    import os
+    import time
+
+    import tljit_fake_backend
+
+    tljit_fake_backend.install()
+    if crash == "abort":
+        os.abort()
+    elif crash == "segfault":
+        ctypes.string_at(0)
+    elif crash == "exit":
+        os._exit(3)
+    elif crash == "raise":
+        raise ValueError("this configuration does not compile, on purpose")
+    elif crash == "hang":
+        marker = os.environ.get(FRAGILE_MARKER_ENV)
+        if marker:
+            with open(marker, "w") as handle:
+                handle.write(str(os.getpid()))
+        time.sleep(3600)
+    return tljit_fake_backend.make_scale(n, factor, repeat)
+
+
+def sleep_then_return(seconds: float) -> float:
+    """A task for executor tests: sleeps, then returns ``seconds``."""
+    import time
+
+    time.sleep(seconds)
+    return seconds

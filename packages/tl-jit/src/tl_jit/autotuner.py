@@ -1,31 +1,44 @@
-"""``@autotune``: compile a jit kernel for several configurations in worker processes,
-check and time each, and return the fastest (results cached on disk as JSON)."""
+"""``@autotune``: compile a jit kernel (builder or eager style) for several configurations,
+each in a worker that may fail alone, check and time each, re-measure the fastest few and
+return the winner (results kept with the disk cache, docs/autotune.md)."""
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
-import importlib
-import importlib.util
-import multiprocessing
 import os
-import shutil
-import sys
-import tempfile
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tl_jit import env
+from tl_jit import env, tune_tasks
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
+from tl_jit.tune_executor import (
+    Executor,
+    TaskFailure,
+    describe_failure,
+    local_process_pool,
+    progress,
+    run_tasks,
+    stop_pool,
+)
+from tl_jit.tune_tasks import (
+    ShippedArtifact,
+    TimingRequest,
+    compile_config_task,
+    compile_jit_function,
+    function_reference,
+    install_artifact,
+)
+from tl_jit.tune_timing import pick_after_remeasure
 
 Configs = Sequence[Mapping[str, Any]] | Callable[..., Sequence[Mapping[str, Any]]]
 WORKERS_ENV = "TL_AUTOTUNE_WORKERS"
+
+DEFAULT_CONFIG_TIMEOUT_S = 600.0
+"""The default time limit of one configuration's build (seconds)."""
 
 
 class AutotuneWarning(UserWarning):
@@ -41,67 +54,24 @@ class ConfigResult:
     error: str | None = None
 
 
-def _function_reference(jit_function: JITFunction) -> tuple[str, str, str] | None:
-    """How a worker process finds the jit function again: (module, file, attribute path)."""
-    func = jit_function.func
-    module_name = getattr(func, "__module__", None)
-    qualname = getattr(func, "__qualname__", "")
-    if not module_name or "<locals>" in qualname:
-        return None
-    module = sys.modules.get(module_name)
-    file = getattr(module, "__file__", None)
-    if module_name == "__main__" and not file:
-        return None
-    return module_name, file or "", qualname
-
-
-def _resolve_in_worker(reference: tuple[str, str, str]) -> JITFunction:
-    module_name, file, qualname = reference
-    if module_name in ("__main__", "__mp_main__"):
-        module = sys.modules.get("__mp_main__")
-        if module is None or getattr(module, "__file__", None) != file:
-            spec = importlib.util.spec_from_file_location("__tl_autotune_main__", file)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {file}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["__tl_autotune_main__"] = module
-            spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(module_name)
-    value: Any = module
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    while not isinstance(value, JITFunction):
-        inner = getattr(value, "jit_function", None)
-        if inner is None:
-            raise TypeError(f"{qualname} in {module_name} is not a tl_jit.jit function")
-        value = inner
-    return value
-
-
-def _compile_config_in_worker(
-    reference: tuple[str, str, str],
-    arguments: dict[str, Any],
-    export_dir: str,
-) -> str:
-    """Worker entry: compile one configuration and export it; returns the export path."""
-    jit_function = _resolve_in_worker(reference)
-    kernel = jit_function.compile((), arguments)
-    return str(kernel.export(export_dir))
-
-
 class AutoTuner:
-    """What ``@autotune`` returns: call it with the non-tuned arguments to get the best kernel.
+    """What ``@autotune`` returns.
+
+    For a builder (a function of compile-time arguments returning a PrimFunc), call it
+    with the non-tuned arguments to get the best `JITKernel`. For an eager kernel
+    (``T.const``/``T.empty``), call it like the kernel: the first call for a
+    specialization tunes, then every call runs the winner on its tensors;
+    ``.compile(...)`` returns the winning `JITKernel` itself.
 
     The returned `JITKernel` has ``.config`` (the winning configuration) and
-    ``.latency`` (its median time per call in ms: the median is robust to preemption by
-    other processes); ``.results`` holds every configuration's outcome
-    of the last tuning run.
+    ``.latency`` (its median time per call in ms over the first pass and the
+    re-measurement); ``.results`` holds every configuration's outcome of the last
+    tuning run.
     """
 
     def __init__(
         self,
-        jit_function: JITFunction,
+        jit_function: Any,
         configs: Configs,
         *,
         warmup: float,
@@ -114,21 +84,19 @@ class AutoTuner:
         max_workers: int | None,
         dims: Mapping[str, int] | None,
         cache_results: bool,
+        executor: Executor | None = None,
+        timeout: float | None = DEFAULT_CONFIG_TIMEOUT_S,
     ) -> None:
         from tl_jit.eager import EagerJITFunction
 
-        if isinstance(jit_function, EagerJITFunction):
-            raise NotImplementedError(
-                f"autotune: tuning an eager-style kernel ({jit_function.func.__qualname__}) is "
-                "not supported yet; compile its configurations with .par_compile([...]) and "
-                "time them (examples/autotune_gemm_eager.py), or write it as a builder"
-            )
-        if not isinstance(jit_function, JITFunction):
+        if not isinstance(jit_function, JITFunction | EagerJITFunction):
             raise TypeError(
                 f"autotune: expected a @tl_jit.jit function (stack @autotune above @jit), "
                 f"got {jit_function!r}"
             )
-        self.jit_function = jit_function
+        _check_options(executor, timeout)
+        self.jit_function: Any = jit_function
+        self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
         self.warmup = warmup
         self.rep = rep
@@ -140,6 +108,8 @@ class AutoTuner:
         self.max_workers = max_workers
         self.dims = dict(dims or {})
         self.cache_results = cache_results
+        self.executor = executor
+        self.timeout = None if timeout is None else float(timeout)
         self.results: list[ConfigResult] = []
         self._best: dict[str, JITKernel] = {}
         self.__wrapped__ = jit_function.func
@@ -161,6 +131,9 @@ class AutoTuner:
             if self.max_workers < 1:
                 raise ValueError(f"max_workers: expected an int >= 1, got {self.max_workers!r}")
             return min(self.max_workers, count)
+        capacity = getattr(self.executor, "max_workers", None)
+        if self.executor is not None and isinstance(capacity, int) and capacity > 0:
+            return min(capacity, count)
         configured = os.environ.get(WORKERS_ENV)
         if configured and configured.isdigit() and int(configured) > 0:
             return min(int(configured), count)
@@ -173,8 +146,8 @@ class AutoTuner:
 
         try:
             return frontend_key(
-                self.jit_function.func,  # type: ignore[arg-type]
-                {"arguments": dict(arguments), "configs": configs},
+                self.jit_function.func,
+                {"arguments": dict(arguments), "configs": configs, "eager": self.eager},
                 {
                     **self.jit_function._frontend_options({}),
                     "autotune": [self.rtol, self.atol, self.skip_check, sorted(self.dims.items())],
@@ -183,65 +156,105 @@ class AutoTuner:
         except (Unkeyable, AttributeError):
             return None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
-        """Tune for these (non-tuned) arguments and return the fastest kernel.
+    def _eager_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """An eager kernel's template arguments and ``T.const`` values, by name."""
+        templates, consts, _ = self.jit_function._bind(args, kwargs, need_tensors=False)
+        # Strings by their text (a dtype object pickles as its name to workers).
+        plain = {k: str(v) if isinstance(v, str) else v for k, v in templates.items()}
+        return {**plain, **consts}
+
+    def _explicit_names(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> set[str]:
+        import inspect
+
+        try:
+            bound = inspect.signature(self.jit_function.func).bind_partial(*args, **kwargs)
+        except TypeError:
+            return set(kwargs)
+        return set(bound.arguments) | set(kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Tune for these (non-tuned) arguments; a builder returns the fastest kernel, an
+        eager kernel runs it on the call's tensors and returns its outputs.
 
         A call that passes any tuned argument itself (a name that appears in the
-        configs) skips tuning and returns the kernel compiled for exactly those
-        arguments, as TileLang does.
+        configs) skips tuning and uses exactly those arguments, as TileLang does.
 
         Raises:
             AutotuneError: no configuration compiled, ran and passed the check (the
                 message lists each failure).
             TypeError, ValueError: malformed configs or arguments.
+            KeyboardInterrupt: after cancelling every outstanding configuration.
         """
-        arguments = dict(kwargs)
-        if args:
-            names = list(self.jit_function._signature.parameters)
-            arguments.update(zip(names, args, strict=False))
+        if not self.eager:
+            return self.compile(*args, **kwargs)
+        arguments = self._eager_arguments(args, kwargs)
+        configs = self._config_list(arguments)
+        if {name for config in configs for name in config} & self._explicit_names(args, kwargs):
+            return self.jit_function(*args, **kwargs)
+        best = self._best_for(arguments, configs)
+        assert best.config is not None
+        return self.jit_function(*args, **{**kwargs, **best.config})
+
+    def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
+        """The fastest kernel for these arguments (tuning first if needed); for an eager
+        kernel the arguments are as `EagerJITFunction.compile` takes them (tensors or
+        ``T.const`` values by keyword).
+
+        Raises:
+            as `__call__`.
+        """
+        if self.eager:
+            arguments = self._eager_arguments(args, kwargs)
+        else:
+            arguments = dict(kwargs)
+            if args:
+                names = list(self.jit_function._signature.parameters)
+                arguments.update(zip(names, args, strict=False))
         configs = self._config_list(arguments)
         tuned_names = {name for config in configs for name in config}
-        if tuned_names & set(arguments):
+        explicit = self._explicit_names(args, kwargs) if self.eager else set(arguments)
+        if tuned_names & explicit:
             # As in TileLang: a call that already passes tuned arguments is not tuned;
             # it compiles what it asks for (the function's defaults fill the rest).
-            return self.jit_function.compile((), arguments)
+            return compile_jit_function(self.jit_function, arguments)
+        return self._best_for(arguments, configs)
+
+    def _best_for(self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]) -> JITKernel:
+        from tl_jit import tune_records
+
         memo = repr(sorted(arguments.items()))
         if memo in self._best:
             return self._best[memo]
         key = self._result_key(arguments, configs) if self.cache_results else None
         use_disk = key is not None and not env.cache_disabled()
         if use_disk:
-            kernel = self._from_saved(key, arguments)  # type: ignore[arg-type]
-            if kernel is not None:
-                self._best[memo] = kernel
-                return kernel
+            assert key is not None
+            saved = tune_records.load(key)
+            if saved is not None:
+                kernel = self._from_saved(saved, arguments)
+                if kernel is not None:
+                    self._best[memo] = kernel
+                    return kernel
         kernel = self._tune(arguments, configs)
         if use_disk and kernel.config is not None:
-            from tl_jit.cache import default_cache
-
-            default_cache().write_record(
-                "autotune",
-                key,  # type: ignore[arg-type]
-                {
-                    "best_config": kernel.config,
-                    "latency": kernel.latency,
-                    "results": [
-                        {"config": r.config, "latency": r.latency, "error": r.error}
-                        for r in self.results
-                    ],
-                },
+            assert key is not None
+            tune_records.save(
+                key,
+                function=self.jit_function.func.__qualname__,
+                target=str(self.jit_function._frontend_options({}).get("target")),
+                best_config=kernel.config,
+                latency=kernel.latency,
+                results=[
+                    {"config": r.config, "latency": r.latency, "error": r.error}
+                    for r in self.results
+                ],
             )
         self._best[memo] = kernel
         return kernel
 
-    def _from_saved(self, key: str, arguments: Mapping[str, Any]) -> JITKernel | None:
-        from tl_jit.cache import default_cache
-
-        record = default_cache().read_record("autotune", key)
-        if record is None or not isinstance(record.get("best_config"), dict):
-            return None
+    def _from_saved(self, record: Mapping[str, Any], arguments: Mapping[str, Any]) -> JITKernel:
         config = record["best_config"]
-        kernel = self.jit_function.compile((), {**arguments, **config})
+        kernel = compile_jit_function(self.jit_function, {**arguments, **config})
         kernel.config = dict(config)
         latency = record.get("latency")
         kernel.latency = float(latency) if isinstance(latency, int | float) else None
@@ -252,131 +265,152 @@ class AutoTuner:
         ]
         return kernel
 
+    # ------------------------------------------------------------------ compiling
     def _compile_all(
-        self, arguments: Mapping[str, Any], configs: list[dict[str, Any]], scratch: Path
-    ) -> list[JITKernel | BaseException]:
-        workers = self._workers(len(configs))
-        reference = _function_reference(self.jit_function)
-        outcomes: list[JITKernel | BaseException] = []
-        if workers <= 1 or reference is None:
-            with _progress(len(configs), "compiling") as advance:
+        self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]
+    ) -> list[tuple[JITKernel, ShippedArtifact | None] | TaskFailure]:
+        """Each configuration's kernel (with its shipped artifact when a worker built it),
+        or why it has none."""
+        reference = function_reference(self.jit_function)
+        outcomes: list[tuple[JITKernel, ShippedArtifact | None] | TaskFailure] = []
+        if reference is None and self.executor is not None:
+            raise TypeError(
+                f"autotune executor: {self.jit_function.func.__qualname__} is defined "
+                "inside a function, so no worker can import it; define it at module level"
+            )
+        in_process = self.executor is None and (
+            reference is None or self.max_workers == 1 or tune_tasks.in_worker()
+        )
+        if in_process:
+            # No worker can find the function, one was asked for, or this is a worker
+            # importing a script that tunes at import: compile here (no isolation, no
+            # time limit).
+            with progress(len(configs), "compiling") as advance:
                 for config in configs:
                     try:
-                        outcomes.append(self.jit_function.compile((), {**arguments, **config}))
+                        kernel = compile_jit_function(self.jit_function, {**arguments, **config})
+                        outcomes.append((kernel, None))
                     except Exception as exc:
-                        outcomes.append(exc)
+                        outcomes.append(TaskFailure("compile", describe_failure(exc), exc))
                     advance()
             return outcomes
-        context = multiprocessing.get_context("spawn")
-        slots: list[JITKernel | BaseException | None] = [None] * len(configs)
-        with (
-            concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool,
-            _progress(len(configs), "compiling") as advance,
-        ):
-            futures = {
-                pool.submit(
-                    _compile_config_in_worker,
-                    reference,
-                    {**arguments, **config},
-                    str(scratch / f"config-{index}"),
-                ): index
-                for index, config in enumerate(configs)
-            }
-            for future in concurrent.futures.as_completed(futures):
-                index = futures[future]
-                try:
-                    slots[index] = JITKernel.from_artifact(future.result())
-                except Exception as exc:
-                    slots[index] = exc
-                advance()
-        outcomes = [s if s is not None else RuntimeError("no result") for s in slots]
+        assert reference is not None
+        workers = self._workers(len(configs))
+        own_pool = local_process_pool(workers) if self.executor is None else None
+        executor: Executor = own_pool if own_pool is not None else self.executor  # type: ignore[assignment]
+        try:
+            with progress(len(configs), "compiling") as advance:
+                shipped = run_tasks(
+                    executor,
+                    compile_config_task,
+                    [(reference, {**arguments, **config}) for config in configs],
+                    stage="compile",
+                    timeout_s=self.timeout,
+                    in_flight=workers,
+                    on_done=lambda _index, _outcome: advance(),
+                )
+        finally:
+            if own_pool is not None:
+                stop_pool(own_pool)
+        for item in shipped:
+            if isinstance(item, TaskFailure):
+                outcomes.append(item)
+                continue
+            try:
+                outcomes.append((install_artifact(item), item))
+            except Exception as exc:
+                outcomes.append(TaskFailure("install", describe_failure(exc), exc))
         return outcomes
 
+    # ------------------------------------------------------------------ timing
+    def _request(self, rounds: int = 1) -> TimingRequest:
+        return TimingRequest(
+            warmup=self.warmup,
+            rep=self.rep,
+            dims=self.dims,
+            ref_prog=self.ref_prog,
+            supply_prog=self.supply_prog,
+            rtol=self.rtol,
+            atol=self.atol,
+            skip_check=self.skip_check,
+            rounds=rounds,
+        )
+
+    def _time_all(
+        self, built: dict[int, tuple[JITKernel, ShippedArtifact | None]]
+    ) -> tuple[dict[int, list[float]], dict[int, TaskFailure], Callable[..., Any]]:
+        """First-pass timings, failures and the re-measure callback (`tl_jit.tune_measure`)."""
+        from tl_jit.tune_measure import time_here, time_on_device
+
+        device_submit = getattr(self.executor, "submit_on_device", None)
+        if callable(device_submit) and all(s is not None for _, s in built.values()):
+            shipped = {i: s for i, (_, s) in built.items() if s is not None}
+            return time_on_device(
+                device_submit,
+                shipped,
+                self._request(),
+                timeout_s=self.timeout,
+                in_flight=self._workers(len(shipped)),
+            )
+        return time_here({i: k for i, (k, _) in built.items()}, self._request())
+
     def _tune(self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]) -> JITKernel:
-        scratch = Path(tempfile.mkdtemp(prefix="tl-autotune-"))
-        try:
-            compiled = self._compile_all(arguments, configs, scratch)
-            results: list[ConfigResult] = []
-            best: JITKernel | None = None
-            inputs: list[Any] | None = None
-            for config, outcome in zip(configs, compiled, strict=True):
-                if isinstance(outcome, BaseException):
-                    results.append(self._skip(config, "compile", outcome))
-                    continue
-                try:
-                    profiler = outcome.get_profiler(dims=self.dims)
-                    if inputs is None:
-                        inputs = profiler.make_inputs()
-                        if self.supply_prog is not None:
-                            inputs = list(self.supply_prog(outcome.params))
-                    if self.ref_prog is not None and not self.skip_check:
-                        profiler.assert_allclose(
-                            self.ref_prog, rtol=self.rtol, atol=self.atol, inputs=list(inputs)
-                        )
-                    latency = profiler.do_bench(
-                        warmup=self.warmup, rep=self.rep, inputs=inputs, return_mode="median"
-                    )
-                    assert isinstance(latency, float)
-                except Exception as exc:
-                    results.append(self._skip(config, "check/benchmark", exc))
-                    continue
-                results.append(ConfigResult(config, latency))
-                if best is None or best.latency is None or latency < best.latency:
-                    outcome.config = config
-                    outcome.latency = latency
-                    best = outcome
-            self.results = results
-            if best is None:
-                detail = "\n".join(f"  {r.config}: {r.error}" for r in results)
-                raise AutotuneError(
-                    f"autotune {self.jit_function.func.__qualname__}: every configuration "
-                    f"failed:\n{detail}"
-                )
-            assert best.config is not None
-            # Reload the winner from the cache (or keep a private copy) so it outlives scratch.
-            winner = self._keep(best, arguments)
-            return winner
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-    def _keep(self, best: JITKernel, arguments: Mapping[str, Any]) -> JITKernel:
-        assert best.config is not None
-        if env.cache_disabled():
-            keep = Path(tempfile.mkdtemp(prefix="tl-autotune-best-"))
-            import atexit
-
-            atexit.register(shutil.rmtree, keep, True)
-            kernel = JITKernel.from_artifact(best.export(keep / "kernel"))
-        else:
-            kernel = self.jit_function.compile((), {**arguments, **best.config})
-        kernel.config = best.config
-        kernel.latency = best.latency
+        compiled = self._compile_all(arguments, configs)
+        failures: dict[int, TaskFailure] = {
+            i: o for i, o in enumerate(compiled) if isinstance(o, TaskFailure)
+        }
+        built = {i: o for i, o in enumerate(compiled) if not isinstance(o, TaskFailure)}
+        timings: dict[int, list[float]] = {}
+        latencies: dict[int, float] = {}
+        winner: int | None = None
+        if built:
+            timings, timing_failures, remeasure = self._time_all(built)
+            failures.update(timing_failures)
+            if timings:
+                winner, latencies = pick_after_remeasure(timings, remeasure)
+        results: list[ConfigResult] = []
+        for index, config in enumerate(configs):
+            if index in failures:
+                results.append(self._skip(config, failures[index]))
+            else:
+                results.append(ConfigResult(config, latencies.get(index)))
+        self.results = results
+        if winner is None:
+            detail = "\n".join(f"  {r.config}: {r.error}" for r in results)
+            raise AutotuneError(
+                f"autotune {self.jit_function.func.__qualname__}: every configuration "
+                f"failed:\n{detail}"
+            )
+        kernel = built[winner][0]
+        kernel.config = configs[winner]
+        kernel.latency = latencies[winner]
         return kernel
 
-    def _skip(self, config: dict[str, Any], stage: str, exc: BaseException) -> ConfigResult:
-        message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
-        if os.environ.get("TL_AUTOTUNE_TRACEBACK"):
-            message += "\n" + "".join(traceback.format_exception(exc))
+    def _skip(self, config: dict[str, Any], failure: TaskFailure) -> ConfigResult:
+        message = failure.reason
+        if os.environ.get("TL_AUTOTUNE_TRACEBACK") and failure.exception is not None:
+            message += "\n" + "".join(traceback.format_exception(failure.exception))
         warnings.warn(
             f"autotune {self.jit_function.func.__qualname__}: config {config} skipped "
-            f"({stage} failed): {message}",
+            f"({failure.stage} failed): {message}",
             AutotuneWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
-        return ConfigResult(config, None, message)
+        return ConfigResult(config, None, f"{failure.stage} failed: {message}")
 
 
-@contextlib.contextmanager
-def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
-    """A progress bar on a terminal (rich), nothing otherwise; yields ``advance()``."""
-    if not sys.stderr.isatty():
-        yield lambda: None
-        return
-    from rich.progress import Progress
-
-    with Progress(transient=True) as progress:
-        task = progress.add_task(f"autotune: {what}", total=total)
-        yield lambda: progress.advance(task)
+def _check_options(executor: object, timeout: object) -> None:
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError(
+            "autotune executor: expected an object with submit(fn, *args) returning a "
+            f"concurrent.futures.Future, got {executor!r}"
+        )
+    if timeout is not None and not (
+        isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0
+    ):
+        raise ValueError(
+            f"autotune timeout: expected seconds > 0 or None (no limit), got {timeout!r}"
+        )
 
 
 def autotune(
@@ -392,7 +426,9 @@ def autotune(
     max_workers: int | None = None,
     dims: Mapping[str, int] | None = None,
     cache_results: bool = True,
-) -> Callable[[JITFunction], AutoTuner]:
+    executor: Executor | None = None,
+    timeout: float | None = DEFAULT_CONFIG_TIMEOUT_S,
+) -> Callable[[Any], AutoTuner]:
     """Decorator stacked above ``@tl_jit.jit``: pick the fastest of ``configs``.
 
     Args:
@@ -405,19 +441,36 @@ def autotune(
         rtol, atol: tolerances of that check.
         skip_check: do not check against ``ref_prog``.
         supply_prog: makes the inputs from the kernel's params (default: random ones).
-        max_workers: compile worker processes (default ``TL_AUTOTUNE_WORKERS`` or
-            min(cores, configs)); 1 compiles in this process.
+        max_workers: configurations built at once: worker processes of the default
+            executor (default ``TL_AUTOTUNE_WORKERS`` or min(cores, configs); 1 compiles
+            in this process, without isolation), or tasks in flight on ``executor``
+            (default: its ``max_workers`` when it has one).
         dims: sizes of symbolic dims for the generated inputs.
-        cache_results: keep the result on disk (JSON) and reuse it next time.
+        cache_results: keep the result with the disk cache and reuse it next time (in
+            any process with the same key; ``tl cache tuning`` lists them).
+        executor: where configurations are built: any object with
+            ``submit(fn, *args) -> concurrent.futures.Future`` (a ``ThreadPoolExecutor``,
+            a `tl_jit.distributed.RayExecutor`...). Default: a pool of worker processes
+            in which each configuration fails alone. An executor with
+            ``submit_on_device`` also times the kernels there.
+        timeout: the time limit of one configuration's build in seconds (None: no limit);
+            one that runs longer is cancelled (its local worker killed) and recorded.
 
-    A configuration that fails to compile, run or pass its check is reported as an
-    `AutotuneWarning` and skipped. Worker processes are started with ``spawn`` and
-    import the module defining the function (a script needs an ``if __name__ ==
-    "__main__":`` guard, as with any multiprocessing program); a function defined
-    inside another function is compiled in this process instead.
+    Each configuration fails alone: one that does not compile, kills its worker (abort,
+    segfault, ``os._exit``), runs past ``timeout``, fails its check or fails to run is
+    reported as an `AutotuneWarning`, recorded in ``.results`` with its reason and
+    skipped. After the first timing pass the fastest few are timed again, interleaved,
+    and the pick is made on the median of all their timings. Worker processes are
+    started with ``spawn`` and import the module defining the function (a script needs
+    an ``if __name__ == "__main__":`` guard, as with any multiprocessing program); a
+    function defined inside another function is compiled in this process instead
+    (without isolation or time limit). ``KeyboardInterrupt`` cancels every outstanding
+    configuration (killing local workers) and propagates.
     """
 
-    def decorate(jit_function: JITFunction) -> AutoTuner:
+    _check_options(executor, timeout)
+
+    def decorate(jit_function: Any) -> AutoTuner:
         return AutoTuner(
             jit_function,
             configs,
@@ -431,6 +484,8 @@ def autotune(
             max_workers=max_workers,
             dims=dims,
             cache_results=cache_results,
+            executor=executor,
+            timeout=timeout,
         )
 
     return decorate

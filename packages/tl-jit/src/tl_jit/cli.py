@@ -160,6 +160,15 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
     if args.action == "info":
         print(cache.info().format())
+    elif args.action in ("tuning", "clear-tuning"):
+        from tl_jit import tune_records
+
+        if args.action == "tuning":
+            for record in tune_records.list_records():
+                print(record.format())
+        else:
+            removed = tune_records.clear_records()
+            print(f"removed {removed} tuning results from {cache.default_cache().root}")
     else:
         removed = cache.clear()
         print(f"removed {removed} kernel entries from {cache.default_cache().root}")
@@ -205,7 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
     inspect_cmd.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
     cache_cmd = commands.add_parser("cache", help="show or clear the disk cache")
-    cache_cmd.add_argument("action", choices=["info", "clear"])
+    cache_cmd.add_argument(
+        "action",
+        choices=["info", "clear", "tuning", "clear-tuning"],
+        help="info, clear (everything), tuning (list autotuning results), clear-tuning",
+    )
 
     bench_cmd = commands.add_parser("bench", help="compile a kernel and time it")
     compile_options(bench_cmd)

@@ -240,6 +240,7 @@ class EagerJITFunction:
         configs: Iterable[Mapping[str, Any] | tuple[Any, ...]],
         num_workers: int | None = None,
         ignore_error: bool = False,
+        executor: Any = None,
     ) -> list[JITKernel | None]:
         """Compile several specializations in parallel, with a progress bar.
 
@@ -248,10 +249,23 @@ class EagerJITFunction:
                 `compile` takes them.
             num_workers: compile threads (default: one per CPU, at most one per config).
             ignore_error: a config that fails gives None (and a warning) instead of raising.
+            executor: where to build (``submit(fn, *args) -> Future``): a thread pool, a
+                process pool or a `tl_jit.distributed.RayExecutor`. An executor running
+                tasks in other processes imports this function there by its module
+                and name; each artifact comes back as bytes, is verified and installed
+                in the local cache.
 
         Returns:
             The kernels, in the order of ``configs``.
+
+        Raises:
+            TypeError: a config is malformed, or ``executor`` runs tasks elsewhere and
+                this function is defined inside another function.
         """
+        from tl_jit.parallel import moves_work_elsewhere
+
+        if executor is not None and moves_work_elsewhere(executor):
+            return self._par_compile_shipped(list(configs), num_workers, ignore_error, executor)
         specializations: list[tuple[dict[str, Any], dict[str, int], Any] | None] = []
         for config in configs:
             try:
@@ -280,7 +294,47 @@ class EagerJITFunction:
             return self._compile(templates, consts, ir=ir)
 
         return run_parallel(
-            work, specializations, num_workers, ignore_error, f"{self.func.__qualname__}"
+            work, specializations, num_workers, ignore_error, f"{self.func.__qualname__}", executor
+        )
+
+    def _par_compile_shipped(
+        self,
+        configs: list[Mapping[str, Any] | tuple[Any, ...]],
+        num_workers: int | None,
+        ignore_error: bool,
+        executor: Any,
+    ) -> list[JITKernel | None]:
+        from tl_jit.tune_tasks import compile_config_task, function_reference, install_artifact
+
+        reference = function_reference(self)
+        if reference is None:
+            raise TypeError(
+                f"{self.func.__qualname__}.par_compile: this function is defined inside "
+                "another function, so no worker process can import it; define it at module "
+                "level or pass a thread pool as executor"
+            )
+        payloads: list[tuple[Any, ...]] = []
+        for config in configs:
+            if isinstance(config, Mapping):
+                templates, consts, _ = self._bind((), config, need_tensors=False)
+            elif isinstance(config, tuple):
+                templates, consts, _ = self._bind(config, {}, need_tensors=False)
+            else:
+                raise TypeError(
+                    f"{self.func.__qualname__}.par_compile: expected each config to be a "
+                    f"dict or a tuple, got {describe(config)}"
+                )
+            plain = {k: str(v) if isinstance(v, str) else v for k, v in templates.items()}
+            payloads.append((reference, {**plain, **consts}))
+
+        return run_parallel(
+            compile_config_task,
+            payloads,
+            num_workers,
+            ignore_error,
+            f"{self.func.__qualname__}",
+            _Unpacking(executor),
+            finish=install_artifact,
         )
 
     def __repr__(self) -> str:
@@ -298,3 +352,13 @@ def _load_memo(front_key: str) -> JITKernel | None:
     if runtime_kernel is None:
         return None
     return JITKernel(runtime_kernel, cache_key=record["ir_key"])
+
+
+class _Unpacking:
+    """An executor whose ``submit(fn, payload)`` runs ``fn(*payload)`` on another one."""
+
+    def __init__(self, executor: Any) -> None:
+        self._executor = executor
+
+    def submit(self, fn: Callable[..., Any], payload: tuple[Any, ...]) -> Any:
+        return self._executor.submit(fn, *payload)

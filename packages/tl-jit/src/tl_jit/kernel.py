@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -162,6 +163,32 @@ class JITKernel:
             seed: the random seed of the generated inputs.
         """
         return Profiler(self, dims=dims, seed=seed)
+
+    def as_torch_op(self, name: str, *, mutates: Sequence[str] | None = None) -> Any:
+        """Register this kernel as a ``torch.library`` custom op, so that
+        ``torch.compile(fullgraph=True)`` traces functions calling it without a graph break.
+
+        The op takes the parameters not in ``out_idx`` (tensors and scalars, in order)
+        and returns the ``out_idx`` outputs; its fake implementation derives their
+        shapes (symbolic dims from the argument tensors) and dtypes from the manifest.
+        Parameters the kernel writes in place are declared mutated.
+
+        Args:
+            name: ``"namespace::op"`` (``"op"`` alone means ``"tl_jit::op"``).
+            mutates: names of the parameters written in place (default: the manifest's
+                ``inout`` parameters).
+
+        Returns:
+            The op, also reachable as ``torch.ops.<namespace>.<op>``. Registering the same
+            kernel under the same name again returns the same op.
+
+        Raises:
+            ImportError: torch is not installed.
+            TypeError, ValueError: see `tl_jit.torch_op.make_torch_op`.
+        """
+        from tl_jit.torch_op import make_torch_op
+
+        return make_torch_op(self, name, mutates=mutates)
 
     def __repr__(self) -> str:
         names = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.params)

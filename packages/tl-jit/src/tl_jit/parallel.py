@@ -1,16 +1,17 @@
 """Compiling several kernels at once: threads (lowering releases the GIL and the
-compilers are subprocesses) with a progress bar."""
+compilers are subprocesses) or a caller's executor, with a progress bar."""
 
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tl_jit.compiler import compile_with_context, create_context
 from tl_jit.kernel import JITKernel
 
-__all__ = ["par_compile", "run_parallel"]
+__all__ = ["moves_work_elsewhere", "par_compile", "run_parallel"]
 
 
 def warn_failed(what: str, exc: BaseException) -> None:
@@ -19,13 +20,53 @@ def warn_failed(what: str, exc: BaseException) -> None:
     warnings.warn(f"{what}: compile failed: {type(exc).__name__}: {exc}", stacklevel=3)
 
 
+def moves_work_elsewhere(executor: object) -> bool:
+    """Whether ``executor`` runs tasks in other processes (so their arguments are pickled):
+    a process pool, or an executor saying so with ``ships_work = True``."""
+    return isinstance(executor, concurrent.futures.ProcessPoolExecutor) or bool(
+        getattr(executor, "ships_work", False)
+    )
+
+
+@contextlib.contextmanager
+def _thread_pool_or(executor: Any, workers: int) -> Iterator[Any]:
+    if executor is not None:
+        yield executor
+        return
+    with concurrent.futures.ThreadPoolExecutor(
+        workers, thread_name_prefix="tl-par-compile"
+    ) as pool:
+        yield pool
+
+
 def run_parallel(
-    work: Callable[[Any], JITKernel | None],
+    work: Callable[..., Any],
     items: Sequence[Any],
     num_workers: int | None,
     ignore_error: bool,
     label: str,
+    executor: Any = None,
+    finish: Callable[[Any], JITKernel | None] | None = None,
 ) -> list[JITKernel | None]:
+    """Run ``work(item)`` for every item on threads (or ``executor``), with a progress bar.
+
+    Args:
+        work: what to run per item (picklable when ``executor`` moves work elsewhere).
+        items: the items.
+        num_workers: threads of the default pool.
+        ignore_error: a failing item gives None and a warning instead of raising.
+        label: what the progress bar and warnings name.
+        executor: an object with ``submit(fn, *args) -> Future``; default: threads.
+        finish: turns a task's result into the kernel (run here, e.g. installing a
+            shipped artifact); default: the result is the kernel.
+
+    Returns:
+        The kernels in the order of ``items`` (None for a failure with ``ignore_error``).
+
+    Raises:
+        the first error, unless ``ignore_error``; KeyboardInterrupt after cancelling
+        the outstanding tasks.
+    """
     import os
 
     from rich.progress import Progress
@@ -34,23 +75,24 @@ def run_parallel(
         return []
     workers = num_workers or max(1, min(len(items), os.cpu_count() or 1))
     results: list[JITKernel | None] = [None] * len(items)
-    with (
-        concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tl-par-compile") as pool,
-        Progress(transient=True) as progress,
-    ):
+    with _thread_pool_or(executor, workers) as pool, Progress(transient=True) as progress:
         task = progress.add_task(f"compiling {label}", total=len(items))
         futures = {pool.submit(work, item): index for index, item in enumerate(items)}
-        for future in concurrent.futures.as_completed(futures):
-            index = futures[future]
-            try:
-                results[index] = future.result()
-            except Exception as exc:
-                if not ignore_error:
-                    for other in futures:
-                        other.cancel()
-                    raise
-                warn_failed(f"{label} config {index}", exc)
-            progress.advance(task)
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                index = futures[future]
+                try:
+                    result = future.result()
+                    results[index] = finish(result) if finish is not None else result
+                except Exception as exc:
+                    if not ignore_error:
+                        raise
+                    warn_failed(f"{label} config {index}", exc)
+                progress.advance(task)
+        except BaseException:
+            for other in futures:
+                other.cancel()
+            raise
     return results
 
 
@@ -64,16 +106,38 @@ def par_compile(
     verbose: bool = False,
     num_workers: int | None = None,
     ignore_error: bool = False,
+    executor: Any = None,
 ) -> list[JITKernel | None]:
     """Compile several PrimFuncs in parallel threads with a progress bar (the options are
     `tl_jit.compile`'s, shared by all).
+
+    Args:
+        executor: an in-process executor (``submit(fn, *args) -> Future``, e.g. a
+            ``ThreadPoolExecutor``) to compile on instead of this function's threads.
+            PrimFuncs do not leave the process: to build on worker processes or a Ray
+            cluster, give a jit function's configurations to
+            ``jit_function.par_compile(configs, executor=...)`` or `tl_jit.autotune`.
 
     Returns:
         The kernels in the order of ``funcs`` (None for a failure with ``ignore_error``).
 
     Raises:
+        TypeError: ``executor`` has no ``submit``, or runs tasks in other processes.
         the first compile error, unless ``ignore_error``.
     """
+    if executor is not None:
+        if not callable(getattr(executor, "submit", None)):
+            raise TypeError(
+                "par_compile executor: expected an object with submit(fn, *args) returning a "
+                f"concurrent.futures.Future, got {executor!r}"
+            )
+        if moves_work_elsewhere(executor):
+            raise TypeError(
+                f"par_compile executor: {type(executor).__name__} runs tasks in other "
+                "processes, and a PrimFunc cannot be sent there; pass a thread pool, or "
+                "give a @jit function's configurations to its .par_compile(configs, "
+                "executor=...) (or tl_jit.autotune) so that workers build them"
+            )
     functions = list(funcs)
     context = create_context(target, target_host, execution_backend)
 
@@ -82,4 +146,4 @@ def par_compile(
             func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose
         )
 
-    return run_parallel(work, functions, num_workers, ignore_error, "kernels")
+    return run_parallel(work, functions, num_workers, ignore_error, "kernels", executor)

@@ -1,0 +1,102 @@
+"""The autotuner's timing stage: every built configuration checked and timed once, here
+or on the executor's device workers, and a callback that times the finalists again
+(`tl_jit.tune_timing.pick_after_remeasure` decides)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from tl_jit.kernel import JITKernel
+from tl_jit.tune_executor import TaskFailure, describe_failure, progress, run_tasks
+from tl_jit.tune_tasks import ShippedArtifact, TimingRequest, check_and_time, time_artifact_task
+
+Timings = dict[int, list[float]]
+Remeasure = Callable[[list[int], int], Timings]
+
+
+def time_here(
+    kernels: dict[int, JITKernel], request: TimingRequest
+) -> tuple[Timings, dict[int, TaskFailure], Remeasure]:
+    """Check and time each kernel in this process, on one set of inputs (made from the
+    first kernel's params); returns the timings, the failures and the re-measure
+    callback (interleaved rounds, no check)."""
+    timings: Timings = {}
+    failures: dict[int, TaskFailure] = {}
+    inputs: list[Any] | None = None
+    with progress(len(kernels), "timing") as advance:
+        for index in sorted(kernels):
+            try:
+                samples, made = check_and_time(kernels[index], request, inputs)
+                inputs = inputs if inputs is not None else made
+                timings[index] = samples
+            except Exception as exc:
+                failures[index] = TaskFailure("check/benchmark", describe_failure(exc), exc)
+            advance()
+    unchecked = dataclasses.replace(request, skip_check=True, rounds=1)
+
+    def remeasure(chosen: list[int], rounds: int) -> Timings:
+        more: Timings = {i: [] for i in chosen}
+        with progress(len(chosen) * rounds, "re-measuring") as advance_more:
+            for _ in range(rounds):  # interleaved: every candidate once per round
+                for index in chosen:
+                    # It ran before: a failure now only loses its round.
+                    with contextlib.suppress(Exception):
+                        more[index] += check_and_time(kernels[index], unchecked, inputs)[0]
+                    advance_more()
+        return more
+
+    return timings, failures, remeasure
+
+
+class _DeviceSubmitter:
+    """An executor whose ``submit`` is another executor's ``submit_on_device``."""
+
+    def __init__(self, submit: Callable[..., Any]) -> None:
+        self.submit = submit
+
+
+def time_on_device(
+    submit_on_device: Callable[..., Any],
+    shipped: dict[int, ShippedArtifact],
+    request: TimingRequest,
+    *,
+    timeout_s: float | None,
+    in_flight: int,
+) -> tuple[Timings, dict[int, TaskFailure], Remeasure]:
+    """Check and time each shipped artifact on the executor's device workers (one task
+    per configuration); returns the timings, the failures and the re-measure callback
+    (one task per finalist, ``rounds`` timings each, no check)."""
+    executor = _DeviceSubmitter(submit_on_device)
+
+    def run(chosen: list[int], task_request: TimingRequest, what: str) -> dict[int, Any]:
+        with progress(len(chosen), what) as advance:
+            outcomes = run_tasks(
+                executor,
+                time_artifact_task,
+                [(shipped[i], task_request) for i in chosen],
+                stage="timing",
+                timeout_s=timeout_s,
+                in_flight=in_flight,
+                on_done=lambda _index, _outcome: advance(),
+            )
+        return dict(zip(chosen, outcomes, strict=True))
+
+    timings: Timings = {}
+    failures: dict[int, TaskFailure] = {}
+    for index, outcome in run(
+        sorted(shipped), dataclasses.replace(request, rounds=1), "timing"
+    ).items():
+        if isinstance(outcome, TaskFailure):
+            failures[index] = outcome
+        else:
+            timings[index] = list(outcome)
+
+    def remeasure(chosen: list[int], rounds: int) -> Timings:
+        again = dataclasses.replace(request, skip_check=True, rounds=rounds)
+        found = run(chosen, again, "re-measuring")
+        return {i: list(v) for i, v in found.items() if not isinstance(v, TaskFailure)}
+
+    return timings, failures, remeasure

@@ -1,0 +1,287 @@
+"""What an autotuning worker runs, wherever it runs (a local process, a Ray worker), and
+how its result comes back: a built artifact as bytes, verified and installed here.
+
+A worker finds the jit function again by reference (module, file, qualified name), so
+every worker needs the same code (on a cluster: the same packages, or Ray's
+``runtime_env``). Everything crossing the process boundary is plain data (strings,
+numbers, bytes): a task's arguments and results pickle with the standard library.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tl_jit import env
+from tl_jit.errors import AutotuneError
+from tl_jit.kernel import JITKernel
+
+FunctionReference = tuple[str, str, str]
+"""(module name, module file, qualified name): how a worker imports the jit function."""
+
+MAX_ARTIFACT_BYTES = 1 << 30
+"""The largest artifact a worker may ship back (1 GiB); a bigger one is refused."""
+
+_resolving = threading.local()
+_loaded_scripts: dict[str, Any] = {}
+
+
+def in_worker() -> bool:
+    """Whether this thread is importing a jit function for an autotuning task (a script
+    that tunes at import time then compiles in place instead of starting workers)."""
+    return bool(getattr(_resolving, "active", False))
+
+
+def function_reference(jit_function: Any) -> FunctionReference | None:
+    """How a worker process finds ``jit_function`` again, or None when it cannot (a
+    function defined inside another function, or in an interactive ``__main__``)."""
+    func = jit_function.func
+    module_name = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", "")
+    if not module_name or "<locals>" in qualname:
+        return None
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    if module_name == "__main__" and not file:
+        return None
+    return module_name, file or "", qualname
+
+
+def resolve_jit_function(reference: FunctionReference) -> Any:
+    """The `JITFunction` or `EagerJITFunction` that ``reference`` names (imported here).
+
+    Raises:
+        ImportError: the module cannot be imported; TypeError: the name is not a jit
+            function (nor an object wrapping one, such as an `AutoTuner`).
+    """
+    from tl_jit.decorator import JITFunction
+    from tl_jit.eager import EagerJITFunction
+
+    module_name, file, qualname = reference
+    _resolving.active = True
+    try:
+        module = _import_module(module_name, file)
+    finally:
+        _resolving.active = False
+    value: Any = module
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    while not isinstance(value, JITFunction | EagerJITFunction):
+        inner = getattr(value, "jit_function", None)
+        if inner is None:
+            raise TypeError(f"{qualname} in {module_name} is not a tl_jit.jit function")
+        value = inner
+    return value
+
+
+def _import_module(module_name: str, file: str) -> Any:
+    if module_name not in ("__main__", "__mp_main__"):
+        return importlib.import_module(module_name)
+    for candidate in (sys.modules.get("__main__"), sys.modules.get("__mp_main__")):
+        if candidate is not None and getattr(candidate, "__file__", None) == file:
+            return candidate
+    module = _loaded_scripts.get(file)
+    if module is None:  # a script: loaded once per process, under a name that is not __main__
+        spec = importlib.util.spec_from_file_location("__tl_autotune_main__", file)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {file}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["__tl_autotune_main__"] = module
+        spec.loader.exec_module(module)
+        _loaded_scripts[file] = module
+    return module
+
+
+def compile_jit_function(jit_function: Any, arguments: Mapping[str, Any]) -> JITKernel:
+    """Compile one configuration: ``arguments`` are a builder's compile-time arguments, or
+    an eager kernel's template arguments and ``T.const`` values (by name)."""
+    from tl_jit.eager import EagerJITFunction
+
+    if isinstance(jit_function, EagerJITFunction):
+        return jit_function.compile(**arguments)
+    kernel: JITKernel = jit_function.compile((), dict(arguments))
+    return kernel
+
+
+@dataclass(frozen=True)
+class ShippedArtifact:
+    """A built artifact as data: every file's bytes by relative path, and the ir key its
+    manifest records (None when the worker built without a key)."""
+
+    files: dict[str, bytes]
+    ir_key: str | None
+    name: str
+
+    @classmethod
+    def pack(cls, directory: str | os.PathLike[str], ir_key: str | None) -> ShippedArtifact:
+        """Read an artifact directory (regular files only; links are refused).
+
+        Raises:
+            AutotuneError: the directory holds a link or more than `MAX_ARTIFACT_BYTES`.
+        """
+        root = Path(directory)
+        files: dict[str, bytes] = {}
+        total = 0
+        for folder, subdirs, names in os.walk(root):
+            for name in [*names, *subdirs]:
+                path = Path(folder) / name
+                if path.is_symlink():
+                    raise AutotuneError(f"artifact {root}: {path} is a link; cannot ship it")
+            for name in names:
+                path = Path(folder) / name
+                data = path.read_bytes()
+                total += len(data)
+                if total > MAX_ARTIFACT_BYTES:
+                    raise AutotuneError(
+                        f"artifact {root}: more than {MAX_ARTIFACT_BYTES} bytes; cannot ship it"
+                    )
+                files[path.relative_to(root).as_posix()] = data
+        return cls(files=files, ir_key=ir_key, name=root.name)
+
+    def unpack(self, directory: Path) -> Path:
+        """Write the files into the absent ``directory`` and verify them against the
+        manifest (every file listed, every hash equal, nothing else present).
+
+        Raises:
+            AutotuneError: a path escapes the directory, or the files do not match the
+                manifest (naming what differs).
+        """
+        import tl_runtime
+
+        directory.mkdir(parents=True)
+        for relative, data in self.files.items():
+            pure = PurePosixPath(relative)
+            if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+                raise AutotuneError(f"shipped artifact: file path {relative!r} leaves the artifact")
+            target = directory.joinpath(*pure.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as handle:
+                handle.write(data)
+        try:
+            manifest = tl_runtime.read_manifest(directory, verify=True)
+        except (tl_runtime.ArtifactError, tl_runtime.SchemaVersionError) as exc:
+            raise AutotuneError(
+                f"shipped artifact {self.name!r} failed verification: {exc}"
+            ) from None
+        listed = {entry.path for entry in manifest.files} | {tl_runtime.MANIFEST_NAME}
+        unlisted = sorted(set(self.files) - listed)
+        if unlisted:
+            raise AutotuneError(
+                f"shipped artifact {self.name!r}: files not in its manifest: {unlisted}"
+            )
+        from tl_jit.cache import ENTRY_KEY_FIELD
+
+        recorded = manifest.versions.get(ENTRY_KEY_FIELD)
+        if self.ir_key is not None and recorded != self.ir_key:
+            raise AutotuneError(
+                f"shipped artifact {self.name!r}: its manifest records {ENTRY_KEY_FIELD}="
+                f"{recorded!r}, expected {self.ir_key}"
+            )
+        return directory
+
+
+def compile_config_task(reference: FunctionReference, arguments: dict[str, Any]) -> ShippedArtifact:
+    """Worker entry: compile one configuration and return its artifact as bytes."""
+    jit_function = resolve_jit_function(reference)
+    kernel = compile_jit_function(jit_function, arguments)
+    return ShippedArtifact.pack(kernel.artifact_dir, kernel.cache_key)
+
+
+def install_artifact(shipped: ShippedArtifact) -> JITKernel:
+    """Verify a shipped artifact and make it a kernel of this process: installed in the
+    local disk cache under its ir key (an entry already there is kept), or, with the
+    cache disabled or no key, in a private directory removed at exit.
+
+    Raises:
+        AutotuneError: the artifact fails verification (see `ShippedArtifact.unpack`).
+    """
+    import tl_runtime
+
+    staging_root = Path(tempfile.mkdtemp(prefix="tl-shipped-"))
+    try:
+        staged = shipped.unpack(staging_root / "artifact")
+        if shipped.ir_key is not None and not env.cache_disabled():
+            from tl_jit.cache import default_cache
+
+            cache = default_cache()
+            cache.get_or_build(shipped.ir_key, lambda d: shutil.copytree(staged, d))
+            runtime_kernel = cache.load(shipped.ir_key)
+            if runtime_kernel is None:
+                raise AutotuneError(
+                    f"shipped artifact {shipped.name!r}: installed under {shipped.ir_key[:16]}... "
+                    "but the cache discarded it"
+                )
+            return JITKernel(runtime_kernel, cache_key=shipped.ir_key)
+        keep = Path(tempfile.mkdtemp(prefix="tl-autotune-kernel-"))
+        atexit.register(shutil.rmtree, keep, True)
+        shutil.copytree(staged, keep / "artifact")
+        return JITKernel(tl_runtime.load(keep / "artifact"), cache_key=shipped.ir_key)
+    finally:
+        shutil.rmtree(staging_root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class TimingRequest:
+    """How to check and time one kernel (what a timing task needs besides the kernel)."""
+
+    warmup: float
+    rep: float
+    dims: dict[str, int]
+    ref_prog: Callable[..., Any] | None
+    supply_prog: Callable[[Sequence[Any]], Sequence[Any]] | None
+    rtol: float
+    atol: float
+    skip_check: bool
+    rounds: int = 1
+
+
+def check_and_time(
+    kernel: JITKernel, request: TimingRequest, inputs: list[Any] | None
+) -> tuple[list[float], list[Any]]:
+    """Check ``kernel`` against the reference (unless told not to) and time it
+    ``request.rounds`` times; returns the per-round latencies (ms) and the inputs used
+    (made from the kernel's params when ``inputs`` is None).
+
+    Raises:
+        AssertionError: the output differs from the reference; whatever the kernel raises.
+    """
+    from tl_jit.tune_timing import kernel_latency_ms
+
+    profiler = kernel.get_profiler(dims=request.dims)
+    if inputs is None:
+        inputs = profiler.make_inputs()
+        if request.supply_prog is not None:
+            inputs = list(request.supply_prog(kernel.params))
+    if request.ref_prog is not None and not request.skip_check:
+        profiler.assert_allclose(
+            request.ref_prog, rtol=request.rtol, atol=request.atol, inputs=list(inputs)
+        )
+    samples = [
+        kernel_latency_ms(profiler, inputs, warmup=request.warmup, rep=request.rep)
+        for _ in range(max(1, request.rounds))
+    ]
+    return samples, inputs
+
+
+def time_artifact_task(shipped: ShippedArtifact, request: TimingRequest) -> list[float]:
+    """Worker entry on a device-owning worker: load the shipped artifact (verified), check
+    and time it; returns the per-round latencies in ms."""
+    import tl_runtime
+
+    scratch = Path(tempfile.mkdtemp(prefix="tl-timing-"))
+    try:
+        kernel = JITKernel(tl_runtime.load(shipped.unpack(scratch / "artifact")))
+        samples, _ = check_and_time(kernel, request, None)
+        return samples
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,163 @@
+"""Autotuning with bad configurations (issue 24 item 8): a build that kills its worker
+(abort, segfault, ``os._exit``) or hangs fails alone, with its reason, and the search
+goes on; ``KeyboardInterrupt`` cancels what is outstanding. Each case runs in a
+subprocess with a time limit, so a hang fails the test instead of hanging it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+SCRIPT = """
+import json, sys, warnings
+sys.path.insert(0, {tests!r})
+import numpy
+import tl_jit
+import tljit_scale_kernel as module
+
+
+def main():
+    tuned = tl_jit.autotune(
+        configs={configs!r},
+        warmup=1,
+        rep=5,
+        ref_prog=module.reference,
+        max_workers=2,
+        timeout={timeout!r},
+    )(module.fragile_scale)
+    print("tuning", flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        best = tuned(4096, 2.0)
+    output = best(numpy.ones(4096, "float32"))
+    print(json.dumps({{
+        "best": best.config,
+        "output_ok": bool(numpy.allclose(output, 2.0)),
+        "results": [[r.config, r.latency, r.error] for r in tuned.results],
+    }}))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _run(
+    tmp_path: Path, configs: list[dict[str, object]], timeout: float | None, limit_s: float
+) -> dict[str, object]:
+    script = tmp_path / "tune.py"
+    script.write_text(SCRIPT.format(tests=str(TESTS_DIR), configs=configs, timeout=timeout))
+    env = {**os.environ, "TL_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("TL_DISABLE_CACHE", None)
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=limit_s,
+            env=env,
+            cwd=tmp_path,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"autotuning did not finish within {limit_s} s (a configuration hung it)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+REASONS = {
+    "abort": "worker process died (SIGABRT)",
+    "segfault": "worker process died (SIGSEGV)",
+    "exit": "worker process exited with status 3",
+}
+
+
+def test_configs_that_kill_their_worker_fail_alone(tmp_path: Path) -> None:
+    configs: list[dict[str, object]] = [
+        {"repeat": 2000},
+        *({"repeat": 1, "crash": crash} for crash in REASONS),
+        {"repeat": 1},
+        {"repeat": 1500},
+    ]
+    found = _run(tmp_path, configs, timeout=300.0, limit_s=600)
+    assert found["best"] == {"repeat": 1}
+    assert found["output_ok"] is True
+    results = found["results"]
+    assert isinstance(results, list)
+    for config, latency, error in results:
+        crash = config.get("crash")
+        if crash is None:
+            assert error is None and latency is not None and latency > 0
+        else:
+            assert latency is None and REASONS[crash] in error, (config, error)
+
+
+def test_a_config_that_hangs_is_stopped_at_its_time_limit(tmp_path: Path) -> None:
+    configs = [{"repeat": 1, "crash": "hang"}, {"repeat": 2000}, {"repeat": 1}]
+    found = _run(tmp_path, configs, timeout=45.0, limit_s=400)
+    assert found["best"] == {"repeat": 1}
+    results = found["results"]
+    assert isinstance(results, list)
+    hung = results[0]
+    assert hung[1] is None and "timed out after 45 s" in hung[2]
+    assert all(r[2] is None for r in results[1:])
+
+
+def test_keyboard_interrupt_cancels_outstanding_configs(tmp_path: Path) -> None:
+    marker = tmp_path / "hang.pid"
+    configs = [{"repeat": 1, "crash": "hang"}, {"repeat": 1, "crash": "hang"}, {"repeat": 1}]
+    script = tmp_path / "tune.py"
+    script.write_text(SCRIPT.format(tests=str(TESTS_DIR), configs=configs, timeout=None))
+    env = {
+        **os.environ,
+        "TL_CACHE_DIR": str(tmp_path / "cache"),
+        "TLJIT_FRAGILE_MARKER": str(marker),
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists() or not marker.read_text():
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no configuration started within 300 s"
+            time.sleep(0.2)
+        worker = int(marker.read_text())
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode != 0
+    assert "KeyboardInterrupt" in stderr
+    # The hanging worker was killed with the search, not left behind.
+    deadline = time.monotonic() + 30
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(worker), f"worker {worker} outlived the interrupted search"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False

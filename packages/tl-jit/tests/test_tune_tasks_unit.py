@@ -1,0 +1,141 @@
+"""Shipped artifacts are verified before use; executors given to autotune and par_compile
+are checked; tuning results are listed and cleared (``tl cache tuning``)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tl_jit
+from tl_jit.errors import AutotuneError
+from tl_jit.tune_tasks import ShippedArtifact, install_artifact
+
+
+def _shipped(fake_backend: Any) -> ShippedArtifact:
+    kernel = tl_jit.compile(fake_backend.vadd_n, out_idx=-1, target="llvm")
+    return ShippedArtifact.pack(kernel.artifact_dir, kernel.cache_key)
+
+
+def test_a_shipped_artifact_installs_into_the_local_cache(
+    fake_backend: Any, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    shipped = _shipped(fake_backend)
+    # Another machine's cache: the entry is not there yet.
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "other"))
+    kernel = install_artifact(shipped)
+    assert shipped.ir_key is not None and kernel.cache_key == shipped.ir_key
+    assert (tmp_path / "other" / "kernels" / shipped.ir_key / "manifest.json").is_file()
+    a = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(a, a), 2 * a)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        ("flip a byte", "failed verification"),
+        ("add a file", "files not in its manifest"),
+        ("escape", "leaves the artifact"),
+        ("another key", "records tl_jit.cache_key"),
+    ],
+)
+def test_a_tampered_shipped_artifact_is_refused(
+    fake_backend: Any, cache_dir: Path, tamper: str, message: str
+) -> None:
+    shipped = _shipped(fake_backend)
+    files = dict(shipped.files)
+    key = shipped.ir_key
+    if tamper == "flip a byte":
+        library = next(name for name in files if name.endswith(".so"))
+        data = bytearray(files[library])
+        data[len(data) // 2] ^= 0xFF
+        files[library] = bytes(data)
+    elif tamper == "add a file":
+        files["extra.so"] = b"\x7fELF"
+    elif tamper == "escape":
+        files["../outside"] = b"x"
+    else:
+        key = "0" * 64
+    with pytest.raises(AutotuneError, match=message):
+        install_artifact(ShippedArtifact(files=files, ir_key=key, name=shipped.name))
+
+
+def test_executors_are_checked(fake_backend: Any, cache_dir: Path) -> None:
+    with pytest.raises(TypeError, match="autotune executor: expected an object with submit"):
+        tl_jit.autotune(configs=[{}], executor=object())
+    with pytest.raises(ValueError, match="autotune timeout"):
+        tl_jit.autotune(configs=[{}], timeout=0)
+    with (
+        concurrent.futures.ProcessPoolExecutor(1) as pool,
+        pytest.raises(TypeError, match="a PrimFunc cannot be sent there"),
+    ):
+        tl_jit.par_compile([fake_backend.vadd_n], executor=pool, target="llvm")
+    with concurrent.futures.ThreadPoolExecutor(2) as threads:
+        kernels = tl_jit.par_compile(
+            [fake_backend.vadd_n, fake_backend.vadd], executor=threads, target="llvm"
+        )
+    assert [k.name for k in kernels if k is not None] == ["vadd_n", "vadd"]
+
+
+def test_a_local_function_cannot_go_to_an_executor(fake_backend: Any, cache_dir: Path) -> None:
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int, repeat: int = 1) -> Any:
+        return fake_backend.make_scale(n, 2.0, repeat)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as threads:
+        tuned = tl_jit.autotune(configs=[{"repeat": 1}], executor=threads)(scale)
+        with pytest.raises(TypeError, match="defined inside a function"):
+            tuned(64)
+
+
+def test_tuning_results_are_stored_listed_and_cleared(
+    fake_backend: Any, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tljit_scale_kernel as module
+
+    from tl_jit import cli, tune_records
+
+    tuned = tl_jit.autotune(
+        configs=[{"repeat": 1}, {"repeat": 1, "fail": True}],
+        warmup=1,
+        rep=2,
+        ref_prog=module.reference,
+        max_workers=1,
+    )(module.scale)
+    with pytest.warns(tl_jit.AutotuneWarning):
+        best = tuned(256, 2.0)
+    (record,) = tune_records.list_records()
+    assert record.best_config == {"repeat": 1} and record.function == "scale"
+    assert record.configurations == 2 and record.failures == 1
+    saved = tune_records.load(record.key)
+    assert saved is not None
+    assert saved["machine"]["cores"] and saved["versions"]
+    assert saved["latency"] == pytest.approx(best.latency)
+    assert cli.main(["cache", "tuning"]) == 0
+    out = capsys.readouterr().out
+    assert record.key[:16] in out and "best={'repeat': 1}" in out
+    assert cli.main(["cache", "clear-tuning"]) == 0
+    assert "removed 1 tuning results" in capsys.readouterr().out
+    assert tune_records.list_records() == []
+    # Kernels stay: only the results were cleared.
+    assert any((cache_dir / "kernels").iterdir())
+
+
+def test_a_task_run_in_this_thread_leaves_no_worker_mark(
+    fake_backend: Any, cache_dir: Path
+) -> None:
+    import tljit_scale_kernel as module
+
+    from tl_jit import tune_tasks
+
+    reference = tune_tasks.function_reference(module.scale)
+    assert reference is not None
+    shipped = tune_tasks.compile_config_task(reference, {"n": 64, "factor": 2.0})
+    assert shipped.ir_key is not None
+    # Only the import of the function counts as "inside a worker": a thread executor
+    # running tasks here must not make later searches compile in this process.
+    assert not tune_tasks.in_worker()
