@@ -174,7 +174,7 @@ def test_wrong_device_is_refused(artifact: Artifact) -> None:
     with pytest.raises(
         ValueError, match=r"'A': expected a tensor on DLPack device type \(1,\).*got device type 2"
     ):
-        checker._check_tensor(manifest.params[0], gpu_view, {}, {})
+        checker._check_tensor(checker.plan.params[0], gpu_view, {}, {})
 
 
 def test_source_property(artifact: Artifact) -> None:

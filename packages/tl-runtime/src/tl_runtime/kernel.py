@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,13 @@ class Kernel:
         code_directory = load_directory(directory, manifest)
         self._impl = get_adapter(adapter)(manifest, code_directory, self._checker)
         self._call = guard_calling_thread_stack(manifest, self._impl.make_call())
-        # Calls go straight to the adapter's call path: a per-kernel subclass holds it as
-        # a staticmethod ``__call__``, which saves a Python frame on every launch.
-        self.__class__ = type(
-            "Kernel", (Kernel,), {"__call__": staticmethod(self._call), "__module__": __name__}
-        )
 
-    def __call__(self, *args: Any) -> Any:
-        """Check ``args`` and launch.
+    # A call goes straight to the adapter's call path, ``self._call``: ``__call__`` is a
+    # property whose getter is a C ``attrgetter``, so ``kernel(*args)`` fetches the call
+    # path and calls it with no Python frame of Kernel's own in between.
+    __call__ = property(
+        attrgetter("_call"),
+        doc="""Check ``args`` and launch: ``kernel(*args)``.
 
         Args:
             *args: one value per parameter not in ``out_idx``, in order: arrays (any DLPack
@@ -61,8 +61,8 @@ class Kernel:
                 below its parameter's declared ``alignment`` (such arrays are never copied;
                 misaligned inputs are), scalar out of range.
             RuntimeError: the kernel itself reported an error.
-        """
-        return self._call(*args)
+        """,
+    )
 
     @property
     def name(self) -> str:
