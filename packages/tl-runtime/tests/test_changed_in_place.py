@@ -8,6 +8,7 @@ the array as it is now, or is refused naming the parameter, never on the old lay
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,19 @@ from typing import Any
 import numpy as np
 import pytest
 import runtime_kernels as rk
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tl_runtime
 
 Artifact = Callable[..., Path]
+
+
+def _set_strides(array: Any, strides: tuple[int, ...]) -> None:
+    """``array.strides = strides`` in place (deprecated in numpy 2.4, still what callers do)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        array.strides = strides
 
 
 def _int_mix_reference(a: Any, b: Any, shift: int) -> Any:
@@ -45,7 +55,7 @@ def test_restrided_in_place_is_read_with_its_new_strides(artifact: Artifact, ada
     c = rk.aligned_array(np, (4, 8), "float32")
     kernel(a, c)
     np.testing.assert_array_equal(c, 2 * a)
-    a.strides = (32, 4)  # row stride 8 elements: other rows of the same memory
+    _set_strides(a, (32, 4))  # row stride 8 elements: other rows of the same memory
     kernel(a, c)
     np.testing.assert_array_equal(c, 2 * a)
 
@@ -112,3 +122,46 @@ def test_torch_tensor_changed_in_place(artifact: Artifact, adapter: str, change:
     else:
         with pytest.raises(ValueError, match="parameter 'A': expected a C-contiguous array"):
             kernel(a, c)
+
+
+@st.composite
+def _two_layouts(draw: st.DrawFn) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Two (m, n) shapes of one element count: an array reshaped in place between calls."""
+    size = draw(st.sampled_from([1, 6, 12, 24, 60, 64]))
+    divisors = [d for d in range(1, size + 1) if size % d == 0]
+    first = draw(st.sampled_from(divisors))
+    second = draw(st.sampled_from(divisors))
+    return (first, size // first), (second, size // second)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(layouts=_two_layouts(), adapter=st.sampled_from(["tvm_ffi", "cython"]))
+def test_fuzz_reshaped_in_place(
+    layouts: tuple[tuple[int, int], tuple[int, int]], adapter: str
+) -> None:
+    kernel = tl_runtime.load(rk.cached_artifact("int_mix", out_idx=(2,)), adapter=adapter)
+    first, second = layouts
+    a = np.arange(first[0] * first[1], dtype=np.int8).reshape(first)
+    kernel(a, np.ones(first[1], np.uint16), 0, False)
+    a.shape = second
+    b = np.arange(second[1], dtype=np.uint16)
+    np.testing.assert_array_equal(kernel(a, b, 3, True), _int_mix_reference(a, b, 3))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    rows=st.integers(1, 4),
+    leads=st.tuples(st.sampled_from([0, 8, 9, 16]), st.sampled_from([0, 8, 9, 16])),
+    adapter=st.sampled_from(["tvm_ffi", "cython"]),
+)
+def test_fuzz_restrided_in_place(rows: int, leads: tuple[int, int], adapter: str) -> None:
+    kernel = tl_runtime.load(rk.cached_artifact("strided_rows"), adapter=adapter)
+    memory = rk.aligned_array(np, (4 * 16 + 8,), "float32")
+    memory[...] = np.arange(memory.size)
+    a = np.ndarray((rows, 8), np.float32, buffer=memory, strides=(leads[0] * 4, 4))
+    c = rk.aligned_array(np, (rows, 8), "float32")
+    kernel(a, c)
+    np.testing.assert_array_equal(c, 2 * a)
+    _set_strides(a, (leads[1] * 4, 4))
+    kernel(a, c)
+    np.testing.assert_array_equal(c, 2 * a)
