@@ -77,7 +77,9 @@ def test_numpy_ml_dtypes_in_and_out(
     out = kernel(a)
     assert isinstance(out, np.ndarray) and out.dtype == _numpy_dtype(target)
     # Compared as values: the CPU float8 lowering drops the sign of -0.0 (reported).
-    np.testing.assert_array_equal(out.astype(np.float32), _expected(source, target).astype(np.float32))
+    np.testing.assert_array_equal(
+        out.astype(np.float32), _expected(source, target).astype(np.float32)
+    )
     # A misaligned or read-only input is copied like any other dtype's.
     a.flags.writeable = False
     np.testing.assert_array_equal(kernel(a).astype(np.float32), out.astype(np.float32))
@@ -134,7 +136,9 @@ def test_get_kernel_source_with_a_bfloat16_array() -> None:
 
     a = VALUES.astype(ml_dtypes.bfloat16)
     b = np.zeros(len(VALUES), np.float32)
-    assert "bfloat16" in widen.get_kernel_source(a, b) or "uint16_t" in widen.get_kernel_source(a, b)
+    assert "bfloat16" in widen.get_kernel_source(a, b) or "uint16_t" in widen.get_kernel_source(
+        a, b
+    )
     widen(a, b)
     np.testing.assert_array_equal(b, a.astype(np.float32))
 
@@ -147,7 +151,9 @@ def test_get_kernel_source_with_a_bfloat16_array() -> None:
 @pytest.mark.parametrize("kind", TARGETS)
 def test_float8_e4m3fn_widening_cast(kind: str) -> None:
     kernel = tl_runtime.load(
-        Path(tl_jit.compile(_cast("float8_e4m3fn", "float32"), target=kind, out_idx=[1]).artifact_dir)
+        Path(
+            tl_jit.compile(_cast("float8_e4m3fn", "float32"), target=kind, out_idx=[1]).artifact_dir
+        )
     )
     a = VALUES.astype(ml_dtypes.float8_e4m3fn)
     np.testing.assert_array_equal(kernel(a), a.astype(np.float32))

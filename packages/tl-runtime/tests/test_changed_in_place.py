@@ -91,7 +91,7 @@ def test_made_read_only_in_place_is_refused_then_accepted_again(
 
 @pytest.mark.parametrize(
     "change",
-    ["resize_", "set_", "as_strided_", "t_", "data"],
+    ["resize_", "set_", "as_strided_", "t_", "data", "data_neg"],
 )
 def test_torch_tensor_changed_in_place(artifact: Artifact, adapter: str, change: str) -> None:
     torch = pytest.importorskip("torch")
@@ -113,6 +113,8 @@ def test_torch_tensor_changed_in_place(artifact: Artifact, adapter: str, change:
         c = torch.zeros(8, 8)
         kernel(a, c)
         a.t_()  # transposed in place: not C-contiguous
+    elif change == "data_neg":  # the same tensor object, now a lazily negated view
+        a.data = (-torch.arange(32, dtype=torch.float32).reshape(4, 8))._neg_view()
     else:
         a.data = torch.full((5, 8), 3.0)
         c = torch.zeros(5, 8)

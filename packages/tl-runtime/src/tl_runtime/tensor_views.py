@@ -13,7 +13,7 @@ states their DLPack dtype.
 
 from __future__ import annotations
 
-import ctypes
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,12 +216,22 @@ def same_dtype(plan: ParamPlan, name: str) -> bool:
 
 
 # ---------------------------------------------------------------- ml_dtypes arrays
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_name = ctypes.pythonapi.PyCapsule_GetName
-_capsule_name.restype = ctypes.c_char_p
-_capsule_name.argtypes = [ctypes.py_object]
+
+
+@functools.cache
+def _capsule_api() -> tuple[Any, Any]:
+    """``PyCapsule_GetName`` and ``PyCapsule_GetPointer`` through ctypes (loaded on first use)."""
+    import ctypes
+
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    return get_name, get_pointer
+
+
 # Byte offsets in dlpack.h's structs: DLTensor.dtype follows data (8), device (8) and
 # ndim (4); DLManagedTensorVersioned puts version, manager_ctx, deleter and flags
 # (8 bytes each) before its DLTensor, DLManagedTensor puts it first.
@@ -249,11 +259,14 @@ class MlDtypesExport:
     def __dlpack__(self, **options: Any) -> Any:
         unsigned = self.array.view(f"u{self.info.itemsize}")
         capsule = unsigned.__dlpack__(**options)
-        name = _capsule_name(capsule)
+        get_name, get_pointer = _capsule_api()
+        name = get_name(capsule)
         offset = _TENSOR_OFFSET.get(name)
         if offset is None:
             raise BufferError(f"numpy returned a DLPack capsule named {name!r}")
-        address = _capsule_pointer(capsule, name) + offset + _DTYPE_OFFSET
+        address = get_pointer(capsule, name) + offset + _DTYPE_OFFSET
+        import ctypes
+
         dtype = (ctypes.c_uint8 * 2).from_address(address)
         dtype[0] = self.info.dlpack_code
         dtype[1] = self.info.bits

@@ -341,6 +341,8 @@ cdef class Launcher:
     cdef const DLPackExchangeAPI* apis[MAX_TYPES]
     cdef int follows[MAX_TYPES]
     cdef list neg_checks      # per type slot: ``type.is_neg`` (torch's lazy negation) or None
+    cdef list neg_clear       # per param: the tensor last found without the bit (held) ...
+    cdef uintptr_t neg_clear_data[MAX_PARAMS]   # ... and its data address then
     cdef list names           # parameter names, for the messages of launch_prepared
     cdef list type_refs
     cdef list refused_types
@@ -365,6 +367,7 @@ cdef class Launcher:
         self.np_dtypes = []
         self.type_refs = []
         self.neg_checks = []
+        self.neg_clear = [None] * len(specs)
         self.names = []
         self.refused_types = []
         self.ntypes = 0
@@ -628,8 +631,17 @@ cdef class Launcher:
             if (<uintptr_t>data) & p.align_mask:
                 return 0
             neg_check = self.neg_checks[slot]
-            if neg_check is not None and neg_check(obj):
-                return 0   # lazily negated: the slow path resolves (input) or refuses (written)
+            if neg_check is not None:
+                # Asking torch costs more than the rest of these checks, so the answer is
+                # kept for the tensor last passed here (held, as the numpy fast path holds
+                # its arrays) and its data address: ``x.data = y`` gives a new address.
+                # (Two threads may pair one's tensor with the other's address: both were
+                # found without the bit, so a stale pair still names a clear tensor.)
+                if self.neg_clear[j] is not obj or self.neg_clear_data[j] != <uintptr_t>t.data:
+                    if neg_check(obj):
+                        return 0   # lazily negated: the slow path resolves or refuses it
+                    self.neg_clear_data[j] = <uintptr_t>t.data
+                    self.neg_clear[j] = obj
             if p.strided:
                 if not self._check_strided(p, st, j, t.shape, t.strides, 1):
                     return 0

@@ -243,16 +243,32 @@ def _is_static(spec: ParamPlan) -> bool:
     return all(isinstance(d, int) for d in (*spec.shape, *(spec.strides or ())))
 
 
+def _layout_can_change(spec: ParamPlan) -> bool:
+    """Whether an array that passes the checks again may have a layout its cached view lacks.
+
+    The checks before the cache pin the dtype, the rank, every static dim and stride,
+    C-contiguity and (numpy keeps it in place) the element count. So a C-contiguous
+    parameter with at most one symbolic dim has one possible shape; two or more
+    symbolic dims can be traded in place (``a.shape = (6, 4)`` after ``(4, 6)``), and
+    symbolic strides can be set in place (``a.strides = ...``).
+    """
+    symbolic_dims = sum(isinstance(d, str) for d in spec.shape)
+    if spec.strides is None:
+        return symbolic_dims >= 2
+    return not _is_static(spec)
+
+
 def _entry(i: int, spec: ParamPlan) -> str:
     """The cache entry of a caller tensor: (array, view, shape, strides) as generated code.
 
-    A static layout needs no shape or strides: the checks before pin them. A symbolic
-    one keeps the shape (and declared strides) the view was made for, so that an array
+    A layout the checks pin needs no shape or strides; one that can change in place
+    keeps the shape (and declared strides) the view was made for, so that an array
     reshaped in place since (``a.shape = ...``, ``a.strides = ...``) is exported again.
     """
-    if _is_static(spec):
+    if not _layout_can_change(spec):
         return f"(a{i}, v{i}, None, None)"
-    return f"(a{i}, v{i}, s{i}, {f't{i}' if spec.strides is not None else 'None'})"
+    shape = "None" if all(isinstance(d, int) for d in spec.shape) else f"s{i}"
+    return f"(a{i}, v{i}, {shape}, {f't{i}' if spec.strides is not None else 'None'})"
 
 
 def _stride_lines(i: int, spec: ParamPlan, bound: set[str], limit: int) -> list[str]:
@@ -350,11 +366,12 @@ def _tensor_lines(
     if strided:
         out += _stride_lines(i, spec, bound, limit)
     # The same array again reuses its view, unless the kernel writes it and it was made
-    # read-only since (the full path refuses that), or, for a symbolic layout, its shape or
-    # strides changed in place since the view was made.
+    # read-only since (the full path refuses that), or its shape or strides changed in
+    # place since the view was made (where the checks above leave room for that).
     hit = f"a{i} is c{i}[0]"
-    if not static:
-        hit += f" and s{i} == c{i}[2]"
+    if _layout_can_change(spec):
+        if not all(isinstance(d, int) for d in spec.shape):
+            hit += f" and s{i} == c{i}[2]"
         if strided:
             hit += f" and t{i} == c{i}[3]"
     if spec.written:
