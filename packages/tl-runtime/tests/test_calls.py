@@ -343,3 +343,13 @@ def test_concurrent_callers_get_their_own_results(artifact: Artifact, adapter: s
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_a_kernel_is_a_kernel_and_calls_its_call_path(artifact: Artifact, adapter: str) -> None:
+    """No per-instance class: ``kernel(*args)`` runs the ``_call`` slot, visibly."""
+    kernel = tl_runtime.load(artifact("vadd"), adapter=adapter)
+    assert type(kernel) is tl_runtime.Kernel
+    seen: list[tuple[Any, ...]] = []
+    kernel._call = lambda *args: seen.append(args)
+    kernel(1, 2, 3)
+    assert seen == [(1, 2, 3)]
