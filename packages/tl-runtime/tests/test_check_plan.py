@@ -415,3 +415,11 @@ def test_every_path_decides_alike(case: Case, kernels: dict[tuple[str, str], Any
     # Messages name the parameter (or, for the count, the signature).
     if not case.accepted:
         assert "parameter '" in expected[1] or "argument(s)" in expected[1]
+
+
+def test_the_cython_launch_never_rounds_a_byte_stride(kernels: dict[tuple[str, str], Any]) -> None:
+    """Even past the checker, the launcher refuses a stride between elements by name."""
+    launcher = kernels[("strided_rows", "cython")]._impl.launcher
+    a, c = _structured_rows()
+    with pytest.raises(ValueError, match="parameter 'A': expected byte strides that are whole"):
+        launcher.launch_prepared([a, c])

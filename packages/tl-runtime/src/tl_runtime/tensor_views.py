@@ -253,6 +253,16 @@ class MlDtypesExport:
         self.array = array
         self.info = info
 
+    @property
+    def nbytes(self) -> int:
+        """The array's size in bytes (what adapters copying host memory read)."""
+        return int(self.array.nbytes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array's shape."""
+        return tuple(self.array.shape)
+
     def __dlpack_device__(self) -> tuple[int, int]:
         return DLPACK_CPU, 0
 
