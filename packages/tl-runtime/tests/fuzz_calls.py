@@ -7,8 +7,11 @@ by the parent with runtime_kernels, so this process needs only tl_runtime, numpy
 hypothesis and, optionally, torch). Each example draws a kernel, an adapter and one call:
 arguments that are valid, or damaged in one or more ways (dtype, shape, rank, layout,
 alignment, read-only, byte order, overlap with another argument, size beyond the index
-width, another type, wrong count, scalars out of range or of the wrong kind), some given
-as memoryviews or torch tensors. The call must either return what numpy computes from
+width, byte strides that are not whole elements (a structured array's field), stride-0
+broadcasts of every size class, another type, wrong count, scalars out of range or of the
+wrong kind), some given as memoryviews or torch tensors: plain, lazily negated views
+(torch's negative bit), or layouts no kernel takes (sparse, quantized, nested, lazily
+zero, complex). The call must either return what numpy computes from
 the same arguments or raise TypeError/ValueError naming a parameter of the kernel; a
 call made only of valid arguments must succeed. Before each call the example is written
 to stderr, so a crash names the example that caused it.
@@ -44,6 +47,7 @@ class Tensor:
     shape: tuple[int | str, ...]
     role: str = "input"
     alignment: int = 64
+    strides: tuple[int | str, ...] | None = None  # declared element strides (None: C order)
 
 
 @dataclass
@@ -139,6 +143,16 @@ KERNELS: dict[str, Kernel] = {
         _int_mix,
         symbols={"m": [0, 1, 5], "n": [1, 3, 64]},
     ),
+    "strided_rows": Kernel(
+        "strided_rows",
+        [
+            Tensor("A", "float32", ("m", 8), alignment=4, strides=("s", 1)),
+            Tensor("C", "float32", ("m", 8), "output", alignment=4),
+        ],
+        (),
+        lambda v: {"C": v["A"] * np.float32(2)},
+        symbols={"m": [0, 1, 3, 33]},
+    ),
 }
 OUTPUT_NAMES = {"vadd_n": ["C"], "sum_diff": ["S", "D"], "axpb": ["C"], "int_mix": ["C"]}
 
@@ -211,10 +225,23 @@ def calls(draw: st.DrawFn) -> Call:
                     "other",
                     "memoryview",
                     "torch",
+                    "negview",
+                    "torchlayout",
+                    "fieldstride",
+                    "broadcast",
                 ]
             )
         )
-        array = _aligned(shape, param.dtype)
+        if param.strides is not None:
+            # Declared row stride ``s`` (elements), drawn: rows 8, 9 or 16 elements apart.
+            lead = draw(st.sampled_from([8, 9, 16]))
+            itemsize = np.dtype(param.dtype).itemsize
+            memory = _aligned((max(shape[0], 1) * lead,), param.dtype)
+            array = as_strided(memory, shape, (lead * itemsize, itemsize))
+            if mutation == "strided":
+                mutation = "none"  # a strided view is what this parameter takes
+        else:
+            array = _aligned(shape, param.dtype)
         _fill(array, rng)
         value = array
         harmful = False
@@ -288,6 +315,28 @@ def calls(draw: st.DrawFn) -> Call:
             value = memoryview(array)
         elif mutation == "torch" and _torch() is not None and param.dtype != "uint16":
             value = _torch().from_numpy(array)
+        elif mutation == "negview" and _torch() is not None and param.dtype in NEGATABLE:
+            # torch's negative bit: memory holding -x, read as x. Inputs are resolved;
+            # a written parameter is refused (the kernel would write a temporary).
+            value = _torch().from_numpy(-array)._neg_view()
+            harmful = is_written
+        elif mutation == "torchlayout" and _torch() is not None and param.dtype in NEGATABLE:
+            value, harmful = _torch_layout(draw, array)
+        elif mutation == "fieldstride":
+            # A field of a structured array: byte strides of itemsize + 1.
+            record = np.zeros(shape, dtype=[("x", param.dtype), ("pad", np.int8)])
+            record["x"] = array
+            value = record["x"]
+            harmful = array.size > 1
+        elif mutation == "broadcast" and param.strides is not None and shape[0]:
+            # Stride 0 along the rows: legal for a declared symbolic stride while the dim
+            # fits the index width (the rows then all read one row); 2**31 rows or more
+            # must be refused even though they address 8 elements.
+            extent = draw(st.sampled_from([shape[0], 2**31 - 1, 2**31, 2**32 + 3]))
+            row = _aligned(shape[1:], param.dtype)
+            row[...] = array[0]
+            value = as_strided(row, (extent, *shape[1:]), (0, *row.strides))
+            harmful = extent != shape[0]
         if harmful:
             damage.append(f"{param.name}: {mutation}")
         arrays[param.name] = value if isinstance(value, np.ndarray) else array
@@ -358,8 +407,32 @@ def _numpy(value: Any) -> Any:
     if isinstance(value, memoryview):
         return np.asarray(value)
     if type(value).__module__.startswith("torch"):
-        return value.numpy()
+        return value.resolve_neg().numpy()
     return value
+
+
+NEGATABLE = ("float32", "float64", "int8", "int32", "int64")
+"""dtypes torch negates (its negative bit) and quantizes from."""
+
+
+def _torch_layout(draw: st.DrawFn, array: Any) -> tuple[Any, bool]:
+    """A torch tensor of the array's values in a form no kernel takes: ``(value, harmful)``."""
+    torch = _torch()
+    kind = draw(st.sampled_from(["sparse", "quantized", "nested", "zero", "complex"]))
+    tensor = torch.from_numpy(array.copy())
+    if kind == "sparse":
+        return tensor.to_sparse(), True
+    if kind == "quantized":
+        return torch.quantize_per_tensor(tensor.float(), 0.5, 0, torch.qint32), True
+    if kind == "nested":
+        import warnings
+
+        with warnings.catch_warnings():  # nested tensors warn that they are a prototype
+            warnings.simplefilter("ignore")
+            return torch.nested.nested_tensor([tensor, tensor]), True
+    if kind == "zero" and array.size:  # torch's lazily zero tensor: data pointer 0
+        return torch._efficientzerotensor(tuple(array.shape), dtype=tensor.dtype), True
+    return tensor.to(torch.complex64), True
 
 
 def check(call: Call, kernels: dict[tuple[str, str], Any]) -> str:

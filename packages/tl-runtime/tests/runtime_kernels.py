@@ -337,7 +337,8 @@ TVM_FFI_REQUIREMENT = "apache-tvm-ffi==0.1.15.post2"
 
 
 def make_runtime_only_venv(directory: str | os.PathLike[str]) -> Path:
-    """Create a venv holding only tl-runtime (non-editable), apache-tvm-ffi and numpy.
+    """Create a venv holding only tl-runtime (non-editable) and its dependencies
+    (apache-tvm-ffi, ml_dtypes and numpy, filelock, platformdirs).
 
     Returns:
         The venv's python executable.

@@ -174,7 +174,7 @@ def test_wrong_device_is_refused(artifact: Artifact) -> None:
     with pytest.raises(
         ValueError, match=r"'A': expected a tensor on DLPack device type \(1,\).*got device type 2"
     ):
-        checker._check_tensor(manifest.params[0], gpu_view, {}, {})
+        checker._check_tensor(checker.plan.params[0], gpu_view, {}, {})
 
 
 def test_source_property(artifact: Artifact) -> None:
@@ -344,3 +344,13 @@ def test_concurrent_callers_get_their_own_results(artifact: Artifact, adapter: s
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_a_kernel_is_a_kernel_and_calls_its_call_path(artifact: Artifact, adapter: str) -> None:
+    """No per-instance class: ``kernel(*args)`` runs the ``_call`` slot, visibly."""
+    kernel = tl_runtime.load(artifact("vadd"), adapter=adapter)
+    assert type(kernel) is tl_runtime.Kernel
+    seen: list[tuple[Any, ...]] = []
+    kernel._call = lambda *args: seen.append(args)
+    kernel(1, 2, 3)
+    assert seen == [(1, 2, 3)]

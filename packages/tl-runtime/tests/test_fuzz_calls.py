@@ -19,7 +19,16 @@ import runtime_kernels as rk
 
 FUZZ = Path(__file__).resolve().parent / "fuzz_calls.py"
 OUT_IDX = {"vadd_n": (2,), "sum_diff": (2, 3), "axpb": (1,), "int_mix": (2,)}
-KERNELS = ["vadd_elem", "vadd_n", "scale_rows", "sum_diff", "axpb", "accumulate", "int_mix"]
+KERNELS = [
+    "vadd_elem",
+    "vadd_n",
+    "scale_rows",
+    "sum_diff",
+    "axpb",
+    "accumulate",
+    "int_mix",
+    "strided_rows",
+]
 
 
 def _fuzz(examples: int, mode: str) -> None:

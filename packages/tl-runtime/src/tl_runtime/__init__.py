@@ -1,7 +1,7 @@
 """Deployable runtime: artifact format, loading, argument checking and execution adapters.
 
-Imports neither ``tvm`` nor any other ``tl_*`` package; needs only ``apache-tvm-ffi``
-(numpy optional, torch optional). Heavy pieces (tvm-ffi, numpy, adapters) load lazily.
+Imports neither ``tvm`` nor any other ``tl_*`` package; needs ``apache-tvm-ffi`` and
+``ml_dtypes`` (which brings numpy; the code still runs without numpy; torch optional). Heavy pieces (tvm-ffi, numpy, adapters) load lazily.
 
 Adapters are found by key through the entry-point group ``tl.adapters``
 (``adapter_keys``, ``get_adapter``); a package adds its own by providing the ``Adapter``

@@ -4,8 +4,9 @@ A compiled kernel assumes, for every tensor argument:
 
 * index width: every element it addresses is reachable with an index of the manifest's
   ``index_bits`` (32 unless the manifest says 64): at most ``2**31 - 1`` elements from
-  the first to the last one it reads. A larger array would be indexed with wrapped
-  integers (too few elements computed, or writes before the array).
+  the first to the last one it reads, and no dim longer than that (a stride-0 dim
+  addresses one element but is still looped over). A larger array would be indexed with
+  wrapped integers (too few elements computed, or writes before the array).
 * byte order: elements in the machine's native byte order (DLPack has no byte-order
   field; the kernel reads raw bytes).
 * aliasing: a parameter the kernel writes (role ``output`` or ``inout``) shares no byte
@@ -53,16 +54,21 @@ def element_span(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, int
 
 
 def check_index_range(where: str, manifest: Manifest, shape: Sequence[int], span: int) -> None:
-    """Refuse a tensor spanning more elements than the kernel's index width reaches.
+    """Refuse a tensor the kernel's index width cannot address.
+
+    Both the span (elements from the first to the last one addressed) and every dim must
+    fit: a kernel loops over each dim with an index of that width, so a stride-0 dim of
+    ``2**31`` elements (a broadcast addressing one element) wraps a 32-bit loop as surely
+    as a long array does.
 
     Args:
         where: the parameter's description for the message (kernel and parameter name).
         manifest: the kernel's manifest (its ``index_bits``).
-        shape: the tensor's shape (for the message).
+        shape: the tensor's shape.
         span: elements from the first to the last one addressed.
 
     Raises:
-        ValueError: ``span`` exceeds ``max_elements(manifest)``.
+        ValueError: ``span`` or a dim exceeds ``max_elements(manifest)``.
     """
     limit = max_elements(manifest)
     if span > limit:
@@ -70,6 +76,14 @@ def check_index_range(where: str, manifest: Manifest, shape: Sequence[int], span
             f"{where}: expected at most {limit} elements (the kernel indexes with "
             f"{manifest.index_bits}-bit integers), got shape {list(shape)} spanning {span} "
             "elements; split the work into smaller arrays"
+        )
+    longest = max(shape, default=0)
+    if longest > limit:
+        raise ValueError(
+            f"{where}: expected dims of at most {limit} elements (the kernel loops over each "
+            f"dim with {manifest.index_bits}-bit integers), got shape {list(shape)} with a dim "
+            f"of {longest} (spanning {span} element(s) in memory: a stride-0 broadcast); split "
+            "the work into smaller arrays"
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, SourceOnlyArtifactError
 from tl_runtime.manifest import Manifest, ParamSpec, read_manifest
@@ -13,11 +13,39 @@ from tl_runtime.manifest import Manifest, ParamSpec, read_manifest
 class Kernel:
     """A loaded kernel: call it with the inputs (``out_idx`` outputs are allocated and returned).
 
+    ``kernel(*args)`` checks ``args`` and launches:
+
+    Args:
+        *args: one value per parameter not in ``out_idx``, in order: arrays (any DLPack
+            producer, numpy arrays, torch tensors) or Python scalars. ``inout``
+            parameters are updated in place in the array passed.
+
+    Returns:
+        None when the kernel has no ``out_idx`` outputs, the output array for one, a tuple
+        for several (numpy in, numpy out; torch in, torch out).
+
+    Raises:
+        TypeError: wrong argument count, non-array, wrong dtype or scalar type.
+        ValueError: wrong rank/dims, disagreeing symbolic dims, non-contiguous, wrong
+            device, an ``output``/``inout`` array the kernel writes that is read-only or
+            below its parameter's declared ``alignment`` (such arrays are never copied;
+            misaligned inputs are), scalar out of range.
+        RuntimeError: the kernel itself reported an error.
+
     Attributes:
         manifest: the artifact's validated manifest.
         directory: the artifact directory.
         adapter: the adapter key in use.
     """
+
+    # The call path lives in a slot: ``Kernel.__call__`` is that slot's descriptor (set
+    # below the class), so ``kernel(*args)`` reads the adapter's call function from the
+    # instance in C and calls it, with no Python frame of Kernel's own in between.
+    __slots__ = {
+        "__dict__": "The other attributes.",
+        "__weakref__": "Kernels may be weakly referenced.",
+        "_call": "The adapter's call path (``make_call()``, stack-guarded): what a call runs.",
+    }
 
     def __init__(self, manifest: Manifest, directory: Path, adapter: str) -> None:
         from tl_runtime.adapters import get_adapter
@@ -36,33 +64,10 @@ class Kernel:
         code_directory = load_directory(directory, manifest)
         self._impl = get_adapter(adapter)(manifest, code_directory, self._checker)
         self._call = guard_calling_thread_stack(manifest, self._impl.make_call())
-        # Calls go straight to the adapter's call path: a per-kernel subclass holds it as
-        # a staticmethod ``__call__``, which saves a Python frame on every launch.
-        self.__class__ = type(
-            "Kernel", (Kernel,), {"__call__": staticmethod(self._call), "__module__": __name__}
-        )
 
-    def __call__(self, *args: Any) -> Any:
-        """Check ``args`` and launch.
+    if TYPE_CHECKING:  # at run time ``__call__`` is the ``_call`` slot (below the class)
 
-        Args:
-            *args: one value per parameter not in ``out_idx``, in order: arrays (any DLPack
-                producer, numpy arrays, torch tensors) or Python scalars. ``inout``
-                parameters are updated in place in the array passed.
-
-        Returns:
-            None when the kernel has no ``out_idx`` outputs, the output array for one, a tuple
-            for several (numpy in, numpy out; torch in, torch out).
-
-        Raises:
-            TypeError: wrong argument count, non-array, wrong dtype or scalar type.
-            ValueError: wrong rank/dims, disagreeing symbolic dims, non-contiguous, wrong
-                device, an ``output``/``inout`` array the kernel writes that is read-only or
-                below its parameter's declared ``alignment`` (such arrays are never copied;
-                misaligned inputs are), scalar out of range.
-            RuntimeError: the kernel itself reported an error.
-        """
-        return self._call(*args)
+        def __call__(self, *args: Any) -> Any: ...
 
     @property
     def name(self) -> str:
@@ -97,6 +102,11 @@ class Kernel:
     def __repr__(self) -> str:
         names = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.params)
         return f"<tl_runtime.Kernel {self.name}({names}) adapter={self.adapter}>"
+
+
+# Calling a Kernel calls its ``_call`` slot: the slot's descriptor is the class's
+# ``__call__``, an explicit per-instance dispatch that costs what a method lookup costs.
+Kernel.__call__ = Kernel.__dict__["_call"]  # type: ignore[method-assign]
 
 
 def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:

@@ -340,6 +340,10 @@ cdef class Launcher:
     cdef void* types[MAX_TYPES]
     cdef const DLPackExchangeAPI* apis[MAX_TYPES]
     cdef int follows[MAX_TYPES]
+    cdef list neg_checks      # per type slot: ``type.is_neg`` (torch's lazy negation) or None
+    cdef list neg_clear       # per param: the tensor last found without the bit (held) ...
+    cdef uintptr_t neg_clear_data[MAX_PARAMS]   # ... and its data address then
+    cdef list names           # parameter names, for the messages of launch_prepared
     cdef list type_refs
     cdef list refused_types
     cdef int check_aliasing   # a written caller tensor and another caller tensor exist
@@ -362,6 +366,9 @@ cdef class Launcher:
         self.dtype_names = []
         self.np_dtypes = []
         self.type_refs = []
+        self.neg_checks = []
+        self.neg_clear = [None] * len(specs)
+        self.names = []
         self.refused_types = []
         self.ntypes = 0
         self.ncaller = 0
@@ -405,6 +412,7 @@ cdef class Launcher:
             p.hi = spec["hi"]
             p.max_elements = spec.get("max_elements", 0x7FFFFFFFFFFFFFFF)
             self.dtype_names.append(spec["dtype"])
+            self.names.append(spec.get("name", f"#{i}"))
             np_dtype = None
             if numpy is not None and spec["formats"]:
                 np_dtype = numpy.dtype(spec["dtype"])
@@ -442,6 +450,10 @@ cdef class Launcher:
                 self.refused_types.append(kind)
             return -1
         cdef int follows = 1 if (self.outputs_follow is not None and self.outputs_follow(kind)) else 0
+        # torch's negative bit: a view whose memory holds the values negated (x._neg_view(),
+        # z.conj().imag); the DLPack export ignores it, so such tensors go to the slow path.
+        # (The conjugate bit exists only on complex tensors, which no dtype code accepts.)
+        neg_check = getattr(kind, "is_neg", None)
         # No Python code runs from here on (the GIL stays held): another thread that
         # added this type meanwhile is found, and a slot is filled before it is counted.
         for i in range(self.ntypes):
@@ -451,6 +463,7 @@ cdef class Launcher:
             return -1
         i = self.ntypes
         self.type_refs.append(kind)   # keeps the type (and its API) alive
+        self.neg_checks.append(neg_check if callable(neg_check) else None)
         self.types[i] = tp
         self.apis[i] = api
         self.follows[i] = follows
@@ -612,9 +625,23 @@ cdef class Launcher:
             if (t.device.device_type != DLPACK_CPU or t.dtype.code != p.code
                     or t.dtype.bits != p.bits or t.dtype.lanes != 1 or t.ndim != p.ndim):
                 return 0
+            if t.data == NULL:
+                return 0   # no memory (fake, functional, lazily zero): the slow path says so
             data = (<char*>t.data) + t.byte_offset
             if (<uintptr_t>data) & p.align_mask:
                 return 0
+            neg_check = self.neg_checks[slot]
+            if neg_check is not None:
+                # Asking torch costs more than the rest of these checks, so the answer is
+                # kept for the tensor last passed here (held, as the numpy fast path holds
+                # its arrays) and its data address: ``x.data = y`` gives a new address.
+                # (Two threads may pair one's tensor with the other's address: both were
+                # found without the bit, so a stale pair still names a clear tensor.)
+                if self.neg_clear[j] is not obj or self.neg_clear_data[j] != <uintptr_t>t.data:
+                    if neg_check(obj):
+                        return 0   # lazily negated: the slow path resolves or refuses it
+                    self.neg_clear_data[j] = <uintptr_t>t.data
+                    self.neg_clear[j] = obj
             if p.strided:
                 if not self._check_strided(p, st, j, t.shape, t.strides, 1):
                     return 0
@@ -825,8 +852,20 @@ cdef class Launcher:
                 elif PyObject_CheckBuffer(obj):
                     PyObject_GetBuffer(obj, &views[nheld], PyBUF_STRIDES | PyBUF_FORMAT)
                     nheld += 1
+                    if views[nheld - 1].ndim > MAX_DIMS or views[nheld - 1].itemsize <= 0:
+                        raise ValueError(
+                            f"parameter {self.names[j]!r}: expected at most {MAX_DIMS} dims of "
+                            f"whole elements, got {views[nheld - 1].ndim} dims of "
+                            f"{views[nheld - 1].itemsize}-byte items")
                     for k in range(views[nheld - 1].ndim):
                         shapes[j][k] = views[nheld - 1].shape[k]
+                        # Never round a stride: the kernel would read and write between elements.
+                        if views[nheld - 1].strides[k] % views[nheld - 1].itemsize:
+                            raise ValueError(
+                                f"parameter {self.names[j]!r}: expected byte strides that are "
+                                f"whole multiples of the element size "
+                                f"({views[nheld - 1].itemsize} bytes), got byte stride "
+                                f"{views[nheld - 1].strides[k]} in dim {k}")
                         strides[j][k] = views[nheld - 1].strides[k] // views[nheld - 1].itemsize
                     self._fill(&tensors[j], &packed[j], views[nheld - 1].buf, p, shapes[j], strides[j])
                 else:

@@ -26,33 +26,14 @@ from types import ModuleType
 from typing import Any
 
 from tl_runtime.adapters.base import Availability, CallFunction, pack_result
-from tl_runtime.argument_memory import max_elements
-from tl_runtime.checking import _INT_RANGES, ArgumentChecker, outputs_follow
+from tl_runtime.call_plan import launcher_specs
+from tl_runtime.checking import ArgumentChecker, outputs_follow
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
 from tl_runtime.manifest import Manifest
 from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
 _PYX = Path(__file__).resolve().parent.parent / "_native" / "launcher.pyx"
 _MODULE_NAME = "tl_rt_launcher"
-
-# DLPack type codes and the buffer-protocol format characters numpy uses for each dtype.
-_DTYPE_INFO: dict[str, tuple[int, int, str]] = {
-    "bool": (6, 8, "?"),
-    "int8": (0, 8, "b"),
-    "int16": (0, 16, "h"),
-    "int32": (0, 32, "i"),
-    "int64": (0, 64, "lq"),
-    "uint8": (1, 8, "B"),
-    "uint16": (1, 16, "H"),
-    "uint32": (1, 32, "I"),
-    "uint64": (1, 64, "LQ"),
-    "float16": (2, 16, "e"),
-    "float32": (2, 32, "f"),
-    "float64": (2, 64, "d"),
-    "bfloat16": (4, 16, ""),
-}
-
-_DLPACK_CPU = 1
 
 _lock = threading.Lock()
 _extension: ModuleType | None = None
@@ -258,69 +239,6 @@ def _record_built(path: Path) -> None:
         write_private_text(_built_index(), str(path))
 
 
-def _encode_dim(dim: int | str, symbols: dict[str, int]) -> int:
-    """A manifest dim or stride for the launcher: an int as is, symbol k as -(k + 1)."""
-    if isinstance(dim, int):
-        return dim
-    return -(symbols.setdefault(dim, len(symbols)) + 1)
-
-
-def launcher_specs(checker: ArgumentChecker) -> tuple[list[dict[str, Any]], int]:
-    """The launcher's per-parameter specs and symbol count, from the checker's manifest."""
-    manifest = checker.manifest
-    symbols: dict[str, int] = {}
-    specs = []
-    # The launcher's fast checks accept host memory only (buffers, CPU DLPack tensors): a
-    # kernel whose manifest does not accept host arrays sends every tensor to the full checks.
-    host_arrays_accepted = _DLPACK_CPU in checker.device_types
-    for index, param in enumerate(manifest.params):
-        code, bits, formats = _DTYPE_INFO[param.dtype]
-        # Static dims as themselves, symbolic ones as -(k + 1) for symbol k (shared by
-        # shapes and strides: the launcher binds each on first sight, then compares).
-        dims = [_encode_dim(dim, symbols) for dim in param.shape]
-        strides = (
-            None if param.strides is None else [_encode_dim(dim, symbols) for dim in param.strides]
-        )
-        kind = 0
-        low, high = 0, 0
-        if param.kind == "scalar":
-            if param.dtype == "bool":
-                kind = 3
-            elif param.dtype in _INT_RANGES:
-                kind = 1
-                low, high = _INT_RANGES[param.dtype]
-                high = min(high, 2**63 - 1)
-            else:
-                kind = 2
-        specs.append(
-            {
-                "kind": kind,
-                "written": int(param.written),
-                "alignment": param.alignment,
-                "is_out_idx": int(index in checker.out_idx),
-                "code": code,
-                "bits": bits,
-                "formats": formats,
-                "itemsize": bits // 8,
-                "dims": dims,
-                "strides": strides,
-                "fast_ok": int(
-                    (param.kind == "scalar" and param.dtype not in ("float16", "bfloat16"))
-                    or (param.kind == "tensor" and host_arrays_accepted)
-                ),
-                "lo": low,
-                "hi": high,
-                "dtype": param.dtype,
-                "max_elements": max_elements(manifest),
-            }
-        )
-    for index in checker.out_idx:
-        for dim in manifest.params[index].shape:
-            if isinstance(dim, str):
-                symbols.setdefault(dim, len(symbols))
-    return specs, len(symbols)
-
-
 def make_launcher(
     extension: ModuleType,
     address: int,
@@ -337,7 +255,7 @@ def make_launcher(
         slow: the complete path, called with the caller's args when the fast checks decline.
         delegate: with ``address`` 0, what launches: called with every parameter in order.
     """
-    specs, n_symbols = launcher_specs(checker)
+    specs, n_symbols = launcher_specs(checker.plan)
     return extension.Launcher(
         address, specs, n_symbols, slow, outputs_follow, checker.allocation_alignment, delegate
     )

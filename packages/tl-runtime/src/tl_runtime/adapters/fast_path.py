@@ -7,7 +7,12 @@ declared ``alignment``; Python int/float scalars in range) and hands anything el
 (the adapter's path for other tensor types, e.g. torch) or the full checker. The data-pointer read (the
 expensive part) is cached per argument position: when the caller passes the same array
 object again, its tvm-ffi tensor view is reused. The cache holds references to the last
-arguments, which keeps them alive and stops numpy from resizing them in place.
+arguments, which keeps them alive and stops numpy from resizing them in place. Arrays
+changed in place between calls are checked like new ones (dtype, shape, strides and
+flags are read from the array on every call), and an entry made for a symbolic layout
+holds the shape and strides its view was made for: it is reused only while they hold.
+The checks are generated from the kernel's ``CallPlan`` (``tl_runtime.call_plan``), the
+plan the full checker and the Cython launcher consume too.
 """
 
 from __future__ import annotations
@@ -16,11 +21,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from tl_runtime.argument_memory import max_elements
-from tl_runtime.checking import _INT_RANGES, ArgumentChecker
-from tl_runtime.manifest import ParamSpec
-
-_DLPACK_CPU = 1
+from tl_runtime.call_plan import CallPlan, ParamPlan
+from tl_runtime.checking import ArgumentChecker
 
 
 def build_fast_path(
@@ -44,9 +46,10 @@ def build_fast_path(
         accept host (CPU) arrays, to ``slow``.
     """
     np = checker._np
+    plan = checker.plan
     # The generated checks accept numpy arrays, which live in host memory: a kernel whose
     # manifest does not accept host arrays (argument_device_types) takes the full path.
-    if _DLPACK_CPU not in checker.device_types:
+    if not plan.host_arrays:
         return lambda *args: slow(args)
     namespace: dict[str, Any] = {"slow": slow}
     if other is not None:
@@ -62,8 +65,8 @@ def build_fast_path(
         return lambda *args: namespace["slow"](args)
     import tvm_ffi
 
-    params = checker.params
-    alignment = checker.allocation_alignment
+    params = plan.params
+    alignment = plan.allocation_alignment
     namespace |= {
         "ndarray": np.ndarray,
         "empty": np.empty,
@@ -72,10 +75,10 @@ def build_fast_path(
         "launch": launch,
         # (array, view) pairs in one slot each: a single store is atomic under the GIL, so
         # concurrent callers never pair one array with another array's view.
-        "last": [(None, None)] * len(params),
+        "last": [(None, None, None, None)] * len(params),
     }
     lines = ["def call(*args):"]
-    caller = checker.caller_params
+    caller = plan.caller
     names = [f"a{i}" for i in caller]
     lines.append(f"    if len(args) != {len(caller)}:")
     lines.append("        return slow(args)")
@@ -84,31 +87,31 @@ def build_fast_path(
     bound: set[str] = set()
     # The kernel's index width and aliasing assumptions (tl_runtime.argument_memory): a
     # new array with more elements, or a written array overlapping another, goes slow.
-    limit = max_elements(checker.manifest)
-    aliasing = checker._check_aliasing
+    limit = plan.max_elements
+    aliasing = plan.check_aliasing
     if aliasing:
-        lines.extend(_combination_lines(checker, namespace))
+        lines.extend(_combination_lines(plan, namespace))
     for i in caller:
         spec = params[i]
-        if spec.kind == "scalar":
-            lines.extend(_scalar_lines(i, spec, namespace))
+        if not spec.is_tensor:
+            lines.extend(_scalar_lines(i, spec))
         else:
             lines.extend(_tensor_lines(i, spec, namespace, bound, np, limit, aliasing))
     if aliasing:
-        lines.extend(_overlap_lines(checker))
+        lines.extend(_overlap_lines(plan))
     out_names = []
-    for k in sorted(checker.out_idx):
+    for k in plan.out_idx:
         spec = params[k]
-        if spec.dtype == "bfloat16":  # numpy has no bfloat16: the full path says so
+        if not spec.dtype.buffer_formats:  # an ml_dtypes type: the full path wraps it
             return lambda *args: namespace["slow"](args)
-        namespace[f"dt{k}"] = np.dtype(spec.dtype)
+        namespace[f"dt{k}"] = np.dtype(spec.dtype.name)
         dims = [str(d) if isinstance(d, int) else f"sym_{d}" for d in spec.shape]
-        size = " * ".join([str(np.dtype(spec.dtype).itemsize), *dims])
+        size = " * ".join([str(spec.dtype.itemsize), *dims])
         # Over-allocate raw bytes and view them at the first aligned address (what
         # checker.allocate does, inline: this is most of an out_idx call's cost).
         lines += [
             f"    n{k} = {size}",
-            *_output_limit_lines(k, checker, limit),
+            *_output_limit_lines(k, plan),
             f"    if not n{k}:",  # zero-size: the full path gives it compact strides
             "        return slow(args)",
             f"    r{k} = empty(n{k} + {alignment}, uint8)",
@@ -119,9 +122,7 @@ def build_fast_path(
             lines.append(f"    o{k} = o{k}.reshape(({', '.join(dims)},))")
         lines.append(f"    v{k} = from_dlpack(o{k}, require_alignment={spec.alignment})")
         out_names.append(f"o{k}")
-    call_args = ", ".join(
-        f"v{i}" if params[i].kind == "tensor" else f"a{i}" for i in range(len(params))
-    )
+    call_args = ", ".join(f"v{i}" if params[i].is_tensor else f"a{i}" for i in range(len(params)))
     lines.append(f"    launch({call_args})")
     if not out_names:
         lines.append("    return None")
@@ -131,58 +132,56 @@ def build_fast_path(
         lines.append(f"    return ({', '.join(out_names)},)")
     source = "\n".join(lines) + "\n"
     # Generated from the validated manifest only (identifiers and ints), never from call data.
-    exec(compile(source, f"<tl_runtime fast path: {checker.manifest.name}>", "exec"), namespace)
+    exec(compile(source, f"<tl_runtime fast path: {plan.kernel}>", "exec"), namespace)
     call: Callable[..., Any] = namespace["call"]
     call.__doc__ = source
     return call
 
 
-def _scalar_lines(i: int, spec: ParamSpec, namespace: dict[str, Any]) -> list[str]:
-    if spec.dtype in _INT_RANGES:
-        low, high = _INT_RANGES[spec.dtype]
+def _scalar_lines(i: int, spec: ParamPlan) -> list[str]:
+    info = spec.dtype
+    if not spec.fast:  # float16/bfloat16/float8 scalars: the full path converts them
+        return ["    return slow(args)"]
+    if info.is_integer:
         return [
-            f"    if type(a{i}) is not int or not {low} <= a{i} <= {high}:",
+            f"    if type(a{i}) is not int or not {info.low} <= a{i} <= {info.high}:",
             "        return slow(args)",
         ]
-    if spec.dtype == "bool":
+    if info.kind == "bool":
         return [f"    if type(a{i}) is not bool:", "        return slow(args)"]
-    if spec.dtype in ("float32", "float64"):
-        # float32 range is checked in the slow path; accept only float64-safe floats here.
-        guard = (
-            ""
-            if spec.dtype == "float64"
-            else f" or not -3.4028234663852886e38 <= a{i} <= 3.4028234663852886e38"
-        )
-        return [f"    if type(a{i}) is not float{guard}:", "        return slow(args)"]
-    return ["    return slow(args)"]
+    # float32 and float64; beyond float32's range goes to the full path, which refuses it.
+    guard = "" if info.high is None else f" or not -{info.high!r} <= a{i} <= {info.high!r}"
+    return [f"    if type(a{i}) is not float{guard}:", "        return slow(args)"]
 
 
-def _caller_tensors(checker: ArgumentChecker) -> list[int]:
-    return [i for i in checker.caller_params if checker.params[i].kind == "tensor"]
+def _caller_tensors(plan: CallPlan) -> list[int]:
+    return [i for i in plan.caller if plan.params[i].is_tensor]
 
 
-def _combination_lines(checker: ArgumentChecker, namespace: dict[str, Any]) -> list[str]:
+def _combination_lines(plan: CallPlan, namespace: dict[str, Any]) -> list[str]:
     """Kernels that write a caller array: the last arrays are cached as one combination.
 
-    ``state[0]`` holds the (array, view) pair of every caller tensor of the last call whose
-    combination passed the overlap check, stored in one go (atomic under the GIL), so
-    a call whose arrays all hit the cache is a combination already checked; a call with
-    any new array sets ``fresh`` and checks the overlap before caching its combination.
+    ``state[0]`` holds the cache entry (array, view, shape, strides) of every caller tensor
+    of the last call whose combination passed the overlap check, stored in one go (atomic
+    under the GIL), so a call whose arrays all hit the cache is a combination already
+    checked; a call with any new array sets ``fresh`` and checks the overlap before caching
+    its combination.
     """
-    tensors = _caller_tensors(checker)
-    namespace["state"] = [((None, None),) * len(tensors)]
+    tensors = _caller_tensors(plan)
+    namespace["state"] = [((None, None, None, None),) * len(tensors)]
     return ["    fresh = False", f"    {', '.join(f'c{i}' for i in tensors)}, = state[0]"]
 
 
-def _overlap_lines(checker: ArgumentChecker) -> list[str]:
+def _overlap_lines(plan: CallPlan) -> list[str]:
     """A written caller tensor sharing a byte with another caller tensor goes slow."""
-    tensors = _caller_tensors(checker)
+    tensors = _caller_tensors(plan)
+    params = plan.params
     pairs = [
         f"l{w} < h{o} and l{o} < h{w}"
         for w in tensors
-        if checker.params[w].written
+        if params[w].written
         for o in tensors
-        if o != w and not (checker.params[o].written and o < w)  # each pair once
+        if o != w and not (params[o].written and o < w)  # each pair once
     ]
     ranges = [
         line
@@ -192,18 +191,18 @@ def _overlap_lines(checker: ArgumentChecker) -> list[str]:
             f"        h{i} = l{i} + "
             + (
                 f"a{i}.nbytes"
-                if checker.params[i].strides is None
-                else f"{_element_span(i, checker.params[i])} * {checker._itemsizes[i]}"
+                if params[i].strides is None
+                else f"{_element_span(i, params[i])} * {params[i].dtype.itemsize}"
             ),
         )
     ]
-    pairs_cached = ", ".join(f"(a{i}, v{i})" for i in tensors)
+    entries = ", ".join(_entry(i, params[i]) for i in tensors)
     return [
         "    if fresh:",
         *ranges,
         f"        if {' or '.join(pairs)}:",
         "            return slow(args)",
-        f"        state[0] = ({pairs_cached},)",
+        f"        state[0] = ({entries},)",
     ]
 
 
@@ -212,7 +211,7 @@ def _dim_value(dim: int | str) -> str:
     return str(dim) if isinstance(dim, int) else f"sym_{dim}"
 
 
-def _element_span(i: int, spec: ParamSpec) -> str:
+def _element_span(i: int, spec: ParamPlan) -> str:
     """Elements from the first to the last one a caller tensor addresses (as generated code).
 
     C-contiguous: its size. Declared strides (checked non-negative): one more than the
@@ -227,7 +226,7 @@ def _element_span(i: int, spec: ParamSpec) -> str:
     return "(" + " + ".join([*terms, "1"]) + ")"
 
 
-def _static_span(spec: ParamSpec) -> int:
+def _static_span(spec: ParamPlan) -> int:
     """The element span of a param whose static dims and strides are all known."""
     if 0 in spec.shape:
         return 0
@@ -239,21 +238,52 @@ def _static_span(spec: ParamSpec) -> int:
     return reach + 1
 
 
-def _stride_lines(i: int, spec: ParamSpec, bound: set[str], itemsize: int) -> list[str]:
+def _is_static(spec: ParamPlan) -> bool:
+    """Whether every dim (and declared stride) of the param is a number."""
+    return all(isinstance(d, int) for d in (*spec.shape, *(spec.strides or ())))
+
+
+def _layout_can_change(spec: ParamPlan) -> bool:
+    """Whether an array that passes the checks again may have a layout its cached view lacks.
+
+    The checks before the cache pin the dtype, the rank, every static dim and stride,
+    C-contiguity and (numpy keeps it in place) the element count. So a C-contiguous
+    parameter with at most one symbolic dim has one possible shape; two or more
+    symbolic dims can be traded in place (``a.shape = (6, 4)`` after ``(4, 6)``), and
+    symbolic strides can be set in place (``a.strides = ...``).
+    """
+    symbolic_dims = sum(isinstance(d, str) for d in spec.shape)
+    if spec.strides is None:
+        return symbolic_dims >= 2
+    return not _is_static(spec)
+
+
+def _entry(i: int, spec: ParamPlan) -> str:
+    """The cache entry of a caller tensor: (array, view, shape, strides) as generated code.
+
+    A layout the checks pin needs no shape or strides; one that can change in place
+    keeps the shape (and declared strides) the view was made for, so that an array
+    reshaped in place since (``a.shape = ...``, ``a.strides = ...``) is exported again.
+    """
+    if not _layout_can_change(spec):
+        return f"(a{i}, v{i}, None, None)"
+    shape = "None" if all(isinstance(d, int) for d in spec.shape) else f"s{i}"
+    return f"(a{i}, v{i}, {shape}, {f't{i}' if spec.strides is not None else 'None'})"
+
+
+def _stride_lines(i: int, spec: ParamPlan, bound: set[str], limit: int) -> list[str]:
     """Every stride of a numpy array against the param's declared (element) strides.
 
     Byte strides that are negative or not a whole number of elements go slow (the full
     path decides them); a symbolic stride is bound on first sight, then compared.
     """
     assert spec.strides is not None
+    itemsize = spec.dtype.itemsize
+    out = [f"    t{i} = a{i}.strides"]
     if all(isinstance(s, int) for s in spec.strides):
         byte_strides = tuple(int(s) * itemsize for s in spec.strides)
-        return [f"    if a{i}.strides != {byte_strides!r}:", "        return slow(args)"]
-    out = [
-        f"    t{i} = a{i}.strides",
-        f"    if len(t{i}) != {len(spec.strides)}:",
-        "        return slow(args)",
-    ]
+        return [*out, f"    if t{i} != {byte_strides!r}:", "        return slow(args)"]
+    out += [f"    if len(t{i}) != {len(spec.strides)}:", "        return slow(args)"]
     for axis, stride in enumerate(spec.strides):
         if isinstance(stride, int):
             out += [f"    if t{i}[{axis}] != {stride * itemsize}:", "        return slow(args)"]
@@ -269,48 +299,54 @@ def _stride_lines(i: int, spec: ParamSpec, bound: set[str], itemsize: int) -> li
                 f"    sym_{stride} = t{i}[{axis}] // {itemsize}",
             ]
             bound.add(stride)
+    # A stride-0 dim spans one element however long it is: every dim must fit the index
+    # width on its own (the kernel loops over it).
+    dims = [f"s{i}[{axis}] > {limit}" for axis, d in enumerate(spec.shape) if isinstance(d, str)]
+    if dims:
+        out += [f"    if {' or '.join(dims)}:", "        return slow(args)"]
     return out
 
 
-def _output_limit_lines(k: int, checker: ArgumentChecker, limit: int) -> list[str]:
+def _output_limit_lines(k: int, plan: CallPlan) -> list[str]:
     """An ``out_idx`` output beyond the index width goes slow (which refuses it)."""
-    spec = checker.params[k]
+    spec = plan.params[k]
     same_as_input = any(
-        checker.params[i].shape == spec.shape
-        for i in checker.caller_params
-        if checker.params[i].kind == "tensor"
+        plan.params[i].shape == spec.shape and plan.params[i].strides is None
+        for i in plan.caller
+        if plan.params[i].is_tensor
     )
-    if same_as_input:  # the input's own element count was bounded already
+    if same_as_input:  # a C-contiguous input's own element count was bounded already
         return []
-    return [f"    if n{k} > {limit * checker._itemsizes[k]}:", "        return slow(args)"]
+    return [
+        f"    if n{k} > {plan.max_elements * spec.dtype.itemsize}:",
+        "        return slow(args)",
+    ]
 
 
 def _tensor_lines(
     i: int,
-    spec: ParamSpec,
+    spec: ParamPlan,
     namespace: dict[str, Any],
     bound: set[str],
     np: Any,
     limit: int,
     aliasing: bool,
 ) -> list[str]:
-    try:
-        namespace[f"dt{i}"] = np.dtype(spec.dtype)
-    except TypeError:
+    if not spec.dtype.buffer_formats:  # an ml_dtypes type: numpy cannot export it itself
         return ["    return slow(args)"]
+    namespace[f"dt{i}"] = np.dtype(spec.dtype.name)
     strided = spec.strides is not None
     layout = "" if strided else f" or not a{i}.flags.c_contiguous"
     out = [
         f"    if type(a{i}) is not ndarray or a{i}.dtype is not dt{i}{layout}:",
         "        return slow(args)",
     ]
-    static = all(isinstance(d, int) for d in spec.shape)
+    static = _is_static(spec)
     static_size = math.prod(d for d in spec.shape if isinstance(d, int))
     if strided:
-        static = static and all(isinstance(d, int) for d in spec.strides or ())
         static_size = _static_span(spec)
-    if static and static_size > limit:  # every call is refused by the full path
-        return ["    return slow(args)"]
+    if static and (static_size > limit or any(d > limit for d in spec.shape if isinstance(d, int))):
+        return ["    return slow(args)"]  # every call is refused by the full path
     if static:
         out += [f"    if a{i}.shape != {tuple(spec.shape)!r}:", "        return slow(args)"]
     else:
@@ -328,12 +364,21 @@ def _tensor_lines(
                 out.append(f"    sym_{dim} = s{i}[{axis}]")
                 bound.add(dim)
     if strided:
-        out += _stride_lines(i, spec, bound, np.dtype(spec.dtype).itemsize)
+        out += _stride_lines(i, spec, bound, limit)
+    # The same array again reuses its view, unless the kernel writes it and it was made
+    # read-only since (the full path refuses that), or its shape or strides changed in
+    # place since the view was made (where the checks above leave room for that).
+    hit = f"a{i} is c{i}[0]"
+    if _layout_can_change(spec):
+        if not all(isinstance(d, int) for d in spec.shape):
+            hit += f" and s{i} == c{i}[2]"
+        if strided:
+            hit += f" and t{i} == c{i}[3]"
+    if spec.written:
+        hit += f" and a{i}.flags.writeable"
     out += [
         *([] if aliasing else [f"    c{i} = last[{i}]"]),  # aliasing: unpacked from state
-        # The same array again reuses its view, unless the kernel writes it and it was
-        # made read-only since (the full path refuses that).
-        f"    if a{i} is c{i}[0]{' and a' + str(i) + '.flags.writeable' if spec.written else ''}:",
+        f"    if {hit}:",
         f"        v{i} = c{i}[1]",
         "    else:",
         # Zero-size arrays carry zero strides in numpy: the full path re-views them.
@@ -355,5 +400,5 @@ def _tensor_lines(
         "            return slow(args)",
     ]
     # Aliasing kernels cache the whole combination once its overlap check passed.
-    out.append("        fresh = True" if aliasing else f"        last[{i}] = (a{i}, v{i})")
+    out.append("        fresh = True" if aliasing else f"        last[{i}] = {_entry(i, spec)}")
     return out

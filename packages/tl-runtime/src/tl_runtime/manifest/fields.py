@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tl_runtime.dtypes import DTYPE_TABLE
 from tl_runtime.errors import ArtifactError
 
 SCHEMA_VERSION = 2
@@ -17,24 +18,9 @@ launch in ``launches``; 1 kept only the first and left the rest to a side file).
 
 MANIFEST_NAME = "manifest.json"
 
-DTYPES: frozenset[str] = frozenset(
-    {
-        "bool",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "bfloat16",
-        "float32",
-        "float64",
-    }
-)
-"""Element types a parameter may declare."""
+DTYPES: frozenset[str] = frozenset(DTYPE_TABLE)
+"""Element types a parameter may declare (``tl_runtime.dtypes.DTYPE_TABLE``; its aliases,
+``DTYPE_ALIASES``, are accepted too)."""
 
 PARAM_KINDS = ("tensor", "scalar")
 PARAM_ROLES = ("input", "output", "inout")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
+from tl_runtime.dtypes import DTYPE_ALIASES, canonical_dtype, dtype_info
 from tl_runtime.manifest.fields import (
     DEFAULT_ALIGNMENT,
     DTYPES,
@@ -26,19 +27,13 @@ from tl_runtime.manifest.fields import (
 )
 
 
-def _itemsize(dtype: str) -> int:
-    """Bytes per element of a ``DTYPES`` name (``bool`` is one byte)."""
-    digits = "".join(c for c in dtype if c.isdigit())
-    return int(digits) // 8 if digits else 1
-
-
 @dataclass(frozen=True)
 class ParamSpec:
     """One kernel parameter.
 
     Attributes:
         name: the parameter's name (used in error messages).
-        dtype: one of ``DTYPES``.
+        dtype: one of ``DTYPES``, or an alias of one (``tl_runtime.dtypes.DTYPE_ALIASES``).
         kind: ``"tensor"`` or ``"scalar"``.
         shape: tensors only; each dim an int or a symbolic dim name shared across params.
         strides: tensors only; ``None`` means C-contiguous, else element strides (ints or names).
@@ -61,8 +56,12 @@ class ParamSpec:
         where = f"param {self.name!r}"
         if not isinstance(self.name, str) or not IDENTIFIER.match(self.name):
             raise fail("param name", "an identifier", self.name)
-        if self.dtype not in DTYPES:
-            raise fail(f"{where} dtype", f"one of {sorted(DTYPES)}", self.dtype)
+        if canonical_dtype(self.dtype) is None:
+            raise fail(
+                f"{where} dtype",
+                f"one of {sorted(DTYPES)} (or {sorted(DTYPE_ALIASES)})",
+                self.dtype,
+            )
         if self.kind not in PARAM_KINDS:
             raise fail(f"{where} kind", f"one of {PARAM_KINDS}", self.kind)
         if self.role not in PARAM_ROLES:
@@ -80,7 +79,7 @@ class ParamSpec:
         object.__setattr__(self, "shape", tuple(self.shape))
         for i, dim in enumerate(self.shape):
             check_dim(f"{where} shape[{i}]", dim)
-        static_bytes = _itemsize(self.dtype)
+        static_bytes = dtype_info(self.dtype).itemsize
         for dim in self.shape:
             if isinstance(dim, int):
                 static_bytes *= dim
