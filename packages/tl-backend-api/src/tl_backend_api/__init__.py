@@ -28,6 +28,7 @@ from tl_backend_api.descriptors import (
     always,
     clear_availability_cache,
     probe_availability,
+    probe_buildable,
 )
 from tl_backend_api.errors import (
     AmbiguousBackendError,
@@ -88,7 +89,7 @@ from tl_backend_api.registry import (
     registered_kinds,
     resolve_backend,
 )
-from tl_backend_api.report import format_backend_report
+from tl_backend_api.report import backend_rows, format_backend_report
 from tl_backend_api.target import (
     TargetLike,
     describe_target,
@@ -135,6 +136,7 @@ __all__ = [
     "always",
     "assert_conforms",
     "auto_candidates",
+    "backend_rows",
     "build_artifact",
     "build_device_sources",
     "canonical_kind",
@@ -161,6 +163,7 @@ __all__ = [
     "parse_target_string",
     "pipeline_from_passes",
     "probe_availability",
+    "probe_buildable",
     "probe_tool_version",
     "register_backend",
     "registered_backends",

@@ -29,6 +29,14 @@ def nvrtc_available() -> bool:
     return False
 
 
+def nvcc_present() -> bool:
+    """The cubin spec's build probe: nvcc is found (`Nvcc.executable`); building a cubin
+    needs neither a GPU nor its driver nor cuda-python."""
+    from .toolchain import Nvcc
+
+    return Nvcc().executable() is not None
+
+
 def always() -> bool:
     """The source-only spec's probe: generating CUDA C needs neither nvcc nor a GPU."""
     return True

@@ -29,7 +29,7 @@ BACKEND = Backend(
             adapter=None,
             is_available=always,
             enable_device_compile=False,
-            install_hint="nothing: source generation needs no device",
+            build_hint="nothing: source generation needs no device",
         ),
     ),
     # Target facts the core reads from the descriptor: device presence and

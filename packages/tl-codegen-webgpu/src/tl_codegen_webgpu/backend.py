@@ -31,7 +31,7 @@ BACKEND = Backend(
             adapter=None,
             is_available=always,
             enable_device_compile=False,
-            install_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
+            build_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
         ),
     ),
     # No auto_kind: nothing here runs WGSL, so target="auto" never picks it.

@@ -231,6 +231,12 @@ class EagerJITFunction:
 
     get_prim_func = get_tir
 
+    def specialize(self, *args: Any, **kwargs: Any) -> Any:
+        """The `tl_ir.eager.EagerKernelIR` (PrimFunc and ``out_idx``) for these arguments,
+        bound as by `compile`, without compiling (``tl compile`` exports it)."""
+        templates, consts, _ = self._bind(args, kwargs, need_tensors=False)
+        return self.build_ir(templates, consts)
+
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """The generated source of the kernel `compile` returns for these arguments."""
         return self.compile(*args, **kwargs).get_kernel_source()
