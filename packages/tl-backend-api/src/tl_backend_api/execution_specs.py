@@ -202,8 +202,12 @@ _availability_lock = threading.Lock()
 _availability: dict[tuple[int, str], tuple[ExecutionBackendSpec, bool, str]] = {}
 
 
+_PROBE_NAMES = {"is_available": "availability", "can_build": "can_build"}
+
+
 def _probe(spec: ExecutionBackendSpec, field: str) -> tuple[bool, str]:
     key = (id(spec), field)
+    label = _PROBE_NAMES[field]
     with _availability_lock:
         cached = _availability.get(key)
         if cached is not None and cached[0] is spec:
@@ -211,14 +215,14 @@ def _probe(spec: ExecutionBackendSpec, field: str) -> tuple[bool, str]:
         try:
             answer = getattr(spec, field)()
         except Exception as exc:
-            available, reason = False, f"its {field} probe raised {exc!r}"
+            available, reason = False, f"its {label} probe raised {exc!r}"
         else:
             if not isinstance(answer, bool):
                 raise TypeError(
                     f"ExecutionBackendSpec {spec.name!r}.{field}(): expected a bool, "
                     f"got {type(answer).__name__} {answer!r}"
                 )
-            available, reason = answer, "" if answer else f"its {field} probe said no"
+            available, reason = answer, "" if answer else f"its {label} probe said no"
         _availability[key] = (spec, available, reason)
         return available, reason
 

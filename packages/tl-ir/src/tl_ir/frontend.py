@@ -365,12 +365,24 @@ def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool
     if func is None:
 
         def decorator(inner: Callable[..., Any]) -> Any:
-            return _build(inner, check_well_formed, dict(sys._getframe(1).f_locals))
+            return _build_at_user_line(inner, check_well_formed, dict(sys._getframe(1).f_locals))
 
         # The parser re-evaluates the decorator and asks it for its dialect.
         decorator.dispatch_token = "tirx"  # type: ignore[attr-defined]
         return decorator
-    return _build(func, check_well_formed, dict(sys._getframe(1).f_locals))
+    return _build_at_user_line(func, check_well_formed, dict(sys._getframe(1).f_locals))
+
+
+def _build_at_user_line(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:
+    """`_build`, with a kernel error's traceback cut at the user's ``@T.prim_func`` line:
+    the message already names the kernel's file and line, and the parser's frames below
+    it help no one (``TL_TRACEBACK=1`` keeps them)."""
+    try:
+        return _build(func, check_well_formed, caller_locals)
+    except TileLangError as exc:
+        if os.environ.get("TL_TRACEBACK", "") not in ("", "0"):
+            raise
+        raise exc.with_traceback(None) from None
 
 
 def _build(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:

@@ -61,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="on an error, show the full traceback (allowed anywhere on the line; "
         "or set TL_TRACEBACK=1)",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="what to do (tl COMMAND -h)"
+    )
 
     def json_option(sub: argparse.ArgumentParser, what: str) -> None:
         sub.add_argument("--json", action="store_true", help=f"print {what} as JSON")
@@ -141,7 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--warmup", type=float, default=25.0, help="ms")
     bench_cmd.add_argument("--rep", type=float, default=100.0, help="ms")
     bench_cmd.add_argument(
-        "--return-mode", default="mean", choices=["mean", "median", "min", "max"]
+        "--return-mode",
+        default="mean",
+        choices=["mean", "median", "min", "max"],
+        help="the statistic of the timed calls to print",
     )
     return parser
 
@@ -170,14 +175,17 @@ def _split_traceback_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
     return rest, found
 
 
-def _user_frame(exc: BaseException, function: str | None) -> str | None:
-    """``FILE:LINE in NAME`` of the innermost frame in the user's kernel file, if any."""
+def _user_frame(exc: BaseException, function: str | None, message: str) -> str | None:
+    """``FILE:LINE in NAME`` of the innermost frame in the user's kernel file, unless the
+    message already names that file (kernel-language errors do, with the line)."""
     if not function:
         return None
     path_text = function.rpartition(":")[0]
     try:
         wanted = Path(path_text).resolve()
     except OSError:
+        return None
+    if path_text in message or str(wanted) in message:
         return None
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):
@@ -200,8 +208,8 @@ def _report_error(exc: BaseException, args: Any) -> None:
     print(f"tl: {lines[0]}", file=sys.stderr)
     for line in lines[1:12]:
         print(f"  {line}", file=sys.stderr)
-    where = _user_frame(exc, getattr(args, "function", None))
-    if where is not None and where.partition(" in ")[0] not in message:
+    where = _user_frame(exc, getattr(args, "function", None), message)
+    if where is not None:
         print(f"  at {where}", file=sys.stderr)
     if internal:
         print("tl: run it again with --traceback to see where", file=sys.stderr)
