@@ -287,3 +287,30 @@ def test_every_option_has_help() -> None:
             if not action.help and not isinstance(action, type(parser._actions[0])):
                 missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
     assert missing == []
+
+
+def test_inspect_refuses_a_fifo_manifest_without_blocking(tmp_path: Path) -> None:
+    directory = tmp_path / "art"
+    directory.mkdir()
+    os.mkfifo(directory / "manifest.json")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "tl_jit.cli", "inspect", str(directory)],
+            capture_output=True,
+            text=True,
+            env=_no_gpu_env(tmp_path),
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("tl inspect blocked on a FIFO manifest.json")
+    assert result.returncode == 1
+    assert result.stderr.startswith("tl: ") and "expected a regular file" in result.stderr
+
+
+def test_cache_clear_survives_a_leftover_with_a_huge_pid(tl, tmp_path: Path) -> None:
+    leftover = tmp_path / "cache" / "tmp" / f"{'0' * 16}-{10**30}-deadbeef"
+    leftover.mkdir(parents=True)
+    for directory in (tmp_path / "cache", tmp_path / "cache" / "tmp"):
+        os.chmod(directory, 0o700)
+    tl("cache", "clear")
+    assert not leftover.exists()
