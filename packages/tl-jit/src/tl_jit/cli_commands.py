@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -95,17 +93,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require_regular_manifest(directory: Path) -> None:
-    """Refuse a special file as manifest.json before anything opens it (a FIFO blocks)."""
-    path = directory / "manifest.json"
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        raise UsageError(f"{directory} is not an artifact: manifest.json not found") from None
-    if not stat.S_ISREG(mode):
-        raise UsageError(f"{path}: expected a regular file, got a special file or a link")
-
-
 def cmd_inspect(args: argparse.Namespace) -> int:
     """``tl inspect``: an artifact's manifest, files and sources (checked first)."""
     import tl_runtime
@@ -113,8 +100,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     directory = Path(args.directory)
     if not directory.is_dir():
         raise UsageError(f"{directory}: expected an artifact directory")
-    _require_regular_manifest(directory)
-    manifest = tl_runtime.read_manifest(directory, verify=True)
+    # Read once (no link followed, special files refused): the sources shown below are
+    # the bytes that were verified, not whatever the directory holds a moment later.
+    snapshot = tl_runtime.read_artifact(directory, verify=True)
+    manifest = snapshot.manifest
     if args.json:
         print_json(manifest.to_json())
         return 0
@@ -146,8 +135,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if not args.no_source:
         for entry in manifest.source_files:
             print(f"\n----- {entry.path} -----")
-            # verified above: every listed file is a regular file with its sha256
-            print((directory / entry.path).read_text(encoding="utf-8", errors="replace"))
+            print(snapshot.contents[entry.path].decode("utf-8", errors="replace"))
     return 0
 
 
