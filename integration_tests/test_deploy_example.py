@@ -109,5 +109,7 @@ def test_the_deploy_page_example_runs_without_a_compiler(tmp_path: Path) -> None
         assert parallel == "True", (target, result.stdout)
         assert helper.startswith(str(venv)), helper  # the helper the wheel ships
         assert compilers == "[None, None, None]"
-        if int(cpus) >= 2:
+        if target == "llvm" and int(cpus) >= 2:
+            # llvm kernels launch their parallel loop through the helper (c kernels carry
+            # their own OpenMP pragmas and never call it)
             assert int(threads) >= 2, (target, report)
