@@ -314,3 +314,27 @@ def test_cache_clear_survives_a_leftover_with_a_huge_pid(tl, tmp_path: Path) -> 
         os.chmod(directory, 0o700)
     tl("cache", "clear")
     assert not leftover.exists()
+
+
+def test_kernel_export_and_export_prim_func_take_force(tmp_path: Path) -> None:
+    import tl_jit
+    import tl_jit.language as T
+
+    @T.prim_func
+    def double(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = A[i] * 2.0
+
+    out = tmp_path / "art"
+    written = tl_jit.export_prim_func(
+        double, out, out_idx=[-1], target="webgpu", execution_backend="source"
+    )
+    assert written == out and (out / "manifest.json").is_file()
+    with pytest.raises(FileExistsError, match="force=True"):
+        tl_jit.export_prim_func(double, out, out_idx=[-1], target="webgpu")
+    kernel = tl_jit.compile(double, out_idx=[-1], target="c")
+    with pytest.raises(FileExistsError, match="force=True"):
+        kernel.export(out)
+    kernel.export(out, force=True)
+    assert tl_jit.JITKernel.from_artifact(out).manifest.target["kind"] == "c"
