@@ -322,7 +322,7 @@ def test_kernel_export_and_export_prim_func_take_force(tmp_path: Path) -> None:
 
     @T.prim_func
     def double(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=64) as bx:
+        with T.Kernel(1, threads=64) as bx:  # noqa: F841
             for i in T.Parallel(64):
                 B[i] = A[i] * 2.0
 
