@@ -34,8 +34,15 @@ def _staging() -> Path:
     """This process's private directory of content-named copies (0700, removed at exit)."""
     global _staging_root
     if _staging_root is None or not _staging_root.is_dir():
-        _staging_root = Path(tempfile.mkdtemp(prefix="tl-runtime-load-"))
-        atexit.register(shutil.rmtree, _staging_root, ignore_errors=True)
+        root = Path(tempfile.mkdtemp(prefix="tl-runtime-load-"))
+        owner = os.getpid()
+
+        def remove() -> None:
+            if os.getpid() == owner:  # a forked child exiting leaves its parent's copies
+                shutil.rmtree(root, ignore_errors=True)
+
+        atexit.register(remove)
+        _staging_root = root
     return _staging_root
 
 
