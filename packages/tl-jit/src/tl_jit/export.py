@@ -170,11 +170,22 @@ def export_prim_func(
             shutil.rmtree(staging, ignore_errors=True)
     import tl_runtime
 
+    def proves_its_key(entry: Path) -> bool:
+        # An entry found under another key (a copied or swapped directory) is rebuilt,
+        # as `KernelCache.load` does (docs/cache.md, "Trust model").
+        try:
+            manifest = tl_runtime.read_manifest(entry, verify=False)
+        except tl_runtime.ArtifactError:
+            return False
+        return manifest.versions.get("tl_jit.cache_key") == key
+
     cache = default_cache()
-    entry = cache.get_or_build(key, build)
+    entry = cache.get_or_build(key, build, is_valid=proves_its_key)
     try:
         return copy_artifact(entry, path, force=force)
     except tl_runtime.ArtifactError as exc:
         # A damaged cache entry: drop it and build once more.
         cache.discard(key, f"it failed verification on export: {exc}")
-        return copy_artifact(cache.get_or_build(key, build), path, force=force)
+        return copy_artifact(
+            cache.get_or_build(key, build, is_valid=proves_its_key), path, force=force
+        )
