@@ -338,3 +338,47 @@ def test_kernel_export_and_export_prim_func_take_force(tmp_path: Path) -> None:
         kernel.export(out)
     kernel.export(out, force=True)
     assert tl_jit.JITKernel.from_artifact(out).manifest.target["kind"] == "c"
+
+
+def test_kernel_errors_end_near_the_users_line_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both styles: the traceback holds no parser frame and no chained TVM error; the
+    message names the kernel's file and line (TL_TRACEBACK=1 keeps everything)."""
+    import traceback
+
+    import numpy as np
+
+    source = tmp_path / "kernels_with_errors.py"
+    source.write_text(
+        "import tl_jit\nimport tl_jit.language as T\n\n\n@tl_jit.jit\n"
+        "def classic(N):\n    @T.prim_func\n"
+        "    def main(A: T.Tensor((N,), 'float32'), C: T.Tensor((N,), 'float32')):\n"
+        "        with T.Kernel(1, threads=32) as bx:\n"
+        "            for i in T.Parallel(N):\n"
+        "                C[i] = A[i] + undefined_name\n"
+        "    return main\n\n\n@tl_jit.jit\n"
+        "def eager(A, block: int = 64):\n    N = T.const('N')\n"
+        "    A: T.Tensor[[N], T.float32]\n    C = T.empty((N,), T.float32)\n"
+        "    with T.Kernel(1, threads=32) as bx:\n"
+        "        for i in T.Parallel(N):\n"
+        "            C[i] = A[i] + undefined_name\n"
+        "    return C\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TL_DISABLE_CACHE", "1")
+    monkeypatch.delenv("TL_TRACEBACK", raising=False)
+    import kernels_with_errors as module
+
+    from tl_ir.errors import TileLangError
+
+    for call, line in (
+        (lambda: module.classic(16), 11),
+        (lambda: module.eager(np.ones(16, np.float32)), 22),
+    ):
+        with pytest.raises(TileLangError) as info:
+            call()
+        assert f"{source}:{line}:" in str(info.value)
+        frames = traceback.extract_tb(info.value.__traceback__)
+        assert not [f for f in frames if "/tvm/" in f.filename], frames
+        assert info.value.__cause__ is None and info.value.__suppress_context__

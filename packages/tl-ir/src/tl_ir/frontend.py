@@ -380,7 +380,13 @@ def _build_at_user_line(func: Any, check_well_formed: bool, caller_locals: dict[
     try:
         return _build(func, check_well_formed, caller_locals)
     except TileLangError as exc:
-        if os.environ.get("TL_TRACEBACK", "") not in ("", "0"):
+        if os.environ.get("TL_TRACEBACK", "").strip().lower() not in (
+            "",
+            "0",
+            "false",
+            "no",
+            "off",
+        ):
             raise
         raise exc.with_traceback(None) from None
 

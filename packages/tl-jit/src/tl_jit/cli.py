@@ -230,7 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tl``; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted,
     141 output cut by a closed pipe)."""
     argv, show_traceback = _split_traceback_flag(sys.argv[1:] if argv is None else argv)
-    show_traceback = show_traceback or os.environ.get("TL_TRACEBACK", "") not in ("", "0")
+    from tl_jit import env
+
+    show_traceback = show_traceback or env.traceback_requested()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
