@@ -31,6 +31,7 @@ from tl_ir.errors import (
     KernelTypeError,
     TileLangError,
     TileLangInternalError,
+    at_users_line,
 )
 
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
@@ -376,19 +377,11 @@ def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool
 def _build_at_user_line(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:
     """`_build`, with a kernel error's traceback cut at the user's ``@T.prim_func`` line:
     the message already names the kernel's file and line, and the parser's frames below
-    it help no one (``TL_TRACEBACK=1`` keeps them)."""
+    it help no one (`tl_ir.errors.at_users_line`)."""
     try:
         return _build(func, check_well_formed, caller_locals)
     except TileLangError as exc:
-        if os.environ.get("TL_TRACEBACK", "").strip().lower() not in (
-            "",
-            "0",
-            "false",
-            "no",
-            "off",
-        ):
-            raise
-        raise exc.with_traceback(None) from None
+        raise at_users_line(exc) from exc.__cause__
 
 
 def _build(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:

@@ -123,16 +123,14 @@ class EagerJITFunction:
     def build_ir(self, templates: Mapping[str, Any], consts: Mapping[str, int]) -> Any:
         """The `tl_ir.eager.EagerKernelIR` of one specialization (no compile)."""
         from tl_ir.eager import build_prim_func
-        from tl_ir.errors import TileLangError
+        from tl_ir.errors import TileLangError, at_users_line
 
         try:
             return build_prim_func(self.func, self.analysis, templates, consts)
         except TileLangError as exc:
             # The message names the kernel's file and line; the parser's frames below
             # help no one (TL_TRACEBACK=1 keeps them, as for @T.prim_func kernels).
-            if env.traceback_requested():
-                raise
-            raise exc.with_traceback(None) from None
+            raise at_users_line(exc) from exc.__cause__
 
     def _compile(
         self,
