@@ -82,5 +82,6 @@ def test_user_errors_are_one_line(tl, tmp_path: Path) -> None:
     ):
         result = tl(*args, ok=False)
         assert result.returncode == 1, args
-        assert result.stderr.startswith("tl: error:"), result.stderr
+        assert result.stderr.startswith("tl: "), result.stderr
+        assert "Error:" not in result.stderr.splitlines()[0], result.stderr
         assert "Traceback" not in result.stderr

@@ -1,4 +1,15 @@
-"""Hatch build hook: a built tl-runtime wheel ships the Cython launcher compiled.
+"""Hatch build hook: a built tl-runtime wheel ships its native code compiled.
+
+Two native pieces, each beside a record of its source's sha256 (a shipped binary whose
+record does not match the installed source is ignored and the piece is built on first
+use instead):
+
+* the Cython launcher (below);
+* the C context helper (``src/tl_runtime/_native/context_helper.c``: parallel loops,
+  workspaces, thread stacks of TVM-built CPU kernels), compiled with OpenMP where the
+  build machine's compiler has it, else with pthreads, as
+  ``tl_runtime/_native/tl_rt_context_helper.so``. Without it a parallel kernel could not
+  run on a machine with no C compiler.
 
 The ``cython`` adapter's launcher (``src/tl_runtime/_native/launcher.pyx``) is cythonized
 and compiled against tvm-ffi's headers and library when the wheel is built, and shipped
@@ -8,8 +19,12 @@ Cython and no C compiler to run the fastest adapter. Editable installs skip this
 launcher is compiled on first use into the per-user cache (what the runtime falls back
 to whenever no shipped launcher matches the source).
 
-``TL_RUNTIME_PURE_WHEEL=1`` builds a pure-Python wheel without the launcher (then the
-runtime compiles it on first use, where Cython and a compiler exist).
+``TL_RUNTIME_PURE_WHEEL=1`` builds a pure-Python wheel without either (then the
+runtime compiles them on first use, where Cython and a compiler exist).
+
+The wheel this hook makes is tagged ``linux_x86_64`` (the build machine's platform);
+``scripts/build-runtime-wheel`` repairs it into a ``manylinux`` wheel with auditwheel
+(docs/deploy.md, "Building the tl-runtime wheel").
 """
 
 from __future__ import annotations
@@ -27,6 +42,9 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 MODULE = "tl_rt_launcher"
+HELPER = "tl_rt_context_helper"
+# The flag sets tl_runtime.context tries on first use, in the same order.
+HELPER_FLAG_SETS = (["-O2", "-fopenmp", "-pthread"], ["-O2", "-pthread"])
 
 
 class LauncherBuildHook(BuildHookInterface):  # type: ignore[misc]
@@ -48,6 +66,12 @@ class LauncherBuildHook(BuildHookInterface):  # type: ignore[misc]
         force_include = build_data.setdefault("force_include", {})
         force_include[str(built)] = f"tl_runtime/_native/{built.name}"
         force_include[str(digest)] = f"tl_runtime/_native/{digest.name}"
+        helper_source = root / "src" / "tl_runtime" / "_native" / "context_helper.c"
+        helper = _build_helper(helper_source, self._work)
+        helper_digest = self._work / f"{HELPER}.sha256"
+        helper_digest.write_text(hashlib.sha256(helper_source.read_bytes()).hexdigest() + "\n")
+        force_include[str(helper)] = f"tl_runtime/_native/{helper.name}"
+        force_include[str(helper_digest)] = f"tl_runtime/_native/{helper_digest.name}"
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
 
@@ -75,9 +99,8 @@ def _build(pyx: Path, work: Path) -> Path:
     lib_dir = str(Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     output = work / f"{MODULE}{suffix}"
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
     command = [
-        compiler,
+        _compiler(),
         "-O2",
         "-shared",
         "-fPIC",
@@ -98,3 +121,24 @@ def _build(pyx: Path, work: Path) -> Path:
             "install a C compiler, or set TL_RUNTIME_PURE_WHEEL=1 to build a wheel without it"
         )
     return output
+
+
+def _compiler() -> str:
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
+
+
+def _build_helper(source: Path, work: Path) -> Path:
+    """Compile the context helper in ``work`` (OpenMP first, then pthreads only)."""
+    output = work / f"{HELPER}.so"
+    failures = []
+    for flags in HELPER_FLAG_SETS:
+        command = [_compiler(), *flags, "-shared", "-fPIC", str(source), "-o", str(output)]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode == 0:
+            return output
+        failures.append(f"$ {' '.join(command)}\n{result.stderr}")
+    sys.stderr.write("\n".join(failures))
+    raise RuntimeError(
+        "building the tl-runtime context helper failed; install a C compiler, or set "
+        "TL_RUNTIME_PURE_WHEEL=1 to build a wheel without native code"
+    )

@@ -19,7 +19,12 @@ def test_kernel_file_exiting_on_import_is_a_failure(
     status = cli.main(["compile", f"{kernel_file}:f", "--out", str(out)])
     assert status == 1
     err = capsys.readouterr().err
-    assert err.startswith("tl: error: ") and "sys.exit(" in err and str(kernel_file) in err
+    assert (
+        err.startswith("tl: ")
+        and "Error" not in err.split(":")[1]
+        and "sys.exit(" in err
+        and str(kernel_file) in err
+    )
     assert not out.exists()
 
 

@@ -22,7 +22,12 @@ from tl_backend_api.context import (
     create_backend_context,
     offered_execution_backends,
 )
-from tl_backend_api.descriptors import Backend, ExecutionBackendSpec, probe_availability
+from tl_backend_api.descriptors import (
+    Backend,
+    ExecutionBackendSpec,
+    probe_availability,
+    probe_buildable,
+)
 from tl_backend_api.errors import (
     AmbiguousBackendError,
     BackendConflictError,
@@ -54,7 +59,7 @@ from tl_backend_api.protocols import (
     ToolchainInfo,
 )
 from tl_backend_api.registry import discovery_errors, get_backend, list_backends
-from tl_backend_api.report import format_backend_report
+from tl_backend_api.report import backend_rows, format_backend_report
 from tl_backend_api.target import TargetLike, normalize_target
 
 __all__ = [
@@ -86,6 +91,7 @@ __all__ = [
     "ToolchainInfo",
     "assert_conforms",
     "auto_candidates",
+    "backend_rows",
     "build_artifact",
     "conformance_problems",
     "create_backend_context",
@@ -99,6 +105,7 @@ __all__ = [
     "offered_execution_backends",
     "pipeline_from_passes",
     "probe_availability",
+    "probe_buildable",
     "resolve_backend",
     "resolve_target",
     "target_kind",

@@ -7,6 +7,7 @@ the context and never resolves a backend again.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import attrs
 from tvm import IRModule
@@ -23,6 +24,7 @@ from tl_backend_api.descriptors import (
     Backend,
     ExecutionBackendSpec,
     probe_availability,
+    probe_buildable,
 )
 from tl_backend_api.errors import ExecutionBackendError, ExecutionBackendUnavailableError
 from tl_backend_api.kinds import resolve_backend, resolve_target
@@ -155,6 +157,17 @@ def offered_execution_backends(
     return tuple(spec for spec in backend.execution_backends if spec.accepts(target))
 
 
+Purpose = Literal["run", "export"]
+"""Why an execution backend is resolved: ``"run"`` (the artifact is loaded here, so the
+spec must be available) or ``"export"`` (the artifact is written for another machine, so
+the spec need only build here)."""
+
+
+def _unbuildable_message(spec: ExecutionBackendSpec, reason: str) -> str:
+    hint = spec.build_hint or "what its can_build probe needs"
+    return f"{spec.name!r} cannot build here ({reason}); building it needs {hint}"
+
+
 def _unavailable_message(spec: ExecutionBackendSpec, reason: str) -> str:
     hint = spec.install_hint or (
         f"the dependencies of the {spec.adapter!r} adapter"
@@ -165,7 +178,10 @@ def _unavailable_message(spec: ExecutionBackendSpec, reason: str) -> str:
 
 
 def resolve_execution_backend(
-    backend: Backend, target: Target, execution_backend: str = "auto"
+    backend: Backend,
+    target: Target,
+    execution_backend: str = "auto",
+    purpose: Purpose = "run",
 ) -> ExecutionBackendSpec:
     """Pick the execution backend for ``target``: by name or alias, or ``"auto"``.
 
@@ -174,14 +190,21 @@ def resolve_execution_backend(
     (whose own ``name`` the artifact then records). Availability is probed once
     per process.
 
+    With ``purpose="export"`` the artifact is built to be run elsewhere: a named spec
+    needs only to build here (`probe_buildable`: a cubin needs nvcc, not a GPU), and
+    ``"auto"`` picks the first available spec, else the first one that builds.
+
     Raises:
         TypeError: ``execution_backend`` is not a str.
         ExecutionBackendError: an unknown name (the message lists the allowed
             names for this target); ``"ctypes"`` adds that it was removed and
             what replaces it.
         ExecutionBackendUnavailableError: the named spec (or, for ``"auto"``,
-            every spec) is unavailable; says what to install.
+            every spec) is unavailable (for export: cannot build); says what to install.
+        ValueError: ``purpose`` is neither ``"run"`` nor ``"export"``.
     """
+    if purpose not in ("run", "export"):
+        raise ValueError(f"purpose: expected 'run' or 'export', got {purpose!r}")
     if not isinstance(execution_backend, str):
         raise TypeError(
             f"execution_backend: expected a name or 'auto', got "
@@ -198,12 +221,25 @@ def resolve_execution_backend(
             if available:
                 return spec
             reasons.append(_unavailable_message(spec, reason))
+        if purpose == "export":
+            for spec in offered:
+                buildable, reason = probe_buildable(spec)
+                if buildable:
+                    return spec
+                reasons.append(_unbuildable_message(spec, reason))
         detail = "\n".join(f"  - {line}" for line in reasons) or "  - (none offered)"
         raise ExecutionBackendUnavailableError(
             f"no execution backend is available for {where}:\n{detail}"
         )
     for spec in offered:
         if execution_backend in spec.names:
+            if purpose == "export":
+                buildable, reason = probe_buildable(spec)
+                if not buildable:
+                    raise ExecutionBackendUnavailableError(
+                        f"execution backend {_unbuildable_message(spec, reason)} ({where})"
+                    )
+                return spec
             available, reason = probe_availability(spec)
             if not available:
                 raise ExecutionBackendUnavailableError(
@@ -229,6 +265,7 @@ def create_backend_context(
     target: TargetLike,
     target_host: TargetLike | None = None,
     execution_backend: str = "auto",
+    purpose: Purpose = "run",
 ) -> BackendContext:
     """Resolve the backend, target, host target and execution backend once.
 
@@ -239,6 +276,8 @@ def create_backend_context(
             on the host CPU, else a target of the backend's `host_kind`.
         execution_backend: a spec name, or ``"auto"`` (first available in
             the backend's declared order).
+        purpose: ``"run"`` (the artifact runs here) or ``"export"`` (it is built here
+            to run elsewhere; see `resolve_execution_backend`).
 
     Raises:
         everything `resolve_target`, `resolve_backend` and
@@ -250,7 +289,7 @@ def create_backend_context(
         resolve_target(target_host) if target_host is not None else backend.default_host(normalized)
     )
     normalized = Target(normalized, host=host)
-    spec = resolve_execution_backend(backend, normalized, execution_backend)
+    spec = resolve_execution_backend(backend, normalized, execution_backend, purpose)
     return BackendContext(
         backend=backend, target=normalized, target_host=host, execution_backend=spec
     )

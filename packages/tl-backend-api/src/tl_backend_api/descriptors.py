@@ -24,6 +24,7 @@ from tl_backend_api.execution_specs import _non_empty_str, _require_callable
 from tl_backend_api.execution_specs import always as always
 from tl_backend_api.execution_specs import clear_availability_cache as clear_availability_cache
 from tl_backend_api.execution_specs import probe_availability as probe_availability
+from tl_backend_api.execution_specs import probe_buildable as probe_buildable
 from tl_backend_api.protocols import DeviceCodegen, PassPipeline, Toolchain
 from tl_backend_api.target import tvm_target_kinds
 

@@ -1,6 +1,10 @@
 """`ExecutionBackendSpec`: one way to run a backend's artifacts, and its availability probe.
 
-`probe_availability` calls a spec's probe once per process and caches the answer.
+A spec has two probes: ``is_available`` (can its artifacts *run* here: the launcher,
+the device, its driver) and ``can_build`` (can its artifacts be *built* here: the
+compiler it runs, if any; a source-only spec needs nothing). Exporting an artifact for
+another machine needs only the second. `probe_availability` and `probe_buildable` call
+them once per process and cache the answers.
 """
 
 from __future__ import annotations
@@ -66,6 +70,11 @@ class ExecutionBackendSpec:
         enable_device_compile: False selects the source-only path: device
             source is generated and no compiler runs.
         install_hint: what to install when the probe says no.
+        can_build: zero-argument probe: can this machine *build* the spec's artifacts
+            (its compiler is present)? Default: always (a spec that runs no compiler).
+            A spec that builds without the device (a cubin from nvcc) says so here, so
+            an artifact can be exported where it cannot run.
+        build_hint: what building needs when ``can_build`` says no.
         aliases: other names users may pass for this spec (names a program written for
             another system uses, e.g. TileLang's); resolution picks the spec and the
             artifact records ``name``.
@@ -82,6 +91,8 @@ class ExecutionBackendSpec:
     enable_device_compile: bool
     install_hint: str
     aliases: tuple[str, ...]
+    can_build: Callable[[], bool]
+    build_hint: str
 
     def __init__(
         self,
@@ -92,6 +103,8 @@ class ExecutionBackendSpec:
         enable_device_compile: bool = False,
         install_hint: str = "",
         aliases: Sequence[str] = (),
+        can_build: Callable[[], bool] = always,
+        build_hint: str = "",
     ) -> None:
         # The adapter's default is the spec's own name; filled before freezing.
         if isinstance(aliases, str) or not isinstance(aliases, Sequence):
@@ -107,6 +120,8 @@ class ExecutionBackendSpec:
             enable_device_compile,
             install_hint,
             tuple(aliases),
+            can_build,
+            build_hint,
         )
 
     def __attrs_post_init__(self) -> None:
@@ -122,6 +137,7 @@ class ExecutionBackendSpec:
                 )
         self._check_aliases(owner)
         _require_callable(f"{owner} {self.name!r}", "is_available", self.is_available)
+        _require_callable(f"{owner} {self.name!r}", "can_build", self.can_build)
         if self.supports_target is not None:
             _require_callable(f"{owner} {self.name!r}", "supports_target", self.supports_target)
         if not isinstance(self.enable_device_compile, bool):
@@ -129,10 +145,11 @@ class ExecutionBackendSpec:
                 f"{owner} {self.name!r}.enable_device_compile: expected a bool, "
                 f"got {self.enable_device_compile!r}"
             )
-        if not isinstance(self.install_hint, str):
-            raise BackendValidationError(
-                f"{owner} {self.name!r}.install_hint: expected a str, got {self.install_hint!r}"
-            )
+        for hint in ("install_hint", "build_hint"):
+            if not isinstance(getattr(self, hint), str):
+                raise BackendValidationError(
+                    f"{owner} {self.name!r}.{hint}: expected a str, got {getattr(self, hint)!r}"
+                )
 
     def _check_aliases(self, owner: str) -> None:
         for alias in self.aliases:
@@ -170,11 +187,38 @@ class ExecutionBackendSpec:
 
 
 _availability_lock = threading.Lock()
-_availability: dict[int, tuple[ExecutionBackendSpec, bool, str]] = {}
+# (id(spec), probe field) -> (spec, answer, reason); the spec is held so its id stays unique.
+_availability: dict[tuple[int, str], tuple[ExecutionBackendSpec, bool, str]] = {}
+
+
+_PROBE_NAMES = {"is_available": "availability", "can_build": "can_build"}
+
+
+def _probe(spec: ExecutionBackendSpec, field: str) -> tuple[bool, str]:
+    key = (id(spec), field)
+    label = _PROBE_NAMES[field]
+    with _availability_lock:
+        cached = _availability.get(key)
+        if cached is not None and cached[0] is spec:
+            return cached[1], cached[2]
+        try:
+            answer = getattr(spec, field)()
+        except Exception as exc:
+            available, reason = False, f"its {label} probe raised {exc!r}"
+        else:
+            if not isinstance(answer, bool):
+                raise TypeError(
+                    f"ExecutionBackendSpec {spec.name!r}.{field}(): expected a bool, "
+                    f"got {type(answer).__name__} {answer!r}"
+                )
+            available, reason = answer, "" if answer else f"its {label} probe said no"
+        _availability[key] = (spec, available, reason)
+        return available, reason
 
 
 def probe_availability(spec: ExecutionBackendSpec) -> tuple[bool, str]:
-    """Call ``spec.is_available`` once per process and return ``(available, reason)``.
+    """Call ``spec.is_available`` once per process and return ``(available, reason)``:
+    whether the spec's artifacts can *run* here.
 
     The probe is called (never truth-tested as a function object); its
     answer is cached per spec for the life of the process. A probe that
@@ -183,25 +227,18 @@ def probe_availability(spec: ExecutionBackendSpec) -> tuple[bool, str]:
     Raises:
         TypeError: the probe returned something other than a bool.
     """
-    key = id(spec)
-    with _availability_lock:
-        cached = _availability.get(key)
-        if cached is not None and cached[0] is spec:
-            return cached[1], cached[2]
-        try:
-            answer = spec.is_available()
-        except Exception as exc:
-            available, reason = False, f"its availability probe raised {exc!r}"
-        else:
-            if not isinstance(answer, bool):
-                raise TypeError(
-                    f"ExecutionBackendSpec {spec.name!r}.is_available(): expected a bool, "
-                    f"got {type(answer).__name__} {answer!r}"
-                )
-            available, reason = answer, "" if answer else "its availability probe said no"
-        # Holding the spec in the value keeps its id from being reused.
-        _availability[key] = (spec, available, reason)
-        return available, reason
+    return _probe(spec, "is_available")
+
+
+def probe_buildable(spec: ExecutionBackendSpec) -> tuple[bool, str]:
+    """Call ``spec.can_build`` once per process and return ``(buildable, reason)``:
+    whether the spec's artifacts can be *built* here (run or not). Cached and guarded
+    like `probe_availability`.
+
+    Raises:
+        TypeError: the probe returned something other than a bool.
+    """
+    return _probe(spec, "can_build")
 
 
 def clear_availability_cache() -> None:

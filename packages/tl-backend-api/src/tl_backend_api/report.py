@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from tl_backend_api.descriptors import Backend, probe_availability
+from collections.abc import Callable
+from typing import Any
+
+from tl_backend_api.descriptors import (
+    Backend,
+    ExecutionBackendSpec,
+    probe_availability,
+    probe_buildable,
+)
 from tl_backend_api.registry import PluginLoadFailure, discovery_errors, list_backends
 
 
@@ -17,40 +25,101 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return [line(header), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)]
 
 
+def _build_needs(spec: ExecutionBackendSpec) -> str:
+    if spec.build_hint:
+        return spec.build_hint
+    return "a compiler (see the backend's toolchains)" if spec.enable_device_compile else "nothing"
+
+
+def _run_needs(backend: Backend, spec: ExecutionBackendSpec) -> str:
+    if spec.adapter is None:
+        runners = [s.name for s in backend.execution_backends if s.adapter is not None]
+        instead = f"; export with {' or '.join(runners)} to run" if runners else ""
+        return f"nothing here runs it (source only){instead}"
+    return spec.install_hint or f"the {spec.adapter!r} adapter's dependencies"
+
+
+def _answer(
+    probe: Callable[[ExecutionBackendSpec], tuple[bool, str]], spec: ExecutionBackendSpec
+) -> bool | str:
+    try:
+        return probe(spec)[0]
+    except TypeError as exc:
+        return f"probe broken: {exc}"
+
+
+def backend_rows(backends: tuple[Backend, ...] | None = None) -> list[dict[str, Any]]:
+    """One JSON-ready row per execution backend of ``backends`` (default: `list_backends`),
+    in ``"auto"`` order, saying what building and running its artifacts need here.
+
+    Each row: ``backend``, ``target_kinds``, ``order``, ``execution_backend``, ``aliases``,
+    ``adapter`` (None: source only), ``device_code`` (``"compile"`` or ``"source only"``),
+    ``builds_here`` and ``runs_here`` (True, False, or the text of a broken probe; probed
+    once per process), ``build_needs`` and ``run_needs`` (what to install).
+    """
+    if backends is None:
+        backends = list_backends()
+    rows: list[dict[str, Any]] = []
+    for backend in backends:
+        for order, spec in enumerate(backend.execution_backends, start=1):
+            rows.append(
+                {
+                    "backend": backend.name,
+                    "target_kinds": list(backend.target_kinds),
+                    "order": order,
+                    "execution_backend": spec.name,
+                    "aliases": list(spec.aliases),
+                    "adapter": spec.adapter,
+                    "device_code": "compile" if spec.enable_device_compile else "source only",
+                    "builds_here": _answer(probe_buildable, spec),
+                    "runs_here": (
+                        False if spec.adapter is None else _answer(probe_availability, spec)
+                    ),
+                    "build_needs": _build_needs(spec),
+                    "run_needs": _run_needs(backend, spec),
+                }
+            )
+    return rows
+
+
+def _cell(answer: bool | str) -> str:
+    if isinstance(answer, str):
+        return answer
+    return "yes" if answer else "no"
+
+
 def format_backend_report(
     backends: tuple[Backend, ...] | None = None,
     failures: tuple[PluginLoadFailure, ...] | None = None,
 ) -> str:
     """Render backends (default: `list_backends`) and plugin failures as text.
 
-    One row per execution backend, in ``"auto"`` order: backend, target
-    kinds, order, execution backend, adapter, availability (probed once).
+    One row per execution backend, in ``"auto"`` order: backend, target kinds, order,
+    execution backend, adapter, whether its artifacts build and run here (probed once),
+    then, per row, what building and running need.
     """
-    if backends is None:
-        backends = list_backends()
+    rows = backend_rows(backends)
     if failures is None:
         failures = discovery_errors()
-    lines = [f"registered backends: {len(backends)}"]
-    rows: list[tuple[str, ...]] = []
-    for backend in backends:
-        for order, spec in enumerate(backend.execution_backends, start=1):
-            try:
-                available, reason = probe_availability(spec)
-                status = "yes" if available else f"no: {spec.install_hint or reason}"
-            except TypeError as exc:
-                status = f"probe broken: {exc}"
-            rows.append(
-                (
-                    backend.name if order == 1 else "",
-                    ", ".join(backend.target_kinds) if order == 1 else "",
-                    str(order),
-                    spec.name + "".join(f" (alias {alias})" for alias in spec.aliases),
-                    spec.adapter if spec.adapter is not None else "-",
-                    "compile" if spec.enable_device_compile else "source only",
-                    status,
-                )
+    lines = [f"registered backends: {len(backends if backends is not None else list_backends())}"]
+    table: list[tuple[str, ...]] = []
+    previous = ""
+    for row in rows:
+        first = row["backend"] != previous
+        previous = row["backend"]
+        table.append(
+            (
+                row["backend"] if first else "",
+                ", ".join(row["target_kinds"]) if first else "",
+                str(row["order"]),
+                row["execution_backend"] + "".join(f" (alias {a})" for a in row["aliases"]),
+                row["adapter"] if row["adapter"] is not None else "-",
+                row["device_code"],
+                _cell(row["builds_here"]),
+                "-" if row["adapter"] is None else _cell(row["runs_here"]),
             )
-    if rows:
+        )
+    if table:
         header = (
             "backend",
             "target kinds",
@@ -58,9 +127,16 @@ def format_backend_report(
             "execution backend",
             "adapter",
             "device code",
-            "available",
+            "builds here",
+            "runs here",
         )
-        lines.extend(_table(header, rows))
+        lines.extend(_table(header, table))
+        lines.append("")
+        lines.append("what each needs:")
+        for row in rows:
+            name = f"{row['backend']}/{row['execution_backend']}"
+            lines.append(f"  {name}: build: {row['build_needs']}")
+            lines.append(f"  {' ' * len(name)}  run:   {row['run_needs']}")
     if failures:
         lines.append("")
         lines.append(f"plugins that failed to load: {len(failures)}")

@@ -29,6 +29,11 @@ def cython_available() -> bool:
     return _adapter_available("cython")
 
 
+# The kernel library is the same whichever adapter loads it: building needs gcc or
+# clang for target c (TL_CC picks one) and nothing more for llvm (TVM's LLVM).
+_CPU_BUILD_HINT = "target c: a C compiler (gcc or clang); target llvm: nothing"
+
+
 BACKEND = Backend(
     name="cpu",
     target_kinds=("c", "llvm"),
@@ -44,12 +49,14 @@ BACKEND = Backend(
             is_available=cython_available,
             enable_device_compile=True,
             install_hint="Cython and a C compiler (pip install cython; apt install gcc)",
+            build_hint=_CPU_BUILD_HINT,
         ),
         ExecutionBackendSpec(
             "tvm_ffi",
             is_available=tvm_ffi_available,
             enable_device_compile=True,
             install_hint="apache-tvm-ffi (pip install apache-tvm-ffi)",
+            build_hint=_CPU_BUILD_HINT,
         ),
     ),
     toolchains={"gcc": GccToolchain()},

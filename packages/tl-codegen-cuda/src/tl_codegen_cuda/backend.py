@@ -6,7 +6,8 @@ tl-runtime-cuda distribution, found through ``tl.adapters``):
 
 * ``cubin`` (alias ``tvm_ffi``, the name TileLang programs pass): nvcc builds
   a cubin at compile time; the launcher loads it through the CUDA driver
-  (cuda-python), without apache-tvm;
+  (cuda-python), without apache-tvm. Building needs nvcc only (``can_build``),
+  so ``tl compile`` exports a cubin on a machine without a GPU;
 * ``nvrtc``: the artifact keeps CUDA C; the launcher compiles it with NVRTC
   for the device when it loads it;
 * ``source``: source only and always available (no nvcc, no GPU), so
@@ -28,6 +29,7 @@ from .pipeline import PIPELINE
 from .probes import (
     CUDA_ADAPTER,
     cuda_driver_available,
+    nvcc_present,
     nvrtc_available,
 )
 from .toolchain import Nvcc
@@ -51,6 +53,9 @@ BACKEND = Backend(
             enable_device_compile=True,
             install_hint=_GPU_HINT,
             aliases=("tvm_ffi",),
+            # Building needs nvcc only: a cubin is exported where it cannot run.
+            can_build=nvcc_present,
+            build_hint="nvcc (the CUDA toolkit; TL_NVCC or CUDA_HOME to point at it)",
         ),
         ExecutionBackendSpec(
             "nvrtc",
@@ -63,7 +68,7 @@ BACKEND = Backend(
             "source",
             adapter=None,
             enable_device_compile=False,
-            install_hint="nothing: CUDA C is generated without nvcc or a GPU",
+            build_hint="nothing: CUDA C is generated without nvcc or a GPU",
         ),
     ),
     capabilities=cuda_capabilities,

@@ -27,3 +27,11 @@ def nvrtc_available() -> bool:
         except (ImportError, ValueError):
             continue
     return False
+
+
+def nvcc_present() -> bool:
+    """The cubin spec's build probe: nvcc is found (`Nvcc.executable`); building a cubin
+    needs neither a GPU nor its driver nor cuda-python."""
+    from .toolchain import Nvcc
+
+    return Nvcc().executable() is not None

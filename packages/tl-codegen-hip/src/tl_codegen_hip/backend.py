@@ -37,7 +37,7 @@ BACKEND = Backend(
             "source",
             adapter=None,
             enable_device_compile=False,
-            install_hint="nothing: AMDGPU assembly is generated anywhere",
+            build_hint="nothing: AMDGPU assembly is generated anywhere",
         ),
     ),
     callbacks={BITCODE_CALLBACK: no_device_libraries, LINK_CALLBACK: keep_object},

@@ -27,7 +27,7 @@ BACKEND = Backend(
             "source",
             adapter=None,
             enable_device_compile=False,
-            install_hint="nothing: source generation needs no device",
+            build_hint="nothing: source generation needs no device",
         ),
     ),
     # Metal Shading Language has no double (and no fp8): a kernel computing in another float dtype is refused

@@ -29,7 +29,7 @@ BACKEND = Backend(
             "source",
             adapter=None,
             enable_device_compile=False,
-            install_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
+            build_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
         ),
     ),
     # WGSL has no f64 (and no fp8 or bf16): a kernel computing in another float dtype is refused

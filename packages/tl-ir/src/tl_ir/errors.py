@@ -94,3 +94,27 @@ class UnsupportedError(TileLangError, NotImplementedError):
 class TileLangInternalError(TileLangError):
     """A bug in tl_ir itself surfaced while parsing this statement (the original
     exception is chained); please report it with the kernel."""
+
+
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+
+
+def at_users_line(error: TileLangError) -> TileLangError:
+    """``error`` with the compiler's frames dropped, for re-raising at the kernel's entry.
+
+    A kernel-language error already names the kernel's file and line; the parser frames
+    below the user's call help no one. The chained cause (TVM's parser error) is kept,
+    without its frames. ``TileLangInternalError`` (a bug in tl_ir) and ``TL_TRACEBACK=1``
+    keep everything.
+    """
+    import os
+
+    if isinstance(error, TileLangInternalError):
+        return error
+    if os.environ.get("TL_TRACEBACK", "").strip().lower() not in _FALSE_WORDS:
+        return error
+    cause = error.__cause__
+    if cause is not None:
+        cause.with_traceback(None)
+        cause.__suppress_context__ = True
+    return error.with_traceback(None)

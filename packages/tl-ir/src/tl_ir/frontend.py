@@ -31,6 +31,7 @@ from tl_ir.errors import (
     KernelTypeError,
     TileLangError,
     TileLangInternalError,
+    at_users_line,
 )
 
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
@@ -365,12 +366,22 @@ def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool
     if func is None:
 
         def decorator(inner: Callable[..., Any]) -> Any:
-            return _build(inner, check_well_formed, dict(sys._getframe(1).f_locals))
+            return _build_at_user_line(inner, check_well_formed, dict(sys._getframe(1).f_locals))
 
         # The parser re-evaluates the decorator and asks it for its dialect.
         decorator.dispatch_token = "tirx"  # type: ignore[attr-defined]
         return decorator
-    return _build(func, check_well_formed, dict(sys._getframe(1).f_locals))
+    return _build_at_user_line(func, check_well_formed, dict(sys._getframe(1).f_locals))
+
+
+def _build_at_user_line(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:
+    """`_build`, with a kernel error's traceback cut at the user's ``@T.prim_func`` line:
+    the message already names the kernel's file and line, and the parser's frames below
+    it help no one (`tl_ir.errors.at_users_line`)."""
+    try:
+        return _build(func, check_well_formed, caller_locals)
+    except TileLangError as exc:
+        raise at_users_line(exc) from exc.__cause__
 
 
 def _build(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) -> Any:

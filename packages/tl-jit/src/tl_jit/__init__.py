@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from tl_jit.decorator import JITFunction, jit
     from tl_jit.device import get_num_sms
     from tl_jit.errors import AutotuneError, CacheError, JITError
+    from tl_jit.export import export_prim_func
     from tl_jit.kernel import JITKernel
     from tl_jit.math import cdiv, next_power_of_2
     from tl_jit.parallel import par_compile
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "compile": ("tl_jit.compiler", "compile"),
     "lower": ("tl_jit.compiler", "lower"),
+    "export_prim_func": ("tl_jit.export", "export_prim_func"),
     "par_compile": ("tl_jit.parallel", "par_compile"),
     "jit": ("tl_jit.decorator", "jit"),
     "JITFunction": ("tl_jit.decorator", "JITFunction"),
@@ -84,6 +86,7 @@ __all__ = [
     "cdiv",
     "compile",
     "do_bench",
+    "export_prim_func",
     "get_num_sms",
     "jit",
     "language",

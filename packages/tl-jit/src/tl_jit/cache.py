@@ -92,6 +92,8 @@ def _make_private_tree(path: Path) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    if not 0 < pid < 2**31:  # beyond pid_t (os.kill: OverflowError): no such process
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -1,183 +1,37 @@
 """The ``tl`` command line: backends, compile, inspect, cache, bench.
 
-User errors print one line (``tl: error: ...``) and exit with status 1;
-``--traceback`` shows the full traceback instead.
+Conventions: errors print ``tl: <message>`` on stderr and exit with status 1 (2 for a
+malformed command line, 130 on Ctrl-C); ``--traceback`` anywhere on the line (or
+``TL_TRACEBACK=1``) shows the full traceback instead. Output cut short by a closed pipe
+(``tl inspect DIR | head``) ends quietly with status 141, as a process killed by SIGPIPE
+would. Every command that lists or reports takes ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib.util
-import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tl_jit.cli_commands import cmd_backends, cmd_cache, cmd_compile, cmd_inspect
+from tl_jit.cli_support import UsageError, require_dims
+from tl_jit.cli_support import compile_object as _compile_object
+from tl_jit.cli_support import parse_assignments as _parse_assignments
 
-class UsageError(Exception):
-    """A command-line mistake (bad FILE:FUNC, bad --arg...)."""
+__all__ = ["UsageError", "build_parser", "main"]
 
-
-def _parse_assignments(items: Sequence[str], option: str) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name.isidentifier():
-            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
-        try:
-            values[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            values[name] = text  # a bare word such as float16 is a string
-    return values
-
-
-def _load_object(spec: str) -> Any:
-    path_text, sep, attribute = spec.rpartition(":")
-    if not sep or not path_text or not attribute:
-        raise UsageError(f"expected FILE:FUNC (e.g. examples/gemm.py:matmul), got {spec!r}")
-    path = Path(path_text)
-    if not path.is_file():
-        raise UsageError(f"{path_text}: no such file")
-    module_name = f"_tl_cli_{path.stem}"
-    module_spec = importlib.util.spec_from_file_location(module_name, path)
-    if module_spec is None or module_spec.loader is None:
-        raise UsageError(f"{path_text}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[module_name] = module
-    sys.path.insert(0, str(path.resolve().parent))
-    try:
-        module_spec.loader.exec_module(module)
-    except SystemExit as exc:
-        # Not a success: nothing was compiled. Report it like any failed import.
-        raise UsageError(
-            f"{path_text}: importing it called sys.exit({exc.code!r}); a kernel file must "
-            "define FUNC without exiting (guard scripts with if __name__ == '__main__')"
-        ) from None
-    value: Any = module
-    for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise UsageError(f"{path_text} defines no {attribute!r}")
-        value = getattr(value, part)
-    return value
-
-
-def _compile_object(args: argparse.Namespace) -> Any:
-    """Compile FILE:FUNC with --arg values and the command's options; returns a JITKernel."""
-    from tl_jit.autotuner import AutoTuner
-    from tl_jit.compiler import compile as compile_func
-    from tl_jit.decorator import JITFunction
-
-    obj = _load_object(args.function)
-    arguments = _parse_assignments(args.arg, "--arg")
-    overrides: dict[str, Any] = {}
-    if args.target is not None:
-        overrides["target"] = args.target
-    if args.execution_backend is not None:
-        overrides["execution_backend"] = args.execution_backend
-    if args.out_idx is not None:
-        overrides["out_idx"] = args.out_idx
-    if isinstance(obj, AutoTuner):
-        obj = obj.jit_function
-    if isinstance(obj, JITFunction):
-        return obj.compile((), arguments, **overrides)
-    from tvm.tirx import PrimFunc
-
-    if not isinstance(obj, PrimFunc):
-        if not callable(obj):
-            raise UsageError(
-                f"{args.function}: expected a @jit function, a kernel builder or a PrimFunc"
-            )
-        obj = obj(**arguments)
-        if not isinstance(obj, PrimFunc):
-            raise UsageError(f"{args.function}: returned {type(obj).__name__}, not a PrimFunc")
-    return compile_func(
-        obj,
-        out_idx=overrides.get("out_idx"),
-        target=overrides.get("target", "auto"),
-        execution_backend=overrides.get("execution_backend", "auto"),
-    )
-
-
-def _cmd_backends(args: argparse.Namespace) -> int:
-    from tl_backend_api import detect_auto_target_kind, format_backend_report
-
-    print(format_backend_report())
-    print(f'\ntarget "auto" here: {detect_auto_target_kind()!r}')
-    return 0
-
-
-def _cmd_compile(args: argparse.Namespace) -> int:
-    kernel = _compile_object(args)
-    out = kernel.export(args.out)
-    print(f"wrote {out} ({kernel.name}, target {kernel.manifest.target.get('kind')})")
-    return 0
-
-
-def _cmd_inspect(args: argparse.Namespace) -> int:
-    import tl_runtime
-
-    directory = Path(args.directory)
-    manifest = tl_runtime.read_manifest(directory, verify=True)
-    if args.json:
-        print(json.dumps(manifest.to_json(), indent=2))
-        return 0
-    print(f"kernel:            {manifest.name} (entry {manifest.entry_symbol})")
-    print(f"target:            {json.dumps(dict(manifest.target))}")
-    adapter = manifest.adapter or "none: source only, runs with " + (
-        ", ".join(manifest.runnable_with) or "no execution backend here"
-    )
-    print(f"execution backend: {manifest.execution_backend} (adapter {adapter})")
-    print("params:")
-    for index, param in enumerate(manifest.params):
-        role = "output (out_idx)" if index in manifest.out_idx else param.role
-        shape = "" if param.kind == "scalar" else str(list(param.shape))
-        print(f"  {index}: {param.name:<12} {param.kind:<7} {param.dtype:<9} {shape:<20} {role}")
-    if manifest.launches:
-        print("launches:")
-    for launch in manifest.launches:
-        arguments = ", ".join(f"{a.kind} {a.name}" for a in launch.arguments)
-        print(
-            f"  {launch.symbol}: grid {list(launch.grid)} block {list(launch.block)} "
-            f"shared {launch.dynamic_shared_memory} ({arguments})"
-        )
-    print("files:")
-    for entry in manifest.files:
-        print(f"  {entry.path:<30} {entry.role:<8} sha256 {entry.sha256[:16]}...")
-    print("versions:")
-    for name, version in sorted(manifest.versions.items()):
-        print(f"  {name}: {version}")
-    if not args.no_source:
-        for entry in manifest.source_files:
-            print(f"\n----- {entry.path} -----")
-            print((directory / entry.path).read_text(encoding="utf-8", errors="replace"))
-    return 0
-
-
-def _cmd_cache(args: argparse.Namespace) -> int:
-    from tl_jit import cache
-
-    if args.action == "info":
-        print(cache.info().format())
-    elif args.action in ("tuning", "clear-tuning"):
-        from tl_jit import tune_records
-
-        if args.action == "tuning":
-            for record in tune_records.list_records():
-                print(record.format())
-        else:
-            removed = tune_records.clear_records()
-            print(f"removed {removed} tuning results from {cache.default_cache().root}")
-    else:
-        removed = cache.clear()
-        print(f"removed {removed} kernel entries from {cache.default_cache().root}")
-    return 0
+_TRACEBACK_FLAG = "--traceback"
+_SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for a process the pipe killed
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     kernel = _compile_object(args)
     dims = _parse_assignments(args.dim, "--dim")
+    require_dims(kernel, dims)
     profiler = kernel.get_profiler(dims=dims)
     latency = profiler.do_bench(warmup=args.warmup, rep=args.rep, return_mode=args.return_mode)
     assert isinstance(latency, float)
@@ -185,89 +39,230 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for dist in ("tl-jit", "tl-runtime", "apache-tvm", "apache-tvm-ffi"):
+        try:
+            parts.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            parts.append(f"{dist} (not installed)")
+    return "tl (" + ", ".join(parts) + ")"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``tl`` argument parser."""
     parser = argparse.ArgumentParser(prog="tl", description="tile-language kernel compiler")
-    parser.add_argument("--traceback", action="store_true", help="show tracebacks on errors")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        _TRACEBACK_FLAG,
+        action="store_true",
+        help="on an error, show the full traceback (allowed anywhere on the line; "
+        "or set TL_TRACEBACK=1)",
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="what to do (tl COMMAND -h)"
+    )
 
-    commands.add_parser("backends", help="list registered backends and execution backends")
+    def json_option(sub: argparse.ArgumentParser, what: str) -> None:
+        sub.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+    backends_cmd = commands.add_parser(
+        "backends", help="list the execution backends: what builds and runs here, what each needs"
+    )
+    json_option(backends_cmd, "the table")
 
     def compile_options(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("function", metavar="FILE:FUNC", help="a @jit function or kernel builder")
-        sub.add_argument("--target", default=None, help="target (default TL_TARGET or auto)")
-        sub.add_argument("--execution-backend", default=None)
         sub.add_argument(
-            "--arg", action="append", default=[], metavar="NAME=VALUE", help="compile-time args"
+            "function",
+            metavar="FILE:FUNC",
+            help="a @jit function (builder or eager kernel), a kernel builder or a PrimFunc",
         )
         sub.add_argument(
-            "--out-idx", type=int, action="append", default=None, help="output param index"
+            "--target",
+            default=None,
+            help="c, llvm, cuda, rocm, metal, webgpu, ... (default: the decorator's, else "
+            "TL_TARGET, else auto)",
+        )
+        sub.add_argument(
+            "--execution-backend",
+            default=None,
+            metavar="NAME",
+            help="how the artifact runs (tl backends lists them; default: the decorator's, "
+            "else TL_EXECUTION_BACKEND, else auto)",
+        )
+        sub.add_argument(
+            "--arg",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="a compile-time argument of FUNC (repeatable; VALUE a Python literal or a word)",
+        )
+        sub.add_argument(
+            "--dim",
+            action="append",
+            default=[],
+            metavar="NAME=SIZE",
+            help="a size: an eager kernel's T.const (what its tensors' shapes would give); "
+            "for bench also a symbolic dim of the inputs it generates (repeatable)",
+        )
+        sub.add_argument(
+            "--out-idx",
+            type=int,
+            action="append",
+            default=None,
+            metavar="INDEX",
+            help="a parameter the call allocates and returns (repeatable; negative counts "
+            "from the end)",
         )
 
-    compile_cmd = commands.add_parser("compile", help="compile a kernel into an artifact")
+    compile_cmd = commands.add_parser(
+        "compile", help="compile a kernel into an artifact directory (for any target, no device)"
+    )
     compile_options(compile_cmd)
     compile_cmd.add_argument("--out", required=True, metavar="DIR", help="artifact directory")
+    compile_cmd.add_argument(
+        "--force", action="store_true", help="replace an artifact already in DIR"
+    )
+    json_option(compile_cmd, "what was written")
 
     inspect_cmd = commands.add_parser("inspect", help="show an artifact's manifest and sources")
-    inspect_cmd.add_argument("directory", metavar="DIR")
+    inspect_cmd.add_argument("directory", metavar="DIR", help="an artifact directory")
     inspect_cmd.add_argument("--no-source", action="store_true", help="omit the sources")
-    inspect_cmd.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    json_option(inspect_cmd, "the manifest")
 
     cache_cmd = commands.add_parser("cache", help="show or clear the disk cache")
     cache_cmd.add_argument(
         "action",
         choices=["info", "clear", "tuning", "clear-tuning"],
-        help="info, clear (everything), tuning (list autotuning results), clear-tuning",
+        help="info: what it holds; clear: empty it; tuning: list the saved autotuning "
+        "results; clear-tuning: remove those results only",
     )
+    json_option(cache_cmd, "the report")
 
     bench_cmd = commands.add_parser("bench", help="compile a kernel and time it")
     compile_options(bench_cmd)
-    bench_cmd.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE")
     bench_cmd.add_argument("--warmup", type=float, default=25.0, help="ms")
     bench_cmd.add_argument("--rep", type=float, default=100.0, help="ms")
     bench_cmd.add_argument(
-        "--return-mode", default="mean", choices=["mean", "median", "min", "max"]
+        "--return-mode",
+        default="mean",
+        choices=["mean", "median", "min", "max"],
+        help="the statistic of the timed calls to print",
     )
     return parser
 
 
 _COMMANDS = {
-    "backends": _cmd_backends,
-    "compile": _cmd_compile,
-    "inspect": _cmd_inspect,
-    "cache": _cmd_cache,
+    "backends": cmd_backends,
+    "compile": cmd_compile,
+    "inspect": cmd_inspect,
+    "cache": cmd_cache,
     "bench": _cmd_bench,
 }
 
 
+def _split_traceback_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """``argv`` without ``--traceback`` (anywhere before a ``--``), and whether it was there."""
+    rest: list[str] = []
+    found = False
+    for index, item in enumerate(argv):
+        if item == "--":
+            rest.extend(argv[index:])
+            break
+        if item == _TRACEBACK_FLAG:
+            found = True
+        else:
+            rest.append(item)
+    return rest, found
+
+
+def _user_frame(exc: BaseException, function: str | None, message: str) -> str | None:
+    """``FILE:LINE in NAME`` of the innermost frame in the user's kernel file, unless the
+    message already names that file (kernel-language errors do, with the line)."""
+    if not function:
+        return None
+    path_text = function.rpartition(":")[0]
+    try:
+        wanted = Path(path_text).resolve()
+    except OSError:
+        return None
+    if path_text in message or str(wanted) in message:
+        return None
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        try:
+            if Path(frame.filename).resolve() == wanted:
+                found = frame
+        except OSError:
+            continue
+    if found is None:
+        return None
+    return f"{path_text}:{found.lineno} in {found.name}"
+
+
+def _report_error(exc: BaseException, args: Any) -> None:
+    message = str(exc).strip()
+    internal = not message or isinstance(exc, (KeyError, AttributeError, AssertionError))
+    if internal:
+        message = f"internal error ({type(exc).__name__}: {message or 'no message'})"
+    lines = message.splitlines()
+    print(f"tl: {lines[0]}", file=sys.stderr)
+    for line in lines[1:12]:
+        print(f"  {line}", file=sys.stderr)
+    where = _user_frame(exc, getattr(args, "function", None), message)
+    if where is not None:
+        print(f"  at {where}", file=sys.stderr)
+    if internal:
+        print("tl: run it again with --traceback to see where", file=sys.stderr)
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the exit flush cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``tl``; returns the exit status (0 ok, 1 error, 2 usage)."""
+    """Run ``tl``; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted,
+    141 output cut by a closed pipe)."""
+    argv, show_traceback = _split_traceback_flag(sys.argv[1:] if argv is None else argv)
+    from tl_jit import env
+
+    show_traceback = show_traceback or env.traceback_requested()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
+        status = _COMMANDS[args.command](args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return _SIGPIPE_STATUS
     except KeyboardInterrupt:
         print("tl: interrupted", file=sys.stderr)
         return 130
     except SystemExit as exc:
         # argparse exits before this try; anything here is user code exiting mid-command,
         # which must not pass for success (the command did not finish).
-        if args.traceback:
+        if show_traceback:
             raise
         print(
-            f"tl: error: the kernel code called sys.exit({exc.code!r}) before "
+            f"tl: the kernel code called sys.exit({exc.code!r}) before "
             f"'tl {args.command}' finished",
             file=sys.stderr,
         )
         return 1
     except Exception as exc:
-        if args.traceback:
+        if show_traceback:
             raise
-        message = str(exc).strip() or type(exc).__name__
-        lines = message.splitlines()
-        print(f"tl: error: {type(exc).__name__}: {lines[0]}", file=sys.stderr)
-        for line in lines[1:8]:
-            print(f"  {line}", file=sys.stderr)
+        _report_error(exc, args)
         return 1
 
 

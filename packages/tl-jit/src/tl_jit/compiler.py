@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from tl_jit import env
 from tl_jit.cache import default_cache
@@ -115,14 +115,17 @@ def create_context(
     target: object = "auto",
     target_host: object = None,
     execution_backend: str | None = "auto",
+    purpose: Literal["run", "export"] = "run",
 ) -> BackendContext:
-    """`tl_backend_api.create_backend_context` after applying the environment defaults."""
+    """`tl_backend_api.create_backend_context` after applying the environment defaults
+    (``purpose="export"``: the execution backend need only build here)."""
     from tl_backend_api import create_backend_context
 
     return create_backend_context(
         env.default_target(target),
         target_host,
         env.default_execution_backend(execution_backend),
+        purpose,
     )
 
 

@@ -123,8 +123,14 @@ class EagerJITFunction:
     def build_ir(self, templates: Mapping[str, Any], consts: Mapping[str, int]) -> Any:
         """The `tl_ir.eager.EagerKernelIR` of one specialization (no compile)."""
         from tl_ir.eager import build_prim_func
+        from tl_ir.errors import TileLangError, at_users_line
 
-        return build_prim_func(self.func, self.analysis, templates, consts)
+        try:
+            return build_prim_func(self.func, self.analysis, templates, consts)
+        except TileLangError as exc:
+            # The message names the kernel's file and line; the parser's frames below
+            # help no one (TL_TRACEBACK=1 keeps them, as for @T.prim_func kernels).
+            raise at_users_line(exc) from exc.__cause__
 
     def _compile(
         self,
@@ -230,6 +236,12 @@ class EagerJITFunction:
         return self.build_ir(templates, consts).prim_func
 
     get_prim_func = get_tir
+
+    def specialize(self, *args: Any, **kwargs: Any) -> Any:
+        """The `tl_ir.eager.EagerKernelIR` (PrimFunc and ``out_idx``) for these arguments,
+        bound as by `compile`, without compiling (``tl compile`` exports it)."""
+        templates, consts, _ = self._bind(args, kwargs, need_tensors=False)
+        return self.build_ir(templates, consts)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """The generated source of the kernel `compile` returns for these arguments."""

@@ -1,4 +1,5 @@
-"""Environment defaults: ``TL_TARGET``, ``TL_EXECUTION_BACKEND``, ``TL_CACHE_DIR``, ``TL_DISABLE_CACHE``.
+"""Environment defaults: ``TL_TARGET``, ``TL_EXECUTION_BACKEND``, ``TL_CACHE_DIR``,
+``TL_DISABLE_CACHE``, ``TL_TRACEBACK``.
 
 ``TL_DUMP_IR`` is honoured by the backend's pass pipeline itself (`tl_passes.Pipeline`).
 Read at every use, so a test (or a user) may change them at run time.
@@ -14,6 +15,7 @@ EXECUTION_BACKEND_ENV = "TL_EXECUTION_BACKEND"
 CACHE_DIR_ENV = "TL_CACHE_DIR"
 DISABLE_CACHE_ENV = "TL_DISABLE_CACHE"
 DUMP_IR_ENV = "TL_DUMP_IR"
+TRACEBACK_ENV = "TL_TRACEBACK"
 
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
@@ -35,6 +37,12 @@ def default_execution_backend(execution_backend: str | None) -> str:
 def cache_disabled() -> bool:
     """True when ``TL_DISABLE_CACHE`` is set to anything but 0/false/no/off/empty."""
     return os.environ.get(DISABLE_CACHE_ENV, "").strip().lower() not in _FALSE_WORDS
+
+
+def traceback_requested() -> bool:
+    """True when ``TL_TRACEBACK`` asks for full tracebacks (``tl`` and kernel errors keep
+    the compiler's frames); anything but 0/false/no/off/empty."""
+    return os.environ.get(TRACEBACK_ENV, "").strip().lower() not in _FALSE_WORDS
 
 
 def cache_root() -> Path:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,32 +127,26 @@ class JITKernel:
             return None
         return files[1].read_text(encoding="utf-8", errors="replace")
 
-    def export(self, path: str | os.PathLike[str]) -> Path:
+    def export(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
         """Copy the artifact to ``path`` (absent or an empty directory); returns it.
 
-        The copy loads with `tl_runtime.load(path)` alone (no compiler needed). Its
-        files and directories get the modes the process's umask gives new ones (the
-        cache keeps its entries private to the user; an export is meant to be shared
-        or deployed).
+        The copy loads with `tl_runtime.load(path)` alone (no compiler needed). It is
+        written beside ``path``, verified and renamed into place; its files get the
+        modes the process's umask gives new ones (the cache keeps its entries private
+        to the user; an export is meant to be shared or deployed).
+
+        Args:
+            path: the artifact directory to write.
+            force: replace an artifact already at ``path`` (a directory holding
+                ``manifest.json``; any other non-empty directory is still refused).
 
         Raises:
-            FileExistsError: ``path`` exists and is not an empty directory.
+            FileExistsError: ``path`` is a file or a directory holding files (without
+                ``force``; with it, files other than an artifact).
         """
-        destination = Path(path)
-        if destination.exists():
-            if not destination.is_dir() or any(destination.iterdir()):
-                raise FileExistsError(
-                    f"export path {str(destination)!r}: expected an absent or empty directory"
-                )
-            destination.rmdir()
-        source = Path(self.artifact_dir)
-        for directory, _subdirs, files in os.walk(source):
-            target = destination / Path(directory).relative_to(source)
-            target.mkdir(parents=True, exist_ok=True)
-            for name in files:
-                # copyfile: the bytes only, not the cache's 0600 mode
-                shutil.copyfile(Path(directory) / name, target / name)
-        return destination
+        from tl_jit.export import copy_artifact
+
+        return copy_artifact(self.artifact_dir, path, force=force)
 
     def get_profiler(self, dims: dict[str, int] | None = None, seed: int = 0) -> Profiler:
         """A `Profiler` for this kernel (inputs generated from the params).

@@ -6,7 +6,8 @@ A TVM-built CPU library holds function-pointer slots (``__TVMBackendParallelLaun
 ``TVMFFIEnvModRegisterContextSymbol``. Under tvm-ffi alone nobody registers them, and a
 parallel kernel would call through NULL. This module registers them once per process from
 a small C helper (OpenMP, or pthreads when OpenMP is unavailable or
-``$TL_RUNTIME_NO_OPENMP`` is set) built on first use; without a C compiler it registers
+``$TL_RUNTIME_NO_OPENMP`` is set): the one a built wheel ships (hatch_build.py), else one
+built on first use; without either (an editable install with no C compiler) it registers
 fallbacks that make serial kernels run and parallel ones fail with a clear error.
 """
 
@@ -23,6 +24,28 @@ from typing import Any
 from tl_runtime.errors import NativeBuildError
 
 _HELPER_SOURCE = Path(__file__).parent / "_native" / "context_helper.c"
+_HELPER_NAME = "tl_rt_context_helper"
+
+
+def shipped_helper() -> Path | None:
+    """The context helper a built wheel ships, if it was built from this source (its
+    ``.sha256`` record matches ``context_helper.c``); None in editable installs, and when
+    ``$TL_RUNTIME_NO_OPENMP`` asks for a pthreads-only helper built here."""
+    if os.environ.get("TL_RUNTIME_NO_OPENMP"):
+        return None
+    import hashlib
+
+    directory = _HELPER_SOURCE.parent
+    try:
+        recorded = (directory / f"{_HELPER_NAME}.sha256").read_text().strip()
+        source = _HELPER_SOURCE.read_bytes()
+    except OSError:
+        return None
+    candidate = directory / f"{_HELPER_NAME}.so"
+    if recorded != hashlib.sha256(source).hexdigest() or not candidate.is_file():
+        return None
+    return candidate
+
 
 _SYMBOLS = (
     ("__TVMBackendParallelLaunch", "tl_rt_parallel_launch"),
@@ -92,8 +115,14 @@ def ensure_context_symbols() -> ContextStatus:
             flag_sets = [["-O2", "-fopenmp", "-pthread"], ["-O2", "-pthread"]]
             if os.environ.get("TL_RUNTIME_NO_OPENMP"):
                 flag_sets = flag_sets[1:]
-            path = build_shared_library("tl_rt_context_helper", [_HELPER_SOURCE], flag_sets)
-            helper = ctypes.CDLL(str(path))
+            path = shipped_helper()
+            try:
+                helper = ctypes.CDLL(str(path)) if path is not None else None
+            except OSError:  # e.g. a vendored library missing: build one for this machine
+                helper = None
+            if helper is None:
+                path = build_shared_library(_HELPER_NAME, [_HELPER_SOURCE], flag_sets)
+                helper = ctypes.CDLL(str(path))
         except (NativeBuildError, OSError) as exc:
             reason = str(exc)
             addresses = _fallback_addresses(ffi, reason)

@@ -15,6 +15,11 @@ class HashMismatchError(ArtifactError):
     """A file of the artifact does not have the sha256 the manifest records."""
 
 
+class InsecureArtifactError(ArtifactError):
+    """The artifact directory (or a directory above it, without the sticky bit) can be
+    written by every user, so anyone on the machine could replace the code it holds."""
+
+
 class SourceOnlyArtifactError(ArtifactError):
     """The artifact holds source only (its manifest names no adapter) and the caller named
     none; the message says which execution backends would make a runnable artifact."""

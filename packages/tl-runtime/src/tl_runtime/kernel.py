@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, SourceOnlyArtifactError
-from tl_runtime.manifest import Manifest, ParamSpec, read_manifest
+from tl_runtime.manifest import Manifest, ParamSpec
+from tl_runtime.manifest.snapshot import ArtifactSnapshot, read_artifact
 
 
 class Kernel:
@@ -47,11 +48,24 @@ class Kernel:
         "_call": "The adapter's call path (``make_call()``, stack-guarded): what a call runs.",
     }
 
-    def __init__(self, manifest: Manifest, directory: Path, adapter: str) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        directory: Path,
+        adapter: str,
+        snapshot: ArtifactSnapshot | None = None,
+    ) -> None:
         from tl_runtime.adapters import get_adapter
         from tl_runtime.checking import ArgumentChecker
         from tl_runtime.load_paths import load_directory
         from tl_runtime.stack_budget import check_worker_stacks, guard_calling_thread_stack
+
+        if snapshot is None:
+            snapshot = read_artifact(directory, verify=True)
+            if snapshot.manifest != manifest:
+                raise ArtifactError(
+                    f"artifact {str(directory)!r}: its manifest is not the one given to Kernel"
+                )
 
         self.manifest = manifest
         self.directory = directory
@@ -60,8 +74,9 @@ class Kernel:
         self._checker = ArgumentChecker(manifest, manifest.argument_device_types)
         # A block's stack arrays must fit the threads that run it: a short stack is SIGSEGV.
         check_worker_stacks(manifest)
-        # Code is loaded from a path that names its content: dlopen caches by path.
-        code_directory = load_directory(directory, manifest)
+        # Code is loaded from a private copy of the bytes that were verified (never from
+        # the artifact's path, which a deploy may swap; dlopen caches by path).
+        code_directory = load_directory(manifest, snapshot.manifest_bytes, snapshot.contents)
         self._impl = get_adapter(adapter)(manifest, code_directory, self._checker)
         self._call = guard_calling_thread_stack(manifest, self._impl.make_call())
 
@@ -127,6 +142,7 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
             that would make a runnable artifact of the kernel.
         SchemaVersionError: the manifest's schema version is not the one this runtime reads.
         HashMismatchError: a file's sha256 differs from the manifest (names the file).
+        InsecureArtifactError: the directory is writable by every user (an ArtifactError).
         AdapterUnavailableError: the adapter is not installed (the message lists the
             installed ones), fails to load, or cannot run here (says why).
         TypeError: ``adapter`` is neither None nor a str.
@@ -140,14 +156,16 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
     directory = Path(path)
     if not directory.is_dir():
         raise ArtifactError(f"artifact path {str(directory)!r} is not a directory")
-    manifest = read_manifest(directory, verify=True)
+    # Read once: the bytes verified here are the bytes loaded (Kernel's private copy).
+    snapshot = read_artifact(directory, verify=True)
+    manifest = snapshot.manifest
     key = adapter if adapter is not None else manifest.adapter
     if key is None:
         raise SourceOnlyArtifactError(source_only_message(manifest, directory))
     availability = get_adapter(key).probe()
     if not availability:
         raise AdapterUnavailableError(f"adapter {key!r} is unavailable: {availability.reason}")
-    return Kernel(manifest, directory, key)
+    return Kernel(manifest, directory, key, snapshot)
 
 
 def source_only_message(manifest: Manifest, directory: Path) -> str:

@@ -1,12 +1,16 @@
-"""Where an artifact's code is loaded from: a path that always names the same content.
+"""Where an artifact's code is loaded from: a private copy of the bytes that were verified.
 
-The dynamic loader caches libraries by path: a second ``dlopen`` of a path returns the
-library already mapped, even when the file at that path was replaced since. Loading an
-artifact, replacing it with another one at the same path and loading again would run the
-first library under the second manifest (a wrong answer, or a crash when the signatures
-differ). So the first time a library path is loaded in a process it is used as is; when
-that path later holds a library with other content, the artifact is loaded from a private
-copy named by its content instead, and the copy is checked against the manifest again.
+`tl_runtime.load` reads the artifact once (`tl_runtime.manifest.snapshot.read_artifact`)
+and checks every byte against the manifest. The code is then loaded from a copy of those
+very bytes, in this process's private directory (0700, removed at exit), named by the
+digest of the artifact's file hashes; never from the artifact's own path, because:
+
+* a deploy that swaps directories by rename (blue/green), or replaces a file, between the
+  check and the ``dlopen`` would otherwise run the other library under the first
+  manifest (a wrong answer, or a crash when the signatures differ);
+* the dynamic loader caches libraries by path: a second ``dlopen`` of a path returns the
+  library already mapped even when the file at that path was replaced since. A path
+  named by content always holds the same content.
 """
 
 from __future__ import annotations
@@ -17,63 +21,68 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
-from tl_runtime.manifest import MANIFEST_NAME, Manifest, verify_files
+from tl_runtime.manifest import MANIFEST_NAME, Manifest
 
 _lock = threading.Lock()
-_served: dict[str, str] = {}  # real path of a loaded library -> sha256 of what was loaded
 _staging_root: Path | None = None
-
-
-def _library_sha256(manifest: Manifest) -> str:
-    for entry in manifest.files:
-        if entry.path == manifest.library:
-            return entry.sha256
-    # A manifest always lists its library (checked when it is built); be explicit anyway.
-    raise ValueError(f"manifest of {manifest.name!r} does not list its library")
 
 
 def _staging() -> Path:
     """This process's private directory of content-named copies (0700, removed at exit)."""
     global _staging_root
-    if _staging_root is None:
-        _staging_root = Path(tempfile.mkdtemp(prefix="tl-runtime-load-"))
-        atexit.register(shutil.rmtree, _staging_root, ignore_errors=True)
+    if _staging_root is None or not _staging_root.is_dir():
+        root = Path(tempfile.mkdtemp(prefix="tl-runtime-load-"))
+        owner = os.getpid()
+
+        def remove() -> None:
+            if os.getpid() == owner:  # a forked child exiting leaves its parent's copies
+                shutil.rmtree(root, ignore_errors=True)
+
+        atexit.register(remove)
+        _staging_root = root
     return _staging_root
 
 
-def load_directory(directory: Path, manifest: Manifest) -> Path:
-    """The directory to load ``manifest``'s code from; call after verifying ``directory``.
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
-    Returns ``directory`` itself unless this process already loaded a library with other
-    content from the same path; then a private copy of the artifact's files, in a
-    directory named by a digest of their sha256s (so each content gets its own path),
-    verified against ``manifest`` after copying.
+
+def load_directory(
+    manifest: Manifest, manifest_bytes: bytes, contents: Mapping[str, bytes]
+) -> Path:
+    """A private directory holding exactly the verified ``contents`` (and manifest); the
+    adapter loads the code from there.
+
+    Args:
+        manifest: the verified manifest.
+        manifest_bytes: ``manifest.json`` as read and verified.
+        contents: every listed file's verified bytes by relative path.
 
     Raises:
-        ArtifactError: the copy does not match the manifest (the artifact changed while
-            it was being loaded).
-        HashMismatchError: likewise, for a file whose content changed.
+        OSError: the private directory cannot be written.
     """
-    sha256 = _library_sha256(manifest)
-    library = os.path.realpath(directory / manifest.library)
+    digest = hashlib.sha256(
+        repr(sorted((f.path, f.sha256) for f in manifest.files)).encode()
+        + hashlib.sha256(manifest_bytes).digest()
+    ).hexdigest()
     with _lock:
-        served = _served.setdefault(library, sha256)
-        if served == sha256:
-            return directory
-        content = hashlib.sha256(
-            repr(sorted((f.path, f.sha256) for f in manifest.files)).encode()
-        ).hexdigest()
-        target = _staging() / content
-        if not target.is_dir():
-            partial = Path(tempfile.mkdtemp(dir=_staging(), prefix=".copy-"))
+        target = _staging() / digest
+        if target.is_dir():
+            return target
+        partial = Path(tempfile.mkdtemp(dir=_staging(), prefix=".copy-"))
+        try:
             for entry in manifest.files:
                 destination = partial / entry.path
                 destination.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(directory / entry.path, destination)
-            shutil.copyfile(directory / MANIFEST_NAME, partial / MANIFEST_NAME)
+                _write_private(destination, contents[entry.path])
+            _write_private(partial / MANIFEST_NAME, manifest_bytes)
             os.rename(partial, target)
-        verify_files(target, manifest)
-        _served.setdefault(os.path.realpath(target / manifest.library), sha256)
+        finally:
+            if partial.exists():
+                shutil.rmtree(partial, ignore_errors=True)
         return target

@@ -32,6 +32,7 @@ from tl_runtime.manifest.launch import (
     evaluate_dim_expression,
 )
 from tl_runtime.manifest.params import FileEntry, ParamSpec
+from tl_runtime.manifest.snapshot import ArtifactSnapshot, read_artifact
 from tl_runtime.manifest.storage import read_manifest, sha256_file, verify_files, write_artifact
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "PARAM_ROLES",
     "SCHEMA_VERSION",
     "WRITTEN_ROLES",
+    "ArtifactSnapshot",
     "Dim",
     "FileEntry",
     "JSONValue",
@@ -53,6 +55,7 @@ __all__ = [
     "ParamSpec",
     "dim_expression_names",
     "evaluate_dim_expression",
+    "read_artifact",
     "read_manifest",
     "sha256_file",
     "verify_files",

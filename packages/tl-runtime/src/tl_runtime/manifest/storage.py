@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,24 +38,6 @@ def manifest_digest(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _refuse_symlinks(root: Path, relative: str) -> None:
-    """Refuse ``relative`` under ``root`` when it, or a directory on the way, is a symlink."""
-    probe = root
-    for part in Path(relative).parts:
-        probe = probe / part
-        try:
-            mode = os.lstat(probe).st_mode
-        except FileNotFoundError:
-            return  # reported as missing by the caller
-        except OSError as exc:
-            raise ArtifactError(f"artifact file {relative!r} cannot be inspected: {exc}") from None
-        if stat.S_ISLNK(mode):
-            raise ArtifactError(
-                f"artifact file {relative!r}: {probe.relative_to(root)} is a symlink; an "
-                "artifact holds its files itself (symlinks could load code from outside it)"
-            )
-
-
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """Return the lowercase hex sha256 of the file at ``path``."""
     digest = hashlib.sha256()
@@ -66,33 +47,17 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> Manifest:
-    """Read and validate ``<directory>/manifest.json``.
-
-    Args:
-        directory: the artifact directory.
-        verify: also check that every listed file exists and has its recorded sha256.
-
-    Returns:
-        The validated Manifest.
+def parse_manifest(content: bytes, path: Path) -> tuple[dict[str, Any], Manifest]:
+    """The JSON object and the validated `Manifest` of the manifest bytes ``content``
+    (read from ``path``, named in errors).
 
     Raises:
-        ArtifactError: no manifest, malformed or too deeply nested manifest, a listed file
-            is missing, or (``verify``) the manifest has no ``manifest_sha256`` or a path
-            inside the artifact is a symlink.
+        ArtifactError: not UTF-8, not JSON, nested too deeply, or an invalid field.
         SchemaVersionError: the schema version is not ``SCHEMA_VERSION``.
-        HashMismatchError: (``verify``) a file's sha256 differs from the manifest, or the
-            manifest's own content differs from its ``manifest_sha256`` (names the file).
     """
-    root = Path(directory)
-    path = root / MANIFEST_NAME
-    if verify:
-        _refuse_symlinks(root, MANIFEST_NAME)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ArtifactError(f"{root} is not an artifact: {MANIFEST_NAME} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ArtifactError(f"cannot read {path}: {exc}") from None
     try:
         data = json.loads(text)
@@ -103,42 +68,77 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
         raise ArtifactError(
             f"{path}: nested too deeply to be a manifest (a manifest is a few levels deep)"
         ) from None
-    if verify:
-        recorded = data.get(MANIFEST_DIGEST_FIELD)
-        if recorded is None:
-            raise ArtifactError(
-                f"{path} has no {MANIFEST_DIGEST_FIELD}: it was not written by this tl-runtime's "
-                "write_artifact (or the field was removed); re-export the artifact"
-            )
-        actual = manifest_digest(data)
-        if recorded != actual:
-            raise HashMismatchError(
-                f"{path}: its content has sha256 {actual}, its {MANIFEST_DIGEST_FIELD} records "
-                f"{recorded!r}: the manifest was modified after export"
-            )
-        verify_files(root, manifest)
-    return manifest
+    return data, manifest
+
+
+def check_manifest_digest(data: Mapping[str, Any], path: Path) -> None:
+    """Check the manifest object ``data`` against its own ``manifest_sha256``.
+
+    Raises:
+        ArtifactError: the field is absent (re-export the artifact).
+        HashMismatchError: the content differs from the recorded digest.
+    """
+    recorded = data.get(MANIFEST_DIGEST_FIELD)
+    if recorded is None:
+        raise ArtifactError(
+            f"{path} has no {MANIFEST_DIGEST_FIELD}: it was not written by this tl-runtime's "
+            "write_artifact (or the field was removed); re-export the artifact"
+        )
+    actual = manifest_digest(data)
+    if recorded != actual:
+        raise HashMismatchError(
+            f"{path}: its content has sha256 {actual}, its {MANIFEST_DIGEST_FIELD} records "
+            f"{recorded!r}: the manifest was modified after export"
+        )
+
+
+def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> Manifest:
+    """Read and validate ``<directory>/manifest.json`` (through `read_artifact`: one
+    directory descriptor, no link followed, special files refused before they are opened).
+
+    Args:
+        directory: the artifact directory.
+        verify: also check the manifest's digest, that every listed file exists and has
+            its recorded sha256, and that the directory is not writable by every user.
+
+    Returns:
+        The validated Manifest.
+
+    Raises:
+        ArtifactError: no manifest, malformed or too deeply nested manifest, a listed file
+            is missing, ``manifest.json`` (or a listed file) is a symlink or not a regular
+            file, or (``verify``) the manifest has no ``manifest_sha256``.
+        InsecureArtifactError: (``verify``) the directory is writable by every user.
+        SchemaVersionError: the schema version is not ``SCHEMA_VERSION``.
+        HashMismatchError: (``verify``) a file's sha256 differs from the manifest, or the
+            manifest's own content differs from its ``manifest_sha256`` (names the file).
+    """
+    from tl_runtime.manifest.snapshot import read_artifact
+
+    return read_artifact(directory, verify=verify).manifest
 
 
 def verify_files(directory: str | os.PathLike[str], manifest: Manifest) -> None:
     """Check that every file of ``manifest`` exists under ``directory`` with its sha256.
 
     Raises:
-        ArtifactError: a file is missing, or it or a directory on its path is a symlink.
+        ArtifactError: a file is missing, is not a regular file, or it or a directory on
+            its path is a symlink.
         HashMismatchError: a file's content differs (names the file and both hashes).
     """
-    root = Path(directory)
-    for entry in manifest.files:
-        file_path = root / entry.path
-        _refuse_symlinks(root, entry.path)
-        if not file_path.is_file():
-            raise ArtifactError(f"artifact file {entry.path!r} listed in the manifest is missing")
-        actual = sha256_file(file_path)
-        if actual != entry.sha256:
-            raise HashMismatchError(
-                f"artifact file {entry.path!r} has sha256 {actual}, the manifest records "
-                f"{entry.sha256}: the file was modified or truncated after export"
-            )
+    from tl_runtime.manifest.snapshot import read_regular
+
+    root_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for entry in manifest.files:
+            actual = hashlib.sha256(read_regular(root_fd, entry.path)).hexdigest()
+            if actual != entry.sha256:
+                raise HashMismatchError(
+                    f"artifact file {entry.path!r} has sha256 {actual}, the manifest records "
+                    f"{entry.sha256}: the file was modified or truncated after export"
+                )
+    finally:
+        os.close(root_fd)
 
 
 def write_artifact(

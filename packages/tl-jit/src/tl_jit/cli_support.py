@@ -1,0 +1,223 @@
+"""What the ``tl`` commands share: reading FILE:FUNC, ``--arg``/``--dim``, and turning
+whatever FUNC is (a ``@jit`` builder, an eager ``@jit`` kernel, an autotuned one, a plain
+builder or a PrimFunc) into a PrimFunc with its compile options."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class UsageError(Exception):
+    """A command-line mistake (bad FILE:FUNC, bad --arg...)."""
+
+
+def parse_assignments(items: Sequence[str], option: str) -> dict[str, Any]:
+    """``["M=256", "dtype=float16"]`` -> ``{"M": 256, "dtype": "float16"}``: Python
+    literals where they parse, else the text (a bare word such as float16).
+
+    Raises:
+        UsageError: an item is not NAME=VALUE.
+    """
+    values: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
+        try:
+            values[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            values[name] = text
+    return values
+
+
+def load_object(spec: str) -> Any:
+    """Import FILE of ``FILE:FUNC`` and return its FUNC (dotted names allowed).
+
+    Raises:
+        UsageError: a malformed spec, a missing file or name, or a file that exits while
+            it is imported (``sys.exit`` or ``os._exit``: nothing was compiled).
+    """
+    path_text, sep, attribute = spec.rpartition(":")
+    if not sep or not path_text or not attribute:
+        raise UsageError(f"expected FILE:FUNC (e.g. examples/gemm.py:matmul), got {spec!r}")
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"{path_text}: no such file")
+    module_name = f"_tl_cli_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise UsageError(f"{path_text}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(path.resolve().parent))
+    exit_advice = (
+        "a kernel file must define FUNC without exiting (guard scripts with "
+        "if __name__ == '__main__')"
+    )
+    try:
+        with _exits_refused(path_text, exit_advice):
+            module_spec.loader.exec_module(module)
+    except SystemExit as exc:
+        # Not a success: nothing was compiled. Report it like any failed import.
+        raise UsageError(
+            f"{path_text}: importing it called sys.exit({exc.code!r}); {exit_advice}"
+        ) from None
+    value: Any = module
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise UsageError(f"{path_text} defines no {attribute!r}")
+        value = getattr(value, part)
+    return value
+
+
+class _exits_refused:
+    """While importing a kernel file, ``os._exit`` raises instead of ending the process.
+
+    ``os._exit`` skips every handler, so ``tl compile`` would end with the file's status
+    (0) having written nothing. Replacing it for the import turns it into the usual error.
+    """
+
+    def __init__(self, path_text: str, advice: str) -> None:
+        self.path_text = path_text
+        self.advice = advice
+        self.saved: Any = None
+
+    def __enter__(self) -> None:
+        path_text, advice = self.path_text, self.advice
+
+        def refuse(status: int) -> None:
+            raise UsageError(f"{path_text}: importing it called os._exit({status!r}); {advice}")
+
+        self.saved = os._exit
+        os._exit = refuse  # type: ignore[assignment]
+
+    def __exit__(self, *exc: object) -> None:
+        os._exit = self.saved
+
+
+@dataclass
+class ResolvedKernel:
+    """FUNC made concrete: the PrimFunc and the options to build it with."""
+
+    prim_func: Any
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _missing_dims(obj: Any, given: dict[str, Any]) -> list[str]:
+    return [symbol for symbol in obj.analysis.consts if symbol not in given]
+
+
+def resolve_kernel(args: argparse.Namespace, *, dims_for_eager_only: bool = True) -> ResolvedKernel:
+    """The PrimFunc FUNC stands for, with ``--arg``/``--dim`` applied, and its options
+    (the decorator's, overridden by ``--target``, ``--execution-backend``, ``--out-idx``).
+
+    ``--dim`` gives an eager kernel's ``T.const`` sizes; for other kernels it is refused
+    unless ``dims_for_eager_only`` is False (``tl bench`` binds symbolic dims with it).
+
+    Raises:
+        UsageError: FUNC is not a kernel, or an eager kernel's ``T.const`` dim is missing.
+        TypeError: the arguments do not fit the function's signature.
+    """
+    from tl_jit.autotuner import AutoTuner
+    from tl_jit.decorator import JITFunction
+    from tl_jit.eager import EagerJITFunction
+
+    obj = load_object(args.function)
+    arguments = parse_assignments(args.arg, "--arg")
+    dims = parse_assignments(getattr(args, "dim", []), "--dim")
+    overrides: dict[str, Any] = {}
+    if args.target is not None:
+        overrides["target"] = args.target
+    if args.execution_backend is not None:
+        overrides["execution_backend"] = args.execution_backend
+    if args.out_idx is not None:
+        overrides["out_idx"] = args.out_idx
+    if isinstance(obj, AutoTuner):
+        obj = obj.jit_function
+    if isinstance(obj, EagerJITFunction):
+        # Eager kernels: --arg gives template parameters, --dim (or --arg) the T.const
+        # sizes their tensors would have given.
+        values = {**arguments, **dims}
+        missing = _missing_dims(obj, values)
+        if missing:
+            flags = " ".join(f"--dim {name}=SIZE" for name in missing)
+            raise UsageError(
+                f"{args.function}: an eager kernel takes its sizes from its tensors; give "
+                f"them on the command line: {flags}"
+            )
+        if "out_idx" in overrides:
+            raise UsageError(
+                f"{args.function}: --out-idx is for kernels returned by a builder; an eager "
+                "kernel's outputs are the tensors it creates with T.empty and returns"
+            )
+        ir = obj.specialize(**values)
+        options = {**obj.options, **overrides}
+        options["out_idx"] = list(ir.out_idx) or None
+        return ResolvedKernel(ir.prim_func, options)
+    if dims and dims_for_eager_only:
+        raise UsageError(
+            "--dim: only eager kernels take sizes at compile time; a builder's sizes are "
+            "its arguments (--arg NAME=VALUE), symbolic dims are bound when it is called"
+        )
+    if isinstance(obj, JITFunction):
+        return ResolvedKernel(obj.get_prim_func(**arguments), {**obj.options, **overrides})
+    from tvm.tirx import PrimFunc
+
+    if not isinstance(obj, PrimFunc):
+        if not callable(obj):
+            raise UsageError(
+                f"{args.function}: expected a @jit function, a kernel builder or a PrimFunc"
+            )
+        obj = obj(**arguments)
+        if not isinstance(obj, PrimFunc):
+            raise UsageError(f"{args.function}: returned {type(obj).__name__}, not a PrimFunc")
+    return ResolvedKernel(obj, overrides)
+
+
+def compile_object(args: argparse.Namespace) -> Any:
+    """Compile FILE:FUNC for running here (``tl bench``); returns a `tl_jit.JITKernel`.
+
+    Raises:
+        everything `resolve_kernel` and `tl_jit.compile` raise.
+    """
+    from tl_jit.compiler import compile_with_context, create_context
+
+    resolved = resolve_kernel(args, dims_for_eager_only=False)
+    options = resolved.options
+    context = create_context(
+        options.get("target", "auto"),
+        options.get("target_host"),
+        options.get("execution_backend", "auto"),
+    )
+    return compile_with_context(
+        resolved.prim_func,
+        context,
+        out_idx=options.get("out_idx"),
+        pass_configs=options.get("pass_configs"),
+    )
+
+
+def require_dims(kernel: Any, dims: dict[str, Any]) -> None:
+    """Refuse, naming the flag, a symbolic dim of ``kernel``'s inputs that ``dims`` lacks.
+
+    Raises:
+        UsageError: ``--dim NAME=SIZE`` is missing for some symbolic dim.
+    """
+    missing: list[str] = []
+    for param in kernel.params:
+        for dim in getattr(param, "shape", ()) or ():
+            if isinstance(dim, str) and dim not in dims and dim not in missing:
+                missing.append(dim)
+    if missing:
+        flags = " ".join(f"--dim {name}=SIZE" for name in missing)
+        raise UsageError(
+            f"kernel {kernel.name!r} has symbolic dims {missing}: give their sizes with {flags}"
+        )
