@@ -46,7 +46,7 @@ class Result:
 def tl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     """``tl`` run in this process (tvm is imported once for the module), with no CUDA
     Python binding importable and a private cache."""
-    from tl_backend_api import clear_availability_cache
+    from tl_backend_api.execution_specs import clear_availability_cache
     from tl_jit import cli
 
     monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "cache"))

@@ -12,8 +12,8 @@ from tl_backend_api import (
     backend_rows,
     create_backend_context,
     probe_buildable,
-    register_backend,
 )
+from tl_backend_api.registry import register_backend
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")
 
