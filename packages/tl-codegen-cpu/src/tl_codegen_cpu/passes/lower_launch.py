@@ -62,6 +62,7 @@ from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
 from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
 from tl_ir.errors import UnsupportedError
+from tl_ir.launch import rebuild_loop
 from tl_ir.ops import describe
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -75,9 +76,7 @@ def _strip_nest_markers(stmt: tirx.Stmt) -> tirx.Stmt:
         if not is_thread_nest(loop):
             return loop
         kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
-        return tirx.For(
-            loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, annotations=kept or None
-        )
+        return rebuild_loop(loop, annotations=kept)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, strip), order="post")
 
