@@ -23,8 +23,9 @@ the key: they stay symbolic in the one kernel.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
@@ -61,6 +62,8 @@ class EagerJITFunction:
         # call level fewer than going through the JITKernel object)
         self._fast: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self._specializations: dict[tuple[Any, ...], JITKernel] = {}
+        #: What a call runs (see `__call__`).
+        self._call: Callable[..., Any] = self._first_call
         functools.update_wrapper(self, func)
 
     # ------------------------------------------------------------------ analysis
@@ -81,13 +84,9 @@ class EagerJITFunction:
         if made is None:
             return None
         binder, dispatch = made
-        # A per-instance subclass makes the generated function this object's __call__
-        # (no extra frame between the user's call and the lookup).
-        self.__class__ = type(
-            "EagerJITFunction",
-            (EagerJITFunction,),
-            {"__call__": staticmethod(dispatch), "__module__": __name__},
-        )
+        # The generated function becomes what `__call__` hands out: no extra frame
+        # between the user's call and the lookup.
+        self._call = dispatch
         return binder
 
     def _bind(
@@ -180,19 +179,35 @@ class EagerJITFunction:
         return kernel
 
     # ------------------------------------------------------------------ calling
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the kernel on these tensors (compiling it for their specialization first
-        if needed); returns the ``T.empty`` outputs in ``return`` order (one array, a
-        tuple of them, or None for a kernel that writes its arguments in place).
+    if TYPE_CHECKING:
 
-        Raises:
-            TypeError, ValueError: the arguments do not fit the declarations (naming
-                the parameter; dtype and shape errors are the classic kernel call's).
-            tl_ir.TileLangError: the kernel does not build.
-            everything `tl_jit.compile` raises.
-        """
-        # The first call lands here: reading the analysis installs the generated
-        # dispatcher as this object's __call__ for the calls after it.
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    else:
+        __call__ = property(
+            operator.attrgetter("_call"),
+            doc="""Run the kernel on these tensors (compiling it for their specialization
+        first if needed); returns the ``T.empty`` outputs in ``return`` order (one
+        array, a tuple of them, or None for a kernel that writes its arguments in
+        place).
+
+        Raises TypeError or ValueError when the arguments do not fit the
+        declarations (naming the parameter), `tl_ir.TileLangError` when the kernel
+        does not build, and everything `tl_jit.compile` raises.
+
+        The class attribute is a property handing out the instance's current call:
+        `_first_call` until the first call has read the signature, then the
+        dispatcher generated for it (a dictionary lookup in front of the kernel's
+        call). ``obj(...)`` reads ``__call__`` on the class, so the dispatcher runs
+        with no wrapper frame before it.
+        """,
+        )
+
+    def _first_call(self, *args: Any, **kwargs: Any) -> Any:
+        """The call before the signature is read (and the call where no dispatcher
+        can be generated): bind, compile if needed, run."""
+        # Reading the analysis installs the generated dispatcher as `_call` for the
+        # calls after this one.
         if self._analysis is None:
             self.analysis  # noqa: B018 - reading it installs the dispatcher
         return self._call_slow(args, kwargs)

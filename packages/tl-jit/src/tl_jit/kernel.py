@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,28 +51,30 @@ class JITKernel:
         self.cache_key = cache_key
         self.config = None
         self.latency = None
-        # The runtime kernel's __call__ is a staticmethod holding its adapter's call:
-        # a per-instance subclass makes it this object's __call__ too (no extra frame).
-        self.__class__ = type(
-            "JITKernel",
-            (JITKernel,),
-            {"__call__": staticmethod(runtime_kernel.__call__), "__module__": __name__},
+        #: The runtime kernel's call path (its adapter's call where it has one);
+        #: `__call__` hands it out, so a call adds no Python frame of its own.
+        self._call: Callable[..., Any] = runtime_kernel.__call__
+
+    if TYPE_CHECKING:
+
+        def __call__(self, *args: Any) -> Any: ...
+
+    else:
+        __call__ = property(
+            operator.attrgetter("_call"),
+            doc="""Check the arguments and launch (see `tl_runtime.Kernel.__call__`).
+
+        ``kernel(*args)``: one value per parameter not in ``out_idx``, in order;
+        returns None, the output array, or a tuple of them (``out_idx``). Raises
+        TypeError or ValueError for bad arguments (naming the parameter) and
+        RuntimeError when the kernel reports an error.
+
+        The class attribute is a property handing out the instance's call path
+        (the loaded runtime kernel's call): Python's ``obj(...)`` reads
+        ``__call__`` on the class, the property returns the bound call, and no
+        wrapper frame runs in between (all of it is C).
+        """,
         )
-
-    def __call__(self, *args: Any) -> Any:
-        """Check ``args`` and launch (see `tl_runtime.Kernel.__call__`).
-
-        Args:
-            *args: one value per parameter not in ``out_idx``, in order.
-
-        Returns:
-            None, the output array, or a tuple of them (``out_idx``).
-
-        Raises:
-            TypeError, ValueError: bad arguments (naming the parameter); RuntimeError: the
-                kernel reported an error.
-        """
-        return self.runtime_kernel(*args)
 
     @classmethod
     def from_artifact(cls, path: str | os.PathLike[str], adapter: str | None = None) -> JITKernel:
