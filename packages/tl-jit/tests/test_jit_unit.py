@@ -218,9 +218,9 @@ def test_a_call_runs_the_class_call_path_without_a_per_instance_class(fake_backe
     assert type(kernel) is tl_jit.JITKernel
     a = np.arange(1024, dtype=np.float32)
     np.testing.assert_allclose(kernel(a, a), 2 * a)
-    # No wrapper in between: what a call runs is the runtime kernel's own call path.
-    assert kernel.__call__ is kernel._call
-    assert kernel._call == kernel.runtime_kernel.__call__
+    # No wrapper in between: a call is functools.partial's C call into the runtime
+    # kernel's own call path.
+    assert kernel.func == kernel.runtime_kernel.__call__
 
 
 def test_an_entry_damaged_before_the_lock_is_rebuilt_under_it_with_one_build(

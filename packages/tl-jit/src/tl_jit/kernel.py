@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import operator
+import functools
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +15,18 @@ if TYPE_CHECKING:
     from tl_backend_api import BackendContext
 
 
-class JITKernel:
+class JITKernel(functools.partial):  # type: ignore[type-arg]
     """A compiled kernel. Call it like the tl-runtime kernel it wraps.
 
-    A call goes straight to the loaded tl-runtime kernel's call path (bound at
-    construction), so it costs what a `tl_runtime.Kernel` call costs.
+    ``kernel(*args)`` checks the arguments and launches (see
+    `tl_runtime.Kernel.__call__`): one value per parameter not in ``out_idx``, in
+    order; it returns None, the output array, or a tuple of them (``out_idx``), and
+    raises TypeError or ValueError for bad arguments (naming the parameter) and
+    RuntimeError when the kernel reports an error.
+
+    A JITKernel is a `functools.partial` over the loaded runtime kernel's call path
+    (its ``func``): calling it is partial's own C call into that path, with no Python
+    frame in between, so it costs what a `tl_runtime.Kernel` call costs.
 
     Attributes:
         runtime_kernel: the loaded `tl_runtime.Kernel`.
@@ -35,6 +41,10 @@ class JITKernel:
 
     config: dict[str, Any] | None
     latency: float | None
+
+    def __new__(cls, runtime_kernel: tl_runtime.Kernel, **_options: Any) -> JITKernel:
+        """A kernel whose call is ``runtime_kernel``'s call path."""
+        return super().__new__(cls, runtime_kernel.__call__)
 
     def __init__(
         self,
@@ -51,29 +61,12 @@ class JITKernel:
         self.cache_key = cache_key
         self.config = None
         self.latency = None
-        #: The runtime kernel's call path (its adapter's call where it has one);
-        #: `__call__` hands it out, so a call adds no Python frame of its own.
-        self._call: Callable[..., Any] = runtime_kernel.__call__
 
-    if TYPE_CHECKING:
-
-        def __call__(self, *args: Any) -> Any: ...
-
-    else:
-        __call__ = property(
-            operator.attrgetter("_call"),
-            doc="""Check the arguments and launch (see `tl_runtime.Kernel.__call__`).
-
-        ``kernel(*args)``: one value per parameter not in ``out_idx``, in order;
-        returns None, the output array, or a tuple of them (``out_idx``). Raises
-        TypeError or ValueError for bad arguments (naming the parameter) and
-        RuntimeError when the kernel reports an error.
-
-        The class attribute is a property handing out the instance's call path
-        (the loaded runtime kernel's call): Python's ``obj(...)`` reads
-        ``__call__`` on the class, the property returns the bound call, and no
-        wrapper frame runs in between (all of it is C).
-        """,
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"a JITKernel cannot be pickled or copied ({self.name}); pass its artifact "
+            "directory (kernel.artifact_dir, or kernel.export(path)) and load it with "
+            "JITKernel.from_artifact"
         )
 
     @classmethod
