@@ -321,3 +321,25 @@ def test_a_record_copied_from_another_cache_root_is_not_trusted(
     scale._kernels.clear()
     with pytest.warns(CacheWarning, match="does not prove"):
         scale(16, 2.0)
+
+
+def test_an_abstract_base_class_in_the_users_code_stays_keyable(tmp_path: Path) -> None:
+    module = _load(
+        tmp_path / "ks_abc.py",
+        "ks_abc",
+        """
+        import abc
+
+        class Base(abc.ABC):
+            BLOCK = 16
+
+            @abc.abstractmethod
+            def size(self): ...
+
+        def build(n):
+            return n * Base.BLOCK
+        """,
+    )
+    first = _key(module, n=4)
+    module.Base.BLOCK = 32
+    assert _key(module, n=4) != first

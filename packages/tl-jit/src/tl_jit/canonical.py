@@ -163,6 +163,7 @@ _CLASS_HOUSEKEEPING = frozenset(
         "__attrs_attrs__",
         "__orig_bases__",
         "__parameters__",
+        "_abc_impl",  # abc's per-class cache (its repr shows an address)
     }
 )
 
