@@ -44,8 +44,10 @@ def test_an_eager_function_binds_t_const_from_the_tensors_and_returns_its_output
     a = np.arange(8, dtype=np.float32)
     b = np.ones(8, dtype=np.float32)
     np.testing.assert_array_equal(add(a, b), a + b)
-    # A second call with the same signature is served by the generated dispatcher.
-    assert add.__call__.__code__.co_filename.startswith("<eager dispatch")
+    # A second call with the same signature is served by the generated dispatcher,
+    # the function of the partial the object is (the object keeps its class).
+    assert add._call.__code__.co_filename.startswith("<eager dispatch")
+    assert type(add) is EagerJITFunction
     np.testing.assert_array_equal(add(b, a), a + b)
     assert len(add._specializations) == 1
     # Another T.const value, another kernel; template arguments by position or name.

@@ -94,8 +94,13 @@ def test_a_global_without_stable_rendering_makes_the_call_unkeyable(tmp_path: Pa
         tmp_path / "fk_opaque.py",
         "fk_opaque",
         """
+        import threading
+
         class Settings:
             block = 32
+
+            def __init__(self):
+                self.lock = threading.Lock()  # an address in its repr, nothing else
 
         SETTINGS = Settings()
 

@@ -211,3 +211,63 @@ def test_damaged_memo_target_is_rebuilt(fake_backend: Any, cache_dir: Path) -> N
     assert any("damaged" in str(w.message) for w in caught)
     a = np.ones(64, np.float32)
     np.testing.assert_allclose(again(a), 3 * a)
+
+
+def test_a_call_runs_the_class_call_path_without_a_per_instance_class(fake_backend: Any) -> None:
+    kernel = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    assert type(kernel) is tl_jit.JITKernel
+    a = np.arange(1024, dtype=np.float32)
+    np.testing.assert_allclose(kernel(a, a), 2 * a)
+    # No wrapper in between: a call is functools.partial's C call into the runtime
+    # kernel's own call path.
+    assert kernel.func == kernel.runtime_kernel.__call__
+
+
+def test_an_entry_damaged_before_the_lock_is_rebuilt_under_it_with_one_build(
+    fake_backend: Any, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process leaves a damaged entry between this one's look-up and its lock:
+    the entry is checked under the lock like `load` checks it, rebuilt once, loaded once."""
+    import shutil
+
+    from tl_jit import cache as cache_module
+
+    good = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    assert good.cache_key is not None
+    key = good.cache_key
+    store = cache_module.default_cache()
+    saved = cache_dir / "saved-entry"
+    shutil.copytree(store.entry_path(key), saved)
+    shutil.rmtree(store.entry_path(key))
+
+    original_load = cache_module.KernelCache.load
+    calls = {"load": 0, "get_or_build": 0, "build": 0}
+
+    def load_then_damage(self: Any, k: str, adapter: str | None = None) -> Any:
+        calls["load"] += 1
+        found = original_load(self, k, adapter)
+        if calls["load"] == 1:  # the race: a damaged entry appears after the look-up
+            shutil.copytree(saved, self.entry_path(k))
+            library = next(p for p in self.entry_path(k).iterdir() if p.suffix == ".so")
+            library.write_bytes(library.read_bytes() + b"\0")
+        return found
+
+    original_get_or_build = cache_module.KernelCache.get_or_build
+
+    def counting_get_or_build(self: Any, k: str, build: Any, **kwargs: Any) -> Any:
+        calls["get_or_build"] += 1
+
+        def counted(directory: Path) -> object:
+            calls["build"] += 1
+            return build(directory)
+
+        return original_get_or_build(self, k, counted, **kwargs)
+
+    monkeypatch.setattr(cache_module.KernelCache, "load", load_then_damage)
+    monkeypatch.setattr(cache_module.KernelCache, "get_or_build", counting_get_or_build)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "damaged, will be rebuilt" warning on this path
+        kernel = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    assert calls == {"load": 1, "get_or_build": 1, "build": 1}
+    a = np.arange(1024, dtype=np.float32)
+    np.testing.assert_allclose(kernel(a, a), 2 * a)

@@ -33,6 +33,7 @@ from tl_ir.errors import (
     TileLangInternalError,
     at_users_line,
 )
+from tl_ir.launch import rebuild_loop
 
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 
@@ -274,17 +275,7 @@ def _annotate_loops(body: Any, annotations: dict[Any, dict[str, Any]]) -> Any:
             return loop
         merged = dict(loop.annotations or {})
         merged.update(extra)
-        return tirx.For(
-            loop.loop_var,
-            loop.min,
-            loop.extent,
-            loop.kind,
-            loop.body,
-            loop.thread_binding,
-            merged,
-            loop.step,
-            loop.span,
-        )
+        return rebuild_loop(loop, annotations=merged)
 
     return tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
 

@@ -28,13 +28,16 @@ __all__ = [
     "NUM_STAGES_KEY",
     "PIPELINE_GROUP_KEY",
     "PIPELINE_ORDER_KEY",
+    "PIPELINE_SCHEDULE_KEYS",
     "PIPELINE_STAGE_KEY",
     "KernelLaunch",
+    "annotations_without",
     "kernel_launch",
     "kernel_launches",
     "loop_kind",
     "loops",
     "num_stages",
+    "rebuild_loop",
 ]
 
 LOOP_KIND_KEY = "tl.loop_kind"
@@ -44,6 +47,12 @@ NUM_STAGES_KEY = "num_stages"
 PIPELINE_ORDER_KEY = "tl.pipeline_order"
 PIPELINE_STAGE_KEY = "tl.pipeline_stage"
 PIPELINE_GROUP_KEY = "tl.pipeline_group"
+#: ``T.Pipelined``'s manual schedule keys, meaningless once a loop runs in order.
+PIPELINE_SCHEDULE_KEYS: tuple[str, ...] = (
+    PIPELINE_ORDER_KEY,
+    PIPELINE_STAGE_KEY,
+    PIPELINE_GROUP_KEY,
+)
 #: Every value of the ``tl.loop_kind`` annotation.
 LOOP_KINDS: tuple[str, ...] = ("serial", "parallel", "pipelined", "unroll", "vectorized")
 
@@ -168,3 +177,59 @@ def loops(func: Any) -> list[Any]:
     found: list[Any] = []
     tvm_ffi.structural_walk(body, (tirx.For, found.append), order="pre")
     return found
+
+
+class _Keep:
+    """The default of `rebuild_loop`'s fields: keep the loop's own value."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+_KEEP: Any = _Keep()
+
+
+def rebuild_loop(
+    loop: Any,
+    *,
+    body: Any = _KEEP,
+    kind: Any = _KEEP,
+    annotations: Any = _KEEP,
+    extent: Any = _KEEP,
+) -> Any:
+    """A copy of the ``For`` ``loop`` with the given fields replaced.
+
+    Every field not given is kept as it is: the loop variable, ``min``,
+    ``extent``, kind, body, thread binding (while the kind stays
+    ``THREAD_BINDING``), annotations, step and span. An
+    ``annotations`` of None or an empty mapping means "no annotations". This
+    is the one way a pass rebuilds a loop, so a new ``For`` field is carried
+    over in one place.
+
+    Raises:
+        TypeError: ``loop`` is not a ``tirx.For``.
+    """
+    if not isinstance(loop, tirx.For):
+        raise TypeError(f"rebuild_loop: expected a tirx.For, got {type(loop).__name__}")
+    new_kind = loop.kind if kind is _KEEP else kind
+    # A thread binding belongs to a THREAD_BINDING loop only; a loop made serial,
+    # parallel or vectorized runs on no thread axis.
+    binding = loop.thread_binding if new_kind == tirx.ForKind.THREAD_BINDING else None
+    return tirx.For(
+        loop.loop_var,
+        loop.min,
+        loop.extent if extent is _KEEP else extent,
+        new_kind,
+        loop.body if body is _KEEP else body,
+        binding,
+        loop.annotations if annotations is _KEEP else (annotations or None),
+        loop.step,
+        loop.span,
+    )
+
+
+def annotations_without(loop: Any, keys: Any) -> dict[str, Any]:
+    """The annotations of the ``For`` ``loop`` as a dict, less the names in ``keys``."""
+    items = loop.annotations.items() if loop.annotations else []
+    dropped = frozenset(keys)
+    return {str(k): v for k, v in items if k not in dropped}

@@ -12,6 +12,9 @@ __all__ = [
     "SCOPES",
     "SHARED",
     "SHARED_DYN",
+    "SHARED_SCOPES",
+    "THREAD_PRIVATE_SCOPES",
+    "WARP",
     "buffer_scope",
     "is_fragment",
     "is_global",
@@ -25,9 +28,17 @@ SHARED_DYN = "shared.dyn"
 FRAGMENT = "local.fragment"
 LOCAL = "local"
 LOCAL_VAR = "local.var"
+#: Not a buffer scope: the scope a warp-wide barrier (``tvm_storage_sync``) orders,
+#: beside `SHARED` for a block-wide one.
+WARP = "warp"
 
 #: Every scope a tile may live in.
 SCOPES: tuple[str, ...] = (GLOBAL, SHARED, SHARED_DYN, FRAGMENT, LOCAL, LOCAL_VAR)
+#: The block-shared scopes (static and dynamic shared memory).
+SHARED_SCOPES: tuple[str, ...] = (SHARED, SHARED_DYN)
+#: The thread-private scopes (registers and scalars); `FRAGMENT` is not among them:
+#: a fragment is distributed over the block's threads.
+THREAD_PRIVATE_SCOPES: tuple[str, ...] = (LOCAL, LOCAL_VAR)
 
 
 def buffer_scope(buffer: Any) -> str:
@@ -50,7 +61,7 @@ def is_global(buffer: Any) -> bool:
 
 def is_shared(buffer: Any) -> bool:
     """Whether the buffer is block-shared (``shared`` or ``shared.dyn``)."""
-    return buffer_scope(buffer) in (SHARED, SHARED_DYN)
+    return buffer_scope(buffer) in SHARED_SCOPES
 
 
 def is_fragment(buffer: Any) -> bool:
@@ -60,4 +71,4 @@ def is_fragment(buffer: Any) -> bool:
 
 def is_local(buffer: Any) -> bool:
     """Whether the buffer is thread-private (``local`` or ``local.var``)."""
-    return buffer_scope(buffer) in (LOCAL, LOCAL_VAR)
+    return buffer_scope(buffer) in THREAD_PRIVATE_SCOPES

@@ -228,30 +228,41 @@ class KernelCache:
         """
         path = self.entry_path(key)
         self.check_root()
+        if not os.path.lexists(path):
+            return None
+        problem = self.entry_problem(path, key)
+        if problem is not None:
+            self.discard(key, problem)
+            return None
+        import tl_runtime
+
+        return tl_runtime.load(path, adapter=adapter)
+
+    @staticmethod
+    def entry_problem(path: Path, key: str) -> str | None:
+        """Why the entry directory ``path`` is not an intact entry of ``key``; None if it is.
+
+        Intact: a directory (not a symlink) whose manifest parses, whose files all match
+        the manifest's sha256 and whose manifest records ``key`` as the key it was
+        built for. `load` discards an entry with a problem; the compile path passes
+        this to `get_or_build` so an entry found under the lock is held to the same check.
+        """
         if os.path.islink(path):
-            self.discard(key, "it is a symlink (entries are directories inside the cache)")
-            return None
+            return "it is a symlink (entries are directories inside the cache)"
         if not (path / "manifest.json").is_file():
-            if path.exists():
-                self.discard(key, "it has no manifest.json")
-            return None
+            return "it has no manifest.json"
         import tl_runtime
 
         try:
             manifest = tl_runtime.read_manifest(path, verify=True)
         except (tl_runtime.ArtifactError, tl_runtime.SchemaVersionError) as exc:
-            self.discard(key, str(exc))
-            return None
+            return str(exc)
         except RecursionError:
-            self.discard(key, "its manifest.json is nested too deeply")
-            return None
+            return "its manifest.json is nested too deeply"
         recorded = manifest.versions.get(ENTRY_KEY_FIELD)
         if recorded != key:
-            self.discard(
-                key, f"its manifest records {ENTRY_KEY_FIELD}={recorded!r}, not the key {key}"
-            )
-            return None
-        return tl_runtime.load(path, adapter=adapter)
+            return f"its manifest records {ENTRY_KEY_FIELD}={recorded!r}, not the key {key}"
+        return None
 
     def discard(self, key: str, reason: str) -> None:
         """Remove the entry of ``key`` with a `CacheWarning` giving ``reason``."""

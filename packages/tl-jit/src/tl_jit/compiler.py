@@ -165,23 +165,19 @@ def compile_with_context(
         cache = default_cache()
         loaded = cache.load(key)
         if loaded is None:
-            cache.get_or_build(
+            # Under the key's lock: an entry another process finished meanwhile is reused
+            # only if it passes the same integrity check `load` applies (a damaged one is
+            # rebuilt there), so the path that comes back loads without a second look-up.
+            entry = cache.get_or_build(
                 key,
                 lambda d: build_into(
                     context, func, d, out_idx=normalized_out, pass_configs=pass_configs, key=key
                 ),
+                is_valid=lambda path: cache.entry_problem(path, key) is None,
             )
-            loaded = cache.load(key)
-            if loaded is None:  # damaged between build and load: one more try, then give up
-                cache.get_or_build(
-                    key,
-                    lambda d: build_into(
-                        context, func, d, out_idx=normalized_out, pass_configs=pass_configs, key=key
-                    ),
-                )
-                import tl_runtime
+            import tl_runtime
 
-                loaded = tl_runtime.load(cache.entry_path(key))
+            loaded = tl_runtime.load(entry)
         else:
             status = "cache hit"
         runtime_kernel = loaded

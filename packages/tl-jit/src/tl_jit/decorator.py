@@ -16,6 +16,7 @@ from typing import Any, overload
 
 from tl_jit import env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context
+from tl_jit.env_reads import EnvReads
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import normalize_pass_configs
 
@@ -52,7 +53,8 @@ class JITFunction:
             for name, parameter in self._signature.parameters.items()
             if _is_kernel_annotation(parameter.annotation)
         ]
-        self._kernels: dict[str, JITKernel] = {}
+        # memory key -> the kernel and the environment variables its builder read
+        self._kernels: dict[str, tuple[JITKernel, EnvReads]] = {}
         functools.update_wrapper(self, func)
 
     def bind_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,6 +102,8 @@ class JITFunction:
         self._refuse_eager_style()
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
+        from tl_jit import memo
+        from tl_jit.env_reads import unchanged
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
 
         # In memory the function is fixed, so the arguments and options alone key a kernel
@@ -110,8 +114,10 @@ class JITFunction:
             )
         except Unkeyable:
             memory_key = None
-        if memory_key is not None and memory_key in self._kernels:
-            return self._kernels[memory_key]
+        if memory_key is not None:
+            held = self._kernels.get(memory_key)
+            if held is not None and unchanged(held[1]):
+                return held[0]
         front_key: str | None
         try:
             front_key = frontend_key(
@@ -121,22 +127,16 @@ class JITFunction:
             )
         except (Unkeyable, AttributeError):
             front_key = None
-        kernel = None
+        found = None
         if front_key is not None and not env.cache_disabled():
-            kernel = self._load_memo(front_key)
-        if kernel is None:
-            kernel = self._compile_fresh(arguments, options)
-            if front_key is not None and kernel.cache_key is not None and not env.cache_disabled():
-                from tl_jit.cache import default_cache
-
-                default_cache().write_record(
-                    "frontend",
-                    front_key,
-                    {"ir_key": kernel.cache_key, "function": self.func.__qualname__},
-                )
+            found = memo.load(front_key)
+        if found is None:
+            found = self._compile_fresh(arguments, options)
+            if front_key is not None and not env.cache_disabled():
+                memo.store(front_key, found[0], self.func.__qualname__, found[1])
         if memory_key is not None:
-            self._kernels[memory_key] = kernel
-        return kernel
+            self._kernels[memory_key] = found
+        return found[0]
 
     def _refuse_eager_style(self) -> None:
         if self._kernel_parameters:
@@ -147,21 +147,14 @@ class JITFunction:
                 "@T.prim_func kernel"
             )
 
-    def _load_memo(self, front_key: str) -> JITKernel | None:
-        from tl_jit.cache import default_cache
+    def _compile_fresh(
+        self, arguments: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> tuple[JITKernel, EnvReads]:
+        """Run the builder (recording the environment variables it reads) and compile."""
+        from tl_jit.env_reads import freeze, recording
 
-        cache = default_cache()
-        record = cache.read_record("frontend", front_key)
-        if record is None or not isinstance(record.get("ir_key"), str):
-            return None
-        ir_key = record["ir_key"]
-        runtime_kernel = cache.load(ir_key)
-        if runtime_kernel is None:
-            return None
-        return JITKernel(runtime_kernel, cache_key=ir_key)
-
-    def _compile_fresh(self, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> JITKernel:
-        prim_func = self.func(**arguments)
+        with recording() as reads:
+            prim_func = self.func(**arguments)
         from tvm.tirx import PrimFunc
 
         if not isinstance(prim_func, PrimFunc):
@@ -174,13 +167,14 @@ class JITFunction:
             options.get("target_host"),
             options.get("execution_backend", "auto"),
         )
-        return compile_with_context(
+        kernel = compile_with_context(
             prim_func,
             context,
             out_idx=options.get("out_idx"),
             pass_configs=options.get("pass_configs"),
             verbose=bool(options.get("verbose", False)),
         )
+        return kernel, freeze(reads)
 
     def get_prim_func(self, *args: Any, **kwargs: Any) -> Any:
         """Run the decorated function and return its PrimFunc (no compile).

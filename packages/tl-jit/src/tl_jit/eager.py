@@ -28,17 +28,40 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
-from tl_jit.eager_binding import EagerBinder, KeyBinder, describe
+from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
+from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
 from tl_jit.parallel import par_compile, run_parallel, warn_failed
 
 __all__ = ["EagerJITFunction", "par_compile"]  # par_compile: tl_jit.parallel's
 
 
-class EagerJITFunction:
+#: `functools.partial`, typed loosely: its ``func`` descriptor and ``__setstate__``
+#: are used directly (the stubs do not describe them).
+_PARTIAL: Any = functools.partial
+
+
+def _not_initialized(*_args: Any, **_kwargs: Any) -> Any:
+    raise RuntimeError("EagerJITFunction: called before __init__ ran")
+
+
+class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     """What ``@jit`` returns for an eager function: call it with the tensors (and any
     template arguments) to run the kernel; ``compile``, ``get_tir`` and
     ``par_compile`` build ahead of time.
+
+    A call runs the kernel on these tensors (compiling it for their specialization
+    first if needed) and returns the ``T.empty`` outputs in ``return`` order (one
+    array, a tuple of them, or None for a kernel that writes its arguments in
+    place); it raises TypeError or ValueError when the arguments do not fit the
+    declarations (naming the parameter), `tl_ir.TileLangError` when the kernel does
+    not build, and everything `tl_jit.compile` raises.
+
+    The object is a `functools.partial` whose function is what a call runs:
+    `_first_call` until the first call has read the signature, then the dispatcher
+    generated for it (one tuple build and one dictionary lookup in front of the
+    kernel's call), installed with partial's own ``__setstate__``. So a call is
+    partial's C call into the dispatcher, with no wrapper frame before it.
 
     Attributes:
         func: the decorated Python function.
@@ -46,13 +69,17 @@ class EagerJITFunction:
             pass_configs, verbose).
     """
 
+    def __new__(cls, func: Callable[..., Any], **_options: Any) -> EagerJITFunction:
+        """An object whose call is installed by `__init__`."""
+        return super().__new__(cls, _not_initialized)
+
     def __init__(self, func: Callable[..., Any], **options: Any) -> None:
         if options.get("out_idx") is not None:
             raise ValueError(
                 f"{func.__qualname__}: out_idx is for kernels returned by a builder; an "
                 "eager kernel's outputs are the tensors it creates with T.empty and returns"
             )
-        self.func = func
+        self._function = func
         self.options = {k: v for k, v in options.items() if k != "out_idx"}
         self._analysis: Any = None
         self._binding: EagerBinder | None = None
@@ -60,8 +87,30 @@ class EagerJITFunction:
         # key -> the kernel's call (its launcher itself where the adapter has one: one
         # call level fewer than going through the JITKernel object)
         self._fast: dict[tuple[Any, ...], Callable[..., Any]] = {}
-        self._specializations: dict[tuple[Any, ...], JITKernel] = {}
+        # specialization key -> the kernel and the environment variables its body read
+        self._specializations: dict[tuple[Any, ...], tuple[JITKernel, EnvReads]] = {}
+        self._install_call(self._first_call)
         functools.update_wrapper(self, func)
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        """The decorated Python function (partial's own ``func`` is the current call)."""
+        return self._function
+
+    @property
+    def _call(self) -> Callable[..., Any]:
+        """What a call runs now: `_first_call` or the generated dispatcher."""
+        call: Callable[..., Any] = _PARTIAL.func.__get__(self)
+        return call
+
+    def _install_call(self, call: Callable[..., Any]) -> None:
+        _PARTIAL.__setstate__(self, (call, (), None, self.__dict__))
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"an eager @jit function cannot be pickled or copied ({self.func.__qualname__}); "
+            "import it where it is needed"
+        )
 
     # ------------------------------------------------------------------ analysis
     @property
@@ -81,13 +130,9 @@ class EagerJITFunction:
         if made is None:
             return None
         binder, dispatch = made
-        # A per-instance subclass makes the generated function this object's __call__
-        # (no extra frame between the user's call and the lookup).
-        self.__class__ = type(
-            "EagerJITFunction",
-            (EagerJITFunction,),
-            {"__call__": staticmethod(dispatch), "__module__": __name__},
-        )
+        # The generated function becomes the call: no extra frame between the user's
+        # call and the lookup.
+        self._install_call(dispatch)
         return binder
 
     def _bind(
@@ -108,7 +153,10 @@ class EagerJITFunction:
 
     def _specialization_key(
         self, templates: Mapping[str, Any], consts: Mapping[str, int], overrides: Mapping[str, Any]
-    ) -> tuple[Any, ...]:
+    ) -> tuple[Any, ...] | None:
+        """The in-memory key of a specialization; None when a template argument has no
+        faithful rendering (that call is then never memoized: keying it by ``repr``
+        could hand it another value's kernel)."""
         from tl_jit.keys import Unkeyable, canonical_value
 
         # Strings by their text: a dtype object and its name are one specialization.
@@ -117,7 +165,7 @@ class EagerJITFunction:
             rendered = repr(canonical_value(plain))
             options = repr(canonical_value(self._frontend_options(overrides))) if overrides else ""
         except Unkeyable:
-            rendered, options = repr(sorted(templates.items(), key=lambda i: i[0])), repr(overrides)
+            return None
         return rendered, tuple(sorted(consts.items())), options
 
     def build_ir(self, templates: Mapping[str, Any], consts: Mapping[str, int]) -> Any:
@@ -132,19 +180,30 @@ class EagerJITFunction:
             # help no one (TL_TRACEBACK=1 keeps them, as for @T.prim_func kernels).
             raise at_users_line(exc) from exc.__cause__
 
+    def _build_ir_recorded(
+        self, templates: Mapping[str, Any], consts: Mapping[str, int]
+    ) -> tuple[Any, EnvReads]:
+        """`build_ir`, and the environment variables the function's body read."""
+        with recording() as reads:
+            ir = self.build_ir(templates, consts)
+        return ir, freeze(reads)
+
     def _compile(
         self,
         templates: Mapping[str, Any],
         consts: Mapping[str, int],
         overrides: Mapping[str, Any] | None = None,
         *,
-        ir: Any = None,
-    ) -> JITKernel:
+        built: tuple[Any, EnvReads] | None = None,
+    ) -> tuple[JITKernel, EnvReads]:
+        """The kernel of one specialization and the environment variables its body read
+        (memory, then the front-end memo, then a build)."""
         overrides = dict(overrides or {})
         key = self._specialization_key(templates, consts, overrides)
-        kernel = self._specializations.get(key)
-        if kernel is not None:
-            return kernel
+        held = self._specializations.get(key) if key is not None else None
+        if held is not None and unchanged(held[1]):
+            return held
+        from tl_jit import memo
         from tl_jit.keys import Unkeyable, frontend_key
 
         options = {**self.options, **overrides}
@@ -157,11 +216,11 @@ class EagerJITFunction:
             )
         except (Unkeyable, AttributeError):
             front_key = None
+        found = None
         if front_key is not None and not env.cache_disabled():
-            kernel = _load_memo(front_key)
-        if kernel is None:
-            if ir is None:
-                ir = self.build_ir(templates, consts)
+            found = memo.load(front_key)
+        if found is None:
+            ir, reads = built if built is not None else self._build_ir_recorded(templates, consts)
             context = create_context(
                 options.get("target", "auto"),
                 options.get("target_host"),
@@ -174,43 +233,36 @@ class EagerJITFunction:
                 pass_configs=options.get("pass_configs"),
                 verbose=bool(options.get("verbose", False)),
             )
-            if front_key is not None and kernel.cache_key is not None and not env.cache_disabled():
-                from tl_jit.cache import default_cache
-
-                default_cache().write_record(
-                    "frontend",
-                    front_key,
-                    {"ir_key": kernel.cache_key, "function": self.func.__qualname__},
-                )
-        self._specializations[key] = kernel
-        return kernel
+            found = kernel, reads
+            if front_key is not None and not env.cache_disabled():
+                memo.store(front_key, kernel, self.func.__qualname__, reads)
+        if key is not None:
+            self._specializations[key] = found
+        return found
 
     # ------------------------------------------------------------------ calling
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the kernel on these tensors (compiling it for their specialization first
-        if needed); returns the ``T.empty`` outputs in ``return`` order (one array, a
-        tuple of them, or None for a kernel that writes its arguments in place).
-
-        Raises:
-            TypeError, ValueError: the arguments do not fit the declarations (naming
-                the parameter; dtype and shape errors are the classic kernel call's).
-            tl_ir.TileLangError: the kernel does not build.
-            everything `tl_jit.compile` raises.
-        """
-        # The first call lands here: reading the analysis installs the generated
-        # dispatcher as this object's __call__ for the calls after it.
+    def _first_call(self, *args: Any, **kwargs: Any) -> Any:
+        """The call before the signature is read (and the call where no dispatcher
+        can be generated): bind, compile if needed, run."""
+        # Reading the analysis installs the generated dispatcher as `_call` for the
+        # calls after this one.
         if self._analysis is None:
             self.analysis  # noqa: B018 - reading it installs the dispatcher
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         templates, consts, arguments = self._bind(args, kwargs, need_tensors=True)
-        kernel = self._compile(templates, consts)
+        kernel, reads = self._compile(templates, consts)
         binder = self._binder
-        if binder is not None:
+        # The dispatcher's key holds the raw values (and their classes): it may serve
+        # this kernel again only where equal raw values cannot build another kernel
+        # (`exact_key`), and only for a body that read no environment variable (the
+        # dispatcher checks none).
+        if binder is not None and not reads:
             try:
                 key, _ = binder(*args, **kwargs)
-                self._fast[key] = kernel.__call__
+                if exact_key(key):
+                    self._fast[key] = kernel.__call__
             except Exception:
                 pass
         return kernel(*arguments)
@@ -228,7 +280,7 @@ class EagerJITFunction:
             everything calling the function raises.
         """
         templates, consts, _ = self._bind(args, kwargs, need_tensors=False)
-        return self._compile(templates, consts)
+        return self._compile(templates, consts)[0]
 
     def get_tir(self, *args: Any, **kwargs: Any) -> Any:
         """The kernel's PrimFunc for these arguments (bound as by `compile`; no compile)."""
@@ -278,7 +330,8 @@ class EagerJITFunction:
 
         if executor is not None and moves_work_elsewhere(executor):
             return self._par_compile_shipped(list(configs), num_workers, ignore_error, executor)
-        specializations: list[tuple[dict[str, Any], dict[str, int], Any] | None] = []
+        Built = tuple[dict[str, Any], dict[str, int], tuple[Any, EnvReads]]
+        specializations: list[Built | None] = []
         for config in configs:
             try:
                 if isinstance(config, Mapping):
@@ -292,18 +345,19 @@ class EagerJITFunction:
                     )
                 # Parsing stays on this thread (the IR builder is per thread); only
                 # lowering and building run in the workers.
-                specializations.append((templates, consts, self.build_ir(templates, consts)))
+                built = self._build_ir_recorded(templates, consts)
+                specializations.append((templates, consts, built))
             except Exception as exc:
                 if not ignore_error:
                     raise
                 warn_failed(self.func.__qualname__, exc)
                 specializations.append(None)
 
-        def work(item: tuple[dict[str, Any], dict[str, int], Any] | None) -> JITKernel | None:
+        def work(item: Built | None) -> JITKernel | None:
             if item is None:
                 return None
-            templates, consts, ir = item
-            return self._compile(templates, consts, ir=ir)
+            templates, consts, built = item
+            return self._compile(templates, consts, built=built)[0]
 
         return run_parallel(
             work, specializations, num_workers, ignore_error, f"{self.func.__qualname__}", executor
@@ -351,19 +405,6 @@ class EagerJITFunction:
 
     def __repr__(self) -> str:
         return f"<tl_jit.jit eager {self.func.__qualname__}>"
-
-
-def _load_memo(front_key: str) -> JITKernel | None:
-    from tl_jit.cache import default_cache
-
-    cache = default_cache()
-    record = cache.read_record("frontend", front_key)
-    if record is None or not isinstance(record.get("ir_key"), str):
-        return None
-    runtime_kernel = cache.load(record["ir_key"])
-    if runtime_kernel is None:
-        return None
-    return JITKernel(runtime_kernel, cache_key=record["ir_key"])
 
 
 class _Unpacking:

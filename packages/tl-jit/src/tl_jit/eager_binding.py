@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["EagerBinder", "KeyBinder", "array_dims", "describe"]
+__all__ = ["EagerBinder", "KeyBinder", "array_dims", "describe", "exact_key"]
 
 Dispatch = Callable[..., Any]
 KeyBinder = Callable[..., tuple[tuple[Any, ...], tuple[Any, ...]]]
@@ -71,6 +71,39 @@ def describe(value: object) -> str:
     return name
 
 
+_EXACT_SCALARS = (str, int, bool, type(None), type)
+
+
+def _exact_item(item: object) -> bool:
+    kind = type(item)
+    if kind in _EXACT_SCALARS:
+        return True
+    if kind is float:
+        # 0.0 == -0.0 (same hash) build different kernels; NaN != NaN (a new entry per call)
+        return item == item and item != 0.0
+    if kind is tuple:
+        return all(type(element) in (int, str) for element in item)  # type: ignore[attr-defined]
+    # dtype objects (the compiler's, numpy's, torch's): equal means the same dtype
+    module = kind.__module__.partition(".")[0]
+    return module in ("tl_ir", "tvm_ffi", "tvm", "numpy", "torch") and kind.__name__ in (
+        "dtype",
+        "DataType",
+    )
+
+
+def exact_key(key: tuple[Any, ...]) -> bool:
+    """Whether the dispatcher may serve ``key``'s kernel to every call with an equal key.
+
+    The dispatcher's key is a tuple of raw values (each template value followed by its
+    class, then the ``T.const`` dims): a dictionary finds an entry by ``==``, so the key
+    qualifies only when equal values cannot build different kernels: strings, ints,
+    bools, None, classes, floats other than zero and NaN, tuples of ints or strings, and
+    dtype objects. Any other key is looked up through the faithful specialization key
+    (`tl_jit.canonical`) on every call instead.
+    """
+    return all(_exact_item(item) for item in key)
+
+
 def _is_dtype_annotation(annotation: object) -> bool:
     if isinstance(annotation, str):
         return annotation.endswith("dtype")
@@ -111,7 +144,9 @@ class EagerBinder:
                 parts.append(f"{parameter.name}=__defaults[{len(defaults)}]")
                 defaults.append(parameter.default)
             forwarded.append(f"{parameter.name!r}: {parameter.name}")
-        key_items = list(analysis.template_params)
+        # Each template value with its class: 1, 1.0 and True are equal dict keys but
+        # may build different kernels (see `exact_key` for what else is kept out).
+        key_items = [f"{p}, {p}.__class__" for p in analysis.template_params]
         for binding in analysis.bindings:
             if binding.where == "shape":
                 key_items.append(f"{binding.param}.shape[{binding.axis}]")
@@ -218,15 +253,15 @@ class EagerBinder:
         analysis = self.analysis
         if analysis.bindings is not None:
             return {b.symbol: (b.param, b.where, b.axis) for b in analysis.bindings}
+        from tl_ir.eager import evaluate_bindings
         from tl_jit.keys import Unkeyable, canonical_value
 
         try:
             key = repr(canonical_value(dict(templates)))
         except Unkeyable:
-            key = ""
+            # No faithful key: evaluated for these templates alone, never shared.
+            return evaluate_bindings(self.func, analysis, templates)
         if key not in self._bindings_by_template:
-            from tl_ir.eager import evaluate_bindings
-
             self._bindings_by_template[key] = evaluate_bindings(self.func, analysis, templates)
         return self._bindings_by_template[key]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,11 +15,18 @@ if TYPE_CHECKING:
     from tl_backend_api import BackendContext
 
 
-class JITKernel:
+class JITKernel(functools.partial):  # type: ignore[type-arg]
     """A compiled kernel. Call it like the tl-runtime kernel it wraps.
 
-    A call goes straight to the loaded tl-runtime kernel's call path (bound at
-    construction), so it costs what a `tl_runtime.Kernel` call costs.
+    ``kernel(*args)`` checks the arguments and launches (see
+    `tl_runtime.Kernel.__call__`): one value per parameter not in ``out_idx``, in
+    order; it returns None, the output array, or a tuple of them (``out_idx``), and
+    raises TypeError or ValueError for bad arguments (naming the parameter) and
+    RuntimeError when the kernel reports an error.
+
+    A JITKernel is a `functools.partial` over the loaded runtime kernel's call path
+    (its ``func``): calling it is partial's own C call into that path, with no Python
+    frame in between, so it costs what a `tl_runtime.Kernel` call costs.
 
     Attributes:
         runtime_kernel: the loaded `tl_runtime.Kernel`.
@@ -33,6 +41,10 @@ class JITKernel:
 
     config: dict[str, Any] | None
     latency: float | None
+
+    def __new__(cls, runtime_kernel: tl_runtime.Kernel, **_options: Any) -> JITKernel:
+        """A kernel whose call is ``runtime_kernel``'s call path."""
+        return super().__new__(cls, runtime_kernel.__call__)
 
     def __init__(
         self,
@@ -49,28 +61,13 @@ class JITKernel:
         self.cache_key = cache_key
         self.config = None
         self.latency = None
-        # The runtime kernel's __call__ is a staticmethod holding its adapter's call:
-        # a per-instance subclass makes it this object's __call__ too (no extra frame).
-        self.__class__ = type(
-            "JITKernel",
-            (JITKernel,),
-            {"__call__": staticmethod(runtime_kernel.__call__), "__module__": __name__},
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"a JITKernel cannot be pickled or copied ({self.name}); pass its artifact "
+            "directory (kernel.artifact_dir, or kernel.export(path)) and load it with "
+            "JITKernel.from_artifact"
         )
-
-    def __call__(self, *args: Any) -> Any:
-        """Check ``args`` and launch (see `tl_runtime.Kernel.__call__`).
-
-        Args:
-            *args: one value per parameter not in ``out_idx``, in order.
-
-        Returns:
-            None, the output array, or a tuple of them (``out_idx``).
-
-        Raises:
-            TypeError, ValueError: bad arguments (naming the parameter); RuntimeError: the
-                kernel reported an error.
-        """
-        return self.runtime_kernel(*args)
 
     @classmethod
     def from_artifact(cls, path: str | os.PathLike[str], adapter: str | None = None) -> JITKernel:

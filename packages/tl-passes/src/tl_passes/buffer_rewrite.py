@@ -9,6 +9,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
+
 
 def allocated_buffers(stmt: tirx.Stmt) -> list[Any]:
     """The buffers allocated (``AllocBuffer``) anywhere in ``stmt``, in program order."""
@@ -47,6 +49,6 @@ def rescope_buffers(stmt: tirx.Stmt, choose: Callable[[Any], str | None]) -> tir
     mapping = {}
     for buffer in allocated_buffers(stmt):
         scope = choose(buffer)
-        if scope is not None and scope != (str(buffer.ty.storage_scope) or "global"):
+        if scope is not None and scope != scopes.buffer_scope(buffer):
             mapping[buffer] = with_scope(buffer, scope)
     return substitute_vars(stmt, mapping)

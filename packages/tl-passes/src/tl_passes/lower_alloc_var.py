@@ -15,10 +15,9 @@ from typing import Any, ClassVar
 
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.buffer_rewrite import rescope_buffers
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-LOCAL_VAR_SCOPE = "local.var"
 
 
 @dataclass(frozen=True)
@@ -30,12 +29,12 @@ class LowerAllocVarPass(PrimFuncPass):
     """
 
     name: ClassVar[str] = "lower-alloc-var"
-    scope: str = "local"
+    scope: str = scopes.LOCAL
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its ``local.var`` buffers rescoped."""
 
         def choose(buffer: Any) -> str | None:
-            return self.scope if str(buffer.ty.storage_scope) == LOCAL_VAR_SCOPE else None
+            return self.scope if str(buffer.ty.storage_scope) == scopes.LOCAL_VAR else None
 
         return rescope_buffers(body, choose)

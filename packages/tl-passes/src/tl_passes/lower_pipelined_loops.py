@@ -15,28 +15,22 @@ from typing import ClassVar
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.launch import LOOP_KIND_KEY
+from tl_ir.launch import (
+    LOOP_KIND_KEY,
+    NUM_STAGES_KEY,
+    PIPELINE_SCHEDULE_KEYS,
+    annotations_without,
+    rebuild_loop,
+)
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-#: The loop annotations this pass consumes.
-NUM_STAGES_KEY = "num_stages"
-#: ``T.Pipelined``'s manual schedule (order, stage, group), meaningless in order.
-SCHEDULE_KEYS = ("tl.pipeline_order", "tl.pipeline_stage", "tl.pipeline_group")
 
 
 def in_order(loop: tirx.For) -> tirx.For:
     """``loop`` as a plain serial loop: its pipelining annotations dropped."""
-    annotations = dict(loop.annotations.items()) if loop.annotations else {}
-    for key in (LOOP_KIND_KEY, NUM_STAGES_KEY, *SCHEDULE_KEYS):
-        annotations.pop(key, None)
-    return tirx.For(
-        loop.loop_var,
-        loop.min,
-        loop.extent,
-        tirx.ForKind.SERIAL,
-        loop.body,
-        annotations=annotations,
+    annotations = annotations_without(
+        loop, (LOOP_KIND_KEY, NUM_STAGES_KEY, *PIPELINE_SCHEDULE_KEYS)
     )
+    return rebuild_loop(loop, kind=tirx.ForKind.SERIAL, annotations=annotations)
 
 
 def lower_pipelined_loops(stmt: tirx.Stmt) -> tirx.Stmt:

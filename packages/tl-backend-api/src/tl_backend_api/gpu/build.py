@@ -23,6 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu import DYNAMIC_SHARED_ATTR, KERNEL_SHARED_ATTR
 
 
@@ -168,7 +169,7 @@ def _workspaces(host_func: Any) -> dict[str, DeviceArgument]:
 
     def visit(alloc: Any) -> None:
         buffer = alloc.buffer
-        if str(buffer.ty.storage_scope) not in ("", "global"):
+        if str(buffer.ty.storage_scope) not in ("", scopes.GLOBAL):
             return
         dtype = str(buffer.ty.dtype)
         nbytes: Any = tirx.const(max(1, tvm.DataType(dtype).bits // 8), "int64")

@@ -77,6 +77,7 @@ from tl_codegen_cpu.lowering.index_values import (
 )
 from tl_codegen_cpu.lowering.thread_ir import op_name, scope_of, uses_any
 from tl_codegen_cpu.lowering.tile_emitters import TileRegion
+from tl_ir import scopes
 from tl_ir.ops import AtomicOp, Region, const_int, describe, is_tile_op
 
 #: Calls through which a pointer to a buffer may escape the analysis.
@@ -270,7 +271,7 @@ def plan_atomic_ownership(
     ops = _atomic_ops(body)
     targets: list[Any] = []
     for op in ops:
-        if scope_of(op.dst.buffer) != "global":
+        if scope_of(op.dst.buffer) != scopes.GLOBAL:
             continue  # block-local: one core touches it (see emit_tile_atomic)
         if any(const_int(e) is None for e in op.dst.extents):
             return None  # the tile lowering reports the symbolic extent

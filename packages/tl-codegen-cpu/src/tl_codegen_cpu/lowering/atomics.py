@@ -20,6 +20,7 @@ from typing import Any
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.tile_emitters import TileRegion, convert_to
+from tl_ir import scopes
 
 #: The atomic update kinds.
 ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
@@ -45,7 +46,7 @@ def atomic_function_name(kind: str, dtype: str) -> str:
 
 
 #: Scopes of block-local buffers: one copy per running block, touched by one core.
-_BLOCK_LOCAL_SCOPES = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
+_BLOCK_LOCAL_SCOPES = (*scopes.SHARED_SCOPES, *scopes.THREAD_PRIVATE_SCOPES, scopes.FRAGMENT)
 
 
 def _is_plain(dst: Any, owned: bool) -> bool:

@@ -27,6 +27,7 @@ from tl_codegen_cpu.lowering.half_conversions import (
 )
 from tl_codegen_cpu.lowering.tile_transpose import emit_block_transpose, transposes_in_blocks
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
+from tl_ir import scopes
 
 PrimExprLike = Any  # an int or a tvm.tirx PrimExpr
 
@@ -412,7 +413,7 @@ def emit_gemm_microkernel(
         chunks = [(c0, min(lanes, tile_cols - c0)) for c0 in range(0, tile_cols, lanes)]
         accs = {
             (r, ci): tirx.decl_buffer(
-                (width,), acc_dtype, name=f"{name_hint}_acc{site}_r{r}_v{ci}", scope="global"
+                (width,), acc_dtype, name=f"{name_hint}_acc{site}_r{r}_v{ci}", scope=scopes.GLOBAL
             )
             for r in range(tile_rows)
             for ci, (_, width) in enumerate(chunks)

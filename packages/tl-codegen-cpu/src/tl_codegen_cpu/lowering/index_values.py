@@ -20,10 +20,11 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_ir.ops import ACCESS_READ, const_int
 from tl_passes.buffer_rewrite import substitute_vars
 
-_SCALAR_SCOPES = ("local", "local.var")
+_SCALAR_SCOPES = scopes.THREAD_PRIVATE_SCOPES
 #: Calls that take an element's address (the callee may write through it).
 _ADDRESS_CALLS = frozenset({"tirx.address_of", "tirx.tvm_access_ptr"})
 
@@ -120,7 +121,7 @@ def _accesses_of(node: Any, buffer: Any) -> tuple[int, int]:
 
 
 def _is_scalar(buffer: Any) -> bool:
-    scope = str(buffer.ty.storage_scope) or "global"
+    scope = scopes.buffer_scope(buffer)
     return scope in _SCALAR_SCOPES and [const_int(d) for d in buffer.shape] == [1]
 
 

@@ -14,6 +14,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_ir.errors import UnsupportedError
 from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import (
@@ -33,20 +34,19 @@ from tl_ir.ops import (
 #: Annotation on the outermost loop of each loop nest over a block's threads.
 THREAD_NEST_KEY = "tl.cpu_thread_nest"
 
-_LOCAL_SCOPES = ("local", "local.var")
-_BLOCK_SHARED_SCOPES = ("shared", "shared.dyn", "local.fragment")
+_BLOCK_SHARED_SCOPES = (*scopes.SHARED_SCOPES, scopes.FRAGMENT)
 #: ``T.sync_threads`` scopes that are a block barrier (``global`` would be grid-wide).
-_BLOCK_BARRIER_SCOPES = ("shared", "shared.dyn", "warp")
+_BLOCK_BARRIER_SCOPES = (*scopes.SHARED_SCOPES, scopes.WARP)
 
 
 def scope_of(buffer: Any) -> str:
     """The storage scope of a buffer (``"global"`` when unset)."""
-    return str(buffer.ty.storage_scope) or "global"
+    return scopes.buffer_scope(buffer)
 
 
 def is_local(buffer: Any) -> bool:
     """Whether the buffer is thread-private (``local`` or ``local.var``)."""
-    return scope_of(buffer) in _LOCAL_SCOPES
+    return scopes.is_local(buffer)
 
 
 def op_name(call: Any) -> str:
@@ -76,7 +76,7 @@ def is_block_barrier(stmt: Any) -> bool:
     call = stmt.value
     if op_name(call) != "tirx.tvm_storage_sync":
         return False
-    scope = str(call.args[0].value) if call.args else "shared"
+    scope = str(call.args[0].value) if call.args else scopes.SHARED
     return scope in _BLOCK_BARRIER_SCOPES
 
 

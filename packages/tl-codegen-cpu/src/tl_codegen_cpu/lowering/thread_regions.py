@@ -66,8 +66,10 @@ from tl_codegen_cpu.lowering.thread_ir import (
     tile_regions,
     uses_any,
 )
+from tl_ir import scopes
 from tl_ir.errors import UnsupportedError
 from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
+from tl_ir.launch import rebuild_loop
 from tl_ir.ops import const_int, describe, is_tile_op
 from tl_passes.buffer_rewrite import substitute_vars
 
@@ -151,7 +153,7 @@ class RegionSplitter:
 
             def visit_load(load: Any) -> None:
                 nonlocal shared_or_global
-                if scope_of(load.source) == "local.fragment":
+                if scope_of(load.source) == scopes.FRAGMENT:
                     shared_or_global = True
 
             tvm_ffi.structural_walk(
@@ -197,13 +199,8 @@ class RegionSplitter:
         acc = self._accesses(stmt)
         if isinstance(stmt, tirx.For) and not self._is_parallel(stmt):
             bounds = (stmt.min, stmt.extent)
-            rebuild = lambda body: tirx.For(  # noqa: E731
-                stmt.loop_var,
-                stmt.min,
-                stmt.extent,
-                tirx.ForKind.SERIAL,
-                body,
-                annotations=stmt.annotations,
+            rebuild = lambda body: rebuild_loop(  # noqa: E731
+                stmt, body=body, kind=tirx.ForKind.SERIAL
             )
             return self._loop(stmt, bounds, rebuild, guards, pending, acc)
         if isinstance(stmt, tirx.While):
@@ -324,7 +321,7 @@ class RegionSplitter:
         if _reads_memory(condition):
             # Evaluated once per thread before either side runs (a side may change
             # what the condition reads).
-            flag = self._new_buffer("thread_condition", "int32", "local")
+            flag = self._new_buffer("thread_condition", "int32", scopes.LOCAL)
             store = tirx.BufferStore(flag, tirx.Cast("int32", condition), [0])
             segments.append(self._plain(store, guards))
             condition = tirx.BufferLoad(flag, [0]) != 0
@@ -365,7 +362,7 @@ class RegionSplitter:
                 f"{self.where}: tvm_thread_allreduce results must be buffer elements"
             )
         accumulators = [
-            self._new_buffer(f"allreduce_acc{j}", str(s.ty.dtype), "shared")
+            self._new_buffer(f"allreduce_acc{j}", str(s.ty.dtype), scopes.SHARED)
             for j, s in enumerate(sources)
         ]
         current = [tirx.BufferLoad(a, [0]) for a in accumulators]
@@ -431,7 +428,7 @@ class RegionSplitter:
         # spreads it over exactly those threads).
         if self._holds_for_some_thread(_conjunction(segment.guards)):
             return segment.stmt  # unconditional: later passes see through it
-        flag = self._new_buffer("any_thread", "int32", "shared")
+        flag = self._new_buffer("any_thread", "int32", scopes.SHARED)
         found = tirx.IfThenElse(
             _conjunction(segment.guards), tirx.BufferStore(flag, tirx.const(1, "int32"), [0]), None
         )

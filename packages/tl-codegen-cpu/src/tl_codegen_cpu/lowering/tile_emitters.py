@@ -17,6 +17,7 @@ from typing import Any
 
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_ir.ops import scan_parts
 
 PrimExprLike = Any
@@ -369,7 +370,7 @@ def _lane_split_reduce(
     inside: Any | None,
 ) -> tirx.Stmt:
     # `lanes` partial results over a vectorized loop, then one fold into dst.
-    part = tirx.decl_buffer((lanes,), dtype, name="reduce_lanes", scope="global")
+    part = tirx.decl_buffer((lanes,), dtype, name="reduce_lanes", scope=scopes.GLOBAL)
     init_lane, lane, fold_lane = (tirx.Var(n, "int32") for n in ("lane_init", "lane", "lane_fold"))
     chunk = tirx.Var("chunk", "int32")
     src_iv = [*out_iv[:dim], chunk * lanes + lane, *out_iv[dim:]]
@@ -439,7 +440,7 @@ def emit_tile_cumsum(
     def scan(other_iv: list[Any]) -> tirx.Stmt:
         step = tirx.Var("s", "int32")
         position = (extents[dim] - 1 - step) if reverse else step
-        running = tirx.decl_buffer((1,), dtype, name="running", scope="global")
+        running = tirx.decl_buffer((1,), dtype, name="running", scope=scopes.GLOBAL)
         src_iv = src.squeeze([*other_iv[:dim], position, *other_iv[dim:]])
         value = _load(src.buffer, src.index(src_iv), dtype)
         inside = src.inside(src_iv)

@@ -25,9 +25,10 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.forward_values import same
+from tl_ir import scopes
 from tl_ir.ops import CopyOp, Region, describe, encode, is_tile_op
 
-_WORKSPACE_SCOPES = ("global", "")
+_WORKSPACE_SCOPES = (scopes.GLOBAL, "")
 
 
 def _copy(stmt: Any) -> CopyOp | None:
@@ -112,7 +113,7 @@ def _tile_region(seq: list[tirx.Stmt], workspace: Any, analyzer: Any) -> Region 
 def _localize(seq: list[tirx.Stmt], workspace: Any, region: Region) -> list[tirx.Stmt]:
     shape = [int(e or 0) for e in region.const_extents]
     tile = tirx.decl_buffer(
-        shape, str(workspace.ty.dtype), name=f"{workspace.name}_tile", scope="local.fragment"
+        shape, str(workspace.ty.dtype), name=f"{workspace.name}_tile", scope=scopes.FRAGMENT
     )
     whole = Region(tile, tuple(tirx.const(0, "int32") for _ in shape), tuple(region.extents))
     rewritten: list[tirx.Stmt] = [tirx.AllocBuffer(tile)]

@@ -88,7 +88,7 @@ from tl_codegen_cpu.lowering.forward_values import (
     same,
 )
 from tl_codegen_cpu.lowering.workspace_tiles import localize_workspace_regions
-from tl_ir.launch import LOOP_KIND_KEY
+from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
 from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -353,13 +353,9 @@ class _Chain:
 
 def _rebuild(loops: list[tirx.For], body: tirx.Stmt) -> tirx.Stmt:
     for loop in reversed(loops):
-        body = tirx.For(
-            loop.loop_var,
-            loop.min,
-            loop.extent,
-            loop.kind,
-            body,
-            annotations=dict(loop.annotations.items()),
+        body = rebuild_loop(
+            loop,
+            body=body,
         )
     return body
 

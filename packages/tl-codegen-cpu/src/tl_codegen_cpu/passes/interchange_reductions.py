@@ -29,7 +29,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.launch import LOOP_KIND_KEY
+from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
 from tl_ir.ops import const_int
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -96,10 +96,10 @@ def _reordered(top: tirx.For) -> tirx.Stmt | None:
         extent = int(const_int(loop.extent) or 0)
         vector = position == 0 and extent <= MAX_VECTOR_EXTENT
         annotations = {LOOP_KIND_KEY: "parallel"} if vector else {}
-        body = tirx.For(
-            loop.loop_var, 0, loop.extent, tirx.ForKind.SERIAL, body, annotations=annotations
-        )
-    return tirx.For(reduction.loop_var, 0, reduction.extent, tirx.ForKind.SERIAL, body)
+        body = rebuild_loop(loop, body=body, annotations=annotations)
+    # The nest's loops are serial from 0 (`_nest_loop`); the reduction loop loses its
+    # T.Parallel mark: its iterations all update the same elements.
+    return rebuild_loop(reduction, body=body, annotations=None)
 
 
 def interchange_reductions(stmt: tirx.Stmt) -> tirx.Stmt:

@@ -16,16 +16,15 @@ from typing import Any, ClassVar
 
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.buffer_rewrite import rescope_buffers
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The kernel-language scopes that become block-local arrays.
 BLOCK_LOCAL_SCOPES: tuple[str, ...] = (
-    "shared",
-    "shared.dyn",
-    "local.fragment",
-    "local",
-    "local.var",
+    *scopes.SHARED_SCOPES,
+    scopes.FRAGMENT,
+    *scopes.THREAD_PRIVATE_SCOPES,
 )
 
 
@@ -40,6 +39,6 @@ class CpuLocalizeTilesPass(PrimFuncPass):
 
         def choose(buffer: Any) -> str | None:
             scope = str(buffer.ty.storage_scope)
-            return "global" if scope in BLOCK_LOCAL_SCOPES else None
+            return scopes.GLOBAL if scope in BLOCK_LOCAL_SCOPES else None
 
         return rescope_buffers(body, choose)

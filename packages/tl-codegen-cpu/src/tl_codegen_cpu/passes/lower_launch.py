@@ -70,6 +70,7 @@ from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
 from tl_ir.errors import UnsupportedError
+from tl_ir.launch import rebuild_loop
 from tl_ir.ops import describe
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -92,16 +93,9 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             path = str(swapped.annotations[THREAD_PATH_KEY])
             kept = {k: v for k, v in swapped.annotations.items() if k != THREAD_PATH_KEY}
             kept[THREAD_PATH_KEY] = f"{path}; the loop over {loop.loop_var.name} moved inside"
-            return tirx.For(
-                swapped.loop_var,
-                swapped.min,
-                swapped.extent,
-                swapped.kind,
-                swapped.body,
-                annotations=kept,
-            )
+            return rebuild_loop(swapped, annotations=kept)
         laned, report = lane_thread_reductions(loop.body, isa, variables)
-        nest = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, laned)
+        nest = rebuild_loop(loop, body=laned, annotations=None)
         thread_loops: list[tuple[Any, int]] = []
         body: Any = nest
         while isinstance(body, tirx.For) and any(body.loop_var.same_as(v) for v in variables):
@@ -122,9 +116,7 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             )
         kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
         kept[THREAD_PATH_KEY] = path
-        return tirx.For(
-            nest.loop_var, nest.min, nest.extent, nest.kind, nest.body, annotations=kept
-        )
+        return rebuild_loop(nest, annotations=kept)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
 

@@ -22,7 +22,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.launch import LOOP_KIND_KEY
+from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 
@@ -58,14 +58,7 @@ def lower_parallel_loops(
     def rewrite(loop: tirx.For) -> tirx.For:
         annotations = dict(loop.annotations.items()) if loop.annotations else {}
         if serial_one_block_grids and _single_iteration_parallel(loop):
-            return tirx.For(
-                loop.loop_var,
-                loop.min,
-                loop.extent,
-                tirx.ForKind.SERIAL,
-                loop.body,
-                annotations=annotations,
-            )
+            return rebuild_loop(loop, kind=tirx.ForKind.SERIAL, annotations=annotations)
         if LOOP_KIND_KEY not in annotations:
             return loop
         kind_name = str(annotations.pop(LOOP_KIND_KEY))
@@ -75,9 +68,7 @@ def lower_parallel_loops(
             constant = isinstance(extent, tirx.IntImm) and 1 < int(extent) <= max_vector_extent
             vector = constant and _vectorizable(loop.body)
             kind = tirx.ForKind.VECTORIZED if vector else tirx.ForKind.SERIAL
-        return tirx.For(
-            loop.loop_var, loop.min, loop.extent, kind, loop.body, annotations=annotations
-        )
+        return rebuild_loop(loop, kind=kind, annotations=annotations)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, rewrite), order="post")
 

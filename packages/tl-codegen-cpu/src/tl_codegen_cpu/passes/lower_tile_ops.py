@@ -43,6 +43,7 @@ from tl_codegen_cpu.lowering.tile_emitters import (
     emit_tile_reduce,
 )
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
+from tl_ir import scopes
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import (
     AtomicOp,
@@ -81,7 +82,7 @@ def _print_call(text: str, values: list[Any]) -> tirx.Stmt:
     # TVM's C printer cannot pass a string constant, so the format string is a
     # block-local char array filled in place (printing is for debugging).
     data = text.encode("utf-8") + b"\0"
-    fmt = tirx.decl_buffer((len(data),), "int8", name="print_format", scope="global")
+    fmt = tirx.decl_buffer((len(data),), "int8", name="print_format", scope=scopes.GLOBAL)
     fill = [
         tirx.BufferStore(fmt, tirx.const(byte if byte < 128 else byte - 256, "int8"), [i])
         for i, byte in enumerate(data)

@@ -13,6 +13,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The default marker: an extern call the C toolchain rewrites into an OpenMP pragma.
@@ -55,14 +56,7 @@ def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
     def serialize(loop: tirx.For) -> tirx.For:
         if loop.kind != tirx.ForKind.PARALLEL:
             return loop
-        return tirx.For(
-            loop.loop_var,
-            loop.min,
-            loop.extent,
-            tirx.ForKind.SERIAL,
-            loop.body,
-            annotations=loop.annotations,
-        )
+        return rebuild_loop(loop, kind=tirx.ForKind.SERIAL)
 
     def drop_markers(seq: tirx.SeqStmt) -> tirx.Stmt:
         kept = [s for s in seq.seq if not _is_marker(s, marker)]
@@ -82,17 +76,8 @@ def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
         if isinstance(loop.extent, tirx.IntImm) and int(loop.extent) == 1:
             # One iteration (a one-block grid): the calling thread runs it; no OpenMP
             # team is started (its start-up would dominate a small kernel).
-            return tirx.For(
-                loop.loop_var,
-                loop.min,
-                loop.extent,
-                tirx.ForKind.SERIAL,
-                body,
-                annotations=loop.annotations,
-            )
-        marked = tirx.For(
-            loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
-        )
+            return rebuild_loop(loop, body=body, kind=tirx.ForKind.SERIAL)
+        marked = rebuild_loop(loop, body=body)
         return tirx.SeqStmt([tirx.Evaluate(tirx.call_extern("int32", marker)), marked])
 
     return tvm_ffi.structural_map(stmt, (tirx.For, mark), order="post")

@@ -20,6 +20,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
+from tl_ir.launch import rebuild_loop
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -49,16 +50,8 @@ def split_vector_loops(stmt: tirx.Stmt, isa: VectorISA) -> tirx.Stmt:
         lanes = max(1, isa.vector_bits // _widest_bits(loop.body))
         if extent <= lanes:
             return loop
-        annotations = loop.annotations
         if extent % lanes:
-            return tirx.For(
-                loop.loop_var,
-                loop.min,
-                loop.extent,
-                tirx.ForKind.SERIAL,
-                loop.body,
-                annotations=annotations,
-            )
+            return rebuild_loop(loop, kind=tirx.ForKind.SERIAL)
         outer = tirx.Var(f"{loop.loop_var.name}_chunk", "int32")
         lane = tirx.Var(f"{loop.loop_var.name}_lane", "int32")
         body = substitute_vars(loop.body, {loop.loop_var: loop.min + outer * lanes + lane})

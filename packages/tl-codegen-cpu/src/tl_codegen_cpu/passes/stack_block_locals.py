@@ -25,6 +25,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_backend_api.artifact import STACK_BYTES_ATTR as STACK_BYTES_ATTR
+from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The AllocBuffer annotation that makes LowerTVMBuiltin leave an allocation alone.
@@ -102,9 +103,7 @@ def stack_block_locals_with_need(
             return loop
         needs.append(total)
         body = tvm_ffi.structural_map(loop.body, (tirx.AllocBuffer, annotate), order="post")
-        return tirx.For(
-            loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
-        )
+        return rebuild_loop(loop, body=body)
 
     # "pre" order: the outermost parallel loop is rewritten first and whole.
     result = tvm_ffi.structural_map(stmt, (tirx.For, rewrite_parallel), order="pre")

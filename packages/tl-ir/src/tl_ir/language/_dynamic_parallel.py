@@ -16,6 +16,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir.errors import KernelTypeError
+from tl_ir.launch import rebuild_loop
 
 __all__ = ["bound_dynamic_parallel_loops", "check_bounded_now"]
 
@@ -66,17 +67,7 @@ def bound_dynamic_parallel_loops(body: Any, extents: dict[Any, Any]) -> Any:
         if bound is None:
             return loop
         guarded = tirx.IfThenElse(loop.loop_var < extents[loop.loop_var], loop.body, None)
-        return tirx.For(
-            loop.loop_var,
-            loop.min,
-            tirx.IntImm(str(loop.extent.dtype), bound),
-            loop.kind,
-            guarded,
-            loop.thread_binding,
-            loop.annotations,
-            loop.step,
-            loop.span,
-        )
+        return rebuild_loop(loop, extent=tirx.IntImm(str(loop.extent.dtype), bound), body=guarded)
 
     return tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
 

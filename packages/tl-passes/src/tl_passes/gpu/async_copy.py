@@ -24,8 +24,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.copy import aligned_lanes, lower_copy
-from tl_passes.gpu.operand import SHARED_SCOPES, Operand
+from tl_passes.gpu.operand import Operand
 from tl_passes.gpu.tir_build import guard
 from tl_passes.gpu.traits import PORTABLE_TRAITS, AsyncCopy, GpuTraits
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -40,8 +41,8 @@ def lower_async_copy(kernel: KernelLowering, op: Any) -> Any:
     src, dst = Operand(op.src, kernel), Operand(op.dst, kernel)
     if (
         copy is None
-        or src.scope != "global"
-        or dst.scope not in SHARED_SCOPES
+        or src.scope != scopes.GLOBAL
+        or dst.scope not in scopes.SHARED_SCOPES
         or src.dtype != dst.dtype
         or src.squeezed != dst.squeezed
         or not src.squeezed

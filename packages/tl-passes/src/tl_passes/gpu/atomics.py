@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.errors import GpuLoweringError
-from tl_passes.gpu.operand import SHARED_SCOPES, Operand
+from tl_passes.gpu.operand import Operand
 from tl_passes.gpu.tir_build import both, cast, guard, int_imm
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
     from tl_ir import ops as tile
 
     dst = Operand(op.dst, kernel)
-    if dst.scope != "global" and dst.scope not in SHARED_SCOPES:
+    if dst.scope != scopes.GLOBAL and dst.scope not in scopes.SHARED_SCOPES:
         raise GpuLoweringError(
             f"T.atomic_{op.kind}: destination {dst.name} must be in global or shared memory"
         )

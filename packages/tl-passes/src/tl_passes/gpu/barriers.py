@@ -43,18 +43,18 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
+from tl_ir.launch import rebuild_loop
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.layout import is_buffer_load, loop_kind_of
 from tl_passes.gpu.uniformity import ThreadDependence, loaded_buffers, written_buffers
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
-SHARED_SCOPES = ("shared", "shared.dyn")
-
 
 def barrier() -> tirx.Stmt:
     """The block barrier statement (``__syncthreads()`` on CUDA)."""
     return tirx.Evaluate(
-        tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm("shared"))
+        tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm(scopes.SHARED))
     )
 
 
@@ -102,7 +102,7 @@ class Accesses:
 
 
 def _is_shared(buffer: Any) -> bool:
-    return str(buffer.ty.storage_scope) in SHARED_SCOPES
+    return str(buffer.ty.storage_scope) in scopes.SHARED_SCOPES
 
 
 def shared_accesses(stmt: Any) -> Accesses:
@@ -189,14 +189,7 @@ def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[A
         after = Accesses()
         after.merge(pending)
         after.merge(end)
-        loop = tirx.For(
-            stmt.loop_var,
-            stmt.min,
-            stmt.extent,
-            stmt.kind,
-            body,
-            annotations=stmt.annotations,
-        )
+        loop = rebuild_loop(stmt, body=body)
         return (tirx.SeqStmt([*prefix, loop]) if prefix else loop), after
     if isinstance(stmt, tirx.IfThenElse):
         return _process_if(stmt, pending, threads)

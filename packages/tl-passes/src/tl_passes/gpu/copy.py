@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import tvm
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.barriers import barrier
 from tl_passes.gpu.copy_fragment import fragment_pair_copy
 from tl_passes.gpu.errors import GpuLoweringError
@@ -43,7 +44,7 @@ def aligned_lanes(src: Operand, dst: Operand, lanes: int) -> bool:
     innermost dims are multiples of ``lanes`` and both tiles start at a multiple of it,
     so every vector is aligned and wholly inside or outside its buffer. Unit dims may
     differ (a ring slot ``S[stage, :, :]``)."""
-    vector_scopes = ("global", "shared", "shared.dyn")
+    vector_scopes = (scopes.GLOBAL, *scopes.SHARED_SCOPES)
     if src.scope not in vector_scopes or dst.scope not in vector_scopes:
         return False
     if src.dtype != dst.dtype or src.squeezed != dst.squeezed or not src.squeezed:
@@ -191,9 +192,8 @@ def _fragment_vector_copy(
         or layout.kind != PARTITIONED
         or tile.scope
         not in (
-            "global",
-            "shared",
-            "shared.dyn",
+            scopes.GLOBAL,
+            *scopes.SHARED_SCOPES,
         )
     ):
         return None

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import tvm
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.layout_base import MMA
-from tl_passes.gpu.operand import SHARED_SCOPES, Operand
+from tl_passes.gpu.operand import Operand
 from tl_passes.gpu.tir_build import cast, const_int, guard, int_imm, seq
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def fragment_pair_copy(kernel: KernelLowering, src: Operand, dst: Operand) -> An
     layout = src.layout
     if layout is None or layout.kind != MMA or layout.tiles is None:
         return None
-    if dst.scope != "global" and dst.scope not in SHARED_SCOPES:
+    if dst.scope != scopes.GLOBAL and dst.scope not in scopes.SHARED_SCOPES:
         return None
     tiles = layout.tiles
     if dst.squeezed != [tiles.rows, tiles.cols] or dst.extents[-1] != tiles.cols:

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 import tvm
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.layout_base import MMA
 from tl_passes.gpu.matrix import FragmentMap, MatrixInstruction
-from tl_passes.gpu.operand import SHARED_SCOPES, Operand
+from tl_passes.gpu.operand import Operand
 from tl_passes.gpu.tensor_core_plan import register_a_locals
 from tl_passes.gpu.tir_build import const_int, int_imm, seq
 from tl_passes.gpu.warp_tiles import WarpTiles, accumulator_tiles
@@ -61,10 +62,10 @@ def mma_gemm(kernel: KernelLowering, op: Any) -> Any | None:
     warps = (tiles.warps_m, tiles.warps_n)
     if accumulator_tiles(instruction, m, n, warps, tiles.warp_size) != tiles:
         return None
-    if b.scope not in SHARED_SCOPES:
+    if b.scope not in scopes.SHARED_SCOPES:
         return None
     register_bases = None
-    if a.scope not in SHARED_SCOPES:
+    if a.scope not in scopes.SHARED_SCOPES:
         if a.layout is None or a.layout.kind != MMA or a.layout.tiles is None or op.transpose_a:
             return None
         a_tiles = a.layout.tiles

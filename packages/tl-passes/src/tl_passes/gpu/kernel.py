@@ -35,7 +35,8 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.launch import LOOP_KIND_KEY
+from tl_ir import scopes
+from tl_ir.launch import LOOP_KIND_KEY, NUM_STAGES_KEY, annotations_without, rebuild_loop
 from tl_passes.gpu.async_copy import lower_async_copy
 from tl_passes.gpu.atomics import lower_atomic
 from tl_passes.gpu.branch_threads import BranchThreads
@@ -46,7 +47,6 @@ from tl_passes.gpu.fill import lower_fill
 from tl_passes.gpu.gemm import lower_gemm
 from tl_passes.gpu.layout import (
     ANNOTATED,
-    FRAGMENT_SCOPE,
     REPLICATED,
     FragmentLayout,
     block_threads,
@@ -118,12 +118,12 @@ class KernelLowering:
     def local_array(self, stem: str, shape: Sequence[int], dtype: str) -> Any:
         """A new thread-local array (declare it with ``AllocBuffer``)."""
         self.counter += 1
-        return tirx.decl_buffer(tuple(shape), dtype, f"{stem}{self.counter}", scope="local")
+        return tirx.decl_buffer(tuple(shape), dtype, f"{stem}{self.counter}", scope=scopes.LOCAL)
 
     def shared_array(self, stem: str, shape: Sequence[int], dtype: str) -> Any:
         """A new static shared array (declare it with ``AllocBuffer``)."""
         self.counter += 1
-        return tirx.decl_buffer(tuple(shape), dtype, f"{stem}{self.counter}", scope="shared")
+        return tirx.decl_buffer(tuple(shape), dtype, f"{stem}{self.counter}", scope=scopes.SHARED)
 
     # ---- iteration drivers -------------------------------------------------
     def owned(self, layout: FragmentLayout, body: Callable[[list[Any], Any], Any]) -> Any:
@@ -275,11 +275,7 @@ class KernelLowering:
         if isinstance(stmt, tirx.For):
             if loop_kind_of(stmt) == "parallel" and nest is None:
                 return lower_parallel(self, stmt, per_element)
-            annotations = {
-                k: v
-                for k, v in (stmt.annotations.items() if stmt.annotations else [])
-                if k not in (LOOP_KIND_KEY, "num_stages")
-            }
+            annotations = annotations_without(stmt, (LOOP_KIND_KEY, NUM_STAGES_KEY))
             kind = stmt.kind
             if loop_kind_of(stmt) == "parallel":
                 kind = tirx.ForKind.SERIAL
@@ -291,14 +287,7 @@ class KernelLowering:
             finally:
                 if varying:
                     self.branches.leave()
-            return tirx.For(
-                stmt.loop_var,
-                stmt.min,
-                stmt.extent,
-                kind,
-                loop_body,
-                annotations=annotations or None,
-            )
+            return rebuild_loop(stmt, body=loop_body, kind=kind, annotations=annotations)
         if isinstance(stmt, tirx.IfThenElse):
             then_case = self._lower_branch(stmt.then_case, stmt.condition, True, per_element, nest)
             else_case = (
@@ -392,7 +381,7 @@ class KernelLowering:
             if layout.view_of is None:
                 shape = layout.shape if layout.kind == REPLICATED else (layout.local_size,)
                 self.local_buffers[name] = tirx.decl_buffer(
-                    shape, str(buffer.ty.dtype), name=f"{name}_regs", scope="local"
+                    shape, str(buffer.ty.dtype), name=f"{name}_regs", scope=scopes.LOCAL
                 )
         for name, layout in self.layouts.items():
             if layout.view_of is None:
@@ -406,10 +395,10 @@ class KernelLowering:
                     layout.shape,
                     str(buffers[name].ty.dtype),
                     name=f"{name}_regs",
-                    scope="local",
+                    scope=scopes.LOCAL,
                 )
         body = self.lower_stmt(self.func.body, False, None)
-        body = rescope(body, "local.var", "local")
+        body = rescope(body, scopes.LOCAL_VAR, scopes.LOCAL)
         # Element accesses of replicated fragments outside T.Parallel nests.
         return rewrite_expr(self, body, None)
 
@@ -433,7 +422,7 @@ def _fragment_buffers(body: Any) -> dict[str, Any]:
 
     def visit(decl: Any) -> None:
         buffer = decl.buffer
-        if str(buffer.ty.storage_scope) == FRAGMENT_SCOPE:
+        if str(buffer.ty.storage_scope) == scopes.FRAGMENT:
             found.setdefault(str(buffer.name), buffer)
 
     tvm_ffi.structural_walk(body, (tirx.AllocBuffer, visit), order="pre")

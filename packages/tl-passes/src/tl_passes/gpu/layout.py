@@ -56,9 +56,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.layout_base import (
     ANNOTATED,
-    FRAGMENT_SCOPE,
     LAYOUT_MAP_ATTR,
     LAYOUTS_ATTR,
     MMA,
@@ -81,7 +81,6 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 
 __all__ = [
     "ANNOTATED",
-    "FRAGMENT_SCOPE",
     "LAYOUTS_ATTR",
     "LAYOUT_MAP_ATTR",
     "MMA",
@@ -177,7 +176,7 @@ def infer_fragment_layouts(
 
     def visit_alloc(alloc: Any) -> None:
         buffer = alloc.buffer
-        if str(buffer.ty.storage_scope) != FRAGMENT_SCOPE:
+        if str(buffer.ty.storage_scope) != scopes.FRAGMENT:
             return
         name = str(buffer.name)
         if name in fragments:

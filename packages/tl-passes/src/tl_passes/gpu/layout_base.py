@@ -12,7 +12,6 @@ from tvm import tirx
 from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.gpu.warp_tiles import WarpTiles
 
-FRAGMENT_SCOPE = "local.fragment"
 #: Function attribute (name -> description) written by `GpuInferLayoutsPass`.
 LAYOUTS_ATTR = "tl.gpu_fragment_layouts"
 LAYOUT_MAP_ATTR = "tl.layout_map"

@@ -20,10 +20,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-_SHARED = ("shared", "shared.dyn")
 
 
 def matrix_load_addresses(body: Any, functions: frozenset[str], row_bytes: int) -> Any:
@@ -37,7 +36,7 @@ def matrix_load_addresses(body: Any, functions: frozenset[str], row_bytes: int) 
         if not isinstance(load, tvm.ir.TensorLoad):
             return argument
         buffer = load.source
-        if str(buffer.ty.storage_scope) not in _SHARED:
+        if str(buffer.ty.storage_scope) not in scopes.SHARED_SCOPES:
             return argument
         (offset,) = buffer.offset_of(list(load.indices))
         lanes = max(1, row_bytes * 8 // max(1, int(tvm.DataType(str(buffer.ty.dtype)).bits)))

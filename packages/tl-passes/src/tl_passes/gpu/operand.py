@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.errors import GpuLoweringError
-from tl_passes.gpu.layout_base import DISTRIBUTED_KINDS, FRAGMENT_SCOPE
+from tl_passes.gpu.layout_base import DISTRIBUTED_KINDS
 from tl_passes.gpu.tir_build import both, cast, const_int, int_imm
 
 if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
 
 #: Storage scopes of block-shared tiles.
-SHARED_SCOPES = ("shared", "shared.dyn")
 
 
 class Operand:
@@ -25,7 +25,7 @@ class Operand:
         self.region = region
         self.buffer = region.buffer
         self.name = str(self.buffer.name)
-        self.scope = str(self.buffer.ty.storage_scope) or "global"
+        self.scope = scopes.buffer_scope(self.buffer)
         self.extents: list[int] = []
         for extent in region.extents:
             value = const_int(extent)
@@ -35,7 +35,7 @@ class Operand:
                     f"got {list(region.extents)}"
                 )
             self.extents.append(value)
-        self.layout = lowering.layouts.get(self.name) if self.scope == FRAGMENT_SCOPE else None
+        self.layout = lowering.layouts.get(self.name) if self.scope == scopes.FRAGMENT else None
         self.local_buffer = lowering.local_buffers.get(self.name)
         self.lowering = lowering
 
@@ -52,7 +52,7 @@ class Operand:
         """Every thread holds all of it (replicated fragment or local array)."""
         if self.layout is not None:
             return not self.partitioned
-        return self.scope in ("local", "local.var")
+        return self.scope in scopes.THREAD_PRIVATE_SCOPES
 
     @property
     def squeezed(self) -> list[int]:
@@ -76,7 +76,7 @@ class Operand:
 
     def inside(self, tile_index: Sequence[Any]) -> Any | None:
         """Condition that the element lies inside its buffer (None: always)."""
-        if self.scope != "global" and self.scope not in ("shared", "shared.dyn"):
+        if self.scope != scopes.GLOBAL and self.scope not in scopes.SHARED_SCOPES:
             return None
         condition = None
         for start, extent, size, i in zip(

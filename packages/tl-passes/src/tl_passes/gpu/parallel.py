@@ -17,6 +17,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.layout import (
     MMA,
@@ -196,7 +197,7 @@ def _stores_private(body: Any) -> bool:
     found = [False]
 
     def visit_store(store: Any) -> None:
-        if str(store.buffer.ty.storage_scope) in ("local", "local.var"):
+        if scopes.is_local(store.buffer):
             found[0] = True
 
     tvm_ffi.structural_walk(body, (tirx.BufferStore, visit_store), order="pre")

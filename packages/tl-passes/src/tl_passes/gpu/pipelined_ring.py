@@ -51,7 +51,16 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.launch import LOOP_KIND_KEY
+from tl_ir import scopes
+from tl_ir.launch import (
+    LOOP_KIND_KEY,
+    NUM_STAGES_KEY,
+    PIPELINE_GROUP_KEY,
+    PIPELINE_ORDER_KEY,
+    PIPELINE_SCHEDULE_KEYS,
+    PIPELINE_STAGE_KEY,
+    annotations_without,
+)
 from tl_passes.gpu.barriers import barrier
 from tl_passes.gpu.tir_build import const_int, int_imm
 from tl_passes.gpu.traits import PORTABLE_TRAITS, AsyncCopy, GpuTraits
@@ -62,11 +71,6 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 ASYNC_COPY_KEY = "tl.async_copy"
 #: Loop annotation naming the shared tiles a ring holds (for IR dumps and tests).
 RING_BUFFERS_KEY = "tl.pipeline_ring"
-
-_SHARED = ("shared", "shared.dyn")
-_ORDER_KEY = "tl.pipeline_order"
-_STAGE_KEY = "tl.pipeline_stage"
-_GROUP_KEY = "tl.pipeline_group"
 
 
 def is_async_copy(stmt: Any) -> bool:
@@ -106,7 +110,7 @@ def _copy_op(stmt: Any) -> Any | None:
 
 
 def _scope(buffer: Any) -> str:
-    return str(buffer.ty.storage_scope) or "global"
+    return scopes.buffer_scope(buffer)
 
 
 def _buffer_uses(stmt: Any, buffer: Any) -> tuple[int, int]:
@@ -239,14 +243,14 @@ def _plan(loop: Any, stages: int, body_root: Any) -> _Ring | None:
             the ring cannot express.
     """
     statements = _flat(loop.body)
-    stage = _int_list(loop.annotations, _STAGE_KEY)
+    stage = _int_list(loop.annotations, PIPELINE_STAGE_KEY)
     # A copy the schedule puts at the last stage runs in order, with the compute.
     in_order_positions = {i for i, v in enumerate(stage or []) if v == stages - 1}
     inner = _defined_vars(loop.body)
     candidates: dict[Any, list[int]] = {}
     for position, stmt in enumerate(statements):
         op = _copy_op(stmt)
-        if op is None or op.src.scope != "global" or op.dst.scope not in _SHARED:
+        if op is None or op.src.scope != scopes.GLOBAL or op.dst.scope not in scopes.SHARED_SCOPES:
             continue
         if position in in_order_positions or op.src.dtype != op.dst.dtype:
             continue
@@ -295,9 +299,13 @@ def _check_schedule(ring: _Ring) -> list[int]:
     """
     annotations = ring.loop.annotations
     count = len(ring.statements)
-    order = _int_list(annotations, _ORDER_KEY)
-    stage = _int_list(annotations, _STAGE_KEY)
-    group = annotations[_GROUP_KEY] if annotations is not None and _GROUP_KEY in annotations else []
+    order = _int_list(annotations, PIPELINE_ORDER_KEY)
+    stage = _int_list(annotations, PIPELINE_STAGE_KEY)
+    group = (
+        annotations[PIPELINE_GROUP_KEY]
+        if annotations is not None and PIPELINE_GROUP_KEY in annotations
+        else []
+    )
     last = ring.stages - 1
     for key, values in (("order", order), ("stage", stage)):
         if values is not None and len(values) != count:
@@ -375,11 +383,9 @@ def build_ring(ring: _Ring, copy: AsyncCopy) -> Any:
         body.append(_ring_rewrite(ring.statements[position], rings, slot))
     # The refill is emitted once, where the first ring copy stands in the order.
     body.append(commit)
-    annotations = {
-        k: v
-        for k, v in (loop.annotations.items() if loop.annotations else [])
-        if k not in (LOOP_KIND_KEY, "num_stages", _ORDER_KEY, _STAGE_KEY, _GROUP_KEY)
-    }
+    annotations: dict[str, Any] = annotations_without(
+        loop, (LOOP_KIND_KEY, NUM_STAGES_KEY, *PIPELINE_SCHEDULE_KEYS)
+    )
     annotations[RING_BUFFERS_KEY] = [str(b.name) for b in rings]
     steady = tirx.For(var, start, extent, tirx.ForKind.SERIAL, _seq(body), annotations=annotations)
     return _seq([*prologue, steady, _extern(copy.wait, int_imm(0))])

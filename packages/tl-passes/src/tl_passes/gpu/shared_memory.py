@@ -22,6 +22,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 DYNAMIC_SHARED_ATTR = "tl.dynamic_shared_memory_bytes"
@@ -53,7 +54,7 @@ def scoped_buffers(body: Any, scope: str) -> list[Any]:
 
 def dynamic_shared_buffers(body: Any) -> list[Any]:
     """The ``shared.dyn`` buffers allocated in ``body``, in program order."""
-    return scoped_buffers(body, "shared.dyn")
+    return scoped_buffers(body, scopes.SHARED_DYN)
 
 
 def rescope(body: Any, old_scope: str, new_scope: str) -> Any:
@@ -86,7 +87,7 @@ def dynamic_shared_bytes(body: Any) -> int:
 
 def make_shared_static(body: Any) -> Any:
     """``body`` with every ``shared.dyn`` buffer replaced by a static ``shared`` one."""
-    return rescope(body, "shared.dyn", "shared")
+    return rescope(body, scopes.SHARED_DYN, scopes.SHARED)
 
 
 @dataclass(frozen=True)

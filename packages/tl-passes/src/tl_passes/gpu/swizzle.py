@@ -40,6 +40,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.tir_build import const_int
 from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
@@ -49,7 +50,6 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 SWIZZLE_ATTR = "tl.gpu_shared_swizzle"
 #: ``T.annotate_layout`` kinds (tl_ir) and the row widths, in chunks, they stand for.
 _BANK_KINDS = {"full_bank": 8, "half_bank": 4, "quarter_bank": 2}
-_SHARED = ("shared", "shared.dyn")
 CHUNK_BYTES = 16
 
 
@@ -127,7 +127,7 @@ def _shared_buffers(body: Any) -> dict[str, Any]:
     found: dict[str, Any] = {}
 
     def visit(alloc: Any) -> None:
-        if str(alloc.buffer.ty.storage_scope) in _SHARED:
+        if str(alloc.buffer.ty.storage_scope) in scopes.SHARED_SCOPES:
             found.setdefault(str(alloc.buffer.name), alloc.buffer)
 
     tvm_ffi.structural_walk(body, (tirx.AllocBuffer, visit), order="pre")

@@ -25,12 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tl_ir import scopes
 from tl_passes.gpu.layout_base import MMA, ROWS, FragmentLayout, static_shape
 from tl_passes.gpu.matrix import MatrixInstruction
 from tl_passes.gpu.traits import GpuTraits
 from tl_passes.gpu.warp_tiles import WarpTiles, accumulator_tiles, warp_partition
-
-SHARED_SCOPES = ("shared", "shared.dyn")
 
 
 @dataclass
@@ -134,10 +133,10 @@ def gemm_candidate(
     )
     if instruction is None or instruction.lanes != warp_size or k % instruction.k:
         return None
-    if str(b.ty.storage_scope) not in SHARED_SCOPES:
+    if str(b.ty.storage_scope) not in scopes.SHARED_SCOPES:
         return None
     a_scope = str(a.ty.storage_scope)
-    if a_scope not in SHARED_SCOPES and str(a.name) not in fragments:
+    if a_scope not in scopes.SHARED_SCOPES and str(a.name) not in fragments:
         return None
     for region in (op.a, op.b):
         extents = [const_int(e) for e in region.extents]

@@ -25,10 +25,11 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
 from tl_passes.gpu.layout import is_buffer_load, loop_kind_of
 
 #: Storage scopes whose buffers each thread holds its own copy of.
-THREAD_LOCAL_SCOPES = ("local", "local.var", "local.fragment")
+THREAD_LOCAL_SCOPES = (*scopes.THREAD_PRIVATE_SCOPES, scopes.FRAGMENT)
 
 
 def _scope(buffer: Any) -> str:

@@ -1,0 +1,391 @@
+"""Canonical, process-independent renderings of the values a kernel's construction reads.
+
+The front-end key, the eager specialization key and the in-memory memo render every
+compile-time value here. The rule (docs/cache.md): a rendering must change whenever
+the kernel built from the value could, and never otherwise. So a value is rendered
+by what it holds, never by a ``repr`` that can drop parts of it; a value with no
+such rendering raises `Unkeyable` and its call is keyed by its IR instead (always
+correct, only slower).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import enum
+import functools
+import hashlib
+import json
+import sys
+import types
+from collections.abc import Mapping
+from typing import Any
+
+from tl_jit.source_text import dedented_source
+from tl_jit.versions import COMPILER_PACKAGES
+
+__all__ = [
+    "Unkeyable",
+    "canonical_value",
+    "function_digest",
+    "is_compiler_module_name",
+    "is_library_module",
+    "sha_of",
+]
+
+
+def sha_of(parts: Mapping[str, Any]) -> str:
+    """sha256 hex digest of the canonical JSON text of ``parts``."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Unkeyable(Exception):
+    """A value has no stable canonical rendering (e.g. an object whose repr holds an address)."""
+
+
+def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> Any:
+    """A JSON-compatible, process-independent rendering of a compile-time value.
+
+    Rendered by what the value holds:
+
+    - None, bool, int, str as themselves (JSON keeps ``true`` and ``1`` apart); a
+      float by its hex form (``0.0`` and ``-0.0`` differ, every NaN is one value),
+      a complex by its two parts, bytes by their hex;
+    - tuples, lists, dicts and sets element by element (type included);
+    - numpy arrays and scalars, and torch tensors, by dtype, shape and a sha256 of
+      their bytes (their ``repr`` rounds and elides);
+    - functions by `function_digest` (code, source, defaults, closure, globals);
+      modules by name;
+    - classes defined in the user's code by everything in their body (attributes,
+      methods and static/class methods by their code, properties, nested classes)
+      and their bases; Enum classes by their members' names and values and their
+      methods; an Enum member by its class and name;
+    - instances of the user's classes, dataclasses and attrs classes by their class
+      and every attribute they hold (``field(repr=False)`` included);
+    - classes and functions of the compiler packages, tvm and installed libraries
+      by their qualified name (their versions are part of every key);
+    - any other object by its type and ``repr`` when that shows no address.
+
+    Raises:
+        Unkeyable: no faithful rendering exists (an object whose ``repr`` shows an
+            address, an object-dtype array, a sparse or quantized tensor...).
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return {"float": value.hex()}
+    if isinstance(value, complex):
+        return {"complex": [value.real.hex(), value.imag.hex()]}
+    if isinstance(value, bytes):
+        return {"bytes": value.hex()}
+    if isinstance(value, enum.Enum):
+        return {"enum": [_class_rendering(type(value), _seen), value.name]}
+    if isinstance(value, tuple | list):
+        return [type(value).__name__, [canonical_value(v, _seen=_seen) for v in value]]
+    if isinstance(value, set | frozenset):
+        items = sorted(json.dumps(canonical_value(v, _seen=_seen), sort_keys=True) for v in value)
+        return ["set", items]
+    if isinstance(value, dict):
+        return [
+            "dict",
+            sorted(
+                (json.dumps(canonical_value(k, _seen=_seen)), canonical_value(v, _seen=_seen))
+                for k, v in value.items()
+            ),
+        ]
+    if isinstance(value, types.ModuleType):
+        return {"module": value.__name__}
+    if isinstance(value, types.FunctionType):
+        if id(value) in _seen:
+            return {"function": value.__qualname__}
+        return {"function": function_digest(value, _seen=_seen | {id(value)})}
+    if isinstance(value, type):
+        return _class_rendering(value, _seen)
+    if hasattr(value, "__array_interface__") and hasattr(value, "tobytes"):
+        return _array_rendering(value)
+    if _is_torch_tensor(value):
+        return _tensor_rendering(value)
+    if isinstance(value, types.BuiltinFunctionType):
+        return {"object": f"{getattr(value, '__module__', '')}.{value.__qualname__}"}
+    if _holds_its_state(value):
+        return _instance_rendering(value, _seen)
+    text = repr(value)
+    if " at 0x" in text or text.startswith("<"):
+        raise Unkeyable(f"{type(value).__name__} value {text[:60]} has no stable rendering")
+    return {"object": f"{type(value).__module__}.{type(value).__qualname__}: {text}"}
+
+
+def _array_rendering(array: Any) -> Any:
+    """numpy arrays and scalars: their repr elides the middle of large arrays, so the
+    bytes are hashed; an object array's bytes are addresses, so it has no rendering."""
+    if getattr(array.dtype, "hasobject", False):
+        raise Unkeyable("a numpy array of Python objects has no stable rendering")
+    digest = hashlib.sha256(array.tobytes(order="C")).hexdigest()
+    return {"array": [str(array.dtype), list(array.shape), digest]}
+
+
+def _is_torch_tensor(value: object) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _tensor_rendering(tensor: Any) -> Any:
+    """A torch tensor by dtype, shape and a sha256 of its values (its repr rounds and
+    elides); the device is left out (the same values on another device build the same
+    kernel)."""
+    import torch
+
+    if tensor.layout != torch.strided or tensor.is_quantized or tensor.is_nested:
+        raise Unkeyable(f"a torch tensor with layout {tensor.layout} has no stable rendering")
+    if tensor.device.type == "meta":
+        raise Unkeyable("a torch tensor on the meta device has no values to render")
+    flat = tensor.detach().resolve_conj().resolve_neg().to("cpu").contiguous().reshape(-1)
+    raw = flat.view(torch.uint8) if flat.element_size() != 1 else flat
+    digest = hashlib.sha256(raw.numpy().tobytes()).hexdigest()
+    return {"tensor": [str(tensor.dtype), list(tensor.shape), digest]}
+
+
+#: Entries of a class body that say nothing about what the class computes.
+_CLASS_HOUSEKEEPING = frozenset(
+    {
+        "__dict__",
+        "__weakref__",
+        "__module__",
+        "__doc__",
+        "__qualname__",
+        "__firstlineno__",
+        "__static_attributes__",
+        "__annotations__",
+        "__dataclass_fields__",
+        "__dataclass_params__",
+        "__match_args__",
+        "__attrs_attrs__",
+        "__orig_bases__",
+        "__parameters__",
+        "_abc_impl",  # abc's per-class cache (its repr shows an address)
+    }
+)
+
+
+def _is_user_type(cls: type) -> bool:
+    """A class defined in the user's code (not builtins, the compiler, or a library)."""
+    name = cls.__module__
+    if name == "builtins" or is_compiler_module_name(name):
+        return False
+    module = sys.modules.get(name)
+    return module is None or not is_library_module(module)
+
+
+def _holds_its_state(value: object) -> bool:
+    """Whether ``value`` is rendered by its attributes: an instance of the user's
+    class, or a dataclass or attrs instance (whose fields are its state)."""
+    cls = type(value)
+    if dataclasses.is_dataclass(value) or hasattr(cls, "__attrs_attrs__"):
+        return True
+    return _is_user_type(cls) and (hasattr(value, "__dict__") or hasattr(cls, "__slots__"))
+
+
+def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
+    if id(value) in seen:
+        return {"instance": type(value).__qualname__}
+    inner = seen | {id(value)}
+    state: dict[str, Any] = dict(getattr(value, "__dict__", {}))
+    for klass in type(value).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
+                state[slot] = getattr(value, slot)
+    return {
+        "instance": _class_rendering(type(value), inner),
+        "state": canonical_value(state, _seen=inner),
+    }
+
+
+def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
+    """A class: by name for builtins, the compiler and libraries; by its body otherwise."""
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if not _is_user_type(cls):
+        return {"object": name}
+    if id(cls) in seen:
+        return {"class": name}
+    inner = seen | {id(cls)}
+    if issubclass(cls, enum.Enum):
+        members = [[m.name, global_value(m.value, inner)] for m in cls.__members__.values()]
+        methods = [
+            [key, _class_entry(entry, inner)]
+            for key, entry in sorted(vars(cls).items())
+            if isinstance(entry, _CODE_ENTRIES) and key not in cls.__members__
+        ]
+        return {"enum": name, "members": members, "methods": methods}
+    body = [
+        [key, _class_entry(entry, inner)]
+        for key, entry in sorted(vars(cls).items())
+        if key not in _CLASS_HOUSEKEEPING
+    ]
+    bases = [_class_rendering(base, inner) for base in cls.__bases__ if base is not object]
+    return {"class": name, "bases": bases, "body": body}
+
+
+_CODE_ENTRIES = (types.FunctionType, staticmethod, classmethod, property)
+
+
+def _class_entry(entry: object, seen: frozenset[int]) -> Any:
+    """One entry of a class body: methods by their code, descriptors by their parts."""
+    if isinstance(entry, staticmethod | classmethod):
+        return [type(entry).__name__, global_value(entry.__func__, seen)]
+    if isinstance(entry, property):
+        return ["property", [global_value(f, seen) for f in (entry.fget, entry.fset, entry.fdel)]]
+    if isinstance(entry, types.MemberDescriptorType | types.GetSetDescriptorType):
+        return ["slot"]
+    return global_value(entry, seen)
+
+
+def _code_digest(code: types.CodeType) -> list[Any]:
+    consts = [_code_digest(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    return [
+        code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
+        code.co_code.hex(),
+        consts,
+        list(code.co_names),
+        list(code.co_varnames),
+        list(code.co_freevars),
+        list(code.co_cellvars),
+    ]
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+@functools.lru_cache(maxsize=1024)
+def _source_reads(code: types.CodeType) -> tuple[str, frozenset[str], frozenset[tuple[str, str]]]:
+    """The source text of ``code``'s function and the names (and ``name.attr`` pairs) it reads.
+
+    The kernel parser reads a ``@T.prim_func``'s source, not its bytecode: a name that
+    appears only in a parameter annotation (a local of the builder in the bytecode, or a
+    string under PEP 563) is still resolved by the parser, so the key covers every name
+    the source mentions. Empty when the source is unavailable (``exec``, the REPL).
+    """
+    source = dedented_source(code)
+    if source is None:
+        return "", frozenset(), frozenset()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, IndentationError):
+        return "", frozenset(), frozenset()
+    names: set[str] = set()
+    attributes: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            attributes.add((node.value.id, node.attr))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # A quoted annotation ("T.Tensor((N,), dtype)") is parsed as an expression.
+            try:
+                inner = ast.parse(node.value, mode="eval")
+            except SyntaxError:
+                continue
+            names.update(n.id for n in ast.walk(inner) if isinstance(n, ast.Name))
+    return source, frozenset(names), frozenset(attributes)
+
+
+_VERSIONED_TOP_LEVEL = frozenset(COMPILER_PACKAGES) | {"tvm", "tvm_ffi"}
+
+
+def is_compiler_module(module: types.ModuleType) -> bool:
+    """Whether ``module`` belongs to the compiler packages or tvm."""
+    # The compiler packages and tvm are covered by compiler_versions(): their sources
+    # are fingerprinted (or versioned) as a whole, so their attributes need no keying.
+    return is_compiler_module_name(module.__name__)
+
+
+def is_compiler_module_name(name: str) -> bool:
+    """Whether the module named ``name`` belongs to the compiler packages or tvm."""
+    top = name.partition(".")[0]
+    return top in _VERSIONED_TOP_LEVEL or top.startswith("tl_codegen_")
+
+
+def is_library_module(module: types.ModuleType) -> bool:
+    """Whether ``module`` is installed (site-packages) or part of the standard library."""
+    # Installed third-party or standard-library modules (numpy, math): what their
+    # attributes are is fixed by their installed version, not by the user's code.
+    path = getattr(module, "__file__", None) or ""
+    return "site-packages" in path or "dist-packages" in path or path.startswith(sys.base_prefix)
+
+
+def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozenset()) -> str:
+    """sha256 over what building a kernel from ``func`` reads.
+
+    Covered: its code (nested code included), its source text, defaults, closure values,
+    the values of the module globals named in its code or source (constants, and
+    functions by their own digest), and the values of attributes it reads from the
+    user's own modules (``config.BLOCK``). Attributes of the compiler packages and of
+    installed libraries are covered by the version part of the key.
+
+    Raises:
+        Unkeyable: a closure value or a global it reads has no stable rendering (the
+            caller then keys on the IR only, which is always correct).
+    """
+    seen = _seen | {id(func)}
+    source, source_names, source_attributes = _source_reads(func.__code__)
+    parts: dict[str, Any] = {"code": _code_digest(func.__code__), "source": source}
+    parts["defaults"] = canonical_value(func.__defaults__, _seen=seen)
+    parts["kwdefaults"] = canonical_value(func.__kwdefaults__, _seen=seen)
+    closure = []
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=False):
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell (name bound later)
+            contents = None
+        closure.append([name, global_value(contents, seen)])
+    parts["closure"] = closure
+    globals_used = []
+    module_globals = func.__globals__
+    for name in sorted(_global_names(func.__code__) | source_names):
+        if name in module_globals:
+            globals_used.append([name, global_value(module_globals[name], seen)])
+    parts["globals"] = globals_used
+    attributes_used = []
+    for owner_name, attribute in sorted(source_attributes):
+        owner = module_globals.get(owner_name)
+        if not isinstance(owner, types.ModuleType):
+            continue
+        if is_compiler_module(owner) or is_library_module(owner):
+            continue
+        if hasattr(owner, attribute):
+            value = global_value(getattr(owner, attribute), seen)
+            attributes_used.append([owner_name, attribute, value])
+    parts["attributes"] = attributes_used
+    return sha_of(parts)
+
+
+def global_value(value: object, seen: frozenset[int] = frozenset()) -> Any:
+    """A global's or closure value's rendering for the front-end key.
+
+    A wrapper (``functools.wraps``: a ``@jit`` function, a decorated helper) is keyed by
+    the function it wraps; objects from the compiler packages by their type (their code
+    is versioned); anything else without a stable rendering makes the whole call
+    unkeyable, so the kernel is looked up by its IR key rather than risk a stale one.
+    """
+    if isinstance(value, types.FunctionType):
+        owner = sys.modules.get(value.__module__)
+        if is_compiler_module_name(value.__module__) or (
+            owner is not None and is_library_module(owner)
+        ):
+            return {"function": f"{value.__module__}.{value.__qualname__}"}
+    try:
+        return canonical_value(value, _seen=seen)
+    except Unkeyable:
+        wrapped = getattr(value, "__wrapped__", None)
+        if isinstance(wrapped, types.FunctionType):
+            if id(wrapped) in seen:
+                return {"wraps": wrapped.__qualname__}
+            return {"wraps": function_digest(wrapped, _seen=seen | {id(wrapped)})}
+        if is_compiler_module_name(type(value).__module__):
+            return {"opaque": f"{type(value).__module__}.{type(value).__qualname__}"}
+        raise

@@ -1,0 +1,345 @@
+"""Key stability: a key changes whenever the kernel could, and never otherwise.
+
+Covers the front-end key (class and module attributes, Enum classes, static methods,
+lossy reprs of compile-time values), the eager dispatcher (signed zeros, NaN, equal
+values of different types), environment variables a builder reads, and the proof a
+front-end record must carry (docs/cache.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+import textwrap
+import types
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_jit
+import tl_jit.language as T
+from tl_jit.cache import CacheWarning
+from tl_jit.keys import Unkeyable, canonical_value, frontend_key
+
+
+def _load(path: Path, name: str, source: str) -> types.ModuleType:
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _key(module: types.ModuleType, name: str = "build", **arguments: Any) -> str:
+    return frontend_key(getattr(module, name), arguments, {"target": "c"})
+
+
+# ----------------------------------------------------------------- front-end key: globals
+CLASS_BUILDER = """
+import enum
+
+class Config:
+    BLOCK = 32
+
+    @staticmethod
+    def tile(n):
+        return n // 4
+
+class Mode(enum.Enum):
+    FAST = 1
+    SAFE = 2
+
+def build(n):
+    return Config.tile(n) * Config.BLOCK, Mode.FAST.value
+"""
+
+
+def test_a_class_attribute_the_builder_reads_changes_the_key(tmp_path: Path) -> None:
+    module = _load(tmp_path / "ks_class.py", "ks_class", CLASS_BUILDER)
+    first = _key(module, n=64)
+    module.Config.BLOCK = 64
+    assert _key(module, n=64) != first
+    module.Config.BLOCK = 32
+    assert _key(module, n=64) == first  # the same class body: the same key
+
+
+def test_a_static_method_of_a_class_the_builder_reads_changes_the_key(tmp_path: Path) -> None:
+    module = _load(tmp_path / "ks_static.py", "ks_static", CLASS_BUILDER)
+    first = _key(module, n=64)
+    module.Config.tile = staticmethod(lambda n: n // 8)
+    assert _key(module, n=64) != first
+
+
+def test_an_enum_member_value_changes_the_key(tmp_path: Path) -> None:
+    first = _key(_load(tmp_path / "ks_enum1.py", "ks_enum1", CLASS_BUILDER), n=64)
+    changed = CLASS_BUILDER.replace("FAST = 1", "FAST = 3")
+    assert _key(_load(tmp_path / "ks_enum1.py", "ks_enum1", changed), n=64) != first
+
+
+def test_a_class_docstring_does_not_change_the_key(tmp_path: Path) -> None:
+    first = _key(_load(tmp_path / "ks_doc.py", "ks_doc", CLASS_BUILDER), n=64)
+    documented = CLASS_BUILDER.replace("    BLOCK = 32", '    """Tiles."""\n    BLOCK = 32')
+    assert _key(_load(tmp_path / "ks_doc.py", "ks_doc", documented), n=64) == first
+
+
+def test_the_key_of_a_class_reading_builder_is_the_same_in_every_process(tmp_path: Path) -> None:
+    (tmp_path / "ks_proc.py").write_text(textwrap.dedent(CLASS_BUILDER))
+    code = (
+        "import ks_proc\nfrom tl_jit.keys import frontend_key\n"
+        "print(frontend_key(ks_proc.build, {'n': 64}, {'target': 'c'}))\n"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    assert len(keys) == 1 and len(keys.pop()) == 64
+
+
+# -------------------------------------------------------- compile-time values: lossy reprs
+@dataclasses.dataclass
+class Tiling:
+    block: int
+    hint: int = dataclasses.field(default=0, repr=False)
+
+
+def test_a_dataclass_field_hidden_from_repr_changes_the_rendering() -> None:
+    assert repr(Tiling(64, 1)) == repr(Tiling(64, 2))
+    assert canonical_value(Tiling(64, 1)) != canonical_value(Tiling(64, 2))
+    assert canonical_value(Tiling(64, 1)) == canonical_value(Tiling(64, 1))
+
+
+def test_torch_tensors_are_rendered_by_their_values_not_their_repr() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(2000)
+    b = a.clone()
+    b[1000] = 1.0  # in the part repr elides
+    c = torch.tensor([1.0, 2.5])
+    d = torch.tensor([1.00001, 2.5])  # below repr's rounding
+    assert repr(a) == repr(b) and repr(c) == repr(d)
+    renderings = {json.dumps(canonical_value(t)) for t in (a, b, c, d)}
+    assert len(renderings) == 4
+    assert canonical_value(a) == canonical_value(torch.zeros(2000))
+    assert canonical_value(a) != canonical_value(torch.zeros(2000, dtype=torch.float64))
+
+
+def test_equal_values_of_different_types_and_signed_zeros_render_apart() -> None:
+    values = [1, 1.0, True, 0.0, -0.0, complex(0.0, 0.0), complex(0.0, -0.0)]
+    renderings = [json.dumps(canonical_value(v)) for v in values]
+    assert len(set(renderings)) == len(values)
+    assert canonical_value(math.nan) == canonical_value(float("nan"))
+
+
+def test_an_object_array_and_an_address_repr_are_unkeyable() -> None:
+    with pytest.raises(Unkeyable):
+        canonical_value(np.array([object()], dtype=object))
+    with pytest.raises(Unkeyable):
+        canonical_value(object())
+
+
+# ------------------------------------------------------------------- the eager dispatcher
+def _typed_kernel() -> Any:
+    @tl_jit.jit(target="c")
+    def typed(A, k=1):
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        C = T.empty((N,), T.float32)
+        # What the body builds depends on the template value's type, as user code may.
+        step = 100.0 if isinstance(k, bool) else 1.0 if isinstance(k, int) else 10.0
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] + step
+        return C
+
+    return typed
+
+
+def test_the_dispatcher_keeps_one_true_and_one_point_zero_apart(cache_dir: Path) -> None:
+    typed = _typed_kernel()
+    a = np.zeros(4, np.float32)
+    for _ in range(2):  # the second round runs through the generated dispatcher
+        np.testing.assert_array_equal(typed(a, 1), a + 1)
+        np.testing.assert_array_equal(typed(a, 1.0), a + 10)
+        np.testing.assert_array_equal(typed(a, True), a + 100)
+    assert len(typed._specializations) == 3
+
+
+def _fill_kernel() -> Any:
+    @tl_jit.jit(target="c")
+    def fill(A, value=1.0):
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        C = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] * value
+        return C
+
+    return fill
+
+
+def test_the_dispatcher_keeps_signed_zeros_apart(cache_dir: Path) -> None:
+    fill = _fill_kernel()
+    a = np.ones(4, np.float32)
+    for _ in range(2):
+        assert not np.signbit(fill(a, 0.0)).any()
+        assert np.signbit(fill(a, -0.0)).all()
+    assert len(fill._specializations) == 2
+
+
+def test_nan_calls_reuse_one_kernel_and_add_no_entries(cache_dir: Path) -> None:
+    fill = _fill_kernel()
+    a = np.ones(4, np.float32)
+    for _ in range(5):
+        assert np.isnan(fill(a, float("nan"))).all()
+    assert len(fill._specializations) == 1
+    assert len(fill._fast) == 0
+    np.testing.assert_array_equal(fill(a, 2.0), a * 2)
+    np.testing.assert_array_equal(fill(a, 2.0), a * 2)
+    assert len(fill._fast) == 1  # an ordinary float still takes the fast path
+
+
+# ------------------------------------------------------------------ environment variables
+def test_a_builder_reading_an_environment_variable_rebuilds_when_it_changes(
+    fake_backend: Any, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.setenv("KS_FACTOR", "2")
+
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int) -> Any:
+        return fake_backend.make_scale(n, float(os.environ["KS_FACTOR"]))
+
+    a = np.ones(16, np.float32)
+    np.testing.assert_allclose(scale(16)(a), 2 * a)
+    monkeypatch.setenv("KS_FACTOR", "3")
+    np.testing.assert_allclose(scale(16)(a), 3 * a)  # in memory
+    scale._kernels.clear()  # as in a new process: the front-end record decides
+    np.testing.assert_allclose(scale(16)(a), 3 * a)
+    monkeypatch.setenv("KS_FACTOR", "2")
+    scale._kernels.clear()
+    np.testing.assert_allclose(scale(16)(a), 2 * a)
+
+
+def test_a_builder_reading_no_variable_keeps_its_memo(fake_backend: Any, cache_dir: Path) -> None:
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int) -> Any:
+        return fake_backend.make_scale(n, 2.0)
+
+    first = scale(16)
+    scale._kernels.clear()
+    second = scale(16)
+    assert second.cache_key == first.cache_key and second.prim_func is None  # a memo hit
+
+
+def test_an_eager_body_reading_an_environment_variable_rebuilds_when_it_changes(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.setenv("KS_SHIFT", "1")
+
+    @tl_jit.jit(target="c")
+    def shift(A):
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        C = T.empty((N,), T.float32)
+        amount = float(os.environ["KS_SHIFT"])
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] + amount
+        return C
+
+    a = np.zeros(4, np.float32)
+    np.testing.assert_array_equal(shift(a), a + 1)
+    np.testing.assert_array_equal(shift(a), a + 1)
+    monkeypatch.setenv("KS_SHIFT", "5")
+    np.testing.assert_array_equal(shift(a), a + 5)
+
+
+# ----------------------------------------------------------- a front-end record's proof
+def test_a_record_naming_another_valid_entry_is_not_trusted(
+    fake_backend: Any, cache_dir: Path
+) -> None:
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int, factor: float) -> Any:
+        return fake_backend.make_scale(n, factor)
+
+    double = scale(16, 2.0)
+    triple = scale(16, 3.0)
+    records = {
+        json.loads(p.read_text())["ir_key"]: p for p in (cache_dir / "frontend").glob("*.json")
+    }
+    double_record = records[double.cache_key]
+    data = json.loads(double_record.read_text())
+    data["ir_key"] = triple.cache_key  # the record now names the other kernel's valid entry
+    double_record.write_text(json.dumps(data))
+    scale._kernels.clear()
+    a = np.ones(16, np.float32)
+    with pytest.warns(CacheWarning, match="does not prove"):
+        again = scale(16, 2.0)
+    np.testing.assert_allclose(again(a), 2 * a)
+    # The call rebuilt (found its own entry by its IR key) and wrote a record with a proof.
+    scale._kernels.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(scale(16, 2.0)(a), 2 * a)
+
+
+def test_a_record_copied_from_another_cache_root_is_not_trusted(
+    fake_backend: Any, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int, factor: float) -> Any:
+        return fake_backend.make_scale(n, factor)
+
+    scale(16, 2.0)
+    other = tmp_path / "other-cache"
+    monkeypatch.setenv("TL_CACHE_DIR", str(other))
+    scale._kernels.clear()
+    scale(16, 2.0)  # the same kernel in another root, with that root's own secret
+    for record in (cache_dir / "frontend").glob("*.json"):
+        shutil.copy(record, other / "frontend" / record.name)
+    scale._kernels.clear()
+    with pytest.warns(CacheWarning, match="does not prove"):
+        scale(16, 2.0)
+
+
+def test_an_abstract_base_class_in_the_users_code_stays_keyable(tmp_path: Path) -> None:
+    module = _load(
+        tmp_path / "ks_abc.py",
+        "ks_abc",
+        """
+        import abc
+
+        class Base(abc.ABC):
+            BLOCK = 16
+
+            @abc.abstractmethod
+            def size(self): ...
+
+        def build(n):
+            return n * Base.BLOCK
+        """,
+    )
+    first = _key(module, n=4)
+    module.Base.BLOCK = 32
+    assert _key(module, n=4) != first
