@@ -8,7 +8,12 @@ says: ``(case name, target) -> (exception type, reason)``. The corpus test marks
 
 from __future__ import annotations
 
-from integration_tests.tilelang_compat import cases_examples, cases_gemm, cases_language
+from integration_tests.tilelang_compat import (
+    cases_eager,
+    cases_examples,
+    cases_gemm,
+    cases_language,
+)
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
 from integration_tests.tilelang_compat.harness import Case
 
@@ -16,7 +21,7 @@ TARGETS = ("c", "llvm", "cuda-nvcc")
 """The columns: run on the C and LLVM CPU targets, lowered for CUDA and compiled by nvcc."""
 
 ALL_CASES: dict[str, Case] = {
-    case.name: case for case in (*cases_gemm.CASES, *cases_language.CASES, *cases_examples.CASES)
+    case.name: case for case in (*cases_gemm.CASES, *cases_language.CASES, *cases_examples.CASES, *cases_eager.CASES)
 }
 
 NOTES: dict[str, str] = {
