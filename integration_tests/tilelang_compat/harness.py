@@ -146,8 +146,9 @@ def _output_arrays(func: Any, out_idx: Sequence[int], inputs: Arrays) -> dict[in
     Symbolic extents are bound from the inputs' shapes (the first input axis with the
     same variable).
     """
-    from tl_ir.dtypes import numpy_dtype
     from tvm.tirx import BufferType
+
+    from tl_ir.dtypes import numpy_dtype
 
     params = list(func.params)
     input_params = [p for i, p in enumerate(params) if i not in out_idx]

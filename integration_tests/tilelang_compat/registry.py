@@ -21,7 +21,13 @@ TARGETS = ("c", "llvm", "cuda-nvcc")
 """The columns: run on the C and LLVM CPU targets, lowered for CUDA and compiled by nvcc."""
 
 ALL_CASES: dict[str, Case] = {
-    case.name: case for case in (*cases_gemm.CASES, *cases_language.CASES, *cases_examples.CASES, *cases_eager.CASES)
+    case.name: case
+    for case in (
+        *cases_gemm.CASES,
+        *cases_language.CASES,
+        *cases_examples.CASES,
+        *cases_eager.CASES,
+    )
 }
 
 NOTES: dict[str, str] = {

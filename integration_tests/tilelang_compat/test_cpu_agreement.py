@@ -7,7 +7,10 @@ writes, which the poisoned outputs here now catch on both targets). Outputs are
 pre-filled with a poison value rather than allocated, so allocator reuse cannot make an
 unwritten element look right. Programs whose result depends on thread timing (float
 atomics from several blocks, whose order differs between runs) are listed in
-`NONDETERMINISTIC` with the reason and compared with the reference only.
+`NONDETERMINISTIC` with the reason and compared with the reference only. Programs
+whose float results round differently on the two targets for a known, legitimate
+reason are in `ROUNDING` (with it) and compared with each other within the case's
+tolerance instead of bit for bit.
 """
 
 from __future__ import annotations
@@ -22,6 +25,23 @@ NONDETERMINISTIC: dict[str, str] = {
     "example_gemm_splitk.matmul": "split-K blocks add their float partials with T.atomic_add in run-time order",
 }
 """Cases excluded from the bit-for-bit comparison, with why their result varies."""
+
+_FMA = (
+    "gcc contracts a * b + c into one fused multiply-add (C's default in GNU mode) where "
+    "TVM's LLVM code keeps the two roundings"
+)
+ROUNDING: dict[str, str] = {
+    "example_flash_attention.flashattn": (
+        f"exp comes from different implementations (libm or the C vector exp against "
+        f"LLVM's), and {_FMA}: up to 26 float16 ulps on outputs near zero"
+    ),
+    "example_flash_attention.flashattn-causal": "as example_flash_attention.flashattn",
+    "example_layernorm._layernorm_fwd": (
+        f"{_FMA}; the variance sumsq / D - mean * mean cancels, so rstd differs by 2 ulps "
+        "and outputs near zero by more"
+    ),
+}
+"""Deterministic cases whose c and llvm results differ in rounding, with why."""
 
 
 def _agreement_cases() -> list[object]:
@@ -49,6 +69,16 @@ def test_c_and_llvm_agree_bit_for_bit(name: str) -> None:
     on_llvm = run_with_poisoned_outputs(case, "llvm")
     if name in NONDETERMINISTIC:
         return  # both matched the reference; their bits may differ run to run
+    if name in ROUNDING:
+        for index, (a, b) in enumerate(zip(on_c, on_llvm, strict=True)):
+            np.testing.assert_allclose(
+                a.astype(np.float64),
+                b.astype(np.float64),
+                rtol=case.rtol,
+                atol=case.atol,
+                err_msg=f"{name}: output {index}",
+            )
+        return
     for index, (a, b) in enumerate(zip(on_c, on_llvm, strict=True)):
         assert a.dtype == b.dtype and a.shape == b.shape, f"{name}: output {index}"
         differ = np.frombuffer(np.ascontiguousarray(a).tobytes(), np.uint8) != np.frombuffer(
@@ -60,8 +90,8 @@ def test_c_and_llvm_agree_bit_for_bit(name: str) -> None:
         )
 
 
-def test_nondeterministic_entries_name_cases() -> None:
-    for name in NONDETERMINISTIC:
+def test_excluded_entries_name_cases() -> None:
+    for name in (*NONDETERMINISTIC, *ROUNDING):
         assert name in ALL_CASES, name
 
 
