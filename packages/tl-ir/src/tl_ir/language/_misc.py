@@ -11,7 +11,7 @@ from tvm.script import tirx as _tvm_T
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
-from tl_ir.errors import KernelTypeError, ScopeError
+from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._operands import (
     describe_operand,
@@ -122,3 +122,27 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
         raise ScopeError("T.use_swizzle is only allowed inside a @T.prim_func body")
     if enable:
         state.swizzle_panel = panel_size
+
+
+def import_source(source: str | None = None) -> None:
+    """TileLang's ``T.import_source(code)``: device C source a kernel's ``T.call_extern``
+    calls reach. ``T.import_source(None)`` (TileLang's no-op) does nothing.
+
+    Raises:
+        UnsupportedError: ``source`` is text: injecting source is not supported yet on
+            any target (the CPU targets cannot compile CUDA C device helpers at all).
+        KernelTypeError: ``source`` is neither None nor a string.
+    """
+    if source is None:
+        return
+    if not isinstance(source, str):
+        raise KernelTypeError(
+            f"T.import_source(source): expected a string of C source or None, got "
+            f"{type(source).__name__}"
+        )
+    raise UnsupportedError(
+        "T.import_source(source): injecting device C source into a kernel is not supported "
+        "yet (and CUDA C device helpers can never compile for the CPU targets); write the "
+        "helper's arithmetic in the kernel language (T.Parallel, bit operations, "
+        "T.reinterpret) instead of calling it with T.call_extern"
+    )
