@@ -103,6 +103,7 @@ from tl_ir.language._misc import (
     min_value,
     import_source,
     print,
+    reinterpret,
     use_swizzle,
 )
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
@@ -297,6 +298,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "floormod",
     "print",
     "import_source",
+    "reinterpret",
     "annotate_layout",
     "annotate_safe_value",
     "use_swizzle",

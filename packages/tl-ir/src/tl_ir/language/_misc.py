@@ -146,3 +146,22 @@ def import_source(source: str | None = None) -> None:
         "helper's arithmetic in the kernel language (T.Parallel, bit operations, "
         "T.reinterpret) instead of calling it with T.call_extern"
     )
+
+
+def reinterpret(first: Any, second: Any) -> Any:
+    """The bits of a value read as another dtype: ``T.reinterpret(dtype, value)`` (TVM's
+    order) or ``T.reinterpret(value, dtype)`` (TileLang's); the dtype is whichever
+    argument is a dtype name or object.
+
+    Raises:
+        KernelTypeError: neither argument, or both, is a dtype.
+    """
+    first_is_dtype = isinstance(first, str)
+    second_is_dtype = isinstance(second, str)
+    if first_is_dtype == second_is_dtype:
+        raise KernelTypeError(
+            "T.reinterpret: expected one dtype and one value ((dtype, value) or "
+            f"(value, dtype)), got {first!r} and {second!r}"
+        )
+    dtype, value = (first, second) if first_is_dtype else (second, first)
+    return _tvm_T.reinterpret(_normalize_dtype(dtype), value)
