@@ -40,8 +40,8 @@ class Case:
         reference: ``(args, *inputs) -> expected outputs`` computed with numpy.
         out_idx: parameters the kernel allocates and returns; None: taken from the
             ``@tilelang.jit`` options of the program (or no outputs allocated).
-        inplace: indices into ``inputs`` of arrays the kernel writes (compared after
-            the call when the kernel returns nothing).
+        inplace: indices into ``inputs`` of arrays the kernel writes, compared after
+            the call (after the returned outputs, when there are any).
         rtol, atol: tolerance of the comparison.
     """
 
@@ -118,9 +118,10 @@ def compare(case: Case, got: Sequence[Any], want: Sequence[np.ndarray]) -> None:
 def run_kernel(case: Case, kernel: Any, inputs: Arrays, out_idx: list[int] | None) -> list[Any]:
     """Call a compiled kernel on ``inputs`` and return its outputs (returned or in place)."""
     result = kernel(*inputs)
+    written = [inputs[i] for i in case.inplace]
     if out_idx:
-        return list(result) if isinstance(result, list | tuple) else [result]
-    return [inputs[i] for i in case.inplace]
+        return [*(list(result) if isinstance(result, list | tuple) else [result]), *written]
+    return written
 
 
 def run_on_cpu(case: Case, target: str) -> None:
@@ -199,6 +200,7 @@ def run_with_poisoned_outputs(case: Case, target: str) -> list[np.ndarray]:
         pending = iter(inputs)
         kernel(*[outputs[i] if i in outputs else next(pending) for i in range(count)])
         got = [outputs[i] for i in (i % count for i in out_idx)]
+        got += [np.asarray(inputs[i]) for i in case.inplace]
     else:
         kernel(*inputs)
         got = [np.asarray(inputs[i]) for i in case.inplace]

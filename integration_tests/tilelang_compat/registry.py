@@ -9,10 +9,12 @@ says: ``(case name, target) -> (exception type, reason)``. The corpus test marks
 from __future__ import annotations
 
 from integration_tests.tilelang_compat import (
+    cases_attention,
     cases_eager,
     cases_examples,
     cases_gemm,
     cases_language,
+    cases_linear,
 )
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
 from integration_tests.tilelang_compat.harness import Case
@@ -27,6 +29,8 @@ ALL_CASES: dict[str, Case] = {
         *cases_language.CASES,
         *cases_examples.CASES,
         *cases_eager.CASES,
+        *cases_attention.CASES,
+        *cases_linear.CASES,
     )
 }
 
