@@ -135,3 +135,143 @@ CASES = [
         atol=1e-2,
     ),
 ]
+
+
+def _sink_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    return [*_bhsd_inputs(a, rng), _normal(rng, a["heads"])]
+
+
+def _sink_ref(a: dict[str, Any], q: Any, k: Any, v: Any, sinks: Any) -> Arrays:
+    """Causal attention (aligned at the end of the keys, optionally a sliding window)
+    whose softmax denominator also holds exp(sink) per head."""
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    sq, sk = q.shape[2], k.shape[2]
+    logits = np.einsum("bhqd,bhkd->bhqk", q64, k64) / np.sqrt(q.shape[-1])
+    pos_q = np.arange(sq)[:, None] + (sk - sq)
+    pos_k = np.arange(sk)[None, :]
+    masked = pos_k > pos_q
+    if a.get("window_size"):
+        masked |= pos_k < pos_q - a["window_size"] + 1
+    logits = np.where(masked, -np.inf, logits)
+    sink = sinks.astype(np.float64)[None, :, None, None]
+    top = np.maximum(logits.max(axis=-1, keepdims=True), sink)
+    weights = np.exp(logits - top)
+    weights /= weights.sum(axis=-1, keepdims=True) + np.exp(sink - top)
+    return [np.einsum("bhqk,bhkd->bhqd", weights, v64).astype(np.float16)]
+
+
+_SINK_SOURCE = "examples/attention_sink/example_mha_sink_fwd_bhsd.py@e23bce79d"
+
+CASES += [
+    Case(
+        "example_mha_sink_fwd_bhsd.flashattn",
+        _SINK_SOURCE,
+        "example_mha_sink_fwd_bhsd:flashattn",
+        {**_BHSD, "seq_q": 128, "seq_kv": 128},
+        _sink_inputs,
+        _sink_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_mha_sink_fwd_bhsd.flashattn-window",
+        _SINK_SOURCE,
+        "example_mha_sink_fwd_bhsd:flashattn",
+        {**_BHSD, "seq_q": 64, "seq_kv": 256, "window_size": 128},
+        _sink_inputs,
+        _sink_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+]
+
+
+def _block_mask(rng: np.random.Generator, b: int, h: int, blocks: int, dtype: Any) -> np.ndarray:
+    """A random block mask that keeps key block 0 and the diagonal (every query row then
+    sees at least one key, causal or not)."""
+    mask = rng.random((b, h, blocks, blocks)) < 0.5
+    mask[..., 0] = True
+    mask |= np.eye(blocks, dtype=bool)
+    return mask.astype(dtype)
+
+
+def _sparse_attention(q: Any, k: Any, v: Any, mask: Any, causal: bool, block: int = 64) -> Any:
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    sq, sk = q.shape[2], k.shape[2]
+    allowed = np.repeat(np.repeat(mask.astype(bool), block, axis=2), block, axis=3)[:, :, :sq, :sk]
+    if causal:
+        allowed &= np.tril(np.ones((sq, sk), bool), sk - sq)
+    scores = np.einsum("bhqd,bhkd->bhqk", q64, k64) / np.sqrt(q.shape[-1])
+    scores = np.where(allowed, scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return np.einsum("bhqk,bhkd->bhqd", weights, v64).astype(np.float16)
+
+
+def _seer_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    b, h = a["batch"], a["heads"]
+    return [
+        *_bhsd_inputs(a, rng),
+        _block_mask(rng, b, h, a["downsample_len"], np.int8),
+    ]
+
+
+def _seer_ref(a: dict[str, Any], q: Any, k: Any, v: Any, mask: Any) -> Arrays:
+    return [_sparse_attention(q, k, v, mask, a["is_causal"])]
+
+
+def _sparse_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    b, h, s, d = a["batch"], a["heads"], a["seq_len"], a["dim"]
+    return [
+        _normal(rng, b, h, s, d),
+        _normal(rng, b, h, s, d),
+        _normal(rng, b, h, s, d),
+        _block_mask(rng, b, h, a["downsample_len"], bool),
+    ]
+
+
+_SEER = {"batch": 1, "heads": 2, "seq_q": 256, "seq_kv": 256, "dim": 64, "downsample_len": 4}
+_SPARSE = {"batch": 1, "heads": 2, "seq_len": 256, "dim": 64, "downsample_len": 4}
+
+CASES += [
+    Case(
+        "example_seer_block_sparse_attn.blocksparse_flashattn",
+        "examples/seer_attention/block_sparse_attn_tilelang.py@ded6a9922",
+        "example_seer_block_sparse_attn:blocksparse_flashattn",
+        {**_SEER, "is_causal": False},
+        _seer_inputs,
+        _seer_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_seer_block_sparse_attn.blocksparse_flashattn-causal",
+        "examples/seer_attention/block_sparse_attn_tilelang.py@ded6a9922",
+        "example_seer_block_sparse_attn:blocksparse_flashattn",
+        {**_SEER, "is_causal": True},
+        _seer_inputs,
+        _seer_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_block_sparse_attn.blocksparse_flashattn-causal",
+        "examples/blocksparse_attention/example_tilelang_block_sparse_attn.py@e23bce79d",
+        "example_block_sparse_attn:blocksparse_flashattn",
+        {**_SPARSE, "is_causal": True},
+        _sparse_inputs,
+        _seer_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Case(
+        "example_block_sparse_attn.blocksparse_flashattn",
+        "examples/blocksparse_attention/example_tilelang_block_sparse_attn.py@e23bce79d",
+        "example_block_sparse_attn:blocksparse_flashattn",
+        {**_SPARSE, "is_causal": False},
+        _sparse_inputs,
+        _seer_ref,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+]
