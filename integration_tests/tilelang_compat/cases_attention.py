@@ -72,7 +72,15 @@ def _inference_ref(a: dict[str, Any], q: Any, k: Any, v: Any) -> Arrays:
 
 _BHSD = {"batch": 1, "heads": 2, "dim": 64, "block_M": 64, "block_N": 64, "threads": 128}
 _FA_SOURCE = "examples/flash_attention/example_mha_fwd_bhsd.py@e23bce79d"
-_GQA = {"batch": 1, "heads": 4, "seq_len": 128, "dim": 64, "groups": 2, "block_M": 64, "block_N": 64}
+_GQA = {
+    "batch": 1,
+    "heads": 4,
+    "seq_len": 128,
+    "dim": 64,
+    "groups": 2,
+    "block_M": 64,
+    "block_N": 64,
+}
 
 CASES = [
     Case(

@@ -76,7 +76,15 @@ def _kkt_ref(a: dict[str, Any], k: Any, beta: Any, g: Any) -> Arrays:
 
 
 _SIZES = {"B": 1, "S": 128, "H": 2, "DK": 64, "DV": 64}
-_KKT = {"B": 1, "S": 128, "H": 2, "DK": 64, "chunk_size": 64, "input_dtype": "float16", "output_dtype": "float16"}
+_KKT = {
+    "B": 1,
+    "S": 128,
+    "H": 2,
+    "DK": 64,
+    "chunk_size": 64,
+    "input_dtype": "float16",
+    "output_dtype": "float16",
+}
 
 CASES = [
     Case(
