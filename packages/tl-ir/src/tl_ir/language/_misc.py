@@ -148,20 +148,26 @@ def import_source(source: str | None = None) -> None:
     )
 
 
-def reinterpret(first: Any, second: Any) -> Any:
+def reinterpret(first: Any = None, second: Any = None, *, dtype: Any = None, value: Any = None) -> Any:
     """The bits of a value read as another dtype: ``T.reinterpret(dtype, value)`` (TVM's
-    order) or ``T.reinterpret(value, dtype)`` (TileLang's); the dtype is whichever
+    order), ``T.reinterpret(value, dtype)`` (TileLang's) or with keywords
+    (``T.reinterpret(value, dtype="handle")``); the dtype is whichever positional
     argument is a dtype name or object.
 
     Raises:
-        KernelTypeError: neither argument, or both, is a dtype.
+        KernelTypeError: no dtype and value can be told apart.
     """
-    first_is_dtype = isinstance(first, str)
-    second_is_dtype = isinstance(second, str)
-    if first_is_dtype == second_is_dtype:
+    positional = [a for a in (first, second) if a is not None]
+    if dtype is not None:
+        positional.append(dtype)
+    if value is not None:
+        positional.insert(0, value)
+    dtypes = [a for a in positional if isinstance(a, str)]
+    values = [a for a in positional if not isinstance(a, str)]
+    if len(dtypes) != 1 or len(values) != 1:
         raise KernelTypeError(
             "T.reinterpret: expected one dtype and one value ((dtype, value) or "
-            f"(value, dtype)), got {first!r} and {second!r}"
+            f"(value, dtype)), got {', '.join(repr(a) for a in positional)}"
         )
-    dtype, value = (first, second) if first_is_dtype else (second, first)
-    return _tvm_T.reinterpret(_normalize_dtype(dtype), value)
+    name = dtypes[0] if dtypes[0] == "handle" else _normalize_dtype(dtypes[0])
+    return _tvm_T.reinterpret(name, values[0])
