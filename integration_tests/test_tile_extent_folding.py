@@ -18,7 +18,7 @@ from tl_ir.errors import UnsupportedError
 def split_copy(num_split: int = 2, N: int = 256, block_N: int = 32) -> Any:
     @T.prim_func
     def main(
-        KV: T.Tensor((N, 16), "float32"), O: T.Tensor((num_split, N // num_split, 16), "float32")
+        KV: T.Tensor((N, 16), "float32"), Out: T.Tensor((num_split, N // num_split, 16), "float32")
     ):
         with T.Kernel(num_split, threads=32) as bz:
             S = T.alloc_shared((block_N, 16), "float32")
@@ -27,21 +27,21 @@ def split_copy(num_split: int = 2, N: int = 256, block_N: int = 32) -> Any:
                 kv_start = per * bz + k * block_N
                 kv_end = per * bz + (k + 1) * block_N
                 T.copy(KV[kv_start:kv_end, :], S)
-                T.copy(S, O[bz, k * block_N : (k + 1) * block_N, :])
+                T.copy(S, Out[bz, k * block_N : (k + 1) * block_N, :])
 
     return main
 
 
 def reassigned_bound(N: int = 64) -> Any:
     @T.prim_func
-    def main(KV: T.Tensor((N, 16), "float32"), O: T.Tensor((32, 16), "float32")):
+    def main(KV: T.Tensor((N, 16), "float32"), Out: T.Tensor((32, 16), "float32")):
         with T.Kernel(1, threads=32) as bz:
             S = T.alloc_shared((32, 16), "float32")
             start = bz * 8
             end = start + 32
             start = start + 4  # the extent is now 28 at run time, not 32
             T.copy(KV[start:end, :], S)
-            T.copy(S, O)
+            T.copy(S, Out)
 
     return main
 

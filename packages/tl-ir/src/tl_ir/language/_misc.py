@@ -148,7 +148,9 @@ def import_source(source: str | None = None) -> None:
     )
 
 
-def reinterpret(first: Any = None, second: Any = None, *, dtype: Any = None, value: Any = None) -> Any:
+def reinterpret(
+    first: Any = None, second: Any = None, *, dtype: Any = None, value: Any = None
+) -> Any:
     """The bits of a value read as another dtype: ``T.reinterpret(dtype, value)`` (TVM's
     order), ``T.reinterpret(value, dtype)`` (TileLang's) or with keywords
     (``T.reinterpret(value, dtype="handle")``); the dtype is whichever positional
