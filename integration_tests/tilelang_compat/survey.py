@@ -108,9 +108,9 @@ _NOT_CONSTRUCTS = frozenset(
 )
 
 
-def constructs(name: str) -> str:
+def construct_names(name: str) -> set[str]:
     """The ``T.`` names the case's program function uses (its source, read with ast),
-    dtypes and annotations left out: which constructs the case exercises."""
+    dtypes and annotations left out: the constructs the case exercises."""
     import ast
 
     case = ALL_CASES[name]
@@ -121,8 +121,12 @@ def constructs(name: str) -> str:
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name == attribute:
             text = ast.get_source_segment(source, node) or source
-    names = sorted(set(_T_NAME.findall(text)) - _NOT_CONSTRUCTS)
-    return ", ".join(f"`{n}`" for n in names)
+    return set(_T_NAME.findall(text)) - _NOT_CONSTRUCTS
+
+
+def constructs(name: str) -> str:
+    """`construct_names` as the README's table cell."""
+    return ", ".join(f"`{n}`" for n in sorted(construct_names(name)))
 
 
 def _cell(exc: BaseException | None) -> str:
