@@ -3,21 +3,8 @@
 from __future__ import annotations
 
 import tl_backend_api
-import tl_ir
 
 EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
-    ("kernel_gemv_simt.gemv_simt", "c"): (
-        tl_ir.KernelTypeError,
-        "kernel_gemv_simt.py:90: invalid operand: reinterpret() got an unexpected keyword argument 'dtype'",
-    ),
-    ("kernel_gemv_simt.gemv_simt", "llvm"): (
-        tl_ir.KernelTypeError,
-        "kernel_gemv_simt.py:90: invalid operand: reinterpret() got an unexpected keyword argument 'dtype'",
-    ),
-    ("kernel_gemv_simt.gemv_simt", "cuda-nvcc"): (
-        tl_ir.KernelTypeError,
-        "kernel_gemv_simt.py:90: invalid operand: reinterpret() got an unexpected keyword argument 'dtype'",
-    ),
     ("example_mamba_chunk_state.chunk_state_fwd", "c"): (
         NotImplementedError,
         "autotune: tuning an eager-style kernel (chunk_state_fwd) is not supported yet; compile its configurations with .par_compile([...]) and time them (examples/autot",
