@@ -40,8 +40,8 @@ class Case:
         reference: ``(args, *inputs) -> expected outputs`` computed with numpy.
         out_idx: parameters the kernel allocates and returns; None: taken from the
             ``@tilelang.jit`` options of the program (or no outputs allocated).
-        inplace: indices into ``inputs`` of arrays the kernel writes (compared after
-            the call when the kernel returns nothing).
+        inplace: indices into ``inputs`` of arrays the kernel writes, compared after
+            the call (after the returned outputs, when there are any).
         rtol, atol: tolerance of the comparison.
     """
 
@@ -118,9 +118,10 @@ def compare(case: Case, got: Sequence[Any], want: Sequence[np.ndarray]) -> None:
 def run_kernel(case: Case, kernel: Any, inputs: Arrays, out_idx: list[int] | None) -> list[Any]:
     """Call a compiled kernel on ``inputs`` and return its outputs (returned or in place)."""
     result = kernel(*inputs)
+    written = [inputs[i] for i in case.inplace]
     if out_idx:
-        return list(result) if isinstance(result, list | tuple) else [result]
-    return [inputs[i] for i in case.inplace]
+        return [*(list(result) if isinstance(result, list | tuple) else [result]), *written]
+    return written
 
 
 def run_on_cpu(case: Case, target: str) -> None:
@@ -136,6 +137,75 @@ def run_on_cpu(case: Case, target: str) -> None:
     inputs = case.make_inputs()
     want = case.expected(inputs)
     compare(case, run_kernel(case, kernel, inputs, out_idx), want)
+
+
+def _output_arrays(func: Any, out_idx: Sequence[int], inputs: Arrays) -> dict[int, np.ndarray]:
+    """Poisoned arrays for the parameters in ``out_idx``: NaN for floats, the largest value
+    for integers, True for bools, so an element the kernel never writes cannot pass for a
+    right answer by what the allocator happened to hand back.
+
+    Symbolic extents are bound from the inputs' shapes (the first input axis with the
+    same variable).
+    """
+    from tvm.tirx import BufferType
+
+    from tl_ir.dtypes import numpy_dtype
+
+    params = list(func.params)
+    input_params = [p for i, p in enumerate(params) if i not in out_idx]
+    bound: dict[str, int] = {}
+    for param, array in zip(input_params, inputs, strict=False):
+        if isinstance(param.ty, BufferType):
+            for extent, size in zip(param.ty.shape, np.shape(array), strict=False):
+                if not hasattr(extent, "value"):
+                    bound.setdefault(str(extent), int(size))
+    outputs: dict[int, np.ndarray] = {}
+    for index in out_idx:
+        ty = params[index].ty
+        shape = tuple(int(e.value) if hasattr(e, "value") else bound[str(e)] for e in ty.shape)
+        dtype = np.dtype(numpy_dtype(str(ty.dtype)))
+        if dtype.kind == "f":
+            fill: Any = np.nan
+        elif dtype.kind == "b":
+            fill = True
+        else:
+            fill = np.iinfo(dtype).max
+        outputs[index] = np.full(shape, fill, dtype=dtype)
+    return outputs
+
+
+def run_with_poisoned_outputs(case: Case, target: str) -> list[np.ndarray]:
+    """Run the case on ``target`` with every output pre-filled with a poison value.
+
+    The kernel is compiled without ``out_idx`` and given the output arrays itself, so its
+    results are independent of allocator reuse (two targets given the same inputs are
+    comparable bit for bit); the results are also checked against numpy.
+
+    Returns:
+        The outputs (returned or written in place), in the case's order.
+
+    Raises:
+        AssertionError: wrong numbers (an unwritten element among them).
+    """
+    import tl_jit
+
+    func, out_idx = case.build()
+    kernel = tl_jit.compile(func, out_idx=None, target=target)
+    inputs = case.make_inputs()
+    want = case.expected(inputs)
+    if out_idx:
+        count = len(func.params)
+        positions = sorted({i % count for i in out_idx})
+        outputs = _output_arrays(func, positions, inputs)
+        pending = iter(inputs)
+        kernel(*[outputs[i] if i in outputs else next(pending) for i in range(count)])
+        got = [outputs[i] for i in (i % count for i in out_idx)]
+        got += [np.asarray(inputs[i]) for i in case.inplace]
+    else:
+        kernel(*inputs)
+        got = [np.asarray(inputs[i]) for i in case.inplace]
+    compare(case, got, want)
+    return got
 
 
 class NvccError(RuntimeError):

@@ -100,13 +100,45 @@ def _write_expected(results: dict[tuple[str, str], BaseException | None]) -> Non
     (HERE / "expected.py").write_text("\n".join(text))
 
 
+_T_NAME = re.compile(r"\bT\.([A-Za-z_][A-Za-z0-9_]*)")
+# Dtypes and annotations say nothing about the constructs a program exercises.
+_NOT_CONSTRUCTS = frozenset(
+    {"Tensor", "Buffer", "prim_func", "dtype", "float16", "bfloat16", "float32", "float64"}
+    | {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
+)
+
+
+def construct_names(name: str) -> set[str]:
+    """The ``T.`` names the case's program function uses (its source, read with ast),
+    dtypes and annotations left out: the constructs the case exercises."""
+    import ast
+
+    case = ALL_CASES[name]
+    module_name, _, attribute = case.program.partition(":")
+    # Read the file rather than import it: a program may fail at import (that is its error).
+    source = (HERE / "programs" / f"{module_name}.py").read_text()
+    text = source
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == attribute:
+            text = ast.get_source_segment(source, node) or source
+    return set(_T_NAME.findall(text)) - _NOT_CONSTRUCTS
+
+
+def constructs(name: str) -> str:
+    """`construct_names` as the README's table cell."""
+    return ", ".join(f"`{n}`" for n in sorted(construct_names(name)))
+
+
 def _cell(exc: BaseException | None) -> str:
     return "ok" if exc is None else f"`{type(exc).__name__}`"
 
 
 def _write_readme(results: dict[tuple[str, str], BaseException | None]) -> None:
-    rows = ["| kernel | TileLang source | c | llvm | cuda (nvcc) | error when it fails |"]
-    rows.append("| --- | --- | --- | --- | --- | --- |")
+    rows = [
+        "| kernel | TileLang source | constructs (`T.`) | c | llvm | cuda (nvcc) "
+        "| error when it fails |"
+    ]
+    rows.append("| --- | --- | --- | --- | --- | --- | --- |")
     for name, case in ALL_CASES.items():
         outcomes = [results[(name, t)] for t in TARGETS]
         errors = []
@@ -118,7 +150,7 @@ def _write_readme(results: dict[tuple[str, str], BaseException | None]) -> None:
         if note:
             detail = f"**{note}** {detail}".strip()
         cells = " | ".join(_cell(e) for e in outcomes)
-        rows.append(f"| `{name}` | `{case.source}` | {cells} | {detail} |")
+        rows.append(f"| `{name}` | `{case.source}` | {constructs(name)} | {cells} | {detail} |")
     counts = ", ".join(
         f"{t}: {sum(results[(n, t)] is None for n in ALL_CASES)}/{len(ALL_CASES)}" for t in TARGETS
     )

@@ -85,11 +85,10 @@ def run_case_emulated(case: Case, arch: str = "sm_80") -> None:
         ]
         arrays[_name(params[position])] = np.zeros(shape, _numpy_dtype(str(buffer.dtype)))
     emu.emulate(func, arrays)
-    if outputs:
-        got = [arrays[_name(params[p])] for p in outputs]
-    else:
-        non_outputs = [p for i, p in enumerate(params) if i not in outputs]
-        got = [views[_name(non_outputs[i])] for i in case.inplace]
+    # Returned outputs first, then the arrays written in place (the corpus harness's order).
+    non_outputs = [p for i, p in enumerate(params) if i not in outputs]
+    got = [arrays[_name(params[p])] for p in outputs]
+    got += [views[_name(non_outputs[i])] for i in case.inplace]
     compare(case, got, want)
 
 

@@ -167,6 +167,7 @@ def test_gpu_passes_follow_the_traits() -> None:
     static = GpuTraits(name="static-gpu", shared_memory=SharedMemoryModel.STATIC)
     passes = gpu_passes(static)
     assert [p.name for p in passes] == [
+        "gpu-bind-thread-loops",
         "lower-alloc-var",
         "gpu-pipeline-loops",
         "gpu-infer-layouts",

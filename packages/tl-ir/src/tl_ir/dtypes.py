@@ -60,6 +60,8 @@ _ALIASES: dict[str, str] = {
     "long": "int64",
     "ulong": "uint64",
     "short": "int16",
+    # TileLang's float8_e4m3 is the CUDA (NVIDIA) e4m3: finite-only, NaN 0x7f/0xff.
+    "float8_e4m3": "float8_e4m3fn",
 }
 
 

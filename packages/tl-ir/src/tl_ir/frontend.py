@@ -318,6 +318,10 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
         except TileLangError as err:
             err.locate(filename, lineno, None)
             raise
+    from tl_ir.bool_compare import normalize_bool_comparisons
+    from tl_ir.region_extents import fold_region_extents
+
+    func = func.with_body(fold_region_extents(normalize_bool_comparisons(func.body)))
     if state.loop_annotations:
         func = func.with_body(_annotate_loops(func.body, state.loop_annotations))
     if state.persistent:

@@ -13,6 +13,11 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from tl_jit.tvm_names import install_on_import
+
+# ``tvm.tirx.PrimExpr`` in a helper's annotation resolves before any ``T.`` name is used.
+install_on_import()
+
 
 def _language() -> ModuleType:
     return importlib.import_module("tl_ir.language")

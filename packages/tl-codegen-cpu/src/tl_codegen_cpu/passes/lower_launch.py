@@ -74,6 +74,7 @@ from tl_ir.launch import rebuild_loop
 from tl_ir.ops import describe
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
+from tl_passes.thread_loops import bind_thread_loops
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -127,39 +128,6 @@ def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
         return tirx.Evaluate(tirx.const(0, "int32")) if is_block_barrier(evaluate) else evaluate
 
     return tvm_ffi.structural_map(stmt, (tirx.Evaluate, drop), order="post")
-
-
-def bind_thread_loops(body: tirx.Stmt, found: dict[str, tuple[Any, Any]], where: str) -> tirx.Stmt:
-    """Replace each ``for v in T.thread_binding(n, thread=tag)`` loop of a kernel body by
-    its body with ``v`` = the kernel's thread index of that tag, guarded by ``v < n``
-    when ``n`` is not the block's extent (the loop runs once per thread, as on a GPU).
-
-    Raises:
-        UnsupportedError: a loop bound to a thread index the kernel does not launch.
-    """
-    problems: list[str] = []
-
-    def rewrite(loop: Any) -> Any:
-        if loop.kind != tirx.ForKind.THREAD_BINDING or loop.thread_binding is None:
-            return loop
-        tag = str(loop.thread_binding.thread_tag)
-        if tag not in found:
-            problems.append(
-                f"{where}: T.thread_binding(thread={tag!r}) in a kernel that launches "
-                f"{sorted(found) or 'no threads'}"
-            )
-            return loop
-        var, extent = found[tag]
-        index = var if is_zero(loop.min) else var + loop.min
-        inner = substitute_vars(loop.body, {loop.loop_var: index})
-        if tvm_ffi.structural_equal(loop.extent, extent) and is_zero(loop.min):
-            return inner
-        return tirx.IfThenElse(var < loop.extent, inner, None)
-
-    result = tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
-    if problems:
-        raise UnsupportedError(problems[0])
-    return result
 
 
 def is_zero(value: Any) -> bool:

@@ -37,6 +37,10 @@ __all__ = [
 
 _TENSOR_NAMES = frozenset({"Tensor", "StridedTensor", "Buffer"})
 _DECLARATION_CALLS = frozenset({"const", "dynamic", "symbolic"})
+# Calls that belong to the kernel body: a statement holding one is not prelude.
+_KERNEL_CALLS = frozenset(
+    {"Kernel", "empty", "alloc_var", "alloc_local", "alloc_shared", "alloc_fragment"}
+)
 
 ParamKind = Literal["tensor", "strided", "ptr", "scalar"]
 
@@ -366,6 +370,12 @@ def analyze(func: Callable[..., Any]) -> EagerSignature:
             prelude.append(statement)
         elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
             continue  # docstring
+        elif isinstance(statement, ast.Assert | ast.If | ast.Raise) and not any(
+            _call_name(n) in _KERNEL_CALLS for n in ast.walk(statement)
+        ):
+            # A check or a choice on the arguments (TileLang's `if scale is None:
+            # scale = ...`, `assert NK == 1`) runs as Python with the declarations.
+            prelude.append(statement)
         elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.Expr | ast.Pass):
             body.append(statement)
         else:

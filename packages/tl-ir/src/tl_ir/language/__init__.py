@@ -98,10 +98,12 @@ from tl_ir.language._misc import (
     annotate_layout,
     cast,
     clamp,
+    import_source,
     infinity,
     max_value,
     min_value,
     print,
+    reinterpret,
     use_swizzle,
 )
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
@@ -163,6 +165,7 @@ long = _DTYPE_OBJECTS["long"]
 half = _DTYPE_OBJECTS["half"]
 float = _DTYPE_OBJECTS["float"]
 double = _DTYPE_OBJECTS["double"]
+float8_e4m3 = _DTYPE_OBJECTS["float8_e4m3"]
 
 # TileLang's fast-math (``T.__exp``) and IEEE-rounding (``T.ieee_add``) spellings.
 for _name in ("exp", "exp10", "log", "log2", "log10", "sin", "cos", "tan"):
@@ -211,6 +214,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "bool",
     "float8_e4m3fn",
     "float8_e5m2",
+    "float8_e4m3",
     "short",
     "int",
     "uint",
@@ -293,6 +297,8 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "floordiv",
     "floormod",
     "print",
+    "import_source",
+    "reinterpret",
     "annotate_layout",
     "annotate_safe_value",
     "use_swizzle",

@@ -159,7 +159,6 @@ _REASONS: list[tuple[str, str]] = [
         "FragmentBuffer SharedBuffer LocalBuffer",
     ),
     ("let-bound value queries are not supported", "has_let_value get_let_value"),
-    ("injecting C source into a kernel is not supported", "import_source"),
     (
         "TileLang's eager @T.jit front end is not supported (the eager style is tl_jit.jit)",
         "JITFunc Ref annotate_compile_flags annotate_pass_configs",
@@ -210,19 +209,35 @@ def unsupported_dtype_names() -> list[str]:
 
 
 def _dtype_status(name: str) -> tuple[str, str]:
-    supported = set(DTYPE_NAMES) | {"short", "int", "uint", "long", "half", "float", "double"}
+    from tl_ir.language._dtypes import DTYPE_ALIASES
+
+    supported = set(DTYPE_NAMES) | set(DTYPE_ALIASES)
     if name in supported:
         return SUPPORTED, ""
     if name in ("dtype", "AnyDType", "get_tvm_dtype"):
         return SUPPORTED, ""
     base, _, lanes = name.rpartition("x")
-    if base in supported and lanes.isdigit() and hasattr(_tvm_T, name):
+    # TVM's vector constructors are of its own dtypes: float8_e4m3xN is not e4m3fn lanes.
+    vector_bases = supported - {"float8_e4m3"}
+    if base in vector_bases and lanes.isdigit() and hasattr(_tvm_T, name):
         return SUPPORTED, "TVM's vector dtype (T.float32x4(...) builds a vector value)"
     return UNSUPPORTED, "dtype not supported (storage types: " + ", ".join(DTYPE_NAMES) + ")"
 
 
+SUPPORTED_NOTES: dict[str, str] = {
+    "import_source": (
+        "T.import_source(None) is TileLang's no-op; source text raises UnsupportedError "
+        "(injecting device C source is not supported yet)"
+    ),
+    "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
+}
+"""Names that work with a restriction or a meaning worth saying, with that note."""
+
+
 def status(name: str, group: str = "") -> tuple[str, str]:
     """``(status, note)`` of the TileLang name ``name`` here."""
+    if name in SUPPORTED_NOTES:
+        return SUPPORTED, SUPPORTED_NOTES[name]
     if name in UNSUPPORTED_REASONS:
         return UNSUPPORTED, UNSUPPORTED_REASONS[name]
     if name in HINT_NAMES:

@@ -30,6 +30,7 @@ DTYPE_ALIASES: dict[str, str] = {
     "half": "float16",
     "float": "float32",
     "double": "float64",
+    "float8_e4m3": "float8_e4m3fn",
 }
 
 

@@ -11,7 +11,7 @@ from tvm.script import tirx as _tvm_T
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
-from tl_ir.errors import KernelTypeError, ScopeError
+from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._operands import (
     describe_operand,
@@ -122,3 +122,54 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
         raise ScopeError("T.use_swizzle is only allowed inside a @T.prim_func body")
     if enable:
         state.swizzle_panel = panel_size
+
+
+def import_source(source: str | None = None) -> None:
+    """TileLang's ``T.import_source(code)``: device C source a kernel's ``T.call_extern``
+    calls reach. ``T.import_source(None)`` (TileLang's no-op) does nothing.
+
+    Raises:
+        UnsupportedError: ``source`` is text: injecting source is not supported yet on
+            any target (the CPU targets cannot compile CUDA C device helpers at all).
+        KernelTypeError: ``source`` is neither None nor a string.
+    """
+    if source is None:
+        return
+    if not isinstance(source, str):
+        raise KernelTypeError(
+            f"T.import_source(source): expected a string of C source or None, got "
+            f"{type(source).__name__}"
+        )
+    raise UnsupportedError(
+        "T.import_source(source): injecting device C source into a kernel is not supported "
+        "yet (and CUDA C device helpers can never compile for the CPU targets); write the "
+        "helper's arithmetic in the kernel language (T.Parallel, bit operations, "
+        "T.reinterpret) instead of calling it with T.call_extern"
+    )
+
+
+def reinterpret(
+    first: Any = None, second: Any = None, *, dtype: Any = None, value: Any = None
+) -> Any:
+    """The bits of a value read as another dtype: ``T.reinterpret(dtype, value)`` (TVM's
+    order), ``T.reinterpret(value, dtype)`` (TileLang's) or with keywords
+    (``T.reinterpret(value, dtype="handle")``); the dtype is whichever positional
+    argument is a dtype name or object.
+
+    Raises:
+        KernelTypeError: no dtype and value can be told apart.
+    """
+    positional = [a for a in (first, second) if a is not None]
+    if dtype is not None:
+        positional.append(dtype)
+    if value is not None:
+        positional.insert(0, value)
+    dtypes = [a for a in positional if isinstance(a, str)]
+    values = [a for a in positional if not isinstance(a, str)]
+    if len(dtypes) != 1 or len(values) != 1:
+        raise KernelTypeError(
+            "T.reinterpret: expected one dtype and one value ((dtype, value) or "
+            f"(value, dtype)), got {', '.join(repr(a) for a in positional)}"
+        )
+    name = dtypes[0] if dtypes[0] == "handle" else _normalize_dtype(dtypes[0])
+    return _tvm_T.reinterpret(name, values[0])

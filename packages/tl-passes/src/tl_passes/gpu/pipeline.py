@@ -14,12 +14,14 @@ from tl_passes.gpu.traits import GpuTraits, SharedMemoryModel
 from tl_passes.lower_alloc_var import LowerAllocVarPass
 from tl_passes.pass_base import Pass
 from tl_passes.simplify import SimplifyPass
+from tl_passes.thread_loops import GpuBindThreadLoopsPass
 
 
 def gpu_passes(traits: GpuTraits) -> list[Pass]:
     """The GPU lowering passes for a backend with ``traits``, in order.
 
-    ``lower-alloc-var`` (scalars become thread-local arrays), ``gpu-pipeline-loops``
+    ``gpu-bind-thread-loops`` (``T.thread_binding`` loops on a launched tag are that
+    thread index), ``lower-alloc-var`` (scalars become thread-local arrays), ``gpu-pipeline-loops``
     (``T.Pipelined`` as async-copy rings where ``traits.async_copy`` allows, in order
     elsewhere), then
     ``gpu-infer-layouts``, ``gpu-choose-shared-layouts`` (swizzled shared tiles),
@@ -35,6 +37,7 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
     if not isinstance(traits, GpuTraits):
         raise TypeError(f"gpu_passes: traits must be a GpuTraits, got {type(traits).__name__}")
     return [
+        GpuBindThreadLoopsPass(),
         LowerAllocVarPass(),
         GpuPipelineLoopsPass(traits),
         GpuInferLayoutsPass(traits),

@@ -11,6 +11,11 @@ and ``tl.kernel_dynamic_shared_memory_bytes`` lists each launch's size in
 program order. Targets without dynamic shared memory (Metal, WebGPU) get
 ``static=True``: the tiles become static ``shared`` arrays and the recorded
 size is 0.
+
+A ``shared.dyn`` tile the kernel only ever touches at one constant index (a
+one-element flag or accumulator, or a larger tile of which only ``[0]`` is used)
+becomes a static ``shared`` array instead: TVM shrinks such a tile to one element
+and its dynamic shared memory merge then fails on it.
 """
 
 from __future__ import annotations
@@ -77,6 +82,76 @@ def rescope(body: Any, old_scope: str, new_scope: str) -> Any:
     return tvm_ffi.structural_map(body, (tvm.ir.Var, replace), order="post")
 
 
+def _single_index_buffers(body: Any) -> list[Any]:
+    """The ``shared.dyn`` buffers every access of which reads or writes one constant index.
+
+    Only plain loads and stores count as accesses; a buffer named anywhere else (a
+    tile-op region, an address taken) is left alone.
+    """
+    candidates = dynamic_shared_buffers(body)
+    if not candidates:
+        return []
+    indices: dict[int, set[tuple[int, ...]]] = {i: set() for i in range(len(candidates))}
+    accesses = [0] * len(candidates)
+    mentions = [0] * len(candidates)
+
+    def position(buffer: Any) -> int | None:
+        for index, candidate in enumerate(candidates):
+            if buffer.same_as(candidate):
+                return index
+        return None
+
+    def record(buffer: Any, access: Any) -> None:
+        at = position(buffer)
+        if at is None:
+            return
+        accesses[at] += 1
+        if all(isinstance(i, tirx.IntImm) for i in access):
+            indices[at].add(tuple(int(i) for i in access))
+        else:
+            indices[at].add(())  # a computed index: not a single-index buffer
+
+    def visit(node: Any) -> None:
+        if isinstance(node, tvm.ir.TensorLoad):
+            record(node.source, node.indices)
+        elif isinstance(node, tirx.BufferStore):
+            record(node.buffer, node.indices)
+        elif isinstance(node, tvm.ir.Var):
+            at = position(node)
+            if at is not None:
+                mentions[at] += 1
+
+    tvm_ffi.structural_walk(body, visit, order="pre")
+    # Each access names the buffer once, the allocation once more.
+    return [
+        buffer
+        for at, buffer in enumerate(candidates)
+        if accesses[at]
+        and len(indices[at]) == 1
+        and () not in indices[at]
+        and mentions[at] == accesses[at] + 1
+    ]
+
+
+def rescope_single_index_tiles(body: Any) -> Any:
+    """``body`` with the `_single_index_buffers` made static ``shared`` arrays."""
+    singles = _single_index_buffers(body)
+    if not singles:
+        return body
+    replacements = [
+        (b, tirx.decl_buffer(b.shape, str(b.ty.dtype), name=str(b.name), scope="shared"))
+        for b in singles
+    ]
+
+    def replace(var: Any) -> Any:
+        for old, new in replacements:
+            if var.same_as(old):
+                return new
+        return var
+
+    return tvm_ffi.structural_map(body, (tvm.ir.Var, replace), order="post")
+
+
 def dynamic_shared_bytes(body: Any) -> int:
     """Bytes of dynamic shared memory the tiles of ``body`` need (16-byte aligned each)."""
     total = 0
@@ -109,6 +184,8 @@ class GpuPlanSharedMemoryPass(PrimFuncPass):
 
         if self.static:
             func = func.with_body(make_shared_static(func.body))
+        else:
+            func = func.with_body(rescope_single_index_tiles(func.body))
         kernels = kernel_functions(func)
         sizes = [0 if self.static else dynamic_shared_bytes(k.body) for _, k in kernels]
         func = func.with_attr(DYNAMIC_SHARED_ATTR, tirx.IntImm("int64", max(sizes)))

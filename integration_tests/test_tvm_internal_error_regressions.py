@@ -1,0 +1,126 @@
+"""Programs that used to stop inside TVM with an internal error, each now compiling and
+computing what numpy does (issue 20 item 8): a boolean compared with ``0`` on ``llvm``,
+a shared tile used at one constant index next to a copied tile on CUDA, and a
+``T.thread_binding`` loop on a launched thread index on CUDA."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_ir.language as T
+import tl_jit
+from tl_backend_api import create_backend_context
+from tl_backend_api.artifact import kernel_module, kernel_symbol
+
+CPU_TARGETS = ("c", "llvm")
+
+
+def _cuda_source(func: Any) -> str:
+    context = create_backend_context({"kind": "cuda", "arch": "sm_80"}, execution_backend="source")
+    sources = context.emit_source(context.lower(kernel_module(func, kernel_symbol(func))))
+    (name,) = [f for f in sources.files if f.endswith(".cu")]
+    return str(sources.files[name])
+
+
+def _nvcc_compiles(source: str, directory: Path) -> None:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return
+    path = directory / "kernel.cu"
+    path.write_text(source)
+    done = subprocess.run(
+        [nvcc, "-cubin", "-arch=sm_80", "-o", str(path.with_suffix(".cubin")), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def mask_kernel(N: int) -> Any:
+    @T.prim_func
+    def main(
+        Mask: T.Tensor((N,), "bool"),
+        Other: T.Tensor((N,), "bool"),
+        X: T.Tensor((N,), "float32"),
+        Y: T.Tensor((N,), "float32"),
+    ):
+        with T.Kernel(1, threads=1) as _bx:
+            for k in T.serial(N):
+                value = X[k]
+                if Mask[k] != 0:
+                    value = value * 2
+                if Mask[k] == 0:
+                    value = value + 10
+                if Mask[k] != Other[k]:
+                    value = value + 100
+                Y[k] = value
+
+    return main
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+def test_a_bool_compared_with_zero_compiles_and_computes(target: str) -> None:
+    kernel = tl_jit.compile(mask_kernel(64), out_idx=[3], target=target)
+    rng = np.random.default_rng(1)
+    mask, other = rng.integers(0, 2, 64).astype(bool), rng.integers(0, 2, 64).astype(bool)
+    x = rng.standard_normal(64).astype(np.float32)
+    want = np.where(mask, x * 2, x + 10) + np.where(mask != other, 100, 0)
+    np.testing.assert_allclose(kernel(mask, other, x), want.astype(np.float32), rtol=1e-6)
+
+
+def single_index_shared(elements: int) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((128, 32), "float32"), B: T.Tensor((128, 32), "float32")):
+        with T.Kernel(1, threads=128) as _bx:
+            tile = T.alloc_shared((128, 32), "float32")
+            flag = T.alloc_shared((elements,), "float32")
+            T.copy(A, tile)
+            flag[0] = 1.0
+            for i, j in T.Parallel(128, 32):
+                B[i, j] = tile[i, j] + flag[0]
+
+    return main
+
+
+@pytest.mark.parametrize("elements", [1, 2, 4])
+def test_a_shared_tile_used_at_one_index_lowers_for_cuda(elements: int, tmp_path: Path) -> None:
+    source = _cuda_source(single_index_shared(elements))
+    # It became a static one-element array; the copied tile stays in dynamic memory.
+    assert "__shared__ alignas(64) float flag_ptr[1];" in source
+    assert "extern __shared__" in source
+    _nvcc_compiles(source, tmp_path)
+    kernel = tl_jit.compile(single_index_shared(elements), out_idx=[1], target="c")
+    a = np.arange(128 * 32, dtype=np.float32).reshape(128, 32)
+    np.testing.assert_array_equal(kernel(a), a + 1)
+
+
+def thread_binding_kernel(n: int) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as _bx:
+            tx = T.thread_binding(0, n, thread="threadIdx.x")
+            B[tx] = A[tx] + 1
+
+    return main
+
+
+@pytest.mark.parametrize("n", [64, 32])
+def test_thread_binding_on_a_launched_index_lowers_for_cuda(n: int, tmp_path: Path) -> None:
+    source = _cuda_source(thread_binding_kernel(n))
+    body = source[source.index("__global__ void __launch_bounds__(64) main_kernel(float") :]
+    assert "threadIdx.x" in body
+    assert ("< 32" in body) == (n == 32)  # a shorter loop runs under tx < n
+    _nvcc_compiles(source, tmp_path)
+    kernel = tl_jit.compile(thread_binding_kernel(n), [], target="c")
+    a = np.arange(64, dtype=np.float32)
+    b = np.full(64, -1, dtype=np.float32)
+    kernel(a, b)
+    np.testing.assert_array_equal(b[:n], a[:n] + 1)
+    np.testing.assert_array_equal(b[n:], -1)
