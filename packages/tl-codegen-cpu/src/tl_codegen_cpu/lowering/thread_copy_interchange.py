@@ -11,6 +11,7 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import uses_any
 from tl_codegen_cpu.lowering.thread_lockstep import is_copy_body, lane_step
+from tl_ir.launch import rebuild_loop
 
 
 def _vars_in(expr: Any, candidates: set[Any]) -> set[Any]:
@@ -68,18 +69,9 @@ def interchange_copy_loop(loop: Any, threads: set[Any]) -> Any | None:
                 for index in store.indices
             ):
                 return None
-    swapped = tirx.For(
-        loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
-    )
+    swapped = rebuild_loop(loop, body=body)
     for thread_loop in reversed(thread_loops):
-        swapped = tirx.For(
-            thread_loop.loop_var,
-            thread_loop.min,
-            thread_loop.extent,
-            thread_loop.kind,
-            swapped,
-            annotations=thread_loop.annotations,
-        )
+        swapped = rebuild_loop(thread_loop, body=swapped)
     return swapped
 
 

@@ -58,6 +58,8 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import is_local, uses_any
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
+from tl_ir.launch import rebuild_loop
+from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
 
 #: Annotation on the outermost loop of each thread nest after ``cpu-lower-launch``:
@@ -218,7 +220,7 @@ class _Laner:
         self._counter += 1
         name = f"{_buffer_name(reduction.buffer)}_lanes{self._counter}"
         return tirx.decl_buffer(
-            (reduction.lanes,), str(reduction.buffer.ty.dtype), name=name, scope="local"
+            (reduction.lanes,), str(reduction.buffer.ty.dtype), name=name, scope=LOCAL
         )
 
     def _update(self, reduction: _Reduction, partial: Any) -> Any:
@@ -312,15 +314,7 @@ class _Laner:
         if isinstance(body, tirx.BufferStore) and _reads_buffer(body.value, body.buffer):
             # Looks like an accumulation: say why it stays scalar.
             self.report.refused.append(f"{stmt.loop_var.name}: {found}")
-        return tirx.For(
-            stmt.loop_var,
-            stmt.min,
-            stmt.extent,
-            stmt.kind,
-            self.rewrite(stmt.body),
-            thread_binding=stmt.thread_binding,
-            annotations=stmt.annotations,
-        )
+        return rebuild_loop(stmt, body=self.rewrite(stmt.body))
 
     def _try_hoist(self, outer: Any) -> Any | None:
         if outer.kind != tirx.ForKind.SERIAL or any(
@@ -341,14 +335,7 @@ class _Laner:
         items[position] = self._update(reduction, partial)
         # The rest of the body may hold further reductions of other accumulators.
         rest = [self.rewrite(s) if i != position else s for i, s in enumerate(items)]
-        rebuilt = tirx.For(
-            outer.loop_var,
-            outer.min,
-            outer.extent,
-            outer.kind,
-            _seq(rest),
-            annotations=outer.annotations,
-        )
+        rebuilt = rebuild_loop(outer, body=_seq(rest))
         self.report.vectorized.append(self._describe(reduction, outer))
         return _seq([*self._init(reduction, partial), rebuilt, *self._fold(reduction, partial)])
 

@@ -45,6 +45,8 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import is_local, uses_any
+from tl_ir.launch import rebuild_loop
+from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
 
 #: The most bytes of per-lane copies one region may add (else it keeps its thread loops).
@@ -243,14 +245,7 @@ class _Lockstep:
                 _contains_loop(item.body) or self._contiguous_inside(item)
             ):
                 flush()
-                loop = tirx.For(
-                    item.loop_var,
-                    item.min,
-                    item.extent,
-                    item.kind,
-                    self.push(item.body),
-                    annotations=item.annotations,
-                )
+                loop = rebuild_loop(item, body=self.push(item.body))
                 out.extend(self._promote(loop))
                 continue
             leaves.append(item)
@@ -318,7 +313,7 @@ class _Lockstep:
             if lane_step(_flat_index(buffer, first), self.lane, self.analyzer) == 1:
                 continue  # already contiguous across the lanes
             kept = tirx.decl_buffer(
-                (self.extent,), str(buffer.ty.dtype), name=f"{buffer.name}_lane", scope="local"
+                (self.extent,), str(buffer.ty.dtype), name=f"{buffer.name}_lane", scope=LOCAL
             )
             loop = _replace_element(loop, buffer, first, kept, self.lane)
             before += [
@@ -350,9 +345,7 @@ def _merge_same_index_loops(loops: list[Any]) -> list[Any]:
                 vector = tirx.ForKind.VECTORIZED
                 both_vector = previous.kind == vector and loop.kind == vector
                 kind = tirx.ForKind.VECTORIZED if both_vector else tirx.ForKind.SERIAL
-                merged[-1] = tirx.For(
-                    previous.loop_var, previous.min, previous.extent, kind, joined
-                )
+                merged[-1] = rebuild_loop(previous, kind=kind, body=joined, annotations=None)
                 continue
         merged.append(loop)
     return merged
@@ -452,7 +445,7 @@ def _privatize(stmt: Any, buffers: list[Any], lane: Any, extent: int) -> tuple[A
     sizes = {b: _flat_size(b) for b in buffers}
     wide = {
         b: tirx.decl_buffer(
-            (extent * sizes[b],), str(b.ty.dtype), name=f"{b.name}_lanes", scope="local"
+            (extent * sizes[b],), str(b.ty.dtype), name=f"{b.name}_lanes", scope=LOCAL
         )
         for b in buffers
     }
