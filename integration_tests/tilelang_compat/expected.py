@@ -5,18 +5,6 @@ from __future__ import annotations
 import tl_backend_api
 
 EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
-    ("example_mamba_chunk_state.chunk_state_fwd", "c"): (
-        NotImplementedError,
-        "autotune: tuning an eager-style kernel (chunk_state_fwd) is not supported yet; compile its configurations with .par_compile([...]) and time them (examples/autot",
-    ),
-    ("example_mamba_chunk_state.chunk_state_fwd", "llvm"): (
-        NotImplementedError,
-        "autotune: tuning an eager-style kernel (chunk_state_fwd) is not supported yet; compile its configurations with .par_compile([...]) and time them (examples/autot",
-    ),
-    ("example_mamba_chunk_state.chunk_state_fwd", "cuda-nvcc"): (
-        NotImplementedError,
-        "autotune: tuning an eager-style kernel (chunk_state_fwd) is not supported yet; compile its configurations with .par_compile([...]) and time them (examples/autot",
-    ),
     ("example_seer_block_sparse_attn.blocksparse_flashattn", "cuda-nvcc"): (
         tl_backend_api.ToolchainError,
         "TVM device codegen for cuda failed: Check failed: condition_counter() == 0 (1 vs. 0) : Cannot insert syncs inside condition",
