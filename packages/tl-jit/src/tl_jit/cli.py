@@ -170,10 +170,44 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     kernel = _compile_object(args)
     dims = _parse_assignments(args.dim, "--dim")
     profiler = kernel.get_profiler(dims=dims)
-    latency = profiler.do_bench(warmup=args.warmup, rep=args.rep, return_mode=args.return_mode)
-    assert isinstance(latency, float)
-    print(f"{kernel.name}: {latency:.4f} ms ({args.return_mode} of timed calls)")
+    stats = profiler.measure(warmup=args.warmup, rep=args.rep, flops=args.flops, bytes=args.bytes)
+    name = args.function.rpartition(":")[2]
+    if kernel.name != name.rpartition(".")[2]:
+        name = f"{name} ({kernel.name})"
+    print(stats.summary(name))
     return 0
+
+
+def _work_amount(text: str) -> float:
+    """A --flops/--bytes value: a number > 0, or a product of numbers (``2*512**3``)."""
+    try:
+        value = _arithmetic(ast.parse(text, mode="eval").body)
+    except (ValueError, SyntaxError, OverflowError, TypeError):
+        value = None
+    if value is None or not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0 (e.g. 2*512**3), got {text!r}")
+    return float(value)
+
+
+def _arithmetic(node: ast.expr) -> float:
+    """Numbers joined by ``*``, ``**``, ``+``, ``-``, ``/`` (no names, no calls)."""
+    if isinstance(node, ast.Constant):
+        number = node.value
+        if isinstance(number, int | float) and not isinstance(number, bool):
+            return float(number)
+    if isinstance(node, ast.BinOp):
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        if isinstance(node.op, ast.Pow) and abs(right) <= 64:
+            return float(left**right)
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Div) and right:
+            return left / right
+    raise ValueError("not a number")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,13 +241,22 @@ def build_parser() -> argparse.ArgumentParser:
     cache_cmd = commands.add_parser("cache", help="show or clear the disk cache")
     cache_cmd.add_argument("action", choices=["info", "clear"])
 
-    bench_cmd = commands.add_parser("bench", help="compile a kernel and time it")
+    bench_cmd = commands.add_parser(
+        "bench", help="compile a kernel and time it (median, spread, throughput)"
+    )
     compile_options(bench_cmd)
-    bench_cmd.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE")
-    bench_cmd.add_argument("--warmup", type=float, default=25.0, help="ms")
-    bench_cmd.add_argument("--rep", type=float, default=100.0, help="ms")
     bench_cmd.add_argument(
-        "--return-mode", default="mean", choices=["mean", "median", "min", "max"]
+        "--dim", action="append", default=[], metavar="NAME=SIZE", help="a symbolic dim's size"
+    )
+    bench_cmd.add_argument(
+        "--warmup", type=float, default=25.0, help="ms of untimed calls, at least (default 25)"
+    )
+    bench_cmd.add_argument("--rep", type=float, default=100.0, help="ms of timed calls (100)")
+    bench_cmd.add_argument(
+        "--flops", type=_work_amount, default=None, help="flops per call: prints FLOP/s"
+    )
+    bench_cmd.add_argument(
+        "--bytes", type=_work_amount, default=None, help="bytes moved per call: prints B/s"
     )
     return parser
 

@@ -82,6 +82,9 @@ def ensure_context_symbols() -> ContextStatus:
     with _lock:
         if _status is not None:
             return _status
+        from tl_runtime.thread_team import apply_default_wait_policy
+
+        apply_default_wait_policy()  # before the helper's OpenMP runtime loads
         ffi = libtvm_ffi()
         register = ffi.TVMFFIEnvModRegisterContextSymbol
         register.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
@@ -176,11 +179,12 @@ def set_num_threads(count: int) -> None:
     """Set the number of threads parallel kernels use (0 = all cores).
 
     Raises:
-        ValueError: ``count`` is not an int >= 0.
+        ValueError: ``count`` is not an int in [0, `thread_team.max_team_threads`].
         RuntimeError: the C helper is unavailable (parallel kernels cannot run at all).
     """
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValueError(f"set_num_threads: expected an int >= 0, got {count!r}")
+    from tl_runtime.thread_team import validate_thread_count
+
+    count = validate_thread_count(count)
     status = ensure_context_symbols()
     if _helper is None:
         raise RuntimeError(f"parallel kernels are unavailable: {status.reason}")
