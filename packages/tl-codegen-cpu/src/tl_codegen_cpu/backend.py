@@ -58,4 +58,6 @@ BACKEND = Backend(
     # rather than `llvm`: it needs only a C compiler and can carry OpenMP pragmas.
     auto_kind="c",
     auto_priority=0,
+    # Checked mode (tl_jit debug=True): cpu-check-bounds guards every access on both kinds.
+    features={"checked_mode": lambda target: True},
 )

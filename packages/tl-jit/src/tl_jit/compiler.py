@@ -17,8 +17,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tl_jit import env
+from tl_jit import checked, env
 from tl_jit.cache import default_cache
+from tl_jit.interpreted import InterpretedKernel, interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.keys import ir_key
 from tl_jit.pass_configs import dump_dir, normalize_pass_configs, split_pass_configs
@@ -94,6 +95,8 @@ def build_into(
     extra = {"tl-jit": tl_jit.__version__}
     if key:
         extra["tl_jit.cache_key"] = key
+    if checked.is_checked(pass_configs):
+        extra[checked.MARKER] = checked.kernel_file(func)
     options: dict[str, Any] = {"out_idx": out_idx, "extra_versions": extra}
     dump = dump_dir(split_pass_configs(pass_configs)[1])
     if dump is not None:
@@ -133,13 +136,20 @@ def compile_with_context(
     out_idx: OutIdx = None,
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> JITKernel:
     """`compile` for an already resolved context (the `jit` wrapper and the autotuner use it)."""
     _require_prim_func(func, "func")
     from tl_runtime.out_idx import normalize_out_idx
 
     normalized_out = normalize_out_idx(out_idx, len(func.params))
+    if interpret_requested():
+        return InterpretedKernel(func, normalized_out or ())  # type: ignore[return-value]
     pass_configs = normalize_pass_configs(pass_configs)
+    if checked.resolve_debug(debug):
+        pass_configs = checked.with_checks(pass_configs)
+    if checked.is_checked(pass_configs):
+        checked.require_support(context)
     started = time.perf_counter()
     key = ir_key(
         func,
@@ -200,6 +210,7 @@ def compile(
     execution_backend: str = "auto",
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> JITKernel:
     """Compile a PrimFunc into a callable `JITKernel` (or load it from the disk cache).
 
@@ -216,9 +227,13 @@ def compile(
             TileLang's ``tl.*`` keys (`tl_jit.PassConfigKey`; applied or ignored as
             tl_jit.pass_configs documents) and TVM's own keys.
         verbose: print what happened (cache hit or build, timing) to stderr.
+        debug: checked mode (tl_jit.checked): an out-of-bounds access raises
+            `IndexError` naming the buffer, the index, the extent and the kernel's
+            file:line, instead of touching memory. None: ``TL_DEBUG`` decides.
 
     Returns:
-        The `JITKernel`.
+        The `JITKernel` (with ``TL_INTERPRET=1``: a `tl_jit.interpreted.InterpretedKernel`,
+        run by the reference interpreter, never compiled).
 
     Raises:
         TypeError: ``func`` is not a PrimFunc, or ``out_idx`` is malformed.
@@ -229,11 +244,12 @@ def compile(
         tl_backend_api.ToolchainError: the compiler failed (its message and source path).
         tl_jit.errors.CacheError: the cache cannot be written (set TL_CACHE_DIR or
             TL_DISABLE_CACHE=1).
+        NotImplementedError: ``debug`` on a backend without checked mode.
     """
     _require_prim_func(func, "func")
     context = create_context(target, target_host, execution_backend)
     return compile_with_context(
-        func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose
+        func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose, debug=debug
     )
 
 

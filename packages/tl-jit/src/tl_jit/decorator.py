@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
-from tl_jit import env
+from tl_jit import checked, env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context
+from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import normalize_pass_configs
 
@@ -71,6 +72,7 @@ class JITFunction:
     def _frontend_options(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         options = {**self.options, **overrides}
         options.pop("verbose", None)
+        options["debug"] = checked.resolve_debug(options.get("debug"))
         options["target"] = env.default_target(options.get("target", "auto"))
         options["execution_backend"] = env.default_execution_backend(
             options.get("execution_backend", "auto")
@@ -100,6 +102,8 @@ class JITFunction:
         self._refuse_eager_style()
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
+        if interpret_requested():  # nothing cached: the interpreter runs the IR as built
+            return self._compile_fresh(arguments, options)
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
 
         # In memory the function is fixed, so the arguments and options alone key a kernel
@@ -180,6 +184,7 @@ class JITFunction:
             out_idx=options.get("out_idx"),
             pass_configs=options.get("pass_configs"),
             verbose=bool(options.get("verbose", False)),
+            debug=options.get("debug"),
         )
 
     def get_prim_func(self, *args: Any, **kwargs: Any) -> Any:
@@ -210,6 +215,7 @@ def jit(
     execution_backend: str = "auto",
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> Callable[[Callable[..., Any]], JITFunction]: ...
 
 
@@ -223,6 +229,7 @@ def jit(
     execution_backend: str = "auto",
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> JITFunction | Callable[[Callable[..., Any]], JITFunction]:
     """Decorate a function of compile-time arguments that returns a PrimFunc.
 
@@ -231,8 +238,12 @@ def jit(
     `JITKernel`, compiled once per distinct argument set and cached in memory and
     on disk.
 
+    ``debug=True`` builds the kernel in checked mode (`tl_jit.compile`'s ``debug``);
+    None (the default) lets ``TL_DEBUG`` decide at each compile.
+
     Raises:
-        TypeError: ``out_idx`` is malformed, or what is decorated is not callable.
+        TypeError: ``out_idx`` or ``debug`` is malformed, or what is decorated is not
+            callable.
         ValueError: ``pass_configs`` holds a ``tl.*`` key TileLang does not define.
     """
     from tl_runtime.out_idx import normalize_out_idx
@@ -245,6 +256,7 @@ def jit(
         "execution_backend": execution_backend,
         "pass_configs": normalize_pass_configs(pass_configs),
         "verbose": verbose,
+        "debug": checked.resolve_debug(debug) if debug is not None else None,
     }
     if func is not None:
         return _jit_function(func, options)

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tl_jit import checked
 from tl_jit.profiler import Profiler
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ class JITKernel:
         cache_key: the ir key of its cache entry, or None.
         config: the winning configuration when returned by `autotune`, else None.
         latency: the measured latency in ms when returned by `autotune`, else None.
+        debug: whether it was built in checked mode (tl_jit.checked): an out-of-bounds
+            access raises `IndexError` after the call.
     """
 
     config: dict[str, Any] | None
@@ -49,12 +52,17 @@ class JITKernel:
         self.cache_key = cache_key
         self.config = None
         self.latency = None
+        call = runtime_kernel.__call__
+        checked_file = runtime_kernel.manifest.versions.get(checked.MARKER)
+        self.debug = checked_file is not None
+        if checked_file is not None:  # checked mode: look at the out-of-bounds record
+            call = checked.checked_call(call, runtime_kernel.name, checked_file)
         # The runtime kernel's __call__ is a staticmethod holding its adapter's call:
         # a per-instance subclass makes it this object's __call__ too (no extra frame).
         self.__class__ = type(
             "JITKernel",
             (JITKernel,),
-            {"__call__": staticmethod(runtime_kernel.__call__), "__module__": __name__},
+            {"__call__": staticmethod(call), "__module__": __name__},
         )
 
     def __call__(self, *args: Any) -> Any:
@@ -68,7 +76,8 @@ class JITKernel:
 
         Raises:
             TypeError, ValueError: bad arguments (naming the parameter); RuntimeError: the
-                kernel reported an error.
+                kernel reported an error; IndexError: a checked kernel (``debug``)
+                found an index out of bounds.
         """
         return self.runtime_kernel(*args)
 
