@@ -99,10 +99,41 @@ def build_into(
         extra[checked.MARKER] = checked.kernel_file(func)
     options: dict[str, Any] = {"out_idx": out_idx, "extra_versions": extra}
     dump = dump_dir(split_pass_configs(pass_configs)[1])
+    if dump is None:
+        dump = kernel_dump_dir(context, func, key)
     if dump is not None:
         options["dump_dir"] = dump
     with _pass_context(pass_configs):
         return Path(builder(context, func, directory, **options))
+
+
+def kernel_dump_dir(context: BackendContext, func: Any, key: str | None) -> Path | None:
+    """``$TL_DUMP_IR/<kernel name>-<key>/<pipeline name>``: one folder per kernel, or None.
+
+    Every kernel built while ``TL_DUMP_IR`` is set gets its own folder (named by the
+    kernel's name and the first 16 hex digits of its key), so one kernel's dumps never
+    overwrite another's.
+
+    Raises:
+        tl_passes.IRDumpError: the folder cannot be created (names TL_DUMP_IR and the path).
+    """
+    root = os.environ.get(env.DUMP_IR_ENV)
+    if not root:
+        return None
+    attrs = func.attrs
+    name = (
+        str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "kernel"
+    )
+    folder = Path(root) / f"{name}-{(key or 'uncached')[:16]}" / context.pipeline.name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from tl_passes import IRDumpError
+
+        raise IRDumpError(
+            f"{env.DUMP_IR_ENV}={root!r}: cannot create the IR dump folder {folder}: {exc}"
+        ) from exc
+    return folder
 
 
 def _scratch_dir() -> Path:
@@ -158,7 +189,7 @@ def compile_with_context(
         pass_configs=pass_configs,
         toolchain_versions=toolchain_versions(context),
     )
-    status = "built"
+    status = "compiled"
     if env.cache_disabled():
         directory = _scratch_dir() / f"{key[:16]}-{len(os.listdir(_scratch_dir()))}"
         build_into(
@@ -167,7 +198,7 @@ def compile_with_context(
         import tl_runtime
 
         runtime_kernel = tl_runtime.load(directory)
-        status = "built (cache disabled)"
+        status = "compiled (cache disabled)"
     else:
         cache = default_cache()
         loaded = cache.load(key)
@@ -190,16 +221,29 @@ def compile_with_context(
 
                 loaded = tl_runtime.load(cache.entry_path(key))
         else:
-            status = "cache hit"
+            status = "disk (cache hit)"
         runtime_kernel = loaded
     if verbose:
-        print(
-            f"[tl_jit] {runtime_kernel.name}: {status} in {time.perf_counter() - started:.3f} s "
-            f"(target {context.target_kind}, execution backend {context.execution_backend.name}, "
-            f"key {key[:16]})",
-            file=sys.stderr,
+        report_origin(
+            runtime_kernel.name,
+            status,
+            started,
+            f"target {context.target_kind}, execution backend "
+            f"{context.execution_backend.name}, key {key[:16]}",
         )
     return JITKernel(runtime_kernel, prim_func=func, context=context, cache_key=key)
+
+
+def report_origin(name: str, origin: str, started: float, detail: str) -> None:
+    """Print where a kernel came from (``verbose=True``): ``[tl_jit] NAME: from ORIGIN``.
+
+    ``origin`` is ``"memory"`` (this process already had it), ``"disk ..."`` (the cache,
+    no build) or ``"compiled"``.
+    """
+    print(
+        f"[tl_jit] {name}: from {origin} in {time.perf_counter() - started:.3f} s ({detail})",
+        file=sys.stderr,
+    )
 
 
 def compile(
@@ -226,7 +270,8 @@ def compile(
         pass_configs: pass-context options applied while lowering and building:
             TileLang's ``tl.*`` keys (`tl_jit.PassConfigKey`; applied or ignored as
             tl_jit.pass_configs documents) and TVM's own keys.
-        verbose: print what happened (cache hit or build, timing) to stderr.
+        verbose: print where the kernel came from (memory, disk, compiled) and how long
+            it took, to stderr.
         debug: checked mode (tl_jit.checked): an out-of-bounds access raises
             `IndexError` naming the buffer, the index, the extent and the kernel's
             file:line, instead of touching memory. None: ``TL_DEBUG`` decides.

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from tl_jit import checked, env
-from tl_jit.compiler import OutIdx, compile_with_context, create_context
+from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import normalize_pass_configs
@@ -100,8 +101,10 @@ class JITFunction:
             NotImplementedError: the function is written in TileLang's eager style.
         """
         self._refuse_eager_style()
+        started = time.perf_counter()
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
+        verbose = bool(options.get("verbose", False))
         if interpret_requested():  # nothing cached: the interpreter runs the IR as built
             return self._compile_fresh(arguments, options)
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
@@ -115,7 +118,10 @@ class JITFunction:
         except Unkeyable:
             memory_key = None
         if memory_key is not None and memory_key in self._kernels:
-            return self._kernels[memory_key]
+            kernel = self._kernels[memory_key]
+            if verbose:
+                report_origin(self.func.__qualname__, "memory", started, _described(kernel))
+            return kernel
         front_key: str | None
         try:
             front_key = frontend_key(
@@ -128,6 +134,13 @@ class JITFunction:
         kernel = None
         if front_key is not None and not env.cache_disabled():
             kernel = self._load_memo(front_key)
+            if kernel is not None and verbose:
+                report_origin(
+                    self.func.__qualname__,
+                    "disk (front-end memo: no tvm import, no build)",
+                    started,
+                    _described(kernel),
+                )
         if kernel is None:
             kernel = self._compile_fresh(arguments, options)
             if front_key is not None and kernel.cache_key is not None and not env.cache_disabled():
@@ -198,6 +211,18 @@ class JITFunction:
 
     def __repr__(self) -> str:
         return f"<tl_jit.jit {self.func.__qualname__}>"
+
+
+def _described(kernel: Any) -> str:
+    """The facts `report_origin` prints about a kernel: its target, adapter and key."""
+    manifest = getattr(kernel, "manifest", None)
+    if manifest is None:
+        return "interpreted"
+    key = kernel.cache_key[:16] if getattr(kernel, "cache_key", None) else "none"
+    return (
+        f"target {manifest.target.get('kind')}, execution backend "
+        f"{manifest.execution_backend}, key {key}"
+    )
 
 
 @overload
