@@ -118,10 +118,10 @@ class JITFunction:
         except Unkeyable:
             memory_key = None
         if memory_key is not None and memory_key in self._kernels:
-            kernel = self._kernels[memory_key]
+            remembered = self._kernels[memory_key]
             if verbose:
-                report_origin(self.func.__qualname__, "memory", started, _described(kernel))
-            return kernel
+                report_origin(self.func.__qualname__, "memory", started, _described(remembered))
+            return remembered
         front_key: str | None
         try:
             front_key = frontend_key(
