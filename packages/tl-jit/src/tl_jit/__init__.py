@@ -10,11 +10,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from tl_runtime.fork_safety import install as _install_fork_safety
 from tl_runtime.thread_team import apply_default_wait_policy
 
 # First, before tvm (which loads libgomp through torch) can be imported: the OpenMP
 # runtime reads OMP_WAIT_POLICY once, when it loads (tl_runtime.thread_team says why).
 apply_default_wait_policy()
+# A fork while another thread is inside a kernel's first call (lazy imports of tl_ir.eager,
+# tvm, a backend) must not leave the child waiting on an import lock (tl_runtime.fork_safety).
+_install_fork_safety()
 
 if TYPE_CHECKING:
     from tl_jit import cache, language, layout, profiler, sweep, timing

@@ -14,9 +14,10 @@ from the cache or an export is checked after every call too.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from tl_runtime.fork_safety import ForkSafeLock
 
 DEBUG_ENV = "TL_DEBUG"
 CHECK_CONFIG = "tirx.instrument_bound_checkers"
@@ -28,7 +29,7 @@ MARKER = "tl_jit.checked"
 
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 # One checked call at a time: the runtime keeps one out-of-bounds record per process.
-_call_lock = threading.Lock()
+_call_lock = ForkSafeLock()
 
 
 def resolve_debug(debug: object) -> bool:

@@ -23,6 +23,7 @@ from tl_jit.interpreted import InterpretedKernel, interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.keys import ir_key
 from tl_jit.pass_configs import dump_dir, normalize_pass_configs, split_pass_configs
+from tl_runtime.fork_safety import fork_waits_for_this
 
 if TYPE_CHECKING:
     from tl_backend_api import BackendContext, KernelSources
@@ -170,6 +171,20 @@ def compile_with_context(
     debug: bool | None = None,
 ) -> JITKernel:
     """`compile` for an already resolved context (the `jit` wrapper and the autotuner use it)."""
+    # A compile holds locks in tvm and LLVM that a forked child could not release: a
+    # fork() from another thread waits for it (tl_runtime.fork_safety).
+    with fork_waits_for_this():
+        return _compile_with_context(func, context, out_idx, pass_configs, verbose, debug)
+
+
+def _compile_with_context(
+    func: Any,
+    context: BackendContext,
+    out_idx: OutIdx,
+    pass_configs: Mapping[str, object] | None,
+    verbose: bool,
+    debug: bool | None,
+) -> JITKernel:
     _require_prim_func(func, "func")
     from tl_runtime.out_idx import normalize_out_idx
 

@@ -20,6 +20,7 @@ from tl_jit.compiler import OutIdx, compile_with_context, create_context, report
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import normalize_pass_configs
+from tl_runtime.fork_safety import fork_waits_for_this
 
 _KERNEL_ANNOTATION = re.compile(r"\b(Tensor|StridedTensor|Buffer)\s*[\[(]")
 
@@ -178,6 +179,12 @@ class JITFunction:
         return JITKernel(runtime_kernel, cache_key=ir_key)
 
     def _compile_fresh(self, arguments: Mapping[str, Any], options: Mapping[str, Any]) -> JITKernel:
+        with fork_waits_for_this():  # builds the IR (tvm) and compiles: a fork waits
+            return self._build_and_compile(arguments, options)
+
+    def _build_and_compile(
+        self, arguments: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> JITKernel:
         prim_func = self.func(**arguments)
         from tvm.tirx import PrimFunc
 

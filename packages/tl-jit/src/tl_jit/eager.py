@@ -31,6 +31,7 @@ from tl_jit.compiler import compile_with_context, create_context
 from tl_jit.eager_binding import EagerBinder, KeyBinder, describe
 from tl_jit.kernel import JITKernel
 from tl_jit.parallel import par_compile, run_parallel, warn_failed
+from tl_runtime.fork_safety import fork_waits_for_this
 
 __all__ = ["EagerJITFunction", "par_compile"]  # par_compile: tl_jit.parallel's
 
@@ -194,12 +195,15 @@ class EagerJITFunction:
         # The first call lands here: reading the analysis installs the generated
         # dispatcher as this object's __call__ for the calls after it.
         if self._analysis is None:
-            self.analysis  # noqa: B018 - reading it installs the dispatcher
+            with fork_waits_for_this():  # imports tl_ir.eager and tvm: a fork waits
+                self.analysis  # noqa: B018 - reading it installs the dispatcher
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        templates, consts, arguments = self._bind(args, kwargs, need_tensors=True)
-        kernel = self._compile(templates, consts)
+        # Binding and compiling import lazily and hold native locks: a fork waits.
+        with fork_waits_for_this():
+            templates, consts, arguments = self._bind(args, kwargs, need_tensors=True)
+            kernel = self._compile(templates, consts)
         binder = self._binder
         if binder is not None:
             try:

@@ -31,6 +31,7 @@ from tl_runtime.errors import (
     SourceOnlyArtifactError,
     StackBudgetError,
 )
+from tl_runtime.fork_safety import install as _install_fork_safety
 from tl_runtime.kernel import Kernel, load
 from tl_runtime.manifest import (
     DTYPES,
@@ -53,6 +54,8 @@ from tl_runtime.thread_team import ThreadPolicy, apply_default_wait_policy, thre
 # OMP_WAIT_POLICY once, when it loads (tl_runtime.thread_team says why). Nothing imported
 # above loads one.
 apply_default_wait_policy()
+# A fork while another thread imports (a kernel's first call) must not hang the child.
+_install_fork_safety()
 
 __version__ = "0.1.0"
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tl_runtime.errors import NativeBuildError
+from tl_runtime.fork_safety import ForkSafeLock
 
 _HELPER_SOURCE = Path(__file__).parent / "_native" / "context_helper.c"
 
@@ -59,7 +59,7 @@ class ContextStatus:
     reason: str
 
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _status: ContextStatus | None = None
 _helper: ctypes.CDLL | None = None
 _keepalive: list[Any] = []

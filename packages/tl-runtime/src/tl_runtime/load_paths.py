@@ -16,12 +16,12 @@ import hashlib
 import os
 import shutil
 import tempfile
-import threading
 from pathlib import Path
 
+from tl_runtime.fork_safety import ForkSafeLock
 from tl_runtime.manifest import MANIFEST_NAME, Manifest, verify_files
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _served: dict[str, str] = {}  # real path of a loaded library -> sha256 of what was loaded
 _staging_root: Path | None = None
 

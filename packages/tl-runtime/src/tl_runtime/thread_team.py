@@ -19,9 +19,10 @@ was already loaded (``import torch`` before ``tl_jit``), which the profiler warn
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from tl_runtime.fork_safety import ForkSafeLock
 
 WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
 SPIN_COUNT_ENV = "GOMP_SPINCOUNT"
@@ -52,7 +53,7 @@ class ThreadPolicy:
     detail: str
 
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _policy: ThreadPolicy | None = None
 
 

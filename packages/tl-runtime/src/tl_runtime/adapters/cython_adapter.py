@@ -19,7 +19,6 @@ import importlib.util
 import os
 import shutil
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +28,7 @@ from tl_runtime.adapters.base import Availability, CallFunction, pack_result
 from tl_runtime.argument_memory import max_elements
 from tl_runtime.checking import _INT_RANGES, ArgumentChecker, outputs_follow
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
+from tl_runtime.fork_safety import ForkSafeLock
 from tl_runtime.manifest import Manifest
 from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
@@ -54,7 +54,7 @@ _DTYPE_INFO: dict[str, tuple[int, int, str]] = {
 
 _DLPACK_CPU = 1
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _extension: ModuleType | None = None
 
 
