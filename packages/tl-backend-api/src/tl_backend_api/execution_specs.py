@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import enum
-import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 
@@ -14,6 +13,7 @@ import attrs
 from tvm.target import Target
 
 from tl_backend_api.errors import BackendValidationError
+from tl_runtime.fork_safety import ForkSafeLock
 
 #: Execution backend (and adapter) that was removed; asking for it gets a
 #: message naming its replacement.
@@ -180,7 +180,7 @@ class ExecutionBackendSpec:
         return answer
 
 
-_availability_lock = threading.Lock()
+_availability_lock = ForkSafeLock()  # fresh in a forked child
 _availability: dict[int, tuple[ExecutionBackendSpec, bool, str]] = {}
 
 

@@ -194,10 +194,11 @@ class EagerJITFunction:
         """
         # The first call lands here: reading the analysis installs the generated
         # dispatcher as this object's __call__ for the calls after it.
-        if self._analysis is None:
-            with fork_waits_for_this():  # imports tl_ir.eager and tvm: a fork waits
+        # The first call imports tl_ir.eager and tvm, then compiles: a fork waits for all.
+        with fork_waits_for_this():
+            if self._analysis is None:
                 self.analysis  # noqa: B018 - reading it installs the dispatcher
-        return self._call_slow(args, kwargs)
+            return self._call_slow(args, kwargs)
 
     def _call_slow(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         # Binding and compiling import lazily and hold native locks: a fork waits.

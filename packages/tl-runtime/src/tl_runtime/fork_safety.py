@@ -126,6 +126,9 @@ def wait_for_imports(timeout: float = WAIT_SECONDS) -> bool:
 
 _sections: dict[int, int] = {}  # thread ident -> depth of fork_waits_for_this
 _sections_lock = threading.Lock()
+# Held by a forking thread from the moment it saw no section until the fork is done, so
+# no thread enters a section in between (a thread at its outermost entry waits here).
+_gate = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -134,7 +137,13 @@ def fork_waits_for_this() -> Iterator[None]:
     in native code that a child could not release)."""
     ident = threading.get_ident()
     with _sections_lock:
-        _sections[ident] = _sections.get(ident, 0) + 1
+        nested = _sections.get(ident, 0) > 0
+    if not nested:
+        with _gate, _sections_lock:  # the gate: not while a fork is under way
+            _sections[ident] = _sections.get(ident, 0) + 1
+    else:
+        with _sections_lock:
+            _sections[ident] += 1
     try:
         yield
     finally:
@@ -153,15 +162,26 @@ def sections_in_progress() -> int:
 
 def _before_fork() -> None:
     deadline = time.monotonic() + WAIT_SECONDS
-    while sections_in_progress() and time.monotonic() < deadline:
+    wait_for_imports(WAIT_SECONDS)
+    while time.monotonic() < deadline:
+        _gate.acquire()
+        if not sections_in_progress():
+            return  # keep the gate until the fork is done (released after it)
+        _gate.release()
         time.sleep(0.001)
-    wait_for_imports(max(0.0, deadline - time.monotonic()))
+    _gate.acquire()  # waited long enough: fork anyway
+
+
+def _after_fork_in_parent() -> None:
+    if _gate.locked():
+        _gate.release()
 
 
 def _forget_sections_in_child() -> None:
-    global _sections_lock
+    global _sections_lock, _gate
     _sections.clear()
     _sections_lock = threading.Lock()
+    _gate = threading.Lock()
 
 
 def install() -> None:
@@ -170,5 +190,5 @@ def install() -> None:
     with _install_lock:
         if _installed or not hasattr(os, "register_at_fork"):
             return
-        os.register_at_fork(before=_before_fork)
+        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent)
         _installed = True
