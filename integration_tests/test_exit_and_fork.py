@@ -103,7 +103,7 @@ FORK_DURING_FIRST_CALL = textwrap.dedent(
     pid = os.fork()
     if pid == 0:
         import faulthandler
-        faulthandler.dump_traceback_later(60, exit=True)  # a hang ends the child, loudly
+        faulthandler.dump_traceback_later(120, exit=True)  # a hang ends the child, loudly
         os._exit(0 if (add(a, a) == 2).all() else 3)
     _, status = os.waitpid(pid, 0)
     thread.join()
@@ -112,11 +112,13 @@ FORK_DURING_FIRST_CALL = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2])
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.2])
 def test_fork_during_a_first_eager_call_does_not_hang_the_child(
     tmp_path: Path, delay: float
 ) -> None:
-    proc = _python(FORK_DURING_FIRST_CALL.format(delay=delay), tmp_path)
+    # The fork waits for the other thread's whole first call (a compile: minutes on a
+    # loaded machine), so the limit is generous; a hang still ends the run.
+    proc = _python(FORK_DURING_FIRST_CALL.format(delay=delay), tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert "CHILD 0" in proc.stdout, proc.stderr
 
