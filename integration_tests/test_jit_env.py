@@ -25,9 +25,30 @@ def test_dump_ir_writes_every_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("TL_DUMP_IR", str(tmp_path / "dump"))
     monkeypatch.setenv("TL_DISABLE_CACHE", "1")
     module = load("elementwise_add")
-    tl_jit.compile(module.KERNEL(**module.CASES[0]["args"]), out_idx=module.OUT_IDX, target="c")
-    dumps = sorted(p.name for p in (tmp_path / "dump" / "cpu-c").glob("*.tir"))
+    kernel = tl_jit.compile(
+        module.KERNEL(**module.CASES[0]["args"]), out_idx=module.OUT_IDX, target="c"
+    )
+    assert kernel.cache_key is not None
+    folder = tmp_path / "dump" / f"main-{kernel.cache_key[:16]}" / "cpu-c"
+    dumps = sorted(p.name for p in folder.glob("*.tir"))
     assert dumps[0] == "00-input.tir" and dumps[-1].endswith("-cpu-mark-independent-loops.tir")
+
+
+def test_dump_ir_keeps_one_folder_per_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: every kernel wrote DIR/cpu-c/NN-*.tir, so only the last one built was left."""
+    monkeypatch.setenv("TL_DUMP_IR", str(tmp_path / "dump"))
+    monkeypatch.setenv("TL_DISABLE_CACHE", "1")
+    module = load("elementwise_add")
+    keys = []
+    for case in module.CASES[:2]:
+        kernel = tl_jit.compile(module.KERNEL(**case["args"]), out_idx=module.OUT_IDX, target="c")
+        keys.append(kernel.cache_key)
+    folders = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    assert len(set(keys)) == 2 and folders == sorted(f"main-{key[:16]}" for key in keys)
+    for folder in folders:
+        assert (tmp_path / "dump" / folder / "cpu-c" / "00-input.tir").is_file()
 
 
 def test_a_dump_ir_path_under_a_file_is_a_clear_error(

@@ -149,7 +149,61 @@ def reduce_into_wrong_shape():
     return main
 
 
+def gemm_mixed_operand_dtypes():
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((16, 16), "float16")
+            b = T.alloc_shared((16, 16), "float32")
+            c = T.alloc_fragment((16, 16), "float32")
+            T.gemm(a, b, c)  # fp16 A, fp32 B
+
+    return main
+
+
+def gemm_narrow_accumulator():
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((16, 16), "float32")
+            b = T.alloc_shared((16, 16), "float32")
+            c = T.alloc_fragment((16, 16), "float16")
+            T.gemm(a, b, c)  # fp32 products into fp16
+
+    return main
+
+
+def gemm_int_into_float():
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "int8")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((16, 16), "int8")
+            b = T.alloc_shared((16, 16), "int8")
+            c = T.alloc_fragment((16, 16), "float32")
+            T.gemm(a, b, c)  # int8 products into float32
+
+    return main
+
+
 CASES = [
+    (
+        gemm_mixed_operand_dtypes,
+        "T.gemm(a, b, c)  # fp16 A",
+        KernelTypeError,
+        ["expected A and B of one dtype", "A a is float16, B b is float32, C c is float32"],
+    ),
+    (
+        gemm_narrow_accumulator,
+        "T.gemm(a, b, c)  # fp32 products",
+        KernelTypeError,
+        ["at least as wide", "C c is float16"],
+    ),
+    (
+        gemm_int_into_float,
+        "T.gemm(a, b, c)  # int8 products",
+        KernelTypeError,
+        ["same kind", "A a is int8"],
+    ),
     (
         copy_shapes_cannot_match,
         "T.copy(A[0:64, 0:32], S)",

@@ -127,6 +127,11 @@ class Capabilities:
             mapping has no atomics. Which operations exist (add, max, min) and
             how they are spelled is the backend's codegen's business
             (`tl_passes.gpu.GpuTraits.atomics` for GPU backends).
+        checked_mode: whether the backend's kernels honour checked mode (``debug=True``
+            or ``TL_DEBUG=1`` in tl_jit: the pass config ``tirx.instrument_bound_checkers``
+            makes every out-of-bounds access reported instead of performed). Default
+            False: tl_jit refuses ``debug=True`` for such a backend with a
+            NotImplementedError rather than running unchecked.
 
     Raises:
         BackendValidationError: a malformed field (named, with what came).
@@ -134,6 +139,7 @@ class Capabilities:
 
     float_dtypes: frozenset[str] | None = attrs.field(default=None, converter=_float_dtypes)
     atomics: Mapping[str, frozenset[str]] | None = attrs.field(default=None, converter=_atomics)
+    checked_mode: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 #: A backend's `Backend.capabilities`: one record, or a function of the target

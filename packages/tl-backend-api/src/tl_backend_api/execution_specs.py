@@ -10,7 +10,6 @@ them once per process and cache the answers.
 from __future__ import annotations
 
 import enum
-import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 
@@ -18,6 +17,7 @@ import attrs
 from tvm.target import Target
 
 from tl_backend_api.errors import BackendValidationError
+from tl_runtime.fork_safety import ForkSafeLock
 
 #: Execution backend (and adapter) that was removed; asking for it gets a
 #: message naming its replacement.
@@ -186,7 +186,7 @@ class ExecutionBackendSpec:
         return answer
 
 
-_availability_lock = threading.Lock()
+_availability_lock = ForkSafeLock()  # fresh in a forked child
 # (id(spec), probe field) -> (spec, answer, reason); the spec is held so its id stays unique.
 _availability: dict[tuple[int, str], tuple[ExecutionBackendSpec, bool, str]] = {}
 

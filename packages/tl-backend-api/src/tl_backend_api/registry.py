@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,6 +27,7 @@ from tl_backend_api.errors import (
     PluginImportError,
 )
 from tl_backend_api.target import describe_target
+from tl_runtime.fork_safety import ForkSafeLock
 
 #: The entry-point group backends are published under.
 ENTRY_POINT_GROUP = "tl.backends"
@@ -100,7 +100,7 @@ class _RegistryState:
         return self.entry_points_cache
 
 
-_lock = threading.RLock()
+_lock = ForkSafeLock(reentrant=True)  # fresh in a forked child
 _state = _RegistryState(entry_point_source=_installed_entry_points)
 # id(backend) -> backend whose callbacks are registered. Per process, so an
 # isolated registry does not re-register them; holding the backend keeps ids unique.

@@ -7,7 +7,7 @@ tvm-ffi adapter); each probes tl-runtime's adapter for availability.
 
 from __future__ import annotations
 
-from tl_backend_api import Backend, ExecutionBackendSpec
+from tl_backend_api import Backend, Capabilities, ExecutionBackendSpec
 from tl_codegen_cpu.codegen import CpuDeviceCodegen
 from tl_codegen_cpu.gcc import GccToolchain
 from tl_codegen_cpu.pipeline import C_PIPELINE, LLVM_PIPELINE
@@ -65,4 +65,6 @@ BACKEND = Backend(
     # rather than `llvm`: it needs only a C compiler and can carry OpenMP pragmas.
     auto_kind="c",
     auto_priority=0,
+    # Checked mode (tl_jit debug=True): cpu-check-bounds guards every access on both kinds.
+    capabilities=Capabilities(checked_mode=True),
 )

@@ -23,7 +23,7 @@ from pathlib import Path
 import tvm
 
 from tl_backend_api import ToolchainError
-from tl_codegen_cpu.c_headers import atomics_c_source
+from tl_codegen_cpu.c_headers import atomics_c_source, checked_c_source
 from tl_codegen_cpu.c_source import check_prepared_for_c, generate_c_source
 from tl_codegen_cpu.gcc import C_FLAGS, GccToolchain, tvm_ffi_library, tvm_include_dirs
 from tl_codegen_cpu.lowering import host_cpu_name
@@ -168,6 +168,12 @@ def build_llvm(
         atomics_path = out / f"{name}_atomics.c"
         atomics_path.write_text(atomics_c_source('__attribute__((visibility("hidden")))'))
         inputs.append(atomics_path)
+        options = ["-O2"]
+    if "tl_rt_report_out_of_bounds" in source:
+        # Checked mode: the report and its context slot, as C linked in (tl_checked.h).
+        checked_path = out / f"{name}_checked.c"
+        checked_path.write_text(checked_c_source('__attribute__((visibility("hidden")))'))
+        inputs.append(checked_path)
         options = ["-O2"]
     library = tool.compile_shared_object(inputs, out / f"{name}.so", options=options)
     tool.check_symbols_resolve(library, [tvm_ffi_library()], source_path=str(source_path))

@@ -11,6 +11,7 @@ read with `importlib.resources`, once per process.
 | ``tl_half.h`` | ``tl_gemm_f16{,r}_f32x{4,8,16}``, ``tl_cvt_*``, ``tl_transpose_f32`` | fp16 GEMMs and row conversions on ``c`` (needs ``tl_gemm_f32.h`` first) |
 | ``tl_atomics.h`` | ``tl_atomic_<kind>_<dtype>`` | ``T.atomic_*`` on ``c`` and ``llvm`` |
 | ``tl_workspace.h`` | ``tl_c_alloc_workspace``/``tl_c_free_workspace`` | ``T.alloc_global`` on ``c`` |
+| ``tl_checked.h`` | ``tl_rt_report_out_of_bounds`` and its context slot | checked mode on ``c`` and ``llvm`` |
 
 ``tl_atomics.h`` spells its functions' storage class ``TL_ATOMIC_STORAGE``, the one
 placeholder: `atomics_c_source` substitutes it (``static inline`` on ``c``, a
@@ -24,7 +25,13 @@ from functools import cache
 from importlib import resources
 
 #: The headers in ``tl_codegen_cpu/include/``.
-C_HEADERS: tuple[str, ...] = ("tl_gemm_f32.h", "tl_half.h", "tl_atomics.h", "tl_workspace.h")
+C_HEADERS: tuple[str, ...] = (
+    "tl_gemm_f32.h",
+    "tl_half.h",
+    "tl_atomics.h",
+    "tl_workspace.h",
+    "tl_checked.h",
+)
 
 #: The token of ``tl_atomics.h`` standing for its functions' storage class.
 ATOMIC_STORAGE_PLACEHOLDER = "TL_ATOMIC_STORAGE"
@@ -55,6 +62,11 @@ def half_prelude() -> str:
 def workspace_prelude() -> str:
     """``tl_workspace.h``: the host allocators ``T.alloc_global`` buffers use on ``c``."""
     return c_header("tl_workspace.h")
+
+
+def checked_c_source(storage: str = "static") -> str:
+    """``tl_checked.h`` with its function's storage class ``storage`` (checked mode)."""
+    return f"#define TL_CHECKED_STORAGE {storage}\n" + c_header("tl_checked.h")
 
 
 def atomics_c_source(storage: str = "static inline") -> str:

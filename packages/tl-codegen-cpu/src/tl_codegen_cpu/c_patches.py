@@ -14,6 +14,7 @@ import re
 
 from tl_codegen_cpu.c_headers import (
     atomics_c_source,
+    checked_c_source,
     half_prelude,
     microkernel_prelude,
     workspace_prelude,
@@ -170,8 +171,23 @@ def insert_workspace_allocator(source: str) -> str:
     return _after_includes(source, workspace_prelude())
 
 
+_CHECKED_DECLARATION = re.compile(
+    r"^TVM_DLL int32_t tl_rt_report_out_of_bounds\(.*\);\n", re.MULTILINE
+)
+
+
+def insert_checked_prelude(source: str) -> str:
+    """Checked mode: define ``tl_rt_report_out_of_bounds`` and its slot (``tl_checked.h``)
+    in place of TVM's extern declaration, when ``source`` calls it."""
+    if not _CHECKED_DECLARATION.search(source):
+        return source
+    source = _CHECKED_DECLARATION.sub("", source)
+    return _after_includes(source, checked_c_source())
+
+
 def patch_c_source(source: str) -> str:
     """Apply every fix of this module to TVM's C ``source`` and return the result."""
+    source = insert_checked_prelude(source)
     source, _ = insert_openmp_pragmas(source)
     source, _ = insert_ivdep_pragmas(source)
     source = insert_workspace_allocator(source)

@@ -31,6 +31,7 @@ from tl_codegen_cpu.passes import (
     CpuStackBlockLocalsPass,
     CpuVectorizeExpPass,
 )
+from tl_codegen_cpu.passes.check_bounds import CpuCheckBoundsPass
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_passes import (
@@ -65,6 +66,8 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),
         RemoveNoOpPass(),
+        # Last, on the lowered accesses: checked mode's guards (nothing when it is off).
+        CpuCheckBoundsPass(),
     ]
 
 

@@ -124,7 +124,7 @@ class _Interpreter:
             return self.value(expr.true_value if self.value(expr.condition) else expr.false_value)
         if kind in ("TensorLoad", "BufferLoad"):
             array = self.arrays[expr.source]
-            return array[tuple(int(self.value(i)) for i in expr.indices)].item()
+            return array[self._index(expr.source, array, expr.indices, expr)].item()
         if kind == "Call":
             return self._call(expr)
         raise NotImplementedError(f"interpret: expression {kind} ({expr})")
@@ -183,8 +183,24 @@ class _Interpreter:
 
     def _stmt_BufferStore(self, node: Any) -> None:
         array = self.arrays[node.buffer]
-        index = tuple(int(self.value(i)) for i in node.indices)
+        index = self._index(node.buffer, array, node.indices, node)
         array[index] = self.value(node.value)
+
+    def _index(self, buffer: Any, array: Any, indices: Any, node: Any) -> tuple[int, ...]:
+        """The element's index, checked: numpy would wrap a negative index silently.
+
+        Raises:
+            IndexError: an index outside ``[0, extent)`` (names the buffer, the index,
+                the extent and the kernel's file:line).
+        """
+        index = tuple(int(self.value(i)) for i in indices)
+        for dim, (position, extent) in enumerate(zip(index, array.shape, strict=False)):
+            if not 0 <= position < extent:
+                raise IndexError(
+                    f"interpret: index {position} is out of bounds for buffer "
+                    f"{buffer.name!r} (dim {dim}, extent {extent}) at {_where(node)}"
+                )
+        return index
 
     def _stmt_Bind(self, node: Any) -> None:
         self.env[node.var] = self.value(node.value)
@@ -404,6 +420,15 @@ def _has_tile_ops(node: Any) -> bool:
     return bool(found)
 
 
+def _where(node: Any) -> str:
+    """``file:line`` of a node's source span, or what is known."""
+    span = getattr(node, "span", None)
+    name = getattr(getattr(span, "source_name", None), "name", None)
+    if span is None or not name:
+        return "an access the compiler generated (no source line)"
+    return f"{name}:{int(span.line)}"
+
+
 def run(func: Any, args: Sequence[Any]) -> list[Any]:
     """Execute ``func`` on ``args`` (numpy arrays for tensors, numbers for scalars).
 
@@ -419,6 +444,8 @@ def run(func: Any, args: Sequence[Any]) -> list[Any]:
 
     Raises:
         ValueError: wrong argument count, shape or dtype.
+        IndexError: an element index outside its buffer (names the buffer, the index,
+            the extent and the kernel's file:line).
         NotImplementedError: a construct the interpreter does not cover.
     """
     params = list(func.params)

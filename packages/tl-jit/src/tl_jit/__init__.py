@@ -10,8 +10,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from tl_runtime.fork_safety import install as _install_fork_safety
+from tl_runtime.thread_team import apply_default_wait_policy
+
+# First, before tvm (which loads libgomp through torch) can be imported: the OpenMP
+# runtime reads OMP_WAIT_POLICY once, when it loads (tl_runtime.thread_team says why).
+apply_default_wait_policy()
+# A fork while another thread is inside a kernel's first call (lazy imports of tl_ir.eager,
+# tvm, a backend) must not leave the child waiting on an import lock (tl_runtime.fork_safety).
+_install_fork_safety()
+
 if TYPE_CHECKING:
-    from tl_jit import cache, language, layout, profiler
+    from tl_jit import cache, language, layout, profiler, sweep, timing
     from tl_jit.autotuner import AutoTuner, AutotuneWarning, autotune
     from tl_jit.cache import CacheWarning
     from tl_jit.compiler import compile, lower
@@ -50,6 +60,8 @@ _LAZY = {
     "get_num_sms": ("tl_jit.device", "get_num_sms"),
     "cache": ("tl_jit.cache", None),
     "profiler": ("tl_jit.profiler", None),
+    "timing": ("tl_jit.timing", None),
+    "sweep": ("tl_jit.sweep", None),
     "language": ("tl_jit.language", None),
     "layout": ("tl_jit.layout", None),
 }
@@ -95,4 +107,6 @@ __all__ = [
     "next_power_of_2",
     "par_compile",
     "profiler",
+    "sweep",
+    "timing",
 ]

@@ -10,6 +10,7 @@ would. Every command that lists or reports takes ``--json``.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
 import traceback
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tl_jit.cli_commands import cmd_backends, cmd_cache, cmd_compile, cmd_inspect
+from tl_jit.cli_commands import cmd_backends, cmd_cache, cmd_compile, cmd_inspect, print_json
 from tl_jit.cli_support import UsageError, require_dims
 from tl_jit.cli_support import compile_object as _compile_object
 from tl_jit.cli_support import parse_assignments as _parse_assignments
@@ -33,9 +34,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     dims = _parse_assignments(args.dim, "--dim")
     require_dims(kernel, dims)
     profiler = kernel.get_profiler(dims=dims)
-    latency = profiler.do_bench(warmup=args.warmup, rep=args.rep, return_mode=args.return_mode)
-    assert isinstance(latency, float)
-    print(f"{kernel.name}: {latency:.4f} ms ({args.return_mode} of timed calls)")
+    stats = profiler.measure(warmup=args.warmup, rep=args.rep, flops=args.flops, bytes=args.bytes)
+    name = args.function.rpartition(":")[2]
+    if kernel.name != name.rpartition(".")[2]:
+        name = f"{name} ({kernel.name})"
+    if args.json:
+        import dataclasses
+
+        print_json({"kernel": name, **dataclasses.asdict(stats)})
+    else:
+        print(stats.summary(name))
     return 0
 
 
@@ -49,6 +57,38 @@ def _version() -> str:
         except PackageNotFoundError:
             parts.append(f"{dist} (not installed)")
     return "tl (" + ", ".join(parts) + ")"
+
+
+def _work_amount(text: str) -> float:
+    """A --flops/--bytes value: a number > 0, or a product of numbers (``2*512**3``)."""
+    try:
+        value = _arithmetic(ast.parse(text, mode="eval").body)
+    except (ValueError, SyntaxError, OverflowError, TypeError):
+        value = None
+    if value is None or not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0 (e.g. 2*512**3), got {text!r}")
+    return float(value)
+
+
+def _arithmetic(node: ast.expr) -> float:
+    """Numbers joined by ``*``, ``**``, ``+``, ``-``, ``/`` (no names, no calls)."""
+    if isinstance(node, ast.Constant):
+        number = node.value
+        if isinstance(number, int | float) and not isinstance(number, bool):
+            return float(number)
+    if isinstance(node, ast.BinOp):
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        if isinstance(node.op, ast.Pow) and abs(right) <= 64:
+            return float(left**right)
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Div) and right:
+            return left / right
+    raise ValueError("not a number")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,16 +181,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     json_option(cache_cmd, "the report")
 
-    bench_cmd = commands.add_parser("bench", help="compile a kernel and time it")
-    compile_options(bench_cmd)
-    bench_cmd.add_argument("--warmup", type=float, default=25.0, help="ms")
-    bench_cmd.add_argument("--rep", type=float, default=100.0, help="ms")
-    bench_cmd.add_argument(
-        "--return-mode",
-        default="mean",
-        choices=["mean", "median", "min", "max"],
-        help="the statistic of the timed calls to print",
+    bench_cmd = commands.add_parser(
+        "bench", help="compile a kernel and time it (median, spread, throughput)"
     )
+    compile_options(bench_cmd)
+    bench_cmd.add_argument(
+        "--warmup", type=float, default=25.0, help="ms of untimed calls, at least (default 25)"
+    )
+    bench_cmd.add_argument("--rep", type=float, default=100.0, help="ms of timed calls (100)")
+    bench_cmd.add_argument(
+        "--flops", type=_work_amount, default=None, help="flops per call: prints FLOP/s"
+    )
+    bench_cmd.add_argument(
+        "--bytes", type=_work_amount, default=None, help="bytes moved per call: prints B/s"
+    )
+    json_option(bench_cmd, "the statistics and every timed call")
     return parser
 
 

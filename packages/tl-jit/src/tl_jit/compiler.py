@@ -17,11 +17,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tl_jit import env
+from tl_jit import checked, env
 from tl_jit.cache import default_cache
+from tl_jit.interpreted import InterpretedKernel, interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.keys import ir_key
 from tl_jit.pass_configs import dump_dir, normalize_pass_configs, split_pass_configs
+from tl_runtime.fork_safety import fork_waits_for_this
 
 if TYPE_CHECKING:
     from tl_backend_api import BackendContext, KernelSources
@@ -94,12 +96,45 @@ def build_into(
     extra = {"tl-jit": tl_jit.__version__}
     if key:
         extra["tl_jit.cache_key"] = key
+    if checked.is_checked(pass_configs):
+        extra[checked.MARKER] = checked.kernel_file(func)
     options: dict[str, Any] = {"out_idx": out_idx, "extra_versions": extra}
     dump = dump_dir(split_pass_configs(pass_configs)[1])
+    if dump is None:
+        dump = kernel_dump_dir(context, func, key)
     if dump is not None:
         options["dump_dir"] = dump
     with _pass_context(pass_configs):
         return Path(builder(context, func, directory, **options))
+
+
+def kernel_dump_dir(context: BackendContext, func: Any, key: str | None) -> Path | None:
+    """``$TL_DUMP_IR/<kernel name>-<key>/<pipeline name>``: one folder per kernel, or None.
+
+    Every kernel built while ``TL_DUMP_IR`` is set gets its own folder (named by the
+    kernel's name and the first 16 hex digits of its key), so one kernel's dumps never
+    overwrite another's.
+
+    Raises:
+        tl_passes.IRDumpError: the folder cannot be created (names TL_DUMP_IR and the path).
+    """
+    root = os.environ.get(env.DUMP_IR_ENV)
+    if not root:
+        return None
+    attrs = func.attrs
+    name = (
+        str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "kernel"
+    )
+    folder = Path(root) / f"{name}-{(key or 'uncached')[:16]}" / context.pipeline.name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from tl_passes import IRDumpError
+
+        raise IRDumpError(
+            f"{env.DUMP_IR_ENV}={root!r}: cannot create the IR dump folder {folder}: {exc}"
+        ) from exc
+    return folder
 
 
 def _scratch_dir() -> Path:
@@ -136,13 +171,34 @@ def compile_with_context(
     out_idx: OutIdx = None,
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> JITKernel:
     """`compile` for an already resolved context (the `jit` wrapper and the autotuner use it)."""
+    # A compile holds locks in tvm and LLVM that a forked child could not release: a
+    # fork() from another thread waits for it (tl_runtime.fork_safety).
+    with fork_waits_for_this():
+        return _compile_with_context(func, context, out_idx, pass_configs, verbose, debug)
+
+
+def _compile_with_context(
+    func: Any,
+    context: BackendContext,
+    out_idx: OutIdx,
+    pass_configs: Mapping[str, object] | None,
+    verbose: bool,
+    debug: bool | None,
+) -> JITKernel:
     _require_prim_func(func, "func")
     from tl_runtime.out_idx import normalize_out_idx
 
     normalized_out = normalize_out_idx(out_idx, len(func.params))
+    if interpret_requested():
+        return InterpretedKernel(func, normalized_out or ())  # type: ignore[return-value]
     pass_configs = normalize_pass_configs(pass_configs)
+    if checked.resolve_debug(debug):
+        pass_configs = checked.with_checks(pass_configs)
+    if checked.is_checked(pass_configs):
+        checked.require_support(context)
     started = time.perf_counter()
     key = ir_key(
         func,
@@ -151,7 +207,7 @@ def compile_with_context(
         pass_configs=pass_configs,
         toolchain_versions=toolchain_versions(context),
     )
-    status = "built"
+    status = "compiled"
     if env.cache_disabled():
         directory = _scratch_dir() / f"{key[:16]}-{len(os.listdir(_scratch_dir()))}"
         build_into(
@@ -160,7 +216,7 @@ def compile_with_context(
         import tl_runtime
 
         runtime_kernel = tl_runtime.load(directory)
-        status = "built (cache disabled)"
+        status = "compiled (cache disabled)"
     else:
         cache = default_cache()
         loaded = cache.load(key)
@@ -179,16 +235,29 @@ def compile_with_context(
 
             loaded = tl_runtime.load(entry)
         else:
-            status = "cache hit"
+            status = "disk (cache hit)"
         runtime_kernel = loaded
     if verbose:
-        print(
-            f"[tl_jit] {runtime_kernel.name}: {status} in {time.perf_counter() - started:.3f} s "
-            f"(target {context.target_kind}, execution backend {context.execution_backend.name}, "
-            f"key {key[:16]})",
-            file=sys.stderr,
+        report_origin(
+            runtime_kernel.name,
+            status,
+            started,
+            f"target {context.target_kind}, execution backend "
+            f"{context.execution_backend.name}, key {key[:16]}",
         )
     return JITKernel(runtime_kernel, prim_func=func, context=context, cache_key=key)
+
+
+def report_origin(name: str, origin: str, started: float, detail: str) -> None:
+    """Print where a kernel came from (``verbose=True``): ``[tl_jit] NAME: from ORIGIN``.
+
+    ``origin`` is ``"memory"`` (this process already had it), ``"disk ..."`` (the cache,
+    no build) or ``"compiled"``.
+    """
+    print(
+        f"[tl_jit] {name}: from {origin} in {time.perf_counter() - started:.3f} s ({detail})",
+        file=sys.stderr,
+    )
 
 
 def compile(
@@ -199,6 +268,7 @@ def compile(
     execution_backend: str = "auto",
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> JITKernel:
     """Compile a PrimFunc into a callable `JITKernel` (or load it from the disk cache).
 
@@ -214,10 +284,15 @@ def compile(
         pass_configs: pass-context options applied while lowering and building:
             TileLang's ``tl.*`` keys (`tl_jit.PassConfigKey`; applied or ignored as
             tl_jit.pass_configs documents) and TVM's own keys.
-        verbose: print what happened (cache hit or build, timing) to stderr.
+        verbose: print where the kernel came from (memory, disk, compiled) and how long
+            it took, to stderr.
+        debug: checked mode (tl_jit.checked): an out-of-bounds access raises
+            `IndexError` naming the buffer, the index, the extent and the kernel's
+            file:line, instead of touching memory. None: ``TL_DEBUG`` decides.
 
     Returns:
-        The `JITKernel`.
+        The `JITKernel` (with ``TL_INTERPRET=1``: a `tl_jit.interpreted.InterpretedKernel`,
+        run by the reference interpreter, never compiled).
 
     Raises:
         TypeError: ``func`` is not a PrimFunc, or ``out_idx`` is malformed.
@@ -228,11 +303,12 @@ def compile(
         tl_backend_api.ToolchainError: the compiler failed (its message and source path).
         tl_jit.errors.CacheError: the cache cannot be written (set TL_CACHE_DIR or
             TL_DISABLE_CACHE=1).
+        NotImplementedError: ``debug`` on a backend without checked mode.
     """
     _require_prim_func(func, "func")
     context = create_context(target, target_host, execution_backend)
     return compile_with_context(
-        func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose
+        func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose, debug=debug
     )
 
 

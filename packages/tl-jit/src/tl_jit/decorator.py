@@ -11,14 +11,17 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
-from tl_jit import env
-from tl_jit.compiler import OutIdx, compile_with_context, create_context
+from tl_jit import checked, env
+from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
 from tl_jit.env_reads import EnvReads
+from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import normalize_pass_configs
+from tl_runtime.fork_safety import fork_waits_for_this
 
 _KERNEL_ANNOTATION = re.compile(r"\b(Tensor|StridedTensor|Buffer)\s*[\[(]")
 
@@ -73,6 +76,7 @@ class JITFunction:
     def _frontend_options(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         options = {**self.options, **overrides}
         options.pop("verbose", None)
+        options["debug"] = checked.resolve_debug(options.get("debug"))
         options["target"] = env.default_target(options.get("target", "auto"))
         options["execution_backend"] = env.default_execution_backend(
             options.get("execution_backend", "auto")
@@ -100,8 +104,12 @@ class JITFunction:
             NotImplementedError: the function is written in TileLang's eager style.
         """
         self._refuse_eager_style()
+        started = time.perf_counter()
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
+        verbose = bool(options.get("verbose", False))
+        if interpret_requested():  # nothing cached: the interpreter runs the IR as built
+            return self._compile_fresh(arguments, options)[0]
         from tl_jit import memo
         from tl_jit.env_reads import unchanged
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
@@ -117,6 +125,8 @@ class JITFunction:
         if memory_key is not None:
             held = self._kernels.get(memory_key)
             if held is not None and unchanged(held[1]):
+                if verbose:
+                    report_origin(self.func.__qualname__, "memory", started, _described(held[0]))
                 return held[0]
         front_key: str | None
         try:
@@ -130,6 +140,13 @@ class JITFunction:
         found = None
         if front_key is not None and not env.cache_disabled():
             found = memo.load(front_key)
+            if found is not None and verbose:
+                report_origin(
+                    self.func.__qualname__,
+                    "disk (front-end memo: no tvm import, no build)",
+                    started,
+                    _described(found[0]),
+                )
         if found is None:
             found = self._compile_fresh(arguments, options)
             if front_key is not None and not env.cache_disabled():
@@ -151,6 +168,12 @@ class JITFunction:
         self, arguments: Mapping[str, Any], options: Mapping[str, Any]
     ) -> tuple[JITKernel, EnvReads]:
         """Run the builder (recording the environment variables it reads) and compile."""
+        with fork_waits_for_this():  # builds the IR (tvm) and compiles: a fork waits
+            return self._build_and_compile(arguments, options)
+
+    def _build_and_compile(
+        self, arguments: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> tuple[JITKernel, EnvReads]:
         from tl_jit.env_reads import freeze, recording
 
         with recording() as reads:
@@ -173,6 +196,7 @@ class JITFunction:
             out_idx=options.get("out_idx"),
             pass_configs=options.get("pass_configs"),
             verbose=bool(options.get("verbose", False)),
+            debug=options.get("debug"),
         )
         return kernel, freeze(reads)
 
@@ -187,6 +211,18 @@ class JITFunction:
 
     def __repr__(self) -> str:
         return f"<tl_jit.jit {self.func.__qualname__}>"
+
+
+def _described(kernel: Any) -> str:
+    """The facts `report_origin` prints about a kernel: its target, adapter and key."""
+    manifest = getattr(kernel, "manifest", None)
+    if manifest is None:
+        return "interpreted"
+    key = kernel.cache_key[:16] if getattr(kernel, "cache_key", None) else "none"
+    return (
+        f"target {manifest.target.get('kind')}, execution backend "
+        f"{manifest.execution_backend}, key {key}"
+    )
 
 
 @overload
@@ -204,6 +240,7 @@ def jit(
     execution_backend: str = "auto",
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> Callable[[Callable[..., Any]], JITFunction]: ...
 
 
@@ -217,6 +254,7 @@ def jit(
     execution_backend: str = "auto",
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
+    debug: bool | None = None,
 ) -> JITFunction | Callable[[Callable[..., Any]], JITFunction]:
     """Decorate a function of compile-time arguments that returns a PrimFunc.
 
@@ -225,8 +263,12 @@ def jit(
     `JITKernel`, compiled once per distinct argument set and cached in memory and
     on disk.
 
+    ``debug=True`` builds the kernel in checked mode (`tl_jit.compile`'s ``debug``);
+    None (the default) lets ``TL_DEBUG`` decide at each compile.
+
     Raises:
-        TypeError: ``out_idx`` is malformed, or what is decorated is not callable.
+        TypeError: ``out_idx`` or ``debug`` is malformed, or what is decorated is not
+            callable.
         ValueError: ``pass_configs`` holds a ``tl.*`` key TileLang does not define.
     """
     from tl_runtime.out_idx import normalize_out_idx
@@ -239,6 +281,7 @@ def jit(
         "execution_backend": execution_backend,
         "pass_configs": normalize_pass_configs(pass_configs),
         "verbose": verbose,
+        "debug": checked.resolve_debug(debug) if debug is not None else None,
     }
     if func is not None:
         return _jit_function(func, options)

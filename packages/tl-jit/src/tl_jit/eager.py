@@ -32,6 +32,7 @@ from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
 from tl_jit.parallel import par_compile, run_parallel, warn_failed
+from tl_runtime.fork_safety import fork_waits_for_this
 
 __all__ = ["EagerJITFunction", "par_compile"]  # par_compile: tl_jit.parallel's
 
@@ -245,14 +246,18 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         """The call before the signature is read (and the call where no dispatcher
         can be generated): bind, compile if needed, run."""
         # Reading the analysis installs the generated dispatcher as `_call` for the
-        # calls after this one.
-        if self._analysis is None:
-            self.analysis  # noqa: B018 - reading it installs the dispatcher
-        return self._call_slow(args, kwargs)
+        # calls after this one. The first call imports tl_ir.eager and tvm, then
+        # compiles: a fork waits for all of it.
+        with fork_waits_for_this():
+            if self._analysis is None:
+                self.analysis  # noqa: B018 - reading it installs the dispatcher
+            return self._call_slow(args, kwargs)
 
     def _call_slow(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        templates, consts, arguments = self._bind(args, kwargs, need_tensors=True)
-        kernel, reads = self._compile(templates, consts)
+        # Binding and compiling import lazily and hold native locks: a fork waits.
+        with fork_waits_for_this():
+            templates, consts, arguments = self._bind(args, kwargs, need_tensors=True)
+            kernel, reads = self._compile(templates, consts)
         binder = self._binder
         # The dispatcher's key holds the raw values (and their classes): it may serve
         # this kernel again only where equal raw values cannot build another kernel

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tl_jit import checked
 from tl_jit.profiler import Profiler
 
 if TYPE_CHECKING:
@@ -37,14 +38,21 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
         cache_key: the ir key of its cache entry, or None.
         config: the winning configuration when returned by `autotune`, else None.
         latency: the measured latency in ms when returned by `autotune`, else None.
+        debug: whether it was built in checked mode (tl_jit.checked): an out-of-bounds
+            access raises `IndexError` after the call.
     """
 
     config: dict[str, Any] | None
     latency: float | None
 
     def __new__(cls, runtime_kernel: tl_runtime.Kernel, **_options: Any) -> JITKernel:
-        """A kernel whose call is ``runtime_kernel``'s call path."""
-        return super().__new__(cls, runtime_kernel.__call__)
+        """A kernel whose call is ``runtime_kernel``'s call path (wrapped to look at the
+        out-of-bounds record when it was built in checked mode)."""
+        call = runtime_kernel.__call__
+        checked_file = runtime_kernel.manifest.versions.get(checked.MARKER)
+        if checked_file is not None:
+            call = checked.checked_call(call, runtime_kernel.name, checked_file)
+        return super().__new__(cls, call)
 
     def __init__(
         self,
@@ -61,6 +69,7 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
         self.cache_key = cache_key
         self.config = None
         self.latency = None
+        self.debug = runtime_kernel.manifest.versions.get(checked.MARKER) is not None
 
     def __reduce__(self) -> Any:
         raise TypeError(

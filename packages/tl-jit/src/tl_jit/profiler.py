@@ -1,4 +1,4 @@
-"""Timing kernels: `do_bench` (CPU wall clock, or device events of torch's accelerator)
+"""Timing kernels: `do_bench` (one figure of the shared statistic, `tl_jit.timing`)
 and `Profiler` (inputs generated from a kernel's params, benchmarking, checking).
 
 Nothing here names a device or target: where a kernel's inputs live comes from
@@ -10,79 +10,44 @@ its device-generic API (``torch.accelerator``, ``torch.Event``).
 from __future__ import annotations
 
 import importlib
-import statistics
 import sys
-import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
+
+from tl_jit.timing import (
+    FLUSH_BYTES,
+    HOST_DEVICE,
+    TimingStats,
+    measure,
+    torch_accelerator,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
     import tl_runtime
 
-RETURN_MODES = ("mean", "median", "min", "max")
-HOST_DEVICE = "cpu"
-"""The ``device`` of `do_bench` that times with the wall clock."""
+RETURN_MODES = ("median", "mean", "min", "max")
 _DLPACK_HOST = 1  # DLPack's code for host memory (kDLCPU)
-FLUSH_BYTES = 64 << 20
-"""Bytes written between timed calls by ``flush_cache=True`` (larger than common L3 caches)."""
+__all__ = [
+    "FLUSH_BYTES",
+    "HOST_DEVICE",
+    "RETURN_MODES",
+    "ProfiledKernel",
+    "Profiler",
+    "do_bench",
+    "random_array",
+    "torch_accelerator",
+]
 
 
-def _validate(warmup: float, rep: float, return_mode: str) -> None:
-    for name, value in (("warmup", warmup), ("rep", rep)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise ValueError(f"{name}: expected a number of milliseconds >= 0, got {value!r}")
-    if rep <= 0:
-        raise ValueError(f"rep: expected a number of milliseconds > 0, got {rep!r}")
+def _validate_mode(return_mode: str, quantiles: Sequence[float] | None) -> None:
     if return_mode not in RETURN_MODES:
         raise ValueError(f"return_mode: expected one of {RETURN_MODES}, got {return_mode!r}")
-
-
-def _summarize(
-    times_ms: Sequence[float], return_mode: str, quantiles: Sequence[float] | None
-) -> float | list[float]:
-    if quantiles is not None:
-        ordered = sorted(times_ms)
-        result = []
-        for q in quantiles:
-            if not 0.0 <= q <= 1.0:
-                raise ValueError(f"quantiles: expected values in [0, 1], got {q!r}")
-            position = q * (len(ordered) - 1)
-            low = int(position)
-            high = min(low + 1, len(ordered) - 1)
-            result.append(ordered[low] + (ordered[high] - ordered[low]) * (position - low))
-        return result
-    if return_mode == "mean":
-        return statistics.fmean(times_ms)
-    if return_mode == "median":
-        return statistics.median(times_ms)
-    if return_mode == "min":
-        return min(times_ms)
-    return max(times_ms)
-
-
-def torch_accelerator(*, import_torch: bool = False) -> Any:
-    """The ``torch.device`` of the accelerator torch reports, or None.
-
-    None when torch is not imported (or, with ``import_torch``, not
-    installed), is too old for ``torch.accelerator``, or sees no device.
-    """
-    torch = sys.modules.get("torch")
-    if torch is None and import_torch:
-        try:
-            torch = importlib.import_module("torch")
-        except ImportError:
-            return None
-    accelerator = getattr(torch, "accelerator", None) if torch is not None else None
-    if accelerator is None:
-        return None
-    try:
-        if not accelerator.is_available():
-            return None
-        return accelerator.current_accelerator()
-    except Exception:  # a broken driver means "no accelerator", not a crash
-        return None
+    for q in quantiles or ():
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantiles: expected values in [0, 1], got {q!r}")
 
 
 def _accelerator_dlpack_type(device: Any) -> int | None:
@@ -93,45 +58,29 @@ def _accelerator_dlpack_type(device: Any) -> int | None:
         return None
 
 
-def _timing_device(device: str) -> Any:
-    """None for wall-clock timing, else the torch device whose events time the calls."""
-    if not isinstance(device, str):
-        raise ValueError(f"device: expected a str, got {type(device).__name__} {device!r}")
-    if device == HOST_DEVICE:
-        return None
-    accelerator = torch_accelerator(import_torch=device != "auto")
-    if device == "auto":
-        return accelerator
-    if accelerator is None or str(accelerator.type) != device:
-        found = "none" if accelerator is None else repr(str(accelerator.type))
-        raise ValueError(
-            f"device: expected 'auto', {HOST_DEVICE!r} or the device type of torch's "
-            f"accelerator (found: {found}), got {device!r}"
-        )
-    return accelerator
-
-
 def do_bench(
     fn: Callable[[], Any],
     warmup: float = 25.0,
     rep: float = 100.0,
-    return_mode: str = "mean",
+    return_mode: str = "median",
     quantiles: Sequence[float] | None = None,
     *,
     flush_cache: bool = False,
     device: str = "auto",
     max_repeats: int = 100_000,
 ) -> float | list[float]:
-    """Time ``fn()`` and return milliseconds per call.
+    """Time ``fn()`` and return milliseconds per call (one figure of `tl_jit.timing.measure`).
 
-    Runs ``fn`` for about ``warmup`` ms, then times about ``rep`` ms of calls one by
-    one (at least 5 timed calls).
+    Warms up for at least ``warmup`` ms and until the time per call is stable, then
+    times about ``rep`` ms of calls one by one (at least 5). `tl_jit.timing.measure`
+    gives the whole statistic (median, spread, outliers, throughput).
 
     Args:
         fn: the thing to time, called without arguments.
-        warmup: milliseconds of untimed calls first.
+        warmup: milliseconds of untimed calls first (at least).
         rep: milliseconds of timed calls.
-        return_mode: ``"mean"``, ``"median"``, ``"min"`` or ``"max"`` of the per-call times.
+        return_mode: ``"median"`` (the default: robust to a call preempted by other
+            work), ``"mean"``, ``"min"`` or ``"max"`` of the per-call times.
         quantiles: when given, return these quantiles (each in [0, 1]) instead.
         flush_cache: write a 64 MiB buffer before every timed call (CPU: cold caches).
         device: ``"cpu"`` (wall clock); the device type of torch's accelerator (timed
@@ -147,79 +96,18 @@ def do_bench(
         ValueError: a bad ``warmup``, ``rep``, ``return_mode``, ``quantiles`` or ``device``.
         whatever ``fn`` raises.
     """
-    _validate(warmup, rep, return_mode)
-    timing_device = _timing_device(device)
-    flush: Callable[[], None] | None = None
-    if flush_cache:
-        import numpy as np
-
-        buffer = np.empty(FLUSH_BYTES // 8, dtype=np.int64)
-
-        def flush() -> None:
-            buffer.fill(0)
-
-    if timing_device is not None:
-        return _bench_device(
-            fn, timing_device, warmup, rep, return_mode, quantiles, flush, max_repeats
-        )
-    # Estimate one call's cost (with its flush) to size the warmup and the timed runs.
-    start = time.perf_counter()
-    if flush is not None:
-        flush()
-    fn()
-    estimate_ms = max((time.perf_counter() - start) * 1e3, 1e-4)
-    for _ in range(min(max_repeats, int(warmup / estimate_ms))):
-        fn()
-    count = max(5, min(max_repeats, int(rep / estimate_ms)))
-    times_ms = []
-    clock = time.perf_counter
-    for _ in range(count):
-        if flush is not None:
-            flush()
-        begin = clock()
-        fn()
-        times_ms.append((clock() - begin) * 1e3)
-    return _summarize(times_ms, return_mode, quantiles)
-
-
-def _bench_device(
-    fn: Callable[[], Any],
-    device: Any,
-    warmup: float,
-    rep: float,
-    return_mode: str,
-    quantiles: Sequence[float] | None,
-    flush: Callable[[], None] | None,
-    max_repeats: int,
-) -> float | list[float]:
-    torch: Any = sys.modules["torch"]  # `_timing_device` found the accelerator through it
-
-    def event() -> Any:
-        return torch.Event(device=device, enable_timing=True)
-
-    fn()
-    torch.accelerator.synchronize()
-    begin, end = event(), event()
-    begin.record()
-    for _ in range(5):
-        fn()
-    end.record()
-    torch.accelerator.synchronize()
-    estimate_ms = max(begin.elapsed_time(end) / 5, 1e-4)
-    for _ in range(min(max_repeats, int(warmup / estimate_ms))):
-        fn()
-    count = max(5, min(max_repeats, int(rep / estimate_ms)))
-    starts = [event() for _ in range(count)]
-    ends = [event() for _ in range(count)]
-    for i in range(count):
-        if flush is not None:
-            flush()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.accelerator.synchronize()
-    times_ms = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
-    return _summarize(times_ms, return_mode, quantiles)
+    _validate_mode(return_mode, quantiles)
+    stats = measure(
+        fn,
+        warmup=warmup,
+        rep=rep,
+        flush_cache=flush_cache,
+        device=device,
+        max_repeats=max_repeats,
+    )
+    if quantiles is not None:
+        return stats.quantiles(quantiles)
+    return stats.value(return_mode)
 
 
 def random_array(
@@ -363,12 +251,44 @@ class Profiler:
             self._inputs = self.make_inputs()
         return self._inputs
 
+    def measure(
+        self,
+        func: Callable[..., Any] | None = None,
+        warmup: float = 25.0,
+        rep: float = 100.0,
+        *,
+        flops: float | None = None,
+        bytes: float | None = None,
+        flush_cache: bool = False,
+        inputs: Sequence[Any] | None = None,
+    ) -> TimingStats:
+        """Time the kernel (or ``func``, called with the same inputs): the whole statistic.
+
+        Arguments as in `tl_jit.timing.measure`; ``flops``/``bytes`` (work per call) add
+        the throughput; ``inputs`` replaces the generated ones. Warns (`TimingWarning`)
+        once per process when the OpenMP runtime's idle workers spin (see
+        `tl_runtime.thread_policy`), which inflates times on a busy machine.
+        """
+        target = func if func is not None else self.kernel
+        args = list(inputs) if inputs is not None else self.inputs
+        device = HOST_DEVICE if self._device is None else str(self._device.type)
+        _warn_if_workers_spin()
+        return measure(
+            lambda: target(*args),
+            warmup=warmup,
+            rep=rep,
+            flops=flops,
+            bytes=bytes,
+            flush_cache=flush_cache,
+            device=device,
+        )
+
     def do_bench(
         self,
         func: Callable[..., Any] | None = None,
         warmup: float = 25.0,
         rep: float = 100.0,
-        return_mode: str = "mean",
+        return_mode: str = "median",
         quantiles: Sequence[float] | None = None,
         *,
         flush_cache: bool = False,
@@ -376,20 +296,14 @@ class Profiler:
     ) -> float | list[float]:
         """Time the kernel (or ``func``, called with the same inputs); milliseconds per call.
 
-        Arguments as in `tl_jit.profiler.do_bench`; ``inputs`` replaces the generated ones.
+        One figure of `measure` (the median by default); arguments as in
+        `tl_jit.profiler.do_bench`; ``inputs`` replaces the generated ones.
         """
-        target = func if func is not None else self.kernel
-        args = list(inputs) if inputs is not None else self.inputs
-        device = HOST_DEVICE if self._device is None else str(self._device.type)
-        return do_bench(
-            lambda: target(*args),
-            warmup,
-            rep,
-            return_mode,
-            quantiles,
-            flush_cache=flush_cache,
-            device=device,
-        )
+        _validate_mode(return_mode, quantiles)
+        stats = self.measure(func, warmup, rep, flush_cache=flush_cache, inputs=inputs)
+        if quantiles is not None:
+            return stats.quantiles(quantiles)
+        return stats.value(return_mode)
 
     def assert_allclose(
         self,
@@ -468,3 +382,27 @@ def _to_numpy(value: Any) -> Any:
     if array.dtype == np.float16:
         array = array.astype(np.float32)
     return array
+
+
+class TimingWarning(UserWarning):
+    """A timing may not be the kernel's own (idle OpenMP workers spin on this machine)."""
+
+
+_warned_spin = False
+
+
+def _warn_if_workers_spin() -> None:
+    """Warn once when the default wait policy did not reach the OpenMP runtime."""
+    global _warned_spin
+    if _warned_spin:
+        return
+    from tl_runtime import thread_policy
+
+    policy = thread_policy()
+    if not policy.effective:
+        _warned_spin = True
+        warnings.warn(
+            f"timings may include idle OpenMP workers spinning: {policy.detail}",
+            TimingWarning,
+            stacklevel=3,
+        )

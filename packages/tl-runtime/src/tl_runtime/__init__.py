@@ -32,6 +32,7 @@ from tl_runtime.errors import (
     SourceOnlyArtifactError,
     StackBudgetError,
 )
+from tl_runtime.fork_safety import install as _install_fork_safety
 from tl_runtime.kernel import Kernel, load
 from tl_runtime.manifest import (
     DTYPES,
@@ -50,6 +51,14 @@ from tl_runtime.manifest import (
     verify_files,
     write_artifact,
 )
+from tl_runtime.thread_team import ThreadPolicy, apply_default_wait_policy, thread_policy
+
+# Before anything the caller imports next can load an OpenMP runtime, which reads
+# OMP_WAIT_POLICY once, when it loads (tl_runtime.thread_team says why). Nothing imported
+# above loads one.
+apply_default_wait_policy()
+# A fork while another thread imports (a kernel's first call) must not hang the child.
+_install_fork_safety()
 
 __version__ = "0.1.0"
 
@@ -58,7 +67,8 @@ def set_num_threads(count: int) -> None:
     """Set how many threads parallel CPU kernels use (0 = all cores).
 
     Raises:
-        ValueError: ``count`` is not an int >= 0.
+        ValueError: ``count`` is not an int >= 0, or is more threads than this machine
+            can run (`tl_runtime.thread_team.max_team_threads`).
         RuntimeError: parallel kernels are unavailable (no C compiler to build the helper).
     """
     from tl_runtime.context import set_num_threads as apply
@@ -100,6 +110,7 @@ __all__ = [
     "SourceOnlyArtifactError",
     "StackBudgetError",
     "TensorView",
+    "ThreadPolicy",
     "adapter_availability",
     "adapter_keys",
     "evaluate_dim_expression",
@@ -111,6 +122,7 @@ __all__ = [
     "read_manifest",
     "set_num_threads",
     "sha256_file",
+    "thread_policy",
     "verify_files",
     "write_artifact",
 ]

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tl_runtime.errors import NativeBuildError
+from tl_runtime.fork_safety import ForkSafeLock
 
 _HELPER_SOURCE = Path(__file__).parent / "_native" / "context_helper.c"
 _HELPER_NAME = "tl_rt_context_helper"
@@ -52,6 +52,9 @@ _SYMBOLS = (
     ("__TVMBackendParallelBarrier", "tl_rt_parallel_barrier"),
     ("__TVMBackendAllocWorkspace", "tl_rt_alloc_workspace"),
     ("__TVMBackendFreeWorkspace", "tl_rt_free_workspace"),
+    # The slot of checked-mode kernels (tl_codegen_cpu's tl_checked.h): their reports of
+    # out-of-bounds accesses, which `take_out_of_bounds` hands to the caller.
+    ("__tl_rt_report_out_of_bounds", "tl_rt_report_out_of_bounds"),
 )
 # Host stubs of GPU modules reference these tvm-ffi functions through context slots too.
 _FFI_FORWARDS = (
@@ -79,7 +82,7 @@ class ContextStatus:
     reason: str
 
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _status: ContextStatus | None = None
 _helper: ctypes.CDLL | None = None
 _keepalive: list[Any] = []
@@ -105,6 +108,9 @@ def ensure_context_symbols() -> ContextStatus:
     with _lock:
         if _status is not None:
             return _status
+        from tl_runtime.thread_team import apply_default_wait_policy
+
+        apply_default_wait_policy()  # before the helper's OpenMP runtime loads
         ffi = libtvm_ffi()
         register = ffi.TVMFFIEnvModRegisterContextSymbol
         register.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
@@ -133,6 +139,14 @@ def ensure_context_symbols() -> ContextStatus:
                 for sym, impl in _SYMBOLS
             }
             helper.tl_rt_set_num_threads.argtypes = [ctypes.c_int]
+            helper.tl_rt_take_out_of_bounds.restype = ctypes.c_int64
+            helper.tl_rt_take_out_of_bounds.argtypes = [
+                ctypes.POINTER(ctypes.c_int64),
+                ctypes.POINTER(ctypes.c_int32),
+                ctypes.POINTER(ctypes.c_int64),
+                ctypes.POINTER(ctypes.c_int64),
+                ctypes.POINTER(ctypes.c_int32),
+            ]
             helper.tl_rt_require_stack.argtypes = [ctypes.c_size_t]
             helper.tl_rt_require_stack.restype = None
             for name in ("tl_rt_stack_left", "tl_rt_default_stack_bytes", "tl_rt_team_stack_bytes"):
@@ -197,7 +211,7 @@ def _fallback_addresses(ffi: ctypes.CDLL, reason: str) -> dict[str, int | None]:
     _keepalive.extend(callbacks)
     return {
         sym: ctypes.cast(cb, ctypes.c_void_p).value
-        for (sym, _), cb in zip(_SYMBOLS, callbacks, strict=True)
+        for (sym, _), cb in zip(_SYMBOLS[: len(callbacks)], callbacks, strict=True)
     }
 
 
@@ -205,15 +219,79 @@ def set_num_threads(count: int) -> None:
     """Set the number of threads parallel kernels use (0 = all cores).
 
     Raises:
-        ValueError: ``count`` is not an int >= 0.
+        ValueError: ``count`` is not an int in [0, `thread_team.max_team_threads`].
         RuntimeError: the C helper is unavailable (parallel kernels cannot run at all).
     """
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValueError(f"set_num_threads: expected an int >= 0, got {count!r}")
+    from tl_runtime.thread_team import validate_thread_count
+
+    count = validate_thread_count(count)
     status = ensure_context_symbols()
     if _helper is None:
         raise RuntimeError(f"parallel kernels are unavailable: {status.reason}")
     _helper.tl_rt_set_num_threads(count)
+
+
+NAME_WORDS = 4
+"""How many int64 words carry a buffer's name to the report (8 bytes each)."""
+
+
+def pack_name(name: str) -> tuple[int, ...]:
+    """``name`` as `NAME_WORDS` signed little-endian int64 words (UTF-8, cut to fit)."""
+    data = name.encode("utf-8")[: 8 * NAME_WORDS].ljust(8 * NAME_WORDS, b"\0")
+    return tuple(
+        int.from_bytes(data[i : i + 8], "little", signed=True) for i in range(0, len(data), 8)
+    )
+
+
+def unpack_name(words: Sequence[int]) -> str:
+    """The name `pack_name` packed."""
+    data = b"".join(int(w).to_bytes(8, "little", signed=True) for w in words)
+    return data.rstrip(b"\0").decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class OutOfBoundsReport:
+    """The first out-of-bounds access a checked kernel reported since the last take.
+
+    Attributes:
+        buffer: the buffer's name in the kernel (its first 32 bytes).
+        dim: the dimension whose index was out of range (0-based).
+        index: that index.
+        extent: that dimension's extent.
+        line: the kernel source's line of the access (0: an access the compiler generated).
+        count: how many out-of-bounds accesses were reported (only the first is kept).
+    """
+
+    buffer: str
+    dim: int
+    index: int
+    extent: int
+    line: int
+    count: int
+
+
+def take_out_of_bounds() -> OutOfBoundsReport | None:
+    """The first out-of-bounds access reported by checked kernels since the last call.
+
+    Clears the record. None when nothing was reported (or the C helper is unavailable,
+    in which case no checked kernel can load).
+    """
+    ensure_context_symbols()
+    if _helper is None:
+        return None
+    name = (ctypes.c_int64 * NAME_WORDS)()
+    dim, line = ctypes.c_int32(), ctypes.c_int32()
+    index, extent = ctypes.c_int64(), ctypes.c_int64()
+    count = int(
+        _helper.tl_rt_take_out_of_bounds(
+            name, ctypes.byref(dim), ctypes.byref(index), ctypes.byref(extent), ctypes.byref(line)
+        )
+    )
+    if count == 0:
+        return None
+    return OutOfBoundsReport(
+        unpack_name(list(name)), dim.value, index.value, extent.value, line.value, count
+    )
 
 
 def last_launch_threads() -> int:

@@ -20,13 +20,13 @@ import hashlib
 import os
 import shutil
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from tl_runtime.fork_safety import ForkSafeLock
 from tl_runtime.manifest import MANIFEST_NAME, Manifest
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _staging_root: Path | None = None
 
 

@@ -4,6 +4,7 @@ call described by `tl_ir.ops`."""
 from __future__ import annotations
 
 import builtins as _builtins
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -151,7 +152,8 @@ def gemm(
     to the target.
 
     Raises:
-        KernelTypeError: an operand is not a tile; a flag is not a bool; a bad hint.
+        KernelTypeError: an operand is not a tile; a flag is not a bool; a bad hint; A
+            and B differ in dtype, or C is narrower than them or of another kind.
         UnsupportedError: ``mbar`` (an asynchronous Blackwell MMA barrier) is given.
         ShapeMismatchError: the inner dims of A and B or the dims of C disagree.
     """
@@ -181,6 +183,7 @@ def gemm(
         f"B {b.buffer.name} is {fmt_extents((b0, b1))}{' (transposed)' if transpose_B else ''}, "
         f"C {c.buffer.name} is {fmt_extents((c0, c1))}"
     )
+    _check_gemm_dtypes(a, b, c)
     if provably_different(ka, kb):
         raise ShapeMismatchError(
             f"T.gemm: inner dims disagree: expected A's K ({ka}) to equal B's K ({kb}); {shapes}"
@@ -202,6 +205,50 @@ def gemm(
         _as_index(ka),
         tirx.IntImm("int32", int(warp_policy)),
     )
+
+
+def _dtype_family(dtype: str) -> tuple[str, int]:
+    """``(kind, bits)`` of a scalar dtype name: ``float16`` -> ``("float", 16)``; the
+    narrow floats (``float8_e4m3``, ``float4_e2m1fn``...) -> ``("float8", bits)``."""
+    narrow = re.match(r"float([468])_", dtype)
+    if narrow:
+        return "float8", int(narrow[1])
+    match = re.fullmatch(r"([a-z]+)(\d+)", dtype)
+    return (match[1], int(match[2])) if match else (dtype, 0)
+
+
+def _check_gemm_dtypes(a: Region, b: Region, c: Region) -> None:
+    """One GEMM instruction takes A and B of one dtype and accumulates in a C at least as
+    wide, of the same kind (float with float, integer with integer): the rule every
+    target's GEMM (CPU micro-kernel, tensor-core MMA) follows. Mixed operands would be
+    converted silently by some lowering and not others, so they are refused here.
+
+    Raises:
+        KernelTypeError: A and B differ in dtype, or C cannot hold their products.
+    """
+    a_dtype, b_dtype, c_dtype = (str(r.buffer.ty.dtype) for r in (a, b, c))
+    operands = (
+        f"A {a.buffer.name} is {a_dtype}, B {b.buffer.name} is {b_dtype}, "
+        f"C {c.buffer.name} is {c_dtype}"
+    )
+    a_family, a_bits = _dtype_family(a_dtype)
+    b_family = _dtype_family(b_dtype)[0]
+    if a_dtype != b_dtype and not (a_family == b_family == "float8"):
+        raise KernelTypeError(
+            f"T.gemm: expected A and B of one dtype (a GEMM instruction multiplies one "
+            f"type), got {operands}; T.copy one operand into a tile of the other's dtype first"
+        )
+    c_family, c_bits = _dtype_family(c_dtype)
+    floats = ("float", "bfloat", "float8")
+    integers = ("int", "uint")
+    same_kind = (a_family in floats and c_family == "float") or (
+        a_family in integers and c_family in integers
+    )
+    if not same_kind or c_bits < a_bits:
+        raise KernelTypeError(
+            f"T.gemm: expected C to accumulate A x B in a dtype at least as wide and of "
+            f"the same kind (float for float operands, int for int ones), got {operands}"
+        )
 
 
 def _as_index(value: Any) -> Any:

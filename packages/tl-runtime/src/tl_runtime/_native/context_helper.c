@@ -198,6 +198,43 @@ int tl_rt_parallel_barrier(int task_id, TLParallelGroupEnv* penv) {
 }
 #endif
 
+/* Checked mode (kernels compiled with bounds checks): a kernel that finds an index out
+ * of bounds calls tl_rt_report_out_of_bounds instead of touching the memory, and goes on
+ * (a parallel region cannot return early). The first report of a call is kept, the rest
+ * counted; tl_rt_take_out_of_bounds hands them to Python after the call and clears them.
+ * The buffer's name comes packed in four int64 words (up to 32 bytes, little-endian,
+ * NUL-padded: TVM's C printer cannot pass a string constant); line is the kernel
+ * source's line of the access (0: an access the compiler generated). */
+static pthread_mutex_t g_oob_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_oob_name[4], g_oob_index = 0, g_oob_extent = 0, g_oob_count = 0;
+static int32_t g_oob_dim = 0, g_oob_line = 0;
+
+int32_t tl_rt_report_out_of_bounds(int64_t name0, int64_t name1, int64_t name2, int64_t name3,
+                                   int32_t dim, int64_t index, int64_t extent, int32_t line) {
+  pthread_mutex_lock(&g_oob_lock);
+  if (g_oob_count++ == 0) {
+    g_oob_name[0] = name0; g_oob_name[1] = name1; g_oob_name[2] = name2; g_oob_name[3] = name3;
+    g_oob_dim = dim; g_oob_index = index; g_oob_extent = extent; g_oob_line = line;
+  }
+  pthread_mutex_unlock(&g_oob_lock);
+  return 0;
+}
+
+/* Copy the first report since the last take out (name: 4 words) and clear the record.
+ * Returns how many out-of-bounds accesses were reported (0: none; nothing is written). */
+int64_t tl_rt_take_out_of_bounds(int64_t* name, int32_t* dim, int64_t* index, int64_t* extent,
+                                 int32_t* line) {
+  pthread_mutex_lock(&g_oob_lock);
+  int64_t count = g_oob_count;
+  if (count) {
+    for (int i = 0; i < 4; ++i) name[i] = g_oob_name[i];
+    *dim = g_oob_dim; *index = g_oob_index; *extent = g_oob_extent; *line = g_oob_line;
+  }
+  g_oob_count = 0;
+  pthread_mutex_unlock(&g_oob_lock);
+  return count;
+}
+
 void* tl_rt_alloc_workspace(int device_type, int device_id, uint64_t nbytes, int dtype_code,
                             int dtype_bits) {
   (void)device_type; (void)device_id; (void)dtype_code; (void)dtype_bits;

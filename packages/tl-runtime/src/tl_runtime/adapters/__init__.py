@@ -21,11 +21,11 @@ own keys therefore cannot be replaced by another package.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tl_runtime.errors import AdapterUnavailableError
+from tl_runtime.fork_safety import ForkSafeLock
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -71,7 +71,7 @@ class _OwnAdapterPoint:
         return getattr(importlib.import_module(module), attribute)
 
 
-_lock = threading.RLock()  # re-entrant: _entry_point builds its hint via adapter_keys()
+_lock = ForkSafeLock(reentrant=True)  # re-entrant: _entry_point builds its hint via adapter_keys()
 _own: dict[str, _AdapterPoint] | None = None
 _installed: dict[str, list[EntryPoint]] | None = None
 _classes: dict[str, type[Adapter]] = {}

@@ -19,7 +19,6 @@ import importlib.util
 import os
 import shutil
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -29,13 +28,14 @@ from tl_runtime.adapters.base import Availability, CallFunction, pack_result
 from tl_runtime.call_plan import launcher_specs
 from tl_runtime.checking import ArgumentChecker, outputs_follow
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
+from tl_runtime.fork_safety import ForkSafeLock
 from tl_runtime.manifest import Manifest
 from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
 _PYX = Path(__file__).resolve().parent.parent / "_native" / "launcher.pyx"
 _MODULE_NAME = "tl_rt_launcher"
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _extension: ModuleType | None = None
 
 

@@ -1,7 +1,22 @@
-"""The ``tvm_ffi`` adapter: loads the library through tvm-ffi and calls its packed entry."""
+"""The ``tvm_ffi`` adapter: loads the library through tvm-ffi and calls its packed entry.
+
+Exit with calls in flight. At interpreter exit, a daemon thread that returns from a
+tvm-ffi call finds the interpreter finalizing and is ended by ``pthread_exit``, whose
+unwinding through tvm-ffi's C++ frames calls ``std::terminate``: the process aborts
+(exit 134) after the program finished. So an ``atexit`` handler (registered with the first
+adapter) parks the adapters first (their calls block forever instead of entering
+tvm-ffi, so a daemon thread waits harmlessly until the process ends) and then waits, up
+to `EXIT_DRAIN_SECONDS`, for calls already inside tvm-ffi to return. The parking swaps
+the adapters' launch functions, so calls cost nothing more while the program runs.
+"""
 
 from __future__ import annotations
 
+import atexit
+import sys
+import threading
+import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,6 +24,7 @@ from typing import Any
 from tl_runtime.adapters.base import Availability, CallFunction, load_tvm_ffi_library, pack_result
 from tl_runtime.adapters.fast_path import build_fast_path
 from tl_runtime.checking import ArgumentChecker
+from tl_runtime.fork_safety import ForkSafeLock
 from tl_runtime.manifest import Manifest
 
 
@@ -30,6 +46,8 @@ class TvmFfiAdapter:
         self.manifest = manifest
         self.checker = checker
         self.module, self.function = load_tvm_ffi_library(manifest, directory)
+        self._calls: list[Callable[..., Any]] = []
+        _watch(self)
 
     @classmethod
     def probe(cls) -> Availability:
@@ -55,9 +73,25 @@ class TvmFfiAdapter:
         through the same API. Without the compiled launcher (an editable
         install with no C compiler) they take ``call_checked``.
         """
-        return build_fast_path(
+        call = build_fast_path(
             self.checker, self.function, self.call_checked, self._make_guarded_call
         )
+        self._calls.append(call)
+        return call
+
+    def park(self) -> None:
+        """Make every later call block forever instead of entering tvm-ffi (exit only)."""
+        self.function = _park
+        for call in self._calls:
+            namespace = getattr(call, "__globals__", None)
+            # Only a generated fast path has its own namespace (its launch and slow path).
+            if (
+                isinstance(namespace, dict)
+                and "launch" in namespace
+                and "__name__" not in namespace
+            ):
+                namespace["launch"] = _park
+                namespace["slow"] = _park
 
     def _make_guarded_call(self) -> Callable[[tuple[Any, ...]], Any]:
         """The path for non-numpy args: the compiled launcher checks, then tvm-ffi calls."""
@@ -71,3 +105,59 @@ class TvmFfiAdapter:
         launcher = make_launcher(extension, 0, self.checker, self.call_checked, self.function)
         run: Callable[[tuple[Any, ...]], Any] = launcher.run
         return run
+
+
+EXIT_DRAIN_SECONDS = 60.0
+"""How long interpreter exit waits for calls already inside tvm-ffi to return."""
+
+_adapters: weakref.WeakSet[TvmFfiAdapter] = weakref.WeakSet()
+_registered = False
+_register_lock = ForkSafeLock()
+
+
+def _park(*_args: Any) -> None:
+    """Stand-in for a launch after exit began: wait for the process to end."""
+    threading.Event().wait()
+
+
+def _watch(adapter: TvmFfiAdapter) -> None:
+    global _registered
+    _adapters.add(adapter)
+    with _register_lock:
+        if not _registered:
+            atexit.register(drain_calls_at_exit)
+            _registered = True
+
+
+def _in_tvm_ffi_call(frame: Any) -> bool:
+    """Whether a thread whose innermost Python frame is ``frame`` may be inside tvm-ffi."""
+    code = frame.f_code
+    return code.co_filename.startswith("<tl_runtime fast path") or (
+        code is TvmFfiAdapter.call_checked.__code__
+    )
+
+
+def calls_in_flight() -> list[int]:
+    """Ids of the other threads that are inside (or about to enter) a tvm-ffi call."""
+    me = threading.get_ident()
+    return [
+        ident
+        for ident, frame in sys._current_frames().items()
+        if ident != me and _in_tvm_ffi_call(frame)
+    ]
+
+
+def drain_calls_at_exit(timeout: float = EXIT_DRAIN_SECONDS) -> bool:
+    """Park every adapter, then wait up to ``timeout`` s for in-flight calls to return.
+
+    Returns:
+        True when no call was left in flight.
+    """
+    for adapter in list(_adapters):
+        adapter.park()
+    deadline = time.monotonic() + timeout
+    while calls_in_flight():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True

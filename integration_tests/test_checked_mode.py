@@ -1,0 +1,124 @@
+"""Checked mode (debug=True / TL_DEBUG=1) and TL_INTERPRET=1: an out-of-bounds index is a
+Python IndexError naming the buffer, the index, the extent and the kernel's file:line.
+
+Before: an out-of-bounds store killed the process (``free(): invalid size``) and an
+out-of-bounds read returned whatever lay there; the interpreter wrapped negative indices.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import tl_jit
+from tl_jit import checked
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import checked_kernels  # noqa: E402
+
+KERNELS = str(HERE / "checked_kernels.py")
+
+
+@pytest.fixture(autouse=True)
+def _no_debug_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TL_DEBUG", raising=False)
+    monkeypatch.delenv("TL_INTERPRET", raising=False)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_an_out_of_bounds_store_raises_index_error(target: str) -> None:
+    kernel = tl_jit.compile(checked_kernels.writes_past_the_end(16), target=target, debug=True)
+    a = np.arange(16, dtype=np.float32)
+    b = np.zeros(16, dtype=np.float32)
+    with pytest.raises(IndexError) as caught:
+        kernel(a, b)
+    message = str(caught.value)
+    assert "buffer 'B'" in message and "index 16" in message and "extent 16" in message
+    assert f"{KERNELS}:14" in message and "4 out-of-bounds accesses" in message
+    np.testing.assert_array_equal(b, 2 * a)  # the in-bounds part ran; nothing else written
+    assert kernel.debug
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_an_out_of_bounds_read_raises_index_error(target: str) -> None:
+    kernel = tl_jit.compile(checked_kernels.reads_before_the_start(4, 8), target=target, debug=True)
+    a = np.ones((4, 8), dtype=np.float32)
+    with pytest.raises(
+        IndexError, match=rf"index -1 .* buffer 'A' \(dim 1, extent 8\) at {KERNELS}:24"
+    ):
+        kernel(a, np.zeros_like(a))
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_checked_kernels_compute_the_same(target: str) -> None:
+    plain = tl_jit.compile(checked_kernels.in_bounds(4, 8), target=target)
+    debug = tl_jit.compile(checked_kernels.in_bounds(4, 8), target=target, debug=True)
+    assert plain.cache_key != debug.cache_key and not plain.debug and debug.debug
+    assert "tl_rt_report_out_of_bounds" not in plain.get_kernel_source()
+    a = np.random.default_rng(0).random((4, 8), dtype=np.float32)
+    want, got = np.zeros_like(a), np.zeros_like(a)
+    plain(a, want)
+    debug(a, got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tl_debug_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TL_DEBUG", "1")
+    kernel = tl_jit.compile(checked_kernels.writes_past_the_end(8), target="c")
+    with pytest.raises(IndexError, match="buffer 'B'"):
+        kernel(np.ones(8, np.float32), np.zeros(8, np.float32))
+
+
+def test_a_checked_kernel_from_the_cache_is_still_checked(tmp_path: Path) -> None:
+    """A new process loads the checked kernel from disk (no build) and still raises."""
+    script = textwrap.dedent(
+        f"""
+        import sys, numpy as np, tl_jit
+        sys.path.insert(0, {str(HERE)!r})
+        import checked_kernels
+        build = tl_jit.jit(checked_kernels.writes_past_the_end, target="llvm", debug=True)
+        kernel = build(8)
+        try:
+            kernel(np.ones(8, np.float32), np.zeros(8, np.float32))
+        except IndexError as exc:
+            print("RAISED", exc)
+        """
+    )
+    env = {**os.environ, "TL_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("TL_DEBUG", None)
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "RAISED" in proc.stdout and f"{KERNELS}:14" in proc.stdout
+
+
+def test_backends_without_checked_mode_refuse_it() -> None:
+    backend = SimpleNamespace(name="gpu-x", features={})
+    context = SimpleNamespace(backend=backend, target_kind="x", supports=lambda f: True)
+    with pytest.raises(NotImplementedError, match="backend 'gpu-x' has no bounds-checked"):
+        checked.require_support(context)
+    with pytest.raises(TypeError, match="debug: expected True, False or None"):
+        checked.resolve_debug("yes")
+
+
+def test_tl_interpret_runs_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TL_INTERPRET", "1")
+    kernel = tl_jit.compile(checked_kernels.in_bounds(2, 4), out_idx=[-1])
+    assert type(kernel).__name__ == "InterpretedKernel"
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_array_equal(kernel(a), a[:, ::-1] + 1)
+    oob = tl_jit.jit(checked_kernels.reads_before_the_start)(2, 4)
+    with pytest.raises(
+        IndexError, match=rf"index -1 .* buffer 'A' \(dim 1, extent 4\) at {KERNELS}:24"
+    ):
+        oob(a, np.zeros_like(a))  # numpy alone would have read A[bx, -1] (the last column)

@@ -1,0 +1,194 @@
+"""``fork()`` never leaves the child waiting on an import another thread had begun.
+
+The first call of a kernel imports what it needs lazily (the eager front end, tvm, a
+backend, an adapter). Python guards each module's import with a per-module lock; a
+``fork()`` while another thread holds one copies the lock held, into a child where that
+thread does not exist, and the child's first import of the module waits forever.
+`install` registers an ``os.register_at_fork`` handler that, before the fork, waits for
+the imports other threads have in progress to finish (at most `WAIT_SECONDS`; an import
+blocked on one the forking thread holds is not waited for, which would deadlock).
+
+The same holds for the locks that guard one-time set-up (loading the launcher, the
+context helper, an adapter): a `ForkSafeLock` is replaced by a fresh one in the child,
+which then does the set-up again if the parent's thread had not finished it. Locks
+below Python (tvm's and LLVM's, inside a compile) cannot be renewed: code that holds
+them runs inside `fork_waits_for_this` (tl_jit's compile), and a fork waits for it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+WAIT_SECONDS = 300.0
+"""How long a fork waits for other threads' compiles and imports before it goes ahead
+anyway (a compile on a busy machine takes tens of seconds)."""
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+class ForkSafeLock:
+    """A lock (``reentrant``: an RLock) that a forked child gets fresh, never held.
+
+    For locks that guard one-time set-up: a thread of the parent holding it at the fork
+    does not exist in the child, so an inherited lock would stay held forever there.
+    """
+
+    def __init__(self, reentrant: bool = False) -> None:
+        self._factory: Any = threading.RLock if reentrant else threading.Lock
+        self._lock = self._factory()
+        _fork_safe_locks.add(self)
+
+    def __enter__(self) -> bool:
+        return bool(self._lock.acquire())
+
+    def __exit__(self, *_exc: object) -> None:
+        self._lock.release()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """As `threading.Lock.acquire`."""
+        return bool(self._lock.acquire(blocking, timeout))
+
+    def release(self) -> None:
+        """As `threading.Lock.release`."""
+        self._lock.release()
+
+    def renew(self) -> None:
+        """Replace the lock with a fresh, released one (the child after a fork)."""
+        self._lock = self._factory()
+
+
+_fork_safe_locks: weakref.WeakSet[ForkSafeLock] = weakref.WeakSet()
+
+
+def _renew_locks_in_child() -> None:
+    for lock in list(_fork_safe_locks):
+        lock.renew()
+    _forget_sections_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks_in_child)
+
+
+def _module_locks() -> list[Any]:
+    """The import system's per-module locks now alive (CPython's importlib internals)."""
+    try:
+        from importlib import _bootstrap
+    except ImportError:  # pragma: no cover - every CPython has it
+        return []
+    table = getattr(_bootstrap, "_module_locks", {})
+    locks = []
+    for ref in list(table.values()):
+        lock = ref() if callable(ref) else ref
+        if lock is not None:
+            locks.append(lock)
+    return locks
+
+
+def imports_in_progress() -> list[str]:
+    """Modules another thread is importing now (that the caller's thread does not block)."""
+    from importlib import _bootstrap
+
+    me = threading.get_ident()
+    blocking_on = getattr(_bootstrap, "_blocking_on", {})
+    busy = []
+    for lock in _module_locks():
+        owner = getattr(lock, "owner", None)
+        if owner is None or owner == me:
+            continue
+        waited = blocking_on.get(owner)
+        if waited is not None and getattr(waited, "owner", None) == me:
+            continue  # it waits for an import of ours: waiting for it would deadlock
+        busy.append(str(getattr(lock, "name", "?")))
+    return busy
+
+
+def wait_for_imports(timeout: float = WAIT_SECONDS) -> bool:
+    """Wait until no other thread is importing (at most ``timeout`` s).
+
+    Returns:
+        True when none was left in progress.
+    """
+    deadline = time.monotonic() + timeout
+    while imports_in_progress():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+_sections: dict[int, int] = {}  # thread ident -> depth of fork_waits_for_this
+_sections_lock = threading.Lock()
+# Held by a forking thread from the moment it saw no section until the fork is done, so
+# no thread enters a section in between (a thread at its outermost entry waits here).
+_gate = threading.Lock()
+
+
+@contextlib.contextmanager
+def fork_waits_for_this() -> Iterator[None]:
+    """A section a ``fork()`` from another thread waits for (a compile, which holds locks
+    in native code that a child could not release)."""
+    ident = threading.get_ident()
+    with _sections_lock:
+        nested = _sections.get(ident, 0) > 0
+    if not nested:
+        with _gate, _sections_lock:  # the gate: not while a fork is under way
+            _sections[ident] = _sections.get(ident, 0) + 1
+    else:
+        with _sections_lock:
+            _sections[ident] += 1
+    try:
+        yield
+    finally:
+        with _sections_lock:
+            depth = _sections.pop(ident, 1) - 1
+            if depth:
+                _sections[ident] = depth
+
+
+def sections_in_progress() -> int:
+    """How many other threads are inside `fork_waits_for_this` now."""
+    me = threading.get_ident()
+    with _sections_lock:
+        return sum(1 for ident, depth in _sections.items() if depth and ident != me)
+
+
+def _before_fork() -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    wait_for_imports(WAIT_SECONDS)
+    while time.monotonic() < deadline:
+        _gate.acquire()
+        if not sections_in_progress():
+            return  # keep the gate until the fork is done (released after it)
+        _gate.release()
+        time.sleep(0.001)
+    _gate.acquire()  # waited long enough: fork anyway
+
+
+def _after_fork_in_parent() -> None:
+    if _gate.locked():
+        _gate.release()
+
+
+def _forget_sections_in_child() -> None:
+    global _sections_lock, _gate
+    _sections.clear()
+    _sections_lock = threading.Lock()
+    _gate = threading.Lock()
+
+
+def install() -> None:
+    """Register the before-fork wait once per process (idempotent; no-op without fork)."""
+    global _installed
+    with _install_lock:
+        if _installed or not hasattr(os, "register_at_fork"):
+            return
+        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent)
+        _installed = True
