@@ -89,9 +89,7 @@ class CpuLegalizeHalfPrecisionPass(PrimFuncPass):
     """
 
     name: ClassVar[str] = "cpu-legalize-half-precision"
-    dtypes: tuple[str, ...] = field(
-        default=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
-    )
+    dtypes: tuple[str, ...] = field(default=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"))
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its half-precision arithmetic widened."""
