@@ -113,7 +113,10 @@ def _decode(code8: Any, fmt: Float8Format, lanes: int) -> Any:
     """float32 value of the fp8 ``code8`` (a uint8 expression)."""
     b = _Builder(lanes)
     m = fmt.mantissa_bits
-    code = tirx.Cast(b.dtype("uint32"), code8)
+    # Bound once: the expression below reads the code many times, and an
+    # unbound operand (itself a decode or an encode) would be copied into
+    # each read, growing exponentially along a chain of fp8 operations.
+    code = tirx.Var("fp8_code", b.dtype("uint32"))
     sign = b.shl(b.and_(code, 0x80), 24)
     magnitude = b.and_(code, 0x7F)
     # A normal code's exponent and mantissa fields, moved to float32's places,
@@ -138,7 +141,8 @@ def _decode(code8: Any, fmt: Float8Format, lanes: int) -> Any:
         bits = tirx.Select(tirx.GE(magnitude, b.u32(special_from)), special, bits)
     else:
         bits = tirx.Select(tirx.EQ(magnitude, b.u32(0x7F)), b.u32(_F32_QUIET_NAN), bits)
-    return tirx.reinterpret(b.dtype("float32"), b.or_(sign, bits))
+    value = tirx.reinterpret(b.dtype("float32"), b.or_(sign, bits))
+    return tirx.Let(code, tirx.Cast(b.dtype("uint32"), code8), value)
 
 
 def _encode(value: Any, fmt: Float8Format, lanes: int) -> Any:
@@ -146,7 +150,7 @@ def _encode(value: Any, fmt: Float8Format, lanes: int) -> Any:
     b = _Builder(lanes)
     m = fmt.mantissa_bits
     drop = _F32_MANTISSA_BITS - m  # float32 mantissa bits below fp8's
-    bits = tirx.reinterpret(b.dtype("uint32"), value)
+    bits = tirx.Var("f32_bits", b.dtype("uint32"))  # bound once, as in `_decode`
     sign = b.and_(b.shr(bits, 24), 0x80)
     magnitude = b.and_(bits, 0x7FFFFFFF)
     # Normal range: round the magnitude's bits to nearest even at `drop`, then
@@ -179,7 +183,8 @@ def _encode(value: Any, fmt: Float8Format, lanes: int) -> Any:
         tirx.GT(finite, b.u32(fmt.max_finite_code)), b.u32(fmt.overflow_code), finite
     )
     code = tirx.Select(tirx.GT(magnitude, b.u32(_F32_INFINITY)), b.u32(fmt.nan_code), finite)
-    return tirx.Cast(b.dtype("uint8"), b.or_(sign, code))
+    encoded = tirx.Cast(b.dtype("uint8"), b.or_(sign, code))
+    return tirx.Let(bits, tirx.reinterpret(b.dtype("uint32"), value), encoded)
 
 
 def _lanes(dtype: str) -> int:
