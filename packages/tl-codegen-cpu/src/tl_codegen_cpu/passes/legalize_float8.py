@@ -31,6 +31,7 @@ copies of fp8 keep their one-byte type.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -109,14 +110,36 @@ class _Builder:
         return tirx.BitwiseOr(a, b)
 
 
+def _bind(value: Any, name: str, body: Callable[[Any], Any]) -> Any:
+    """``body(value)``, with ``value`` bound to a variable by a ``Let`` when it
+    computes something (``body`` reads it many times: unbound, a decode or an
+    encode operand would be copied into each read, growing exponentially along
+    a chain of fp8 operations). A plain load or variable is used as it is,
+    since TVM's later legalizations (bf16 on llvm) may copy a ``Let`` and
+    rewrite the copies apart, which its LLVM code generator refuses."""
+    leaf = value
+    while True:
+        if isinstance(leaf, tirx.Cast):
+            leaf = leaf.value
+        elif isinstance(leaf, tvm.ir.Call) and str(leaf.op.name) == "tirx.reinterpret":
+            leaf = leaf.args[0]
+        else:
+            break
+    if isinstance(leaf, (tvm.ir.expr.TensorLoad, tirx.Var, tirx.IntImm, tirx.FloatImm)):
+        return body(value)
+    var = tirx.Var(name, _dtype(value))
+    return tirx.Let(var, value, body(var))
+
+
 def _decode(code8: Any, fmt: Float8Format, lanes: int) -> Any:
     """float32 value of the fp8 ``code8`` (a uint8 expression)."""
+    code32 = tirx.Cast(_Builder(lanes).dtype("uint32"), code8)
+    return _bind(code32, "fp8_code", lambda code: _decode_code(code, fmt, lanes))
+
+
+def _decode_code(code: Any, fmt: Float8Format, lanes: int) -> Any:
     b = _Builder(lanes)
     m = fmt.mantissa_bits
-    # Bound once: the expression below reads the code many times, and an
-    # unbound operand (itself a decode or an encode) would be copied into
-    # each read, growing exponentially along a chain of fp8 operations.
-    code = tirx.Var("fp8_code", b.dtype("uint32"))
     sign = b.shl(b.and_(code, 0x80), 24)
     magnitude = b.and_(code, 0x7F)
     # A normal code's exponent and mantissa fields, moved to float32's places,
@@ -141,16 +164,19 @@ def _decode(code8: Any, fmt: Float8Format, lanes: int) -> Any:
         bits = tirx.Select(tirx.GE(magnitude, b.u32(special_from)), special, bits)
     else:
         bits = tirx.Select(tirx.EQ(magnitude, b.u32(0x7F)), b.u32(_F32_QUIET_NAN), bits)
-    value = tirx.reinterpret(b.dtype("float32"), b.or_(sign, bits))
-    return tirx.Let(code, tirx.Cast(b.dtype("uint32"), code8), value)
+    return tirx.reinterpret(b.dtype("float32"), b.or_(sign, bits))
 
 
 def _encode(value: Any, fmt: Float8Format, lanes: int) -> Any:
     """The fp8 code (uint8) nearest to the float32 ``value``, ties to even."""
+    bits32 = tirx.reinterpret(_Builder(lanes).dtype("uint32"), value)
+    return _bind(bits32, "f32_bits", lambda bits: _encode_bits(bits, fmt, lanes))
+
+
+def _encode_bits(bits: Any, fmt: Float8Format, lanes: int) -> Any:
     b = _Builder(lanes)
     m = fmt.mantissa_bits
     drop = _F32_MANTISSA_BITS - m  # float32 mantissa bits below fp8's
-    bits = tirx.Var("f32_bits", b.dtype("uint32"))  # bound once, as in `_decode`
     sign = b.and_(b.shr(bits, 24), 0x80)
     magnitude = b.and_(bits, 0x7FFFFFFF)
     # Normal range: round the magnitude's bits to nearest even at `drop`, then
@@ -183,8 +209,7 @@ def _encode(value: Any, fmt: Float8Format, lanes: int) -> Any:
         tirx.GT(finite, b.u32(fmt.max_finite_code)), b.u32(fmt.overflow_code), finite
     )
     code = tirx.Select(tirx.GT(magnitude, b.u32(_F32_INFINITY)), b.u32(fmt.nan_code), finite)
-    encoded = tirx.Cast(b.dtype("uint8"), b.or_(sign, code))
-    return tirx.Let(bits, tirx.reinterpret(b.dtype("uint32"), value), encoded)
+    return tirx.Cast(b.dtype("uint8"), b.or_(sign, code))
 
 
 def _lanes(dtype: str) -> int:
