@@ -105,3 +105,49 @@ def test_float8_to_float8_rounds_once_like_ml_dtypes(kind: str, source: str, tar
     out = _cast_kernel(source, target, kind)(codes)
     expected = codes.astype(np.float32).astype(getattr(ml_dtypes, target))
     np.testing.assert_array_equal(out.view(np.uint8), expected.view(np.uint8))
+
+
+def _parallel_cast_kernel(source: str, target: str, kind: str) -> Any:
+    @T.prim_func
+    def cast(A: T.Tensor((256,), source), B: T.Tensor((256,), target)):
+        with T.Kernel(1, threads=1):
+            for i in T.Parallel(256):  # vectorized on llvm
+                B[i] = T.Cast(target, A[i])
+
+    return tl_jit.compile(cast, target=kind, out_idx=[1])
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("other", ["float16", "bfloat16", "float64"])
+def test_float8_casts_to_and_from_other_floats_go_through_float32(
+    kind: str, fmt: str, other: str
+) -> None:
+    fp8 = getattr(ml_dtypes, fmt)
+    other_dtype = ml_dtypes.bfloat16 if other == "bfloat16" else np.dtype(other)
+    codes = _all_codes(fmt)
+    widened = _parallel_cast_kernel(fmt, other, kind)(codes).astype(np.float64)
+    np.testing.assert_array_equal(widened, codes.astype(other_dtype).astype(np.float64))
+    values = (np.random.default_rng(0).standard_normal(256) * 100).astype(other_dtype)
+    values[:4] = [-0.0, np.nan, np.inf, 1e-6]
+    narrowed = _parallel_cast_kernel(other, fmt, kind)(values)
+    expected = values.astype(np.float32).astype(fp8)
+    np.testing.assert_array_equal(narrowed.view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_float8_arithmetic_rounds_each_operation_like_ml_dtypes(kind: str, fmt: str) -> None:
+    N = T.symbolic("N")
+
+    @T.prim_func
+    def poly(A: T.Tensor((N,), fmt), B: T.Tensor((N,), fmt)):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(N):
+                B[i] = A[i] * A[i] + A[i]
+
+    codes = _all_codes(fmt)
+    out = tl_jit.compile(poly, target=kind, out_idx=[1])(codes).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        expected = (codes * codes + codes).astype(np.float32)
+    _assert_same_float32(out, expected)
