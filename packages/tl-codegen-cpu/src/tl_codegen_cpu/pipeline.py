@@ -18,6 +18,7 @@ from tl_backend_api import Pipeline, pipeline_from_passes
 from tl_codegen_cpu.passes import (
     CpuCallHalfConversionsPass,
     CpuForwardCopiesPass,
+    CpuLegalizeFloat8Pass,
     CpuLegalizeHalfPrecisionPass,
     CpuLegalizeIntrinsicsPass,
     CpuLocalizeTilesPass,
@@ -62,6 +63,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         *split,
         CpuLocalizeTilesPass(),
         CpuLegalizeHalfPrecisionPass(),
+        CpuLegalizeFloat8Pass(),
         CpuVectorizeExpPass(),
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),

@@ -10,6 +10,7 @@ runs them in is ``tl_codegen_cpu.pipeline`` (docs/cpu.md).
 
 from tl_codegen_cpu.passes.forward_copies import CpuForwardCopiesPass
 from tl_codegen_cpu.passes.half_conversions import CpuCallHalfConversionsPass
+from tl_codegen_cpu.passes.legalize_float8 import CpuLegalizeFloat8Pass
 from tl_codegen_cpu.passes.legalize_half_precision import CpuLegalizeHalfPrecisionPass
 from tl_codegen_cpu.passes.legalize_intrinsics import CpuLegalizeIntrinsicsPass
 from tl_codegen_cpu.passes.localize_tiles import CpuLocalizeTilesPass
@@ -46,6 +47,7 @@ __all__ = [
     "BlockLocalsTooLargeError",
     "CpuCallHalfConversionsPass",
     "CpuForwardCopiesPass",
+    "CpuLegalizeFloat8Pass",
     "CpuLegalizeHalfPrecisionPass",
     "CpuLegalizeIntrinsicsPass",
     "CpuLocalizeTilesPass",

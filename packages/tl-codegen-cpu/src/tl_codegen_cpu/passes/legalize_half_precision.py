@@ -1,11 +1,14 @@
-"""`cpu-legalize-half-precision`: fp16/bf16 arithmetic is computed in fp32 (target-neutral).
+"""`cpu-legalize-half-precision`: fp16/bf16/fp8 arithmetic is computed in fp32 (target-neutral).
 
 Most CPUs (and several GPU targets) have no native half-precision
 arithmetic; gcc and LLVM emulate it by converting every operation, and
 TVM's C printer has no bf16 arithmetic at all. This pass rewrites every
 arithmetic operation whose result is ``float16`` or ``bfloat16`` (``+ - *
 /``, ``min``/``max`` and math intrinsics such as ``exp``) into the same
-operation on ``float32`` operands, cast back to the half type. Loads,
+operation on ``float32`` operands, cast back to the half type. float8
+arithmetic (``float8_e4m3fn``, ``float8_e5m2``) is widened the same way; the
+casts it leaves are lowered to exact bit manipulation by `cpu-legalize-float8`,
+which runs next. Loads,
 stores and plain casts keep their types, so tensors stay half precision in
 memory; each individual operation rounds once, as native half arithmetic
 would (chains of operations may be slightly more accurate).
@@ -86,7 +89,7 @@ class CpuLegalizeHalfPrecisionPass(PrimFuncPass):
     """
 
     name: ClassVar[str] = "cpu-legalize-half-precision"
-    dtypes: tuple[str, ...] = field(default=("float16", "bfloat16"))
+    dtypes: tuple[str, ...] = field(default=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"))
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its half-precision arithmetic widened."""

@@ -29,6 +29,7 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-legalize-half-precision": _cpu(
             "legalize_half_precision", "CpuLegalizeHalfPrecisionPass"
         ),
+        "cpu-legalize-float8": _cpu("legalize_float8", "CpuLegalizeFloat8Pass"),
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
         "cpu-call-half-conversions": _cpu("half_conversions", "CpuCallHalfConversionsPass"),

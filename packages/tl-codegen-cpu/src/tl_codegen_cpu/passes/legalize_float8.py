@@ -1,0 +1,262 @@
+"""`cpu-legalize-float8`: float8 <-> float casts as exact integer bit manipulation.
+
+The CPU targets have no float8 instructions, and TVM's own float8 lowering
+(its compute/storage legalization, run when a module is built) decodes zero
+as a tiny normal number, mishandles the sign in C's promoted-int arithmetic
+and ignores subnormals and NaN. This pass lowers every ``Cast`` from or to
+``float8_e4m3fn`` / ``float8_e5m2`` itself, before TVM sees it, into
+``uint32`` arithmetic on the bits (`tirx.reinterpret` of the one-byte code),
+so both ``c`` and ``llvm`` compute what the OCP FP8 format defines, with the
+same results as ``ml_dtypes``:
+
+* widening (fp8 -> float32) is exact for every one of the 256 codes: zero
+  and -0.0, subnormals, the largest values, e5m2's infinities, NaN (e4m3fn's
+  ``0x7f``/``0xff``, e5m2's codes above the infinities) as a quiet NaN;
+* narrowing (float32 -> fp8) rounds to nearest, ties to even, subnormals
+  included, and keeps the sign of -0.0 and of NaN. Beyond the largest
+  finite value (after rounding) e4m3fn, which has no infinity, gives NaN and
+  e5m2 gives infinity; a NaN gives e4m3fn's ``0x7f`` / e5m2's ``0x7e`` with
+  the input's sign.
+
+Other source or target types go through float32: widening is exact, so
+fp8 -> float16/bfloat16/float64/int casts round once; a float64 or integer
+source is rounded to float32 first, then to fp8 (a double rounding that can
+differ from a direct rounding only on an exact float32 tie).
+
+Arithmetic whose result is fp8 is widened to float32 by
+`cpu-legalize-half-precision` (it lists the fp8 dtypes); this pass runs after
+it and lowers the casts that pass introduced as well. Loads, stores and
+copies of fp8 keep their one-byte type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.pass_base import PassContext, PrimFuncPass
+
+
+@dataclass(frozen=True)
+class Float8Format:
+    """The layout of one float8 format: a sign bit, ``exponent_bits``, ``mantissa_bits``.
+
+    Attributes:
+        exponent_bits: width of the exponent field.
+        mantissa_bits: width of the mantissa field.
+        bias: the exponent bias.
+        max_finite_code: the largest finite magnitude code (sign bit clear).
+        overflow_code: the magnitude code of an overflow (NaN or infinity).
+        nan_code: the magnitude code a NaN converts to.
+        has_infinity: whether an all-ones exponent with zero mantissa is infinity.
+    """
+
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    max_finite_code: int
+    overflow_code: int
+    nan_code: int
+    has_infinity: bool
+
+
+#: The float8 dtypes lowered by this pass.
+FLOAT8_FORMATS: dict[str, Float8Format] = {
+    # No infinity; 0x7f is the only NaN magnitude; 448 is the largest value.
+    "float8_e4m3fn": Float8Format(4, 3, 7, 0x7E, 0x7F, 0x7F, has_infinity=False),
+    # IEEE-like: 0x7c is infinity, 0x7d..0x7f are NaN; 57344 is the largest value.
+    "float8_e5m2": Float8Format(5, 2, 15, 0x7B, 0x7C, 0x7E, has_infinity=True),
+}
+
+_F32_MANTISSA_BITS = 23
+_F32_BIAS = 127
+_F32_QUIET_NAN = 0x7FC00000
+_F32_INFINITY = 0x7F800000
+
+
+def _dtype(expr: Any) -> str:
+    dtype = getattr(getattr(expr, "ty", None), "dtype", None)
+    return "" if dtype is None else str(dtype)
+
+
+class _Builder:
+    """Integer expressions of one lane shape (scalar or vector of ``lanes``)."""
+
+    def __init__(self, lanes: int) -> None:
+        self.lanes = lanes
+
+    def dtype(self, scalar: str) -> str:
+        return scalar if self.lanes == 1 else f"{scalar}x{self.lanes}"
+
+    def u32(self, value: int) -> Any:
+        scalar = tirx.const(value, "uint32")
+        return scalar if self.lanes == 1 else tirx.Broadcast(scalar, self.lanes)
+
+    def shr(self, value: Any, amount: int | Any) -> Any:
+        return tirx.RShift(value, self.u32(amount) if isinstance(amount, int) else amount)
+
+    def shl(self, value: Any, amount: int | Any) -> Any:
+        return tirx.LShift(value, self.u32(amount) if isinstance(amount, int) else amount)
+
+    def and_(self, value: Any, mask: int) -> Any:
+        return tirx.BitwiseAnd(value, self.u32(mask))
+
+    def or_(self, a: Any, b: Any) -> Any:
+        return tirx.BitwiseOr(a, b)
+
+
+def _bind(value: Any, name: str, body: Callable[[Any], Any]) -> Any:
+    """``body(value)``, with ``value`` bound to a variable by a ``Let`` when it
+    computes something (``body`` reads it many times: unbound, a decode or an
+    encode operand would be copied into each read, growing exponentially along
+    a chain of fp8 operations). A plain load or variable is used as it is,
+    since TVM's later legalizations (bf16 on llvm) may copy a ``Let`` and
+    rewrite the copies apart, which its LLVM code generator refuses."""
+    leaf = value
+    while True:
+        if isinstance(leaf, tirx.Cast):
+            leaf = leaf.value
+        elif isinstance(leaf, tvm.ir.Call) and str(leaf.op.name) == "tirx.reinterpret":
+            leaf = leaf.args[0]
+        else:
+            break
+    if isinstance(leaf, (tvm.ir.expr.TensorLoad, tirx.Var, tirx.IntImm, tirx.FloatImm)):
+        return body(value)
+    var = tirx.Var(name, _dtype(value))
+    return tirx.Let(var, value, body(var))
+
+
+def _decode(code8: Any, fmt: Float8Format, lanes: int) -> Any:
+    """float32 value of the fp8 ``code8`` (a uint8 expression)."""
+    code32 = tirx.Cast(_Builder(lanes).dtype("uint32"), code8)
+    return _bind(code32, "fp8_code", lambda code: _decode_code(code, fmt, lanes))
+
+
+def _decode_code(code: Any, fmt: Float8Format, lanes: int) -> Any:
+    b = _Builder(lanes)
+    m = fmt.mantissa_bits
+    sign = b.shl(b.and_(code, 0x80), 24)
+    magnitude = b.and_(code, 0x7F)
+    # A normal code's exponent and mantissa fields, moved to float32's places,
+    # with the exponent re-biased.
+    normal = tirx.Add(
+        b.shl(magnitude, _F32_MANTISSA_BITS - m),
+        b.u32((_F32_BIAS - fmt.bias) << _F32_MANTISSA_BITS),
+    )
+    # A subnormal's value is its mantissa times 2**(1 - bias - m): the mantissa
+    # converted to float32 (exact) with that power of two taken off its exponent
+    # in the bits (no float constant, whose printed decimal could round), and
+    # zero kept as zero.
+    widened_mantissa = tirx.reinterpret(b.dtype("uint32"), tirx.Cast(b.dtype("float32"), magnitude))
+    scaled = tirx.Sub(widened_mantissa, b.u32((fmt.bias + m - 1) << _F32_MANTISSA_BITS))
+    subnormal = tirx.Select(tirx.EQ(magnitude, b.u32(0)), b.u32(0), scaled)
+    bits = tirx.Select(tirx.LT(magnitude, b.u32(1 << m)), subnormal, normal)
+    if fmt.has_infinity:
+        special_from = ((1 << fmt.exponent_bits) - 1) << m
+        special = tirx.Select(
+            tirx.EQ(magnitude, b.u32(special_from)), b.u32(_F32_INFINITY), b.u32(_F32_QUIET_NAN)
+        )
+        bits = tirx.Select(tirx.GE(magnitude, b.u32(special_from)), special, bits)
+    else:
+        bits = tirx.Select(tirx.EQ(magnitude, b.u32(0x7F)), b.u32(_F32_QUIET_NAN), bits)
+    return tirx.reinterpret(b.dtype("float32"), b.or_(sign, bits))
+
+
+def _encode(value: Any, fmt: Float8Format, lanes: int) -> Any:
+    """The fp8 code (uint8) nearest to the float32 ``value``, ties to even."""
+    bits32 = tirx.reinterpret(_Builder(lanes).dtype("uint32"), value)
+    return _bind(bits32, "f32_bits", lambda bits: _encode_bits(bits, fmt, lanes))
+
+
+def _encode_bits(bits: Any, fmt: Float8Format, lanes: int) -> Any:
+    b = _Builder(lanes)
+    m = fmt.mantissa_bits
+    drop = _F32_MANTISSA_BITS - m  # float32 mantissa bits below fp8's
+    sign = b.and_(b.shr(bits, 24), 0x80)
+    magnitude = b.and_(bits, 0x7FFFFFFF)
+    # Normal range: round the magnitude's bits to nearest even at `drop`, then
+    # re-bias the exponent; a carry out of the mantissa bumps the exponent.
+    odd = b.and_(b.shr(magnitude, drop), 1)
+    rounded = b.shr(tirx.Add(tirx.Add(magnitude, b.u32((1 << (drop - 1)) - 1)), odd), drop)
+    rebias = (_F32_BIAS - fmt.bias) << m
+    # Below the smallest normal the subtraction would wrap: those take the subnormal path.
+    normal = tirx.Sub(rounded, b.u32(rebias))
+    # Subnormal range: the significand (implicit bit set) shifted right so that
+    # one unit is fp8's smallest subnormal, rounded to nearest even.
+    exponent = b.shr(magnitude, _F32_MANTISSA_BITS)
+    significand = b.or_(b.and_(magnitude, 0x7FFFFF), b.u32(1 << _F32_MANTISSA_BITS))
+    shift_at_exponent_zero = _F32_BIAS - fmt.bias + 1 + drop
+    # Clamped to 1..31 for every input (unselected lanes included): a shift by
+    # the word size or more is undefined in C.
+    unclamped = tirx.Sub(b.u32(shift_at_exponent_zero), exponent)
+    shift = tirx.Max(tirx.Min(unclamped, b.u32(31)), b.u32(1))
+    quotient = b.shr(significand, shift)
+    remainder = tirx.BitwiseAnd(significand, tirx.Sub(b.shl(b.u32(1), shift), b.u32(1)))
+    half = b.shl(b.u32(1), tirx.Sub(shift, b.u32(1)))
+    round_up = tirx.Or(
+        tirx.GT(remainder, half),
+        tirx.And(tirx.EQ(remainder, half), tirx.EQ(b.and_(quotient, 1), b.u32(1))),
+    )
+    subnormal = tirx.Select(round_up, tirx.Add(quotient, b.u32(1)), quotient)
+    min_normal_bits = (_F32_BIAS - fmt.bias + 1) << _F32_MANTISSA_BITS
+    finite = tirx.Select(tirx.LT(magnitude, b.u32(min_normal_bits)), subnormal, normal)
+    finite = tirx.Select(
+        tirx.GT(finite, b.u32(fmt.max_finite_code)), b.u32(fmt.overflow_code), finite
+    )
+    code = tirx.Select(tirx.GT(magnitude, b.u32(_F32_INFINITY)), b.u32(fmt.nan_code), finite)
+    return tirx.Cast(b.dtype("uint8"), b.or_(sign, code))
+
+
+def _lanes(dtype: str) -> int:
+    return int(tvm.DataType(dtype).lanes)
+
+
+def _scalar(dtype: str) -> str:
+    return str(tvm.DataType(dtype).with_lanes(1)) if _lanes(dtype) > 1 else dtype
+
+
+def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
+    """Return ``stmt`` with every cast from or to a `FLOAT8_FORMATS` dtype as bit manipulation.
+
+    Casts between two fp8 dtypes go through float32 (exact); a cast whose
+    source and target are the same fp8 dtype is left alone.
+    """
+
+    def cast(expr: Any) -> Any:
+        target = _dtype(expr)
+        source = _dtype(expr.value)
+        target_format = FLOAT8_FORMATS.get(_scalar(target))
+        source_format = FLOAT8_FORMATS.get(_scalar(source))
+        if target_format is None and source_format is None:
+            return expr
+        if target == source:
+            return expr
+        lanes = _lanes(target)
+        f32 = "float32" if lanes == 1 else f"float32x{lanes}"
+        value = expr.value
+        if source_format is not None:
+            code = tirx.reinterpret("uint8" if lanes == 1 else f"uint8x{lanes}", value)
+            value = _decode(code, source_format, lanes)
+        if target_format is None:
+            return value if target == f32 else tirx.Cast(target, value)
+        if _dtype(value) != f32:
+            value = tirx.Cast(f32, value)
+        return tirx.reinterpret(target, _encode(value, target_format, lanes))
+
+    return tvm_ffi.structural_map(stmt, [(tirx.Cast, cast)], order="post")
+
+
+@dataclass(frozen=True)
+class CpuLegalizeFloat8Pass(PrimFuncPass):
+    """Lower float8 <-> float casts to exact integer bit manipulation (see the module)."""
+
+    name: ClassVar[str] = "cpu-legalize-float8"
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its float8 casts lowered."""
+        return legalize_float8_casts(body)
