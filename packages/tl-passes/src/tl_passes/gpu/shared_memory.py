@@ -139,7 +139,7 @@ def rescope_single_index_tiles(body: Any) -> Any:
     if not singles:
         return body
     replacements = [
-        (b, tirx.decl_buffer(b.shape, str(b.ty.dtype), name=str(b.name), scope="shared"))
+        (b, tirx.decl_buffer(b.shape, str(b.ty.dtype), name=str(b.name), scope=scopes.SHARED))
         for b in singles
     ]
 
