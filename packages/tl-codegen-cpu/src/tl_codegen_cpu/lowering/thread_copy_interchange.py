@@ -9,7 +9,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.thread_ir import uses_any
+from tl_codegen_cpu.lowering.thread_ir import contains, reads_buffer, uses_any
 from tl_codegen_cpu.lowering.thread_lockstep import is_copy_body, lane_step
 from tl_ir.launch import rebuild_loop
 
@@ -58,9 +58,9 @@ def interchange_copy_loop(loop: Any, threads: set[Any]) -> Any | None:
     tvm_ffi.structural_walk(body, (tirx.For, lambda f: inner.add(f.loop_var)))
     iteration_vars = {loop.loop_var, *threads, *inner}
     for store in stores:
-        if any(_reads_buffer(store.value, b) for b in stored):
+        if any(reads_buffer(store.value, b) for b in stored):
             return None
-        if _impure(store.value):
+        if contains(store.value, tvm.ir.Call):
             return None
         for var in _vars_in(store.value, iteration_vars):
             if not any(
@@ -73,26 +73,3 @@ def interchange_copy_loop(loop: Any, threads: set[Any]) -> Any | None:
     for thread_loop in reversed(thread_loops):
         swapped = rebuild_loop(thread_loop, body=swapped)
     return swapped
-
-
-def _reads_buffer(expr: Any, buffer: Any) -> bool:
-    found = False
-
-    def visit(load: Any) -> None:
-        nonlocal found
-        if load.source.same_as(buffer):
-            found = True
-
-    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
-    return found
-
-
-def _impure(expr: Any) -> bool:
-    found = False
-
-    def visit(_: Any) -> None:
-        nonlocal found
-        found = True
-
-    tvm_ffi.structural_walk(expr, (tvm.ir.Call, visit), order="post")
-    return found

@@ -69,6 +69,36 @@ def uses_any(node: Any, variables: Any) -> bool:
     return found
 
 
+def contains(node: Any, *node_types: type) -> bool:
+    """Whether ``node`` (itself included) holds a node of one of ``node_types``."""
+    found = False
+
+    def visit(_: Any) -> None:
+        nonlocal found
+        found = True
+
+    tvm_ffi.structural_walk(node, [(kind, visit) for kind in node_types], order="post")
+    return found
+
+
+def reads_memory(expr: Any) -> bool:
+    """Whether ``expr`` loads from any buffer."""
+    return contains(expr, tvm.ir.TensorLoad)
+
+
+def reads_buffer(expr: Any, buffer: Any) -> bool:
+    """Whether ``expr`` loads from ``buffer``."""
+    found = False
+
+    def visit(load: Any) -> None:
+        nonlocal found
+        if load.source.same_as(buffer):
+            found = True
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
+    return found
+
+
 def is_block_barrier(stmt: Any) -> bool:
     """Whether ``stmt`` is ``T.sync_threads()`` (a barrier among one block's threads)."""
     if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):

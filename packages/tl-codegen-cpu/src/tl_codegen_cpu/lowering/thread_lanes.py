@@ -56,7 +56,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.thread_ir import is_local, uses_any
+from tl_codegen_cpu.lowering.thread_ir import is_local, reads_buffer, uses_any
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
 from tl_ir.scopes import LOCAL
@@ -108,18 +108,6 @@ def _is_accumulator_load(expr: Any, buffer: Any, indices: Any) -> bool:
         and len(expr.indices) == len(indices)
         and all(tvm_ffi.structural_equal(a, b) for a, b in zip(expr.indices, indices, strict=True))
     )
-
-
-def _reads_buffer(expr: Any, buffer: Any) -> bool:
-    found = False
-
-    def visit(load: Any) -> None:
-        nonlocal found
-        if load.source.same_as(buffer):
-            found = True
-
-    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
-    return found
 
 
 def _impure_call(expr: Any) -> str | None:
@@ -174,7 +162,7 @@ def match_reduction(loop: Any, isa: VectorISA) -> _Reduction | str:
         term = value.a
     else:
         return "store is not an accumulation (acc = acc + e)"
-    if _reads_buffer(term, buffer):
+    if reads_buffer(term, buffer):
         return f"the added term reads {_buffer_name(buffer)}"
     impure = _impure_call(term)
     if impure is not None:
@@ -311,7 +299,7 @@ class _Laner:
                 ]
             )
         body = stmt.body
-        if isinstance(body, tirx.BufferStore) and _reads_buffer(body.value, body.buffer):
+        if isinstance(body, tirx.BufferStore) and reads_buffer(body.value, body.buffer):
             # Looks like an accumulation: say why it stays scalar.
             self.report.refused.append(f"{stmt.loop_var.name}: {found}")
         return rebuild_loop(stmt, body=self.rewrite(stmt.body))

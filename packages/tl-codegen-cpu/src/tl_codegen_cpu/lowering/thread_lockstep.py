@@ -44,7 +44,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.thread_ir import is_local, uses_any
+from tl_codegen_cpu.lowering.thread_ir import contains, is_local, reads_memory, uses_any
 from tl_ir.launch import rebuild_loop
 from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
@@ -58,28 +58,6 @@ _MAX_VECTOR_LANES = 256
 
 def _as_int(value: Any) -> int | None:
     return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-
-def _reads_memory(expr: Any) -> bool:
-    found = False
-
-    def visit(_: Any) -> None:
-        nonlocal found
-        found = True
-
-    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
-    return found
-
-
-def _contains_loop(stmt: Any) -> bool:
-    found = False
-
-    def visit(_: Any) -> None:
-        nonlocal found
-        found = True
-
-    tvm_ffi.structural_walk(stmt, (tirx.For, visit), order="post")
-    return found
 
 
 def _seq(stmts: list[Any]) -> Any:
@@ -98,8 +76,8 @@ def _is_uniform_loop(stmt: Any, threads: set[Any]) -> bool:
         and stmt.kind == tirx.ForKind.SERIAL
         and not uses_any(stmt.min, threads)
         and not uses_any(stmt.extent, threads)
-        and not _reads_memory(stmt.min)
-        and not _reads_memory(stmt.extent)
+        and not reads_memory(stmt.min)
+        and not reads_memory(stmt.extent)
     )
 
 
@@ -129,9 +107,9 @@ def _innermost_accesses(stmt: Any, threads: set[Any]) -> list[tuple[Any, list[An
 
     def walk(node: Any) -> None:
         for item in _flatten(node):
-            if _is_uniform_loop(item, threads) and _contains_loop(item.body):
+            if _is_uniform_loop(item, threads) and contains(item.body, tirx.For):
                 walk(item.body)
-            elif isinstance(item, tirx.For) and not _contains_loop(item.body):
+            elif isinstance(item, tirx.For) and not contains(item.body, tirx.For):
                 leaf(item.body, [item])
 
     walk(stmt)
@@ -200,7 +178,7 @@ class _Lockstep:
             and leaf.kind in (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
             and _as_int(leaf.min) == 0
             and _as_int(leaf.extent) is not None
-            and not _contains_loop(leaf.body)
+            and not contains(leaf.body, tirx.For)
             and is_copy_body(leaf.body)
         )
 
@@ -242,7 +220,7 @@ class _Lockstep:
                 out.append(item)  # a per-lane array already (see _privatize)
                 continue
             if _is_uniform_loop(item, self.threads) and (
-                _contains_loop(item.body) or self._contiguous_inside(item)
+                contains(item.body, tirx.For) or self._contiguous_inside(item)
             ):
                 flush()
                 loop = rebuild_loop(item, body=self.push(item.body))

@@ -61,6 +61,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     is_block_barrier,
     is_element_atomic,
     is_local,
+    reads_memory,
     scope_of,
     thread_allreduce,
     tile_regions,
@@ -318,7 +319,7 @@ class RegionSplitter:
         segments: list[_Segment] = []
         if pending.conflicts_with(acc) and not guards:
             segments.append(_BARRIER)
-        if _reads_memory(condition):
+        if reads_memory(condition):
             # Evaluated once per thread before either side runs (a side may change
             # what the condition reads).
             flag = self._new_buffer("thread_condition", "int32", scopes.LOCAL)
@@ -443,7 +444,7 @@ class RegionSplitter:
     def _holds_for_some_thread(self, condition: Any) -> bool:
         """Whether ``condition`` provably holds for the first or the last thread (a
         condition on the thread index alone, such as ``tx < 128``)."""
-        if _reads_memory(condition):
+        if reads_memory(condition):
             return False
         extents = [const_int(e) for e in self.space.extents]
         if None in extents:
@@ -465,17 +466,6 @@ def _conjunction(conditions: list[Any]) -> Any:
     for condition in conditions[1:]:
         result = tirx.And(result, condition)
     return result
-
-
-def _reads_memory(expr: Any) -> bool:
-    found = False
-
-    def visit(_: Any) -> None:
-        nonlocal found
-        found = True
-
-    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
-    return found
 
 
 def _seq(stmts: list[Any]) -> Any:
