@@ -103,8 +103,10 @@ def test_a_checked_kernel_from_the_cache_is_still_checked(tmp_path: Path) -> Non
 
 
 def test_backends_without_checked_mode_refuse_it() -> None:
-    backend = SimpleNamespace(name="gpu-x", features={})
-    context = SimpleNamespace(backend=backend, target_kind="x", supports=lambda f: True)
+    from tl_backend_api import Capabilities
+
+    backend = SimpleNamespace(name="gpu-x")
+    context = SimpleNamespace(backend=backend, target_kind="x", capabilities=Capabilities())
     with pytest.raises(NotImplementedError, match="backend 'gpu-x' has no bounds-checked"):
         checked.require_support(context)
     with pytest.raises(TypeError, match="debug: expected True, False or None"):

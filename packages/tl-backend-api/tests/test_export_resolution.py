@@ -25,7 +25,7 @@ def _never() -> bool:
 def _cubin_like(can_build: bool) -> ExecutionBackendSpec:
     return ExecutionBackendSpec(
         "cubin",
-        adapter="device_launcher",
+        adapter="never-installed-device-launcher",
         is_available=_never,  # no device here
         can_build=(lambda: True) if can_build else _never,
         install_hint="a GPU",

@@ -30,6 +30,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 from tl_runtime.context import pack_name
 
@@ -117,14 +118,7 @@ class _Instrument:
     def loop(self, loop: Any) -> Any:
         if loop.kind != tirx.ForKind.VECTORIZED:
             return loop
-        return tirx.For(
-            loop.loop_var,
-            loop.min,
-            loop.extent,
-            tirx.ForKind.SERIAL,
-            loop.body,
-            annotations=loop.annotations,
-        )
+        return rebuild_loop(loop, kind=tirx.ForKind.SERIAL)
 
 
 def instrument_bounds(body: tirx.Stmt) -> tirx.Stmt:
