@@ -3,7 +3,9 @@ the TVMScript parser, keeping every statement's line number:
 
 * ``C = T.empty(...)`` passes its target's name, so the output parameter is named ``C``;
 * ``x = value`` binds compile-time values (numbers, shape tuples such as
-  ``M, N = A.shape``) as Python values, not kernel variables;
+  ``M, N = A.shape``, dtypes, strings, ``None``, elements of Python lists and dicts
+  such as ``[1, 2, 4][i]``) as Python values, not kernel variables; a tensor element
+  (``x = A[i]``) stays a kernel variable;
 * ``assert cond, msg`` is checked at build time when ``cond`` is known then;
 * ``return C`` (last statement of an eager body) records the outputs in order.
 """
@@ -92,10 +94,6 @@ class _BodyRewriter(ast.NodeTransformer):
             if not any(k.arg == "_tl_name" for k in value.keywords):
                 value.keywords.append(ast.keyword("_tl_name", ast.Constant(target.id)))
             return node
-        if isinstance(value, ast.Subscript) and not (
-            isinstance(value.value, ast.Attribute) and value.value.attr in ("shape", "strides")
-        ):
-            return node  # element loads and regions keep the parser's meaning
         unpack = isinstance(target, ast.Tuple | ast.List)
         if not unpack and not isinstance(target, ast.Name):
             return node

@@ -241,10 +241,15 @@ def _const_assignment(statement: ast.stmt) -> dict[str, str] | None:
 
 
 def _bindings(
-    params: list[KernelParam], const_variables: dict[str, str]
+    params: list[KernelParam], const_variables: dict[str, str], prelude_names: set[str]
 ) -> tuple[ConstBinding, ...] | None:
+    """The bindings read from the declarations' syntax, or None where only evaluating
+    the prelude can tell: a shape that is not a literal list, or a ``T.const`` named in
+    no shape by its own variable while a shape names a variable the prelude assigns
+    (``KH, KW = K, K`` then ``T.Tensor((KH, KW), ...)``)."""
     variable_to_symbol = {v: s for s, v in const_variables.items()}
     found: dict[str, ConstBinding] = {}
+    aliased = False
     for param in params:
         for where, node in (("shape", param.shape), ("stride", param.strides)):
             if node is None:
@@ -259,7 +264,21 @@ def _bindings(
                 if isinstance(element, ast.Name) and element.id in variable_to_symbol:
                     symbol = variable_to_symbol[element.id]
                     found.setdefault(symbol, ConstBinding(symbol, param.name, where, axis))  # type: ignore[arg-type]
+                elif isinstance(element, ast.Name) and element.id in prelude_names:
+                    aliased = True
+    if aliased and len(found) < len(const_variables):
+        return None  # a symbol may be bound under another name: resolved by evaluation
     return tuple(found[s] for s in const_variables if s in found)
+
+
+def _assigned_names(statements: list[ast.stmt]) -> set[str]:
+    """The names the statements assign (``KH, KW = K, K`` gives KH and KW)."""
+    return {
+        node.id
+        for statement in statements
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
 
 
 def analyze(func: Callable[..., Any]) -> EagerSignature:
@@ -400,7 +419,7 @@ def analyze(func: Callable[..., Any]) -> EagerSignature:
         template_params=templates,
         consts=tuple(const_variables),
         const_variables=const_variables,
-        bindings=_bindings(kernel_params, const_variables),
+        bindings=_bindings(kernel_params, const_variables, _assigned_names(prelude)),
         prelude=tuple(prelude),
         body=tuple(body),
         function_def=node,

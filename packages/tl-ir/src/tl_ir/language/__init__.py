@@ -30,6 +30,7 @@ from typing import Any
 from tvm.script.tirx import *
 
 from tl_ir import chained_assign as _chained_assign
+from tl_ir import python_if as _python_if
 from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
 from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 from tl_ir.errors import (
@@ -140,6 +141,7 @@ from tl_ir.language.gpu import *  # the GPU language: exactly gpu.__all__
 
 _tvm_compat.install()
 _chained_assign.install()
+_python_if.install()
 
 # Dtype objects (strings that construct values), replacing TVMScript's constructors.
 _DTYPE_OBJECTS = make_dtype_objects()
