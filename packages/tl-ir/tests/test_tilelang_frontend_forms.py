@@ -10,7 +10,7 @@ import pytest
 
 import tl_ir.language as T
 from tl_ir.eager import analyze, evaluate_bindings
-from tl_ir.errors import KernelTypeError
+from tl_ir.errors import KernelTypeError, UnsupportedError
 
 
 def _branching_kernel(flag: Any) -> Any:
@@ -73,3 +73,54 @@ def test_a_size_constant_under_an_alias_is_found_by_evaluating_the_prelude() -> 
         "N": ("data", "shape", 0),
         "K": ("kernel", "shape", 0),
     }
+
+
+def make_dq_layout(dQ: Any) -> Any:
+    """Flash attention backward's layout of dQ (TileLang's example, verbatim)."""
+    return T.Layout(dQ.shape, lambda b, l, h, d: [b, l // 8, h, d // 8, (d % 2), 4 * (l % 8) + (d % 8) // 2])  # fmt: skip # noqa: E741
+
+
+def test_t_layout_answers_as_tilelangs_layout_does() -> None:
+    layout = T.Layout([2, 16, 1, 16], lambda b, l, h, d: [b, l // 8, h, d // 8, (d % 2), 4 * (l % 8) + (d % 8) // 2])  # fmt: skip # noqa: E741
+    assert layout.get_input_shape() == [2, 16, 1, 16]
+    assert layout.get_output_shape() == [2, 2, 1, 2, 2, 32]
+    assert [int(i) for i in layout(1, 9, 0, 5)] == [1, 1, 0, 0, 1, 6]
+    assert len(layout.get_forward_vars()) == 4 and len(layout.index) == 6
+    assert T.Layout([4, 4], lambda i, j: (j, i)).get_output_shape() == [4, 4]
+    with pytest.raises(KernelTypeError, match="index_fn could not be applied to 2"):
+        T.Layout([4, 4], lambda i: i)
+    with pytest.raises(KernelTypeError, match="shape"):
+        T.Layout("4x4", lambda i, j: (j, i))
+
+
+def test_t_layout_on_a_global_buffer_is_recorded_as_a_hint() -> None:
+    @T.prim_func
+    def post(dQ: T.Tensor((2, 16, 1, 16), "float32"), out: T.Tensor((2, 16, 1, 16), "float32")):
+        with T.Kernel(2, threads=16) as bz:
+            T.annotate_layout({dQ: make_dq_layout(dQ)})
+            T.copy(dQ[bz, :, :, :], out[bz, :, :, :])
+
+    recorded = post.attrs["tl.layout_map"]["dQ"]
+    assert len(recorded.final_indices) == 6
+
+
+def test_t_layout_on_a_fragment_says_what_to_write_instead() -> None:
+    with pytest.raises(UnsupportedError, match=r"lambda i, j: \(thread, local_index\)"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4, 4), "float32")):
+            with T.Kernel(1, threads=4) as _bx:
+                f = T.alloc_fragment((4, 4), "float32")
+                T.annotate_layout({f: T.Layout([4, 4], lambda i, j: (j, i))})
+                T.copy(A, f)
+
+
+def test_t_layout_of_another_shape_is_refused() -> None:
+    with pytest.raises(KernelTypeError, match=r"made for shape \[8, 8\]"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4, 4), "float32")):
+            with T.Kernel(1, threads=4) as _bx:
+                s = T.alloc_shared((4, 4), "float32")
+                T.annotate_layout({s: T.Layout([8, 8], lambda i, j: (j, i))})
+                T.copy(A, s)

@@ -1,8 +1,8 @@
 """Issue 20 item 7: forms TileLang's own eager examples write, each as small as the
 construct allows (shapes taken from TileLang's convolution, online softmax and
-Hadamard examples). Every kernel builds for ``c`` (a fraction of a second each)."""
-
-from __future__ import annotations
+Hadamard examples) and flash attention backward's ``T.Layout``. Every kernel builds
+for ``c`` (a fraction of a second each). No ``from __future__ import annotations``:
+the classic kernels' parameter annotations must be objects, not strings."""
 
 import math
 from pathlib import Path
@@ -51,8 +51,8 @@ def test_dtype_objects_strings_none_and_dicts_assigned_in_the_body_stay_python_v
         X: T.Tensor([M], dtype)
         Y = T.empty([M], dtype)
         accum_dtype = T.float32
-        name = "unused"
-        nothing = None
+        name = "unused"  # noqa: F841 - a string bound in the body
+        nothing = None  # noqa: F841 - None bound in the body
         factors = {"x": 3}
         with T.Kernel(1, threads=1) as _bx:
             acc = T.alloc_fragment([M], accum_dtype)
@@ -108,3 +108,42 @@ def test_an_if_on_none_picks_the_else_branch_while_parsing(cache_dir: Path) -> N
 
     a = np.ones(4, np.float32)
     np.testing.assert_array_equal(conv_tail(a), a + 1)
+
+
+def make_dq_layout(dQ):
+    # Flash attention backward's layout of its dQ accumulator (TileLang's example).
+    return T.Layout(dQ.shape, lambda b, l, h, d: [b, l // 8, h, d // 8, (d % 2), 4 * (l % 8) + (d % 8) // 2])  # fmt: skip # noqa: E741
+
+
+def test_a_t_layout_annotated_on_the_writer_and_the_reader_keeps_the_values(
+    cache_dir: Path,
+) -> None:
+    # The shape of flash attention backward: one kernel accumulates into dQ with
+    # atomic adds under the layout, the postprocess kernel copies dQ out under it.
+    shape = [1, 16, 1, 16]
+
+    @tl_jit.jit(target="c")
+    def accumulate():
+        @T.prim_func
+        def bwd(G: T.Tensor(shape, "float32"), dQ: T.Tensor(shape, "float32")):
+            with T.Kernel(2, threads=1) as bx:
+                T.annotate_layout({dQ: make_dq_layout(dQ)})
+                for i, j in T.Parallel(16, 16):
+                    T.atomic_add(dQ[0, i, 0, j], G[0, i, 0, j] * (bx + 1))
+
+        return bwd
+
+    @tl_jit.jit(target="c", out_idx=[1])
+    def postprocess():
+        @T.prim_func
+        def post(dQ: T.Tensor(shape, "float32"), dQ_out: T.Tensor(shape, "float32")):
+            with T.Kernel(1, threads=1) as _bx:
+                T.annotate_layout({dQ: make_dq_layout(dQ)})
+                T.copy(dQ[0, :, :, :], dQ_out[0, :, :, :])
+
+        return post
+
+    g = np.arange(256, dtype=np.float32).reshape(shape)
+    dq = np.zeros(shape, np.float32)
+    accumulate()(g, dq)
+    np.testing.assert_array_equal(postprocess()(dq), 3 * g)

@@ -1,24 +1,35 @@
 """Memory-layout helpers TileLang programs import as ``tilelang.layout`` (here
-``tl_jit.layout``), for ``T.annotate_layout({buffer: make_swizzled_layout(buffer)})``.
+``tl_jit.layout``), for ``T.annotate_layout({buffer: make_swizzled_layout(buffer)})``, and ``T.Layout(shape,
+index_fn)`` (`IndexLayout`).
 
 A swizzled or linear layout only rearranges where a tile's elements sit in shared
 memory, never their values, so here it is a hint: ``T.annotate_layout`` checks it and
 records its kind in the function attribute ``tl.shared_layouts``; GPU targets that
 swizzle shared tiles honour it (docs/gpu.md), the others ignore it. Register-fragment layouts for specific MMA
 instructions are not supported and raise `UnsupportedError`.
+
+``T.Layout(shape, index_fn)`` maps each index of a tile of ``shape`` to an index of
+the storage (``lambda i, j: (j, i)``). On a shared or global buffer it is a hint as
+well: the buffer keeps its row-major order (TileLang stores the buffer in the
+layout's order), so element values are the same whichever layout is annotated. On a
+fragment it is refused: a fragment's placement over threads is written as a function
+returning ``(thread, local_index)``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import tvm
+from tvm import tirx
 
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, UnsupportedError
 
 __all__ = [
+    "IndexLayout",
     "MemoryLayout",
     "make_full_bank_swizzled_layout",
     "make_fully_replicated_layout_fragment",
@@ -125,3 +136,129 @@ def make_gemm_fragment_8x8_transposed() -> Any:
 def make_fully_replicated_layout_fragment(buffer: Any, threads: int) -> Any:
     """Not supported: raises `UnsupportedError` (a register-fragment layout)."""
     raise _fragment_unsupported("make_fully_replicated_layout_fragment(buffer, threads)")
+
+
+def _layout_dim(dim: Any, position: int) -> Any:
+    if isinstance(dim, tirx.IntImm):
+        dim = int(dim.value)
+    if isinstance(dim, bool) or not (isinstance(dim, int) or tvm.ir.is_prim_expr(dim)):
+        raise KernelTypeError(
+            f"T.Layout(shape, index_fn): shape[{position}] must be an int or a size "
+            f"expression, got {dim!r}"
+        )
+    if isinstance(dim, int) and dim <= 0:
+        raise KernelTypeError(
+            f"T.Layout(shape, index_fn): shape[{position}] must be positive, got {dim}"
+        )
+    return dim
+
+
+class IndexLayout:
+    """TileLang's ``T.Layout(shape, index_fn)``: where each element of a tile of
+    ``shape`` sits in storage, ``index_fn(*indices) -> storage indices``.
+
+    ``T.annotate_layout({buffer: layout})`` takes it for shared and global buffers as a
+    hint (see the module docstring); the methods below answer as TileLang's do.
+
+    Raises (constructor):
+        KernelTypeError: ``shape`` is not a sequence of positive sizes, ``index_fn`` is
+            not callable, or it does not return index expressions for that many
+            indices.
+    """
+
+    __slots__ = ("_index_map", "_shape")
+
+    def __init__(self, shape: Any, forward_fn: Callable[..., Any]) -> None:
+        if isinstance(shape, int | tirx.IntImm):
+            shape = [shape]
+        try:
+            dims = list(shape)
+        except TypeError:
+            raise KernelTypeError(
+                f"T.Layout(shape, index_fn): expected a shape (a list of sizes), got {shape!r}"
+            ) from None
+        if not dims:
+            raise KernelTypeError("T.Layout(shape, index_fn): the shape has no dims")
+        if not callable(forward_fn):
+            raise KernelTypeError(
+                f"T.Layout(shape, index_fn): expected a function of {len(dims)} indices, "
+                f"got {forward_fn!r}"
+            )
+        self._shape = tuple(_layout_dim(d, k) for k, d in enumerate(dims))
+        variables = [tirx.Var(f"i{k}", "int32") for k in range(len(dims))]
+        try:
+            index = forward_fn(*variables)
+        except Exception as err:
+            raise KernelTypeError(
+                f"T.Layout(shape, index_fn): index_fn could not be applied to {len(dims)} "
+                f"indices: {type(err).__name__}: {err}"
+            ) from err
+        items = list(index) if isinstance(index, list | tuple | tvm.ir.Array) else [index]
+        converted = []
+        for item in items:
+            if isinstance(item, int) and not isinstance(item, bool):
+                item = tirx.IntImm("int32", item)
+            if not tvm.ir.is_prim_expr(item):
+                raise KernelTypeError(
+                    "T.Layout(shape, index_fn): index_fn must return index expressions, "
+                    f"got {item!r}"
+                )
+            converted.append(item)
+        if not converted:
+            raise KernelTypeError("T.Layout(shape, index_fn): index_fn returned no index")
+        self._index_map = tirx.IndexMap(variables, converted, None)
+
+    @property
+    def index_map(self) -> Any:
+        """The layout as a ``tirx.IndexMap`` (what ``T.annotate_layout`` records)."""
+        return self._index_map
+
+    @property
+    def index(self) -> list[Any]:
+        """The storage index expressions, in the forward variables."""
+        return list(self._index_map.final_indices)
+
+    def get_input_shape(self) -> list[Any]:
+        """The tile shape the layout was made for."""
+        return list(self._shape)
+
+    def get_forward_vars(self) -> list[Any]:
+        """The index variables ``index`` is written in (``i0``, ``i1``...)."""
+        return list(self._index_map.initial_indices)
+
+    def get_forward_index(self) -> list[Any]:
+        """Same as `index`."""
+        return self.index
+
+    def get_output_shape(self) -> list[Any]:
+        """The extent of each storage index: one more than its largest value over the
+        input shape (an expression where the shape is symbolic)."""
+        if not all(isinstance(d, int) for d in self._shape):
+            return list(self._index_map.map_shape(list(self._shape)))
+        analyzer = tvm.sym.Analyzer()
+        for var, extent in zip(self._index_map.initial_indices, self._shape, strict=True):
+            analyzer.bind(var, tvm.ir.Range(0, extent))
+        return [int(analyzer.const_int_bound(e).max_value) + 1 for e in self.index]
+
+    def map_forward_index(self, indices: Any) -> list[Any]:
+        """The storage index of the element at ``indices``.
+
+        Raises:
+            KernelTypeError: not one index per input dim.
+        """
+        values = list(indices)
+        if len(values) != len(self._shape):
+            raise KernelTypeError(
+                f"T.Layout.map_forward_index: expected {len(self._shape)} indices, got "
+                f"{len(values)}"
+            )
+        converted = [tirx.IntImm("int32", v) if isinstance(v, int) else v for v in values]
+        analyzer = tvm.sym.Analyzer()
+        return [analyzer.simplify(e) for e in self._index_map.map_indices(converted)]
+
+    def __call__(self, *indices: Any) -> list[Any]:
+        """``layout(i, j)``: `map_forward_index` of ``(i, j)``."""
+        return self.map_forward_index(indices)
+
+    def __repr__(self) -> str:
+        return f"T.Layout({list(self._shape)}, {self._index_map})"

@@ -138,6 +138,7 @@ from tl_ir.language._tile_ops import (
 )
 from tl_ir.language._views import reshape, view
 from tl_ir.language.gpu import *  # the GPU language: exactly gpu.__all__
+from tl_ir.layout import IndexLayout as Layout  # TileLang's T.Layout(shape, index_fn)
 
 _tvm_compat.install()
 _chained_assign.install()
@@ -302,6 +303,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "import_source",
     "reinterpret",
     "annotate_layout",
+    "Layout",
     "annotate_safe_value",
     "use_swizzle",
     "annotate_l2_hit_ratio",

@@ -230,6 +230,11 @@ SUPPORTED_NOTES: dict[str, str] = {
         "(injecting device C source is not supported yet)"
     ),
     "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
+    "Layout": (
+        "T.Layout(shape, index_fn) for T.annotate_layout on shared and global buffers, "
+        "as a hint: the buffer keeps its row-major order (TileLang stores it in the "
+        "layout's order); refused on fragments"
+    ),
 }
 """Names that work with a restriction or a meaning worth saying, with that note."""
 

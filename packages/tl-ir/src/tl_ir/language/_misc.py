@@ -20,7 +20,7 @@ from tl_ir.language._operands import (
     scalar_wrapper,
     tile_of,
 )
-from tl_ir.layout import MemoryLayout
+from tl_ir.layout import IndexLayout, MemoryLayout
 
 __all__ = [
     "annotate_layout",
@@ -81,7 +81,10 @@ def print(value: Any, msg: str = "") -> Any:
 def annotate_layout(layout_map: dict[Any, Any]) -> None:
     """Hint the layout of tiles: ``{buffer: layout}`` where ``layout`` is a function
     from indices to indices (or a ``tirx.IndexMap``). Recorded in the function attribute
-    ``tl.layout_map``; targets without layouts ignore it. A `tl_ir.layout.MemoryLayout`
+    ``tl.layout_map``; targets without layouts ignore it. A ``T.Layout(shape, fn)``
+    (`tl_ir.layout.IndexLayout`) is recorded the same way on shared and global buffers
+    (a hint: their memory keeps the row-major order) and refused on fragments
+    (`UnsupportedError`). A `tl_ir.layout.MemoryLayout`
     (``make_swizzled_layout(buffer)``...) is recorded by kind in ``tl.shared_layouts``
     (buffer name -> kind) for GPU targets that swizzle shared tiles."""
     if not isinstance(layout_map, dict):
@@ -99,13 +102,39 @@ def annotate_layout(layout_map: dict[Any, Any]) -> None:
             # that arrange shared tiles (docs/gpu.md), ignored by the others.
             state.shared_layouts[str(buffer.name)] = layout.kind
             continue
-        if callable(layout) and not isinstance(layout, tirx.IndexMap):
+        if isinstance(layout, IndexLayout):
+            layout = _index_layout_map(buffer, layout)
+        elif callable(layout) and not isinstance(layout, tirx.IndexMap):
             layout = tirx.IndexMap.from_func(layout, ndim=len(buffer.ty.shape))
         elif not isinstance(layout, tirx.IndexMap):
             raise KernelTypeError(
                 f"T.annotate_layout: expected a layout function or tirx.IndexMap, got {layout!r}"
             )
         state.layout_map[str(buffer.name)] = layout
+
+
+def _index_layout_map(buffer: Any, layout: IndexLayout) -> Any:
+    """The ``tirx.IndexMap`` of a ``T.Layout`` annotated on ``buffer`` (a shared or
+    global buffer, where it is a hint that keeps the row-major order)."""
+    from tl_ir.scopes import is_fragment
+
+    name = str(buffer.name)
+    if is_fragment(buffer):
+        raise UnsupportedError(
+            f"T.annotate_layout({{{name}: T.Layout(...)}}): a T.Layout says where a tile's "
+            "elements sit in memory, and a fragment has no memory order; write its "
+            f"placement over threads as T.annotate_layout({{{name}: lambda i, j: (thread, "
+            "local_index)}), or leave the fragment's layout to the target"
+        )
+    shape = [int(d) if isinstance(d, tirx.IntImm) else d for d in buffer.ty.shape]
+    expected = layout.get_input_shape()
+    static = all(isinstance(d, int) for d in shape + expected)
+    if len(shape) != len(expected) or (static and shape != expected):
+        raise KernelTypeError(
+            f"T.annotate_layout: the layout of {name} is made for shape {expected}, but "
+            f"{name} has shape {shape}"
+        )
+    return layout.index_map
 
 
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
