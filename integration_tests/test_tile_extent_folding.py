@@ -1,6 +1,8 @@
 """A tile sliced between two computed bounds whose difference is a constant
 (``KV[kv_start:kv_end]``, MLA decode with several splits) has that constant extent on
-every target; a bound assigned twice proves nothing and stays refused."""
+every target; a difference known only at run time, copied into or out of a tile of
+constant extent, copies that many rows (tl_ir.run_time_copies); run-time extents on
+both sides of a copy are refused saying what to write instead."""
 
 from __future__ import annotations
 
@@ -54,8 +56,60 @@ def test_an_extent_equal_to_a_constant_is_that_constant(target: str) -> None:
     np.testing.assert_array_equal(kernel(kv), kv.reshape(2, 128, 16))
 
 
-def test_a_bound_assigned_twice_is_not_folded() -> None:
+def test_a_bound_assigned_twice_is_not_folded_and_copies_its_run_time_rows() -> None:
+    # Not folded: the extent stays `end - start` (28 at run time, not 32); the copy
+    # into the 32-row tile becomes a loop over 32 rows guarded by it (run_time_copies).
     func = reassigned_bound()
-    assert "end - start" in tl_ir.format_ir(func)
-    with pytest.raises(UnsupportedError, match="symbolic extent"):
-        tl_jit.compile(func, out_idx=[1], target="c")
+    text = tl_ir.format_ir(func)
+    assert "end - start" in text and "T.copy(KV" not in text
+    kernel = tl_jit.compile(func, out_idx=[1], target="c")
+    kv = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    np.testing.assert_array_equal(kernel(kv)[:28], kv[4:32])
+
+
+def both_run_time(N: int = 64) -> Any:
+    @T.prim_func
+    def main(KV: T.Tensor((N, 16), "float32"), Lens: T.Tensor((2,), "int32")):
+        with T.Kernel(1, threads=32) as _bz:
+            start = Lens[0]
+            end = Lens[1]
+            T.copy(KV[start:end, :], KV[start + 32 : end + 32, :])
+
+    return main
+
+
+def test_a_copy_with_run_time_extents_on_both_sides_says_what_to_write() -> None:
+    with pytest.raises(UnsupportedError, match=r"symbolic extent.*T\.Parallel\(T\.min\(n, MAX\)\)"):
+        tl_jit.compile(both_run_time(), target="c")
+
+
+def ragged_copy(N: int = 40, block_N: int = 16) -> Any:
+    # MLA decode's shape with a ragged last block: `kv_end - kv_start` is a run-time
+    # value at most block_N (the sequence length is a kernel argument).
+    @T.prim_func
+    def main(
+        KV: T.Tensor((N, 8), "float32"),
+        SeqLen: T.Tensor((1,), "int32"),
+        Out: T.Tensor((T.ceildiv(N, block_N), block_N, 8), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), threads=32) as bx:
+            S = T.alloc_shared((block_N, 8), "float32")
+            T.fill(S, -1)
+            kv_start = bx * block_N
+            kv_end = T.min(kv_start + block_N, SeqLen[0])
+            T.copy(KV[kv_start:kv_end, :], S)
+            T.copy(S, Out[bx, :, :])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_a_run_time_extent_bounded_by_the_other_tile_copies_that_many_rows(target: str) -> None:
+    kernel = tl_jit.compile(ragged_copy(), out_idx=[2], target=target)
+    kv = np.arange(40 * 8, dtype=np.float32).reshape(40, 8)
+    for seqlen in (40, 21, 0):
+        expected = np.full((3, 16, 8), -1, np.float32)
+        for block in range(3):
+            rows = kv[block * 16 : min(block * 16 + 16, seqlen)]
+            expected[block, : len(rows)] = rows
+        np.testing.assert_array_equal(kernel(kv, np.array([seqlen], np.int32)), expected)

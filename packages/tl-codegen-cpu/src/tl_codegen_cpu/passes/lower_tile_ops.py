@@ -72,7 +72,10 @@ def _tile(region: Region, what: str) -> TileRegion:
         if value is None:
             raise UnsupportedError(
                 f"{what}: tile {region.buffer.name} has a symbolic extent {extent}; "
-                "tile extents must be compile-time constants on CPU targets"
+                "tile extents must be compile-time constants on CPU targets (a T.copy "
+                "may have a run-time extent when its other tile's extent is a constant: "
+                "copy into or out of a tile of fixed size, or write the tile op as a "
+                "T.Parallel loop over a bound, T.Parallel(T.min(n, MAX)))"
             )
         extents.append(value)
     return TileRegion(region.buffer, tuple(region.mins), tuple(extents))
