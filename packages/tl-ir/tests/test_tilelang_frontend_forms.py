@@ -124,3 +124,26 @@ def test_t_layout_of_another_shape_is_refused() -> None:
                 s = T.alloc_shared((4, 4), "float32")
                 T.annotate_layout({s: T.Layout([8, 8], lambda i, j: (j, i))})
                 T.copy(A, s)
+
+
+_TABLE = [1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_python_list_indexed_by_a_constant_is_read_while_parsing() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4) as _bx:
+            for i in T.Parallel(4):
+                A[i] = A[i] * _TABLE[2]
+
+    assert "T.float32(3.0)" in str(main)
+
+
+def test_a_python_list_indexed_by_a_kernel_value_says_what_to_write_instead() -> None:
+    with pytest.raises(KernelTypeError, match=r"store the values in a tile \(T.alloc_local\)"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4) as _bx:
+                for i in T.Parallel(4):
+                    A[i] = _TABLE[i]

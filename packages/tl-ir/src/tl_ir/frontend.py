@@ -177,6 +177,12 @@ def _classify(cause: BaseException | None, message: str) -> TileLangError:
         return KernelSyntaxError(f"unknown name in kernel: {text}")
     if isinstance(cause, AttributeError):
         return KernelSyntaxError(f"unknown attribute in kernel: {text}")
+    if isinstance(cause, TypeError) and ("list indices" in text or "tuple indices" in text):
+        return KernelTypeError(
+            f"invalid operand: {text}; a Python list or tuple is read while parsing, so "
+            "its index must be a compile-time value: for an index known only at run time, "
+            "store the values in a tile (T.alloc_local) and index that"
+        )
     if isinstance(cause, TypeError | ValueError):
         return KernelTypeError(f"invalid operand: {text}")
     return KernelSyntaxError(f"cannot parse this kernel statement: {text}")
