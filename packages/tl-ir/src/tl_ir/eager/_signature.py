@@ -13,7 +13,9 @@ scalars) and template parameters (everything else: compile-time values), finds t
 ``T.const`` and ``T.dynamic`` symbols, and the *prelude*: the statements up to the
 last declaration, which run as Python before the kernel is parsed. Where each
 ``T.const`` is bound (the first tensor axis whose declared shape names it directly)
-is read from the declarations' syntax.
+is read from the declarations' syntax where it can be; otherwise (a shape that is not
+a literal list, a symbol named only under a prelude alias such as ``KH, KW = K, K``)
+from evaluating the prelude (`tl_ir.eager.evaluate_bindings`).
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ class EagerSignature:
         consts: the ``T.const`` symbols, in declaration order.
         const_variables: the Python variable holding each symbol (symbol -> name).
         bindings: where each ``T.const`` is bound, or None when a declared shape is not a
-            literal list (then the bindings come from evaluating the prelude).
+            literal list, or names a variable the prelude assigns while a symbol is
+            named by no shape (then the bindings come from evaluating the prelude).
         prelude: the statements run as Python before parsing (relative line numbers).
         body: the remaining statements, parsed as the kernel body.
         function_def: the parsed function definition (relative line numbers).
