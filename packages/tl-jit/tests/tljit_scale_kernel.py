@@ -40,7 +40,9 @@ FRAGILE_MARKER_ENV = "TLJIT_FRAGILE_MARKER"
 def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> Any:
     """`scale` whose build misbehaves on request: ``crash`` is ``"abort"``, ``"segfault"``,
     ``"exit"`` (``os._exit(3)``), ``"raise"`` (a ValueError) or ``"hang"`` (writes its pid
-    to the file named by ``TLJIT_FRAGILE_MARKER``, when set, and sleeps for an hour)."""
+    to the file named by ``TLJIT_FRAGILE_MARKER``, when set, and sleeps for an hour); or
+    the kernel misbehaves when run: ``"segfault-when-run"`` builds one that reads far
+    outside its input (SIGSEGV on its first call)."""
     import ctypes
     import os
     import time
@@ -62,6 +64,8 @@ def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> An
             with open(marker, "w") as handle:
                 handle.write(str(os.getpid()))
         time.sleep(3600)
+    elif crash == "segfault-when-run":
+        return tljit_fake_backend.make_wild_read(n)
     return tljit_fake_backend.make_scale(n, factor, repeat)
 
 
