@@ -135,11 +135,11 @@ def test_keyboard_interrupt_cancels_outstanding_configs(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 300
-        while not marker.exists() or not marker.read_text():
+        while not marker.exists() or not marker.read_text().endswith("\n"):
             assert process.poll() is None, process.communicate()[1][-3000:]
             assert time.monotonic() < deadline, "no configuration started within 300 s"
             time.sleep(0.2)
-        worker = int(marker.read_text())
+        worker = int(marker.read_text().split()[0])
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=120)
     finally:
