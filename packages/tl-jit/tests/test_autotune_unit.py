@@ -137,3 +137,27 @@ def test_timer_and_isolation_options_are_checked(fake_backend: Any, cache_dir: P
     with pytest.raises(AutotuneError, match=expected), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         zero(64, 2.0)
+
+
+@pytest.mark.slow  # starts a worker process (about 10 s here); the default pool's case
+# runs in test_autotune_faults.py
+def test_isolated_timing_survives_a_kernel_that_crashes_when_run(
+    fake_backend: Any, cache_dir: Path
+) -> None:
+    import tljit_scale_kernel as module
+
+    tuned = tl_jit.autotune(
+        # The crash comes last, so no replacement worker is waited for.
+        configs=[{"repeat": 1}, {"repeat": 1, "crash": "segfault-when-run"}],
+        warmup=1,
+        rep=2,
+        ref_prog=module.reference,
+        max_workers=1,  # built here; timed by one worker process started for it
+        cache_results=False,
+        isolate_timing=True,
+    )(module.fragile_scale)
+    expected = r"skipped \(timing failed\): its worker process died \(SIGSEGV\)"
+    with pytest.warns(AutotuneWarning, match=expected):
+        best = tuned(256, 2.0)
+    assert best.config == {"repeat": 1}
+    assert [r.error is None for r in tuned.results] == [True, False]
