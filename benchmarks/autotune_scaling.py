@@ -6,7 +6,10 @@ Tunes a tiled GEMM (target ``c``, 128^3, block sizes 16..128) over ``--configs``
 configurations, each search in a fresh cache (no hits), with:
 
 - ``threads``: ``concurrent.futures.ThreadPoolExecutor(2)`` as the executor,
-- ``local``: the default executor (2 worker processes, each configuration failing alone),
+- ``local``: the default executor (2 worker processes, each configuration failing alone;
+  the same workers check and time the kernels, one at a time),
+- ``local-here``: the same, the kernels checked and timed in this process
+  (``isolate_timing=False``): ``local - local-here`` is what isolating the timing costs,
 - ``ray-1`` / ``ray-2``: `tl_jit.distributed.RayExecutor` with 1 and 2 tasks in flight on a
   local Ray cluster (``ray.init(num_cpus=2)``; started before the clock, not counted).
 
@@ -60,7 +63,9 @@ def configs(count: int) -> list[dict[str, int]]:
     return [{"block_M": m, "block_N": n, "block_K": k} for m, n, k in sizes][:count]
 
 
-def search(executor: Any, count: int, cache_root: Path) -> tuple[float, dict[str, int]]:
+def search(
+    executor: Any, count: int, cache_root: Path, *, isolate_timing: bool | None = None
+) -> tuple[float, dict[str, int]]:
     """Wall time of one search in a fresh cache, and its winner."""
     os.environ["TL_CACHE_DIR"] = str(cache_root)
     tuned = tl_jit.autotune(
@@ -70,6 +75,7 @@ def search(executor: Any, count: int, cache_root: Path) -> tuple[float, dict[str
         max_workers=2,
         executor=executor,
         cache_results=False,
+        isolate_timing=isolate_timing,
     )(matmul)
     started = time.perf_counter()
     with warnings.catch_warnings():
@@ -90,6 +96,7 @@ def main() -> None:
     with concurrent.futures.ThreadPoolExecutor(2) as threads:
         rows.append(("threads", *search(threads, args.configs, scratch / "threads")))
     rows.append(("local", *search(None, args.configs, scratch / "local")))
+    rows.append(("local-here", *search(None, args.configs, scratch / "here", isolate_timing=False)))
     if not args.skip_ray:
         import ray
 
@@ -117,6 +124,11 @@ def main() -> None:
     print(f"{'executor':<10} {'wall s':>8} {'s/config':>9} {'vs local':>9}  winner")
     for name, wall, winner in rows:
         print(f"{name:<10} {wall:8.1f} {wall / args.configs:9.2f} {wall / local:8.2f}x  {winner}")
+    here = dict((name, wall) for name, wall, _ in rows)["local-here"]
+    print(
+        f"Timing in the workers (local - local-here): {(local - here) / args.configs:+.3f} s "
+        "per configuration"
+    )
     if "ray-2" in dict((n, w) for n, w, _ in rows):
         ray_two = dict((n, w) for n, w, _ in rows)["ray-2"]
         print(

@@ -67,3 +67,97 @@ def test_all_configs_failing_is_an_error(fake_backend: Any) -> None:
 def test_autotune_needs_a_jit_function() -> None:
     with pytest.raises(TypeError, match=r"@tl_jit\.jit"):
         tl_jit.autotune(configs=[{}])(lambda: None)  # type: ignore[arg-type]
+
+
+def test_a_timer_decides_on_the_times_it_gives(fake_backend: Any, cache_dir: Path) -> None:
+    from tl_jit.tune_timing import Measurement, RecordedTimings
+
+    seen: list[dict[str, Any]] = []
+    recorded = RecordedTimings.of([({"repeat": 3000}, 0.5), ({"repeat": 1}, 2.0)])
+
+    def timer(measurement: Measurement) -> float:
+        # The kernel was built, loaded and checked before it is timed.
+        assert len(measurement.kernel.params) == 2 and len(measurement.inputs) == 1
+        seen.append(dict(measurement.config))
+        return recorded(measurement)
+
+    @tl_jit.autotune(
+        configs=[{"repeat": 3000}, {"repeat": 1}, {"repeat": 2}],
+        ref_prog=lambda a: a * 2.0,
+        max_workers=1,
+        cache_results=False,
+        timer=timer,
+    )
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int, factor: float, repeat: int = 1) -> Any:
+        return fake_backend.make_scale(n, factor, repeat)
+
+    with pytest.warns(AutotuneWarning, match="no time recorded for configuration"):
+        best = scale(64, 2.0)
+    # The slow kernel wins: the search decides on the timer's numbers only.
+    assert best.config == {"repeat": 3000} and best.latency == 0.5
+    assert [r.latency for r in scale.results] == [0.5, 2.0, None]
+    assert {"repeat": 2} in seen and seen.count({"repeat": 3000}) == 4  # first pass + 3
+
+
+def test_timer_and_isolation_options_are_checked(fake_backend: Any, cache_dir: Path) -> None:
+    from tl_jit.tune_timing import RecordedTimings
+
+    with pytest.raises(TypeError, match="autotune timer: expected a function"):
+        tl_jit.autotune(configs=[{}], timer=3.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="isolate_timing: expected True, False or None"):
+        tl_jit.autotune(configs=[{}], isolate_timing="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"expected a time in ms > 0 for \{'a': 1\}, got -1"):
+        RecordedTimings.of([({"a": 1}, -1)])
+    with pytest.raises(ValueError, match="appears twice"):
+        RecordedTimings.of([({"a": 1, "b": 2}, 1.0), ({"b": 2, "a": 1}, 2.0)])
+
+    @tl_jit.autotune(
+        configs=[{"repeat": 1}],
+        ref_prog=lambda a: a * 2.0,
+        max_workers=1,
+        cache_results=False,
+        isolate_timing=True,
+    )
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int, factor: float, repeat: int = 1) -> Any:
+        return fake_backend.make_scale(n, factor, repeat)
+
+    with pytest.raises(TypeError, match="isolate_timing=True: ref_prog, supply_prog and timer"):
+        scale(64, 2.0)
+
+    @tl_jit.autotune(
+        configs=[{"repeat": 1}], max_workers=1, cache_results=False, timer=lambda m: 0.0
+    )
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def zero(n: int, factor: float, repeat: int = 1) -> Any:
+        return fake_backend.make_scale(n, factor, repeat)
+
+    expected = r"autotune timer: expected a time in ms > 0, got 0.0"
+    with pytest.raises(AutotuneError, match=expected), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zero(64, 2.0)
+
+
+@pytest.mark.slow  # starts a worker process (about 10 s here); the default pool's case
+# runs in test_autotune_faults.py
+def test_isolated_timing_survives_a_kernel_that_crashes_when_run(
+    fake_backend: Any, cache_dir: Path
+) -> None:
+    import tljit_scale_kernel as module
+
+    tuned = tl_jit.autotune(
+        # The crash comes last, so no replacement worker is waited for.
+        configs=[{"repeat": 1}, {"repeat": 1, "crash": "segfault-when-run"}],
+        warmup=1,
+        rep=2,
+        ref_prog=module.reference,
+        max_workers=1,  # built here; timed by one worker process started for it
+        cache_results=False,
+        isolate_timing=True,
+    )(module.fragile_scale)
+    expected = r"skipped \(timing failed\): its worker process died \(SIGSEGV\)"
+    with pytest.warns(AutotuneWarning, match=expected):
+        best = tuned(256, 2.0)
+    assert best.config == {"repeat": 1}
+    assert [r.error is None for r in tuned.results] == [True, False]

@@ -1,8 +1,10 @@
 """`tl_jit.distributed.RayExecutor` on a real local Ray cluster (``ray.init(num_cpus=2)``):
-configurations built by Ray workers (with their own cache root, as on another node),
-shipped back, verified and installed in this process's cache, timed on the worker that
-owns the (custom) device resource; a config that does not compile and one whose worker
-dies are recorded and survived; interrupting cancels the outstanding Ray tasks.
+a tile GEMM's configurations built by Ray workers (with their own cache root, as on
+another node), shipped back, verified and installed in this process's cache, timed on
+the worker that owns the (custom) device resource through a deterministic timer (the
+same recorded times as a local search, which must pick the same winner); a config that
+does not compile and one whose worker dies are recorded and survived; interrupting
+cancels the outstanding Ray tasks.
 Skipped where Ray is not installed (requirements-dev.txt installs it)."""
 
 from __future__ import annotations
@@ -44,65 +46,93 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         ray.shutdown()
 
 
-CONFIGS: list[dict[str, object]] = [
-    {"repeat": 3000},
-    {"repeat": 2500},
-    {"repeat": 2000},
-    {"repeat": 1500},
-    {"repeat": 1, "crash": "raise"},
-    {"repeat": 1000},
-    {"repeat": 1, "crash": "exit"},
-    {"repeat": 1},
-    {"repeat": 700},
+def _gemm(block_M: int, block_N: int, block_K: int) -> dict[str, object]:
+    return {"block_M": block_M, "block_N": block_N, "block_K": block_K}
+
+
+# Eight GEMM configurations that build, with the time each is said to take (the winner
+# is neither first nor last), one that does not compile (a 0-wide tile) and one whose
+# timing kills the worker timing it.
+TIMES: list[tuple[dict[str, object], float]] = [
+    (_gemm(8, 8, 8), 0.90),
+    (_gemm(8, 16, 8), 0.70),
+    (_gemm(16, 8, 8), 0.80),
+    (_gemm(16, 16, 8), 0.40),
+    (_gemm(16, 16, 16), 0.25),
+    (_gemm(32, 16, 8), 0.60),
+    (_gemm(16, 32, 16), 0.30),
+    (_gemm(32, 32, 16), 0.50),
+]
+DOES_NOT_COMPILE = _gemm(16, 16, 0)
+KILLS_ITS_WORKER = _gemm(8, 8, 16)
+GEMM_CONFIGS = [
+    *(config for config, _ in TIMES[:3]),
+    DOES_NOT_COMPILE,
+    *(config for config, _ in TIMES[3:6]),
+    KILLS_ITS_WORKER,
+    *(config for config, _ in TIMES[6:]),
 ]
 
 
-def _tune(executor: Any) -> Any:
-    import tljit_scale_kernel as module
+def _tune_gemm(executor: Any) -> Any:
+    import tljit_gemm_kernel as module
 
     import tl_jit
 
     tuned = tl_jit.autotune(
-        configs=CONFIGS,
-        warmup=1,
-        rep=5,
+        configs=GEMM_CONFIGS,
         ref_prog=module.reference,
+        rtol=1e-4,
+        atol=1e-4,
         executor=executor,
         cache_results=False,
         timeout=300,
-    )(module.fragile_scale)
+        timer=module.FaultyTimings.of(TIMES, kill=[KILLS_ITS_WORKER]),
+    )(module.matmul)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        best = tuned(4096, 2.0)
-    return best, tuned.results
+        best = tuned(32, 32, 32)
+    return best, {repr(r.config): r for r in tuned.results}
 
 
-def test_ray_executor_autotunes_like_the_local_one(ray_cluster: Path, cache_dir: Path) -> None:
+def _check_search(best: Any, results: dict[str, Any], killed: str) -> None:
     import numpy as np
 
+    assert best.config == _gemm(16, 16, 16)
+    assert best.latency == 0.25
+    a = np.random.default_rng(1).standard_normal((32, 32), dtype=np.float32)
+    np.testing.assert_allclose(best(a, a), a @ a, rtol=1e-4, atol=1e-4)
+    assert len(results) == 10
+    for config, ms in TIMES:  # each built, loaded, checked, and timed by the seam
+        assert results[repr(config)].error is None and results[repr(config)].latency == ms
+    failed = results[repr(DOES_NOT_COMPILE)]
+    assert failed.latency is None and "compile failed" in str(failed.error)
+    assert "expected positive dims" in str(failed.error)
+    dead = results[repr(KILLS_ITS_WORKER)]
+    assert dead.latency is None and "timing failed" in str(dead.error)
+    assert killed in str(dead.error), dead.error
+
+
+def test_ray_executor_autotunes_a_gemm_like_the_local_one(
+    ray_cluster: Path, cache_dir: Path
+) -> None:
     from tl_jit.distributed import RayExecutor
 
     executor = RayExecutor(device_options={"resources": {"tl_device": 1}})
     assert executor.max_workers == 2
-    best, results = _tune(executor)
-    assert best.config == {"repeat": 1}
-    np.testing.assert_allclose(best(np.ones(4096, np.float32)), 2.0)
-    by_config = {repr(r.config): r for r in results}
-    assert "ValueError: this configuration does not compile" in str(
-        by_config[repr({"repeat": 1, "crash": "raise"})].error
-    )
-    assert "WorkerCrashedError" in str(by_config[repr({"repeat": 1, "crash": "exit"})].error)
-    timed = [r for r in results if r.error is None]
-    assert len(timed) == 7 and all(r.latency is not None and r.latency > 0 for r in timed)
-    # Built by a worker with another cache root, installed here: an ordinary cache entry.
+    best, results = _tune_gemm(executor)
+    _check_search(best, results, killed="WorkerCrashedError")
+    # Built by a worker with another cache root, verified and installed here: an
+    # ordinary cache entry.
     assert best.cache_key is not None
     assert (cache_dir / "kernels" / best.cache_key / "manifest.json").is_file()
     assert (ray_cluster / "kernels" / best.cache_key / "manifest.json").is_file()
     assert Path(best.artifact_dir).resolve().is_relative_to(cache_dir.resolve())
-    # The local executor picks the same winner from the same configurations.
-    local_best, local_results = _tune(None)
-    assert local_best.config == best.config
-    assert [r.error is None for r in local_results] == [r.error is None for r in results]
+    # The local executor (worker processes building and timing) picks the same winner
+    # from the same timings, and survives the same failures.
+    local_best, local_results = _tune_gemm(None)
+    _check_search(local_best, local_results, killed="worker process exited with status 3")
+    assert local_best.cache_key == best.cache_key
 
 
 def test_interrupting_cancels_outstanding_ray_tasks(ray_cluster: Path) -> None:

@@ -139,3 +139,46 @@ def test_a_task_run_in_this_thread_leaves_no_worker_mark(
     # Only the import of the function counts as "inside a worker": a thread executor
     # running tasks here must not make later searches compile in this process.
     assert not tune_tasks.in_worker()
+
+
+def test_a_tuning_result_edited_or_copied_is_not_trusted(
+    fake_backend: Any, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import shutil
+    import warnings
+
+    import tljit_scale_kernel as module
+
+    from tl_jit import tune_records
+    from tl_jit.cache import CacheWarning
+    from tl_jit.tune_timing import RecordedTimings
+
+    timer = RecordedTimings.of([({"repeat": 3000}, 2.0), ({"repeat": 1}, 1.0)])
+
+    def search() -> Any:
+        return tl_jit.autotune(
+            configs=[{"repeat": 3000}, {"repeat": 1}], max_workers=1, timer=timer
+        )(module.scale)(256, 2.0)
+
+    assert search().config == {"repeat": 1}
+    (record,) = tune_records.list_records()
+    assert json.loads(record.path.read_text())["proof"]
+    # A signed record is reused quietly.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert search().config == {"repeat": 1}
+    # Edited to name another winner: ignored, and the search runs again (and re-signs).
+    data = json.loads(record.path.read_text())
+    data["best_config"] = {"repeat": 3000}
+    record.path.write_text(json.dumps(data))
+    with pytest.warns(CacheWarning, match="tuning result .* does not prove"):
+        assert search().config == {"repeat": 1}
+    assert tune_records.load(record.key) is not None
+    # Copied from another cache root (whose secret differs): ignored there.
+    other = tmp_path / "other-cache"
+    monkeypatch.setenv("TL_CACHE_DIR", str(other))
+    assert search().config == {"repeat": 1}
+    shutil.copy(record.path, other / "autotune" / record.path.name)
+    with pytest.warns(CacheWarning, match="does not prove"):
+        assert tune_records.load(record.key) is None

@@ -50,6 +50,24 @@ def make_scale(n: int, factor: float, repeat: int = 1) -> Any:
     return scale
 
 
+WILD_OFFSET = 1 << 45
+"""How far `make_wild_read` reads past its input, in elements (128 TiB of float32: no
+process has it mapped)."""
+
+
+def make_wild_read(n: int) -> Any:
+    """``B = A`` read through an unchecked index `WILD_OFFSET` elements past ``A``: a kernel
+    that builds and crashes (SIGSEGV) when run."""
+
+    @T.prim_func
+    def wild_read(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32")):
+        T.func_attr({"tir.noalias": True, "global_symbol": "wild_read"})
+        for i in range(n):
+            B[i] = A[T.Cast("int64", i) + T.int64(WILD_OFFSET)]
+
+    return wild_read
+
+
 @T.prim_func
 def vadd_n(a: T.handle, b: T.handle, c: T.handle):
     T.func_attr({"tir.noalias": True, "global_symbol": "vadd_n"})

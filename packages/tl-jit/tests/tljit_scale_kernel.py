@@ -39,8 +39,11 @@ FRAGILE_MARKER_ENV = "TLJIT_FRAGILE_MARKER"
 @tl_jit.jit(out_idx=-1, target="llvm")
 def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> Any:
     """`scale` whose build misbehaves on request: ``crash`` is ``"abort"``, ``"segfault"``,
-    ``"exit"`` (``os._exit(3)``), ``"raise"`` (a ValueError) or ``"hang"`` (writes its pid
-    to the file named by ``TLJIT_FRAGILE_MARKER``, when set, and sleeps for an hour)."""
+    ``"exit"`` (``os._exit(3)``), ``"raise"`` (a ValueError) or ``"hang"`` (appends its pid
+    as a line to the file named by ``TLJIT_FRAGILE_MARKER``, when set, and sleeps for an
+    hour); or
+    the kernel misbehaves when run: ``"segfault-when-run"`` builds one that reads far
+    outside its input (SIGSEGV on its first call)."""
     import ctypes
     import os
     import time
@@ -59,9 +62,11 @@ def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> An
     elif crash == "hang":
         marker = os.environ.get(FRAGILE_MARKER_ENV)
         if marker:
-            with open(marker, "w") as handle:
-                handle.write(str(os.getpid()))
+            with open(marker, "a") as handle:
+                handle.write(f"{os.getpid()}\n")
         time.sleep(3600)
+    elif crash == "segfault-when-run":
+        return tljit_fake_backend.make_wild_read(n)
     return tljit_fake_backend.make_scale(n, factor, repeat)
 
 

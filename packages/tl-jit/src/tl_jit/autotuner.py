@@ -4,6 +4,7 @@ return the winner (results kept with the disk cache, docs/autotune.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 import warnings
@@ -11,28 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tl_jit import env, tune_tasks
+from tl_jit import env
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
-from tl_jit.tune_executor import (
-    Executor,
-    TaskFailure,
-    describe_failure,
-    local_process_pool,
-    progress,
-    run_tasks,
-    stop_pool,
-)
-from tl_jit.tune_tasks import (
-    ShippedArtifact,
-    TimingRequest,
-    compile_config_task,
-    compile_jit_function,
-    function_reference,
-    install_artifact,
-)
-from tl_jit.tune_timing import pick_after_remeasure
+from tl_jit.tune_executor import Executor, TaskFailure
+from tl_jit.tune_search import SearchPlacement, compile_all, time_all
+from tl_jit.tune_tasks import TimingRequest, compile_jit_function
+from tl_jit.tune_timing import Timer, pick_after_remeasure
 
 Configs = Sequence[Mapping[str, Any]] | Callable[..., Sequence[Mapping[str, Any]]]
 WORKERS_ENV = "TL_AUTOTUNE_WORKERS"
@@ -86,6 +73,8 @@ class AutoTuner:
         cache_results: bool,
         executor: Executor | None = None,
         timeout: float | None = DEFAULT_CONFIG_TIMEOUT_S,
+        timer: Timer | None = None,
+        isolate_timing: bool | None = None,
     ) -> None:
         from tl_jit.eager import EagerJITFunction
 
@@ -94,7 +83,7 @@ class AutoTuner:
                 f"autotune: expected a @tl_jit.jit function (stack @autotune above @jit), "
                 f"got {jit_function!r}"
             )
-        _check_options(executor, timeout)
+        _check_options(executor, timeout, timer, isolate_timing)
         self.jit_function: Any = jit_function
         self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
@@ -110,6 +99,8 @@ class AutoTuner:
         self.cache_results = cache_results
         self.executor = executor
         self.timeout = None if timeout is None else float(timeout)
+        self.timer = timer
+        self.isolate_timing = isolate_timing
         self.results: list[ConfigResult] = []
         self._best: dict[str, JITKernel] = {}
         self.__wrapped__ = jit_function.func
@@ -150,7 +141,13 @@ class AutoTuner:
                 {"arguments": dict(arguments), "configs": configs, "eager": self.eager},
                 {
                     **self.jit_function._frontend_options({}),
-                    "autotune": [self.rtol, self.atol, self.skip_check, sorted(self.dims.items())],
+                    "autotune": [
+                        self.rtol,
+                        self.atol,
+                        self.skip_check,
+                        sorted(self.dims.items()),
+                        self.timer,
+                    ],
                 },
             )
         except (Unkeyable, AttributeError):
@@ -265,63 +262,6 @@ class AutoTuner:
         ]
         return kernel
 
-    # ------------------------------------------------------------------ compiling
-    def _compile_all(
-        self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]
-    ) -> list[tuple[JITKernel, ShippedArtifact | None] | TaskFailure]:
-        """Each configuration's kernel (with its shipped artifact when a worker built it),
-        or why it has none."""
-        reference = function_reference(self.jit_function)
-        outcomes: list[tuple[JITKernel, ShippedArtifact | None] | TaskFailure] = []
-        if reference is None and self.executor is not None:
-            raise TypeError(
-                f"autotune executor: {self.jit_function.func.__qualname__} is defined "
-                "inside a function, so no worker can import it; define it at module level"
-            )
-        in_process = self.executor is None and (
-            reference is None or self.max_workers == 1 or tune_tasks.in_worker()
-        )
-        if in_process:
-            # No worker can find the function, one was asked for, or this is a worker
-            # importing a script that tunes at import: compile here (no isolation, no
-            # time limit).
-            with progress(len(configs), "compiling") as advance:
-                for config in configs:
-                    try:
-                        kernel = compile_jit_function(self.jit_function, {**arguments, **config})
-                        outcomes.append((kernel, None))
-                    except Exception as exc:
-                        outcomes.append(TaskFailure("compile", describe_failure(exc), exc))
-                    advance()
-            return outcomes
-        assert reference is not None
-        workers = self._workers(len(configs))
-        own_pool = local_process_pool(workers) if self.executor is None else None
-        executor: Executor = own_pool if own_pool is not None else self.executor  # type: ignore[assignment]
-        try:
-            with progress(len(configs), "compiling") as advance:
-                shipped = run_tasks(
-                    executor,
-                    compile_config_task,
-                    [(reference, {**arguments, **config}) for config in configs],
-                    stage="compile",
-                    timeout_s=self.timeout,
-                    in_flight=workers,
-                    on_done=lambda _index, _outcome: advance(),
-                )
-        finally:
-            if own_pool is not None:
-                stop_pool(own_pool)
-        for item in shipped:
-            if isinstance(item, TaskFailure):
-                outcomes.append(item)
-                continue
-            try:
-                outcomes.append((install_artifact(item), item))
-            except Exception as exc:
-                outcomes.append(TaskFailure("install", describe_failure(exc), exc))
-        return outcomes
-
     # ------------------------------------------------------------------ timing
     def _request(self, rounds: int = 1) -> TimingRequest:
         return TimingRequest(
@@ -334,40 +274,34 @@ class AutoTuner:
             atol=self.atol,
             skip_check=self.skip_check,
             rounds=rounds,
+            timer=self.timer,
         )
 
-    def _time_all(
-        self, built: dict[int, tuple[JITKernel, ShippedArtifact | None]]
-    ) -> tuple[dict[int, list[float]], dict[int, TaskFailure], Callable[..., Any]]:
-        """First-pass timings, failures and the re-measure callback (`tl_jit.tune_measure`)."""
-        from tl_jit.tune_measure import time_here, time_on_device
-
-        device_submit = getattr(self.executor, "submit_on_device", None)
-        if callable(device_submit) and all(s is not None for _, s in built.values()):
-            shipped = {i: s for i, (_, s) in built.items() if s is not None}
-            return time_on_device(
-                device_submit,
-                shipped,
-                self._request(),
-                timeout_s=self.timeout,
-                in_flight=self._workers(len(shipped)),
-            )
-        return time_here({i: k for i, (k, _) in built.items()}, self._request())
-
     def _tune(self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]) -> JITKernel:
-        compiled = self._compile_all(arguments, configs)
-        failures: dict[int, TaskFailure] = {
-            i: o for i, o in enumerate(compiled) if isinstance(o, TaskFailure)
-        }
-        built = {i: o for i, o in enumerate(compiled) if not isinstance(o, TaskFailure)}
-        timings: dict[int, list[float]] = {}
-        latencies: dict[int, float] = {}
-        winner: int | None = None
-        if built:
-            timings, timing_failures, remeasure = self._time_all(built)
-            failures.update(timing_failures)
-            if timings:
-                winner, latencies = pick_after_remeasure(timings, remeasure)
+        placement = SearchPlacement(
+            jit_function=self.jit_function,
+            executor=self.executor,
+            max_workers=self.max_workers,
+            in_flight=self._workers(len(configs)),
+            timeout_s=self.timeout,
+            isolate_timing=self.isolate_timing,
+        )
+        with contextlib.ExitStack() as pools:
+            build_pool = placement.build_pool(pools)
+            compiled = compile_all(placement, arguments, configs, build_pool)
+            failures: dict[int, TaskFailure] = {
+                i: o for i, o in enumerate(compiled) if isinstance(o, TaskFailure)
+            }
+            built = {i: o for i, o in enumerate(compiled) if not isinstance(o, TaskFailure)}
+            latencies: dict[int, float] = {}
+            winner: int | None = None
+            if built:
+                timings, timing_failures, remeasure = time_all(
+                    placement, built, configs, self._request(), build_pool, pools
+                )
+                failures.update(timing_failures)
+                if timings:
+                    winner, latencies = pick_after_remeasure(timings, remeasure)
         results: list[ConfigResult] = []
         for index, config in enumerate(configs):
             if index in failures:
@@ -399,7 +333,9 @@ class AutoTuner:
         return ConfigResult(config, None, f"{failure.stage} failed: {message}")
 
 
-def _check_options(executor: object, timeout: object) -> None:
+def _check_options(
+    executor: object, timeout: object, timer: object = None, isolate_timing: object = None
+) -> None:
     if executor is not None and not callable(getattr(executor, "submit", None)):
         raise TypeError(
             "autotune executor: expected an object with submit(fn, *args) returning a "
@@ -410,6 +346,16 @@ def _check_options(executor: object, timeout: object) -> None:
     ):
         raise ValueError(
             f"autotune timeout: expected seconds > 0 or None (no limit), got {timeout!r}"
+        )
+    if timer is not None and not callable(timer):
+        raise TypeError(
+            "autotune timer: expected a function of a tl_jit.tune_timing.Measurement "
+            f"returning ms, or None, got {timer!r}"
+        )
+    if isolate_timing is not None and not isinstance(isolate_timing, bool):
+        raise TypeError(
+            f"autotune isolate_timing: expected True, False or None (automatic), got "
+            f"{isolate_timing!r}"
         )
 
 
@@ -428,6 +374,8 @@ def autotune(
     cache_results: bool = True,
     executor: Executor | None = None,
     timeout: float | None = DEFAULT_CONFIG_TIMEOUT_S,
+    timer: Timer | None = None,
+    isolate_timing: bool | None = None,
 ) -> Callable[[Any], AutoTuner]:
     """Decorator stacked above ``@tl_jit.jit``: pick the fastest of ``configs``.
 
@@ -453,12 +401,24 @@ def autotune(
             a `tl_jit.distributed.RayExecutor`...). Default: a pool of worker processes
             in which each configuration fails alone. An executor with
             ``submit_on_device`` also times the kernels there.
-        timeout: the time limit of one configuration's build in seconds (None: no limit);
-            one that runs longer is cancelled (its local worker killed) and recorded.
+        timeout: the time limit of one configuration's build, and of its timing task
+            when it is timed by a worker, in seconds (None: no limit); one that runs
+            longer is cancelled (its local worker killed) and recorded.
+        timer: how one configuration is timed: a function of a
+            `tl_jit.tune_timing.Measurement` returning ms (default
+            `tl_jit.tune_timing.default_timer`; `tl_jit.tune_timing.RecordedTimings`
+            replays recorded times). It runs where the kernels are timed, so it must
+            pickle when that is a worker.
+        isolate_timing: time (and check) each kernel in a worker process, so a kernel
+            that crashes when run fails its configuration alone: True always (on the
+            build pool, or one worker process started for it), False never (this
+            process), None (default) when the builds ran on the default worker pool and
+            ``ref_prog``/``supply_prog``/``timer`` pickle. An executor with
+            ``submit_on_device`` times on its device workers regardless.
 
     Each configuration fails alone: one that does not compile, kills its worker (abort,
-    segfault, ``os._exit``), runs past ``timeout``, fails its check or fails to run is
-    reported as an `AutotuneWarning`, recorded in ``.results`` with its reason and
+    segfault, ``os._exit``), runs past ``timeout``, fails its check or fails to run (or
+    crashes its timing worker) is reported as an `AutotuneWarning`, recorded in ``.results`` with its reason and
     skipped. After the first timing pass the fastest few are timed again, interleaved,
     and the pick is made on the median of all their timings. Worker processes are
     started with ``spawn`` and import the module defining the function (a script needs
@@ -468,7 +428,7 @@ def autotune(
     configuration (killing local workers) and propagates.
     """
 
-    _check_options(executor, timeout)
+    _check_options(executor, timeout, timer, isolate_timing)
 
     def decorate(jit_function: Any) -> AutoTuner:
         return AutoTuner(
@@ -486,6 +446,8 @@ def autotune(
             cache_results=cache_results,
             executor=executor,
             timeout=timeout,
+            timer=timer,
+            isolate_timing=isolate_timing,
         )
 
     return decorate

@@ -1,12 +1,13 @@
 """The autotuner's timing stage: every built configuration checked and timed once, here
-or on the executor's device workers, and a callback that times the finalists again
-(`tl_jit.tune_timing.pick_after_remeasure` decides)."""
+or on timing workers (the executor's device workers, or local worker processes that
+keep a kernel crashing when run from taking the calling process down), and a callback
+that times the finalists again (`tl_jit.tune_timing.pick_after_remeasure` decides)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tl_jit.kernel import JITKernel
@@ -18,18 +19,20 @@ Remeasure = Callable[[list[int], int], Timings]
 
 
 def time_here(
-    kernels: dict[int, JITKernel], request: TimingRequest
+    kernels: dict[int, JITKernel],
+    configs: Mapping[int, Mapping[str, Any]],
+    request: TimingRequest,
 ) -> tuple[Timings, dict[int, TaskFailure], Remeasure]:
-    """Check and time each kernel in this process, on one set of inputs (made from the
-    first kernel's params); returns the timings, the failures and the re-measure
-    callback (interleaved rounds, no check)."""
+    """Check and time each kernel (built from ``configs[index]``) in this process, on one
+    set of inputs (made from the first kernel's params); returns the timings, the
+    failures and the re-measure callback (interleaved rounds, no check)."""
     timings: Timings = {}
     failures: dict[int, TaskFailure] = {}
     inputs: list[Any] | None = None
     with progress(len(kernels), "timing") as advance:
         for index in sorted(kernels):
             try:
-                samples, made = check_and_time(kernels[index], request, inputs)
+                samples, made = check_and_time(kernels[index], request, inputs, configs[index])
                 inputs = inputs if inputs is not None else made
                 timings[index] = samples
             except Exception as exc:
@@ -44,7 +47,9 @@ def time_here(
                 for index in chosen:
                     # It ran before: a failure now only loses its round.
                     with contextlib.suppress(Exception):
-                        more[index] += check_and_time(kernels[index], unchecked, inputs)[0]
+                        more[index] += check_and_time(
+                            kernels[index], unchecked, inputs, configs[index]
+                        )[0]
                     advance_more()
         return more
 
@@ -61,14 +66,18 @@ class _DeviceSubmitter:
 def time_on_device(
     submit_on_device: Callable[..., Any],
     shipped: dict[int, ShippedArtifact],
+    configs: Mapping[int, Mapping[str, Any]],
     request: TimingRequest,
     *,
     timeout_s: float | None,
     in_flight: int,
 ) -> tuple[Timings, dict[int, TaskFailure], Remeasure]:
-    """Check and time each shipped artifact on the executor's device workers (one task
-    per configuration); returns the timings, the failures and the re-measure callback
-    (one task per finalist, ``rounds`` timings each, no check)."""
+    """Check and time each shipped artifact (built from ``configs[index]``) on timing
+    workers, through ``submit_on_device`` (one task per configuration, at most
+    ``in_flight`` at once, each failing alone: a kernel that crashes its worker, raises
+    or runs past ``timeout_s`` fails its configuration); returns the timings, the
+    failures and the re-measure callback (one task per finalist, ``rounds`` timings
+    each, no check)."""
     executor = _DeviceSubmitter(submit_on_device)
 
     def run(chosen: list[int], task_request: TimingRequest, what: str) -> dict[int, Any]:
@@ -76,7 +85,7 @@ def time_on_device(
             outcomes = run_tasks(
                 executor,
                 time_artifact_task,
-                [(shipped[i], task_request) for i in chosen],
+                [(shipped[i], task_request, dict(configs[i])) for i in chosen],
                 stage="timing",
                 timeout_s=timeout_s,
                 in_flight=in_flight,

@@ -6,23 +6,39 @@ autotuner's: the function's source and the values it reads, the non-tuned argume
 configurations and the compile options (the target among them), so any process on any
 node that shares the cache root and computes the same key reuses it instead of searching
 again. JSON only, never pickle; written atomically; a record found under another key is
-ignored (`tl_jit.cache.KernelCache.read_record`).
+ignored (`tl_jit.cache.KernelCache.read_record`). Each record carries a proof
+(`tl_jit.record_proof`: an HMAC under the cache root's secret) over its key and its
+content, so a record edited (a faster time, another winner), copied from another cache
+root or written by an older tl_jit is ignored with a `CacheWarning` and the search runs
+again (docs/cache.md, "Trust model").
 """
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import socket
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tl_jit.cache import KernelCache, default_cache
+from tl_jit import record_proof
+from tl_jit.cache import CacheWarning, KernelCache, default_cache
 
 KIND = "autotune"
 """The cache directory (and record kind) of tuning results."""
+
+PROOF_FIELD = "proof"
+"""The field holding a record's proof."""
+
+_UNSIGNED_FIELDS = (PROOF_FIELD, "key")  # the proof itself, and the key write_record adds
+
+
+def _parts(key: str, body: dict[str, Any]) -> list[Any]:
+    return [KIND, key, {k: v for k, v in body.items() if k not in _UNSIGNED_FIELDS}]
 
 
 def machine() -> dict[str, Any]:
@@ -69,27 +85,53 @@ def save(
     results: list[dict[str, Any]],
     cache: KernelCache | None = None,
 ) -> None:
-    """Store one search's result under ``key`` (failures only warn, as cache writes do)."""
-    (cache or default_cache()).write_record(
-        KIND,
-        key,
-        {
-            "function": function,
-            "target": target,
-            "best_config": best_config,
-            "latency": latency,
-            "results": results,
-            "machine": machine(),
-            "versions": versions(),
-            "created": time.time(),
-        },
-    )
+    """Store one search's result under ``key``, signed with the cache root's secret
+    (failures only warn, as cache writes do; without a usable secret nothing is stored)."""
+    cache = cache or default_cache()
+    body = {
+        "function": function,
+        "target": target,
+        "best_config": best_config,
+        "latency": latency,
+        "results": results,
+        "machine": machine(),
+        "versions": versions(),
+        "created": time.time(),
+    }
+    try:
+        # Signed as it will read back (tuples become lists, keys strings).
+        body = json.loads(json.dumps(body))
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"tl_jit cache: cannot write {KIND} record: {exc}", CacheWarning, 2)
+        return
+    secret = record_proof.secret(cache)
+    if secret is None:
+        return
+    body[PROOF_FIELD] = record_proof.proof(secret, _parts(key, body))
+    cache.write_record(KIND, key, body)
 
 
 def load(key: str, cache: KernelCache | None = None) -> dict[str, Any] | None:
-    """The result stored under ``key``, or None (absent, unreadable, or malformed)."""
-    record = (cache or default_cache()).read_record(KIND, key)
-    if record is None or not isinstance(record.get("best_config"), dict):
+    """The result stored under ``key``, or None: absent, unreadable, malformed, or not
+    proving it was written by this cache for this key (edited, copied from another cache
+    root, or written by an older tl_jit: ignored with a `CacheWarning`)."""
+    cache = cache or default_cache()
+    record = cache.read_record(KIND, key)
+    if record is None:
+        return None
+    secret = record_proof.secret(cache)
+    if secret is None:
+        return None
+    if not record_proof.proves(secret, _parts(key, record), record.get(PROOF_FIELD)):
+        warnings.warn(
+            f"tl_jit cache: ignoring tuning result {key[:16]}...: it does not prove it was "
+            "written by this cache for this search (edited, copied from another cache, or "
+            "written by an older tl_jit); the search runs again",
+            CacheWarning,
+            3,
+        )
+        return None
+    if not isinstance(record.get("best_config"), dict):
         return None
     return record
 

@@ -243,19 +243,26 @@ class TimingRequest:
     atol: float
     skip_check: bool
     rounds: int = 1
+    timer: Callable[[Any], float] | None = None
+    """A `tl_jit.tune_timing.Timer`; None: `tl_jit.tune_timing.default_timer`."""
 
 
 def check_and_time(
-    kernel: JITKernel, request: TimingRequest, inputs: list[Any] | None
+    kernel: JITKernel,
+    request: TimingRequest,
+    inputs: list[Any] | None,
+    config: Mapping[str, Any],
 ) -> tuple[list[float], list[Any]]:
-    """Check ``kernel`` against the reference (unless told not to) and time it
-    ``request.rounds`` times; returns the per-round latencies (ms) and the inputs used
-    (made from the kernel's params when ``inputs`` is None).
+    """Check ``kernel`` (built from ``config``) against the reference (unless told not
+    to) and time it ``request.rounds`` times with the request's timer; returns the
+    per-round latencies (ms) and the inputs used (made from the kernel's params when
+    ``inputs`` is None).
 
     Raises:
-        AssertionError: the output differs from the reference; whatever the kernel raises.
+        AssertionError: the output differs from the reference; whatever the kernel or
+            the timer raises; ValueError: the timer gave no positive number.
     """
-    from tl_jit.tune_timing import kernel_latency_ms
+    from tl_jit.tune_timing import Measurement, default_timer
 
     profiler = kernel.get_profiler(dims=request.dims)
     if inputs is None:
@@ -266,22 +273,36 @@ def check_and_time(
         profiler.assert_allclose(
             request.ref_prog, rtol=request.rtol, atol=request.atol, inputs=list(inputs)
         )
-    samples = [
-        kernel_latency_ms(profiler, inputs, warmup=request.warmup, rep=request.rep)
-        for _ in range(max(1, request.rounds))
-    ]
+    timer = request.timer or default_timer
+    measurement = Measurement(
+        kernel=kernel,
+        profiler=profiler,
+        inputs=inputs,
+        config=dict(config),
+        warmup=request.warmup,
+        rep=request.rep,
+    )
+    samples = []
+    for _ in range(max(1, request.rounds)):
+        latency = timer(measurement)
+        if isinstance(latency, bool) or not isinstance(latency, int | float) or not latency > 0:
+            raise ValueError(f"autotune timer: expected a time in ms > 0, got {latency!r}")
+        samples.append(float(latency))
     return samples, inputs
 
 
-def time_artifact_task(shipped: ShippedArtifact, request: TimingRequest) -> list[float]:
-    """Worker entry on a device-owning worker: load the shipped artifact (verified), check
-    and time it; returns the per-round latencies in ms."""
+def time_artifact_task(
+    shipped: ShippedArtifact, request: TimingRequest, config: Mapping[str, Any]
+) -> list[float]:
+    """Worker entry on a timing worker (a device-owning worker, or a local worker process
+    that isolates the calling process from a kernel crashing when run): load the shipped
+    artifact (verified), check and time it; returns the per-round latencies in ms."""
     import tl_runtime
 
     scratch = Path(tempfile.mkdtemp(prefix="tl-timing-"))
     try:
         kernel = JITKernel(tl_runtime.load(shipped.unpack(scratch / "artifact")))
-        samples, _ = check_and_time(kernel, request, None)
+        samples, _ = check_and_time(kernel, request, None, config)
         return samples
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
