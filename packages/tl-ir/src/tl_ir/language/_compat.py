@@ -230,6 +230,10 @@ SUPPORTED_NOTES: dict[str, str] = {
         "(injecting device C source is not supported yet)"
     ),
     "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
+    "sync_threads": (
+        "GPU language (tl_ir.language.gpu); named barriers T.sync_threads(id, count) are "
+        "bar.sync on CUDA; the CPU targets take them where exactly count threads reach them"
+    ),
 }
 """Names that work with a restriction or a meaning worth saying, with that note."""
 
