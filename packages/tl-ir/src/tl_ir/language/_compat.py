@@ -230,6 +230,10 @@ SUPPORTED_NOTES: dict[str, str] = {
         "(injecting device C source is not supported yet)"
     ),
     "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
+    "alloc_reducer": (
+        "also TileLang's legacy form: replication='all'/'none', acc[i] += v, "
+        "T.finalize_reducer(acc) in place"
+    ),
     "sync_threads": (
         "GPU language (tl_ir.language.gpu); named barriers T.sync_threads(id, count) are "
         "bar.sync on CUDA; the CPU targets take them where exactly count threads reach them"
