@@ -114,6 +114,7 @@ from tl_ir.language._reducers import (
     reducer_init,
     reducer_update,
 )
+from tl_ir.language._random import rng_init, rng_rand, rng_rand_float
 from tl_ir.language._safe_values import annotate_safe_value
 from tl_ir.language._tile_ops import (
     atomic_add,
@@ -240,6 +241,9 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "reducer_init",
     "reducer_update",
     "finalize_reducer",
+    "rng_init",
+    "rng_rand",
+    "rng_rand_float",
     "reshape",
     "view",
     "serial",

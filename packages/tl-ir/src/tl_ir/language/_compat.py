@@ -165,7 +165,6 @@ _REASONS: list[tuple[str, str]] = [
     ),
     ("packed two-wide math is not supported yet", "add2 sub2 mul2 fma2 max2 min2 abs2"),
     ("not supported", "extract_lane ret"),
-    ("random numbers in kernels are not supported yet", "rng_init rng_rand rng_rand_float"),
     ("device assertions are not supported yet", "device_assert"),
     (
         "TileLang's layout.Fragment is not supported; fragments get their layout from the "
@@ -230,6 +229,16 @@ SUPPORTED_NOTES: dict[str, str] = {
         "(injecting device C source is not supported yet)"
     ),
     "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
+    "rng_init": (
+        "Philox4x32-10 written in the kernel's IR (cuRAND's default generator): the same "
+        "stream on every target, bit-identical to curand() for the same seed, seq and off; "
+        "other cuRAND generators raise UnsupportedError"
+    ),
+    "rng_rand": "the next word of the thread's Philox stream, bit-identical to curand()",
+    "rng_rand_float": (
+        "uniform float32 bit-identical to curand_uniform; float64 and normal values "
+        "follow cuRAND's formulas, normal ones equal to rounding (target math library)"
+    ),
     "alloc_reducer": (
         "also TileLang's legacy form: replication='all'/'none', acc[i] += v, "
         "T.finalize_reducer(acc) in place"
