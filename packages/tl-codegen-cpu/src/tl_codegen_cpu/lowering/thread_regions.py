@@ -57,6 +57,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.named_barriers import check_named_barrier
 from tl_codegen_cpu.lowering.thread_ir import (
     SharedAccesses,
     ThreadSpace,
@@ -69,7 +70,6 @@ from tl_codegen_cpu.lowering.thread_ir import (
     tile_regions,
     uses_any,
 )
-from tl_codegen_cpu.lowering.named_barriers import check_named_barrier
 from tl_ir import scopes
 from tl_ir.barriers import named_barrier
 from tl_ir.errors import UnsupportedError

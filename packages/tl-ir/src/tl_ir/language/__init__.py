@@ -108,13 +108,13 @@ from tl_ir.language._misc import (
 )
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
 from tl_ir.language._persistent import Persistent
+from tl_ir.language._random import rng_init, rng_rand, rng_rand_float
 from tl_ir.language._reducers import (
     alloc_reducer,
     finalize_reducer,
     reducer_init,
     reducer_update,
 )
-from tl_ir.language._random import rng_init, rng_rand, rng_rand_float
 from tl_ir.language._safe_values import annotate_safe_value
 from tl_ir.language._tile_ops import (
     atomic_add,

@@ -241,26 +241,22 @@ def _draw(rng: RngState) -> Any:
     position = tirx.Cast("int32", _load(words, _POS))
     _store(value, 0, tirx.BufferLoad(words, [_i32(_OUT) + position]))
     _store(words, _POS, _load(words, _POS) + _u32(1))
-    with _IB.If(_load(words, _POS) == _u32(4)):
-        with _IB.Then():
-            _increment_counter(words)
-            _emit_block(words)
-            _store(words, _POS, _u32(0))
+    with _IB.If(_load(words, _POS) == _u32(4)), _IB.Then():
+        _increment_counter(words)
+        _emit_block(words)
+        _store(words, _POS, _u32(0))
     return tirx.BufferLoad(value, [_i32(0)])
 
 
 def _increment_counter(words: Any) -> None:
     # The 128-bit counter plus one, carrying from the low word up.
     _store(words, _CTR, _load(words, _CTR) + _u32(1))
-    with _IB.If(_load(words, _CTR) == _u32(0)):
-        with _IB.Then():
-            _store(words, _CTR + 1, _load(words, _CTR + 1) + _u32(1))
-            with _IB.If(_load(words, _CTR + 1) == _u32(0)):
-                with _IB.Then():
-                    _store(words, _CTR + 2, _load(words, _CTR + 2) + _u32(1))
-                    with _IB.If(_load(words, _CTR + 2) == _u32(0)):
-                        with _IB.Then():
-                            _store(words, _CTR + 3, _load(words, _CTR + 3) + _u32(1))
+    with _IB.If(_load(words, _CTR) == _u32(0)), _IB.Then():
+        _store(words, _CTR + 1, _load(words, _CTR + 1) + _u32(1))
+        with _IB.If(_load(words, _CTR + 1) == _u32(0)), _IB.Then():
+            _store(words, _CTR + 2, _load(words, _CTR + 2) + _u32(1))
+            with _IB.If(_load(words, _CTR + 2) == _u32(0)), _IB.Then():
+                _store(words, _CTR + 3, _load(words, _CTR + 3) + _u32(1))
 
 
 def rng_rand() -> Any:
@@ -283,9 +279,7 @@ def _exact(value: float, dtype: str) -> Any:
 
 
 def _uniform32(word: Any) -> Any:
-    return tirx.Cast("float32", word) * _exact(2.0**-32, "float32") + _exact(
-        2.0**-33, "float32"
-    )
+    return tirx.Cast("float32", word) * _exact(2.0**-32, "float32") + _exact(2.0**-33, "float32")
 
 
 def _uniform53(low: Any, high: Any, scale_by: float, offset: float) -> Any:
@@ -392,4 +386,3 @@ def serialize_rng_loops(body: Any, states: list[RngState]) -> Any:
     if refusals:
         raise UnsupportedError(refusals[0])
     return rewritten
-

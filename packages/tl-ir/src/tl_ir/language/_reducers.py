@@ -150,6 +150,12 @@ def _fill_of(stmt: Any, buffer: Any) -> Any | None:
     return call.args[1]
 
 
+def _is_zero(value: Any) -> bool:
+    if isinstance(value, tirx.FloatImm):
+        return float(value.value) == 0.0
+    return _ops.const_int(value) == 0
+
+
 def rewrite_reducer_stores(body: Any, reducers: dict[Any, str], legacy: list[Any]) -> Any:
     """``body`` with each legacy update store to a reducer made an atomic update (module
     docstring).
@@ -198,14 +204,14 @@ def rewrite_reducer_stores(body: Any, reducers: dict[Any, str], legacy: list[Any
     def check_fill(stmt: Any) -> Any:
         for buffer in legacy:
             value = _fill_of(stmt, buffer)
-            if value is not None and combine_of(buffer) == "sum" and _ops.const_int(value) != 0:
-                if not (isinstance(value, tirx.FloatImm) and float(value.value) == 0.0):
-                    shown = value.value if isinstance(value, tirx.FloatImm) else value
-                    refusals.append(
-                        f"legacy reducer {buffer.name} (op='sum') is filled with {shown}; "
-                        "TileLang takes only 0 there (its legacy result counted the fill once "
-                        "per thread): fill it with 0 and add the start value to the result"
-                    )
+            if value is None or combine_of(buffer) != "sum" or _is_zero(value):
+                continue
+            shown = value.value if isinstance(value, tirx.FloatImm) else value
+            refusals.append(
+                f"legacy reducer {buffer.name} (op='sum') is filled with {shown}; "
+                "TileLang takes only 0 there (its legacy result counted the fill once "
+                "per thread): fill it with 0 and add the start value to the result"
+            )
         return stmt
 
     rewritten = tvm_ffi.structural_map(

@@ -42,9 +42,7 @@ def lower_gpu_tile_ops(func: Any, traits: GpuTraits, target: Any | None = None) 
     if kernel_launch(func) is None:
         return func
     lowering = KernelLowering(func, traits, target)
-    body = lower_named_barriers(
-        lowering.lower(), traits, lowering.num_threads, lowering.warp_size
-    )
+    body = lower_named_barriers(lowering.lower(), traits, lowering.num_threads, lowering.warp_size)
     return func.with_body(body)
 
 
