@@ -120,3 +120,93 @@ def gemv_alloc_reducer(
             T.copy(o_reducer, o[i0_m * block_M])
 
     return main
+
+
+def im2col_tiles(
+    N: int, H: int, W: int, C: int, K: int, S: int, D: int, P: int, block_M: int, block_K: int
+) -> Any:
+    """Every (block_M, block_K) tile of the image's im2col matrix through T.im2col, copied
+    out to a (rows, cols) matrix padded to whole tiles."""
+    OH = (H + 2 * P - D * (K - 1) - 1) // S + 1
+    OW = (W + 2 * P - D * (K - 1) - 1) // S + 1
+    tiles_m = (N * OH * OW + block_M - 1) // block_M
+    tiles_k = (K * K * C + block_K - 1) // block_K
+
+    @T.prim_func
+    def main(
+        data: T.Tensor((N, H, W, C), "float32"),
+        cols: T.Tensor((tiles_m * block_M, tiles_k * block_K), "float32"),
+    ):
+        with T.Kernel(tiles_k, tiles_m, threads=64) as (bx, by):
+            tile = T.alloc_shared((block_M, block_K), "float32")
+            T.im2col(data, tile, by, bx, K, S, D, P)
+            T.copy(tile, cols[by * block_M, bx * block_K])
+
+    return main
+
+
+def numpy_im2col(data: np.ndarray, K: int, S: int, D: int, P: int) -> np.ndarray:
+    """The im2col matrix of an NHWC image: rows (n, oh, ow), columns (kh, kw, c)."""
+    N, H, W, C = data.shape
+    padded = np.pad(data, ((0, 0), (P, P), (P, P), (0, 0)))
+    OH = (H + 2 * P - D * (K - 1) - 1) // S + 1
+    OW = (W + 2 * P - D * (K - 1) - 1) // S + 1
+    out = np.zeros((N, OH, OW, K, K, C), data.dtype)
+    for kh in range(K):
+        for kw in range(K):
+            rows = padded[:, kh * D : kh * D + S * (OH - 1) + 1 : S]
+            out[:, :, :, kh, kw] = rows[:, :, kw * D : kw * D + S * (OW - 1) + 1 : S]
+    return out.reshape(N * OH * OW, K * K * C)
+
+
+def convolution(
+    N: int,
+    C: int,
+    H: int,
+    W: int,
+    F: int,
+    K: int,
+    S: int,
+    D: int,
+    P: int,
+    block_M: int,
+    block_N: int,
+    block_K: int,
+    num_stages: int,
+    threads: int,
+) -> Any:
+    """TileLang's examples/convolution kernel (NHWC image, HWCF filter), its body
+    verbatim, as a prim_func of fixed sizes."""
+    KH, KW = K, K
+    OH = (H + 2 * P - D * (K - 1) - 1) // S + 1
+    OW = (W + 2 * P - D * (K - 1) - 1) // S + 1
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    @T.prim_func
+    def main(
+        data: T.Tensor((N, H, W, C), dtype),
+        kernel: T.Tensor((KH, KW, C, F), dtype),
+        out: T.Tensor((N, OH, OW, F), dtype),
+    ):
+        with T.Kernel(
+            T.ceildiv(F, block_N), T.ceildiv(N * OH * OW, block_M), threads=threads
+        ) as (bx, by):
+            data_shared = T.alloc_shared((block_M, block_K), dtype)
+            kernel_shared = T.alloc_shared((block_K, block_N), dtype)
+            out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            out_shared = T.alloc_shared((block_M, block_N), dtype)
+
+            kernel_flat = T.Tensor((KH * KW * C, F), dtype, kernel.data)
+            out_flat = T.Tensor((N * OH * OW, F), dtype, out.data)
+
+            T.clear(out_local)
+            for k_iter in T.Pipelined(T.ceildiv(KH * KW * C, block_K), num_stages=num_stages):
+                T.im2col(data, data_shared, by, k_iter, KH, S, D, P)
+                T.copy(kernel_flat[k_iter * block_K, bx * block_N], kernel_shared)
+                T.gemm(data_shared, kernel_shared, out_local)
+
+            T.copy(out_local, out_shared)
+            T.copy(out_shared, out_flat[by * block_M, bx * block_N])
+
+    return main

@@ -1,5 +1,5 @@
 """TileLang builtins on CUDA without a GPU: random numbers (the Philox stream written in
-the IR) and the legacy reducer lower to CUDA C that nvcc compiles and that computes, under
+the IR), the legacy reducer and T.im2col (TileLang's convolution) lower to CUDA C that nvcc compiles and that computes, under
 the CPU emulation, what the c and llvm targets and the numpy references compute."""
 
 from __future__ import annotations
@@ -18,8 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import cuda_emulation as emu
 
 from integration_tests.builtin_kernels import (
+    convolution,
     expected_rand_1d,
     gemv_alloc_reducer,
+    im2col_tiles,
+    numpy_im2col,
     philox_blocks,
     tilelang_rand_1d,
 )
@@ -32,6 +35,7 @@ CASES = {
     "philox_blocks": philox_blocks,
     "rand_1d": lambda: tilelang_rand_1d(256, 42),
     "gemv_reducer": lambda: gemv_alloc_reducer(64, 96),
+    "convolution": lambda: convolution(2, 16, 8, 8, 32, 3, 1, 1, 1, 32, 32, 16, 2, 128),
 }
 
 
@@ -88,3 +92,14 @@ def test_the_legacy_reducer_gemv_matches_numpy_under_emulation() -> None:
     emu.emulate(gemv_alloc_reducer(64, 96), {"a": a, "x": x, "o": o})
     expected = a.astype(np.float32) @ x.astype(np.float32)
     np.testing.assert_allclose(o.astype(np.float32), expected, rtol=1e-2, atol=1e-2)
+
+
+@needs_gxx
+def test_im2col_tiles_are_numpys_under_emulation() -> None:
+    N, H, W, C, K, S, D, P = 2, 7, 6, 3, 3, 2, 2, 2
+    data = np.random.default_rng(3).standard_normal((N, H, W, C)).astype(np.float32)
+    expected = numpy_im2col(data, K, S, D, P)
+    cols = np.full((32, 32), np.nan, np.float32)
+    emu.emulate(im2col_tiles(N, H, W, C, K, S, D, P, 16, 16), {"data": data, "cols": cols})
+    np.testing.assert_array_equal(cols[: expected.shape[0], : expected.shape[1]], expected)
+    assert not cols[expected.shape[0] :].any() and not cols[:, expected.shape[1] :].any()

@@ -82,6 +82,7 @@ from tl_ir.language._extras import (
 )
 from tl_ir.language._extras import fast_math as _fast_math
 from tl_ir.language._extras import ieee_math as _ieee_math
+from tl_ir.language._im2col import c2d_im2col, im2col
 from tl_ir.language._launch import (
     Kernel,
     get_block_binding,
@@ -241,6 +242,8 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "reducer_init",
     "reducer_update",
     "finalize_reducer",
+    "im2col",
+    "c2d_im2col",
     "rng_init",
     "rng_rand",
     "rng_rand_float",

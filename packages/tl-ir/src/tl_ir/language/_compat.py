@@ -148,7 +148,6 @@ _REASONS: list[tuple[str, str]] = [
         "tile schedulers are not supported yet; use T.Persistent or one block per tile",
         "PersistentTileScheduler BaseTileScheduler",
     ),
-    ("not supported yet: write it with T.Parallel and T.copy", "im2col c2d_im2col"),
     (
         "raw pointers are not supported; tensors are kernel parameters "
         "(views: T.view, T.reshape, T.Tensor(shape, dtype, data))",
@@ -229,6 +228,11 @@ SUPPORTED_NOTES: dict[str, str] = {
         "(injecting device C source is not supported yet)"
     ),
     "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
+    "im2col": (
+        "a T.Parallel copy with computed indices on every target; rows and columns past "
+        "the im2col matrix are 0"
+    ),
+    "c2d_im2col": "TileLang's older name of im2col",
     "rng_init": (
         "Philox4x32-10 written in the kernel's IR (cuRAND's default generator): the same "
         "stream on every target, bit-identical to curand() for the same seed, seq and off; "
