@@ -189,9 +189,10 @@ def convolution(
         kernel: T.Tensor((KH, KW, C, F), dtype),
         out: T.Tensor((N, OH, OW, F), dtype),
     ):
-        with T.Kernel(
-            T.ceildiv(F, block_N), T.ceildiv(N * OH * OW, block_M), threads=threads
-        ) as (bx, by):
+        with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(N * OH * OW, block_M), threads=threads) as (
+            bx,
+            by,
+        ):
             data_shared = T.alloc_shared((block_M, block_K), dtype)
             kernel_shared = T.alloc_shared((block_K, block_N), dtype)
             out_local = T.alloc_fragment((block_M, block_N), accum_dtype)

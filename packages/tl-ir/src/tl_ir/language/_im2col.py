@@ -146,6 +146,4 @@ def c2d_im2col(
     annotations: dict[str, Any] | None = None,
 ) -> None:
     """TileLang's older name of `im2col` (same arguments and meaning)."""
-    im2col(
-        img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_policy, annotations
-    )
+    im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_policy, annotations)
