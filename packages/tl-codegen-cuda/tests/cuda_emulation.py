@@ -60,6 +60,19 @@ static unsigned long long tl_shuffle_slots[1024];
 #define __align__(n) alignas(n)
 #define __restrict__ __restrict
 static inline void __syncthreads() { tl_block_barrier->arrive_and_wait(); }
+// bar.sync id, count: the first `count` threads to arrive at barrier `id` wait for each
+// other (one block runs at a time, so one set of 16 barriers serves every block).
+#include <condition_variable>
+#include <mutex>
+struct tl_named_barrier_state { std::mutex m; std::condition_variable cv; int arrived = 0; unsigned long long generation = 0; };
+static tl_named_barrier_state tl_named_barriers[16];
+static inline void tl_named_barrier_sync(int barrier_id, int arrive_count) {
+  tl_named_barrier_state& b = tl_named_barriers[barrier_id];
+  std::unique_lock<std::mutex> lock(b.m);
+  unsigned long long generation = b.generation;
+  if (++b.arrived == arrive_count) { b.arrived = 0; ++b.generation; b.cv.notify_all(); return; }
+  b.cv.wait(lock, [&] { return b.generation != generation; });
+}
 static inline unsigned tl_linear_tid() {
   return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
 }

@@ -104,10 +104,11 @@ def test_a_partial_shuffle_mask_is_refused_naming_the_function(name: str) -> Non
         getattr(T, name)(value, 1, 32, 0xFFFF)
 
 
-def test_named_barriers_are_refused_saying_what_is_supported() -> None:
-    with pytest.raises(UnsupportedError, match=r"T.sync_threads\(3, 128\): named barriers"):
-        T.sync_threads(3, 128)
-    assert T.sync_threads().op.name == "tirx.tvm_storage_sync"
+def test_a_named_barrier_is_the_block_barrier_with_its_id_and_count() -> None:
+    named = T.sync_threads(3, 128)
+    assert named.op.name == "tirx.tvm_storage_sync"
+    assert [int(a.value) for a in named.args[1:]] == [3, 128]
+    assert len(T.sync_threads().args) == 1
 
 
 def staged_copy(hints: dict[str, Any] | None) -> Any:

@@ -39,18 +39,63 @@ def test_reducer_combines_every_contribution(op, init, expected):
     np.testing.assert_allclose(b, expected(a), rtol=1e-5, atol=1e-5)
 
 
-def test_legacy_and_bitwise_reducers_are_unsupported_errors():
+def test_bitwise_reducers_are_unsupported_errors():
     with pytest.raises(NotImplementedError, match="op='bitand'"):
         _row_reduce("bitand")
 
-    def legacy():
-        @T.prim_func
-        def main(A: T.Tensor((8,), "float32")):
-            with T.Kernel(1, threads=32):
-                acc = T.alloc_reducer((8,), "float32", op="sum")
-                T.finalize_reducer(acc)
 
-        return main
+def _legacy_row_reduce(op, replication="all", fill=None, update=None):
+    """TileLang's legacy form (its GEMV example): fill, plain read-modify-write stores in a
+    T.Parallel loop, in-place finalize, then the reducer read as the result."""
 
-    with pytest.raises(tl_ir.UnsupportedError, match="legacy in-place form"):
-        legacy()
+    @T.prim_func
+    def main(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_reducer(8, "float32", op=op, replication=replication)
+            if fill is None:
+                T.clear(acc)
+            else:
+                T.fill(acc, fill)
+            for i, j in T.Parallel(8, 16):
+                if update is not None:
+                    acc[i] = update(acc[i], A[i, j])
+                elif op == "sum":
+                    acc[i] += A[i, j]
+                elif op == "max":
+                    acc[i] = T.max(acc[i], A[i, j])
+                else:
+                    acc[i] = T.min(A[i, j], acc[i])
+            T.finalize_reducer(acc)
+            T.copy(acc, B)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    ("op", "fill", "expected"),
+    [
+        ("sum", None, lambda a: a.sum(1)),
+        ("max", -1e30, lambda a: a.max(1)),
+        ("max", 5.0, lambda a: np.maximum(a.max(1), 5.0)),  # a seed, as in TileLang
+        ("min", 1e30, lambda a: a.min(1)),
+    ],
+)
+@pytest.mark.parametrize("replication", ["all", "none"])
+def test_the_legacy_reducer_combines_every_contribution(op, fill, expected, replication):
+    a = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    b = np.zeros(8, np.float32)
+    kernel = _legacy_row_reduce(op, replication, fill)
+    assert "T.atomic_" in str(kernel)  # each update store became an atomic update
+    run(kernel, [a, b])
+    np.testing.assert_allclose(b, expected(a), rtol=1e-5, atol=1e-5)
+
+
+def test_the_legacy_reducer_refuses_what_tilelang_refuses():
+    with pytest.raises(tl_ir.KernelTypeError, match=r"replication=.*expected one of all, none"):
+        _legacy_row_reduce("sum", replication="some")
+    with pytest.raises(tl_ir.KernelTypeError, match=r"filled with 1.*TileLang takes only 0"):
+        _legacy_row_reduce("sum", fill=1.0)
+    with pytest.raises(tl_ir.KernelTypeError, match=r"not its update acc\[i\] \+= v"):
+        _legacy_row_reduce("sum", update=lambda old, value: old * value)
+    with pytest.raises(tl_ir.KernelTypeError, match=r"op='max'.*not its update"):
+        _legacy_row_reduce("max", fill=0.0, update=lambda old, value: old + value)

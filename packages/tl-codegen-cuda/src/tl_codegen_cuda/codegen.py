@@ -7,8 +7,10 @@ import importlib.resources
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from tvm import IRModule
+import tvm
+from tvm import IRModule, tirx
 from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources
@@ -16,7 +18,7 @@ from tl_backend_api.gpu.sources import emit_single_source, module_kernel_name
 
 from .features import DEFAULT_ARCH, target_arch
 from .toolchain import Nvcc
-from .traits import CUDA_TRAITS
+from .traits import CUDA_NAMED_BARRIER, CUDA_NAMED_BARRIER_PRELUDE, CUDA_TRAITS
 
 _PRELUDE_ANCHOR = 'extern "C" __global__'
 
@@ -40,14 +42,37 @@ def tensor_core_header() -> str:
     return (importlib.resources.files(__package__) / "include" / TENSOR_CORE_HEADER).read_text()
 
 
+def _named_barrier_call(call: Any) -> Any:
+    """TVM's intrinsic lowering of ``tvm_storage_sync`` on cuda: a named barrier (the
+    three-argument form ``T.sync_threads(id, count)`` builds) becomes the prelude's
+    ``bar.sync`` helper; the whole block's barrier is left to TVM (``__syncthreads()``).
+    It runs after TVM's own barrier planning, which saw the named barrier as one."""
+    if len(call.args) != 3:
+        return call
+    return tirx.call_extern("void", CUDA_NAMED_BARRIER, call.args[1], call.args[2])
+
+
+def _register_named_barrier_lowering() -> None:
+    op = tvm.ir.Op.get(_STORAGE_SYNC)
+    if op.get_attr("cuda.FLowerIntrinsic") is None:
+        tirx.op.register_intrin_lowering(_STORAGE_SYNC, "cuda", f=_named_barrier_call, level=10)
+
+
+_STORAGE_SYNC = "tirx.tvm_storage_sync"
+_register_named_barrier_lowering()
+
+
 def with_prelude(source: str) -> str:
     """``source`` with the device helpers the cuda traits' atomics need
     (`CUDA_TRAITS.atomics_prelude`) placed before the first kernel, and the
     tensor-core header (`tensor_core_header`) when the source calls one of its
     helpers (then each kernel's ``__launch_bounds__(T)`` becomes
     ``__launch_bounds__(T, 1)``, so ptxas may give the accumulators the registers
-    they need). The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
+    they need), and the named-barrier helper (`CUDA_NAMED_BARRIER_PRELUDE`) when the
+    source calls it. The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
     prelude = CUDA_TRAITS.atomics_prelude
+    if f"{CUDA_NAMED_BARRIER}(" in source:
+        prelude += CUDA_NAMED_BARRIER_PRELUDE
     if _TENSOR_CORE_CALL.search(source):
         prelude = tensor_core_header() + prelude
         # One resident block per SM is enough for tensor-core kernels: without the

@@ -66,6 +66,20 @@ __device__ __forceinline__ int tl_atomic_min(int* address, int value) {
 }
 """
 
+#: The device function a named barrier (``T.sync_threads(id, count)``) calls, and its
+#: definition: PTX ``bar.sync id, count`` (the ``count`` threads arriving at barrier
+#: ``id`` wait for each other; ``__syncthreads()`` is barrier 0 of the whole block).
+#: The codegen adds the definition only to sources that call it.
+CUDA_NAMED_BARRIER = "tl_named_barrier_sync"
+#: (The tests' CPU emulation defines TL_CUDA_EMULATION and its own version.)
+CUDA_NAMED_BARRIER_PRELUDE = r"""
+#ifndef TL_CUDA_EMULATION
+__device__ __forceinline__ void tl_named_barrier_sync(int barrier_id, int arrive_count) {
+  asm volatile("bar.sync %0, %1;" : : "r"(barrier_id), "r"(arrive_count) : "memory");
+}
+#endif
+"""
+
 #: ``cp.async`` (sm_80+) through the tensor-core header's helpers (tl_tensor_core.h):
 #: 16-byte copies bypass L1 (``.cg``), 8 and 4 bytes go through it (``.ca``, the only
 #: forms PTX has for them); ``cp.async.wait_group`` takes 0..7.
@@ -88,7 +102,8 @@ CUDA_SWIZZLED_OPERANDS = SwizzledOperands(
 #: Warps of the target's ``thread_warp_size`` (32; 1 turns shuffles off), ``__shfl_xor_sync``
 #: through TVM's warp-shuffle intrinsic, ``atomicAdd`` and the prelude's max/min,
 #: 128-bit vectors, dynamic shared memory, cp.async rings and swizzled gemm operands,
-#: ``mma.sync`` tensor-core GEMMs on sm_80+ with operands read by ``ldmatrix``.
+#: ``mma.sync`` tensor-core GEMMs on sm_80+ with operands read by ``ldmatrix``, named
+#: barriers through ``bar.sync``.
 CUDA_TRAITS = GpuTraits(
     name="cuda",
     warp_shuffle=WarpShuffle(),
@@ -105,4 +120,5 @@ CUDA_TRAITS = GpuTraits(
     swizzled_operands=CUDA_SWIZZLED_OPERANDS,
     matrix_instructions=CUDA_MATRIX_INSTRUCTIONS,
     matrix_load=CUDA_MATRIX_LOAD,
+    named_barrier=CUDA_NAMED_BARRIER,
 )

@@ -64,6 +64,9 @@ class ParseState:
         persistent: ``T.Persistent`` loops to rewrite after parsing, keyed by the
             first coordinate Var.
         reducers: ``T.alloc_reducer`` buffers and their combine (``sum``...).
+        legacy_reducers: the reducers of TileLang's legacy form (``replication=``).
+        rng_states: each ``T.rng_init``'s per-thread generator state (the last is the
+            one ``T.rng_rand`` draws from).
         safe_values: ``T.annotate_safe_value`` pairs (buffer, value read outside it).
         dynamic_parallel: ``T.Parallel`` loop Vars with a run-time extent, and the extent.
     """
@@ -81,6 +84,8 @@ class ParseState:
     swizzle_panel: int | None = None
     persistent: dict[Any, Any] = field(default_factory=dict)
     reducers: dict[Any, str] = field(default_factory=dict)
+    legacy_reducers: list[Any] = field(default_factory=list)
+    rng_states: list[Any] = field(default_factory=list)
     safe_values: list[tuple[Any, Any]] = field(default_factory=list)
     dynamic_parallel: dict[Any, Any] = field(default_factory=dict)
 
@@ -333,6 +338,24 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     )
     if state.loop_annotations:
         func = func.with_body(_annotate_loops(func.body, state.loop_annotations))
+    if state.reducers:
+        from tl_ir.language._reducers import rewrite_reducer_stores
+
+        try:
+            func = func.with_body(
+                rewrite_reducer_stores(func.body, state.reducers, state.legacy_reducers)
+            )
+        except TileLangError as err:
+            err.locate(filename, lineno, None)
+            raise
+    if state.rng_states:
+        from tl_ir.language._random import serialize_rng_loops
+
+        try:
+            func = func.with_body(serialize_rng_loops(func.body, state.rng_states))
+        except TileLangError as err:
+            err.locate(filename, lineno, None)
+            raise
     if state.persistent:
         from tl_ir.language._persistent import rewrite_persistent_loops
 

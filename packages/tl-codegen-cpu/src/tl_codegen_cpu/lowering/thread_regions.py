@@ -31,7 +31,9 @@ nests, and its cooperative operations run once when the condition holds for
 at least one thread (TileLang partitions them over exactly those threads). A
 barrier, thread reduction, or cooperative op inside a loop whose bounds depend
 on the thread raises `tl_ir.errors.UnsupportedError` (on a GPU that would
-deadlock or is undefined).
+deadlock or is undefined). A named barrier (``T.sync_threads(id, count)``) is a
+region boundary where that means the same (`named_barriers`): its count is the
+number of threads that reach it, under thread-index conditions or none.
 
 Tile ops that work on one thread's own data (an operand in ``local`` memory,
 or a region indexed by the thread: ``T.clear(acc)``) and scalar atomics
@@ -55,6 +57,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.named_barriers import check_named_barrier
 from tl_codegen_cpu.lowering.thread_ir import (
     SharedAccesses,
     ThreadSpace,
@@ -68,6 +71,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     uses_any,
 )
 from tl_ir import scopes
+from tl_ir.barriers import named_barrier
 from tl_ir.errors import UnsupportedError
 from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
 from tl_ir.launch import rebuild_loop
@@ -259,6 +263,9 @@ class RegionSplitter:
 
     def _cooperative(self, stmt: Any, guards: list[Any]) -> list[_Segment]:
         if is_block_barrier(stmt):
+            if named_barrier(stmt) is not None:
+                check_named_barrier(stmt, guards, self.space, self.where)
+                return [_BARRIER]
             if guards:
                 raise UnsupportedError(
                     f"{self.where}: T.sync_threads under a condition on the thread index "

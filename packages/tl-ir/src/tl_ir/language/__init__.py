@@ -83,6 +83,7 @@ from tl_ir.language._extras import (
 )
 from tl_ir.language._extras import fast_math as _fast_math
 from tl_ir.language._extras import ieee_math as _ieee_math
+from tl_ir.language._im2col import c2d_im2col, im2col
 from tl_ir.language._launch import (
     Kernel,
     get_block_binding,
@@ -109,6 +110,7 @@ from tl_ir.language._misc import (
 )
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
 from tl_ir.language._persistent import Persistent
+from tl_ir.language._random import rng_init, rng_rand, rng_rand_float
 from tl_ir.language._reducers import (
     alloc_reducer,
     finalize_reducer,
@@ -243,6 +245,11 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "reducer_init",
     "reducer_update",
     "finalize_reducer",
+    "im2col",
+    "c2d_im2col",
+    "rng_init",
+    "rng_rand",
+    "rng_rand_float",
     "reshape",
     "view",
     "serial",

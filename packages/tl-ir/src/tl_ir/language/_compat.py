@@ -148,7 +148,6 @@ _REASONS: list[tuple[str, str]] = [
         "tile schedulers are not supported yet; use T.Persistent or one block per tile",
         "PersistentTileScheduler BaseTileScheduler",
     ),
-    ("not supported yet: write it with T.Parallel and T.copy", "im2col c2d_im2col"),
     (
         "raw pointers are not supported; tensors are kernel parameters "
         "(views: T.view, T.reshape, T.Tensor(shape, dtype, data))",
@@ -165,7 +164,6 @@ _REASONS: list[tuple[str, str]] = [
     ),
     ("packed two-wide math is not supported yet", "add2 sub2 mul2 fma2 max2 min2 abs2"),
     ("not supported", "extract_lane ret"),
-    ("random numbers in kernels are not supported yet", "rng_init rng_rand rng_rand_float"),
     ("device assertions are not supported yet", "device_assert"),
     (
         "TileLang's layout.Fragment is not supported; fragments get their layout from the "
@@ -234,6 +232,29 @@ SUPPORTED_NOTES: dict[str, str] = {
         "T.Layout(shape, index_fn) for T.annotate_layout on shared and global buffers, "
         "as a hint: the buffer keeps its row-major order (TileLang stores it in the "
         "layout's order); refused on fragments"
+    ),
+    "im2col": (
+        "a T.Parallel copy with computed indices on every target; rows and columns past "
+        "the im2col matrix are 0"
+    ),
+    "c2d_im2col": "TileLang's older name of im2col",
+    "rng_init": (
+        "Philox4x32-10 written in the kernel's IR (cuRAND's default generator): the same "
+        "stream on every target, bit-identical to curand() for the same seed, seq and off; "
+        "other cuRAND generators raise UnsupportedError"
+    ),
+    "rng_rand": "the next word of the thread's Philox stream, bit-identical to curand()",
+    "rng_rand_float": (
+        "uniform float32 bit-identical to curand_uniform; float64 and normal values "
+        "follow cuRAND's formulas, normal ones equal to rounding (target math library)"
+    ),
+    "alloc_reducer": (
+        "also TileLang's legacy form: replication='all'/'none', acc[i] += v, "
+        "T.finalize_reducer(acc) in place"
+    ),
+    "sync_threads": (
+        "GPU language (tl_ir.language.gpu); named barriers T.sync_threads(id, count) are "
+        "bar.sync on CUDA; the CPU targets take them where exactly count threads reach them"
     ),
 }
 """Names that work with a restriction or a meaning worth saying, with that note."""

@@ -29,7 +29,8 @@ import tvm
 from tvm import tirx
 
 from tl_ir import ops as _ops
-from tl_ir.errors import UnsupportedError
+from tl_ir.barriers import make_named_barrier
+from tl_ir.errors import KernelTypeError, UnsupportedError
 from tl_ir.language._compat import unsupported_stub
 
 # T.GemmWarpPolicy (how T.gemm spreads a tile over warps) is a GPU hint: listed here,
@@ -66,20 +67,23 @@ def _dtype(value: Any) -> str:
 
 
 def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> Any:
-    """``__syncthreads()``: a barrier for every thread of the block (a statement).
+    """A block barrier (a statement): ``T.sync_threads()`` waits for every thread of
+    the block (``__syncthreads()``); ``T.sync_threads(barrier_id, arrive_count)`` is a
+    named barrier (`tl_ir.barriers`): the ``arrive_count`` threads that reach barrier
+    ``barrier_id`` (1..15) wait for each other (``bar.sync id, count`` on CUDA).
 
     Raises:
-        UnsupportedError: ``barrier_id`` or ``arrive_count`` given (TileLang's named
-            barriers among part of the block's threads; a block-wide barrier in their
-            place could deadlock).
+        KernelTypeError: only one of the two given, one is not a constant int,
+            ``barrier_id`` outside 1..15 or ``arrive_count`` below 1.
     """
-    if barrier_id is not None or arrive_count is not None:
-        raise UnsupportedError(
-            f"T.sync_threads({barrier_id!r}, {arrive_count!r}): named barriers (a barrier "
-            "among part of the block's threads) are not supported; T.sync_threads() "
-            "synchronizes the whole block"
+    if barrier_id is None and arrive_count is None:
+        return tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm("shared"))
+    if barrier_id is None or arrive_count is None:
+        raise KernelTypeError(
+            f"T.sync_threads({barrier_id!r}, {arrive_count!r}): a named barrier takes both "
+            "barrier_id and arrive_count (T.sync_threads() synchronizes the whole block)"
         )
-    return tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm("shared"))
+    return make_named_barrier(barrier_id, arrive_count)
 
 
 def get_lane_idx(warp_size: int = DEFAULT_WARP_SIZE) -> Any:

@@ -29,6 +29,10 @@ counted: the ring's wait and barrier at the top of each iteration order them
 (before, the last reads of the slot they refill; after, the reads of the
 tile they bring).
 
+A named barrier (``T.sync_threads(id, count)``, among part of the block's
+threads) orders accesses as any barrier does; an ``if`` that holds one is never
+split (that would move the barrier out of its condition, onto every thread).
+
 Every shared access is assumed to cross threads, which is conservative:
 a barrier may appear where each thread only touches its own elements.
 """
@@ -44,6 +48,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir import scopes
+from tl_ir.barriers import named_barrier
 from tl_ir.launch import rebuild_loop
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.layout import is_buffer_load, loop_kind_of
@@ -183,7 +188,7 @@ def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[A
             prefix.append(barrier())
             pending = Accesses()
         body, end = _process(stmt.body, Accesses(), threads)
-        if end.conflicts_with(whole):
+        if end.conflicts_with(_head_accesses(stmt.body, whole)):
             body = tirx.SeqStmt([*_flat(body), barrier()])
             end = Accesses()
         after = Accesses()
@@ -206,6 +211,20 @@ def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[A
         return tirx.SeqStmt([barrier(), stmt]), merged
     pending.merge(unit)
     return stmt, pending
+
+
+def _head_accesses(body: Any, whole: Accesses) -> Accesses:
+    """What an iteration of a loop with ``body`` touches before its first barrier: the
+    accesses the previous iteration's last ones must be ordered with. A body that
+    starts with a barrier (``T.sync_threads``, named or not) orders them itself."""
+    head: list[Any] = []
+    for child in _flat(body):
+        if is_barrier(child):
+            return shared_accesses(_seq(head)) if head else Accesses()
+        if _barrier_count(child):
+            return whole
+        head.append(child)
+    return whole
 
 
 def _flat(stmt: Any) -> list[Any]:
@@ -280,6 +299,13 @@ def _segments(case: Any, condition: Any) -> list[list[Any]]:
     """The statements of ``case`` between its top-level barriers."""
     segments: list[list[Any]] = [[]]
     for child in _flat(case):
+        if named_barrier(child) is not None:
+            raise GpuLoweringError(
+                f"a block barrier is needed inside `if {condition}`, whose condition "
+                "differs between threads and which holds a named barrier "
+                "(T.sync_threads(id, count)); add the T.sync_threads(id, count) the branch "
+                "needs between its conflicting shared accesses yourself"
+            )
         if is_barrier(child):
             segments.append([])
         elif _barrier_count(child):

@@ -4,8 +4,8 @@ Input: a kernel as ``tl_ir.language`` builds it, after `gpu-insert-barriers`.
 Output: plain TIR over ``threadIdx``/``blockIdx`` that TVM's GPU codegens
 accept. `KernelLowering` holds the kernel's threads, layouts and iteration
 drivers; each tile op is lowered by its own module (`copy`, `fill`, `gemm`,
-`reduce`, `cumsum`, `atomics`, `parallel`), and whatever differs between GPU
-backends comes from the pass's `GpuTraits`.
+`reduce`, `cumsum`, `atomics`, `parallel`; named barriers: `named_barriers`), and
+whatever differs between GPU backends comes from the pass's `GpuTraits`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tvm import tirx
 
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.kernel import KernelLowering
+from tl_passes.gpu.named_barriers import lower_named_barriers
 from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -40,7 +41,9 @@ def lower_gpu_tile_ops(func: Any, traits: GpuTraits, target: Any | None = None) 
 
     if kernel_launch(func) is None:
         return func
-    return func.with_body(KernelLowering(func, traits, target).lower())
+    lowering = KernelLowering(func, traits, target)
+    body = lower_named_barriers(lowering.lower(), traits, lowering.num_threads, lowering.warp_size)
+    return func.with_body(body)
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,12 @@ class GpuTraits:
             (`MatrixInstruction`; none: every ``T.gemm`` is an FMA loop).
         matrix_load: the shared-memory matrix load operands are read with
             (`MatrixLoad`; None: element by element).
+        named_barrier: the device function a named barrier
+            (``T.sync_threads(id, count)``) calls as ``name(id, count)``; the
+            backend's codegen substitutes it for the three-argument
+            ``tvm_storage_sync`` after TVM's barrier planning (`named_barriers`).
+            None: the target has none, and only a named barrier that every thread
+            of the block takes part in is lowered (as the whole block's barrier).
     """
 
     name: str
@@ -239,6 +245,7 @@ class GpuTraits:
         default=(), converter=_instruction_tuple, repr=False
     )
     matrix_load: MatrixLoad | None = attrs.field(default=None, repr=False)
+    named_barrier: str | None = None
 
     def async_copy_for(self, target: Any | None) -> AsyncCopy | None:
         """The `AsyncCopy` usable on ``target`` (None: none, or not on this arch)."""
