@@ -1,6 +1,7 @@
 """TileLang's thread-indexed GEMVs on one core, timed in process CPU time against numpy.
 
 Usage: .venv/bin/python benchmarks/thread_gemv_cpu.py [--targets c llvm] [--repeats 15]
+       [--cases NAME ...]
 
 The programs are the float32 GEMV cases of ``integration_tests/tilelang_compat``
 (``cases_thread_indexed.py``: naive, naive split-K, split-K, vectorized split-K, and the
@@ -58,6 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--targets", nargs="+", choices=("c", "llvm"), default=("c", "llvm"))
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument(
+        "--cases", nargs="+", choices=CASES, default=CASES, help="a subset of the cases"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import tl_jit
@@ -69,7 +73,7 @@ def main() -> None:
     print(f"load average: {os.getloadavg()}")
     print(f"{'kernel':44s} {'numpy ms':>9s} " + " ".join(f"{t:>7s}" for t in args.targets))
     ratios: dict[str, list[float]] = {t: [] for t in args.targets}
-    for name in CASES:
+    for name in args.cases:
         case = registry.ALL_CASES[name]
         func, out_idx = case.build(**SIZES)
         inputs = case.make_inputs(**SIZES)

@@ -127,9 +127,44 @@ def test_a_split_k_gemv_region_runs_its_threads_as_lanes() -> None:
 
 def test_a_row_per_thread_gemv_sums_each_row_along_k() -> None:
     paths = _paths(row_per_thread_gemv(rows=16, block_k=64))
-    assert any("sum into acc along k as" in p for p in paths), paths
-    # The staging copy repeated by the k loop runs with k inside the thread loop.
-    assert any("the loop over k moved inside" in p for p in paths), paths
+    # The staging copy is forwarded into the sum after the barrier (and dropped), the
+    # loop over blocks of K moves inside the thread loop, and each thread keeps one
+    # partial vector across all of K: one contiguous walk of its row.
+    merged = [p for p in paths if "forwarded across the barrier" in p]
+    assert len(merged) == 1, paths
+    assert merged[0].startswith("lanes: staging of a_tile, b_tile forwarded"), merged
+    assert "the loop over bk moved inside" in merged[0]
+    assert "sum into acc along k as 16 lanes across bk" in merged[0]
+
+
+def test_a_staging_copy_read_after_its_loop_is_kept(tmp_path: Path) -> None:
+    """The staged tile is read again after the loop: forwarded into the sum, but the copy
+    stays (its last values are needed), so the loop keeps its regions in order."""
+    rows, block_k = 16, 64
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(T.ceildiv(N, rows), threads=rows) as bn:
+            tn = T.get_thread_binding(0)
+            a_tile = T.alloc_shared((block_k,), "float32")
+            b_tile = T.alloc_shared((rows, block_k), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(K // block_k):
+                for k in T.serial(block_k):
+                    a_tile[k] = A[bk * block_k + k]
+                    b_tile[tn, k] = B[bn * rows + tn, bk * block_k + k]
+                for k in T.serial(block_k):
+                    acc[0] += a_tile[k] * b_tile[tn, k]
+            C[bn * rows + tn] = acc[0] + b_tile[tn, 0]
+
+    paths = _paths(main)
+    assert not any("forwarded across the barrier" in p for p in paths), paths
+    a, b, want = _gemv_inputs()
+    got = _run(main, "c", tmp_path, a, b)
+    np.testing.assert_allclose(got, want + b[:, K - block_k], rtol=1e-4, atol=1e-4)
 
 
 def test_the_llvm_ir_of_a_gemv_has_vector_loads_and_a_horizontal_reduction() -> None:

@@ -44,6 +44,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.thread_forwarding import forward_lane_copies
 from tl_codegen_cpu.lowering.thread_ir import contains, is_local, reads_memory, uses_any
 from tl_ir.launch import rebuild_loop
 from tl_ir.scopes import LOCAL
@@ -487,18 +488,27 @@ def lockstep_nest(
     tvm_ffi.structural_walk(body, (tirx.AllocBuffer, lambda a: inside.append(a.buffer)))
     body, widened = _privatize(body, private, lane, extent)
     pushed = _Lockstep(lane, extent, threads, analyzer).push(body)
+    # Staging registers read in the loop body that stores them: read the stored value.
+    pushed, forwarded = forward_lane_copies(pushed, widened)
     # Per-lane copies of arrays allocated once per block are allocated in the nest.
     allocations = [
         tirx.AllocBuffer(new)
         for old, new in zip(private, widened, strict=True)
-        if not any(old.same_as(b) for b in inside)
+        if not any(old.same_as(b) for b in inside) and not any(new.same_as(f) for f in forwarded)
     ]
     nest: Any = _seq([*allocations, pushed]) if allocations else pushed
     for var, loop_extent in reversed(thread_loops):
         if not var.same_as(lane):
             nest = tirx.For(var, 0, loop_extent, tirx.ForKind.SERIAL, nest)
-    names = ", ".join(str(b.name) for b in private)
-    where = f"; per-lane copies of {names}" if names else ""
+    kept = [
+        str(old.name)
+        for old, new in zip(private, widened, strict=True)
+        if not any(new.same_as(f) for f in forwarded)
+    ]
+    gone = [str(old.name) for old in private if str(old.name) not in kept]
+    where = f"; per-lane copies of {', '.join(kept)}" if kept else ""
+    if gone:
+        where += f"; {', '.join(gone)} forwarded into their reads"
     return nest, f"threads {lane.name} as {extent} lanes inside the uniform loops{where}"
 
 

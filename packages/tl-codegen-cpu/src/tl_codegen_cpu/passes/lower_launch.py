@@ -56,6 +56,7 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
 from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
+from tl_codegen_cpu.lowering.thread_forwarding import MERGED_KEY, merge_across_barriers
 from tl_codegen_cpu.lowering.thread_ir import (
     THREAD_NEST_KEY,
     ThreadSpace,
@@ -106,16 +107,24 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             body = body.body
         stepped, how = lockstep_nest(body, thread_loops) if thread_loops else (None, "")
         path = report.describe()
+        merged = loop.annotations.get(MERGED_KEY) if loop.annotations else None
+        if merged is not None:
+            merged = str(merged.value) if isinstance(merged, tvm.ir.StringImm) else str(merged)
         if stepped is not None:
             nest = stepped
             path = (
                 f"lanes: {how}; {path}" if report.vectorized or report.refused else f"lanes: {how}"
             )
+        if merged is not None:
+            kind, _, rest = path.partition(": ")
+            path = f"{kind}: {merged}; {rest}"
         if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
             return tirx.AttrStmt(
                 tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
             )
-        kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
+        kept = {
+            k: v for k, v in loop.annotations.items() if k not in (THREAD_NEST_KEY, MERGED_KEY)
+        }
         kept[THREAD_PATH_KEY] = path
         return rebuild_loop(nest, annotations=kept)
 
@@ -154,6 +163,7 @@ def run_threads(
     splitter = RegionSplitter(space, dependent, lower_thread_op, where)
     lowered = splitter.lower_block(body)
     lowered = expand_per_thread_locals(lowered, space, where)
+    lowered = merge_across_barriers(lowered, space.variables)
     return _lane_nests(lowered, space, isa)
 
 
