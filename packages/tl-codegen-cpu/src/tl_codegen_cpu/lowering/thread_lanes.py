@@ -328,6 +328,29 @@ class _Laner:
         return _seq([*self._init(reduction, partial), rebuilt, *self._fold(reduction, partial)])
 
 
+def laned_sum(
+    loop: Any, buffer: Any, indices: tuple[Any, ...], term: Any, isa: VectorISA
+) -> list[Any] | str:
+    """``for k in loop: buffer[indices] += term(k)`` (``loop`` a serial For from 0 with a
+    constant extent; its body is not read) as statements summing in vector lanes (init,
+    vectorized update, tree fold into ``buffer[indices]``), or why not (no power-of-two
+    divisor of at least 2 within the register's lanes)."""
+    extent = _as_int(loop.extent)
+    if extent is None or _as_int(loop.min) != 0:
+        return "the reduction's extent is not a constant from 0"
+    lanes = _largest_lanes(extent, isa.lanes(str(buffer.ty.dtype)))
+    if lanes < 2:
+        return f"extent {extent} has no power-of-two divisor of at least 2"
+    reduction = _Reduction(loop, buffer, indices, term, lanes)
+    laner = _Laner(isa, ())
+    partial = laner._partial_buffer(reduction)
+    return [
+        *laner._init(reduction, partial),
+        laner._update(reduction, partial),
+        *laner._fold(reduction, partial),
+    ]
+
+
 def lane_thread_reductions(
     nest: Any, isa: VectorISA, threads: tuple[Any, ...]
 ) -> tuple[Any, LaneReport]:

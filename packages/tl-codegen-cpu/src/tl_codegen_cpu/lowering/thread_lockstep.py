@@ -46,6 +46,8 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_forwarding import forward_lane_copies
 from tl_codegen_cpu.lowering.thread_ir import contains, is_local, reads_memory, uses_any
+from tl_codegen_cpu.lowering.thread_register_chunks import chunk_accumulations
+from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
 from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
@@ -461,7 +463,7 @@ def _privatize(stmt: Any, buffers: list[Any], lane: Any, extent: int) -> tuple[A
 
 
 def lockstep_nest(
-    body: Any, thread_loops: list[tuple[Any, int]]
+    body: Any, thread_loops: list[tuple[Any, int]], isa: VectorISA | None = None
 ) -> tuple[Any, str] | tuple[None, str]:
     """``(the nest rewritten in lock step, description)`` for a region whose thread
     loops (outermost first, constant extents) are ``thread_loops`` and whose
@@ -490,6 +492,8 @@ def lockstep_nest(
     pushed = _Lockstep(lane, extent, threads, analyzer).push(body)
     # Staging registers read in the loop body that stores them: read the stored value.
     pushed, forwarded = forward_lane_copies(pushed, widened)
+    if isa is not None:  # per-lane sums in register-wide pieces (kept in registers)
+        pushed = chunk_accumulations(pushed, isa)
     # Per-lane copies of arrays allocated once per block are allocated in the nest.
     allocations = [
         tirx.AllocBuffer(new)

@@ -55,6 +55,7 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
     privatize_atomics,
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.thread_allreduce import ALLREDUCE_KEY, lane_thread_allreduce
 from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
 from tl_codegen_cpu.lowering.thread_forwarding import MERGED_KEY, merge_across_barriers
 from tl_codegen_cpu.lowering.thread_ir import (
@@ -88,6 +89,13 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
     variables = space.variables
 
     def lane(loop: Any) -> Any:
+        reduction_path = None
+        if is_thread_nest(loop) and ALLREDUCE_KEY in loop.annotations:
+            laned_reduction, reduction_path = lane_thread_allreduce(loop, isa)
+            if laned_reduction is not None:
+                return laned_reduction
+            kept = {k: v for k, v in loop.annotations.items() if k != ALLREDUCE_KEY}
+            loop = rebuild_loop(loop, annotations=kept)
         if not is_thread_nest(loop):
             swapped = interchange_copy_loop(loop, set(variables))
             if swapped is None:
@@ -105,8 +113,8 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
                 break
             thread_loops.append((body.loop_var, int(body.extent.value)))
             body = body.body
-        stepped, how = lockstep_nest(body, thread_loops) if thread_loops else (None, "")
-        path = report.describe()
+        stepped, how = lockstep_nest(body, thread_loops, isa) if thread_loops else (None, "")
+        path = report.describe() if reduction_path is None else reduction_path
         merged = loop.annotations.get(MERGED_KEY) if loop.annotations else None
         if merged is not None:
             merged = str(merged.value) if isinstance(merged, tvm.ir.StringImm) else str(merged)
