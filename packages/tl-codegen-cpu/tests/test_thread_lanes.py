@@ -181,8 +181,13 @@ def test_the_c_source_of_a_gemv_is_one_contiguous_loop_per_block_of_k() -> None:
     source = lower_to_sources(
         create_backend_context("c"), split_k_gemv(rows=8, threads_k=8, chunk=8)
     ).files["kernel.c"]
-    # Lanes x chunk fused into one loop over 64 consecutive elements of B's row.
-    assert re.search(r"for \(int32_t tk_k\w* = 0; tk_k\w* < 64; \+\+tk_k\w*\)", source), source
+    # Lanes x chunk fused into one walk of 64 consecutive elements of B's row, written as
+    # register-wide pieces (so gcc keeps the per-lane sums in registers across bk).
+    pieces = re.findall(r"for \(int32_t tk_k_c(\d+) = 0; tk_k_c\d+ < (\d+);", source)
+    assert pieces, source
+    width = int(pieces[0][1])
+    assert width > 1 and all(int(w) == width for _, w in pieces), pieces
+    assert len(pieces) * width == 64, pieces
     # The tree fold of each thread's partial sums: 8 -> 4 -> 2 -> 1.
     assert "fold4" in source and "fold2" in source
 
@@ -260,3 +265,68 @@ def test_a_single_thread_index_becomes_the_lanes(target: str, tmp_path: Path) ->
     b = np.random.default_rng(1).standard_normal((K, N)).astype(np.float32)
     # Each column summed in its own order, as before: exact up to float32 rounding.
     np.testing.assert_allclose(_run(func, target, tmp_path, b), b.sum(axis=0), rtol=1e-4, atol=1e-4)
+
+
+def allreduce_gemv(threads_k: int, reducer: str) -> Any:
+    """TileLang's SIMT GEMV shape: ``threads_k`` threads split each row's K, their sums
+    combined by ``tvm_thread_allreduce`` with a ``reducer`` ("sum" or "max": the row's
+    largest per-thread partial sum)."""
+    rows, micro = 4, 4
+    block_k = threads_k * micro
+
+    def combine(x: Any, y: Any) -> Any:
+        return x + y if reducer == "sum" else T.max(x, y)
+
+    identity = T.cast(0, "float32") if reducer == "sum" else T.cast(-3.0e38, "float32")
+
+    @T.prim_func
+    def main(A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, rows), threads=(threads_k, rows)) as bx:
+            a_regs = T.alloc_local((micro,), "float32")
+            b_regs = T.alloc_local((micro,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            reduced = T.alloc_local((1,), "float32")
+            kr = T.get_thread_binding(0)
+            ni = T.get_thread_binding(1)
+            T.clear(acc)
+            for ko in T.serial(K // block_k):
+                for v in T.vectorized(micro):
+                    a_regs[v] = A[ko * block_k + kr * micro + v]
+                for v in T.vectorized(micro):
+                    b_regs[v] = B[bx * rows + ni, ko * block_k + kr * micro + v]
+                for ki in T.serial(micro):
+                    acc[0] += a_regs[ki] * b_regs[ki]
+            with T.attr(
+                T.comm_reducer(combine, [identity]),
+                "reduce_scope",
+                T.reinterpret(T.uint64(0), dtype="handle"),
+            ):
+                T.evaluate(
+                    T.tvm_thread_allreduce(
+                        T.uint32(1), acc[0], True, reduced[0], kr, dtype="handle"
+                    )
+                )
+            if kr == 0:
+                C[bx * rows + ni] = reduced[0]
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_a_thread_allreduce_sum_is_a_vector_sum(target: str, tmp_path: Path) -> None:
+    func = allreduce_gemv(threads_k=32, reducer="sum")
+    paths = _paths(func, target)
+    assert "lanes: thread reduction over kr as a vector sum" in paths, paths
+    a, b, want = _gemv_inputs()
+    np.testing.assert_allclose(_run(func, target, tmp_path, a, b), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_thread_allreduce_max_keeps_the_scalar_fold(tmp_path: Path) -> None:
+    func = allreduce_gemv(threads_k=8, reducer="max")
+    paths = _paths(func)
+    assert "scalar: thread reduction over kr: the reducer is not a sum" in paths, paths
+    a, b, _ = _gemv_inputs()
+    # Each thread kr sums the elements k with (k // 4) % 8 == kr; the row's largest sum.
+    parts = (b * a).reshape(N, K // 32, 8, 4).sum(axis=(1, 3))
+    got = _run(func, "c", tmp_path, a, b)
+    np.testing.assert_allclose(got, parts.max(axis=1), rtol=1e-4, atol=1e-4)

@@ -198,9 +198,10 @@ def _vector_loop(var_name: str, lanes: int, body_of: Any) -> Any:
 
 
 class _Laner:
-    def __init__(self, isa: VectorISA, threads: tuple[Any, ...]) -> None:
+    def __init__(self, isa: VectorISA, threads: tuple[Any, ...], fold: str = "vector") -> None:
         self.isa = isa
         self.threads = threads
+        self.fold = fold
         self.report = LaneReport()
         self._counter = 0
 
@@ -229,7 +230,17 @@ class _Laner:
         return tirx.For(outer, 0, extent // lanes, tirx.ForKind.SERIAL, inner)
 
     def _fold(self, reduction: _Reduction, partial: Any) -> list[Any]:
-        """Tree of half-width vector adds, then one add into the accumulator."""
+        """Tree of half-width vector adds, then one add into the accumulator (with
+        ``fold="expression"``: the same tree as one expression, one store)."""
+        accumulator = tirx.BufferLoad(reduction.buffer, list(reduction.indices))
+        if self.fold == "expression":
+            values = [tirx.BufferLoad(partial, [tirx.const(i, "int32")]) for i in range(reduction.lanes)]
+            while len(values) > 1:
+                half = len(values) // 2
+                values = [values[i] + values[i + half] for i in range(half)]
+            return [
+                tirx.BufferStore(reduction.buffer, accumulator + values[0], list(reduction.indices))
+            ]
         steps: list[Any] = []
         width = reduction.lanes // 2
         while width >= 1:
@@ -352,12 +363,12 @@ def laned_sum(
 
 
 def lane_thread_reductions(
-    nest: Any, isa: VectorISA, threads: tuple[Any, ...]
+    nest: Any, isa: VectorISA, threads: tuple[Any, ...], fold: str = "vector"
 ) -> tuple[Any, LaneReport]:
     """``nest`` (one region's loop nest over the thread Vars ``threads``) with its
     per-thread float reductions along a loop computed as vector lanes (module
     docstring), and what was done or refused."""
-    laner = _Laner(isa, threads)
+    laner = _Laner(isa, threads, fold)
     return laner.rewrite(nest), laner.report
 
 

@@ -112,7 +112,8 @@ def chunk_accumulations(stmt: Any, isa: VectorISA) -> Any:
         pieces = []
         for chunk in range(extent // register_lanes):
             lane = tirx.Var(f"{var.name}_c{chunk}", "int32")
-            body = substitute_vars(node.body, {var: lane + chunk * register_lanes})
+            offset = lane + chunk * register_lanes if chunk else lane
+            body = substitute_vars(node.body, {var: offset})
             pieces.append(
                 tirx.For(lane, 0, register_lanes, tirx.ForKind.VECTORIZED, body)
             )

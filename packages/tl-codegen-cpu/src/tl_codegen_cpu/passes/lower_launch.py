@@ -104,16 +104,15 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             kept = {k: v for k, v in swapped.annotations.items() if k != THREAD_PATH_KEY}
             kept[THREAD_PATH_KEY] = f"{path}; the loop over {loop.loop_var.name} moved inside"
             return rebuild_loop(swapped, annotations=kept)
-        laned, report = lane_thread_reductions(loop.body, isa, variables)
+        # In lock step each thread's fold is one store, a loop over the lanes vectorizes
+        # (strided loads); alone, the fold is a tree of vector adds.
+        laned, report = lane_thread_reductions(loop.body, isa, variables, fold="expression")
         nest = rebuild_loop(loop, body=laned, annotations=None)
-        thread_loops: list[tuple[Any, int]] = []
-        body: Any = nest
-        while isinstance(body, tirx.For) and any(body.loop_var.same_as(v) for v in variables):
-            if not isinstance(body.extent, tirx.IntImm) or not is_zero(body.min):
-                break
-            thread_loops.append((body.loop_var, int(body.extent.value)))
-            body = body.body
+        thread_loops, body = _thread_loops(nest, variables)
         stepped, how = lockstep_nest(body, thread_loops, isa) if thread_loops else (None, "")
+        if stepped is None and report.vectorized:
+            laned, report = lane_thread_reductions(loop.body, isa, variables)
+            nest = rebuild_loop(loop, body=laned, annotations=None)
         path = report.describe() if reduction_path is None else reduction_path
         merged = loop.annotations.get(MERGED_KEY) if loop.annotations else None
         if merged is not None:
@@ -137,6 +136,19 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         return rebuild_loop(nest, annotations=kept)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
+
+
+def _thread_loops(nest: Any, variables: tuple[Any, ...]) -> tuple[list[tuple[Any, int]], Any]:
+    """The thread loops at the top of ``nest`` (constant extents from 0, outermost
+    first) and the body inside them."""
+    thread_loops: list[tuple[Any, int]] = []
+    body: Any = nest
+    while isinstance(body, tirx.For) and any(body.loop_var.same_as(v) for v in variables):
+        if not isinstance(body.extent, tirx.IntImm) or not is_zero(body.min):
+            break
+        thread_loops.append((body.loop_var, int(body.extent.value)))
+        body = body.body
+    return thread_loops, body
 
 
 def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
