@@ -283,7 +283,9 @@ def allreduce_gemv(threads_k: int, reducer: str) -> Any:
     identity = T.cast(0, "float32") if reducer == "sum" else T.cast(-3.0e38, "float32")
 
     @T.prim_func
-    def main(A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")):
+    def main(
+        A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")
+    ):
         with T.Kernel(T.ceildiv(N, rows), threads=(threads_k, rows)) as bx:
             a_regs = T.alloc_local((micro,), "float32")
             b_regs = T.alloc_local((micro,), "float32")

@@ -198,8 +198,7 @@ def _blocks_forwarding(stmt: Any, staging: _Staging) -> bool:
     written = _stored(stmt)
     staged = [s.buffer for s in staging.stores]
     return _calls_out(stmt) or any(
-        _find(staged, b) is not None or _find(list(staging.sources), b) is not None
-        for b in written
+        _find(staged, b) is not None or _find(list(staging.sources), b) is not None for b in written
     )
 
 
@@ -268,9 +267,7 @@ def _drop_empty_loops(stmt: Any) -> Any:
         kept = [s for s in node.seq if not _is_no_op(s)]
         return _seq(kept)
 
-    return tvm_ffi.structural_map(
-        stmt, [(tirx.For, loop), (tirx.SeqStmt, sequence)], order="post"
-    )
+    return tvm_ffi.structural_map(stmt, [(tirx.For, loop), (tirx.SeqStmt, sequence)], order="post")
 
 
 def interchange_private_loop(loop: Any, threads: tuple[Any, ...], note: str) -> Any | None:

@@ -234,7 +234,9 @@ class _Laner:
         ``fold="expression"``: the same tree as one expression, one store)."""
         accumulator = tirx.BufferLoad(reduction.buffer, list(reduction.indices))
         if self.fold == "expression":
-            values = [tirx.BufferLoad(partial, [tirx.const(i, "int32")]) for i in range(reduction.lanes)]
+            values = [
+                tirx.BufferLoad(partial, [tirx.const(i, "int32")]) for i in range(reduction.lanes)
+            ]
             while len(values) > 1:
                 half = len(values) // 2
                 values = [values[i] + values[i + half] for i in range(half)]

@@ -98,8 +98,7 @@ def chunk_accumulations(stmt: Any, isa: VectorISA) -> Any:
         extent = _as_int(node.extent)
         if (
             register_lanes < 2
-            or
-            node.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
+            or node.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
             or _as_int(node.min) != 0
             or extent is None
             or extent <= register_lanes
@@ -114,9 +113,7 @@ def chunk_accumulations(stmt: Any, isa: VectorISA) -> Any:
             lane = tirx.Var(f"{var.name}_c{chunk}", "int32")
             offset = lane + chunk * register_lanes if chunk else lane
             body = substitute_vars(node.body, {var: offset})
-            pieces.append(
-                tirx.For(lane, 0, register_lanes, tirx.ForKind.VECTORIZED, body)
-            )
+            pieces.append(tirx.For(lane, 0, register_lanes, tirx.ForKind.VECTORIZED, body))
         return tirx.SeqStmt(pieces)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, loop), order="post")

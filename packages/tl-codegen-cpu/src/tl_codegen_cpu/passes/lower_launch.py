@@ -129,9 +129,7 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             return tirx.AttrStmt(
                 tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
             )
-        kept = {
-            k: v for k, v in loop.annotations.items() if k not in (THREAD_NEST_KEY, MERGED_KEY)
-        }
+        kept = {k: v for k, v in loop.annotations.items() if k not in (THREAD_NEST_KEY, MERGED_KEY)}
         kept[THREAD_PATH_KEY] = path
         return rebuild_loop(nest, annotations=kept)
 
