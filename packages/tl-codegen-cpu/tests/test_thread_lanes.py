@@ -135,6 +135,8 @@ def test_a_row_per_thread_gemv_sums_each_row_along_k() -> None:
     assert merged[0].startswith("lanes: staging of a_tile, b_tile forwarded"), merged
     assert "the loop over bk moved inside" in merged[0]
     assert "sum into acc along k as 16 lanes across bk" in merged[0]
+    # Several rows walked together (more memory streams in flight).
+    assert re.search(r"; [24] threads interleaved$", merged[0]), merged[0]
 
 
 def test_a_staging_copy_read_after_its_loop_is_kept(tmp_path: Path) -> None:
@@ -192,7 +194,7 @@ def test_the_c_source_of_a_gemv_is_one_contiguous_loop_per_block_of_k() -> None:
     # lock step: the loop over the threads vectorizes it, strided).
     fold = re.search(r"acc_ptr\[\w+\] = \(acc_ptr\[\w+\] \+ (.*);", source)
     assert fold is not None, source
-    assert fold.group(1).count("acc_lanes1_lanes_ptr[") == 8, fold.group(0)
+    assert len(re.findall(r"acc_lanes1_lanes\w*_ptr\[", fold.group(1))) == 8, fold.group(0)
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])

@@ -66,6 +66,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     thread_dependent_values,
     uses_any,
 )
+from tl_codegen_cpu.lowering.thread_jam import jam_threads
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
 from tl_codegen_cpu.lowering.thread_lockstep import lockstep_nest
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
@@ -125,6 +126,9 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         if merged is not None:
             kind, _, rest = path.partition(": ")
             path = f"{kind}: {merged}; {rest}"
+        nest, jammed = _jam_innermost_thread_loop(nest, variables, isa)
+        if jammed > 1:
+            path += f"; {jammed} threads interleaved"
         if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
             return tirx.AttrStmt(
                 tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
@@ -147,6 +151,19 @@ def _thread_loops(nest: Any, variables: tuple[Any, ...]) -> tuple[list[tuple[Any
         thread_loops.append((body.loop_var, int(body.extent.value)))
         body = body.body
     return thread_loops, body
+
+
+def _jam_innermost_thread_loop(
+    nest: Any, variables: tuple[Any, ...], isa: VectorISA
+) -> tuple[Any, int]:
+    """``nest`` with the innermost of its top thread loops jammed (`thread_jam`)."""
+    if not isinstance(nest, tirx.For) or not any(nest.loop_var.same_as(v) for v in variables):
+        return nest, 1
+    inner = nest.body
+    if isinstance(inner, tirx.For) and any(inner.loop_var.same_as(v) for v in variables):
+        rebuilt, factor = _jam_innermost_thread_loop(inner, variables, isa)
+        return rebuild_loop(nest, body=rebuilt), factor
+    return jam_threads(nest, isa)
 
 
 def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
