@@ -4,8 +4,9 @@ Usage: .venv/bin/python benchmarks/thread_gemv_cpu.py [--targets c llvm] [--repe
        [--cases NAME ...]
 
 The programs are the float32 GEMV cases of ``integration_tests/tilelang_compat``
-(``cases_thread_indexed.py``: naive, naive split-K, split-K, vectorized split-K, and the
-SIMT GEMV of TileLang's kernel tests) at N = 8192, K = 4096, each built with
+(``cases_thread_indexed.py``: naive, naive split-K, split-K, vectorized split-K, the
+vectorized split-K whose threads meet in ``tvm_thread_allreduce``, and the SIMT GEMV of
+TileLang's kernel tests) at N = 8192, K = 4096, each built with
 ``tl_jit.compile``, checked against float64 numpy, then timed against numpy's ``B @ A``
 (one OpenBLAS sgemv) in the same process: best of ``repeats`` calls each, numpy and
 the kernels alternating call by call (so each ratio compares calls made under the
@@ -41,6 +42,7 @@ CASES = (
     "example_gemv.naive_splitk_gemv-f32",
     "example_gemv.splitk_gemv-f32",
     "example_gemv.splitk_gemv_vectorized-f32",
+    "example_gemv_allreduce.splitk_gemv_vectorized_tvm-f32",
     "kernel_gemv_simt.gemv_simt-f32",
 )
 
@@ -78,7 +80,7 @@ def main() -> None:
 
     tl_runtime.set_num_threads(1)
     print(f"load average: {os.getloadavg()}")
-    print(f"{'kernel':44s} {'numpy ms':>9s} " + " ".join(f"{t:>7s}" for t in args.targets))
+    print(f"{'kernel':56s} {'numpy ms':>9s} " + " ".join(f"{t:>7s}" for t in args.targets))
     ratios: dict[str, list[float]] = {t: [] for t in args.targets}
     for name in args.cases:
         case = registry.ALL_CASES[name]
@@ -97,7 +99,7 @@ def main() -> None:
             compare(case, run_kernel(case, kernel, fresh, out_idx), want)
             calls[target] = lambda k=kernel, xs=fresh: k(*xs)
         best = best_cpu_ms(calls, args.repeats)
-        row = f"{name:44s} {best['numpy']:9.3f} "
+        row = f"{name:56s} {best['numpy']:9.3f} "
         for target in args.targets:
             ratio = best[target] / best["numpy"]
             ratios[target].append(ratio)
