@@ -139,9 +139,44 @@ def test_a_row_per_thread_gemv_sums_each_row_along_k() -> None:
     assert re.search(r"; [24] threads interleaved$", merged[0]), merged[0]
 
 
+def test_a_loop_writing_shared_memory_keeps_its_place(tmp_path: Path) -> None:
+    """The sum after the forwarded staging also writes a shared array each block of K:
+    the barriers between the iterations may order something, so the loop over blocks of
+    K stays outside the thread loop (forwarded, not moved)."""
+    rows, block_k = 16, 64
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(T.ceildiv(N, rows), threads=rows) as bn:
+            tn = T.get_thread_binding(0)
+            a_tile = T.alloc_shared((block_k,), "float32")
+            b_tile = T.alloc_shared((rows, block_k), "float32")
+            partial = T.alloc_shared((rows,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(K // block_k):
+                for k in T.serial(block_k):
+                    a_tile[k] = A[bk * block_k + k]
+                    b_tile[tn, k] = B[bn * rows + tn, bk * block_k + k]
+                for k in T.serial(block_k):
+                    acc[0] += a_tile[k] * b_tile[tn, k]
+                partial[tn] = acc[0]
+            C[bn * rows + tn] = partial[tn]
+
+    paths = _paths(main)
+    forwarded = [p for p in paths if "forwarded across the barrier" in p]
+    assert forwarded, paths
+    assert not any("moved inside" in p for p in paths), paths
+    a, b, want = _gemv_inputs()
+    np.testing.assert_allclose(_run(main, "c", tmp_path, a, b), want, rtol=1e-4, atol=1e-4)
+
+
 def test_a_staging_copy_read_after_its_loop_is_kept(tmp_path: Path) -> None:
-    """The staged tile is read again after the loop: forwarded into the sum, but the copy
-    stays (its last values are needed), so the loop keeps its regions in order."""
+    """The staged B tile is read again after the loop: forwarded into the sum, but its
+    copy stays (its last values are needed; A's is dropped), so the loop keeps its two
+    regions in order."""
     rows, block_k = 16, 64
 
     @T.prim_func
@@ -163,7 +198,8 @@ def test_a_staging_copy_read_after_its_loop_is_kept(tmp_path: Path) -> None:
             C[bn * rows + tn] = acc[0] + b_tile[tn, 0]
 
     paths = _paths(main)
-    assert not any("forwarded across the barrier" in p for p in paths), paths
+    assert any("staging of a_tile, b_tile forwarded across the barrier" in p for p in paths)
+    assert not any("the loop over bk moved inside" in p for p in paths), paths
     a, b, want = _gemv_inputs()
     got = _run(main, "c", tmp_path, a, b)
     np.testing.assert_allclose(got, want + b[:, K - block_k], rtol=1e-4, atol=1e-4)
@@ -226,6 +262,7 @@ def test_an_integer_reduction_falls_back_to_scalar_threads(tmp_path: Path) -> No
     paths = _paths(func)
     assert any(p.startswith("scalar:") and "int32, not float32" in p for p in paths), paths
     assert not any(p.startswith("lanes:") for p in paths), paths
+    assert not any("interleaved" in p for p in paths), paths  # no laned walk to jam
     b = np.arange(N * K, dtype=np.int32).reshape(N, K) % 7
     got = _run(func, "c", tmp_path, b)
     np.testing.assert_array_equal(got, b[:, ::2].sum(axis=1, dtype=np.int32))

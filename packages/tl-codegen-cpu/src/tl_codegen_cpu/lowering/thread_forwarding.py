@@ -221,7 +221,12 @@ def forward_staging(block: Any) -> tuple[Any, list[str]]:
                 if _blocks_forwarding(items[later], staging):
                     break
                 rewritten = _forward_into(items[later], staging)
-                reached = reached or not rewritten.same_as(items[later])
+                if not rewritten.same_as(items[later]):
+                    reached = True
+                    names = ", ".join(str(s.buffer.name) for s in staging.stores)
+                    rewritten = _noted(
+                        rewritten, f"staging of {names} forwarded across the barrier"
+                    )
                 items[later] = rewritten
             if reached:
                 forwarded.append(staging)
@@ -290,16 +295,20 @@ def interchange_private_loop(loop: Any, threads: tuple[Any, ...], note: str) -> 
     if _calls_out(body) or any(not is_local(b) for b in _stored(body)):
         return None
     nest: Any = rebuild_loop(loop, body=body)
-    for position, thread_loop in enumerate(reversed(chain)):
-        if position == len(chain) - 1:
-            annotations = dict(thread_loop.annotations)
-            known = annotations.get(MERGED_KEY)
-            earlier = str(known.value) if isinstance(known, tvm.ir.StringImm) else ""
-            annotations[MERGED_KEY] = tvm.ir.StringImm(f"{earlier}; {note}" if earlier else note)
-            nest = rebuild_loop(thread_loop, body=nest, annotations=annotations)
-        else:
-            nest = rebuild_loop(thread_loop, body=nest)
-    return nest
+    for thread_loop in reversed(chain):
+        nest = rebuild_loop(thread_loop, body=nest)
+    return _noted(nest, note)
+
+
+def _noted(stmt: Any, note: str) -> Any:
+    """``stmt`` (a thread nest: else unchanged) with ``note`` added to its `MERGED_KEY`."""
+    if not _is_nest(stmt):
+        return stmt
+    annotations = dict(stmt.annotations)
+    known = annotations.get(MERGED_KEY)
+    earlier = str(known.value) if isinstance(known, tvm.ir.StringImm) else ""
+    annotations[MERGED_KEY] = tvm.ir.StringImm(f"{earlier}; {note}" if earlier else note)
+    return rebuild_loop(stmt, annotations=annotations)
 
 
 def _is_nest(stmt: Any) -> bool:
@@ -316,14 +325,12 @@ def merge_across_barriers(block: Any, threads: tuple[Any, ...]) -> Any:
     forwarded, dropped = forward_staging(block)
     if not dropped:
         return block
-    note = f"staging of {', '.join(dropped)} forwarded across the barrier"
 
     def loop(node: Any) -> Any:
         if _is_nest(node):
             return node
-        swapped = interchange_private_loop(
-            node, threads, f"{note}; the loop over {node.loop_var.name} moved inside"
-        )
+        note = f"the loop over {node.loop_var.name} moved inside"
+        swapped = interchange_private_loop(node, threads, note)
         return node if swapped is None else swapped
 
     return _skip_nests_map(forwarded, loop)
