@@ -1,12 +1,16 @@
 """TileLang's thread-indexed GEMVs on one core, timed in process CPU time against numpy.
 
 Usage: .venv/bin/python benchmarks/thread_gemv_cpu.py [--targets c llvm] [--repeats 15]
+       [--cases NAME ...]
 
 The programs are the float32 GEMV cases of ``integration_tests/tilelang_compat``
-(``cases_thread_indexed.py``: naive, naive split-K, split-K, vectorized split-K, and the
-SIMT GEMV of TileLang's kernel tests) at N = 8192, K = 4096, each built with
+(``cases_thread_indexed.py``: naive, naive split-K, split-K, vectorized split-K, the
+vectorized split-K whose threads meet in ``tvm_thread_allreduce``, and the SIMT GEMV of
+TileLang's kernel tests) at N = 8192, K = 4096, each built with
 ``tl_jit.compile``, checked against float64 numpy, then timed against numpy's ``B @ A``
-(one OpenBLAS sgemv) in the same process: best of ``repeats`` calls each. The figure is
+(one OpenBLAS sgemv) in the same process: best of ``repeats`` calls each, numpy and
+the kernels alternating call by call (so each ratio compares calls made under the
+same load). The figure is
 **kernel time / numpy time**.
 
 Why CPU time (``time.process_time``): the corpus benchmark
@@ -38,19 +42,25 @@ CASES = (
     "example_gemv.naive_splitk_gemv-f32",
     "example_gemv.splitk_gemv-f32",
     "example_gemv.splitk_gemv_vectorized-f32",
+    "example_gemv_allreduce.splitk_gemv_vectorized_tvm-f32",
     "kernel_gemv_simt.gemv_simt-f32",
 )
 
 
-def best_cpu_ms(call: Callable[[], Any], repeats: int) -> float:
-    """The smallest process CPU time of ``repeats`` calls (after one warm-up), in ms."""
-    call()
-    best = math.inf
-    for _ in range(repeats):
-        start = time.process_time()
+def best_cpu_ms(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """The smallest process CPU time of each call over ``repeats`` rounds (after one
+    warm-up each), in ms. The calls alternate within a round, so a kernel and its
+    numpy peer are timed under the same load (a shared machine's memory bandwidth
+    changes from second to second)."""
+    for call in calls.values():
         call()
-        best = min(best, time.process_time() - start)
-    return best * 1e3
+    best = dict.fromkeys(calls, math.inf)
+    for _ in range(repeats):
+        for name, call in calls.items():
+            start = time.process_time()
+            call()
+            best[name] = min(best[name], time.process_time() - start)
+    return {name: value * 1e3 for name, value in best.items()}
 
 
 def main() -> None:
@@ -58,6 +68,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--targets", nargs="+", choices=("c", "llvm"), default=("c", "llvm"))
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument(
+        "--cases", nargs="+", choices=CASES, default=CASES, help="a subset of the cases"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import tl_jit
@@ -67,9 +80,9 @@ def main() -> None:
 
     tl_runtime.set_num_threads(1)
     print(f"load average: {os.getloadavg()}")
-    print(f"{'kernel':44s} {'numpy ms':>9s} " + " ".join(f"{t:>7s}" for t in args.targets))
+    print(f"{'kernel':56s} {'numpy ms':>9s} " + " ".join(f"{t:>7s}" for t in args.targets))
     ratios: dict[str, list[float]] = {t: [] for t in args.targets}
-    for name in CASES:
+    for name in args.cases:
         case = registry.ALL_CASES[name]
         func, out_idx = case.build(**SIZES)
         inputs = case.make_inputs(**SIZES)
@@ -79,13 +92,16 @@ def main() -> None:
             peer: Callable[[], Any] = lambda x=x, w=w: x @ w.T  # noqa: E731
         else:
             peer = lambda x=x, w=w: w @ x  # noqa: E731
-        numpy_ms = best_cpu_ms(peer, args.repeats)
-        row = f"{name:44s} {numpy_ms:9.3f} "
+        calls: dict[str, Callable[[], Any]] = {"numpy": peer}
         for target in args.targets:
             kernel = tl_jit.compile(func, out_idx=out_idx, target=target)
             fresh = case.make_inputs(**SIZES)
             compare(case, run_kernel(case, kernel, fresh, out_idx), want)
-            ratio = best_cpu_ms(lambda k=kernel, xs=fresh: k(*xs), args.repeats) / numpy_ms
+            calls[target] = lambda k=kernel, xs=fresh: k(*xs)
+        best = best_cpu_ms(calls, args.repeats)
+        row = f"{name:56s} {best['numpy']:9.3f} "
+        for target in args.targets:
+            ratio = best[target] / best["numpy"]
             ratios[target].append(ratio)
             row += f"{ratio:7.2f} "
         print(row.rstrip(), flush=True)

@@ -59,6 +59,7 @@ SIZES: dict[str, dict[str, Any] | None] = {
     "example_gemv.splitk_gemv-f32": {"N": 8192, "K": 4096},
     "example_gemv.splitk_gemv_vectorized-f32": {"N": 8192, "K": 4096},
     "kernel_gemv_simt.gemv_simt-f32": {"N": 8192, "K": 4096},
+    "example_gemv_allreduce.splitk_gemv_vectorized_tvm-f32": {"N": 8192, "K": 4096},
     "language_mask_op.tilelang_copy_mask_parallel": {"M": 2048, "N": 2048},
     "language_mask_op.tilelang_copy_mask_copy": {"M": 2048, "N": 2048},
     "language_clear.matmul": _GEMM_1024,
@@ -280,6 +281,7 @@ def _numpy_formulations() -> dict[str, Callable[..., Any]]:
         "example_gemv.naive_splitk_gemv-f32",
         "example_gemv.splitk_gemv-f32",
         "example_gemv.splitk_gemv_vectorized-f32",
+        "example_gemv_allreduce.splitk_gemv_vectorized_tvm-f32",
     ]
     table: dict[str, Callable[..., Any]] = dict.fromkeys(gemm_cases, gemm)
     table.update(dict.fromkeys(gemv_f32_cases, gemv))

@@ -84,6 +84,15 @@ CASES = [
         **_TOLERANCE,
     ),
     Case(
+        "example_gemv_allreduce.splitk_gemv_vectorized_tvm-f32",
+        _SOURCE,
+        "example_gemv_allreduce:splitk_gemv_vectorized_tvm",
+        {**_GEMV, "reduce_threads": 8},
+        _gemv_inputs,
+        _gemv_ref,
+        **_TOLERANCE,
+    ),
+    Case(
         "kernel_gemv_simt.gemv_simt-f32",
         "testing/python/kernel/test_tilelang_kernel_gemv_simt.py",
         "kernel_gemv_simt:gemv_simt",

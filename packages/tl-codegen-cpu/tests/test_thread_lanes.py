@@ -127,9 +127,82 @@ def test_a_split_k_gemv_region_runs_its_threads_as_lanes() -> None:
 
 def test_a_row_per_thread_gemv_sums_each_row_along_k() -> None:
     paths = _paths(row_per_thread_gemv(rows=16, block_k=64))
-    assert any("sum into acc along k as" in p for p in paths), paths
-    # The staging copy repeated by the k loop runs with k inside the thread loop.
-    assert any("the loop over k moved inside" in p for p in paths), paths
+    # The staging copy is forwarded into the sum after the barrier (and dropped), the
+    # loop over blocks of K moves inside the thread loop, and each thread keeps one
+    # partial vector across all of K: one contiguous walk of its row.
+    merged = [p for p in paths if "forwarded across the barrier" in p]
+    assert len(merged) == 1, paths
+    assert merged[0].startswith("lanes: staging of a_tile, b_tile forwarded"), merged
+    assert "the loop over bk moved inside" in merged[0]
+    assert "sum into acc along k as 16 lanes across bk" in merged[0]
+    # Several rows walked together (more memory streams in flight).
+    assert re.search(r"; [24] threads interleaved$", merged[0]), merged[0]
+
+
+def test_a_loop_writing_shared_memory_keeps_its_place(tmp_path: Path) -> None:
+    """The sum after the forwarded staging also writes a shared array each block of K:
+    the barriers between the iterations may order something, so the loop over blocks of
+    K stays outside the thread loop (forwarded, not moved)."""
+    rows, block_k = 16, 64
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(T.ceildiv(N, rows), threads=rows) as bn:
+            tn = T.get_thread_binding(0)
+            a_tile = T.alloc_shared((block_k,), "float32")
+            b_tile = T.alloc_shared((rows, block_k), "float32")
+            partial = T.alloc_shared((rows,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(K // block_k):
+                for k in T.serial(block_k):
+                    a_tile[k] = A[bk * block_k + k]
+                    b_tile[tn, k] = B[bn * rows + tn, bk * block_k + k]
+                for k in T.serial(block_k):
+                    acc[0] += a_tile[k] * b_tile[tn, k]
+                partial[tn] = acc[0]
+            C[bn * rows + tn] = partial[tn]
+
+    paths = _paths(main)
+    forwarded = [p for p in paths if "forwarded across the barrier" in p]
+    assert forwarded, paths
+    assert not any("moved inside" in p for p in paths), paths
+    a, b, want = _gemv_inputs()
+    np.testing.assert_allclose(_run(main, "c", tmp_path, a, b), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_staging_copy_read_after_its_loop_is_kept(tmp_path: Path) -> None:
+    """The staged B tile is read again after the loop: forwarded into the sum, but its
+    copy stays (its last values are needed; A's is dropped), so the loop keeps its two
+    regions in order."""
+    rows, block_k = 16, 64
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(T.ceildiv(N, rows), threads=rows) as bn:
+            tn = T.get_thread_binding(0)
+            a_tile = T.alloc_shared((block_k,), "float32")
+            b_tile = T.alloc_shared((rows, block_k), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(K // block_k):
+                for k in T.serial(block_k):
+                    a_tile[k] = A[bk * block_k + k]
+                    b_tile[tn, k] = B[bn * rows + tn, bk * block_k + k]
+                for k in T.serial(block_k):
+                    acc[0] += a_tile[k] * b_tile[tn, k]
+            C[bn * rows + tn] = acc[0] + b_tile[tn, 0]
+
+    paths = _paths(main)
+    assert any("staging of a_tile, b_tile forwarded across the barrier" in p for p in paths)
+    assert not any("the loop over bk moved inside" in p for p in paths), paths
+    a, b, want = _gemv_inputs()
+    got = _run(main, "c", tmp_path, a, b)
+    np.testing.assert_allclose(got, want + b[:, K - block_k], rtol=1e-4, atol=1e-4)
 
 
 def test_the_llvm_ir_of_a_gemv_has_vector_loads_and_a_horizontal_reduction() -> None:
@@ -146,10 +219,18 @@ def test_the_c_source_of_a_gemv_is_one_contiguous_loop_per_block_of_k() -> None:
     source = lower_to_sources(
         create_backend_context("c"), split_k_gemv(rows=8, threads_k=8, chunk=8)
     ).files["kernel.c"]
-    # Lanes x chunk fused into one loop over 64 consecutive elements of B's row.
-    assert re.search(r"for \(int32_t tk_k\w* = 0; tk_k\w* < 64; \+\+tk_k\w*\)", source), source
-    # The tree fold of each thread's partial sums: 8 -> 4 -> 2 -> 1.
-    assert "fold4" in source and "fold2" in source
+    # Lanes x chunk fused into one walk of 64 consecutive elements of B's row, written as
+    # register-wide pieces (so gcc keeps the per-lane sums in registers across bk).
+    pieces = re.findall(r"for \(int32_t tk_k_c(\d+) = 0; tk_k_c\d+ < (\d+);", source)
+    assert pieces, source
+    width = int(pieces[0][1])
+    assert width > 1 and all(int(w) == width for _, w in pieces), pieces
+    assert len(pieces) * width == 64, pieces
+    # The fold of each thread's 8 partial sums: one store of a tree of adds (lanes in
+    # lock step: the loop over the threads vectorizes it, strided).
+    fold = re.search(r"acc_ptr\[\w+\] = \(acc_ptr\[\w+\] \+ (.*);", source)
+    assert fold is not None, source
+    assert len(re.findall(r"acc_lanes1_lanes\w*_ptr\[", fold.group(1))) == 8, fold.group(0)
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
@@ -181,6 +262,7 @@ def test_an_integer_reduction_falls_back_to_scalar_threads(tmp_path: Path) -> No
     paths = _paths(func)
     assert any(p.startswith("scalar:") and "int32, not float32" in p for p in paths), paths
     assert not any(p.startswith("lanes:") for p in paths), paths
+    assert not any("interleaved" in p for p in paths), paths  # no laned walk to jam
     b = np.arange(N * K, dtype=np.int32).reshape(N, K) % 7
     got = _run(func, "c", tmp_path, b)
     np.testing.assert_array_equal(got, b[:, ::2].sum(axis=1, dtype=np.int32))
@@ -225,3 +307,70 @@ def test_a_single_thread_index_becomes_the_lanes(target: str, tmp_path: Path) ->
     b = np.random.default_rng(1).standard_normal((K, N)).astype(np.float32)
     # Each column summed in its own order, as before: exact up to float32 rounding.
     np.testing.assert_allclose(_run(func, target, tmp_path, b), b.sum(axis=0), rtol=1e-4, atol=1e-4)
+
+
+def allreduce_gemv(threads_k: int, reducer: str) -> Any:
+    """TileLang's SIMT GEMV shape: ``threads_k`` threads split each row's K, their sums
+    combined by ``tvm_thread_allreduce`` with a ``reducer`` ("sum" or "max": the row's
+    largest per-thread partial sum)."""
+    rows, micro = 4, 4
+    block_k = threads_k * micro
+
+    def combine(x: Any, y: Any) -> Any:
+        return x + y if reducer == "sum" else T.max(x, y)
+
+    identity = T.cast(0, "float32") if reducer == "sum" else T.cast(-3.0e38, "float32")
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(T.ceildiv(N, rows), threads=(threads_k, rows)) as bx:
+            a_regs = T.alloc_local((micro,), "float32")
+            b_regs = T.alloc_local((micro,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            reduced = T.alloc_local((1,), "float32")
+            kr = T.get_thread_binding(0)
+            ni = T.get_thread_binding(1)
+            T.clear(acc)
+            for ko in T.serial(K // block_k):
+                for v in T.vectorized(micro):
+                    a_regs[v] = A[ko * block_k + kr * micro + v]
+                for v in T.vectorized(micro):
+                    b_regs[v] = B[bx * rows + ni, ko * block_k + kr * micro + v]
+                for ki in T.serial(micro):
+                    acc[0] += a_regs[ki] * b_regs[ki]
+            with T.attr(
+                T.comm_reducer(combine, [identity]),
+                "reduce_scope",
+                T.reinterpret(T.uint64(0), dtype="handle"),
+            ):
+                T.evaluate(
+                    T.tvm_thread_allreduce(
+                        T.uint32(1), acc[0], True, reduced[0], kr, dtype="handle"
+                    )
+                )
+            if kr == 0:
+                C[bx * rows + ni] = reduced[0]
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_a_thread_allreduce_sum_is_a_vector_sum(target: str, tmp_path: Path) -> None:
+    func = allreduce_gemv(threads_k=32, reducer="sum")
+    paths = _paths(func, target)
+    assert "lanes: thread reduction over kr as a vector sum" in paths, paths
+    a, b, want = _gemv_inputs()
+    np.testing.assert_allclose(_run(func, target, tmp_path, a, b), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_thread_allreduce_max_keeps_the_scalar_fold(tmp_path: Path) -> None:
+    func = allreduce_gemv(threads_k=8, reducer="max")
+    paths = _paths(func)
+    assert "scalar: thread reduction over kr: the reducer is not a sum" in paths, paths
+    a, b, _ = _gemv_inputs()
+    # Each thread kr sums the elements k with (k // 4) % 8 == kr; the row's largest sum.
+    parts = (b * a).reshape(N, K // 32, 8, 4).sum(axis=(1, 3))
+    got = _run(func, "c", tmp_path, a, b)
+    np.testing.assert_allclose(got, parts.max(axis=1), rtol=1e-4, atol=1e-4)

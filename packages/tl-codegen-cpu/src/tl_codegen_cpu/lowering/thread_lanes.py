@@ -198,9 +198,10 @@ def _vector_loop(var_name: str, lanes: int, body_of: Any) -> Any:
 
 
 class _Laner:
-    def __init__(self, isa: VectorISA, threads: tuple[Any, ...]) -> None:
+    def __init__(self, isa: VectorISA, threads: tuple[Any, ...], fold: str = "vector") -> None:
         self.isa = isa
         self.threads = threads
+        self.fold = fold
         self.report = LaneReport()
         self._counter = 0
 
@@ -229,7 +230,19 @@ class _Laner:
         return tirx.For(outer, 0, extent // lanes, tirx.ForKind.SERIAL, inner)
 
     def _fold(self, reduction: _Reduction, partial: Any) -> list[Any]:
-        """Tree of half-width vector adds, then one add into the accumulator."""
+        """Tree of half-width vector adds, then one add into the accumulator (with
+        ``fold="expression"``: the same tree as one expression, one store)."""
+        accumulator = tirx.BufferLoad(reduction.buffer, list(reduction.indices))
+        if self.fold == "expression":
+            values = [
+                tirx.BufferLoad(partial, [tirx.const(i, "int32")]) for i in range(reduction.lanes)
+            ]
+            while len(values) > 1:
+                half = len(values) // 2
+                values = [values[i] + values[i + half] for i in range(half)]
+            return [
+                tirx.BufferStore(reduction.buffer, accumulator + values[0], list(reduction.indices))
+            ]
         steps: list[Any] = []
         width = reduction.lanes // 2
         while width >= 1:
@@ -328,13 +341,36 @@ class _Laner:
         return _seq([*self._init(reduction, partial), rebuilt, *self._fold(reduction, partial)])
 
 
+def laned_sum(
+    loop: Any, buffer: Any, indices: tuple[Any, ...], term: Any, isa: VectorISA
+) -> list[Any] | str:
+    """``for k in loop: buffer[indices] += term(k)`` (``loop`` a serial For from 0 with a
+    constant extent; its body is not read) as statements summing in vector lanes (init,
+    vectorized update, tree fold into ``buffer[indices]``), or why not (no power-of-two
+    divisor of at least 2 within the register's lanes)."""
+    extent = _as_int(loop.extent)
+    if extent is None or _as_int(loop.min) != 0:
+        return "the reduction's extent is not a constant from 0"
+    lanes = _largest_lanes(extent, isa.lanes(str(buffer.ty.dtype)))
+    if lanes < 2:
+        return f"extent {extent} has no power-of-two divisor of at least 2"
+    reduction = _Reduction(loop, buffer, indices, term, lanes)
+    laner = _Laner(isa, ())
+    partial = laner._partial_buffer(reduction)
+    return [
+        *laner._init(reduction, partial),
+        laner._update(reduction, partial),
+        *laner._fold(reduction, partial),
+    ]
+
+
 def lane_thread_reductions(
-    nest: Any, isa: VectorISA, threads: tuple[Any, ...]
+    nest: Any, isa: VectorISA, threads: tuple[Any, ...], fold: str = "vector"
 ) -> tuple[Any, LaneReport]:
     """``nest`` (one region's loop nest over the thread Vars ``threads``) with its
     per-thread float reductions along a loop computed as vector lanes (module
     docstring), and what was done or refused."""
-    laner = _Laner(isa, threads)
+    laner = _Laner(isa, threads, fold)
     return laner.rewrite(nest), laner.report
 
 

@@ -44,7 +44,16 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.thread_forwarding import forward_lane_copies
 from tl_codegen_cpu.lowering.thread_ir import contains, is_local, reads_memory, uses_any
+from tl_codegen_cpu.lowering.thread_lane_copies import (
+    flat_index,
+    flat_size,
+    privatize,
+    stored_without_lane,
+)
+from tl_codegen_cpu.lowering.thread_register_chunks import chunk_accumulations
+from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
 from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
@@ -217,7 +226,7 @@ class _Lockstep:
         for item in _flatten(stmt):
             if isinstance(item, tirx.AllocBuffer) and is_local(item.buffer):
                 flush()
-                out.append(item)  # a per-lane array already (see _privatize)
+                out.append(item)  # a per-lane array already (see thread_lane_copies.privatize)
                 continue
             if _is_uniform_loop(item, self.threads) and (
                 contains(item.body, tirx.For) or self._contiguous_inside(item)
@@ -288,7 +297,7 @@ class _Lockstep:
                 uses_any(i, inner) for i in first
             ):
                 continue
-            if lane_step(_flat_index(buffer, first), self.lane, self.analyzer) == 1:
+            if lane_step(flat_index(buffer, first), self.lane, self.analyzer) == 1:
                 continue  # already contiguous across the lanes
             kept = tirx.decl_buffer(
                 (self.extent,), str(buffer.ty.dtype), name=f"{buffer.name}_lane", scope=LOCAL
@@ -358,15 +367,6 @@ def _meets_at_one_index(body: Any) -> bool:
     return True
 
 
-def _flat_size(buffer: Any) -> int:
-    size = 1
-    for dim in buffer.shape:
-        size *= int(dim.value) if isinstance(dim, tirx.IntImm) else 0
-    if size <= 0:
-        raise ValueError(f"{buffer.name}: per-lane copies need a constant shape")
-    return size
-
-
 def _simplify_indices(stmt: Any, analyzer: Any) -> Any:
     def load(node: Any) -> Any:
         return tirx.BufferLoad(node.source, [analyzer.simplify(i) for i in node.indices])
@@ -378,13 +378,6 @@ def _simplify_indices(stmt: Any, analyzer: Any) -> Any:
     return tvm_ffi.structural_map(
         stmt, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
     )
-
-
-def _flat_index(buffer: Any, indices: Any) -> Any:
-    index: Any = None
-    for position, value in enumerate(indices):
-        index = value if index is None else index * buffer.shape[position] + value
-    return index
 
 
 def _replace_element(stmt: Any, buffer: Any, indices: Any, kept: Any, lane: Any) -> Any:
@@ -401,66 +394,8 @@ def _replace_element(stmt: Any, buffer: Any, indices: Any, kept: Any, lane: Any)
     )
 
 
-def _stored_without_lane(stmt: Any, lane: Any) -> list[Any]:
-    """Thread-local buffers some store of ``stmt`` writes at an index free of ``lane``."""
-    found: list[Any] = []
-
-    def store(node: Any) -> None:
-        if (
-            is_local(node.buffer)
-            and not any(uses_any(i, {lane}) for i in node.indices)
-            and not any(b.same_as(node.buffer) for b in found)
-        ):
-            found.append(node.buffer)
-
-    tvm_ffi.structural_walk(stmt, (tirx.BufferStore, store), order="post")
-    return found
-
-
-def _privatize(stmt: Any, buffers: list[Any], lane: Any, extent: int) -> tuple[Any, list[Any]]:
-    """``stmt`` with each of ``buffers`` replaced by a copy per lane (leading lane dim)."""
-    # Flat, lane-major: lane t's copy of element i is t * size + flat(i).
-    sizes = {b: _flat_size(b) for b in buffers}
-    wide = {
-        b: tirx.decl_buffer(
-            (extent * sizes[b],), str(b.ty.dtype), name=f"{b.name}_lanes", scope=LOCAL
-        )
-        for b in buffers
-    }
-
-    def at(old: Any, indices: Any) -> list[Any]:
-        return [lane * sizes[old] + _flat_index(old, indices)]
-
-    def find(buffer: Any) -> Any:
-        for old in wide:
-            if old.same_as(buffer):
-                return old
-        return None
-
-    def load(node: Any) -> Any:
-        old = find(node.source)
-        return node if old is None else tirx.BufferLoad(wide[old], at(old, node.indices))
-
-    def store(node: Any) -> Any:
-        old = find(node.buffer)
-        if old is None:
-            return node
-        return tirx.BufferStore(wide[old], node.value, at(old, node.indices))
-
-    def alloc(node: Any) -> Any:
-        old = find(node.buffer)
-        return node if old is None else tirx.AllocBuffer(wide[old])
-
-    rewritten = tvm_ffi.structural_map(
-        stmt,
-        [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store), (tirx.AllocBuffer, alloc)],
-        order="post",
-    )
-    return rewritten, list(wide.values())
-
-
 def lockstep_nest(
-    body: Any, thread_loops: list[tuple[Any, int]]
+    body: Any, thread_loops: list[tuple[Any, int]], isa: VectorISA | None = None
 ) -> tuple[Any, str] | tuple[None, str]:
     """``(the nest rewritten in lock step, description)`` for a region whose thread
     loops (outermost first, constant extents) are ``thread_loops`` and whose
@@ -474,31 +409,42 @@ def lockstep_nest(
     if chosen is None:
         return None, "no thread index is contiguous in memory"
     lane, extent = chosen
-    private = _stored_without_lane(body, lane)
+    private = stored_without_lane(body, lane)
     copies = 0
     for buffer in private:
         if not all(isinstance(d, tirx.IntImm) for d in buffer.shape):
             return None, f"{buffer.name} needs per-lane copies but has no constant shape"
-        copies += extent * _flat_size(buffer) * tvm.DataType(str(buffer.ty.dtype)).bits // 8
+        copies += extent * flat_size(buffer) * tvm.DataType(str(buffer.ty.dtype)).bits // 8
     if copies > MAX_LANE_COPY_BYTES:
         # The copies live on the block's stack (cpu-stack-block-locals' budget is 1 MiB).
         return None, f"per-lane copies would take {copies} bytes (limit {MAX_LANE_COPY_BYTES})"
     inside: list[Any] = []
     tvm_ffi.structural_walk(body, (tirx.AllocBuffer, lambda a: inside.append(a.buffer)))
-    body, widened = _privatize(body, private, lane, extent)
+    body, widened = privatize(body, private, lane, extent)
     pushed = _Lockstep(lane, extent, threads, analyzer).push(body)
+    # Staging registers read in the loop body that stores them: read the stored value.
+    pushed, forwarded = forward_lane_copies(pushed, widened)
+    if isa is not None:  # per-lane sums in register-wide pieces (kept in registers)
+        pushed = chunk_accumulations(pushed, isa)
     # Per-lane copies of arrays allocated once per block are allocated in the nest.
     allocations = [
         tirx.AllocBuffer(new)
         for old, new in zip(private, widened, strict=True)
-        if not any(old.same_as(b) for b in inside)
+        if not any(old.same_as(b) for b in inside) and not any(new.same_as(f) for f in forwarded)
     ]
     nest: Any = _seq([*allocations, pushed]) if allocations else pushed
     for var, loop_extent in reversed(thread_loops):
         if not var.same_as(lane):
             nest = tirx.For(var, 0, loop_extent, tirx.ForKind.SERIAL, nest)
-    names = ", ".join(str(b.name) for b in private)
-    where = f"; per-lane copies of {names}" if names else ""
+    kept = [
+        str(old.name)
+        for old, new in zip(private, widened, strict=True)
+        if not any(new.same_as(f) for f in forwarded)
+    ]
+    gone = [str(old.name) for old in private if str(old.name) not in kept]
+    where = f"; per-lane copies of {', '.join(kept)}" if kept else ""
+    if gone:
+        where += f"; {', '.join(gone)} forwarded into their reads"
     return nest, f"threads {lane.name} as {extent} lanes inside the uniform loops{where}"
 
 

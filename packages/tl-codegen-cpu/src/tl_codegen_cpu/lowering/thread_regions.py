@@ -58,6 +58,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.named_barriers import check_named_barrier
+from tl_codegen_cpu.lowering.thread_allreduce import ALLREDUCE_KEY, is_sum_reducer
 from tl_codegen_cpu.lowering.thread_ir import (
     SharedAccesses,
     ThreadSpace,
@@ -391,13 +392,12 @@ class RegionSplitter:
             tirx.BufferStore(r.source, value, list(r.indices))
             for r, value in zip(results, current, strict=True)
         ]
-        group = _seq(
-            [
-                *init,
-                self.space.nest(tirx.IfThenElse(condition, _seq(folds), None), over=reduced),
-                self.space.nest(_seq(publish), over=reduced),
-            ]
-        )
+        fold = self.space.nest(tirx.IfThenElse(condition, _seq(folds), None), over=reduced)
+        # `thread_allreduce` lanes a sum's fold nest (it finds it by this mark).
+        kind = "sum" if is_sum_reducer(reducer) else "other"
+        marked = {**fold.annotations, ALLREDUCE_KEY: tvm.ir.StringImm(kind)}
+        fold = rebuild_loop(fold, annotations=marked)
+        group = _seq([*init, fold, self.space.nest(_seq(publish), over=reduced)])
         others = [v for v in self.space.variables if not any(v.same_as(r) for r in reduced)]
         return self.space.nest(group, over=others, mark=False) if others else group
 

@@ -55,7 +55,9 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
     privatize_atomics,
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.thread_allreduce import ALLREDUCE_KEY, lane_thread_allreduce
 from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
+from tl_codegen_cpu.lowering.thread_forwarding import MERGED_KEY, merge_across_barriers
 from tl_codegen_cpu.lowering.thread_ir import (
     THREAD_NEST_KEY,
     ThreadSpace,
@@ -64,6 +66,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     thread_dependent_values,
     uses_any,
 )
+from tl_codegen_cpu.lowering.thread_jam import jam_threads
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
 from tl_codegen_cpu.lowering.thread_lockstep import lockstep_nest
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
@@ -87,6 +90,13 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
     variables = space.variables
 
     def lane(loop: Any) -> Any:
+        reduction_path = None
+        if is_thread_nest(loop) and ALLREDUCE_KEY in loop.annotations:
+            laned_reduction, reduction_path = lane_thread_allreduce(loop, isa)
+            if laned_reduction is not None:
+                return laned_reduction
+            kept = {k: v for k, v in loop.annotations.items() if k != ALLREDUCE_KEY}
+            loop = rebuild_loop(loop, annotations=kept)
         if not is_thread_nest(loop):
             swapped = interchange_copy_loop(loop, set(variables))
             if swapped is None:
@@ -95,31 +105,65 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             kept = {k: v for k, v in swapped.annotations.items() if k != THREAD_PATH_KEY}
             kept[THREAD_PATH_KEY] = f"{path}; the loop over {loop.loop_var.name} moved inside"
             return rebuild_loop(swapped, annotations=kept)
-        laned, report = lane_thread_reductions(loop.body, isa, variables)
+        # In lock step each thread's fold is one store, a loop over the lanes vectorizes
+        # (strided loads); alone, the fold is a tree of vector adds.
+        laned, report = lane_thread_reductions(loop.body, isa, variables, fold="expression")
         nest = rebuild_loop(loop, body=laned, annotations=None)
-        thread_loops: list[tuple[Any, int]] = []
-        body: Any = nest
-        while isinstance(body, tirx.For) and any(body.loop_var.same_as(v) for v in variables):
-            if not isinstance(body.extent, tirx.IntImm) or not is_zero(body.min):
-                break
-            thread_loops.append((body.loop_var, int(body.extent.value)))
-            body = body.body
-        stepped, how = lockstep_nest(body, thread_loops) if thread_loops else (None, "")
-        path = report.describe()
+        thread_loops, body = _thread_loops(nest, variables)
+        stepped, how = lockstep_nest(body, thread_loops, isa) if thread_loops else (None, "")
+        if stepped is None and report.vectorized:
+            laned, report = lane_thread_reductions(loop.body, isa, variables)
+            nest = rebuild_loop(loop, body=laned, annotations=None)
+        path = report.describe() if reduction_path is None else reduction_path
+        merged = loop.annotations.get(MERGED_KEY) if loop.annotations else None
+        if merged is not None:
+            merged = str(merged.value) if isinstance(merged, tvm.ir.StringImm) else str(merged)
         if stepped is not None:
             nest = stepped
             path = (
                 f"lanes: {how}; {path}" if report.vectorized or report.refused else f"lanes: {how}"
             )
+        if merged is not None:
+            kind, _, rest = path.partition(": ")
+            path = f"{kind}: {merged}; {rest}"
+        nest, jammed = _jam_innermost_thread_loop(nest, variables, isa)
+        if jammed > 1:
+            path += f"; {jammed} threads interleaved"
         if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
             return tirx.AttrStmt(
                 tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
             )
-        kept = {k: v for k, v in loop.annotations.items() if k != THREAD_NEST_KEY}
+        kept = {k: v for k, v in loop.annotations.items() if k not in (THREAD_NEST_KEY, MERGED_KEY)}
         kept[THREAD_PATH_KEY] = path
         return rebuild_loop(nest, annotations=kept)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
+
+
+def _thread_loops(nest: Any, variables: tuple[Any, ...]) -> tuple[list[tuple[Any, int]], Any]:
+    """The thread loops at the top of ``nest`` (constant extents from 0, outermost
+    first) and the body inside them."""
+    thread_loops: list[tuple[Any, int]] = []
+    body: Any = nest
+    while isinstance(body, tirx.For) and any(body.loop_var.same_as(v) for v in variables):
+        if not isinstance(body.extent, tirx.IntImm) or not is_zero(body.min):
+            break
+        thread_loops.append((body.loop_var, int(body.extent.value)))
+        body = body.body
+    return thread_loops, body
+
+
+def _jam_innermost_thread_loop(
+    nest: Any, variables: tuple[Any, ...], isa: VectorISA
+) -> tuple[Any, int]:
+    """``nest`` with the innermost of its top thread loops jammed (`thread_jam`)."""
+    if not isinstance(nest, tirx.For) or not any(nest.loop_var.same_as(v) for v in variables):
+        return nest, 1
+    inner = nest.body
+    if isinstance(inner, tirx.For) and any(inner.loop_var.same_as(v) for v in variables):
+        rebuilt, factor = _jam_innermost_thread_loop(inner, variables, isa)
+        return rebuild_loop(nest, body=rebuilt), factor
+    return jam_threads(nest, isa)
 
 
 def _drop_barriers(stmt: tirx.Stmt) -> tirx.Stmt:
@@ -154,6 +198,7 @@ def run_threads(
     splitter = RegionSplitter(space, dependent, lower_thread_op, where)
     lowered = splitter.lower_block(body)
     lowered = expand_per_thread_locals(lowered, space, where)
+    lowered = merge_across_barriers(lowered, space.variables)
     return _lane_nests(lowered, space, isa)
 
 
