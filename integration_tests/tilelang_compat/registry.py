@@ -15,6 +15,8 @@ from integration_tests.tilelang_compat import (
     cases_gemm,
     cases_language,
     cases_linear,
+    cases_more,
+    cases_quant,
     cases_thread_indexed,
 )
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
@@ -33,6 +35,8 @@ ALL_CASES: dict[str, Case] = {
         *cases_eager.CASES,
         *cases_attention.CASES,
         *cases_linear.CASES,
+        *cases_quant.CASES,
+        *cases_more.CASES,
     )
 }
 
