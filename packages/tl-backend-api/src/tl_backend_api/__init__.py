@@ -20,6 +20,7 @@ from tl_backend_api.conformance import assert_conforms, conformance_problems
 from tl_backend_api.context import (
     BackendContext,
     create_backend_context,
+    imported_sources,
     offered_execution_backends,
 )
 from tl_backend_api.descriptors import (
@@ -98,6 +99,7 @@ __all__ = [
     "detect_auto_target_kind",
     "discovery_errors",
     "format_backend_report",
+    "imported_sources",
     "get_backend",
     "list_backends",
     "lower_to_sources",

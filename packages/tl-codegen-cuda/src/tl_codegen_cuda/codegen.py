@@ -6,12 +6,13 @@ import functools
 import importlib.resources
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from tvm import IRModule
 from tvm.target import Target
 
-from tl_backend_api import DeviceBuildResult, KernelSources
+from tl_backend_api import DeviceBuildResult, KernelSources, imported_sources
 from tl_backend_api.gpu.sources import emit_single_source, module_kernel_name
 
 from .features import DEFAULT_ARCH, target_arch
@@ -40,14 +41,15 @@ def tensor_core_header() -> str:
     return (importlib.resources.files(__package__) / "include" / TENSOR_CORE_HEADER).read_text()
 
 
-def with_prelude(source: str) -> str:
+def with_prelude(source: str, imported: Sequence[str] = ()) -> str:
     """``source`` with the device helpers the cuda traits' atomics need
-    (`CUDA_TRAITS.atomics_prelude`) placed before the first kernel, and the
+    (`CUDA_TRAITS.atomics_prelude`) and then the ``imported`` device source texts
+    (``T.import_source``, in order) placed before the first kernel, and the
     tensor-core header (`tensor_core_header`) when the source calls one of its
     helpers (then each kernel's ``__launch_bounds__(T)`` becomes
     ``__launch_bounds__(T, 1)``, so ptxas may give the accumulators the registers
     they need). The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
-    prelude = CUDA_TRAITS.atomics_prelude
+    prelude = CUDA_TRAITS.atomics_prelude + "".join(f"\n{text}\n" for text in imported)
     if _TENSOR_CORE_CALL.search(source):
         prelude = tensor_core_header() + prelude
         # One resident block per SM is enough for tensor-core kernels: without the
@@ -70,7 +72,8 @@ class CudaDeviceCodegen:
         self.nvcc = nvcc or Nvcc()
 
     def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
-        """CUDA C for ``mod`` (after the cuda pipeline); never runs nvcc.
+        """CUDA C for ``mod`` (after the cuda pipeline); never runs nvcc. Device source
+        the kernel imports (``T.import_source``) comes before the kernels.
 
         Files: ``<name>.cu`` (the source); the launches (symbol, device
         arguments, grid, block, shared memory of every device kernel) are
@@ -80,13 +83,14 @@ class CudaDeviceCodegen:
             ValueError: ``mod`` holds no kernel.
             ToolchainError: TVM's code generation failed (its message).
         """
+        imported = imported_sources(mod)
         return emit_single_source(
             mod,
             target,
             language="cuda",
             extension="cu",
             host=HOST_TARGET,
-            transform=with_prelude,
+            transform=lambda source: with_prelude(source, imported),
         )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:

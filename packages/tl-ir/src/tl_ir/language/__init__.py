@@ -95,6 +95,7 @@ from tl_ir.language._launch import (
 )
 from tl_ir.language._loops import Parallel, Pipelined, serial, unroll, vectorized
 from tl_ir.language._misc import (
+    access_ptr,
     annotate_layout,
     cast,
     clamp,
@@ -298,6 +299,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "floormod",
     "print",
     "import_source",
+    "access_ptr",
     "reinterpret",
     "annotate_layout",
     "annotate_safe_value",
