@@ -127,6 +127,34 @@ def _gemv_ref(a: dict[str, Any], x: np.ndarray, b: np.ndarray, _c: np.ndarray) -
     return [(x.astype(np.float32) @ weights.T).astype(np.float16)]
 
 
+def _interleave_u4_for_f16(packed: np.ndarray) -> np.ndarray:
+    """TileLang's ``interleave_weight(qweight, 4, "float16")`` (quantize/utils.py): within
+    each 32-bit word, code ``i`` moves to bit ``(i % 2) * 16 + (i // 2) * 4``, the order the
+    lop3 decoder reads two halves at a time in."""
+    words = np.ascontiguousarray(packed).view(np.uint32)
+    out = np.zeros_like(words)
+    for code in range(8):
+        shift = (code % 2) * 16 + (code // 2) * 4
+        out |= ((words >> np.uint32(4 * code)) & np.uint32(0xF)) << np.uint32(shift)
+    return out.view(np.int8)
+
+
+def _fast_gemv_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
+    x, packed, c = _gemv_inputs(a, rng)
+    return [x, _interleave_u4_for_f16(packed.view(np.uint8)), c]
+
+
+def _fast_gemv_ref(a: dict[str, Any], x: np.ndarray, b: np.ndarray, _c: np.ndarray) -> Arrays:
+    """The lop3 decoder reads the interleaved codes as unsigned 4-bit values."""
+    words = np.ascontiguousarray(b).view(np.uint32)
+    codes = np.zeros(words.shape + (8,), np.uint32)
+    for code in range(8):
+        shift = (code % 2) * 16 + (code // 2) * 4
+        codes[..., code] = (words >> np.uint32(shift)) & np.uint32(0xF)
+    weights = codes.reshape(b.shape[0], -1).astype(np.float32)
+    return [(x.astype(np.float32) @ weights.T).astype(np.float16)]
+
+
 _FP4_SOURCE = "examples/dequantize_gemm/example_dequant_gemm_fp4_hopper.py@a35008a42"
 _W4A8_SOURCE = "examples/dequantize_gemm/example_dequant_gemm_w4a8.py@a35008a42"
 _CONVERT = {"N": 64, "K": 128, "block_N": 32, "block_K": 64}
@@ -225,6 +253,25 @@ CASES = [
         },
         _gemv_inputs,
         _gemv_ref,
+        inplace=[2],
+        rtol=1e-2,
+        atol=5e-2,
+    ),
+    Case(
+        "example_dequant_gemv_fp16xint4.dequantize_gemv-fast-decoding",
+        "examples/dequantize_gemm/example_dequant_gemv_fp16xint4.py@a35008a42",
+        "example_dequant_gemv_fp16xint4:dequantize_gemv",
+        {
+            "M": 1,
+            "N": 64,
+            "K": 512,
+            "in_dtype": "float16",
+            "out_dtype": "float16",
+            "accum_dtype": "float32",
+            "fast_decoding": True,
+        },
+        _fast_gemv_inputs,
+        _fast_gemv_ref,
         inplace=[2],
         rtol=1e-2,
         atol=5e-2,

@@ -1,7 +1,9 @@
 """From TileLang's ``examples/dequantize_gemm/example_dequant_gemv_fp16xint4.py`` (commit a35008a42):
 ``dequantize_gemv``, verbatim except the imports; the example imports
 ``_tir_packed_int_to_int_convert`` from its ``quantize`` package
-(``examples/dequantize_gemm/quantize/quantization.py``), copied here verbatim too."""
+(``examples/dequantize_gemm/quantize/quantization.py``), copied here verbatim too; the
+fast-decoding path's ``from quantize import get_lop3_intrin_group`` reads ``quantize_lop3``
+(``quantize/lop3.py``, verbatim)."""
 
 import tl_jit as tilelang
 from tl_jit import language as T
@@ -74,7 +76,7 @@ def dequantize_gemv(
     if fast_decoding is True:
         # Lazy import to decrease the startup time
         # as intrin registry may take a while to load
-        from quantize import get_lop3_intrin_group
+        from integration_tests.tilelang_compat.programs.quantize_lop3 import get_lop3_intrin_group
 
         lop3_intrin_info = get_lop3_intrin_group(
             out_dtype=in_dtype,
