@@ -147,7 +147,7 @@ def _fast_gemv_inputs(a: dict[str, Any], rng: np.random.Generator) -> Arrays:
 def _fast_gemv_ref(a: dict[str, Any], x: np.ndarray, b: np.ndarray, _c: np.ndarray) -> Arrays:
     """The lop3 decoder reads the interleaved codes as unsigned 4-bit values."""
     words = np.ascontiguousarray(b).view(np.uint32)
-    codes = np.zeros(words.shape + (8,), np.uint32)
+    codes = np.zeros((*words.shape, 8), np.uint32)
     for code in range(8):
         shift = (code % 2) * 16 + (code // 2) * 4
         codes[..., code] = (words >> np.uint32(shift)) & np.uint32(0xF)

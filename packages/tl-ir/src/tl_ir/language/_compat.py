@@ -225,6 +225,10 @@ def _dtype_status(name: str) -> tuple[str, str]:
 
 
 SUPPORTED_NOTES: dict[str, str] = {
+    "access_ptr": (
+        "the address of a tile or element ('r', 'w', 'rw'), for the T.call_extern device "
+        "helpers T.import_source brings"
+    ),
     "import_source": (
         "device source text is placed before the kernels on a backend that compiles it "
         "(CUDA C on cuda); other backends refuse the kernel with UnsupportedError; "

@@ -11,7 +11,7 @@ from tvm.script import tirx as _tvm_T
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
-from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
+from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._operands import (
     describe_operand,
@@ -173,8 +173,7 @@ def access_ptr(base: Any, access_type: str = "r", *, offset: Any = 0, extent: An
         (element,) = base.source.offset_of(list(base.indices))
         return base.source.access_ptr(access_type, offset=element + offset, extent=extent)
     raise KernelTypeError(
-        f"T.access_ptr(base): expected a tile or a subscript of one, got "
-        f"{describe_operand(base)}"
+        f"T.access_ptr(base): expected a tile or a subscript of one, got {describe_operand(base)}"
     )
 
 
