@@ -105,3 +105,30 @@ def test_a_backend_without_an_imported_source_language_refuses_the_kernel() -> N
     with pytest.raises(UnsupportedError, match=r"imports device source with T\.import_source"):
         tl_jit.compile(decoding_kernel(DECODER), target="c")
     assert BACKEND.imported_source_language == "cuda"
+
+
+def test_access_ptr_takes_a_tile_or_an_element_and_an_access_kind() -> None:
+    @T.prim_func
+    def offsets(B: T.Tensor((4, 8), "int8"), C: T.Tensor((8,), "float16")):
+        with T.Kernel(1, threads=32) as _bx:
+            T.import_source(DECODER)
+            T.call_extern(
+                "void", "decode_u4_to_f16", T.access_ptr(B[2, 4], "r"), T.access_ptr(C, "w")
+            )
+
+    source = cuda_source(offsets)
+    call = source[source.index("decode_u4_to_f16((") :].split(";")[0]
+    assert "20" in call  # B[2, 4] is element 2 * 8 + 4 of the row-major tile
+    with pytest.raises(KernelTypeError, match=r"T\.access_ptr\(access_type\)"):
+
+        @T.prim_func
+        def bad_kind(B: T.Tensor((8,), "int8")):
+            with T.Kernel(1, threads=32) as _bx:
+                T.call_extern("void", "f", T.access_ptr(B, "x"))
+
+    with pytest.raises(KernelTypeError, match=r"T\.access_ptr\(base\)"):
+
+        @T.prim_func
+        def not_a_tile(B: T.Tensor((8,), "int8")):
+            with T.Kernel(1, threads=32) as _bx:
+                T.call_extern("void", "f", T.access_ptr(3, "r"))
