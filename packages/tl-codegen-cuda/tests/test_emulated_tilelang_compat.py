@@ -57,8 +57,8 @@ def _name(param: Any) -> str:
 
 
 def run_case_emulated(case: Case, arch: str = "sm_80") -> None:
-    """Lower the case's PrimFunc for CUDA, run every launch under the emulation on the
-    case's inputs (outputs the kernel allocates are allocated here), and compare with
+    """Lower the case's PrimFunc for CUDA (for ``arch``, or the case's ``cuda_arch``), run
+    every launch under the emulation on the case's inputs (outputs the kernel allocates are allocated here), and compare with
     the case's numpy reference.
 
     Raises:
@@ -84,7 +84,7 @@ def run_case_emulated(case: Case, arch: str = "sm_80") -> None:
             int(d.value) if hasattr(d, "value") else bindings[str(d.name)] for d in buffer.shape
         ]
         arrays[_name(params[position])] = np.zeros(shape, _numpy_dtype(str(buffer.dtype)))
-    emu.emulate(func, arrays)
+    emu.emulate(func, arrays, arch=case.cuda_arch or arch)
     # Returned outputs first, then the arrays written in place (the corpus harness's order).
     non_outputs = [p for i, p in enumerate(params) if i not in outputs]
     got = [arrays[_name(params[p])] for p in outputs]
