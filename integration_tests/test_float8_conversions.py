@@ -151,3 +151,39 @@ def test_float8_arithmetic_rounds_each_operation_like_ml_dtypes(kind: str, fmt: 
     with np.errstate(invalid="ignore", over="ignore"):
         expected = (codes * codes + codes).astype(np.float32)
     _assert_same_float32(out, expected)
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_float8_tile_written_twice_is_stored_as_its_codes(kind: str, fmt: str) -> None:
+    """A float8 fragment filled, masked in place and copied out whole (TileLang's
+    split-token fp8 cast does this) stays a tile of its exact codes on both targets: TVM
+    widened such a tile to float32 and converted it back with a vector select that its
+    LLVM code generator refused."""
+
+    @T.prim_func
+    def mask_then_copy(
+        A: T.Tensor((16, 64), "float32"),
+        rows: T.Tensor((2,), "int32"),
+        B: T.Tensor((2, 8, 64), fmt),
+        first: T.Tensor((2, 8), "float32"),
+    ):
+        with T.Kernel(2, threads=128) as bx:
+            wide = T.alloc_fragment((8, 64), "float32")
+            tile = T.alloc_fragment((8, 64), fmt)
+            T.copy(A[bx * 8 : (bx + 1) * 8, 0:64], wide)
+            T.copy(wide, tile)
+            for i, j in T.Parallel(8, 64):
+                tile[i, j] = T.if_then_else(i < rows[bx], wide[i, j], 0)
+            for i in T.Parallel(8):
+                first[bx, i] = wide[i, 0]
+            T.copy(tile, B[bx, 0:8, 0:64])
+
+    kernel = tl_jit.compile(mask_then_copy, target=kind, out_idx=[2, 3])
+    a = _float32_sweep(fmt)[:1024].reshape(16, 64)
+    got, _ = kernel(a, np.array([3, 5], np.int32))
+    expected = a.astype(getattr(ml_dtypes, fmt)).reshape(2, 8, 64)
+    expected[0, 3:] = 0
+    expected[1, 5:] = 0
+    assert got.dtype == expected.dtype
+    _assert_same_float32(got.astype(np.float32), expected.astype(np.float32))

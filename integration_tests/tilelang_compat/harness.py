@@ -43,6 +43,8 @@ class Case:
         inplace: indices into ``inputs`` of arrays the kernel writes, compared after
             the call (after the returned outputs, when there are any).
         rtol, atol: tolerance of the comparison.
+        cuda_arch: the arch the CUDA column lowers for when `CUDA_TARGET`'s cannot run the
+            program (fp8 arithmetic needs ``sm_89``); None: `CUDA_TARGET`'s.
     """
 
     name: str
@@ -56,6 +58,7 @@ class Case:
     rtol: float = 1e-5
     atol: float = 1e-5
     tags: frozenset[str] = field(default_factory=frozenset)
+    cuda_arch: str | None = None
 
     def function(self) -> Any:
         """The program object: builder function, ``@jit`` function or PrimFunc."""
@@ -96,6 +99,22 @@ class Case:
         return [np.asarray(r) for r in self.reference({**self.args, **overrides}, *copies)]
 
 
+def is_float(dtype: np.dtype[Any]) -> bool:
+    """Whether ``dtype`` holds floats: numpy's own or ml_dtypes' (bfloat16, float8_*), whose
+    numpy kind is ``"V"``."""
+    if dtype.kind == "f":
+        return True
+    if dtype.kind != "V" or dtype.names is not None:
+        return False
+    import ml_dtypes
+
+    try:
+        ml_dtypes.finfo(dtype)
+    except ValueError:
+        return False
+    return True
+
+
 def compare(case: Case, got: Sequence[Any], want: Sequence[np.ndarray]) -> None:
     """Assert each output matches the reference within the case's tolerance.
 
@@ -107,8 +126,8 @@ def compare(case: Case, got: Sequence[Any], want: Sequence[np.ndarray]) -> None:
         g = np.asarray(g)
         assert g.shape == w.shape, f"{case.name}: output {index} shape {g.shape} != {w.shape}"
         np.testing.assert_allclose(
-            g.astype(np.float64) if g.dtype.kind == "f" else g,
-            w.astype(np.float64) if w.dtype.kind == "f" else w,
+            g.astype(np.float64) if is_float(g.dtype) else g,
+            w.astype(np.float64) if is_float(w.dtype) else w,
             rtol=case.rtol,
             atol=case.atol,
             err_msg=f"{case.name}: output {index}",
@@ -149,7 +168,7 @@ def _output_arrays(func: Any, out_idx: Sequence[int], inputs: Arrays) -> dict[in
     """
     from tvm.tirx import BufferType
 
-    from tl_ir.dtypes import numpy_dtype
+    from tl_runtime.dtypes import dtype_info, numpy_dtype
 
     params = list(func.params)
     input_params = [p for i, p in enumerate(params) if i not in out_idx]
@@ -163,8 +182,8 @@ def _output_arrays(func: Any, out_idx: Sequence[int], inputs: Arrays) -> dict[in
     for index in out_idx:
         ty = params[index].ty
         shape = tuple(int(e.value) if hasattr(e, "value") else bound[str(e)] for e in ty.shape)
-        dtype = np.dtype(numpy_dtype(str(ty.dtype)))
-        if dtype.kind == "f":
+        dtype = np.dtype(numpy_dtype(dtype_info(str(ty.dtype))))  # ml_dtypes' for bf16/fp8
+        if is_float(dtype):
             fill: Any = np.nan
         elif dtype.kind == "b":
             fill = True
@@ -213,7 +232,7 @@ class NvccError(RuntimeError):
 
 
 def build_for_cuda(case: Case, directory: Path) -> Path:
-    """Lower the case for `CUDA_TARGET`, generate CUDA C and compile it with nvcc to a cubin.
+    """Lower the case for `CUDA_TARGET` (or its ``cuda_arch``), generate CUDA C and compile it with nvcc to a cubin.
 
     No GPU is needed: the source-only execution backend lowers and emits the CUDA C
     (as a deployment build would) and nvcc compiles it for `CUDA_TARGET`'s arch.
@@ -228,7 +247,8 @@ def build_for_cuda(case: Case, directory: Path) -> Path:
     from tl_backend_api.artifact import kernel_module, kernel_symbol
 
     func, _ = case.build()
-    context = create_backend_context(dict(CUDA_TARGET), execution_backend="source")
+    target = {**CUDA_TARGET, **({"arch": case.cuda_arch} if case.cuda_arch else {})}
+    context = create_backend_context(target, execution_backend="source")
     name = kernel_symbol(func)
     sources = context.emit_source(context.lower(kernel_module(func, name)))
     directory.mkdir(parents=True, exist_ok=True)
@@ -239,7 +259,7 @@ def build_for_cuda(case: Case, directory: Path) -> Path:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise NvccError("nvcc is not on PATH")
-    arch = str(CUDA_TARGET["arch"])
+    arch = str(target["arch"])
     done = subprocess.run(
         [nvcc, "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(source)],
         capture_output=True,

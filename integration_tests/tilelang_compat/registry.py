@@ -15,6 +15,8 @@ from integration_tests.tilelang_compat import (
     cases_gemm,
     cases_language,
     cases_linear,
+    cases_more,
+    cases_quant,
     cases_thread_indexed,
 )
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
@@ -33,6 +35,8 @@ ALL_CASES: dict[str, Case] = {
         *cases_eager.CASES,
         *cases_attention.CASES,
         *cases_linear.CASES,
+        *cases_quant.CASES,
+        *cases_more.CASES,
     )
 }
 
@@ -48,13 +52,16 @@ NOTES: dict[str, str] = {
         "(tuning eager kernels is another change in progress); the kernel itself is "
         "reached through the autotuner's jit_function once that lands."
     ),
-    "example_seer_block_sparse_attn.blocksparse_flashattn": (
-        "CUDA: the tile loop's body runs under `if block_mask[k] != 0` on a fragment, which "
-        "TVM's barrier planner treats as thread-dependent; c and llvm run it."
+    "example_linear_attn_bwd.tl_fused_chunk_bwd_kernel": (
+        "CUDA: the float32 and float16 shared tiles share TVM's merged dynamic shared "
+        "allocation, and TVM's LowerIntrin then checks each ldmatrix access pointer against "
+        "the first tile declared on that allocation (a float32 one); c and llvm run it."
     ),
-    "example_seer_block_sparse_attn.blocksparse_flashattn-causal": "As the non-causal case.",
-    "example_block_sparse_attn.blocksparse_flashattn": "As the SeerAttention case.",
-    "example_block_sparse_attn.blocksparse_flashattn-causal": "As the SeerAttention case.",
+    "example_dequant_gemv_fp16xint4.dequantize_gemv-fast-decoding": (
+        "The fast-decoding path imports TileLang's lop3 CUDA C decoders (T.import_source) "
+        "and calls them with T.call_extern: CUDA compiles them; the CPU backend refuses the "
+        "kernel, as the non-fast path computes the same in the kernel language."
+    ),
 }
 """What the README says about a case beyond the error it raises."""
 

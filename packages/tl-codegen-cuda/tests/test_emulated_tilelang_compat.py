@@ -47,9 +47,29 @@ DEFAULT_CASES = {
 }
 """Cases the default run takes; every other lowering case is ``slow``."""
 
-KNOWN_EMULATION_FAILURES: dict[str, str] = {}
+KNOWN_EMULATION_FAILURES: dict[str, str] = {
+    "example_mamba_chunk_scan.chunk_scan_fwd": (
+        "wrong numbers in 7-23% of the outputs (c and llvm are right), also with cb and "
+        "prev_states zero, where the output is x * D (the x_residual path: a swizzled "
+        "shared tile copied to a fragment, times a one-element fragment); not localized yet"
+    ),
+}
 """Cases whose CUDA lowers but computes wrong numbers (or faults) under emulation today:
 case name -> what goes wrong. Strict xfails, so a fix shows up."""
+
+BEYOND_EMULATION: dict[str, str] = {
+    "example_per_token_cast_to_fp8.per_token_cast_to_fp8": (
+        "the vectorized fp8 conversion in the CUDA tests a ushort4 in an `if`, which the "
+        "emulation's vector types do not convert to bool (g++ refuses it)"
+    ),
+    "example_group_per_split_token_cast_to_fp8.group_per_split_token_cast_to_fp8": (
+        "as example_per_token_cast_to_fp8.per_token_cast_to_fp8"
+    ),
+    "example_dequant_gemv_fp16xint4.dequantize_gemv-fast-decoding": (
+        "the imported decoders are inline PTX (lop3.b32, sub.f16x2), which only a GPU runs"
+    ),
+}
+"""Cases the emulation cannot compile at all: case name -> why (skipped, not failed)."""
 
 
 def _name(param: Any) -> str:
@@ -57,8 +77,8 @@ def _name(param: Any) -> str:
 
 
 def run_case_emulated(case: Case, arch: str = "sm_80") -> None:
-    """Lower the case's PrimFunc for CUDA, run every launch under the emulation on the
-    case's inputs (outputs the kernel allocates are allocated here), and compare with
+    """Lower the case's PrimFunc for CUDA (for ``arch``, or the case's ``cuda_arch``), run
+    every launch under the emulation on the case's inputs (outputs the kernel allocates are allocated here), and compare with
     the case's numpy reference.
 
     Raises:
@@ -84,7 +104,7 @@ def run_case_emulated(case: Case, arch: str = "sm_80") -> None:
             int(d.value) if hasattr(d, "value") else bindings[str(d.name)] for d in buffer.shape
         ]
         arrays[_name(params[position])] = np.zeros(shape, _numpy_dtype(str(buffer.dtype)))
-    emu.emulate(func, arrays)
+    emu.emulate(func, arrays, arch=case.cuda_arch or arch)
     # Returned outputs first, then the arrays written in place (the corpus harness's order).
     non_outputs = [p for i, p in enumerate(params) if i not in outputs]
     got = [arrays[_name(params[p])] for p in outputs]
@@ -136,6 +156,8 @@ def _params() -> list[Any]:
         marks: list[pytest.MarkDecorator] = []
         if name not in DEFAULT_CASES or "slow" in ALL_CASES[name].tags:
             marks.append(pytest.mark.slow)
+        if name in BEYOND_EMULATION:
+            marks.append(pytest.mark.skip(reason=BEYOND_EMULATION[name]))
         if name in KNOWN_EMULATION_FAILURES:
             reason = KNOWN_EMULATION_FAILURES[name]
             marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason))
@@ -147,6 +169,7 @@ def test_every_default_case_is_a_lowering_corpus_case() -> None:
     lowering = {case.name for case in runnable_cases("cuda-nvcc")}
     assert lowering >= DEFAULT_CASES, DEFAULT_CASES - lowering
     assert set(KNOWN_EMULATION_FAILURES) <= lowering
+    assert set(BEYOND_EMULATION) <= lowering
 
 
 @pytest.mark.parametrize("name", _params())

@@ -70,6 +70,39 @@ def per_thread_if() -> Any:
     return main
 
 
+def two_tiles_under_mask() -> Any:
+    """SeerAttention's shape: a block-sparse loop whose body runs under a condition read
+    from a fragment (the same on every thread), copying into one shared tile, reading it,
+    then copying into a second one. TVM's own barrier planner wants a barrier between
+    the reads of S and the writes of U (dynamic shared tiles share one allocation); it
+    may place it there only because the condition is marked block-uniform."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((4, 128), "float32"),
+        Mask: T.Tensor((4,), "int8"),
+        B: T.Tensor((128,), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as _bx:
+            S = T.alloc_shared((128,), "float32")
+            U = T.alloc_shared((128,), "float32")
+            mask = T.alloc_fragment((4,), "int8")
+            acc = T.alloc_fragment((128,), "float32")
+            T.copy(Mask, mask)
+            T.clear(acc)
+            for k in T.serial(4):
+                if mask[k] != 0:
+                    T.copy(A[k, 0:128], S)
+                    for i in T.Parallel(128):
+                        acc[i] += S[127 - i]
+                    T.copy(A[k, 0:128], U)
+                    for i in T.Parallel(128):
+                        acc[i] += U[i] * 2.0
+            T.copy(acc, B)
+
+    return main
+
+
 def cuda_sources(func: Any, name: str) -> tuple[str, KernelLaunch]:
     target = Target({"kind": "cuda", "arch": "sm_80"}, host=Target("llvm"))
     mod = BACKEND.pipelines["cuda"].run(kernel_module(func, name), target)
@@ -86,6 +119,7 @@ CASES = {
     "uniform_if": copy_under_uniform_if,
     "while_loop": copy_inside_while,
     "per_thread_if": per_thread_if,
+    "two_tiles_under_mask": two_tiles_under_mask,
 }
 
 
@@ -145,3 +179,13 @@ def test_split_per_thread_if_matches_numpy_under_emulation() -> None:
     expected = np.full(128, -1.0, dtype=np.float32)
     expected[:64] = 2 * a[:64][::-1]
     np.testing.assert_array_equal(b, expected)
+
+
+@needs_gxx
+def test_two_tiles_under_a_fragment_mask_match_numpy_under_emulation() -> None:
+    a = np.random.default_rng(5).random((4, 128), dtype=np.float32)
+    mask = np.array([1, 0, 1, 1], dtype=np.int8)
+    b = np.full(128, np.nan, dtype=np.float32)
+    run("two_tiles_under_mask", {"A": a, "Mask": mask, "B": b})
+    expected = sum(a[k][::-1] + a[k] * 2 for k in range(4) if mask[k])
+    np.testing.assert_allclose(b, expected, rtol=1e-6)

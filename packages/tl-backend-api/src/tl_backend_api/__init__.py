@@ -20,6 +20,7 @@ from tl_backend_api.conformance import assert_conforms, conformance_problems
 from tl_backend_api.context import (
     BackendContext,
     create_backend_context,
+    imported_sources,
     offered_execution_backends,
 )
 from tl_backend_api.descriptors import (
@@ -99,6 +100,7 @@ __all__ = [
     "discovery_errors",
     "format_backend_report",
     "get_backend",
+    "imported_sources",
     "list_backends",
     "lower_to_sources",
     "normalize_target",

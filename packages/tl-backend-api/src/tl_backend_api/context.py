@@ -136,9 +136,12 @@ def refuse_missing_capabilities(backend: Backend, target: Target, mod: IRModule)
     `BackendContext.lower` and the GPU source suite call it before any pass runs.
 
     Raises:
+        UnsupportedError: the kernel imports device source (``T.import_source``) and
+            the backend cannot compile any (`refuse_imported_source`).
         MissingCapabilityError: names the kernel(s), the backend, the target and
             every missing capability (a dtype, an atomic).
     """
+    refuse_imported_source(backend, target, mod)
     missing = missing_capabilities(kernel_needs(mod), backend.capabilities_for(target))
     if missing:
         names = sorted(str(gv.name_hint) for gv in mod.get_global_vars())
@@ -292,4 +295,45 @@ def create_backend_context(
     spec = resolve_execution_backend(backend, normalized, execution_backend, purpose)
     return BackendContext(
         backend=backend, target=normalized, target_host=host, execution_backend=spec
+    )
+
+
+def imported_sources(mod: IRModule) -> list[str]:
+    """The device source texts ``T.import_source`` recorded on ``mod``'s functions
+    (`tl_ir.frontend.IMPORTED_SOURCE_ATTR`), each distinct text once, in order."""
+    from tl_ir.frontend import IMPORTED_SOURCE_ATTR
+
+    texts: list[str] = []
+    for func in mod.functions.values():
+        attrs_ = getattr(func, "attrs", None)
+        recorded = attrs_.get(IMPORTED_SOURCE_ATTR) if attrs_ is not None else None
+        for text in recorded or ():
+            if str(text) not in texts:
+                texts.append(str(text))
+    return texts
+
+
+def refuse_imported_source(backend: Backend, target: Target, mod: IRModule) -> None:
+    """Raise when ``mod`` imports device source that ``backend`` cannot compile.
+
+    A backend compiles imported source when its descriptor names the language
+    (`Backend.imported_source_language`); its device codegen places the text.
+
+    Raises:
+        UnsupportedError: the kernel imports source and the backend names no
+            language (names the kernel(s), the backend, the target and what to write
+            instead).
+    """
+    if backend.imported_source_language is not None or not imported_sources(mod):
+        return
+    from tl_ir.errors import UnsupportedError
+
+    names = sorted(str(gv.name_hint) for gv in mod.get_global_vars())
+    raise UnsupportedError(
+        f"kernel {', '.join(names)} imports device source with T.import_source, which "
+        f"backend {backend.name!r} (target {describe_target(target)}) cannot compile: "
+        "source written for a GPU (CUDA C device helpers) does not build here. Write the "
+        "helper's arithmetic in the kernel language (T.Parallel, bit operations, "
+        "T.reinterpret) instead of calling it with T.call_extern, or compile for a "
+        "backend whose descriptor names an imported_source_language"
     )

@@ -150,6 +150,11 @@ class Backend:
             codes, tvm_ffi.DLDeviceType) whose arrays the artifacts accept,
             recorded in the manifest as ``argument_device_types``; default
             host memory only, ``(1,)``.
+        imported_source_language: the language of the device source ``T.import_source``
+            may add to the backend's generated module (``"cuda"``: CUDA C device
+            helpers the device codegen places before the kernels); None (the
+            default): the backend cannot compile imported source, and lowering
+            refuses a kernel that imports any (`refuse_imported_source`).
 
     Raises:
         BackendValidationError: any rule above is broken; the message names
@@ -176,6 +181,7 @@ class Backend:
     argument_device_types: tuple[int, ...] = attrs.field(
         default=(HOST_DEVICE_TYPE,), converter=_device_types
     )
+    imported_source_language: str | None = None
 
     def __attrs_post_init__(self) -> None:
         _non_empty_str("Backend", "name", self.name)
@@ -225,6 +231,8 @@ class Backend:
                 f"{owner}.execution_backends: expected unique names and aliases, got "
                 f"{repeated} more than once"
             )
+        if self.imported_source_language is not None:
+            _non_empty_str(owner, "imported_source_language", self.imported_source_language)
         if self.supports_target is not None:
             _require_callable(owner, "supports_target", self.supports_target)
         if not isinstance(self.capabilities, Capabilities):

@@ -76,11 +76,13 @@ BACKEND = Backend(
     # Target facts the core reads from the descriptor: device presence and
     # rank for target="auto", the host target device code runs under, the
     # 16-byte base alignment of the 128-bit global vector moves in the
-    # generated code, and the DLPack device types of the arrays it accepts.
+    # generated code, the DLPack device types of the arrays it accepts, and
+    # the language of T.import_source text (CUDA C, placed before the kernels).
     is_active=cuda_device_present,
     auto_kind="cuda",
     auto_priority=30,
     host_kind=HOST_TARGET,
     argument_alignment=CUDA_TRAITS.vector_bytes,
     argument_device_types=(int(DLDeviceType.kDLCUDA),),
+    imported_source_language="cuda",
 )

@@ -6,6 +6,7 @@ import functools
 import importlib.resources
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import tvm
 from tvm import IRModule, tirx
 from tvm.target import Target
 
-from tl_backend_api import DeviceBuildResult, KernelSources
+from tl_backend_api import DeviceBuildResult, KernelSources, imported_sources
 from tl_backend_api.gpu.sources import emit_single_source, module_kernel_name
 
 from .features import DEFAULT_ARCH, target_arch
@@ -62,9 +63,10 @@ _STORAGE_SYNC = "tirx.tvm_storage_sync"
 _register_named_barrier_lowering()
 
 
-def with_prelude(source: str) -> str:
+def with_prelude(source: str, imported: Sequence[str] = ()) -> str:
     """``source`` with the device helpers the cuda traits' atomics need
-    (`CUDA_TRAITS.atomics_prelude`) placed before the first kernel, and the
+    (`CUDA_TRAITS.atomics_prelude`) and then the ``imported`` device source texts
+    (``T.import_source``, in order) placed before the first kernel, and the
     tensor-core header (`tensor_core_header`) when the source calls one of its
     helpers (then each kernel's ``__launch_bounds__(T)`` becomes
     ``__launch_bounds__(T, 1)``, so ptxas may give the accumulators the registers
@@ -73,6 +75,7 @@ def with_prelude(source: str) -> str:
     prelude = CUDA_TRAITS.atomics_prelude
     if f"{CUDA_NAMED_BARRIER}(" in source:
         prelude += CUDA_NAMED_BARRIER_PRELUDE
+    prelude += "".join(f"\n{text}\n" for text in imported)
     if _TENSOR_CORE_CALL.search(source):
         prelude = tensor_core_header() + prelude
         # One resident block per SM is enough for tensor-core kernels: without the
@@ -95,7 +98,8 @@ class CudaDeviceCodegen:
         self.nvcc = nvcc or Nvcc()
 
     def emit_source(self, mod: IRModule, target: Target) -> KernelSources:
-        """CUDA C for ``mod`` (after the cuda pipeline); never runs nvcc.
+        """CUDA C for ``mod`` (after the cuda pipeline); never runs nvcc. Device source
+        the kernel imports (``T.import_source``) comes before the kernels.
 
         Files: ``<name>.cu`` (the source); the launches (symbol, device
         arguments, grid, block, shared memory of every device kernel) are
@@ -105,13 +109,14 @@ class CudaDeviceCodegen:
             ValueError: ``mod`` holds no kernel.
             ToolchainError: TVM's code generation failed (its message).
         """
+        imported = imported_sources(mod)
         return emit_single_source(
             mod,
             target,
             language="cuda",
             extension="cu",
             host=HOST_TARGET,
-            transform=with_prelude,
+            transform=lambda source: with_prelude(source, imported),
         )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:

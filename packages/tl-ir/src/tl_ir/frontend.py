@@ -41,6 +41,10 @@ __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 #: Function attribute: ``T.annotate_layout`` shared-memory arrangements, buffer name ->
 #: `tl_ir.layout.MemoryLayout` kind (``swizzled``, ``linear``, ``full_bank``...).
 SHARED_LAYOUTS_ATTR = "tl.shared_layouts"
+IMPORTED_SOURCE_ATTR = "tl.import_source"
+"""PrimFunc attribute: the device source texts given to ``T.import_source``, in order
+(a backend whose descriptor names an imported-source language places them before its
+kernels; every other backend refuses the kernel)."""
 
 
 @dataclass
@@ -61,6 +65,7 @@ class ParseState:
         shared_layouts: ``T.annotate_layout`` shared-memory arrangements
             (`tl_ir.layout.MemoryLayout`), buffer name to kind.
         swizzle_panel: the panel size given to ``T.use_swizzle``, if any.
+        imported_sources: the source texts given to ``T.import_source``, in order.
         persistent: ``T.Persistent`` loops to rewrite after parsing, keyed by the
             first coordinate Var.
         reducers: ``T.alloc_reducer`` buffers and their combine (``sum``...).
@@ -82,6 +87,7 @@ class ParseState:
     layout_map: dict[str, Any] = field(default_factory=dict)
     shared_layouts: dict[str, str] = field(default_factory=dict)
     swizzle_panel: int | None = None
+    imported_sources: list[str] = field(default_factory=list)
     persistent: dict[Any, Any] = field(default_factory=dict)
     reducers: dict[Any, str] = field(default_factory=dict)
     legacy_reducers: list[Any] = field(default_factory=list)
@@ -367,6 +373,8 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
         attrs[SHARED_LAYOUTS_ATTR] = dict(state.shared_layouts)
     if state.swizzle_panel is not None:
         attrs["tl.swizzle_panel"] = state.swizzle_panel
+    if state.imported_sources:
+        attrs[IMPORTED_SOURCE_ATTR] = list(state.imported_sources)
     if attrs:
         func = func.with_attrs(attrs)
     return func

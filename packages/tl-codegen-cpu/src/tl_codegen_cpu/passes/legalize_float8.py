@@ -26,7 +26,9 @@ differ from a direct rounding only on an exact float32 tie).
 Arithmetic whose result is fp8 is widened to float32 by
 `cpu-legalize-half-precision` (it lists the fp8 dtypes); this pass runs after
 it and lowers the casts that pass introduced as well. Loads, stores and
-copies of fp8 keep their one-byte type.
+copies of fp8 keep their one-byte type; tiles the kernel allocates in fp8 are
+stored as ``uint8`` (`float8_local_storage`), so TVM's own legalization never
+widens them.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.float8_local_storage import store_float8_tiles_as_bytes
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 
@@ -258,5 +261,6 @@ class CpuLegalizeFloat8Pass(PrimFuncPass):
     name: ClassVar[str] = "cpu-legalize-float8"
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
-        """Return ``body`` with its float8 casts lowered."""
-        return legalize_float8_casts(body)
+        """Return ``body`` with its float8 casts lowered and its float8 tiles stored as
+        bytes."""
+        return store_float8_tiles_as_bytes(legalize_float8_casts(body), frozenset(FLOAT8_FORMATS))

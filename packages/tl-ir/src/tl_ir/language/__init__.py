@@ -97,6 +97,7 @@ from tl_ir.language._launch import (
 )
 from tl_ir.language._loops import Parallel, Pipelined, serial, unroll, vectorized
 from tl_ir.language._misc import (
+    access_ptr,
     annotate_layout,
     cast,
     clamp,
@@ -308,6 +309,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "floormod",
     "print",
     "import_source",
+    "access_ptr",
     "reinterpret",
     "annotate_layout",
     "Layout",

@@ -151,7 +151,7 @@ _REASONS: list[tuple[str, str]] = [
     (
         "raw pointers are not supported; tensors are kernel parameters "
         "(views: T.view, T.reshape, T.Tensor(shape, dtype, data))",
-        "make_tensor_from_addr access_ptr",
+        "make_tensor_from_addr",
     ),
     (
         "macro parameter annotations are not supported; use T.Tensor",
@@ -223,9 +223,14 @@ def _dtype_status(name: str) -> tuple[str, str]:
 
 
 SUPPORTED_NOTES: dict[str, str] = {
+    "access_ptr": (
+        "the address of a tile or element ('r', 'w', 'rw'), for the T.call_extern device "
+        "helpers T.import_source brings"
+    ),
     "import_source": (
-        "T.import_source(None) is TileLang's no-op; source text raises UnsupportedError "
-        "(injecting device C source is not supported yet)"
+        "device source text is placed before the kernels on a backend that compiles it "
+        "(CUDA C on cuda); other backends refuse the kernel with UnsupportedError; "
+        "T.import_source(None) is TileLang's no-op"
     ),
     "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
     "Layout": (

@@ -11,7 +11,7 @@ from tvm.script import tirx as _tvm_T
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
-from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
+from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._operands import (
     describe_operand,
@@ -154,26 +154,55 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
 
 
 def import_source(source: str | None = None) -> None:
-    """TileLang's ``T.import_source(code)``: device C source a kernel's ``T.call_extern``
-    calls reach. ``T.import_source(None)`` (TileLang's no-op) does nothing.
+    """TileLang's ``T.import_source(code)``: device source (CUDA C device helpers, say)
+    that the kernel's ``T.call_extern`` calls reach. The text is recorded on the kernel
+    (`tl_ir.frontend.IMPORTED_SOURCE_ATTR`, each distinct text once, in order); a backend
+    whose descriptor names an imported-source language (``Backend.imported_source_language``:
+    CUDA C on ``cuda``) places it before the kernels, every other backend refuses the
+    kernel with an `UnsupportedError` when it is lowered. ``T.import_source(None)``
+    (TileLang's no-op) does nothing.
 
     Raises:
-        UnsupportedError: ``source`` is text: injecting source is not supported yet on
-            any target (the CPU targets cannot compile CUDA C device helpers at all).
         KernelTypeError: ``source`` is neither None nor a string.
+        ScopeError: called outside a ``@T.prim_func`` body.
     """
     if source is None:
         return
     if not isinstance(source, str):
         raise KernelTypeError(
-            f"T.import_source(source): expected a string of C source or None, got "
+            f"T.import_source(source): expected a string of device source or None, got "
             f"{type(source).__name__}"
         )
-    raise UnsupportedError(
-        "T.import_source(source): injecting device C source into a kernel is not supported "
-        "yet (and CUDA C device helpers can never compile for the CPU targets); write the "
-        "helper's arithmetic in the kernel language (T.Parallel, bit operations, "
-        "T.reinterpret) instead of calling it with T.call_extern"
+    state = _current_state()
+    if state is None:
+        raise ScopeError("T.import_source is only allowed inside a @T.prim_func body")
+    if source not in state.imported_sources:
+        state.imported_sources.append(source)
+
+
+def access_ptr(base: Any, access_type: str = "r", *, offset: Any = 0, extent: Any = None) -> Any:
+    """TileLang's ``T.access_ptr(tile, "r"|"w"|"rw")``: the address of a tile (a buffer, or
+    the element a subscript names) as a ``handle``, for passing to a ``T.call_extern``
+    device helper (``T.import_source``). ``offset`` (elements) moves the start,
+    ``extent`` (elements, default: to the end of the tile) bounds the access.
+
+    Raises:
+        KernelTypeError: ``base`` is not a tile or a subscript of one, or ``access_type``
+            is not ``"r"``, ``"w"`` or ``"rw"``.
+    """
+    if access_type not in ("r", "w", "rw"):
+        raise KernelTypeError(
+            f"T.access_ptr(access_type): expected 'r', 'w' or 'rw', got {access_type!r}"
+        )
+    if isinstance(base, scalar_wrapper):
+        base = base.scalar
+    if _ops.is_buffer(base):
+        return base.access_ptr(access_type, offset=offset, extent=extent)
+    if isinstance(base, tvm.ir.TensorLoad):
+        (element,) = base.source.offset_of(list(base.indices))
+        return base.source.access_ptr(access_type, offset=element + offset, extent=extent)
+    raise KernelTypeError(
+        f"T.access_ptr(base): expected a tile or a subscript of one, got {describe_operand(base)}"
     )
 
 

@@ -22,7 +22,9 @@ barriers: ``if c: A; sync; if c: B`` (each barrier is reached by all
 threads, each part runs on the threads it did before), which needs the
 condition to read nothing the branch writes; a ``while`` whose condition
 differs between threads cannot hold a barrier. Both refusals raise
-`GpuLoweringError` saying what to change.
+`GpuLoweringError` saying what to change. A block-uniform condition around
+shared accesses is marked as such for TVM's own barrier planner
+(`block_uniform`), which otherwise refuses to add a barrier under it.
 
 The async copies of a pipelined ring (`tl_passes.gpu.pipelined_ring`) are not
 counted: the ring's wait and barrier at the top of each iteration order them
@@ -60,6 +62,29 @@ def barrier() -> tirx.Stmt:
     """The block barrier statement (``__syncthreads()`` on CUDA)."""
     return tirx.Evaluate(
         tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm(scopes.SHARED))
+    )
+
+
+def block_uniform(condition: Any) -> Any:
+    """``condition`` marked as the same on every thread of the block
+    (``tvm_thread_invariant``), for a condition `ThreadDependence` proved uniform.
+
+    TVM's own barrier planner (``ThreadSync``, run when device code is generated)
+    treats every other condition as thread-dependent and refuses to place a barrier
+    under it ("Cannot insert syncs inside condition"), although its view of shared
+    memory is coarser than this pass's: dynamic shared tiles share one allocation, so
+    it may want a barrier between accesses of two different tiles (a ``T.copy`` into
+    V after reads of K under ``if block_mask[k] != 0``). Under the marked condition it
+    places that barrier where it is needed. The mark prints as its operand.
+    """
+    if _is_thread_invariant(condition):
+        return condition
+    return tirx.call_intrin("bool", "tirx.tvm_thread_invariant", condition)
+
+
+def _is_thread_invariant(expr: Any) -> bool:
+    return isinstance(expr, tvm.ir.Call) and str(getattr(expr.op, "name", "")) == (
+        "tirx.tvm_thread_invariant"
     )
 
 
@@ -259,12 +284,16 @@ def _process_if(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tupl
     added = _barrier_count(then_case) - _barrier_count(stmt.then_case)
     if else_case is not None:
         added += _barrier_count(else_case) - _barrier_count(stmt.else_case)
+    uniform = threads.is_uniform(stmt.condition)
     if added == 0:
         # No conflict inside: the if is one unit, as every other statement.
+        if uniform:
+            stmt = tirx.IfThenElse(block_uniform(stmt.condition), stmt.then_case, stmt.else_case)
         return _with_prefix(prefix, stmt), Accesses.union(pending, unit)
     after = Accesses.union(then_end, else_end)
-    if threads.is_uniform(stmt.condition):
-        return _with_prefix(prefix, tirx.IfThenElse(stmt.condition, then_case, else_case)), after
+    if uniform:
+        uniform_if = tirx.IfThenElse(block_uniform(stmt.condition), then_case, else_case)
+        return _with_prefix(prefix, uniform_if), after
     return _with_prefix(prefix, _split_if(stmt, then_case, else_case)), after
 
 
@@ -340,7 +369,10 @@ def _process_while(stmt: Any, pending: Accesses, threads: ThreadDependence) -> t
             "condition the same on every thread of the block"
         )
     after = Accesses.union(pending, end, condition_reads)
-    return _with_prefix(prefix, tirx.While(stmt.condition, body)), after
+    condition = stmt.condition
+    if threads.is_uniform(condition):
+        condition = block_uniform(condition)
+    return _with_prefix(prefix, tirx.While(condition, body)), after
 
 
 def _with_prefix(prefix: list[Any], stmt: Any) -> Any:
