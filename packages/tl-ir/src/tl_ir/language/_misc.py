@@ -11,7 +11,7 @@ from tvm.script import tirx as _tvm_T
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
-from tl_ir.errors import KernelTypeError, ScopeError
+from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._operands import (
     describe_operand,
