@@ -4,7 +4,9 @@ Each case runs in its own process with a timeout, so an abort or a hang fails th
 instead of the suite. Before: exit aborted with ``terminate called without an active
 exception`` (exit 134) on the tvm_ffi adapter; a child forked while another thread was
 in its first eager call waited forever (an import lock, or tl_runtime's set-up lock,
-held by a thread the child does not have).
+held by a thread the child does not have). Then the fork waited for that call from a
+before-fork handler that ran after logging's, which holds logging's lock through the
+fork: the call, making a logger, could not finish, and the fork gave up after 300 s.
 """
 
 from __future__ import annotations
