@@ -221,11 +221,15 @@ def _wait_and_close_the_gate() -> None:
 def _audit_fork(event: str, _args: tuple[Any, ...]) -> None:
     # Called on every audited event of the process: the common case returns at once.
     if event == "os.fork" or event == "os.forkpty":
-        _wait_and_close_the_gate()
+        try:
+            _wait_and_close_the_gate()
+        except Exception:  # an exception from an audit hook would refuse the fork itself
+            return  # (at interpreter exit, say); tl_runtime's before-fork handler still waits
 
 
 def _add_audit_hook() -> None:
     global _audit_hook_added
+    install()  # the after-fork handlers that release the gate the hook closes
     with _install_lock:
         if _audit_hook_added or not hasattr(os, "register_at_fork"):
             return
