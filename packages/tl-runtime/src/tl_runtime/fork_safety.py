@@ -4,21 +4,35 @@ The first call of a kernel imports what it needs lazily (the eager front end, tv
 backend, an adapter). Python guards each module's import with a per-module lock; a
 ``fork()`` while another thread holds one copies the lock held, into a child where that
 thread does not exist, and the child's first import of the module waits forever.
-`install` registers an ``os.register_at_fork`` handler that, before the fork, waits for
-the imports other threads have in progress to finish (at most `WAIT_SECONDS`; an import
-blocked on one the forking thread holds is not waited for, which would deadlock).
+Before a fork, the forking thread therefore waits for the imports other threads have in
+progress to finish (at most `WAIT_SECONDS`; an import blocked on one the forking thread
+holds is not waited for, which would deadlock).
 
 The same holds for the locks that guard one-time set-up (loading the launcher, the
 context helper, an adapter): a `ForkSafeLock` is replaced by a fresh one in the child,
 which then does the set-up again if the parent's thread had not finished it. Locks
 below Python (tvm's and LLVM's, inside a compile) cannot be renewed: code that holds
 them runs inside `fork_waits_for_this` (tl_jit's compile), and a fork waits for it too.
+
+Where the wait runs matters. ``os.register_at_fork`` runs its ``before`` handlers newest
+first, and modules imported after this one register handlers that take their own locks
+there (``logging`` takes its module lock, ``concurrent.futures`` its shutdown lock,
+``filelock`` its registry lock). A compile waited for from a handler that runs after
+those would block on such a lock (a logger made while loading a backend), held by the
+forking thread itself: the wait would run out its whole limit and the fork go ahead
+anyway. So the first `fork_waits_for_this` section of a process adds an audit hook
+(``sys.addaudithook``) that waits on Python's ``os.fork`` event, which CPython raises
+before any ``before`` handler runs; the ``before`` handler registered by `install` waits
+only for a fork that event did not announce (an import in progress in a process that
+never compiled). An audit hook cannot be removed and is called on every audited event
+(``id()``, ``open()``, ...), which is why only processes that compile get it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
 import weakref
@@ -92,19 +106,29 @@ def _module_locks() -> list[Any]:
     return locks
 
 
+def _waits_for_an_import_of(thread: int, me: int) -> bool:
+    """Whether ``thread`` is blocked on a module lock that thread ``me`` holds."""
+    try:
+        from importlib import _bootstrap
+    except ImportError:  # pragma: no cover - every CPython has it
+        return False
+    waited: Any = getattr(_bootstrap, "_blocking_on", {}).get(thread)
+    # One lock (3.11) or a list of them (3.12 and later).
+    for lock in waited if isinstance(waited, list) else [waited]:
+        if lock is not None and getattr(lock, "owner", None) == me:
+            return True
+    return False
+
+
 def imports_in_progress() -> list[str]:
     """Modules another thread is importing now (that the caller's thread does not block)."""
-    from importlib import _bootstrap
-
     me = threading.get_ident()
-    blocking_on = getattr(_bootstrap, "_blocking_on", {})
     busy = []
     for lock in _module_locks():
         owner = getattr(lock, "owner", None)
         if owner is None or owner == me:
             continue
-        waited = blocking_on.get(owner)
-        if waited is not None and getattr(waited, "owner", None) == me:
+        if _waits_for_an_import_of(owner, me):
             continue  # it waits for an import of ours: waiting for it would deadlock
         busy.append(str(getattr(lock, "name", "?")))
     return busy
@@ -129,6 +153,8 @@ _sections_lock = threading.Lock()
 # Held by a forking thread from the moment it saw no section until the fork is done, so
 # no thread enters a section in between (a thread at its outermost entry waits here).
 _gate = threading.Lock()
+_gate_holder: int | None = None  # the forking thread holding the gate
+_audit_hook_added = False
 
 
 @contextlib.contextmanager
@@ -139,8 +165,18 @@ def fork_waits_for_this() -> Iterator[None]:
     with _sections_lock:
         nested = _sections.get(ident, 0) > 0
     if not nested:
-        with _gate, _sections_lock:  # the gate: not while a fork is under way
-            _sections[ident] = _sections.get(ident, 0) + 1
+        if not _audit_hook_added:
+            _add_audit_hook()
+        # The gate: not while a fork is under way. Bounded: a fork that its audit event
+        # announced but that never happened (a later audit hook refused it) keeps the
+        # gate, and a section must not wait for that forever.
+        entered = _gate.acquire(timeout=WAIT_SECONDS)
+        try:
+            with _sections_lock:
+                _sections[ident] = _sections.get(ident, 0) + 1
+        finally:
+            if entered:
+                _gate.release()
     else:
         with _sections_lock:
             _sections[ident] += 1
@@ -154,34 +190,72 @@ def fork_waits_for_this() -> Iterator[None]:
 
 
 def sections_in_progress() -> int:
-    """How many other threads are inside `fork_waits_for_this` now."""
+    """How many other threads are inside `fork_waits_for_this` now (not counting one
+    blocked on an import the caller's thread holds: waiting for it would deadlock)."""
     me = threading.get_ident()
     with _sections_lock:
-        return sum(1 for ident, depth in _sections.items() if depth and ident != me)
+        others = [ident for ident, depth in _sections.items() if depth and ident != me]
+    return sum(1 for ident in others if not _waits_for_an_import_of(ident, me))
 
 
-def _before_fork() -> None:
+def _wait_and_close_the_gate() -> None:
+    """Wait (at most `WAIT_SECONDS`) until no other thread imports or is inside a section,
+    then hold the gate until the fork is done (released after it, in either process)."""
+    global _gate_holder
+    me = threading.get_ident()
+    if _gate_holder == me:
+        return  # closed by this fork's audit event (or by one that never happened)
     deadline = time.monotonic() + WAIT_SECONDS
     wait_for_imports(WAIT_SECONDS)
     while time.monotonic() < deadline:
         _gate.acquire()
         if not sections_in_progress():
-            return  # keep the gate until the fork is done (released after it)
+            _gate_holder = me
+            return
         _gate.release()
         time.sleep(0.001)
     _gate.acquire()  # waited long enough: fork anyway
+    _gate_holder = me
+
+
+def _audit_fork(event: str, _args: tuple[Any, ...]) -> None:
+    # Called on every audited event of the process: the common case returns at once.
+    if event == "os.fork" or event == "os.forkpty":
+        try:
+            _wait_and_close_the_gate()
+        except Exception:  # an exception from an audit hook would refuse the fork itself
+            return  # (at interpreter exit, say); tl_runtime's before-fork handler still waits
+
+
+def _add_audit_hook() -> None:
+    global _audit_hook_added
+    install()  # the after-fork handlers that release the gate the hook closes
+    with _install_lock:
+        if _audit_hook_added or not hasattr(os, "register_at_fork"):
+            return
+        sys.addaudithook(_audit_fork)
+        _audit_hook_added = True
+
+
+def _before_fork() -> None:
+    # Runs after the before-handlers registered later (newest first); a fork whose audit
+    # event was seen has waited already, with no such handler's lock taken.
+    _wait_and_close_the_gate()
 
 
 def _after_fork_in_parent() -> None:
-    if _gate.locked():
+    global _gate_holder
+    if _gate_holder == threading.get_ident():
+        _gate_holder = None
         _gate.release()
 
 
 def _forget_sections_in_child() -> None:
-    global _sections_lock, _gate
+    global _sections_lock, _gate, _gate_holder
     _sections.clear()
     _sections_lock = threading.Lock()
     _gate = threading.Lock()
+    _gate_holder = None
 
 
 def install() -> None:
