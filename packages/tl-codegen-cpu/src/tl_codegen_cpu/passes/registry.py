@@ -36,6 +36,7 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-stack-block-locals": _cpu("stack_block_locals", "CpuStackBlockLocalsPass"),
         "cpu-mark-parallel-loops": _cpu("mark_parallel_loops", "CpuMarkParallelLoopsPass"),
         "cpu-mark-independent-loops": _cpu("mark_independent_loops", "CpuMarkIndependentLoopsPass"),
+        "cpu-exact-float-constants": _cpu("exact_float_constants", "CpuExactFloatConstantsPass"),
     }
 )
 
