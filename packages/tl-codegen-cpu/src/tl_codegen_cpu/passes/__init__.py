@@ -12,6 +12,7 @@ from tl_codegen_cpu.passes.exact_float_constants import (
     EXACT_FLOAT_PREFIX,
     CpuExactFloatConstantsPass,
 )
+from tl_codegen_cpu.passes.float16_bits import CpuFloat16BitsPass
 from tl_codegen_cpu.passes.forward_copies import CpuForwardCopiesPass
 from tl_codegen_cpu.passes.half_conversions import CpuCallHalfConversionsPass
 from tl_codegen_cpu.passes.legalize_float8 import CpuLegalizeFloat8Pass
@@ -52,6 +53,7 @@ __all__ = [
     "BlockLocalsTooLargeError",
     "CpuCallHalfConversionsPass",
     "CpuExactFloatConstantsPass",
+    "CpuFloat16BitsPass",
     "CpuForwardCopiesPass",
     "CpuLegalizeFloat8Pass",
     "CpuLegalizeHalfPrecisionPass",
