@@ -205,9 +205,24 @@ def insert_exact_float_constants(source: str) -> str:
     return _EXACT_FLOAT_CALL.sub(lambda m: f"({hex_float_literal(m[0][:-2])})", source)
 
 
+_UINT16_VIEW_ACCESS = re.compile(r"\(\(uint16_t\*\)(\w+)\)\[")
+
+#: `cpu-float16-bits` reads and writes fp16 memory through ``uint16`` views, which
+#: TVM prints as ``((uint16_t*)x_ptr)[i]``; the same memory is also accessed as
+#: ``half``, so under C's strict aliasing gcc may reorder the two (it did: a store
+#: of a ``half`` moved after the ``uint16_t`` load of the same element).
+UINT16_ALIAS_TYPEDEF = "typedef uint16_t __attribute__((__may_alias__)) tl_u16_alias;\n"
+
+
+def insert_uint16_alias_views(source: str) -> str:
+    """Make ``uint16`` view accesses of other-typed memory may-alias accesses."""
+    rewritten, count = _UINT16_VIEW_ACCESS.subn(r"((tl_u16_alias*)\1)[", source)
+    return _after_includes(rewritten, UINT16_ALIAS_TYPEDEF) if count else source
+
+
 def patch_c_source(source: str) -> str:
     """Apply every fix of this module to TVM's C ``source`` and return the result."""
-    source = insert_exact_float_constants(source)
+    source = insert_uint16_alias_views(insert_exact_float_constants(source))
     source = insert_checked_prelude(source)
     source, _ = insert_openmp_pragmas(source)
     source, _ = insert_ivdep_pragmas(source)
