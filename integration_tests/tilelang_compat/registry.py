@@ -15,6 +15,7 @@ from integration_tests.tilelang_compat import (
     cases_gemm,
     cases_language,
     cases_linear,
+    cases_streamk,
     cases_thread_indexed,
 )
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
@@ -33,6 +34,7 @@ ALL_CASES: dict[str, Case] = {
         *cases_eager.CASES,
         *cases_attention.CASES,
         *cases_linear.CASES,
+        *cases_streamk.CASES,
     )
 }
 
