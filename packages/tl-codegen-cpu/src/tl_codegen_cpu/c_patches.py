@@ -51,7 +51,9 @@ _EXACT_FLOAT_CALL = re.compile(
     rf"\b{EXACT_FLOAT_PREFIX}f(?:32_[0-9a-f]{{8}}|64_[0-9a-f]{{16}})\(\)"
 )
 _EXACT_FLOAT_DECLARATION = re.compile(
-    rf"^TVM_DLL (?:float|double) {EXACT_FLOAT_PREFIX}f(?:32|64)_[0-9a-f]+\(\);\n", re.MULTILINE
+    r'^(?:#ifdef __cplusplus\nextern "C"\n#endif\n)?'
+    rf"TVM_DLL (?:float|double) {EXACT_FLOAT_PREFIX}f(?:32|64)_[0-9a-f]+\(\);\n",
+    re.MULTILINE,
 )
 _LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
 
