@@ -70,10 +70,11 @@ def hex_float_literal(marker: str) -> str:
     if not marker.startswith(EXACT_FLOAT_PREFIX) or kind not in ("f32", "f64"):
         raise ValueError(f"hex_float_literal: not an exact-constant marker: {marker!r}")
     if kind == "f32" and len(digits) == 8:
-        value = struct.unpack("<f", struct.pack("<I", int(digits, 16)))[0]
+        value: float = struct.unpack("<f", struct.pack("<I", int(digits, 16)))[0]
         return f"{value.hex()}f"
     if kind == "f64" and len(digits) == 16:
-        return struct.unpack("<d", struct.pack("<Q", int(digits, 16)))[0].hex()
+        double: float = struct.unpack("<d", struct.pack("<Q", int(digits, 16)))[0]
+        return double.hex()
     raise ValueError(f"hex_float_literal: not an exact-constant marker: {marker!r}")
 
 
