@@ -6,10 +6,14 @@ such a conversion: an fp16 softmax ran 15x slower on ``c`` than on ``llvm``,
 whose vectorizer converts 16 lanes per instruction. `cpu-call-half-conversions`
 already turns loops that only copy a row between fp16 and fp32 into calls of
 F16C row converters; this pass, which runs after it, lowers every other cast
-between ``float16`` and ``float32`` into ``uint32`` arithmetic on the bits, which
-gcc vectorizes with the rest of the loop body. fp16 tensor elements are read
-and written through a ``uint16`` view of the same memory (a ``_Float16`` load
-itself keeps gcc at 4 lanes).
+between ``float16`` and ``float32`` inside an innermost loop, whose operand
+changes per iteration, into integer arithmetic on the bits, which gcc
+vectorizes with the rest of the loop body. fp16 tensor elements are read and
+written through a ``uint16`` view of the same memory (a ``_Float16`` load
+itself keeps gcc at 4 lanes); the C toolchain makes those view accesses
+``may_alias`` (`tl_codegen_cpu.c_patches`). A cast whose operand is the same in
+every iteration, and any cast outside a loop, stays a hardware conversion: gcc
+hoists it (the bit form of an invariant load kept gcc from vectorizing the loop).
 
 * widening is exact for all 65536 codes: normals by re-biasing the exponent,
   subnormals by converting the mantissa to float32 and taking 24 off its
