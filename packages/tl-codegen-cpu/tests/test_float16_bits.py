@@ -72,4 +72,4 @@ def test_c_converts_every_fp16_code_and_rounds_like_numpy() -> None:
 def test_only_varying_casts_in_innermost_loops_become_bits() -> None:
     source = tl_jit.compile(_convert_both_ways(), out_idx=[2, 3], target="c").get_kernel_source()
     assert "f16_code" in source and "f32_bits" in source
-    assert "(uint16_t*)" in source
+    assert "(tl_u16_alias*)" in source  # may_alias views of the fp16 memory
