@@ -110,6 +110,7 @@ SIZES: dict[str, dict[str, Any] | None] = {
     "example_topk.tl_topk": {"M": 8192, "N": 64, "topk": 4, "blk_m": 16},
     "example_gemm_splitk.matmul": {**_GEMM_1024, "split_k": 4},
     "example_elementwise_add.elementwise_add": {"M": 2048, "N": 2048},
+    "example_gemm_streamk.tl_matmul_streamk": {"M": 1024, "N": 1024, "K": 1024},
     "example_fusedmoe.moe_forward_tilelang_shared": {
         "d_hidden": 1024,
         "d_expert": 512,
@@ -310,6 +311,7 @@ def _numpy_formulations() -> dict[str, Callable[..., Any]]:
             "example_online_softmax.softmax_kernel": softmax,
             "example_topk.tl_topk": topk,
             "example_gemm_splitk.matmul": splitk,
+            "example_gemm_streamk.tl_matmul_streamk": lambda a, x, w, c: splitk(a, x, w.T, c),
             "language_atomic.atomic_add_program": summed_slices,
             "language_atomic.atomic_memory_order_program": summed_slices,
             # fp16 + fp16 in numpy rounds the float32 sum once, as the reference does.

@@ -31,7 +31,7 @@ def test_dump_ir_writes_every_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert kernel.cache_key is not None
     folder = tmp_path / "dump" / f"main-{kernel.cache_key[:16]}" / "cpu-c"
     dumps = sorted(p.name for p in folder.glob("*.tir"))
-    assert dumps[0] == "00-input.tir" and dumps[-1].endswith("-cpu-mark-independent-loops.tir")
+    assert dumps[0] == "00-input.tir" and dumps[-1].endswith("-cpu-exact-float-constants.tir")
 
 
 def test_dump_ir_keeps_one_folder_per_kernel(

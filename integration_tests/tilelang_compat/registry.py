@@ -17,6 +17,7 @@ from integration_tests.tilelang_compat import (
     cases_linear,
     cases_more,
     cases_quant,
+    cases_streamk,
     cases_thread_indexed,
 )
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
@@ -37,6 +38,7 @@ ALL_CASES: dict[str, Case] = {
         *cases_linear.CASES,
         *cases_quant.CASES,
         *cases_more.CASES,
+        *cases_streamk.CASES,
     )
 }
 

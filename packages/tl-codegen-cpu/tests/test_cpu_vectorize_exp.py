@@ -127,3 +127,52 @@ def test_accuracy_within_two_ulp_with_inf_zero_and_nan_like_numpy(
     error_ulp = np.abs(out[finite].astype(np.float64) - exact[finite]) / ulp
     assert error_ulp.max() <= 2.0, x[finite][error_ulp.argmax()]
     assert np.all(out[finite] >= 0)
+
+
+_EDGE_BLOCK = 32
+
+
+def _tile_exp_and_exp2() -> Any:
+    """A tile program ``B = exp(A)``, ``C = exp2(A)``, `_EDGE_BLOCK` elements per block."""
+    import tl_ir.language as T
+
+    n = 2 * _EDGE_BLOCK
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")
+    ):
+        with T.Kernel(2, threads=_EDGE_BLOCK) as bx:
+            for i in T.Parallel(_EDGE_BLOCK):
+                B[bx * _EDGE_BLOCK + i] = T.exp(A[bx * _EDGE_BLOCK + i])
+                C[bx * _EDGE_BLOCK + i] = T.exp2(A[bx * _EDGE_BLOCK + i])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_underflow_is_an_exact_zero_and_inf_nan_pass_through_on_both_paths(target: str) -> None:
+    # Compiled through the whole CPU pipeline (tl_jit), so both printers and compilers
+    # see the rewrite: -inf (a masked attention score) and anything below the underflow
+    # threshold give exactly +0, subnormal results are the rounded ones, +inf and NaN
+    # come back as they went in.
+    import tl_jit
+
+    values = [-np.inf, -1e30, -1e4, -200.0, -151.0, -150.5, -149.2, -104.0, -103.98, -103.9]
+    values += [-100.0, -95.0, -90.0, -88.0, -87.0, 0.0, -0.0, 1.0, 88.0, 88.8, 127.9, 200.0]
+    values += [np.inf, np.nan, -np.nan]
+    x = np.resize(np.array(values, np.float32), 2 * _EDGE_BLOCK)
+    kernel = tl_jit.compile(_tile_exp_and_exp2(), out_idx=[1, 2], target=target)
+    for out, reference in zip(kernel(x), (np.exp, np.exp2), strict=True):
+        with np.errstate(over="ignore", under="ignore"):
+            exact = reference(x.astype(np.float64))
+            rounded = exact.astype(np.float32)
+        np.testing.assert_array_equal(np.isnan(out), np.isnan(x))
+        np.testing.assert_array_equal(np.isposinf(out), np.isposinf(rounded))
+        zero = rounded == 0
+        assert np.all(out[zero] == 0) and not np.any(np.signbit(out[zero]))
+        finite = np.isfinite(rounded) & ~zero
+        # Within 2 ulp where normal; subnormal results within 2 units of their spacing.
+        spacing = np.spacing(np.abs(rounded[finite])).astype(np.float64)
+        error = np.abs(out[finite].astype(np.float64) - exact[finite]) / spacing
+        assert error.max() <= 2.0, (reference.__name__, x[finite][error.argmax()])

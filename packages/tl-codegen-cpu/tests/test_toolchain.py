@@ -334,17 +334,21 @@ def test_the_c_preparation_stages_run_in_the_pipeline_and_show_in_ir_dumps(
         "cpu-stack-block-locals",
         "cpu-mark-parallel-loops",
         "cpu-mark-independent-loops",
+        "cpu-float16-bits",
+        "cpu-exact-float-constants",
     ]
-    assert C_PIPELINE.stage_names[-3:] == tuple(names)
+    assert C_PIPELINE.stage_names[-5:] == tuple(names)
     monkeypatch.setenv("TL_DUMP_IR", str(tmp_path))
     sources = lower_to_sources(create_backend_context("c"), scale)
     dumped = sorted(p.name for p in (tmp_path / C_PIPELINE.name).iterdir())
     last = len(C_PIPELINE.stage_names)
-    assert dumped[-3:] == [
-        f"{last - 2:02d}-cpu-stack-block-locals.tir",
-        f"{last - 1:02d}-cpu-mark-parallel-loops.tir",
-        f"{last:02d}-cpu-mark-independent-loops.tir",
+    assert dumped[-5:] == [
+        f"{last - 4:02d}-cpu-stack-block-locals.tir",
+        f"{last - 3:02d}-cpu-mark-parallel-loops.tir",
+        f"{last - 2:02d}-cpu-mark-independent-loops.tir",
+        f"{last - 1:02d}-cpu-float16-bits.tir",
+        f"{last:02d}-cpu-exact-float-constants.tir",
     ]
-    assert PARALLEL_FOR_MARKER in (tmp_path / C_PIPELINE.name / dumped[-2]).read_text()
+    assert PARALLEL_FOR_MARKER in (tmp_path / C_PIPELINE.name / dumped[-4]).read_text()
     assert "#pragma omp parallel for" in sources.files["kernel.c"]
     assert "#pragma GCC ivdep" in sources.files["kernel.c"]

@@ -5,7 +5,9 @@ all in order. TVM prints a parallel loop as a serial ``for`` after the marker
 call `cpu-mark-parallel-loops` put before it (the marker line becomes
 ``#pragma omp parallel for``), declares every extern it calls (the micro-kernel,
 atomics and ``printf`` declarations are replaced by their definitions or
-headers), names fp16 ``half`` and prints special float values as bare names.
+headers), names fp16 ``half``, prints special float values as bare names and
+rounds float constants to seven digits (`cpu-exact-float-constants` marks those,
+replaced here by exact hexadecimal literals).
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ from tl_codegen_cpu.c_headers import (
     microkernel_prelude,
     workspace_prelude,
 )
-from tl_codegen_cpu.passes import INDEPENDENT_LOOP_MARKER, PARALLEL_FOR_MARKER
+from tl_codegen_cpu.passes import (
+    EXACT_FLOAT_PREFIX,
+    INDEPENDENT_LOOP_MARKER,
+    PARALLEL_FOR_MARKER,
+)
+from tl_codegen_cpu.passes.exact_float_constants import hex_float_literal
 
 _MARKER_BEFORE_LOOP = re.compile(
     rf"^(?P<indent>[ \t]*){PARALLEL_FOR_MARKER}\(\);\n(?P=indent)for \(", re.MULTILINE
@@ -40,6 +47,14 @@ _HALF_CALL = re.compile(
 )
 _ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
 _PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
+_EXACT_FLOAT_CALL = re.compile(
+    rf"\b{EXACT_FLOAT_PREFIX}f(?:32_[0-9a-f]{{8}}|64_[0-9a-f]{{16}})\(\)"
+)
+_EXACT_FLOAT_DECLARATION = re.compile(
+    r'^(?:#ifdef __cplusplus\nextern "C"\n#endif\n)?'
+    rf"TVM_DLL (?:float|double) {EXACT_FLOAT_PREFIX}f(?:32|64)_[0-9a-f]+\(\);\n",
+    re.MULTILINE,
+)
 _LAST_INCLUDE = re.compile(r"^#include .*\n(?!#include)", re.MULTILINE)
 
 
@@ -185,8 +200,31 @@ def insert_checked_prelude(source: str) -> str:
     return _after_includes(source, checked_c_source())
 
 
+def insert_exact_float_constants(source: str) -> str:
+    """Replace each exact-constant marker call (`cpu-exact-float-constants`) by its
+    hexadecimal float literal, in parentheses, and drop the markers' declarations."""
+    source = _EXACT_FLOAT_DECLARATION.sub("", source)
+    return _EXACT_FLOAT_CALL.sub(lambda m: f"({hex_float_literal(m[0][:-2])})", source)
+
+
+_UINT16_VIEW_ACCESS = re.compile(r"\(\(uint16_t\*\)(\w+)\)\[")
+
+#: `cpu-float16-bits` reads and writes fp16 memory through ``uint16`` views, which
+#: TVM prints as ``((uint16_t*)x_ptr)[i]``; the same memory is also accessed as
+#: ``half``, so under C's strict aliasing gcc may reorder the two (it did: a store
+#: of a ``half`` moved after the ``uint16_t`` load of the same element).
+UINT16_ALIAS_TYPEDEF = "typedef uint16_t __attribute__((__may_alias__)) tl_u16_alias;\n"
+
+
+def insert_uint16_alias_views(source: str) -> str:
+    """Make ``uint16`` view accesses of other-typed memory may-alias accesses."""
+    rewritten, count = _UINT16_VIEW_ACCESS.subn(r"((tl_u16_alias*)\1)[", source)
+    return _after_includes(rewritten, UINT16_ALIAS_TYPEDEF) if count else source
+
+
 def patch_c_source(source: str) -> str:
     """Apply every fix of this module to TVM's C ``source`` and return the result."""
+    source = insert_uint16_alias_views(insert_exact_float_constants(source))
     source = insert_checked_prelude(source)
     source, _ = insert_openmp_pragmas(source)
     source, _ = insert_ivdep_pragmas(source)

@@ -17,6 +17,8 @@ from tvm import IRModule
 from tl_backend_api import Pipeline, pipeline_from_passes
 from tl_codegen_cpu.passes import (
     CpuCallHalfConversionsPass,
+    CpuExactFloatConstantsPass,
+    CpuFloat16BitsPass,
     CpuForwardCopiesPass,
     CpuLegalizeFloat8Pass,
     CpuLegalizeHalfPrecisionPass,
@@ -77,12 +79,18 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
 #: TVM's C printer: block-local arrays on the thread's stack (a heap workspace's
 #: failure ``return`` is illegal inside an OpenMP region), then a marker call
 #: before each outermost parallel loop, which the C source generator turns into
-#: ``#pragma omp parallel for``, and one before each vector loop proven free of
-#: loop-carried dependence (``#pragma GCC ivdep``: no run-time overlap checks).
+#: ``#pragma omp parallel for``, one before each vector loop proven free of
+#: loop-carried dependence (``#pragma GCC ivdep``: no run-time overlap checks);
+#: then fp16 <-> fp32 casts as bit arithmetic gcc vectorizes (after the loop
+#: proofs, which do not follow the ``uint16`` views it reads fp16 memory through),
+#: and, last, float constants the printer would round to seven digits written
+#: as marker calls the C toolchain turns into exact hexadecimal literals.
 C_PREPARATION_PASSES: tuple[Pass, ...] = (
     CpuStackBlockLocalsPass(),
     CpuMarkParallelLoopsPass(),
     CpuMarkIndependentLoopsPass(),
+    CpuFloat16BitsPass(),
+    CpuExactFloatConstantsPass(),
 )
 
 #: Target ``c``.

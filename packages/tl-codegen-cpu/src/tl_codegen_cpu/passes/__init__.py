@@ -8,6 +8,11 @@ analyses) is in ``tl_codegen_cpu.lowering``; the C they call is in
 runs them in is ``tl_codegen_cpu.pipeline`` (docs/cpu.md).
 """
 
+from tl_codegen_cpu.passes.exact_float_constants import (
+    EXACT_FLOAT_PREFIX,
+    CpuExactFloatConstantsPass,
+)
+from tl_codegen_cpu.passes.float16_bits import CpuFloat16BitsPass
 from tl_codegen_cpu.passes.forward_copies import CpuForwardCopiesPass
 from tl_codegen_cpu.passes.half_conversions import CpuCallHalfConversionsPass
 from tl_codegen_cpu.passes.legalize_float8 import CpuLegalizeFloat8Pass
@@ -41,11 +46,14 @@ from tl_codegen_cpu.passes.vectorize_exp import CpuVectorizeExpPass, fast_exp_f3
 __all__ = [
     "CPU_PASS_REGISTRY",
     "DISABLE_LOWER_BUILTIN",
+    "EXACT_FLOAT_PREFIX",
     "INDEPENDENT_LOOP_MARKER",
     "PARALLEL_FOR_MARKER",
     "STACK_BYTES_ATTR",
     "BlockLocalsTooLargeError",
     "CpuCallHalfConversionsPass",
+    "CpuExactFloatConstantsPass",
+    "CpuFloat16BitsPass",
     "CpuForwardCopiesPass",
     "CpuLegalizeFloat8Pass",
     "CpuLegalizeHalfPrecisionPass",

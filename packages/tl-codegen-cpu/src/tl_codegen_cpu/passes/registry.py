@@ -33,9 +33,11 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
         "cpu-call-half-conversions": _cpu("half_conversions", "CpuCallHalfConversionsPass"),
+        "cpu-float16-bits": _cpu("float16_bits", "CpuFloat16BitsPass"),
         "cpu-stack-block-locals": _cpu("stack_block_locals", "CpuStackBlockLocalsPass"),
         "cpu-mark-parallel-loops": _cpu("mark_parallel_loops", "CpuMarkParallelLoopsPass"),
         "cpu-mark-independent-loops": _cpu("mark_independent_loops", "CpuMarkIndependentLoopsPass"),
+        "cpu-exact-float-constants": _cpu("exact_float_constants", "CpuExactFloatConstantsPass"),
     }
 )
 

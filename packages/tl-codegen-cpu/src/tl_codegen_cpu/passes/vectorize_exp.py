@@ -7,8 +7,11 @@ expression both compilers turn into vector code (selects, casts, integer
 shifts, multiply-adds; no call):
 
 * clamp: ``x`` is clamped to the range where the result is neither certainly
-  ``inf`` nor certainly ``0`` (written so that NaN maps to a bound and every
-  later step works on finite values; NaN is restored at the end);
+  ``inf`` nor certainly ``0``; inputs at or below the low bound (``-inf``
+  included) and NaN are worked on as ``0``, so no lane ever computes with
+  subnormal intermediates it does not need (they cost a microcode assist per
+  lane on many x86 cores), and those lanes get an exact ``0`` (the correctly
+  rounded result) or their NaN back at the end;
 * range reduction: ``n = round(x / ln 2)`` (``exp2``: ``round(x)``), computed by
   a float-to-int truncation of a value made positive first, and
   ``r = x - n ln 2`` with ``ln 2`` split in two parts (Cody-Waite) so ``r`` is
@@ -17,7 +20,7 @@ shifts, multiply-adds; no call):
   polynomial fitted for minimal relative error (under 1 ulp on the interval);
 * scaling by ``2^n`` in two halves ``2^(n >> 1) * 2^(n - (n >> 1))``, each built
   by shifting a biased exponent into place, so that overflow gives ``inf``
-  and underflow rounds once into subnormals and then to ``0``.
+  and results in the subnormal range round once.
 
 The result is within 2 ulp of the correctly rounded ``exp`` over the whole
 float32 range (tested against numpy). float64 and other dtypes are left to
@@ -104,11 +107,15 @@ def fast_exp_f32(x: tirx.PrimExpr, *, base_two: bool = False) -> tirx.PrimExpr:
         raise ValueError(f"fast_exp_f32: x must be float32, got {dtype}")
     high, low = (EXP2_CLAMP_HIGH, EXP2_CLAMP_LOW) if base_two else (EXP_CLAMP_HIGH, EXP_CLAMP_LOW)
     x_var = tirx.Var("exp_x", F32)
-    # `x < high ? x : high` maps NaN to `high` (and `x > low ? ... : low` keeps it):
-    # everything below works on finite values; NaN is put back at the end.
+    # Inputs at or below `low` (and -inf, and NaN: `x > low` is false) are worked on
+    # as 0 and replaced by an exact 0 at the end: computing them would scale by
+    # ~2^-150, whose subnormal intermediates and underflow cost a microcode assist per
+    # lane on many x86 cores (a masked attention row is mostly -inf). `x < high ? x
+    # : high` clamps the other side; everything below works on finite values.
     clamped_var = tirx.Var("exp_xc", F32)
+    above_low = x_var > _f32(low)
     below_high = tirx.Select(x_var < _f32(high), x_var, _f32(high))
-    clamped = tirx.Select(x_var > _f32(low), below_high, _f32(low))
+    clamped = tirx.Select(above_low, below_high, _f32(0.0))
     scaled = clamped_var if base_two else clamped_var * _f32(LOG2_E)
     n_var = tirx.Var("exp_n", I32)
     n_value = tirx.Cast(I32, scaled + _f32(_ROUND_OFFSET + 0.5)) - _i32(_ROUND_OFFSET)
@@ -129,7 +136,8 @@ def fast_exp_f32(x: tirx.PrimExpr, *, base_two: bool = False) -> tirx.PrimExpr:
     magnitude_bits = tirx.bitwise_and(tirx.reinterpret(I32, x_var), _i32(0x7FFFFFFF))
     # Both arms are variables: gcc (with its default -ftrapping-math) if-converts a
     # select only when neither arm holds floating-point arithmetic.
-    result = tirx.Select(magnitude_bits > _i32(0x7F800000), x_var, scaled_var)
+    finite_result = tirx.Select(x_var > _f32(low), scaled_var, _f32(0.0))
+    result = tirx.Select(magnitude_bits > _i32(0x7F800000), x_var, finite_result)
     result = tirx.Let(scaled_var, scaled_value, result)
     result = tirx.Let(r_var, r_value, result)
     result = tirx.Let(n_var, n_value, result)
