@@ -30,6 +30,7 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.thread_ir import reads_buffer
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, laned_sum
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
+from tl_ir.launch import rebuild_loop
 
 #: Annotation on the outermost loop of a thread reduction's fold nest: the reducer's
 #: kind ("sum", or "other" for any reducer that is not ``x + y``).
@@ -97,7 +98,7 @@ def lane_thread_allreduce(nest: Any, isa: VectorISA) -> tuple[Any | None, str]:
         if why is None and term is None:
             why = "its fold is not one accumulation"
         if why is None:
-            loop = tirx.For(nest.loop_var, nest.min, nest.extent, tirx.ForKind.SERIAL, body)
+            loop = rebuild_loop(nest, kind=tirx.ForKind.SERIAL, body=body, annotations=None)
             laned = laned_sum(loop, body.buffer, tuple(body.indices), term, isa)
             if isinstance(laned, str):
                 why = laned

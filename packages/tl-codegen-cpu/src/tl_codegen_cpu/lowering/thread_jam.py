@@ -37,6 +37,7 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.thread_ir import contains, is_local, reads_memory, uses_any
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
+from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
 
 #: The most threads interleaved.
@@ -95,7 +96,7 @@ def _buffer_bytes(buffer: Any) -> int | None:
 def _copy(stmt: Any, thread: Any, value: Any, allocated: list[Any], tag: int) -> Any:
     """``stmt`` for thread ``value``: its own copy of every array allocated inside."""
     renamed = {
-        b: tirx.decl_buffer(b.shape, str(b.ty.dtype), name=f"{b.name}_t{tag}", scope="local")
+        b: tirx.decl_buffer(b.shape, str(b.ty.dtype), name=f"{b.name}_t{tag}", scope=LOCAL)
         for b in allocated
     }
 
