@@ -29,6 +29,7 @@ from tl_codegen_cpu.passes import (
     CpuLowerTileOpsPass,
     CpuMarkIndependentLoopsPass,
     CpuMarkParallelLoopsPass,
+    CpuLowerWarpShufflesPass,
     CpuRejectGpuOpsPass,
     CpuSplitVectorLoopsPass,
     CpuStackBlockLocalsPass,
@@ -51,6 +52,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
     # needs long vectorized loops cut into register-wide chunks.
     split: list[Pass] = [CpuSplitVectorLoopsPass()] if split_vector_loops else []
     return [
+        CpuLowerWarpShufflesPass(),
         CpuRejectGpuOpsPass(),
         LowerPipelinedLoopsPass(),
         LowerAllocVarPass(),

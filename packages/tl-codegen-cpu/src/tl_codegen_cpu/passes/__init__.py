@@ -32,6 +32,7 @@ from tl_codegen_cpu.passes.mark_parallel_loops import (
     mark_outermost_parallel_loops,
 )
 from tl_codegen_cpu.passes.registry import CPU_PASS_REGISTRY, create_cpu_pass
+from tl_codegen_cpu.passes.lower_warp_shuffles import CpuLowerWarpShufflesPass
 from tl_codegen_cpu.passes.reject_gpu_ops import CpuRejectGpuOpsPass
 from tl_codegen_cpu.passes.split_vector_loops import CpuSplitVectorLoopsPass
 from tl_codegen_cpu.passes.stack_block_locals import (
@@ -64,6 +65,7 @@ __all__ = [
     "CpuLowerTileOpsPass",
     "CpuMarkIndependentLoopsPass",
     "CpuMarkParallelLoopsPass",
+    "CpuLowerWarpShufflesPass",
     "CpuRejectGpuOpsPass",
     "CpuSplitVectorLoopsPass",
     "CpuStackBlockLocalsPass",

@@ -1,0 +1,118 @@
+"""Warp shuffles on c and llvm (`cpu-lower-warp-shuffles`): a butterfly reduction with
+``T.shfl_xor``, a tree reduction with ``T.shfl_down``, an inclusive scan with
+``T.shfl_up``, each against numpy; and the shuffles a CPU refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_ir.language as T
+import tl_runtime
+from tl_backend_api import build_artifact, create_backend_context
+from tl_ir.errors import UnsupportedError
+
+TARGETS = ("c", "llvm")
+THREADS = 64  # two warps, so each group reads only its own lanes
+BLOCKS = 2
+
+
+def _run(func: Any, target: str, tmp_path: Path, a: np.ndarray) -> Any:
+    context = create_backend_context(target)
+    kernel = tl_runtime.load(build_artifact(context, func, tmp_path / target, out_idx=[1]))
+    return kernel(a)
+
+
+def butterfly_sum(width: int) -> Any:
+    """Each thread ends with the sum of its ``width``-lane group (``T.shfl_xor``)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((BLOCKS, THREADS), "float32"), B: T.Tensor((BLOCKS, THREADS), "float32")):
+        with T.Kernel(BLOCKS, threads=THREADS) as bx:
+            tx = T.get_thread_binding(0)
+            value = T.alloc_var("float32")
+            value = A[bx, tx]
+            offset = width // 2
+            while offset >= 1:
+                value = value + T.shfl_xor(value, offset, width)
+                offset //= 2
+            B[bx, tx] = value
+
+    return main
+
+
+@T.prim_func
+def down_max(A: T.Tensor((BLOCKS, THREADS), "float32"), B: T.Tensor((BLOCKS, THREADS), "float32")):
+    with T.Kernel(BLOCKS, threads=THREADS) as bx:
+        tx = T.get_thread_binding(0)
+        value = T.alloc_var("float32")
+        value = A[bx, tx]
+        for i in T.serial(5):
+            value = T.max(value, T.shfl_down(value, 16 >> i))
+        B[bx, tx] = value
+
+
+@T.prim_func
+def up_scan(A: T.Tensor((BLOCKS, THREADS), "int32"), B: T.Tensor((BLOCKS, THREADS), "int32")):
+    with T.Kernel(BLOCKS, threads=THREADS) as bx:
+        tx = T.get_thread_binding(0)
+        value = T.alloc_var("int32")
+        value = A[bx, tx]
+        for i in T.serial(5):
+            neighbour = T.shfl_up(value, 1 << i)
+            if T.get_lane_idx() >= (1 << i):
+                value = value + neighbour
+        B[bx, tx] = value
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("width", [32, 8])
+def test_a_butterfly_of_shfl_xor_sums_each_group(target: str, width: int, tmp_path: Path) -> None:
+    a = np.random.default_rng(0).standard_normal((BLOCKS, THREADS)).astype(np.float32)
+    b = _run(butterfly_sum(width), target, tmp_path, a)
+    groups = a.reshape(BLOCKS, THREADS // width, width).sum(axis=2, keepdims=True)
+    expected = np.broadcast_to(groups, (BLOCKS, THREADS // width, width)).reshape(a.shape)
+    np.testing.assert_allclose(b, expected, rtol=1e-5, atol=1e-5)
+
+
+def _down_reference(a: np.ndarray) -> np.ndarray:
+    # Lanes past the warp's end keep their own value, as PTX's shfl.down does.
+    value = a.reshape(BLOCKS, THREADS // 32, 32).copy()
+    for i in range(5):
+        delta = 16 >> i
+        shifted = value.copy()
+        shifted[..., : 32 - delta] = value[..., delta:]
+        value = np.maximum(value, shifted)
+    return value.reshape(a.shape)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shfl_down_reduces_into_lane_zero_and_keeps_own_values_past_the_end(
+    target: str, tmp_path: Path
+) -> None:
+    a = np.random.default_rng(1).standard_normal((BLOCKS, THREADS)).astype(np.float32)
+    b = _run(down_max, target, tmp_path, a)
+    np.testing.assert_array_equal(b, _down_reference(a))
+    np.testing.assert_array_equal(b[:, ::32], a.reshape(BLOCKS, 2, 32).max(axis=2))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shfl_up_scans_each_warp_inclusively(target: str, tmp_path: Path) -> None:
+    a = np.random.default_rng(2).integers(-50, 50, size=(BLOCKS, THREADS), dtype=np.int32)
+    b = _run(up_scan, target, tmp_path, a)
+    expected = np.cumsum(a.reshape(BLOCKS, 2, 32), axis=2).reshape(a.shape)
+    np.testing.assert_array_equal(b, expected)
+
+
+def test_a_block_that_is_not_whole_groups_is_refused(tmp_path: Path) -> None:
+    @T.prim_func
+    def main(A: T.Tensor((48,), "float32"), B: T.Tensor((48,), "float32")):
+        with T.Kernel(1, threads=48):
+            tx = T.get_thread_binding(0)
+            B[tx] = T.shfl_xor(A[tx], 1)
+
+    with pytest.raises(UnsupportedError, match=r"whole number of groups.*got 48 threads"):
+        _run(main, "c", tmp_path, np.zeros(48, np.float32))
