@@ -116,3 +116,40 @@ def test_a_block_that_is_not_whole_groups_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(UnsupportedError, match=r"whole number of groups.*got 48 threads"):
         _run(main, "c", tmp_path, np.zeros(48, np.float32))
+
+
+def block_sum(first_lanes: int) -> Any:
+    """Each warp sums its lanes, then the first ``first_lanes`` threads (the first warp
+    when 32) sum the warps' partials: a block reduction as CUDA kernels write it."""
+
+    @T.prim_func
+    def main(A: T.Tensor((BLOCKS, THREADS), "float32"), B: T.Tensor((BLOCKS,), "float32")):
+        with T.Kernel(BLOCKS, threads=THREADS) as bx:
+            tx = T.get_thread_binding(0)
+            partials = T.alloc_shared([THREADS // 32], "float32")
+            value = T.alloc_var("float32")
+            value = T.warp_reduce_sum(A[bx, tx])
+            if T.get_lane_idx() == 0:
+                partials[T.get_warp_idx()] = value
+            T.sync_threads()
+            if tx < first_lanes:
+                value = T.if_then_else(tx < THREADS // 32, partials[tx % (THREADS // 32)], 0.0)
+                value = T.warp_reduce_sum(value)
+                if tx == 0:
+                    B[bx] = value
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_first_warp_reduces_the_partials_under_a_thread_condition(
+    target: str, tmp_path: Path
+) -> None:
+    a = np.random.default_rng(3).standard_normal((BLOCKS, THREADS)).astype(np.float32)
+    b = _run(block_sum(32), target, tmp_path, a)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_condition_that_splits_a_warp_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedError, match=r"reached by part of a 32-lane group"):
+        _run(block_sum(16), "c", tmp_path, np.zeros((BLOCKS, THREADS), np.float32))

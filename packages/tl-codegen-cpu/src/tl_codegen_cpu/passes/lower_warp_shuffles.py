@@ -23,9 +23,13 @@ bits cleared, ``l`` the lane in the group):
 
 A shuffle needs every lane of its group (the language only takes the full
 mask); so the block's thread count (``threadIdx.x``; a block with ``y``/``z``
-threads is refused) must be a whole number of groups, and a shuffle under a
-condition on the thread index or in a loop whose bounds depend on the thread is
-refused by `cpu-lower-launch` as a barrier there is.
+threads is refused) must be a whole number of groups. Under conditions on the
+thread index (``if tx < 32:``, the first warp reducing the others' partials)
+the barriers are named barriers of the threads the conditions select
+(`named_barriers`: region boundaries among those threads), counted when the
+kernel is compiled; a selection that splits a group, or a condition on
+anything but the thread index, is refused, and so is a shuffle in a loop whose
+bounds depend on the thread (by `cpu-lower-launch`, as a barrier there is).
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.thread_ir import uses_any
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import const_int
+from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The IR's shuffle intrinsics -> the mode of PTX ``shfl.sync`` they are.
@@ -72,6 +78,20 @@ def _replace(expr: Any, old: Any, new: Any) -> Any:
         return new if call.same_as(old) else call
 
     return tvm_ffi.structural_map(expr, [(tvm.ir.Call, swap)], order="post")
+
+
+#: The named barrier id a shuffle under a thread condition waits at (any of 1..15 would
+#: do: on the CPU every region boundary waits for the whole block).
+SHUFFLE_BARRIER_ID = 15
+_PENDING = "tl.cpu_pending_shuffle_barrier"
+
+
+def _pending_barrier(width: int) -> Any:
+    # A barrier whose enclosing thread conditions are collected (as its condition) on
+    # the way out of the map; `_Block.place_barriers` turns it into a real one.
+    return tirx.AttrStmt(
+        tirx.const(width, "int32"), _PENDING, tirx.const(True, "bool"), tirx.Evaluate(0)
+    )
 
 
 @dataclass
@@ -119,9 +139,7 @@ class _Block:
             # The clamp keeps the unread arm's address in bounds (Select evaluates both).
             clamped = tirx.max(tirx.min(source, width - 1), 0)
             read = tirx.Select(in_group, tirx.BufferLoad(transfer, [base + clamped]), own)
-        barrier = tirx.Evaluate(
-            tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm("shared"))
-        )
+        barrier = _pending_barrier(width)
         statements = [
             tirx.BufferStore(transfer, value, [tx]),
             barrier,
@@ -143,6 +161,83 @@ class _Block:
             statements += exchange
             expr = _replace(expr, innermost, result)
         return tirx.SeqStmt([*statements, rebuild(expr)])
+
+    def guard(self, branch: Any) -> Any:
+        """``branch`` (an ``IfThenElse``) with the condition it puts on the thread (when it
+        has one) added to the pending barriers under it."""
+        condition = branch.condition
+        if not uses_any(condition, {self.thread}):
+            return branch
+
+        def under(stmt: Any, holds: Any) -> Any:
+            def add(attr: Any) -> Any:
+                if attr.attr_key != _PENDING:
+                    return attr
+                return tirx.AttrStmt(attr.node, _PENDING, tirx.And(holds, attr.value), attr.body)
+
+            return tvm_ffi.structural_map(stmt, [(tirx.AttrStmt, add)], order="post")
+
+        then_case = under(branch.then_case, condition)
+        else_case = None
+        if branch.else_case is not None:
+            else_case = under(branch.else_case, tirx.Not(condition))
+        return tirx.IfThenElse(condition, then_case, else_case)
+
+    def barrier_for(self, width: int, condition: Any) -> Any:
+        """The block barrier (no condition) or the named barrier of the threads for which
+        ``condition`` holds, refused unless those are whole groups of ``width`` lanes."""
+        analyzer = tvm.sym.Analyzer()
+        holds: list[bool] = []
+        for thread in range(self.threads):
+            mapping = {self.thread: tirx.const(thread, self.thread.ty.dtype)}
+            value = const_int(
+                analyzer.simplify(substitute_vars(tirx.Evaluate(condition), mapping).value)
+            )
+            if value is None:
+                raise UnsupportedError(
+                    f"{self.where}: a warp shuffle under a condition that is not on the "
+                    f"thread index alone ({condition}) is not supported on CPU targets; "
+                    "shuffle unconditionally and use the result under the condition"
+                )
+            holds.append(bool(value))
+        groups = [holds[i : i + width] for i in range(0, self.threads, width)]
+        if any(any(group) and not all(group) for group in groups):
+            raise UnsupportedError(
+                f"{self.where}: a warp shuffle under {condition} is reached by part of a "
+                f"{width}-lane group; every lane of the group must take part (the full mask)"
+            )
+        reached = sum(holds)
+        if reached == self.threads:
+            return tirx.Evaluate(
+                tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm("shared"))
+            )
+        return tirx.Evaluate(
+            tirx.call_intrin(
+                "int32",
+                "tirx.tvm_storage_sync",
+                tvm.ir.StringImm("shared"),
+                tirx.const(SHUFFLE_BARRIER_ID, "int32"),
+                tirx.const(reached, "int32"),
+            )
+        )
+
+    def place_barriers(self, body: Any) -> Any:
+        """``body`` with every pending barrier made a real one (`barrier_for`)."""
+        refusals: list[UnsupportedError] = []
+
+        def place(attr: Any) -> Any:
+            if attr.attr_key != _PENDING or refusals:
+                return attr
+            try:
+                return self.barrier_for(int(attr.node.value), attr.value)
+            except UnsupportedError as refusal:
+                refusals.append(refusal)
+                return attr
+
+        placed = tvm_ffi.structural_map(body, [(tirx.AttrStmt, place)], order="post")
+        if refusals:
+            raise refusals[0]
+        return placed
 
 
 def _lower_block(attr: Any, where: str) -> Any:
@@ -171,10 +266,13 @@ def _lower_block(attr: Any, where: str) -> Any:
         return lowered(node, tirx.Evaluate)
 
     body = tvm_ffi.structural_map(
-        attr.body, [(tirx.BufferStore, store), (tirx.Evaluate, evaluate)], order="post"
+        attr.body,
+        [(tirx.BufferStore, store), (tirx.Evaluate, evaluate), (tirx.IfThenElse, block.guard)],
+        order="post",
     )
     if refusals:
         raise refusals[0]
+    body = block.place_barriers(body)
     if _shuffles_in(body):
         raise UnsupportedError(
             f"{where}: a warp shuffle in a loop bound, condition or let binding is not "
