@@ -22,6 +22,7 @@ from tl_codegen_cpu.passes.localize_tiles import CpuLocalizeTilesPass
 from tl_codegen_cpu.passes.lower_launch import CpuLowerLaunchPass
 from tl_codegen_cpu.passes.lower_parallel_loops import CpuLowerParallelLoopsPass
 from tl_codegen_cpu.passes.lower_tile_ops import CpuLowerTileOpsPass, lower_tile_op
+from tl_codegen_cpu.passes.lower_warp_shuffles import CpuLowerWarpShufflesPass
 from tl_codegen_cpu.passes.mark_independent_loops import (
     INDEPENDENT_LOOP_MARKER,
     CpuMarkIndependentLoopsPass,
@@ -32,7 +33,6 @@ from tl_codegen_cpu.passes.mark_parallel_loops import (
     mark_outermost_parallel_loops,
 )
 from tl_codegen_cpu.passes.registry import CPU_PASS_REGISTRY, create_cpu_pass
-from tl_codegen_cpu.passes.lower_warp_shuffles import CpuLowerWarpShufflesPass
 from tl_codegen_cpu.passes.reject_gpu_ops import CpuRejectGpuOpsPass
 from tl_codegen_cpu.passes.split_vector_loops import CpuSplitVectorLoopsPass
 from tl_codegen_cpu.passes.stack_block_locals import (
@@ -63,9 +63,9 @@ __all__ = [
     "CpuLowerLaunchPass",
     "CpuLowerParallelLoopsPass",
     "CpuLowerTileOpsPass",
+    "CpuLowerWarpShufflesPass",
     "CpuMarkIndependentLoopsPass",
     "CpuMarkParallelLoopsPass",
-    "CpuLowerWarpShufflesPass",
     "CpuRejectGpuOpsPass",
     "CpuSplitVectorLoopsPass",
     "CpuStackBlockLocalsPass",
