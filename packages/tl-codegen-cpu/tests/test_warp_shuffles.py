@@ -153,3 +153,48 @@ def test_the_first_warp_reduces_the_partials_under_a_thread_condition(
 def test_a_condition_that_splits_a_warp_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedError, match=r"reached by part of a 32-lane group"):
         _run(block_sum(16), "c", tmp_path, np.zeros((BLOCKS, THREADS), np.float32))
+
+
+def hadamard_rounds(mask: int) -> Any:
+    """The warp stage of TileLang's Hadamard example: butterflies through a direct
+    ``T.tvm_warp_shuffle`` inside a loop over each thread's elements."""
+    elements = 2
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((THREADS * elements,), "float32"), B: T.Tensor((THREADS * elements,), "float32")
+    ):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding(0)
+            local = T.alloc_local((elements,), "float32")
+            other = T.alloc_local((elements,), "float32")
+            for j in T.serial(elements):
+                local[j] = A[tx * elements + j]
+            for i in T.serial(5):
+                sign = (tx >> i) & 1
+                for j in T.serial(elements):
+                    other[j] = T.tvm_warp_shuffle(mask, local[j], (tx ^ (1 << i)) % 32, 32, 32)
+                    local[j] = T.if_then_else(sign == 0, local[j] + other[j], other[j] - local[j])
+            for j in T.serial(elements):
+                B[tx * elements + j] = local[j]
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_direct_tvm_warp_shuffle_runs_the_hadamard_butterflies(
+    target: str, tmp_path: Path
+) -> None:
+    a = np.random.default_rng(4).standard_normal(THREADS * 2).astype(np.float32)
+    b = _run(hadamard_rounds(0xFFFFFFFF), target, tmp_path, a)
+    # Lane l of a warp ends with sum_m (-1)^popcount(l & m) a[m] per element slot.
+    lanes = np.arange(32)
+    signs = np.where(np.bitwise_count(lanes[:, None] & lanes[None, :]) % 2 == 1, -1.0, 1.0)
+    warps = a.reshape(THREADS // 32, 32, 2).astype(np.float64)
+    expected = np.einsum("lm,wme->wle", signs, warps).reshape(-1)
+    np.testing.assert_allclose(b, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_a_direct_shuffle_with_a_partial_mask_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedError, match=r"not a constant full mask.*pass 0xFFFFFFFF"):
+        _run(hadamard_rounds(0xFFFF), "c", tmp_path, np.zeros(THREADS * 2, np.float32))

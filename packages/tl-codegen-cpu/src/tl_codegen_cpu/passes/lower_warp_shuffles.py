@@ -80,6 +80,9 @@ def _replace(expr: Any, old: Any, new: Any) -> Any:
     return tvm_ffi.structural_map(expr, [(tvm.ir.Call, swap)], order="post")
 
 
+#: The lane mask of a whole warp, the only one the CPU lowering accepts.
+FULL_MASK = (1 << 32) - 1
+
 #: The named barrier id a shuffle under a thread condition waits at (any of 1..15 would
 #: do: on the CPU every region boundary waits for the whole block).
 SHUFFLE_BARRIER_ID = 15
@@ -106,7 +109,14 @@ class _Block:
     def exchange(self, call: Any) -> tuple[list[Any], Any]:
         """Statements that perform the shuffle ``call`` and the load of its result."""
         mode = SHUFFLE_MODES[str(call.op.name)]
-        _mask, value, operand, width_arg, _warp = call.args
+        mask, value, operand, width_arg, _warp = call.args
+        # T.shfl_* check their mask; a direct T.tvm_warp_shuffle call does not.
+        if const_int(mask) != FULL_MASK:
+            raise UnsupportedError(
+                f"{self.where}: a warp shuffle with mask {mask} (not a constant full mask) is "
+                "not supported on CPU targets; pass 0xFFFFFFFF (every lane takes part) and "
+                "select the lanes' results with T.if_then_else"
+            )
         width = const_int(width_arg)
         if width is None or width < 1 or width & (width - 1):
             raise UnsupportedError(f"{self.where}: a shuffle width must be a constant power of two")
