@@ -220,6 +220,7 @@ def test_the_new_passes_are_registered_under_their_names() -> None:
         "lower-pipelined-loops",
         "lower-alloc-var",
         "cpu-legalize-half-precision",
+        "cpu-lower-warp-shuffles",
         "cpu-reject-gpu-ops",
         "cpu-lower-launch",
         "cpu-lower-tile-ops",

@@ -44,7 +44,8 @@ def test_the_gpu_names_reachable_as_T_names_are_exactly_the_list() -> None:
 def test_the_compatibility_table_takes_its_gpu_rows_from_the_list() -> None:
     names = {name for group in TILELANG_NAMES.values() for name in group}
     gpu_only = {name for name in names if status(name)[0] == GPU_ONLY}
-    assert gpu_only == {n for n in gpu.__all__ if n.startswith(("shfl_", "warp_reduce_"))}
+    # The warp collectives run on the CPU targets too (cpu-lower-warp-shuffles).
+    assert gpu_only == set()
     for name in set(gpu.__all__) & names:
         state, note = status(name)
         assert state == UNSUPPORTED or "tl_ir.language.gpu" in note, (name, state, note)

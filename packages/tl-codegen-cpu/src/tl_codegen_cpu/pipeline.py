@@ -27,6 +27,7 @@ from tl_codegen_cpu.passes import (
     CpuLowerLaunchPass,
     CpuLowerParallelLoopsPass,
     CpuLowerTileOpsPass,
+    CpuLowerWarpShufflesPass,
     CpuMarkIndependentLoopsPass,
     CpuMarkParallelLoopsPass,
     CpuRejectGpuOpsPass,
@@ -51,6 +52,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
     # needs long vectorized loops cut into register-wide chunks.
     split: list[Pass] = [CpuSplitVectorLoopsPass()] if split_vector_loops else []
     return [
+        CpuLowerWarpShufflesPass(),
         CpuRejectGpuOpsPass(),
         LowerPipelinedLoopsPass(),
         LowerAllocVarPass(),

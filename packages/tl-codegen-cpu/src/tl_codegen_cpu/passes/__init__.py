@@ -22,6 +22,7 @@ from tl_codegen_cpu.passes.localize_tiles import CpuLocalizeTilesPass
 from tl_codegen_cpu.passes.lower_launch import CpuLowerLaunchPass
 from tl_codegen_cpu.passes.lower_parallel_loops import CpuLowerParallelLoopsPass
 from tl_codegen_cpu.passes.lower_tile_ops import CpuLowerTileOpsPass, lower_tile_op
+from tl_codegen_cpu.passes.lower_warp_shuffles import CpuLowerWarpShufflesPass
 from tl_codegen_cpu.passes.mark_independent_loops import (
     INDEPENDENT_LOOP_MARKER,
     CpuMarkIndependentLoopsPass,
@@ -62,6 +63,7 @@ __all__ = [
     "CpuLowerLaunchPass",
     "CpuLowerParallelLoopsPass",
     "CpuLowerTileOpsPass",
+    "CpuLowerWarpShufflesPass",
     "CpuMarkIndependentLoopsPass",
     "CpuMarkParallelLoopsPass",
     "CpuRejectGpuOpsPass",

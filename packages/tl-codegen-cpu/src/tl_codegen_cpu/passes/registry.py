@@ -15,6 +15,7 @@ def _cpu(module: str, class_name: str) -> PassFactory:
 #: Pass name -> lazy factory. A test checks every key equals the class's ``name``.
 CPU_PASS_REGISTRY = PassRegistry(
     {
+        "cpu-lower-warp-shuffles": _cpu("lower_warp_shuffles", "CpuLowerWarpShufflesPass"),
         "cpu-reject-gpu-ops": _cpu("reject_gpu_ops", "CpuRejectGpuOpsPass"),
         "cpu-lower-launch": _cpu("lower_launch", "CpuLowerLaunchPass"),
         "cpu-forward-copies": _cpu("forward_copies", "CpuForwardCopiesPass"),

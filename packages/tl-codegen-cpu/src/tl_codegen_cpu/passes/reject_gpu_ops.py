@@ -1,7 +1,8 @@
 """`cpu-reject-gpu-ops`: GPU-only constructs (Tier 2 in docs/language.md) fail early with a clear error.
 
-On CPU targets there is no faithful meaning for grid-wide barriers, warp
-shuffles, asynchronous copies or virtual threads. (``T.sync_threads``, a
+On CPU targets there is no faithful meaning for grid-wide barriers,
+asynchronous copies or virtual threads. (Warp shuffles are lowered before this
+pass by `cpu-lower-warp-shuffles`; one it left is refused here.) (``T.sync_threads``, a
 barrier among one block's threads, is kept: `cpu-lower-launch` splits the
 block's thread loops there.) This pass raises
 `tl_ir.errors.UnsupportedError` naming the construct and the target

@@ -47,7 +47,7 @@ HINT_NAMES: frozenset[str] = frozenset(
 )
 
 #: Prefixes of the GPU language's warp collectives (shuffles, warp reductions): the
-#: names of `tl_ir.language.gpu` that the CPU targets reject.
+#: CPU targets run them as exchanges through block memory (docs/cpu.md).
 _WARP_COLLECTIVE_PREFIXES = ("shfl_", "warp_reduce_")
 
 
@@ -275,7 +275,10 @@ def status(name: str, group: str = "") -> tuple[str, str]:
         return HINTS, "a CUDA scheduling hint"
     if name in _gpu_language_names():
         if name.startswith(_WARP_COLLECTIVE_PREFIXES):
-            return GPU_ONLY, "a warp collective (tl_ir.language.gpu); the CPU targets reject it"
+            return SUPPORTED, (
+                "a warp collective (tl_ir.language.gpu); on the CPU targets an exchange "
+                "through block memory between barriers"
+            )
         return SUPPORTED, "GPU language (tl_ir.language.gpu); the CPU targets accept it too"
     if group == "dtypes":
         return _dtype_status(name)

@@ -12,10 +12,11 @@ backends' ``language`` modules (``tl_codegen_cuda.language``,
 Plain functions called inside a ``@T.prim_func`` body; each returns the TIR
 the GPU lowering and TVM's codegens understand, so they work on every GPU
 target whose codegen has the underlying instruction (shuffles: CUDA, ROCm,
-Metal; barriers: all). Warp shuffles (``shfl_*``, ``warp_reduce_*``) have no
-faithful meaning on the CPU targets (their pipeline rejects them); a block
-barrier (``sync_threads``), lane/warp indices and ``async_copy`` (a ``T.copy``)
-work there too.
+Metal; barriers: all). The CPU targets run them too: warp shuffles
+(``shfl_*``, ``warp_reduce_*``) as exchanges through block memory between
+barriers (docs/cpu.md, "Warp shuffles"), a block barrier (``sync_threads``)
+as a split of the thread loops, lane/warp indices as arithmetic and
+``async_copy`` as a ``T.copy``.
 
 Lane and warp indices follow ``threadIdx.x`` (1-D thread blocks; a kernel
 with ``threads=(x, y)`` must compute its own).
