@@ -44,6 +44,7 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.thread_ir import uses_any
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import const_int
+from tl_ir.scopes import LOCAL, SHARED
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -129,9 +130,9 @@ class _Block:
         dtype = str(call.ty.dtype)
         count = len(self.allocations) // 2
         transfer = tirx.decl_buffer(
-            (self.threads,), dtype, name=f"shuffle_transfer_{count}", scope="shared"
+            (self.threads,), dtype, name=f"shuffle_transfer_{count}", scope=SHARED
         )
-        result = tirx.decl_buffer((1,), dtype, name=f"shuffle_result_{count}", scope="local")
+        result = tirx.decl_buffer((1,), dtype, name=f"shuffle_result_{count}", scope=LOCAL)
         self.allocations += [tirx.AllocBuffer(transfer), tirx.AllocBuffer(result)]
         tx = self.thread
         index_dtype = tx.ty.dtype
@@ -219,13 +220,13 @@ class _Block:
         reached = sum(holds)
         if reached == self.threads:
             return tirx.Evaluate(
-                tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm("shared"))
+                tirx.call_intrin("int32", "tirx.tvm_storage_sync", tvm.ir.StringImm(SHARED))
             )
         return tirx.Evaluate(
             tirx.call_intrin(
                 "int32",
                 "tirx.tvm_storage_sync",
-                tvm.ir.StringImm("shared"),
+                tvm.ir.StringImm(SHARED),
                 tirx.const(SHUFFLE_BARRIER_ID, "int32"),
                 tirx.const(reached, "int32"),
             )
