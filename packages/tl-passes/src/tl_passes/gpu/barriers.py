@@ -32,7 +32,9 @@ counted: the ring's wait and barrier at the top of each iteration order them
 tile they bring). The ring's prologue gets a barrier before it when accesses
 of a tile that is dead from there on are pending: the dynamic shared memory
 merge may give the ring's slots that tile's memory, and the prologue's copies
-must not land while another warp still reads it.
+must not land while another warp still reads it. Likewise when accesses of
+the ring's own tiles are pending (a ring run again, as in an outer loop: the
+prologue refills slots the last run's slow warps may still be reading).
 
 A named barrier (``T.sync_threads(id, count)``, among part of the block's
 threads) orders accesses as any barrier does; an ``if`` that holds one is never
@@ -193,6 +195,20 @@ def _starts_prologue(stmt: Any) -> bool:
     return is_prologue_copy(stmt)
 
 
+def _prologue_destinations(stmt: Any) -> set[str]:
+    """The shared tiles the ring prologues at the top level of ``stmt`` fill."""
+    from tl_passes.gpu.pipelined_ring import is_prologue_copy
+
+    found: set[str] = set()
+    for child in _flat(stmt):
+        if not _starts_prologue(child):
+            continue
+        for part in _flat(child.then_case if isinstance(child, tirx.IfThenElse) else child):
+            if is_prologue_copy(part):
+                found |= shared_accesses(part.body).writes
+    return found
+
+
 def _pending_dead_tiles(pending: Accesses, rest: Sequence[Any]) -> bool:
     """Whether ``pending`` touches a shared tile that nothing in ``rest`` accesses.
 
@@ -227,7 +243,10 @@ def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[A
         out: list[Any] = []
         rest = list(stmt.seq)
         for index, child in enumerate(rest):
-            if _starts_prologue(child) and _pending_dead_tiles(pending, rest[index:]):
+            if _starts_prologue(child) and (
+                _pending_dead_tiles(pending, rest[index:])
+                or (pending.reads | pending.writes) & _prologue_destinations(child)
+            ):
                 out.append(barrier())
                 pending = Accesses()
             new_child, pending = _process(child, pending, threads)
@@ -245,7 +264,11 @@ def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[A
             prefix.append(barrier())
             pending = Accesses()
         body, end = _process(stmt.body, Accesses(), threads)
-        if end.conflicts_with(_head_accesses(stmt.body, whole)):
+        head = _head_accesses(stmt.body, whole)
+        # A ring's prologue at the top of the body refills tiles the previous
+        # iteration's ring may still be reading.
+        head = Accesses(head.reads, head.writes | _prologue_destinations(stmt.body))
+        if end.conflicts_with(head):
             body = tirx.SeqStmt([*_flat(body), barrier()])
             end = Accesses()
         after = Accesses()
