@@ -47,13 +47,7 @@ DEFAULT_CASES = {
 }
 """Cases the default run takes; every other lowering case is ``slow``."""
 
-KNOWN_EMULATION_FAILURES: dict[str, str] = {
-    "example_mamba_chunk_scan.chunk_scan_fwd": (
-        "wrong numbers in 7-23% of the outputs (c and llvm are right), also with cb and "
-        "prev_states zero, where the output is x * D (the x_residual path: a swizzled "
-        "shared tile copied to a fragment, times a one-element fragment); not localized yet"
-    ),
-}
+KNOWN_EMULATION_FAILURES: dict[str, str] = {}
 """Cases whose CUDA lowers but computes wrong numbers (or faults) under emulation today:
 case name -> what goes wrong. Strict xfails, so a fix shows up."""
 

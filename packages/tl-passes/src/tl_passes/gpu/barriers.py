@@ -29,7 +29,12 @@ shared accesses is marked as such for TVM's own barrier planner
 The async copies of a pipelined ring (`tl_passes.gpu.pipelined_ring`) are not
 counted: the ring's wait and barrier at the top of each iteration order them
 (before, the last reads of the slot they refill; after, the reads of the
-tile they bring).
+tile they bring). The ring's prologue gets a barrier before it when accesses
+of a tile that is dead from there on are pending: the dynamic shared memory
+merge may give the ring's slots that tile's memory, and the prologue's copies
+must not land while another warp still reads it. Likewise when accesses of
+the ring's own tiles are pending (a ring run again, as in an outer loop: the
+prologue refills slots the last run's slow warps may still be reading).
 
 A named barrier (``T.sync_threads(id, count)``, among part of the block's
 threads) orders accesses as any barrier does; an ``if`` that holds one is never
@@ -181,6 +186,45 @@ def shared_accesses(stmt: Any) -> Accesses:
     return result
 
 
+def _starts_prologue(stmt: Any) -> bool:
+    """Whether ``stmt`` is (or guards) an async copy of a pipelined ring's prologue."""
+    from tl_passes.gpu.pipelined_ring import is_prologue_copy
+
+    if isinstance(stmt, tirx.IfThenElse):
+        return any(is_prologue_copy(s) for s in _flat(stmt.then_case))
+    return is_prologue_copy(stmt)
+
+
+def _prologue_destinations(stmt: Any) -> set[str]:
+    """The shared tiles the ring prologues at the top level of ``stmt`` fill."""
+    from tl_passes.gpu.pipelined_ring import is_prologue_copy
+
+    found: set[str] = set()
+    for child in _flat(stmt):
+        if not _starts_prologue(child):
+            continue
+        for part in _flat(child.then_case if isinstance(child, tirx.IfThenElse) else child):
+            if is_prologue_copy(part):
+                found |= shared_accesses(part.body).writes
+    return found
+
+
+def _pending_dead_tiles(pending: Accesses, rest: Sequence[Any]) -> bool:
+    """Whether ``pending`` touches a shared tile that nothing in ``rest`` accesses.
+
+    Such a tile is dead when a ring's prologue starts, so the dynamic shared memory
+    merge may hand its memory to the ring's slots; the prologue's async copies then
+    write where other threads may still be reading (TVM's own barrier planner sees an
+    async copy's destination only through ``address_of``, as a read, and orders no
+    read before it). A tile accessed later stays live across the ring: no aliasing.
+    """
+    touched = pending.reads | pending.writes
+    if not touched:
+        return False
+    later = shared_accesses(_seq(list(rest)))
+    return bool(touched - later.reads - later.writes)
+
+
 def _is_compound(stmt: Any) -> bool:
     if isinstance(stmt, tirx.SeqStmt):
         return True
@@ -197,7 +241,14 @@ def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[A
         return stmt, pending  # ordered by its ring's wait and barrier
     if isinstance(stmt, tirx.SeqStmt):
         out: list[Any] = []
-        for child in stmt.seq:
+        rest = list(stmt.seq)
+        for index, child in enumerate(rest):
+            if _starts_prologue(child) and (
+                _pending_dead_tiles(pending, rest[index:])
+                or (pending.reads | pending.writes) & _prologue_destinations(child)
+            ):
+                out.append(barrier())
+                pending = Accesses()
             new_child, pending = _process(child, pending, threads)
             out.extend(new_child.seq if isinstance(new_child, tirx.SeqStmt) else [new_child])
         return tirx.SeqStmt(out), pending
@@ -213,7 +264,11 @@ def _process(stmt: Any, pending: Accesses, threads: ThreadDependence) -> tuple[A
             prefix.append(barrier())
             pending = Accesses()
         body, end = _process(stmt.body, Accesses(), threads)
-        if end.conflicts_with(_head_accesses(stmt.body, whole)):
+        head = _head_accesses(stmt.body, whole)
+        # A ring's prologue at the top of the body refills tiles the previous
+        # iteration's ring may still be reading.
+        head = Accesses(head.reads, head.writes | _prologue_destinations(stmt.body))
+        if end.conflicts_with(head):
             body = tirx.SeqStmt([*_flat(body), barrier()])
             end = Accesses()
         after = Accesses()

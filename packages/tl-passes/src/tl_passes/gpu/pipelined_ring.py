@@ -21,7 +21,10 @@ iteration ``i-1``, whose reads all finished before the barrier at the top of
 iteration ``i`` (write after read across iterations); tile ``i`` is read only
 after that barrier (read after write). `gpu-insert-barriers` therefore does not
 count the async copies (`ASYNC_COPY_KEY` statements) as accesses: the ring's
-own barrier orders them. The async copies are lowered by
+own barrier orders them. The prologue's copies are the exception it does
+order: a slot's first fill may land in shared memory that a tile dead before
+the ring held (the dynamic shared memory merge reuses it), while other warps
+may still be reading that tile (`is_prologue_copy`). The async copies are lowered by
 `tl_passes.gpu.async_copy`.
 
 A copy is a ring copy when it copies from global into a shared tile that is
@@ -78,8 +81,22 @@ def is_async_copy(stmt: Any) -> bool:
     return isinstance(stmt, tirx.AttrStmt) and str(stmt.attr_key) == ASYNC_COPY_KEY
 
 
-def _async(copy_stmt: Any) -> Any:
-    return tirx.AttrStmt(tvm.ir.StringImm("ring"), ASYNC_COPY_KEY, int_imm(1), copy_stmt)
+def is_prologue_copy(stmt: Any) -> bool:
+    """Whether ``stmt`` is an async copy of a ring's prologue (a first fill of a slot).
+
+    Its destination may be shared memory that tiles dead before the ring occupied (the
+    dynamic shared memory merge reuses it), so unlike a refill it is not ordered by the
+    ring's own barrier; `gpu-insert-barriers` orders it after those tiles' last accesses.
+    """
+    return is_async_copy(stmt) and str(stmt.node.value) == _PROLOGUE
+
+
+_PROLOGUE = "prologue"
+
+
+def _async(copy_stmt: Any, prologue: bool = False) -> Any:
+    node = tvm.ir.StringImm(_PROLOGUE if prologue else "ring")
+    return tirx.AttrStmt(node, ASYNC_COPY_KEY, int_imm(1), copy_stmt)
 
 
 def _extern(name: str, *args: Any) -> Any:
@@ -354,17 +371,17 @@ def build_ring(ring: _Ring, copy: AsyncCopy) -> Any:
     var, start, extent = loop.loop_var, loop.min, loop.extent
     count = const_int(extent)
 
-    def copies_of(iteration: Any, slot: Any) -> list[Any]:
+    def copies_of(iteration: Any, slot: Any, prologue: bool = False) -> list[Any]:
         out = []
         for position in ring.ring_copies:
             stmt = _substitute(ring.statements[position], var, iteration)
-            out.append(_async(_ring_rewrite(stmt, rings, slot)))
+            out.append(_async(_ring_rewrite(stmt, rings, slot), prologue))
         return out
 
     commit = _extern(copy.commit)
     prologue: list[Any] = []
     for s in range(stages - 1):
-        issued = _seq(copies_of(start + s, int_imm(s)))
+        issued = _seq(copies_of(start + s, int_imm(s), prologue=True))
         if count is None:
             prologue.append(tirx.IfThenElse(s < extent, issued, None))
         elif s < count:
