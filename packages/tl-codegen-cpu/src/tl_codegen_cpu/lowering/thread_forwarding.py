@@ -54,27 +54,19 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.thread_ir import (
     THREAD_NEST_KEY,
     contains,
+    flatten_seq,
     is_local,
     reads_buffer,
     reads_memory,
     uses_any,
 )
 from tl_ir.launch import rebuild_loop
+from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import substitute_vars
 
 #: Annotation on a thread nest that `forward_staging` / `interchange_private_loop`
 #: made: what was done (prefixed to its ``tl.cpu_thread_path``).
 MERGED_KEY = "tl.cpu_thread_merged"
-
-
-def _as_int(value: Any) -> int | None:
-    return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-
-def _flatten(stmt: Any) -> list[Any]:
-    if isinstance(stmt, tirx.SeqStmt):
-        return [s for item in stmt.seq for s in _flatten(item)]
-    return [stmt]
 
 
 def _seq(stmts: list[Any]) -> Any:
@@ -148,12 +140,12 @@ def _staging(stmt: Any, block_buffers: list[Any]) -> _Staging | None:
     loops: dict[Any, int] = {}
     body = stmt
     while isinstance(body, tirx.For):
-        extent = _as_int(body.extent)
-        if body.kind != tirx.ForKind.SERIAL or _as_int(body.min) != 0 or extent is None:
+        extent = const_int(body.extent)
+        if body.kind != tirx.ForKind.SERIAL or const_int(body.min) != 0 or extent is None:
             return None
         loops[body.loop_var] = extent
         body = body.body
-    items = _flatten(body)
+    items = flatten_seq(body)
     if not loops or not all(isinstance(s, tirx.BufferStore) for s in items):
         return None
     buffers = [s.buffer for s in items]
@@ -169,7 +161,7 @@ def _staging(stmt: Any, block_buffers: list[Any]) -> _Staging | None:
         for index, dim in zip(store.indices, buffer.shape, strict=True):
             if not isinstance(index, tvm.ir.Var) or index not in loops:
                 return None
-            if any(index.same_as(u) for u in used) or loops[index] != _as_int(dim):
+            if any(index.same_as(u) for u in used) or loops[index] != const_int(dim):
                 return None
             used.append(index)
         value = store.value
@@ -284,7 +276,7 @@ def interchange_private_loop(loop: Any, threads: tuple[Any, ...], note: str) -> 
     bounds = (loop.min, loop.extent)
     if any(uses_any(b, set(threads)) or reads_memory(b) for b in bounds):
         return None
-    items = [s for s in _flatten(loop.body) if not _is_no_op(s)]
+    items = [s for s in flatten_seq(loop.body) if not _is_no_op(s)]
     if len(items) != 1 or not _is_nest(items[0]):
         return None
     chain: list[Any] = []
@@ -369,7 +361,7 @@ def forward_lane_copies(stmt: Any, candidates: list[Any]) -> tuple[Any, list[Any
         return stmt, []
 
     def body_of(loop: Any) -> Any:
-        items = _flatten(loop.body)
+        items = flatten_seq(loop.body)
         if not all(isinstance(s, tirx.BufferStore) for s in items):
             return loop
         known: list[tuple[Any, tuple[Any, ...], Any]] = []  # (buffer, indices, value)

@@ -367,3 +367,10 @@ def _mark_written_locals(node: Any, dep: set[Any]) -> None:
             dep.add(load.source)
 
     tvm_ffi.structural_walk(node, (tvm.ir.TensorLoad, visit), order="post")
+
+
+def flatten_seq(stmt: Any) -> list[Any]:
+    """The statements of ``stmt`` in order, with nested ``SeqStmt``s opened."""
+    if isinstance(stmt, tirx.SeqStmt):
+        return [s for item in stmt.seq for s in flatten_seq(item)]
+    return [stmt]

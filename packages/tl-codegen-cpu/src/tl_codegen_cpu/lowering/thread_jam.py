@@ -34,24 +34,21 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.thread_ir import contains, is_local, reads_memory, uses_any
+from tl_codegen_cpu.lowering.thread_ir import (
+    contains,
+    flatten_seq,
+    is_local,
+    reads_memory,
+    uses_any,
+)
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
+from tl_ir.ops import const_int
 from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
 
 #: The most threads interleaved.
 MAX_JAM = 4
-
-
-def _as_int(value: Any) -> int | None:
-    return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-
-def _flatten(stmt: Any) -> list[Any]:
-    if isinstance(stmt, tirx.SeqStmt):
-        return [s for item in stmt.seq for s in _flatten(item)]
-    return [stmt]
 
 
 def _uniform(stmt: Any, thread: Any) -> bool:
@@ -67,9 +64,9 @@ def _uniform(stmt: Any, thread: Any) -> bool:
 
 
 def _has_laned_walk(stmt: Any, thread: Any) -> bool:
-    for item in _flatten(stmt):
+    for item in flatten_seq(stmt):
         if _uniform(item, thread):
-            inner = _flatten(item.body)
+            inner = flatten_seq(item.body)
             if any(isinstance(s, tirx.For) and s.kind == tirx.ForKind.VECTORIZED for s in inner):
                 return True
             if _has_laned_walk(item.body, thread):
@@ -86,7 +83,7 @@ def _allocated(stmt: Any) -> list[Any]:
 def _buffer_bytes(buffer: Any) -> int | None:
     size = 1
     for dim in buffer.shape:
-        extent = _as_int(dim)
+        extent = const_int(dim)
         if extent is None:
             return None
         size *= extent
@@ -128,9 +125,9 @@ def _copy(stmt: Any, thread: Any, value: Any, allocated: list[Any], tag: int) ->
 
 def _interleave(copies: list[Any], thread: Any, original: Any) -> list[Any]:
     """The copies (one structure) statement by statement, inside their uniform loops."""
-    items = [_flatten(c) for c in copies]
+    items = [flatten_seq(c) for c in copies]
     out: list[Any] = []
-    for position, item in enumerate(_flatten(original)):
+    for position, item in enumerate(flatten_seq(original)):
         if _uniform(item, thread):
             bodies = [copy[position].body for copy in items]
             inner = _interleave(bodies, thread, item.body)
@@ -147,10 +144,10 @@ def _seq(stmts: list[Any]) -> Any:
 def jam_threads(loop: Any, isa: VectorISA) -> tuple[Any, int]:
     """``(loop, U)``: the thread loop ``loop`` with ``U`` threads interleaved (module
     docstring), or ``(loop, 1)`` unchanged where a proof fails."""
-    extent = _as_int(loop.extent)
+    extent = const_int(loop.extent)
     thread = loop.loop_var
     body = loop.body
-    if loop.kind != tirx.ForKind.SERIAL or _as_int(loop.min) != 0 or extent is None:
+    if loop.kind != tirx.ForKind.SERIAL or const_int(loop.min) != 0 or extent is None:
         return loop, 1
     if not _has_laned_walk(body, thread):
         return loop, 1

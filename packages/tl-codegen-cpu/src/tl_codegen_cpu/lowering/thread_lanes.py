@@ -59,6 +59,7 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.thread_ir import is_local, reads_buffer, uses_any
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
+from tl_ir.ops import const_int
 from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
 
@@ -97,10 +98,6 @@ class _Reduction:
     lanes: int
 
 
-def _as_int(value: Any) -> int | None:
-    return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-
 def _is_accumulator_load(expr: Any, buffer: Any, indices: Any) -> bool:
     return (
         isinstance(expr, tvm.ir.TensorLoad)
@@ -137,9 +134,9 @@ def match_reduction(loop: Any, isa: VectorISA) -> _Reduction | str:
     """The reduction a serial loop performs, or why it is not one this module lanes."""
     if not isinstance(loop, tirx.For) or loop.kind != tirx.ForKind.SERIAL:
         return "not a serial loop"
-    if _as_int(loop.min) != 0:
+    if const_int(loop.min) != 0:
         return "loop does not start at 0"
-    extent = _as_int(loop.extent)
+    extent = const_int(loop.extent)
     if extent is None:
         return "loop extent is not a constant"
     store = loop.body
@@ -348,8 +345,8 @@ def laned_sum(
     constant extent; its body is not read) as statements summing in vector lanes (init,
     vectorized update, tree fold into ``buffer[indices]``), or why not (no power-of-two
     divisor of at least 2 within the register's lanes)."""
-    extent = _as_int(loop.extent)
-    if extent is None or _as_int(loop.min) != 0:
+    extent = const_int(loop.extent)
+    if extent is None or const_int(loop.min) != 0:
         return "the reduction's extent is not a constant from 0"
     lanes = _largest_lanes(extent, isa.lanes(str(buffer.ty.dtype)))
     if lanes < 2:

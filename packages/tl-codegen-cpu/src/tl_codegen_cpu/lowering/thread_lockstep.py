@@ -45,7 +45,13 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_forwarding import forward_lane_copies
-from tl_codegen_cpu.lowering.thread_ir import contains, is_local, reads_memory, uses_any
+from tl_codegen_cpu.lowering.thread_ir import (
+    contains,
+    flatten_seq,
+    is_local,
+    reads_memory,
+    uses_any,
+)
 from tl_codegen_cpu.lowering.thread_lane_copies import (
     flat_index,
     flat_size,
@@ -55,6 +61,7 @@ from tl_codegen_cpu.lowering.thread_lane_copies import (
 from tl_codegen_cpu.lowering.thread_register_chunks import chunk_accumulations
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
+from tl_ir.ops import const_int
 from tl_ir.scopes import LOCAL
 from tl_passes.buffer_rewrite import substitute_vars
 
@@ -65,18 +72,8 @@ MAX_LANE_COPY_BYTES = 64 * 1024
 _MAX_VECTOR_LANES = 256
 
 
-def _as_int(value: Any) -> int | None:
-    return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-
 def _seq(stmts: list[Any]) -> Any:
     return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
-
-
-def _flatten(stmt: Any) -> list[Any]:
-    if isinstance(stmt, tirx.SeqStmt):
-        return [s for item in stmt.seq for s in _flatten(item)]
-    return [stmt]
 
 
 def _is_uniform_loop(stmt: Any, threads: set[Any]) -> bool:
@@ -115,7 +112,7 @@ def _innermost_accesses(stmt: Any, threads: set[Any]) -> list[tuple[Any, list[An
         )
 
     def walk(node: Any) -> None:
-        for item in _flatten(node):
+        for item in flatten_seq(node):
             if _is_uniform_loop(item, threads) and contains(item.body, tirx.For):
                 walk(item.body)
             elif isinstance(item, tirx.For) and not contains(item.body, tirx.For):
@@ -128,7 +125,7 @@ def _innermost_accesses(stmt: Any, threads: set[Any]) -> list[tuple[Any, list[An
 def lane_step(index: Any, var: Any, analyzer: Any) -> int | None:
     """How far ``index`` moves when ``var`` grows by one (None: not a constant)."""
     moved = tvm_ffi.structural_map(index, (tvm.ir.Var, lambda v: v + 1 if v.same_as(var) else v))
-    return _as_int(analyzer.simplify(moved - index))
+    return const_int(analyzer.simplify(moved - index))
 
 
 def choose_lane(
@@ -147,7 +144,7 @@ def choose_lane(
                 break
             span = 1
             for loop in loops:
-                loop_extent = _as_int(loop.extent)
+                loop_extent = const_int(loop.extent)
                 if loop_extent is not None and uses_any(index, {loop.loop_var}):
                     span = loop_extent
             if abs(moved) > span:
@@ -185,8 +182,8 @@ class _Lockstep:
         return (
             isinstance(leaf, tirx.For)
             and leaf.kind in (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
-            and _as_int(leaf.min) == 0
-            and _as_int(leaf.extent) is not None
+            and const_int(leaf.min) == 0
+            and const_int(leaf.extent) is not None
             and not contains(leaf.body, tirx.For)
             and is_copy_body(leaf.body)
         )
@@ -223,7 +220,7 @@ class _Lockstep:
                 out.append(self.lanes(list(leaves)))
                 leaves.clear()
 
-        for item in _flatten(stmt):
+        for item in flatten_seq(stmt):
             if isinstance(item, tirx.AllocBuffer) and is_local(item.buffer):
                 flush()
                 out.append(item)  # a per-lane array already (see thread_lane_copies.privatize)
@@ -327,7 +324,7 @@ def _merge_same_index_loops(loops: list[Any]) -> list[Any]:
         previous = merged[-1] if merged else None
         if previous is not None and _extent_equal(previous, loop):
             body = substitute_vars(loop.body, {loop.loop_var: previous.loop_var})
-            joined = tirx.SeqStmt([*_flatten(previous.body), *_flatten(body)])
+            joined = tirx.SeqStmt([*flatten_seq(previous.body), *flatten_seq(body)])
             if _meets_at_one_index(joined):
                 vector = tirx.ForKind.VECTORIZED
                 both_vector = previous.kind == vector and loop.kind == vector
@@ -339,7 +336,7 @@ def _merge_same_index_loops(loops: list[Any]) -> list[Any]:
 
 
 def _extent_equal(a: Any, b: Any) -> bool:
-    return _as_int(a.extent) is not None and _as_int(a.extent) == _as_int(b.extent)
+    return const_int(a.extent) is not None and const_int(a.extent) == const_int(b.extent)
 
 
 def _meets_at_one_index(body: Any) -> bool:
@@ -403,7 +400,7 @@ def lockstep_nest(
     innermost accesses contiguous or the body has no uniform loop to move it into."""
     analyzer = tvm.sym.Analyzer()
     threads = {v for v, _ in thread_loops}
-    if not any(_is_uniform_loop(s, threads) for s in _flatten(body)):
+    if not any(_is_uniform_loop(s, threads) for s in flatten_seq(body)):
         return None, "no loop every thread runs alike"
     chosen = choose_lane(body, thread_loops, analyzer)
     if chosen is None:
@@ -450,7 +447,7 @@ def lockstep_nest(
 
 def is_copy_body(stmt: Any) -> bool:
     """Only stores, serial loops and sequences (no branches, calls or allocations)."""
-    for item in _flatten(stmt):
+    for item in flatten_seq(stmt):
         if isinstance(item, tirx.For):
             if item.kind != tirx.ForKind.SERIAL or not is_copy_body(item.body):
                 return False

@@ -30,14 +30,11 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import is_local, reads_buffer
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
+from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import substitute_vars
 
 #: The most register-wide pieces one loop becomes (a longer one stays a loop).
 MAX_CHUNKS = 8
-
-
-def _as_int(value: Any) -> int | None:
-    return int(value.value) if isinstance(value, tirx.IntImm) else None
 
 
 def _stores(body: Any) -> list[Any] | None:
@@ -95,11 +92,11 @@ def chunk_accumulations(stmt: Any, isa: VectorISA) -> Any:
         if not accumulations:
             return node
         register_lanes = isa.lanes(str(accumulations[0].buffer.ty.dtype))
-        extent = _as_int(node.extent)
+        extent = const_int(node.extent)
         if (
             register_lanes < 2
             or node.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
-            or _as_int(node.min) != 0
+            or const_int(node.min) != 0
             or extent is None
             or extent <= register_lanes
             or extent % register_lanes
