@@ -29,6 +29,7 @@ from tl_runtime.tensor_views import (
     describe,
     dlpack_view,
     is_torch,
+    is_torch_type,
     launchable,
     numpy_view,
     reported_device,
@@ -62,7 +63,7 @@ def outputs_follow(kind: type) -> bool:
     torch tensors in give torch tensors out (on the device of the first tensor argument);
     every other type gives numpy arrays. One rule for every adapter and path.
     """
-    return kind.__module__.startswith("torch")
+    return is_torch_type(kind)
 
 
 @dataclass

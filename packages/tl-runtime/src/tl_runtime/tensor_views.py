@@ -14,6 +14,7 @@ states their DLPack dtype.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +51,20 @@ def first_line(exc: BaseException, limit: int = 200) -> str:
 
 
 def is_torch(value: object) -> bool:
-    """Whether ``value`` is a torch object (a tensor, for the arguments that reach here)."""
-    return type(value).__module__.startswith("torch")
+    """Whether ``value`` is a torch object (a tensor, for the arguments that reach here).
+
+    Subclasses of ``torch.Tensor`` defined elsewhere count too: they carry torch's lazy
+    bits and flags, which a plain DLPack export would ignore.
+    """
+    return is_torch_type(type(value))
+
+
+def is_torch_type(kind: type) -> bool:
+    """Whether ``kind`` is a torch type or a subclass of ``torch.Tensor`` (see `is_torch`)."""
+    if kind.__module__.startswith("torch"):
+        return True
+    torch = sys.modules.get("torch")  # a torch subclass exists only once torch is imported
+    return torch is not None and issubclass(kind, torch.Tensor)
 
 
 def reported_device(value: object) -> tuple[int, int] | None:

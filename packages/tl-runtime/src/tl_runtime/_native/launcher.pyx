@@ -29,6 +29,56 @@ cdef extern from "stdlib.h":
 cdef extern from "Python.h":
     void* Py_TYPE_PTR "Py_TYPE" (object o)
 
+cdef extern from *:
+    """
+    /* Per-call questions to a tensor type, asked the cheapest way its type allows.
+       A reader is the type's own attribute (looked up once per type), so asking it
+       is what ``x.is_neg()`` / ``x.requires_grad`` do, minus the attribute look-up and
+       bound-method creation: a C method taking no arguments (torch's ``is_neg``) is
+       called through its C function, a data descriptor (torch's ``requires_grad``
+       getter) through its ``__get__``, anything else through a plain call. */
+    enum { TL_READ_CALL = 0, TL_READ_METHOD = 1, TL_READ_GETTER = 2 };
+
+    static int tl_reader_mode(PyObject* reader, PyObject* kind, int property) {
+        if (property) {
+            /* A data descriptor on a type with the generic attribute look-up is what
+               ``getattr`` returns (it wins over the instance dict). */
+            if (Py_TYPE(reader)->tp_descr_get != NULL && Py_TYPE(reader)->tp_descr_set != NULL
+                    && ((PyTypeObject*)kind)->tp_getattro == PyObject_GenericGetAttr)
+                return TL_READ_GETTER;
+            return -1;
+        }
+        if (Py_IS_TYPE(reader, &PyMethodDescr_Type)
+                && PyType_IsSubtype((PyTypeObject*)kind, PyDescr_TYPE(reader))) {
+            int flags = ((PyMethodDescrObject*)reader)->d_method->ml_flags;
+            if ((flags & (METH_VARARGS | METH_KEYWORDS | METH_NOARGS | METH_O | METH_FASTCALL
+                          | METH_METHOD)) == METH_NOARGS)
+                return TL_READ_METHOD;
+        }
+        return TL_READ_CALL;
+    }
+
+    /* 1 or 0: the answer's truth; -1: an exception is set. */
+    static int tl_ask(PyObject* reader, int mode, PyObject* obj) {
+        PyObject* answer;
+        int truth;
+        if (mode == TL_READ_METHOD)
+            answer = ((PyCFunction)(void(*)(void))((PyMethodDescrObject*)reader)->d_method->ml_meth)(obj, NULL);
+        else if (mode == TL_READ_GETTER)
+            answer = Py_TYPE(reader)->tp_descr_get(reader, obj, (PyObject*)Py_TYPE(obj));
+        else
+            answer = PyObject_CallOneArg(reader, obj);
+        if (answer == NULL)
+            return -1;
+        truth = answer == Py_True ? 1 : answer == Py_False ? 0 : PyObject_IsTrue(answer);
+        Py_DECREF(answer);
+        return truth;
+    }
+    """
+    int TL_READ_CALL, TL_READ_METHOD, TL_READ_GETTER
+    int tl_reader_mode(object reader, object kind, int property) except -2
+    int tl_ask(void* reader, int mode, void* obj) noexcept
+
 cdef extern from "tvm/ffi/c_api.h":
     ctypedef struct DLDevice:
         int device_type
@@ -340,9 +390,13 @@ cdef class Launcher:
     cdef void* types[MAX_TYPES]
     cdef const DLPackExchangeAPI* apis[MAX_TYPES]
     cdef int follows[MAX_TYPES]
-    cdef list neg_checks      # per type slot: ``type.is_neg`` (torch's lazy negation) or None
-    cdef list neg_clear       # per param: the tensor last found without the bit (held) ...
-    cdef uintptr_t neg_clear_data[MAX_PARAMS]   # ... and its data address then
+    # per type slot: its ``is_neg`` (torch's lazy negation) and ``requires_grad`` readers
+    # (held in ``type_refs``) and how each is asked (``tl_ask``); a NULL ``is_neg`` reader:
+    # the type has none; a NULL ``requires_grad`` one: asked with ``getattr`` per call
+    cdef void* neg_readers[MAX_TYPES]
+    cdef int neg_modes[MAX_TYPES]
+    cdef void* grad_readers[MAX_TYPES]
+    cdef int grad_modes[MAX_TYPES]
     cdef list names           # parameter names, for the messages of launch_prepared
     cdef list type_refs
     cdef list refused_types
@@ -366,8 +420,6 @@ cdef class Launcher:
         self.dtype_names = []
         self.np_dtypes = []
         self.type_refs = []
-        self.neg_checks = []
-        self.neg_clear = [None] * len(specs)
         self.names = []
         self.refused_types = []
         self.ntypes = 0
@@ -453,7 +505,18 @@ cdef class Launcher:
         # torch's negative bit: a view whose memory holds the values negated (x._neg_view(),
         # z.conj().imag); the DLPack export ignores it, so such tensors go to the slow path.
         # (The conjugate bit exists only on complex tensors, which no dtype code accepts.)
-        neg_check = getattr(kind, "is_neg", None)
+        neg_reader = getattr(kind, "is_neg", None)
+        if not callable(neg_reader):
+            neg_reader = None
+        neg_mode = TL_READ_CALL if neg_reader is None else tl_reader_mode(neg_reader, kind, 0)
+        # the attribute as the type holds it (a getter), not as the class returns it
+        grad_reader = next((vars(base)["requires_grad"] for base in kind.__mro__
+                            if "requires_grad" in vars(base)), None)
+        grad_mode = TL_READ_CALL
+        if grad_reader is not None:
+            grad_mode = tl_reader_mode(grad_reader, kind, 1)
+            if grad_mode < 0:
+                grad_reader = None   # not a plain property: asked with getattr per call
         # No Python code runs from here on (the GIL stays held): another thread that
         # added this type meanwhile is found, and a slot is filled before it is counted.
         for i in range(self.ntypes):
@@ -462,8 +525,11 @@ cdef class Launcher:
         if self.ntypes == MAX_TYPES:
             return -1
         i = self.ntypes
-        self.type_refs.append(kind)   # keeps the type (and its API) alive
-        self.neg_checks.append(neg_check if callable(neg_check) else None)
+        self.type_refs.append((kind, neg_reader, grad_reader))   # keeps them (and the API) alive
+        self.neg_readers[i] = <void*>neg_reader if neg_reader is not None else NULL
+        self.neg_modes[i] = neg_mode
+        self.grad_readers[i] = <void*>grad_reader if grad_reader is not None else NULL
+        self.grad_modes[i] = grad_mode
         self.types[i] = tp
         self.apis[i] = api
         self.follows[i] = follows
@@ -545,7 +611,7 @@ cdef class Launcher:
 
     cdef int _prepare(self, tuple args, CallState* st, list outputs, int check_only) except -1:
         """Fast checks of every caller arg, then output allocation; 1 = ready, 0 = declined."""
-        cdef int i, j, k, overflow, slot
+        cdef int i, j, k, overflow, slot, flag
         cdef int64_t value
         cdef ParamInfo* p
         cdef Py_buffer* view
@@ -630,25 +696,29 @@ cdef class Launcher:
             data = (<char*>t.data) + t.byte_offset
             if (<uintptr_t>data) & p.align_mask:
                 return 0
-            neg_check = self.neg_checks[slot]
-            if neg_check is not None:
-                # Asking torch costs more than the rest of these checks, so the answer is
-                # kept for the tensor last passed here (held, as the numpy fast path holds
-                # its arrays) and its data address: ``x.data = y`` gives a new address.
-                # (Two threads may pair one's tensor with the other's address: both were
-                # found without the bit, so a stale pair still names a clear tensor.)
-                if self.neg_clear[j] is not obj or self.neg_clear_data[j] != <uintptr_t>t.data:
-                    if neg_check(obj):
-                        return 0   # lazily negated: the slow path resolves or refuses it
-                    self.neg_clear_data[j] = <uintptr_t>t.data
-                    self.neg_clear[j] = obj
+            # Asked on every call: the bit can flip on the same object over the same memory
+            # (``x.data = x._neg_view()``, ``torch._C._set_neg``) with nothing else the
+            # export shows changing, so no answer can be kept.
+            if self.neg_readers[slot] != NULL:
+                flag = tl_ask(self.neg_readers[slot], self.neg_modes[slot], <void*>obj)
+                if flag != 0:
+                    if flag < 0:
+                        PyErr_Clear()   # the slow path asks again and reports it
+                    return 0   # lazily negated: the slow path resolves or refuses it
             if p.strided:
                 if not self._check_strided(p, st, j, t.shape, t.strides, 1):
                     return 0
             elif not self._check_shape(p, st, j, t.shape, t.strides, 1, check_only):
                 return 0
-            if p.written and getattr(obj, "requires_grad", False):
-                return 0   # autograd cannot see the kernel's write: the slow path refuses it
+            if p.written:
+                if self.grad_readers[slot] != NULL:
+                    flag = tl_ask(self.grad_readers[slot], self.grad_modes[slot], <void*>obj)
+                    if flag < 0:
+                        PyErr_Clear()
+                else:
+                    flag = 1 if getattr(obj, "requires_grad", False) else 0
+                if flag != 0:
+                    return 0   # autograd cannot see the kernel's write: the slow path refuses it
             self._fill(t, &st.packed[j], data, p, st.shapes[j], st.strides[j])
             if st.first_source == NO_TENSOR:
                 st.first_source = EXCHANGE
