@@ -9,6 +9,7 @@ a manifest without ``alignment`` keeps meaning 64.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,47 @@ def test_the_full_checker_passes_element_aligned_arrays_through(artifact: Artifa
     legacy = tl_runtime.read_manifest(artifact("vadd"))  # declares 64: the input is copied
     copied = ArgumentChecker(legacy).prepare([a, _filled(0), _filled(0)]).args[0]
     assert copied is not a and copied.ctypes.data % 64 == 0
+
+
+def _exceptions_raised(call: Callable[[], object]) -> list[str]:
+    """The exceptions raised in tl_runtime's frames (its modules and generated fast paths)
+    while ``call()`` runs, caught or not. (numpy raises and catches a TypeError of its own
+    inside ``dtype.name``, which the full checker reads: not counted.)"""
+    raised: list[str] = []
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        where = frame.f_code.co_filename
+        if event == "exception" and ("<tl_runtime" in where or "/tl_runtime/" in where):
+            raised.append(f"{arg[0].__name__} in {frame.f_code.co_name} ({where})")
+        return trace
+
+    sys.settrace(trace)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return raised
+
+
+def test_a_misaligned_input_takes_the_copy_without_raising(
+    artifact: Artifact, adapter: str
+) -> None:
+    """A misaligned input goes to the copying path on every call: correct, and without an
+    exception raised and caught on the way (a traceback per call costs tens of us)."""
+    kernel = tl_runtime.load(artifact("vadd"), adapter=adapter)  # 64-byte params
+    a, b, c = _filled(16), _filled(16, 1.0), _filled(0, 0.0)
+    kernel(a, b, c)
+    assert _exceptions_raised(lambda: kernel(a, b, c)) == []
+    np.testing.assert_allclose(c, a + 1.0)
+    a[...] = 5.0
+    kernel(a, b, c)  # the same misaligned arrays again: copied afresh
+    np.testing.assert_allclose(c, 6.0)
+
+
+def test_a_read_only_input_takes_the_copy_without_raising(artifact: Artifact, adapter: str) -> None:
+    kernel = tl_runtime.load(artifact("vadd_elem"), adapter=adapter)
+    a, b, c = _filled(0), _filled(16, 1.0), _filled(0, 0.0)
+    a.flags.writeable = False  # numpy cannot export it through DLPack: the full path copies it
+    kernel(a, b, c)
+    assert _exceptions_raised(lambda: kernel(a, b, c)) == []
+    np.testing.assert_allclose(c, a + 1.0)

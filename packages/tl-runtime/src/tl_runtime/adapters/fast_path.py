@@ -392,12 +392,25 @@ def _tensor_lines(
                 "            return slow(args)",
             ]
         ),
+        # What the export would refuse is tested first: a refusal raises, and a raise with
+        # its traceback costs tens of us on every call with that array. Read-only arrays
+        # (numpy cannot export them) go to the full path, which copies them; so do
+        # pointers below the param's alignment (exported without tvm-ffi's check, then
+        # tested here), which the full path copies, or refuses for a written param.
+        *(
+            []
+            if spec.written
+            else [f"        if not a{i}.flags.writeable:", "            return slow(args)"]
+        ),
         "        try:",
-        # A pointer below the param's declared alignment raises here: the full path
-        # copies such an input, or refuses it for a written (output/inout) param.
-        f"            v{i} = from_dlpack(a{i}, require_alignment={spec.alignment})",
-        "        except Exception:",  # also read-only arrays: the full path copies them
+        f"            v{i} = from_dlpack(a{i}, require_alignment=0)",
+        "        except Exception:",  # an export failing otherwise: the full path says why
         "            return slow(args)",
+        *(
+            [f"        if v{i}.data_ptr() & {spec.alignment - 1}:", "            return slow(args)"]
+            if spec.alignment > 1
+            else []
+        ),
     ]
     # Aliasing kernels cache the whole combination once its overlap check passed.
     out.append("        fresh = True" if aliasing else f"        last[{i}] = {_entry(i, spec)}")
