@@ -9,7 +9,8 @@ the wall time of ``import tl_runtime`` in a fresh process; and the installed siz
 venv holding only tl-runtime, apache-tvm-ffi and numpy. Targets:
 at most 2 us and at most 3x the raw call; import under 0.2 s; venv under 150 MB.
 Then (``array_dispatch``) numpy and torch through the raw call and each adapter, with
-and without ``out_idx``, as ratios; and (``cache_hit``) a fresh process's ``@tl_jit.jit``
+and without ``out_idx``, as ratios; (``copied_inputs``) misaligned and read-only numpy
+inputs, which each call copies; and (``cache_hit``) a fresh process's ``@tl_jit.jit``
 disk-cache hit with numpy preloaded (at most 20 ms).
 Then (``eager_dispatch``; alone with ``--eager-only``) an eager-style ``@tl_jit.jit``
 call against the classic kernel's call of the same add: at most 2x.
@@ -131,6 +132,7 @@ def main() -> None:
         )
 
     array_dispatch()
+    copied_inputs()
     cache_hit()
 
     seconds = import_time_s()
@@ -210,6 +212,39 @@ def array_dispatch() -> None:
                 f"  {key:7s} {library:5s} out_idx       {out_us:6.3f} us/call  "
                 f"ratio to explicit {out_us / us:.2f}x  target <=2x: {verdict}"
             )
+
+
+def copied_inputs() -> None:
+    """Per-call cost of inputs the fast paths hand to the copying (full) path, numpy.
+
+    A 64-byte-aligned kernel (``vadd``) given inputs 16 bytes past a 64-byte boundary
+    (misaligned for it: each call copies them), then element-aligned ones made read-only
+    (``vadd_elem``: numpy cannot export them through DLPack, so each call copies them),
+    through each adapter; the output is aligned and writable. No target: these calls
+    copy; the figure shows what reaching the copy costs (before issue 24 the ``tvm_ffi``
+    path raised and caught an exception, with its traceback, on every such call).
+    """
+    cases = {
+        "misaligned": ("vadd", 16, True),
+        "read-only": ("vadd_elem", 0, False),
+    }
+    contenders: dict[str, tuple[object, tuple[object, ...]]] = {}
+    for case, (kernel_name, offset, writeable) in cases.items():
+        directory = rk.cached_artifact(kernel_name)
+        x = rk.aligned_array(np, (1024,), "float32", offset)
+        y = rk.aligned_array(np, (1024,), "float32", offset)
+        z = rk.aligned_array(np, (1024,), "float32")
+        x[:], y[:] = 1.0, 2.0
+        x.flags.writeable = y.flags.writeable = writeable
+        for key in ("tvm_ffi", "cython"):
+            kernel = tl_runtime.load(directory, adapter=key)
+            kernel(x, y, z)
+            assert np.allclose(z, 3.0)
+            contenders[f"{key} {case}"] = (kernel, (x, y, z))
+    results = interleaved_us(contenders, number=2000, repeat=7)
+    print("copied inputs: 1024-element float32 add, numpy (best of 7 x 2000 calls, round-robin)")
+    for name, us in results.items():
+        print(f"  {name:26s} {us:7.3f} us/call")
 
 
 def cache_hit() -> None:

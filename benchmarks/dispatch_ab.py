@@ -9,6 +9,9 @@ runs from each tree in turn, ``--rounds`` times (the baseline's packages first o
 ``PYTHONPATH``; its Cython launcher is built from its own source). Printed: per call,
 the best over the rounds of each tree's best-of-7 figure, their ratio, and the medians.
 On a loaded host read only the best figures, and only differences beyond 10-20%.
+``--section copied_inputs`` (or another ``dispatch.py`` section printing ``us/call``
+lines) runs that section of THIS tree's ``dispatch.py`` against each tree's packages
+instead, for sections the baseline's ``dispatch.py`` may lack.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"\s+(.+?)\s+([\d.]+) us/call")
 
 
-def run_array_dispatch(tree: Path, pythonpath: str | None) -> dict[str, float]:
-    """One ``array_dispatch()`` run from ``tree``'s benchmarks; microseconds per call."""
+def run_array_dispatch(
+    tree: Path, pythonpath: str | None, section: str = "array_dispatch"
+) -> dict[str, float]:
+    """One ``section()`` run from ``tree``'s benchmarks; microseconds per call."""
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
     out = subprocess.run(
-        [sys.executable, "-c", "import dispatch; dispatch.array_dispatch()"],
+        [sys.executable, "-c", f"import dispatch; dispatch.{section}()"],
         cwd=tree / "benchmarks",
         env=env,
         capture_output=True,
@@ -45,6 +50,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("baseline", help="the commit to compare against")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument(
+        "--section",
+        default="array_dispatch",
+        help="the dispatch.py section to time (other than array_dispatch: this tree's)",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tl-dispatch-ab-") as tmp:
         base = Path(tmp)
@@ -61,9 +71,11 @@ def main() -> None:
                 "baseline": (base, base_path),
                 "this tree": (ROOT, None),
             }.items():
-                for name, us in run_array_dispatch(where, path).items():
+                if options.section != "array_dispatch":
+                    where = ROOT  # this tree's section, each tree's packages
+                for name, us in run_array_dispatch(where, path, options.section).items():
                     runs[tree].setdefault(name, []).append(us)
-    print(f"array_dispatch, {options.baseline} against this tree, {options.rounds} rounds each")
+    print(f"{options.section}, {options.baseline} against this tree, {options.rounds} rounds each")
     print(f"  {'call':28s} {'baseline':>9s} {'this':>9s} {'ratio':>6s}   medians")
     for name, before in runs["baseline"].items():
         after = runs["this tree"].get(name)
