@@ -2,7 +2,8 @@
 (global -> global, into a sliced shared tile, out of a sliced fragment) and in
 ``T.fill`` / ``T.clear`` of a region (tl_ir.run_time_tiles) compute what numpy does on
 c and llvm for a ragged last block, all rows, none and one block; tile ops that keep
-constant extents (``T.reduce_*``) refuse a run-time one saying what to write.
+constant extents (``T.reduce_*``) refuse a run-time one saying what to write
+(test_tile_extent_folding: a copy whose extents have no bound).
 The CUDA tests (tl-codegen-cuda/tests/test_run_time_tiles_cuda.py) run the same
 kernels."""
 
@@ -34,22 +35,6 @@ def test_a_bounded_run_time_extent_computes_what_numpy_does(name: str, target: s
         kernel(a, np.array([length], np.int32), *results)
         for got, want, output in zip(results, wanted, outputs, strict=True):
             np.testing.assert_array_equal(got, want, err_msg=f"{name} {output} L={length}")
-
-
-def unbounded_both_sides(N: int = 64) -> Any:
-    @T.prim_func
-    def main(KV: T.Tensor((N, 16), "float32"), Lens: T.Tensor((2,), "int32")):
-        with T.Kernel(1, threads=32) as _bz:
-            start = Lens[0]
-            end = Lens[1]
-            T.copy(KV[start:end, :], KV[start + 32 : end + 32, :])
-
-    return main
-
-
-def test_an_extent_without_a_bound_says_how_to_bound_it() -> None:
-    with pytest.raises(UnsupportedError, match=r"no compile-time upper bound.*T\.min\(n, MAX\)"):
-        tl_jit.compile(unbounded_both_sides(), target="c")
 
 
 def reduce_of_a_run_time_region(N: int = 16) -> Any:
