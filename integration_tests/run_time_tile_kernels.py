@@ -103,6 +103,26 @@ def fragment_to_global(N: int = ROWS, block: int = BLOCK) -> Any:
     return main
 
 
+def atomic_rows(N: int = ROWS, block: int = BLOCK) -> Any:
+    """``T.atomic_add(Out[0 : e - s, :], F[0 : e - s, :])``: every block adds its valid
+    rows into the same ``block`` rows of ``Out`` (whole numbers: any order is exact)."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((N, COLS), "float32"),
+        L: T.Tensor((1,), "int32"),
+        Out: T.Tensor((N, COLS), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
+            F = T.alloc_fragment((block, COLS), "float32")
+            T.copy(A[bx * block, 0], F)
+            s = bx * block
+            e = T.min(s + block, L[0])
+            T.atomic_add(Out[0 : e - s, :], F[0 : e - s, :])
+
+    return main
+
+
 def _rows(length: int) -> np.ndarray:
     return np.arange(ROWS) < length
 
@@ -130,6 +150,14 @@ def expected_fragment_to_global(a: np.ndarray, length: int, out: np.ndarray) -> 
     return (np.where(_rows(length)[:, None], 2 * a, out),)
 
 
+def expected_atomic_rows(a: np.ndarray, length: int, out: np.ndarray) -> tuple[Any, ...]:
+    """``out`` plus, in row ``r < BLOCK``, every block's row ``r`` below ``length``."""
+    result = out.copy()
+    for row in range(min(length, ROWS)):
+        result[row % BLOCK] += a[row]
+    return (result,)
+
+
 #: name: (kernel builder, output parameter names, reference: ``(A, length, *outputs
 #: before the call)`` to the outputs after it).
 CASES: dict[str, tuple[Callable[[], Any], tuple[str, ...], Callable[..., Any]]] = {
@@ -137,6 +165,7 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[str, ...], Callable[..., Any]]] 
     "into_sliced_shared": (into_sliced_shared, ("Out",), expected_into_sliced_shared),
     "partial_fill": (partial_fill, ("Out", "Cleared"), expected_partial_fill),
     "fragment_to_global": (fragment_to_global, ("Out",), expected_fragment_to_global),
+    "atomic_rows": (atomic_rows, ("Out",), expected_atomic_rows),
 }
 
 #: Valid lengths every case runs with: a ragged last block, all rows, none, one block.

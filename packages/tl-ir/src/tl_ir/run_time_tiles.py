@@ -1,4 +1,5 @@
-"""Tile copies and fills whose extent is a run-time value with a compile-time bound.
+"""Tile copies, fills and tile atomics whose extent is a run-time value with a
+compile-time bound.
 
 TileLang programs copy a run-time number of rows:
 ``T.copy(KV[kv_start:kv_end, :], KV_shared)`` where ``kv_end - kv_start`` is known
@@ -7,9 +8,10 @@ only when the kernel runs and is at most the shared tile's ``block_N`` rows, or
 ``e = T.min(s + block, n)``, or fill part of a tile, ``T.fill(S[0:n, :], 0)``. The
 backends need tile-op extents that are integers, so after parsing (and after
 `tl_ir.region_extents` has made every provably constant extent an integer) each
-``T.copy`` / ``T.fill`` / ``T.clear`` with a run-time extent becomes an
-element-parallel loop over a compile-time bound of the extent, guarded by the
-run-time one:
+``T.copy`` / ``T.fill`` / ``T.clear`` / tile ``T.atomic_*`` with a run-time extent
+becomes an element-parallel loop over a compile-time bound of the extent, guarded by
+the run-time one (a tile atomic: a loop of element atomics, skipping elements outside
+either buffer):
 
     for i, j in T.Parallel(block_N, D):      # the bound of each extent
         if i < kv_end - kv_start:             # the run-time extent
@@ -46,7 +48,7 @@ from tl_ir.upper_bounds import UpperBounds
 __all__ = ["expand_run_time_tiles", "run_time_extent_error"]
 
 #: The tile ops this module expands when their run-time extents have a bound.
-_EXPANDED = ("T.copy", "T.fill", "T.clear")
+_EXPANDED = ("T.copy", "T.fill", "T.clear", "T.atomic")
 
 
 def run_time_extent_error(what: str | None, buffer_name: str, extent: Any) -> UnsupportedError:
@@ -65,8 +67,8 @@ def run_time_extent_error(what: str | None, buffer_name: str, extent: Any) -> Un
     if what is None:
         what = "tile op"
         advice = (
-            f"for T.copy, T.fill and T.clear {bound}; T.reduce_*, T.gemm, T.cumsum and "
-            f"T.atomic_* on a tile need constant extents: {whole}"
+            f"for T.copy, T.fill, T.clear and tile T.atomic_* {bound}; T.reduce_*, "
+            f"T.gemm and T.cumsum need constant extents: {whole}"
         )
     elif what.startswith(_EXPANDED):
         advice = bound
@@ -137,10 +139,10 @@ class _Bounds:
         return max(min(known), 1) if known else None
 
 
-def _copy_axes(copy: _ops.CopyOp, bounds: _Bounds) -> list[_Axis] | None:
-    """The loops of an expanded copy, or None when the copy needs no expansion (every
-    extent constant) or cannot be expanded (the target reports it)."""
-    src, dst = copy.src, copy.dst
+def _paired_axes(src: _ops.Region, dst: _ops.Region, bounds: _Bounds) -> list[_Axis] | None:
+    """The loops of an expanded copy (or tile atomic) from ``src`` to ``dst``, or None
+    when it needs no expansion (every extent constant) or cannot be expanded (the
+    target reports it)."""
     s_dims, d_dims = _non_unit_dims(src), _non_unit_dims(dst)
     if len(s_dims) != len(d_dims):
         return None
@@ -244,10 +246,30 @@ def _expand_fill(fill: _ops.FillOp, axes: list[_Axis]) -> Any:
     return _loop_nest(axes, body)
 
 
+def _expand_atomic(atomic: _ops.AtomicOp, value: _ops.Region, axes: list[_Axis]) -> Any:
+    dst = atomic.dst
+
+    def body(ivs: list[Any]) -> Any:
+        v_index, d_index = list(value.mins), list(dst.mins)
+        for iv, axis in zip(ivs, axes, strict=True):
+            v_dim, d_dim = axis.dims
+            v_index[v_dim] = v_index[v_dim] + iv
+            d_index[d_dim] = d_index[d_dim] + iv
+        one = tirx.IntImm("int32", 1)
+        element = _ops.Region(dst.buffer, tuple(d_index), (one,) * dst.rank, dst.access)
+        load = _converted(tirx.BufferLoad(value.buffer, v_index), dst.dtype)
+        update = tirx.Evaluate(_ops.make_call(f"tl.atomic_{atomic.kind}", element, load))
+        inside = (_inside(value.buffer, v_index), _inside(dst.buffer, d_index))
+        return tirx.IfThenElse(tirx.all(*_guards(ivs, axes), *inside), update, None)
+
+    return _loop_nest(axes, body)
+
+
 def expand_run_time_tiles(body: Any) -> Any:
-    """``body`` with every ``T.copy`` and ``T.fill`` / ``T.clear`` whose extent is a
-    run-time value with a compile-time bound written as a guarded element-parallel
-    loop (the module docstring); other statements unchanged."""
+    """``body`` with every ``T.copy``, ``T.fill`` / ``T.clear`` and tile
+    ``T.atomic_add/max/min`` whose extent is a run-time value with a compile-time bound
+    written as a guarded element-parallel loop (the module docstring); other statements
+    unchanged."""
     bounds = _Bounds(body)
 
     def rewrite(statement: Any) -> Any:
@@ -258,13 +280,20 @@ def expand_run_time_tiles(body: Any) -> Any:
         if name == "tl.copy":
             copy = _ops.describe(call)
             assert isinstance(copy, _ops.CopyOp)
-            axes = _copy_axes(copy, bounds)
+            axes = _paired_axes(copy.src, copy.dst, bounds)
             return statement if axes is None else _expand_copy(copy, axes)
         if name == "tl.fill":
             fill = _ops.describe(call)
             assert isinstance(fill, _ops.FillOp)
             axes = _fill_axes(fill, bounds)
             return statement if axes is None else _expand_fill(fill, axes)
+        if name.startswith("tl.atomic_"):
+            atomic = _ops.describe(call)
+            assert isinstance(atomic, _ops.AtomicOp)
+            if not isinstance(atomic.value, _ops.Region):
+                return statement  # one element: no extent
+            axes = _paired_axes(atomic.value, atomic.dst, bounds)
+            return statement if axes is None else _expand_atomic(atomic, atomic.value, axes)
         return statement
 
     return tvm_ffi.structural_map(body, (tirx.Evaluate, rewrite), order="post")
