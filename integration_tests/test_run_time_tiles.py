@@ -56,3 +56,20 @@ def reduce_of_a_run_time_region(N: int = 16) -> Any:
 def test_a_reduction_over_a_run_time_region_says_what_to_write() -> None:
     with pytest.raises(UnsupportedError, match=r"T\.reduce.*whole tile"):
         tl_jit.compile(reduce_of_a_run_time_region(), target="c")
+
+
+def cumsum_of_a_run_time_region(N: int = 16) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), L: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=32) as _bx:
+            S = T.alloc_shared((N,), "float32")
+            T.copy(A, S)
+            T.cumsum(S[0 : T.min(L[0], N)], dim=0)
+            T.copy(S, A)
+
+    return main
+
+
+def test_a_scan_over_a_run_time_region_says_what_to_write() -> None:
+    with pytest.raises(UnsupportedError, match=r"T\.cumsum.*identity.*whole tile"):
+        tl_jit.compile(cumsum_of_a_run_time_region(), target="c")

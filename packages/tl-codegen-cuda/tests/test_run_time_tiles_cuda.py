@@ -59,3 +59,11 @@ def test_computes_what_numpy_does_under_emulation(name: str) -> None:
             np.testing.assert_array_equal(
                 arrays[output], want, err_msg=f"{name} {output} L={length}"
             )
+
+
+def test_a_reduction_over_a_run_time_region_is_refused_saying_what_to_write() -> None:
+    from integration_tests.test_run_time_tiles import reduce_of_a_run_time_region
+    from tl_passes.gpu.errors import GpuLoweringError
+
+    with pytest.raises(GpuLoweringError, match=r"no compile-time upper bound.*whole tile"):
+        emu.lower_for_cuda(reduce_of_a_run_time_region())

@@ -139,6 +139,25 @@ class _Bounds:
         return max(min(known), 1) if known else None
 
 
+def _pair_axis(
+    src: _ops.Region, s_dim: int, dst: _ops.Region, d_dim: int, bounds: _Bounds
+) -> _Axis | None:
+    """The loop walking ``src``'s dim ``s_dim`` with ``dst``'s dim ``d_dim``, or None when
+    the two constant extents differ or a run-time one has no bound."""
+    s_ext, d_ext = src.extents[s_dim], dst.extents[d_dim]
+    s_const, d_const = _ops.const_int(s_ext), _ops.const_int(d_ext)
+    if s_const is not None and d_const is not None:
+        return _Axis((s_dim, d_dim), s_const, ()) if s_const == d_const else None
+    guards: tuple[Any, ...] = tuple(e for e, c in ((s_ext, s_const), (d_ext, d_const)) if c is None)
+    if len(guards) == 2 and tvm_ffi.structural_equal(*guards):
+        guards = guards[:1]  # T.copy(A[s:e, :], B[s:e, :]): one guard
+    candidates = [s_const, d_const, *(bounds.upper.of(e) for e in guards)]
+    if d_const is None:
+        candidates.append(bounds.destination_room(dst, d_dim))
+    bound = bounds.bound(candidates)
+    return None if bound is None else _Axis((s_dim, d_dim), bound, guards)
+
+
 def _paired_axes(src: _ops.Region, dst: _ops.Region, bounds: _Bounds) -> list[_Axis] | None:
     """The loops of an expanded copy (or tile atomic) from ``src`` to ``dst``, or None
     when it needs no expansion (every extent constant) or cannot be expanded (the
@@ -146,30 +165,10 @@ def _paired_axes(src: _ops.Region, dst: _ops.Region, bounds: _Bounds) -> list[_A
     s_dims, d_dims = _non_unit_dims(src), _non_unit_dims(dst)
     if len(s_dims) != len(d_dims):
         return None
-    axes: list[_Axis] = []
-    dynamic = False
-    for s_dim, d_dim in zip(s_dims, d_dims, strict=True):
-        s_ext, d_ext = src.extents[s_dim], dst.extents[d_dim]
-        s_const, d_const = _ops.const_int(s_ext), _ops.const_int(d_ext)
-        if s_const is not None and d_const is not None:
-            if s_const != d_const:
-                return None  # the tile op's own check reports it
-            axes.append(_Axis((s_dim, d_dim), s_const, ()))
-            continue
-        dynamic = True
-        guards: tuple[Any, ...] = tuple(
-            e for e, c in ((s_ext, s_const), (d_ext, d_const)) if c is None
-        )
-        if len(guards) == 2 and tvm_ffi.structural_equal(*guards):
-            guards = guards[:1]  # T.copy(A[s:e, :], B[s:e, :]): one guard
-        candidates = [s_const, d_const, *(bounds.upper.of(e) for e in guards)]
-        if d_const is None:
-            candidates.append(bounds.destination_room(dst, d_dim))
-        bound = bounds.bound(candidates)
-        if bound is None:
-            return None
-        axes.append(_Axis((s_dim, d_dim), bound, guards))
-    return axes if dynamic else None
+    axes = [_pair_axis(src, s, dst, d, bounds) for s, d in zip(s_dims, d_dims, strict=True)]
+    if any(axis is None for axis in axes) or all(not axis.guards for axis in axes if axis):
+        return None
+    return [axis for axis in axes if axis is not None]
 
 
 def _fill_axes(fill: _ops.FillOp, bounds: _Bounds) -> list[_Axis] | None:
