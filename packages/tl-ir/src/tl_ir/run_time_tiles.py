@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -113,7 +112,8 @@ def _converted(value: Any, dtype: str) -> Any:
 
 
 class _Bounds:
-    """The compile-time bound of one run-time extent, from the kernel's analysis."""
+    """Compile-time bounds of the run-time extents of one kernel (analysed once, when
+    the first run-time extent is met)."""
 
     def __init__(self, body: Any) -> None:
         self._body = body
@@ -172,7 +172,7 @@ def _paired_axes(src: _ops.Region, dst: _ops.Region, bounds: _Bounds) -> list[_A
 
 
 def _fill_axes(fill: _ops.FillOp, bounds: _Bounds) -> list[_Axis] | None:
-    """The loops of an expanded fill (as `_copy_axes`)."""
+    """The loops of an expanded fill (as `_paired_axes`)."""
     dst = fill.dst
     axes: list[_Axis] = []
     dynamic = False
@@ -272,27 +272,18 @@ def expand_run_time_tiles(body: Any) -> Any:
     bounds = _Bounds(body)
 
     def rewrite(statement: Any) -> Any:
-        call = statement.value
-        if not isinstance(call, tvm.ir.Call):
+        if not _ops.is_tile_op(statement.value):
             return statement
-        name = str(getattr(call.op, "name", ""))
-        if name == "tl.copy":
-            copy = _ops.describe(call)
-            assert isinstance(copy, _ops.CopyOp)
-            axes = _paired_axes(copy.src, copy.dst, bounds)
-            return statement if axes is None else _expand_copy(copy, axes)
-        if name == "tl.fill":
-            fill = _ops.describe(call)
-            assert isinstance(fill, _ops.FillOp)
-            axes = _fill_axes(fill, bounds)
-            return statement if axes is None else _expand_fill(fill, axes)
-        if name.startswith("tl.atomic_"):
-            atomic = _ops.describe(call)
-            assert isinstance(atomic, _ops.AtomicOp)
-            if not isinstance(atomic.value, _ops.Region):
-                return statement  # one element: no extent
-            axes = _paired_axes(atomic.value, atomic.dst, bounds)
-            return statement if axes is None else _expand_atomic(atomic, atomic.value, axes)
-        return statement
+        op = _ops.describe(statement.value)
+        if isinstance(op, _ops.CopyOp):
+            axes = _paired_axes(op.src, op.dst, bounds)
+            return statement if axes is None else _expand_copy(op, axes)
+        if isinstance(op, _ops.FillOp):
+            axes = _fill_axes(op, bounds)
+            return statement if axes is None else _expand_fill(op, axes)
+        if isinstance(op, _ops.AtomicOp) and isinstance(op.value, _ops.Region):
+            axes = _paired_axes(op.value, op.dst, bounds)
+            return statement if axes is None else _expand_atomic(op, op.value, axes)
+        return statement  # other ops, and an atomic of one element (no extent)
 
     return tvm_ffi.structural_map(body, (tirx.Evaluate, rewrite), order="post")
