@@ -1,8 +1,9 @@
 """A tile sliced between two computed bounds whose difference is a constant
 (``KV[kv_start:kv_end]``, MLA decode with several splits) has that constant extent on
 every target; a difference known only at run time, copied into or out of a tile of
-constant extent, copies that many rows (tl_ir.run_time_copies); run-time extents on
-both sides of a copy are refused saying what to write instead."""
+constant extent, copies that many rows (tl_ir.run_time_tiles); run-time extents on
+both sides of a copy without a compile-time bound are refused saying what to write
+instead (test_run_time_tiles covers the bounded ones)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_an_extent_equal_to_a_constant_is_that_constant(target: str) -> None:
 
 def test_a_bound_assigned_twice_is_not_folded_and_copies_its_run_time_rows() -> None:
     # Not folded: the extent stays `end - start` (28 at run time, not 32); the copy
-    # into the 32-row tile becomes a loop over 32 rows guarded by it (run_time_copies).
+    # into the 32-row tile becomes a loop over 32 rows guarded by it (run_time_tiles).
     func = reassigned_bound()
     text = tl_ir.format_ir(func)
     assert "end - start" in text and "T.copy(KV" not in text
@@ -79,7 +80,9 @@ def both_run_time(N: int = 64) -> Any:
 
 
 def test_a_copy_with_run_time_extents_on_both_sides_says_what_to_write() -> None:
-    with pytest.raises(UnsupportedError, match=r"symbolic extent.*T\.Parallel\(T\.min\(n, MAX\)\)"):
+    with pytest.raises(
+        UnsupportedError, match=r"symbolic extent.*no compile-time upper bound.*T\.min\(n, MAX\)"
+    ):
         tl_jit.compile(both_run_time(), target="c")
 
 

@@ -337,10 +337,10 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
             raise
     from tl_ir.bool_compare import normalize_bool_comparisons
     from tl_ir.region_extents import fold_region_extents
-    from tl_ir.run_time_copies import expand_run_time_copies
+    from tl_ir.run_time_tiles import expand_run_time_tiles
 
     func = func.with_body(
-        expand_run_time_copies(fold_region_extents(normalize_bool_comparisons(func.body)))
+        expand_run_time_tiles(fold_region_extents(normalize_bool_comparisons(func.body)))
     )
     if state.loop_annotations:
         func = func.with_body(_annotate_loops(func.body, state.loop_annotations))

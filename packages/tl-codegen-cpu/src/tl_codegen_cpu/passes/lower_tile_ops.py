@@ -20,8 +20,9 @@ Each ``tl.*`` call statement is replaced by the statement of its emitter:
 ``T.print``        a ``printf`` per element with the message
 =================  ==========================================================
 
-Tile extents must be compile-time constants; a symbolic extent raises
-`tl_ir.errors.UnsupportedError`.
+Tile extents must be compile-time constants (the front end has already expanded a
+bounded run-time extent of a copy or fill, `tl_ir.run_time_tiles`); a symbolic extent
+raises `tl_ir.run_time_tiles.run_time_extent_error`'s `UnsupportedError`.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from tl_ir.ops import (
     describe,
     is_tile_op,
 )
+from tl_ir.run_time_tiles import run_time_extent_error
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: ``gemm_style`` values: ``auto`` picks ``c-vector-extension`` for target ``c``.
@@ -70,13 +72,7 @@ def _tile(region: Region, what: str) -> TileRegion:
     for extent in region.extents:
         value = const_int(extent)
         if value is None:
-            raise UnsupportedError(
-                f"{what}: tile {region.buffer.name} has a symbolic extent {extent}; "
-                "tile extents must be compile-time constants on CPU targets (a T.copy "
-                "may have a run-time extent when its other tile's extent is a constant: "
-                "copy into or out of a tile of fixed size, or write the tile op as a "
-                "T.Parallel loop over a bound, T.Parallel(T.min(n, MAX)))"
-            )
+            raise run_time_extent_error(what, str(region.buffer.name), extent)
         extents.append(value)
     return TileRegion(region.buffer, tuple(region.mins), tuple(extents))
 

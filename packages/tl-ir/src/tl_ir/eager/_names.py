@@ -20,6 +20,7 @@ from tl_ir.dtypes import normalize_dtype
 from tl_ir.eager._context import current_build, describe
 from tl_ir.errors import KernelSyntaxError, KernelTypeError, ScopeError, UnsupportedError
 from tl_ir.frontend import current_state
+from tl_ir.python_values import is_plain_python
 
 __all__ = [
     "const",
@@ -166,7 +167,7 @@ def make_tensor(pointer: Any, shape: Any, dtype: Any = "float32", **kwargs: Any)
 
 
 def _static_element(value: Any) -> tuple[bool, Any]:
-    if isinstance(value, _builtins.bool | int | float) or _plain_python(value):
+    if isinstance(value, _builtins.bool | int | float) or is_plain_python(value):
         return True, value
     if isinstance(value, tirx.IntImm):
         return True, int(value.value) if str(value.ty.dtype) == "int32" else value
@@ -202,21 +203,6 @@ def _names_a_variable(name: str) -> bool:
     return False
 
 
-def _plain_python(value: Any) -> bool:
-    """Whether ``value`` is a Python object the kernel parser has no meaning for as a
-    value (a dtype, a string, ``None``, a dict, a function...): it stays a Python
-    value. Numbers, sequences and TVM objects are not in this group."""
-    if isinstance(value, tvm_ffi.Object) or getattr(type(value), "_is_meta_class", False):
-        return False
-    if isinstance(value, _tvm_T.scalar_wrapper):
-        return False
-    return (
-        value is None
-        or isinstance(value, str | dict | set | frozenset | type)
-        or (callable(value) and not isinstance(value, _builtins.bool | int | float))
-    )
-
-
 def static_value(value: Any, unpack: bool, name: str | None = None) -> Any:
     """An assignment's value as the eager style binds it: Python numbers, integer
     constants, shape expressions (``M, N = A.shape``), dtypes, strings, ``None`` and
@@ -226,7 +212,7 @@ def static_value(value: Any, unpack: bool, name: str | None = None) -> Any:
     a region) is left to the parser."""
     if name is not None and _names_a_variable(name):
         return value
-    if not unpack and _plain_python(value):
+    if not unpack and is_plain_python(value):
         return _I.meta_var(value)
     if isinstance(value, (list | tuple, _ARRAY_TYPE)):
         items = [_static_element(item) for item in cast(Any, value)]

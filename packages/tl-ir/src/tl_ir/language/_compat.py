@@ -243,6 +243,13 @@ SUPPORTED_NOTES: dict[str, str] = {
         "the im2col matrix are 0"
     ),
     "c2d_im2col": "TileLang's older name of im2col",
+    "copy": (
+        "a run-time extent (one or both sides) with a compile-time bound (T.min, a "
+        "fixed-size tile) is a guarded T.Parallel loop; one without a bound is refused"
+    ),
+    "fill": "a region with a bounded run-time extent is a guarded T.Parallel loop",
+    "clear": "a region with a bounded run-time extent is a guarded T.Parallel loop",
+    "cumsum": "constant extents only (a run-time region is refused saying what to write)",
     "rng_init": (
         "Philox4x32-10 written in the kernel's IR (cuRAND's default generator): the same "
         "stream on every target, bit-identical to curand() for the same seed, seq and off; "

@@ -17,11 +17,9 @@ from tvm import tirx
 
 from tl_ir.errors import KernelTypeError
 from tl_ir.launch import rebuild_loop
+from tl_ir.upper_bounds import UNBOUNDED, UpperBounds
 
 __all__ = ["bound_dynamic_parallel_loops", "check_bounded_now"]
-
-#: A bound at or above this is no bound (the extent's dtype maximum).
-_UNBOUNDED = 2**31 - 1
 
 
 def bound_dynamic_parallel_loops(body: Any, extents: dict[Any, Any]) -> Any:
@@ -34,31 +32,11 @@ def bound_dynamic_parallel_loops(body: Any, extents: dict[Any, Any]) -> Any:
     Raises:
         KernelTypeError: an extent has no compile-time upper bound.
     """
-    analyzer = tvm.sym.Analyzer()
-    for kind in (tirx.Bind, tirx.LetStmt):
-        tvm_ffi.structural_walk(
-            body, (kind, lambda node: analyzer.bind(node.var, node.value)), order="pre"
-        )
-    stores: dict[Any, list[Any]] = {}
-
-    def record(store: Any) -> None:
-        stores.setdefault(store.buffer, []).append(store.value)
-
-    tvm_ffi.structural_walk(body, (tirx.BufferStore, record), order="pre")
-
-    def resolve(expr: Any, depth: int = 0) -> Any:
-        def load(node: Any) -> Any:
-            values = stores.get(node.source, [])
-            if depth < 16 and len(values) == 1 and _is_scalar_buffer(node.source):
-                return resolve(values[0], depth + 1)
-            return node
-
-        return tvm_ffi.structural_map(expr, (tvm.ir.TensorLoad, load), order="post")
-
+    upper = UpperBounds(body)
     bounds: dict[Any, int] = {}
     for var, extent in extents.items():
-        bound = int(analyzer.const_int_bound(resolve(extent)).max_value)
-        if bound >= _UNBOUNDED:
+        bound = upper.of(extent)
+        if bound is None:
             raise _unbounded(extent)
         bounds[var] = max(bound, 1)
 
@@ -70,11 +48,6 @@ def bound_dynamic_parallel_loops(body: Any, extents: dict[Any, Any]) -> Any:
         return rebuild_loop(loop, extent=tirx.IntImm(str(loop.extent.dtype), bound), body=guarded)
 
     return tvm_ffi.structural_map(body, (tirx.For, rewrite), order="post")
-
-
-def _is_scalar_buffer(buffer: Any) -> bool:
-    shape = list(buffer.ty.shape)
-    return len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
 
 
 def _unbounded(extent: Any) -> KernelTypeError:
@@ -96,5 +69,5 @@ def check_bounded_now(extent: Any) -> None:
     tvm_ffi.structural_walk(extent, (tvm.ir.TensorLoad, loads.append), order="pre")
     if loads:
         return
-    if int(tvm.sym.Analyzer().const_int_bound(extent).max_value) >= _UNBOUNDED:
+    if int(tvm.sym.Analyzer().const_int_bound(extent).max_value) >= UNBOUNDED:
         raise _unbounded(extent)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tvm import tirx
 
 from tl_ir import scopes
+from tl_ir.run_time_tiles import run_time_extent_error
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.layout_base import DISTRIBUTED_KINDS
 from tl_passes.gpu.tir_build import both, cast, const_int, int_imm
@@ -30,10 +31,8 @@ class Operand:
         for extent in region.extents:
             value = const_int(extent)
             if value is None:
-                raise GpuLoweringError(
-                    f"tile operand {self.name}: expected static tile extents on GPU targets, "
-                    f"got {list(region.extents)}"
-                )
+                refusal = run_time_extent_error(None, self.name, extent)
+                raise GpuLoweringError(refusal.message)
             self.extents.append(value)
         self.layout = lowering.layouts.get(self.name) if self.scope == scopes.FRAGMENT else None
         self.local_buffer = lowering.local_buffers.get(self.name)

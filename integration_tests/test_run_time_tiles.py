@@ -1,0 +1,75 @@
+"""Run-time tile extents with a compile-time bound on both sides of a copy
+(global -> global, into a sliced shared tile, out of a sliced fragment) and in
+``T.fill`` / ``T.clear`` of a region (tl_ir.run_time_tiles) compute what numpy does on
+c and llvm for a ragged last block, all rows, none and one block; tile ops that keep
+constant extents (``T.reduce_*``) refuse a run-time one saying what to write
+(test_tile_extent_folding: a copy whose extents have no bound).
+The CUDA tests (tl-codegen-cuda/tests/test_run_time_tiles_cuda.py) run the same
+kernels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_ir
+import tl_ir.language as T
+import tl_jit
+from integration_tests.run_time_tile_kernels import CASES, LENGTHS, inputs, outputs_before
+from tl_ir.errors import UnsupportedError
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_bounded_run_time_extent_computes_what_numpy_does(name: str, target: str) -> None:
+    build, outputs, expected = CASES[name]
+    func = build()
+    assert "if tile_i0 < " in tl_ir.format_ir(func)  # a loop over the bound, guarded
+    kernel = tl_jit.compile(func, target=target)
+    a = inputs()
+    for length in LENGTHS:
+        results = outputs_before(len(outputs))
+        wanted = expected(a, length, *[r.copy() for r in results])
+        kernel(a, np.array([length], np.int32), *results)
+        for got, want, output in zip(results, wanted, outputs, strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {output} L={length}")
+
+
+def reduce_of_a_run_time_region(N: int = 16) -> Any:
+    @T.prim_func
+    def main(
+        A: T.Tensor((N, 8), "float32"), L: T.Tensor((1,), "int32"), Out: T.Tensor((8,), "float32")
+    ):
+        with T.Kernel(1, threads=32) as _bx:
+            S = T.alloc_shared((N, 8), "float32")
+            R = T.alloc_fragment((8,), "float32")
+            T.copy(A, S)
+            n = T.min(L[0], N)
+            T.reduce_sum(S[0:n, :], R, dim=0)
+            T.copy(R, Out)
+
+    return main
+
+
+def test_a_reduction_over_a_run_time_region_says_what_to_write() -> None:
+    with pytest.raises(UnsupportedError, match=r"T\.reduce.*whole tile"):
+        tl_jit.compile(reduce_of_a_run_time_region(), target="c")
+
+
+def cumsum_of_a_run_time_region(N: int = 16) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), L: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=32) as _bx:
+            S = T.alloc_shared((N,), "float32")
+            T.copy(A, S)
+            T.cumsum(S[0 : T.min(L[0], N)], dim=0)
+            T.copy(S, A)
+
+    return main
+
+
+def test_a_scan_over_a_run_time_region_says_what_to_write() -> None:
+    with pytest.raises(UnsupportedError, match=r"T\.cumsum.*identity.*whole tile"):
+        tl_jit.compile(cumsum_of_a_run_time_region(), target="c")
