@@ -55,6 +55,7 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
     privatize_atomics,
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.thread_accumulations import lane_shared_accumulations
 from tl_codegen_cpu.lowering.thread_allreduce import ALLREDUCE_KEY, lane_thread_allreduce
 from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
 from tl_codegen_cpu.lowering.thread_forwarding import MERGED_KEY, merge_across_barriers
@@ -105,6 +106,11 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             kept = {k: v for k, v in swapped.annotations.items() if k != THREAD_PATH_KEY}
             kept[THREAD_PATH_KEY] = f"{path}; the loop over {loop.loop_var.name} moved inside"
             return rebuild_loop(swapped, annotations=kept)
+        before, loop, after = lane_shared_accumulations(loop, isa)
+        laned_nest = _lane_nest(loop, reduction_path)
+        return _seq([*before, laned_nest, *after]) if after else laned_nest
+
+    def _lane_nest(loop: Any, reduction_path: str | None) -> Any:
         # In lock step each thread's fold is one store, a loop over the lanes vectorizes
         # (strided loads); alone, the fold is a tree of vector adds.
         laned, report = lane_thread_reductions(loop.body, isa, variables, fold="expression")
@@ -138,6 +144,10 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         return rebuild_loop(nest, annotations=kept)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
+
+
+def _seq(stmts: list[Any]) -> Any:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def _thread_loops(nest: Any, variables: tuple[Any, ...]) -> tuple[list[tuple[Any, int]], Any]:
