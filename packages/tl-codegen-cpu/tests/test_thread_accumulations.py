@@ -71,7 +71,12 @@ def test_adds_into_one_shared_element_become_one_vector_sum(
     target: str, dtype: str, tmp_path: Path
 ) -> None:
     func = row_sums(dtype)
-    assert "lanes: the threads' adds into acc as one vector sum over tx" in _paths(func)
+    paths = _paths(func)
+    assert "lanes: the threads' adds into acc as one vector sum over tx" in paths
+    if dtype == "float32":
+        # Each thread walks A[k * 64 + tx]: the threads are contiguous lanes inside k
+        # (not a strided partial vector along each thread's own k).
+        assert any(p.startswith("lanes: threads tx as 64 lanes inside the uniform") for p in paths)
     rng = np.random.default_rng(7)
     if dtype == "int32":
         a = rng.integers(-100, 100, size=(M, K), dtype=np.int32)

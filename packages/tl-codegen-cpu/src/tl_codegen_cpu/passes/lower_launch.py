@@ -68,7 +68,11 @@ from tl_codegen_cpu.lowering.thread_ir import (
     uses_any,
 )
 from tl_codegen_cpu.lowering.thread_jam import jam_threads
-from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
+from tl_codegen_cpu.lowering.thread_lanes import (
+    THREAD_PATH_KEY,
+    LaneReport,
+    lane_thread_reductions,
+)
 from tl_codegen_cpu.lowering.thread_lockstep import lockstep_nest
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
@@ -117,6 +121,15 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         nest = rebuild_loop(loop, body=laned, annotations=None)
         thread_loops, body = _thread_loops(nest, variables)
         stepped, how = lockstep_nest(body, thread_loops, isa) if thread_loops else (None, "")
+        if stepped is None and report.vectorized:
+            # Step 1 took every thread's own loop as the lanes (strided across K when the
+            # threads interleave: A[k * 128 + tx]); the threads themselves may still be
+            # contiguous lanes inside that loop, each thread's sum then in its own order.
+            plain = rebuild_loop(loop, annotations=None)
+            plain_loops, plain_body = _thread_loops(plain, variables)
+            stepped, how = lockstep_nest(plain_body, plain_loops, isa)
+            if stepped is not None:
+                report = LaneReport()
         if stepped is None and report.vectorized:
             laned, report = lane_thread_reductions(loop.body, isa, variables)
             nest = rebuild_loop(loop, body=laned, annotations=None)
