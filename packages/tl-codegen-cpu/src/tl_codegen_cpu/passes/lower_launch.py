@@ -74,6 +74,7 @@ from tl_codegen_cpu.lowering.thread_lanes import (
     lane_thread_reductions,
 )
 from tl_codegen_cpu.lowering.thread_lockstep import lockstep_nest
+from tl_codegen_cpu.lowering.thread_ranges import cut_thread_loops
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
@@ -148,6 +149,9 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         nest, jammed = _jam_innermost_thread_loop(nest, variables, isa)
         if jammed > 1:
             path += f"; {jammed} threads interleaved"
+        nest, cuts = cut_thread_loops(nest, variables)
+        if cuts:
+            path += f"; threads {', '.join(cuts)}"
         if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
             return tirx.AttrStmt(
                 tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
