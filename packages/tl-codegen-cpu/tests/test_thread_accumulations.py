@@ -73,6 +73,8 @@ def test_adds_into_one_shared_element_become_one_vector_sum(
     func = row_sums(dtype)
     paths = _paths(func)
     assert "lanes: the threads' adds into acc as one vector sum over tx" in paths
+    # `if tx == 0: B[bx] = acc[0]` runs for one thread, not 64 tests (thread_ranges).
+    assert any(p.endswith("; threads tx < 1 only") for p in paths), paths
     if dtype == "float32":
         # Each thread walks A[k * 64 + tx]: the threads are contiguous lanes inside k
         # (not a strided partial vector along each thread's own k).
