@@ -43,7 +43,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY
-from tl_ir.launch import LOOP_KIND_KEY
+from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
 from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import substitute_vars
 
@@ -181,9 +181,7 @@ def _group_nest(threads: int, group: int, path: str, body_of: Any) -> Any:
         THREAD_PATH_KEY: tvm.ir.StringImm(path),
         GROUP_KEY: tirx.const(group, "int32"),
     }
-    return tirx.For(
-        nest.loop_var, nest.min, nest.extent, nest.kind, nest.body, annotations=annotations
-    )
+    return rebuild_loop(nest, annotations=annotations)
 
 
 def reduction_nest(reduction: WarpReduction, transfer: Any, threads: int, path: str) -> Any:
@@ -287,8 +285,6 @@ def guard_groups(stmt: Any, thread: Any, condition: Any) -> Any:
             first = tirx.Cast(str(thread.ty.dtype), first)
         at_group = substitute_vars(tirx.Evaluate(condition), {thread: first}).value
         body = tirx.IfThenElse(at_group, loop.body, None)
-        return tirx.For(
-            loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations
-        )
+        return rebuild_loop(loop, body=body)
 
     return tvm_ffi.structural_map(stmt, [(tirx.For, guard)], order="post")
