@@ -60,6 +60,7 @@ SIZES: dict[str, dict[str, Any] | None] = {
     "example_gemv.splitk_gemv_vectorized-f32": {"N": 8192, "K": 4096},
     "kernel_gemv_simt.gemv_simt-f32": {"N": 8192, "K": 4096},
     "example_gemv_allreduce.splitk_gemv_vectorized_tvm-f32": {"N": 8192, "K": 4096},
+    "example_dequant_gemv_fp16xint4.dequantize_gemv": {"M": 1, "N": 8192, "K": 4096},
     "language_mask_op.tilelang_copy_mask_parallel": {"M": 2048, "N": 2048},
     "language_mask_op.tilelang_copy_mask_copy": {"M": 2048, "N": 2048},
     "language_clear.matmul": _GEMM_1024,

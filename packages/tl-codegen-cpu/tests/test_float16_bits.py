@@ -73,3 +73,38 @@ def test_only_varying_casts_in_innermost_loops_become_bits() -> None:
     source = tl_jit.compile(_convert_both_ways(), out_idx=[2, 3], target="c").get_kernel_source()
     assert "f16_code" in source and "f32_bits" in source
     assert "(tl_u16_alias*)" in source  # may_alias views of the fp16 memory
+
+
+def _integers_to_half(dtype: str) -> Any:
+    @T.prim_func
+    def main(Ints: T.Tensor((ROWS, ROW), dtype), H: T.Tensor((ROWS, ROW), "float16")):
+        with T.Kernel(ROWS, threads=ROW) as bx:
+            for i in T.Parallel(ROW):
+                H[bx, i] = T.Cast("float16", Ints[bx, i])
+
+    return main
+
+
+def test_integer_to_fp16_casts_round_like_numpy_without_a_library_call() -> None:
+    # Every int16, and int32 values around fp16's largest finite value and overflow.
+    for dtype, values in (
+        ("int16", np.arange(-32768, 32768, dtype=np.int64)),
+        (
+            "int32",
+            np.concatenate(
+                [
+                    np.arange(65400, 65600),
+                    -np.arange(65400, 65600),
+                    [2**24 - 1, 2**24, 2**24 + 1, 2**31 - 1, -(2**31), 2049, 2051, 4097, 4099],
+                    np.random.default_rng(4).integers(-(2**31), 2**31 - 1, 65536 - 409),
+                ]
+            ),
+        ),
+    ):
+        kernel = tl_jit.compile(_integers_to_half(dtype), out_idx=[1], target="c")
+        assert "__truncdfhf2" not in kernel.get_kernel_source()
+        assert "f32_bits" in kernel.get_kernel_source()
+        ints = values.astype(dtype).reshape(ROWS, ROW)
+        with np.errstate(over="ignore"):
+            want = ints.astype(np.float16)
+        np.testing.assert_array_equal(kernel(ints).view(np.uint16), want.view(np.uint16))

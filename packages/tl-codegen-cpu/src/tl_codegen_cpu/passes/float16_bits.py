@@ -27,7 +27,12 @@ hoists it (the bit form of an invariant load kept gcc from vectorizing the loop)
   subnormal unit (the addition rounds to nearest even), NaN quieted with the
   top of its payload kept, signs kept.
 
-Casts between fp16 and other types (float64, integers) are left to gcc.
+An integer -> fp16 cast (a dequantized weight, ``T.cast(code, "float16")``) goes
+through float32 the same way: gcc converts it through double and a libgcc call
+(``__truncdfhf2``) per element. Exact: every integer below 2**24 converts to
+float32 exactly, and every one at or above fp16's overflow bound (65520) is
+infinity either way. Casts between fp16 and float64, and fp16 -> integer, are
+left to gcc.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ F32 = "float32"
 U32 = "uint32"
 U16 = "uint16"
 I32 = "int32"
+#: ``DLDataTypeCode`` of signed and unsigned integers.
+_INTEGER_CODES = (0, 1)
 
 
 def _u32(value: int) -> tirx.PrimExpr:
@@ -116,6 +123,16 @@ def float32_to_float16_bits(value: Any) -> Any:
     return tirx.Let(bits, tirx.reinterpret(U32, value), result)
 
 
+def _is_bits_reinterpret(expr: Any) -> bool:
+    """Whether ``expr`` is ``reinterpret(float16, bits)`` of a ``uint16`` value."""
+    return (
+        isinstance(expr, tvm.ir.Call)
+        and isinstance(expr.op, tvm.ir.Op)
+        and str(expr.op.name) == "tirx.reinterpret"
+        and _dtype(expr.args[0]) == U16
+    )
+
+
 def lower_float16_casts(stmt: tirx.Stmt) -> tirx.Stmt:
     """Return ``stmt`` with every scalar fp16 <-> fp32 cast as bit arithmetic (module doc);
     fp16 loads and stores next to such a cast go through a ``uint16`` view."""
@@ -151,11 +168,20 @@ def lower_float16_casts(stmt: tirx.Stmt) -> tirx.Stmt:
             value = expr.value
             if is_f16_load(value):
                 code: Any = tirx.BufferLoad(view(value.source), list(value.indices))
+            elif _is_bits_reinterpret(value):
+                # An fp16 this pass made from bits: its bits, with no fp16 variable in
+                # between (gcc has no vector type for one without AVX-512-FP16).
+                code = value.args[0]
             else:
                 code = tirx.reinterpret(U16, value)
             return float16_bits_to_float32(tirx.Cast(U32, code))
         if target == F16 and source == F32:
             return tirx.reinterpret(F16, float32_to_float16_bits(expr.value))
+        if target == F16 and tvm.DataType(source).type_code in _INTEGER_CODES:
+            # Through float32: exact below 2**24, and every integer at or above 65520
+            # is fp16's infinity either way, so one rounding gives the same code.
+            widened = tirx.Cast(F32, expr.value)
+            return tirx.reinterpret(F16, float32_to_float16_bits(widened))
         return expr
 
     def store(node: Any) -> Any:

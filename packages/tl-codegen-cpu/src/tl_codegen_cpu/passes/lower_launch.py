@@ -55,6 +55,7 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
     privatize_atomics,
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.thread_accumulations import lane_shared_accumulations
 from tl_codegen_cpu.lowering.thread_allreduce import ALLREDUCE_KEY, lane_thread_allreduce
 from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
 from tl_codegen_cpu.lowering.thread_forwarding import MERGED_KEY, merge_across_barriers
@@ -67,8 +68,13 @@ from tl_codegen_cpu.lowering.thread_ir import (
     uses_any,
 )
 from tl_codegen_cpu.lowering.thread_jam import jam_threads
-from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, lane_thread_reductions
+from tl_codegen_cpu.lowering.thread_lanes import (
+    THREAD_PATH_KEY,
+    LaneReport,
+    lane_thread_reductions,
+)
 from tl_codegen_cpu.lowering.thread_lockstep import lockstep_nest
+from tl_codegen_cpu.lowering.thread_ranges import cut_thread_loops
 from tl_codegen_cpu.lowering.thread_regions import RegionSplitter
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_codegen_cpu.passes.lower_tile_ops import lower_tile_op
@@ -105,12 +111,26 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
             kept = {k: v for k, v in swapped.annotations.items() if k != THREAD_PATH_KEY}
             kept[THREAD_PATH_KEY] = f"{path}; the loop over {loop.loop_var.name} moved inside"
             return rebuild_loop(swapped, annotations=kept)
+        before, loop, after = lane_shared_accumulations(loop, isa)
+        laned_nest = _lane_nest(loop, reduction_path)
+        return _seq([*before, laned_nest, *after]) if after else laned_nest
+
+    def _lane_nest(loop: Any, reduction_path: str | None) -> Any:
         # In lock step each thread's fold is one store, a loop over the lanes vectorizes
         # (strided loads); alone, the fold is a tree of vector adds.
         laned, report = lane_thread_reductions(loop.body, isa, variables, fold="expression")
         nest = rebuild_loop(loop, body=laned, annotations=None)
         thread_loops, body = _thread_loops(nest, variables)
         stepped, how = lockstep_nest(body, thread_loops, isa) if thread_loops else (None, "")
+        if stepped is None and report.vectorized:
+            # Step 1 took every thread's own loop as the lanes (strided across K when the
+            # threads interleave: A[k * 128 + tx]); the threads themselves may still be
+            # contiguous lanes inside that loop, each thread's sum then in its own order.
+            plain = rebuild_loop(loop, annotations=None)
+            plain_loops, plain_body = _thread_loops(plain, variables)
+            stepped, how = lockstep_nest(plain_body, plain_loops, isa)
+            if stepped is not None:
+                report = LaneReport()
         if stepped is None and report.vectorized:
             laned, report = lane_thread_reductions(loop.body, isa, variables)
             nest = rebuild_loop(loop, body=laned, annotations=None)
@@ -129,6 +149,9 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         nest, jammed = _jam_innermost_thread_loop(nest, variables, isa)
         if jammed > 1:
             path += f"; {jammed} threads interleaved"
+        nest, cuts = cut_thread_loops(nest, variables)
+        if cuts:
+            path += f"; threads {', '.join(cuts)}"
         if not isinstance(nest, tirx.For):  # the only thread loop became the lanes
             return tirx.AttrStmt(
                 tirx.const(0, "int32"), THREAD_PATH_KEY, tvm.ir.StringImm(path), nest
@@ -138,6 +161,10 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         return rebuild_loop(nest, annotations=kept)
 
     return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
+
+
+def _seq(stmts: list[Any]) -> Any:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def _thread_loops(nest: Any, variables: tuple[Any, ...]) -> tuple[list[tuple[Any, int]], Any]:

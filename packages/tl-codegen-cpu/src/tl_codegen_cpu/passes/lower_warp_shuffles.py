@@ -10,6 +10,12 @@ lane of its own group into a per-thread local, a barrier (so the next write of
 the transfer array waits for every read), and the statement that held the
 shuffle reads that local. Nested shuffles are exchanged innermost first.
 
+Two common forms take a cheaper exact path (`warp_lanes`): a butterfly reduction
+(``T.warp_reduce_*``, or ``op(x, T.shfl_xor(x, c))`` nested over ``c`` = 1, 2, ...,
+s/2) becomes one exchange whose groups are folded by a tree of vector operations,
+and a shuffle by a constant the lanes share becomes contiguous copies within each
+group. Either way each exchange says which path it took in ``tl.cpu_thread_path``.
+
 Which lane is read (the IR's shuffle intrinsics, the modes of PTX ``shfl.sync``;
 ``w`` is the group width, ``base`` the thread index with its low ``log2(w)``
 bits cleared, ``l`` the lane in the group):
@@ -42,24 +48,23 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import uses_any
+from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY
+from tl_codegen_cpu.lowering.warp_lanes import (
+    FULL_MASK,
+    SHUFFLE_MODES,
+    WarpReduction,
+    guard_groups,
+    match_warp_reduction,
+    reduction_nest,
+    shuffle_mode,
+    shuffle_nest,
+    uniform_shuffle,
+)
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import const_int
 from tl_ir.scopes import LOCAL, SHARED
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
-
-#: The IR's shuffle intrinsics -> the mode of PTX ``shfl.sync`` they are.
-SHUFFLE_MODES: dict[str, str] = {
-    "tirx.tvm_warp_shuffle": "idx",
-    "tirx.tvm_warp_shuffle_down": "down",
-    "tirx.tvm_warp_shuffle_up": "up",
-}
-
-
-def _shuffle_mode(node: Any) -> str | None:
-    if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op):
-        return SHUFFLE_MODES.get(str(node.op.name))
-    return None
 
 
 def _shuffles_in(expr: Any) -> list[Any]:
@@ -67,7 +72,7 @@ def _shuffles_in(expr: Any) -> list[Any]:
     found: list[Any] = []
 
     def visit(call: Any) -> None:
-        if _shuffle_mode(call) is not None:
+        if shuffle_mode(call) is not None:
             found.append(call)
 
     tvm_ffi.structural_walk(expr, [(tvm.ir.Call, visit)], order="post")
@@ -75,14 +80,27 @@ def _shuffles_in(expr: Any) -> list[Any]:
 
 
 def _replace(expr: Any, old: Any, new: Any) -> Any:
-    def swap(call: Any) -> Any:
-        return new if call.same_as(old) else call
+    def swap(node: Any) -> Any:
+        return new if node.same_as(old) else node
 
-    return tvm_ffi.structural_map(expr, [(tvm.ir.Call, swap)], order="post")
+    node_types = (tvm.ir.Call, tirx.Add, tirx.Max, tirx.Min)
+    return tvm_ffi.structural_map(expr, [(t, swap) for t in node_types], order="post")
 
 
-#: The lane mask of a whole warp, the only one the CPU lowering accepts.
-FULL_MASK = (1 << 32) - 1
+def _warp_reduction_in(expr: Any, thread: Any) -> tuple[Any, WarpReduction] | None:
+    """The outermost butterfly reduction in ``expr`` whose value holds no shuffle."""
+    found: list[tuple[Any, WarpReduction]] = []
+
+    def visit(node: Any) -> None:
+        if found:
+            return
+        reduction = match_warp_reduction(node, thread)
+        if reduction is not None and not _shuffles_in(reduction.value):
+            found.append((node, reduction))
+
+    tvm_ffi.structural_walk(expr, [(t, visit) for t in (tirx.Add, tirx.Max, tirx.Min)], order="pre")
+    return found[0] if found else None
+
 
 #: The named barrier id a shuffle under a thread condition waits at (any of 1..15 would
 #: do: on the CPU every region boundary waits for the whole block).
@@ -106,11 +124,10 @@ class _Block:
     threads: int
     where: str
     allocations: list[Any]
+    exchanges: int = 0
 
-    def exchange(self, call: Any) -> tuple[list[Any], Any]:
-        """Statements that perform the shuffle ``call`` and the load of its result."""
-        mode = SHUFFLE_MODES[str(call.op.name)]
-        mask, value, operand, width_arg, _warp = call.args
+    def _check(self, mask: Any, width_arg: Any) -> int:
+        """The shuffle's width, after the checks every shuffle needs."""
         # T.shfl_* check their mask; a direct T.tvm_warp_shuffle call does not.
         if const_int(mask) != FULL_MASK:
             raise UnsupportedError(
@@ -127,14 +144,62 @@ class _Block:
                 f"number of groups on CPU targets (every lane takes part), got {self.threads} "
                 "threads; launch a multiple of the width or shuffle with a smaller width"
             )
-        dtype = str(call.ty.dtype)
-        count = len(self.allocations) // 2
+        return width
+
+    def _buffers(self, dtype: str) -> tuple[Any, Any]:
+        count = self.exchanges
+        self.exchanges += 1
         transfer = tirx.decl_buffer(
             (self.threads,), dtype, name=f"shuffle_transfer_{count}", scope=SHARED
         )
-        result = tirx.decl_buffer((1,), dtype, name=f"shuffle_result_{count}", scope=LOCAL)
-        self.allocations += [tirx.AllocBuffer(transfer), tirx.AllocBuffer(result)]
+        result = tirx.decl_buffer((self.threads,), dtype, name=f"shuffle_out_{count}", scope=SHARED)
+        return transfer, result
+
+    def reduce(self, reduction: WarpReduction, dtype: str) -> tuple[list[Any], Any]:
+        """Statements that reduce each group in vector lanes (`warp_lanes`), and the load
+        of each thread's result."""
+        transfer, _ = self._buffers(dtype)
+        self.allocations.append(tirx.AllocBuffer(transfer))
         tx = self.thread
+        order = "" if reduction.in_gpu_order else " (reassociated: offsets not descending)"
+        path = (
+            f"lanes: warp reduction ({reduction.kind}) over groups of {reduction.group} lanes "
+            f"through {transfer.name}: one vector tree per group{order}"
+        )
+        barrier = _pending_barrier(reduction.width)
+        statements = [
+            tirx.BufferStore(transfer, reduction.value, [tx]),
+            barrier,
+            reduction_nest(reduction, transfer, self.threads, path),
+            barrier,
+        ]
+        return statements, tirx.BufferLoad(transfer, [tx])
+
+    def exchange(self, call: Any) -> tuple[list[Any], Any]:
+        """Statements that perform the shuffle ``call`` and the load of its result."""
+        mode = SHUFFLE_MODES[str(call.op.name)]
+        mask, value, operand, width_arg, _warp = call.args
+        width = self._check(mask, width_arg)
+        dtype = str(call.ty.dtype)
+        tx = self.thread
+        uniform = uniform_shuffle(call, tx)
+        if uniform is not None:
+            transfer, out = self._buffers(dtype)
+            self.allocations += [tirx.AllocBuffer(transfer), tirx.AllocBuffer(out)]
+            form, constant = uniform
+            path = (
+                f"lanes: shuffle ({form} {constant}) of {width}-lane groups through "
+                f"{transfer.name}: contiguous copies per group"
+            )
+            barrier = _pending_barrier(width)
+            nest = shuffle_nest(form, constant, width, transfer, out, self.threads, path)
+            statements = [tirx.BufferStore(transfer, value, [tx]), barrier, nest, barrier]
+            return statements, tirx.BufferLoad(out, [tx])
+        transfer, _ = self._buffers(dtype)
+        result = tirx.decl_buffer(
+            (1,), dtype, name=f"shuffle_result_{self.exchanges - 1}", scope=LOCAL
+        )
+        self.allocations += [tirx.AllocBuffer(transfer), tirx.AllocBuffer(result)]
         index_dtype = tx.ty.dtype
         base = tirx.bitwise_and(tx, tirx.const(~(width - 1), index_dtype))
         lane = tirx.bitwise_and(tx, tirx.const(width - 1, index_dtype))
@@ -151,10 +216,19 @@ class _Block:
             clamped = tirx.max(tirx.min(source, width - 1), 0)
             read = tirx.Select(in_group, tirx.BufferLoad(transfer, [base + clamped]), own)
         barrier = _pending_barrier(width)
+        why = (
+            f"scalar: shuffle ({mode}) through {transfer.name}: the source lane is not a "
+            "constant the lanes share"
+        )
         statements = [
             tirx.BufferStore(transfer, value, [tx]),
             barrier,
-            tirx.BufferStore(result, read, [0]),
+            tirx.AttrStmt(
+                tirx.const(0, "int32"),
+                THREAD_PATH_KEY,
+                tvm.ir.StringImm(why),
+                tirx.BufferStore(result, read, [0]),
+            ),
             barrier,
         ]
         return statements, tirx.BufferLoad(result, [0])
@@ -167,6 +241,14 @@ class _Block:
             shuffles = _shuffles_in(expr)
             if not shuffles:
                 break
+            reduction = _warp_reduction_in(expr, self.thread)
+            if reduction is not None:
+                node, matched = reduction
+                self._check(FULL_MASK, tirx.const(matched.width, "int32"))
+                exchange, result = self.reduce(matched, str(node.ty.dtype))
+                statements += exchange
+                expr = _replace(expr, node, result)
+                continue
             innermost = shuffles[0]
             exchange, result = self.exchange(innermost)
             statements += exchange
@@ -188,10 +270,11 @@ class _Block:
 
             return tvm_ffi.structural_map(stmt, [(tirx.AttrStmt, add)], order="post")
 
-        then_case = under(branch.then_case, condition)
+        then_case = guard_groups(under(branch.then_case, condition), self.thread, condition)
         else_case = None
         if branch.else_case is not None:
-            else_case = under(branch.else_case, tirx.Not(condition))
+            negated = tirx.Not(condition)
+            else_case = guard_groups(under(branch.else_case, negated), self.thread, negated)
         return tirx.IfThenElse(condition, then_case, else_case)
 
     def barrier_for(self, width: int, condition: Any) -> Any:
