@@ -123,6 +123,52 @@ def atomic_rows(N: int = ROWS, block: int = BLOCK) -> Any:
     return main
 
 
+def scan_rows(N: int = ROWS, block: int = BLOCK) -> Any:
+    """``T.cumsum(F[0:n, :], dim=0)`` in place on a fragment, in a serial loop over the
+    blocks of rows: prefix sums over each block's valid rows; the other rows keep
+    their values."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((N, COLS), "float32"),
+        L: T.Tensor((1,), "int32"),
+        Out: T.Tensor((N, COLS), "float32"),
+    ):
+        with T.Kernel(1, threads=32) as _bx:
+            F = T.alloc_fragment((block, COLS), "float32")
+            for k in T.serial(T.ceildiv(N, block)):
+                T.copy(A[k * block, 0], F)
+                n = T.max(T.min(block, L[0] - k * block), 0)
+                T.cumsum(F[0:n, :], dim=0)
+                T.copy(F, Out[k * block, 0])
+
+    return main
+
+
+def reverse_max_rows(N: int = ROWS, block: int = BLOCK) -> Any:
+    """``T.cummax(S[0:n, :], D[0:n, :], dim=0, reverse=True)`` of the negated rows (so
+    a padding other than the identity would show) into another tile filled with -1."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((N, COLS), "float32"),
+        L: T.Tensor((1,), "int32"),
+        Out: T.Tensor((N, COLS), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
+            S = T.alloc_shared((block, COLS), "float32")
+            D = T.alloc_shared((block, COLS), "float32")
+            T.copy(A[bx * block, 0], S)
+            for i, j in T.Parallel(block, COLS):
+                S[i, j] = -S[i, j]
+            T.fill(D, -1)
+            n = T.max(T.min(block, L[0] - bx * block), 0)
+            T.cummax(S[0:n, :], D[0:n, :], dim=0, reverse=True)
+            T.copy(D, Out[bx * block, 0])
+
+    return main
+
+
 def _rows(length: int) -> np.ndarray:
     return np.arange(ROWS) < length
 
@@ -158,6 +204,29 @@ def expected_atomic_rows(a: np.ndarray, length: int, out: np.ndarray) -> tuple[A
     return (result,)
 
 
+def _blocks_of_valid_rows(length: int) -> list[range]:
+    valid = min(max(length, 0), ROWS)
+    return [range(s, min(s + BLOCK, valid)) for s in range(0, valid, BLOCK)]
+
+
+def expected_scan_rows(a: np.ndarray, length: int, out: np.ndarray) -> tuple[Any, ...]:
+    """Rows below ``length``: prefix sums within their block; the others ``a``'s."""
+    result = a.copy()
+    for rows in _blocks_of_valid_rows(length):
+        result[rows.start : rows.stop] = np.cumsum(a[rows.start : rows.stop], axis=0)
+    return (result,)
+
+
+def expected_reverse_max_rows(a: np.ndarray, length: int, out: np.ndarray) -> tuple[Any, ...]:
+    """Rows below ``length``: running maxima of ``-a`` from the block's last valid row
+    back; the others -1."""
+    result = np.full_like(a, -1)
+    for rows in _blocks_of_valid_rows(length):
+        part = -a[rows.start : rows.stop]
+        result[rows.start : rows.stop] = np.maximum.accumulate(part[::-1], axis=0)[::-1]
+    return (result,)
+
+
 #: name: (kernel builder, output parameter names, reference: ``(A, length, *outputs
 #: before the call)`` to the outputs after it).
 CASES: dict[str, tuple[Callable[[], Any], tuple[str, ...], Callable[..., Any]]] = {
@@ -166,6 +235,8 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[str, ...], Callable[..., Any]]] 
     "partial_fill": (partial_fill, ("Out", "Cleared"), expected_partial_fill),
     "fragment_to_global": (fragment_to_global, ("Out",), expected_fragment_to_global),
     "atomic_rows": (atomic_rows, ("Out",), expected_atomic_rows),
+    "scan_rows": (scan_rows, ("Out",), expected_scan_rows),
+    "reverse_max_rows": (reverse_max_rows, ("Out",), expected_reverse_max_rows),
 }
 
 #: Valid lengths every case runs with: a ragged last block, all rows, none, one block.

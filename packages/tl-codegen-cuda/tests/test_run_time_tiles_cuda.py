@@ -1,6 +1,7 @@
 """Run-time tile extents with a compile-time bound on CUDA without a GPU: the kernels of
 integration_tests/run_time_tile_kernels.py (copies with run-time extents on both sides,
-fills of a run-time region of a shared tile and of a fragment) lower to CUDA C that nvcc
+fills of a run-time region of a shared tile and of a fragment, scans of a run-time
+region through a scratch tile) lower to CUDA C that nvcc
 compiles and that computes, under the CPU emulation, what numpy (and the c and llvm
 targets) compute."""
 

@@ -1,4 +1,4 @@
-"""Tile copies, fills and tile atomics whose extent is a run-time value with a
+"""Tile copies, fills, tile atomics and scans whose extent is a run-time value with a
 compile-time bound.
 
 TileLang programs copy a run-time number of rows:
@@ -29,6 +29,16 @@ its two extents (a run-time extent larger than the other tile's constant extent 
 cut at it), elements of the source tile outside the source buffer read as zero,
 elements outside the destination buffer are not written, and the rest of the
 destination is left as it was. Every target lowers it like any ``T.Parallel`` loop.
+
+A ``T.cumsum`` / ``T.cummax`` over a run-time region (``T.cumsum(S[0:n, :], dim=0)``)
+cannot be such a loop: each element depends on the ones before it. It becomes a scan
+of a scratch tile sized by the bounds (block-shared, so each target scans it as it
+scans any shared tile): the tile is filled with the scan's identity, the region's
+elements are copied in by a guarded loop as above, the whole tile is scanned (constant
+extents, no guard around it: a GPU scan has barriers, which cannot sit under a
+condition), and the region's elements are copied back out. The identity after the
+region (before it, ``reverse=True``) leaves the region's scan as it was; elements of
+the destination outside the region are left as they were.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir import ops as _ops
+from tl_ir import scopes
 from tl_ir.errors import UnsupportedError
 from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.upper_bounds import UpperBounds
@@ -47,7 +58,7 @@ from tl_ir.upper_bounds import UpperBounds
 __all__ = ["expand_run_time_tiles", "run_time_extent_error"]
 
 #: The tile ops this module expands when their run-time extents have a bound.
-_EXPANDED = ("T.copy", "T.fill", "T.clear", "T.atomic")
+_EXPANDED = ("T.copy", "T.fill", "T.clear", "T.atomic", "T.cum")
 
 
 def run_time_extent_error(what: str | None, buffer_name: str, extent: Any) -> UnsupportedError:
@@ -66,8 +77,8 @@ def run_time_extent_error(what: str | None, buffer_name: str, extent: Any) -> Un
     if what is None:
         what = "tile op"
         advice = (
-            f"for T.copy, T.fill, T.clear and tile T.atomic_* {bound}; T.reduce_*, "
-            f"T.gemm and T.cumsum need constant extents: {whole}"
+            f"for T.copy, T.fill, T.clear, tile T.atomic_* and T.cumsum/T.cummax {bound}; "
+            f"T.reduce_* and T.gemm need constant extents: {whole}"
         )
     elif what.startswith(_EXPANDED):
         advice = bound
@@ -264,6 +275,52 @@ def _expand_atomic(atomic: _ops.AtomicOp, value: _ops.Region, axes: list[_Axis])
     return _loop_nest(axes, body)
 
 
+def _scan_axes(scan: _ops.CumsumOp, bounds: _Bounds) -> list[_Axis] | None:
+    """One axis per dim of a scan's regions (unit dims included, so the scan's ``dim``
+    names the same dim of the scratch tile), or None when it needs no expansion or
+    cannot be expanded (the target reports it)."""
+    src, dst = scan.src, scan.dst
+    if src.rank != dst.rank:
+        return None
+    axes = [_pair_axis(src, d, dst, d, bounds) for d in range(src.rank)]
+    if any(axis is None for axis in axes) or all(not axis.guards for axis in axes if axis):
+        return None
+    return [axis for axis in axes if axis is not None]
+
+
+def _expand_scan(scan: _ops.CumsumOp, axes: list[_Axis]) -> Any:
+    """A scan over a bounded run-time region as scan of a fixed-size scratch tile (one
+    element per bound): fill the tile with the scan's identity, copy the valid
+    elements in, scan the whole tile, copy the valid elements out. The identity after
+    (before, ``reverse``) the valid elements leaves their scan unchanged, and the scan
+    itself has constant extents, so every target lowers it as it lowers any scan."""
+    src, dst = scan.src, scan.dst
+    shape = [axis.bound for axis in axes]
+    scratch = tirx.decl_buffer(shape, src.dtype, name="scan_tile", scope=scopes.SHARED_DYN)
+    zero = tirx.IntImm("int32", 0)
+    whole = tuple(tirx.IntImm("int32", n) for n in shape)
+    origin = (zero,) * len(shape)
+    identity, _combine = _ops.scan_parts(scan.kind, src.dtype)
+    walked = [axis for axis in axes if axis.guards or axis.bound != 1]
+    into = _ops.Region(scratch, origin, src.extents, _ops.ACCESS_WRITE)
+    out_of = _ops.Region(scratch, origin, dst.extents, _ops.ACCESS_READ)
+    whole_read = _ops.Region(scratch, origin, whole, _ops.ACCESS_READ)
+    whole_write = _ops.Region(scratch, origin, whole, _ops.ACCESS_WRITE)
+    return tirx.SeqStmt(
+        [
+            tirx.AllocBuffer(scratch),
+            tirx.Evaluate(_ops.encode(_ops.FillOp(whole_write, identity))),
+            _expand_copy(_ops.CopyOp(src, into), walked),
+            tirx.Evaluate(
+                _ops.encode(
+                    _ops.CumsumOp(whole_read, whole_write, scan.dim, scan.reverse, scan.kind)
+                )
+            ),
+            _expand_copy(_ops.CopyOp(out_of, dst), walked),
+        ]
+    )
+
+
 def expand_run_time_tiles(body: Any) -> Any:
     """``body`` with every ``T.copy``, ``T.fill`` / ``T.clear`` and tile
     ``T.atomic_add/max/min`` whose extent is a run-time value with a compile-time bound
@@ -284,6 +341,9 @@ def expand_run_time_tiles(body: Any) -> Any:
         if isinstance(op, _ops.AtomicOp) and isinstance(op.value, _ops.Region):
             axes = _paired_axes(op.value, op.dst, bounds)
             return statement if axes is None else _expand_atomic(op, op.value, axes)
+        if isinstance(op, _ops.CumsumOp):
+            axes = _scan_axes(op, bounds)
+            return statement if axes is None else _expand_scan(op, axes)
         return statement  # other ops, and an atomic of one element (no extent)
 
     return tvm_ffi.structural_map(body, (tirx.Evaluate, rewrite), order="post")

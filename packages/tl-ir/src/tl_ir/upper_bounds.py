@@ -6,10 +6,9 @@ compiled. A value known only at run time (``span = T.min(valid_len, 512)``,
 handled when it has a compile-time upper bound: the loop covers the bound and runs its
 body below the value. `UpperBounds` finds such bounds through TVM's arithmetic
 analyzer, knowing the kernel's let bindings and the scalars it assigns exactly once
-(``x = expr`` in a kernel body is a one-element local buffer written once), and
-moving a term added to a ``T.min``/``T.max`` into its arms first
-(``T.min(bx * 16 + 16, n) - bx * 16`` is ``T.min(16, n - bx * 16)``, at most 16), which
-TVM's simplifier does not do when the term is a product.
+(`tl_ir.scalar_bindings`), and moving a term added to a ``T.min``/``T.max`` into its
+arms first (``T.min(bx * 16 + 16, n) - bx * 16`` is ``T.min(16, n - bx * 16)``, at most
+16), which TVM's simplifier does not do when the term is a product.
 """
 
 from __future__ import annotations
@@ -20,20 +19,14 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.scalar_bindings import ScalarBindings
+
 __all__ = ["UNBOUNDED", "UpperBounds"]
 
 #: A bound at or above this (or a lower bound at or below its negation) is no bound:
 #: it comes from a value's dtype range (an int32 read from memory, plus or minus a
 #: constant), not from the program, and no tile loop runs that far.
 UNBOUNDED = 2**30
-
-#: How many bound names one substitution follows (a chain, not a cycle).
-_MAX_DEPTH = 16
-
-
-def _is_scalar_buffer(buffer: Any) -> bool:
-    shape = list(buffer.ty.shape)
-    return len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
 
 
 def _into_arms(node: Any) -> Any:
@@ -59,43 +52,14 @@ class UpperBounds:
     """Bounds of expressions read in ``body`` (a kernel body after parsing)."""
 
     def __init__(self, body: Any) -> None:
-        """Record the let bindings and the stores of ``body``."""
+        """Record the let bindings and the scalar stores of ``body``."""
         self._analyzer = tvm.sym.Analyzer()
-        self._lets: dict[Any, Any] = {}
-        self._stores: dict[Any, list[Any]] = {}
-
-        def bind(node: Any) -> None:
-            self._analyzer.bind(node.var, node.value)
-            self._lets[node.var] = node.value
-
-        def record(store: Any) -> None:
-            self._stores.setdefault(store.buffer, []).append(store.value)
-
-        for kind in (tirx.Bind, tirx.LetStmt):
-            tvm_ffi.structural_walk(body, (kind, bind), order="pre")
-        tvm_ffi.structural_walk(body, (tirx.BufferStore, record), order="pre")
-
-    def resolve(self, expr: Any, depth: int = 0) -> Any:
-        """``expr`` with every let-bound variable and every read of a once-assigned
-        one-element buffer replaced by its value (recursively)."""
-
-        def load(node: Any) -> Any:
-            values = self._stores.get(node.source, [])
-            if depth < _MAX_DEPTH and len(values) == 1 and _is_scalar_buffer(node.source):
-                return self.resolve(values[0], depth + 1)
-            return node
-
-        def var(node: Any) -> Any:
-            value = self._lets.get(node)
-            if depth < _MAX_DEPTH and value is not None:
-                return self.resolve(value, depth + 1)
-            return node
-
-        loaded = tvm_ffi.structural_map(expr, (tvm.ir.TensorLoad, load), order="post")
-        return tvm_ffi.structural_map(loaded, (tvm.ir.Var, var), order="post")
+        self._bindings = ScalarBindings(body)
+        for var, value in self._bindings.lets.items():
+            self._analyzer.bind(var, value)
 
     def _forms(self, expr: Any) -> list[Any]:
-        resolved = self.resolve(expr)
+        resolved = self._bindings.resolve(expr)
         simplify = self._analyzer.simplify
         spread = tvm_ffi.structural_map(resolved, ((tirx.Add, tirx.Sub), _into_arms), order="post")
         return [resolved, simplify(resolved), simplify(spread)]

@@ -249,7 +249,14 @@ SUPPORTED_NOTES: dict[str, str] = {
     ),
     "fill": "a region with a bounded run-time extent is a guarded T.Parallel loop",
     "clear": "a region with a bounded run-time extent is a guarded T.Parallel loop",
-    "cumsum": "constant extents only (a run-time region is refused saying what to write)",
+    "cumsum": (
+        "a run-time region with a compile-time bound scans a fixed-size scratch tile; "
+        "one without a bound is refused saying what to write"
+    ),
+    "cummax": (
+        "a run-time region with a compile-time bound scans a fixed-size scratch tile; "
+        "one without a bound is refused saying what to write"
+    ),
     "rng_init": (
         "Philox4x32-10 written in the kernel's IR (cuRAND's default generator): the same "
         "stream on every target, bit-identical to curand() for the same seed, seq and off; "
