@@ -54,11 +54,6 @@ NOTES: dict[str, str] = {
         "(tuning eager kernels is another change in progress); the kernel itself is "
         "reached through the autotuner's jit_function once that lands."
     ),
-    "example_linear_attn_bwd.tl_fused_chunk_bwd_kernel": (
-        "CUDA: the float32 and float16 shared tiles share TVM's merged dynamic shared "
-        "allocation, and TVM's LowerIntrin then checks each ldmatrix access pointer against "
-        "the first tile declared on that allocation (a float32 one); c and llvm run it."
-    ),
     "example_dequant_gemv_fp16xint4.dequantize_gemv-fast-decoding": (
         "The fast-decoding path imports TileLang's lop3 CUDA C decoders (T.import_source) "
         "and calls them with T.call_extern: CUDA compiles them; the CPU backend refuses the "
