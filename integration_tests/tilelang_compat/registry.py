@@ -8,6 +8,8 @@ says: ``(case name, target) -> (exception type, reason)``. The corpus test marks
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from integration_tests.tilelang_compat import (
     cases_attention,
     cases_eager,
@@ -26,21 +28,43 @@ from integration_tests.tilelang_compat.harness import Case
 TARGETS = ("c", "llvm", "cuda-nvcc")
 """The columns: run on the C and LLVM CPU targets, lowered for CUDA and compiled by nvcc."""
 
-ALL_CASES: dict[str, Case] = {
-    case.name: case
-    for case in (
-        *cases_gemm.CASES,
-        *cases_language.CASES,
-        *cases_examples.CASES,
-        *cases_thread_indexed.CASES,
-        *cases_eager.CASES,
-        *cases_attention.CASES,
-        *cases_linear.CASES,
-        *cases_quant.CASES,
-        *cases_more.CASES,
-        *cases_streamk.CASES,
-    )
-}
+CASE_MODULES = (
+    cases_gemm,
+    cases_language,
+    cases_examples,
+    cases_thread_indexed,
+    cases_eager,
+    cases_attention,
+    cases_linear,
+    cases_quant,
+    cases_more,
+    cases_streamk,
+)
+"""The ``cases_*`` modules, in the order of the README table; each has ``CASES``."""
+
+
+def _by_name(modules: tuple[ModuleType, ...]) -> dict[str, Case]:
+    """Every case of ``modules`` by its name.
+
+    Raises:
+        ValueError: two cases share a name (a dict would keep only the last silently).
+    """
+    cases: dict[str, Case] = {}
+    where: dict[str, str] = {}
+    for module in modules:
+        module_name = module.__name__
+        for case in module.CASES:
+            if case.name in cases:
+                raise ValueError(
+                    f"corpus case name {case.name!r}: expected unique names, got it in "
+                    f"{where[case.name]} and in {module_name}"
+                )
+            cases[case.name] = case
+            where[case.name] = module_name
+    return cases
+
+
+ALL_CASES: dict[str, Case] = _by_name(CASE_MODULES)
 
 NOTES: dict[str, str] = {
     "cpu_reduce._make_kernel_2d-sum-dim1": (
@@ -74,4 +98,4 @@ def runnable_cases(target: str) -> list[Case]:
     return [case for name, case in ALL_CASES.items() if (name, target) not in EXPECTED_FAILURES]
 
 
-__all__ = ["ALL_CASES", "EXPECTED_FAILURES", "NOTES", "TARGETS", "runnable_cases"]
+__all__ = ["ALL_CASES", "CASE_MODULES", "EXPECTED_FAILURES", "NOTES", "TARGETS", "runnable_cases"]
