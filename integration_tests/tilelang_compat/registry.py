@@ -19,6 +19,7 @@ from integration_tests.tilelang_compat import (
     cases_linear,
     cases_more,
     cases_quant,
+    cases_recurrent,
     cases_streamk,
     cases_thread_indexed,
 )
@@ -39,6 +40,7 @@ CASE_MODULES = (
     cases_quant,
     cases_more,
     cases_streamk,
+    cases_recurrent,
 )
 """The ``cases_*`` modules, in the order of the README table; each has ``CASES``."""
 
