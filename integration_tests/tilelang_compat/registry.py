@@ -12,6 +12,7 @@ from types import ModuleType
 
 from integration_tests.tilelang_compat import (
     cases_attention,
+    cases_backward,
     cases_eager,
     cases_examples,
     cases_gemm,
@@ -41,6 +42,7 @@ CASE_MODULES = (
     cases_more,
     cases_streamk,
     cases_recurrent,
+    cases_backward,
 )
 """The ``cases_*`` modules, in the order of the README table; each has ``CASES``."""
 
