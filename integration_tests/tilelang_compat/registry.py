@@ -11,6 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from integration_tests.tilelang_compat import (
+    cases_act_quant,
     cases_attention,
     cases_backward,
     cases_eager,
@@ -43,6 +44,7 @@ CASE_MODULES = (
     cases_streamk,
     cases_recurrent,
     cases_backward,
+    cases_act_quant,
 )
 """The ``cases_*`` modules, in the order of the README table; each has ``CASES``."""
 

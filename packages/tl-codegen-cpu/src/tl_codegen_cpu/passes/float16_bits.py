@@ -27,7 +27,12 @@ hoists it (the bit form of an invariant load kept gcc from vectorizing the loop)
   subnormal unit (the addition rounds to nearest even), NaN quieted with the
   top of its payload kept, signs kept.
 
-Casts between fp16 and other types (float64, integers) are left to gcc.
+Casts between fp16 and other types (float64, integers) are left to gcc. A cast whose
+operand reads a ``bfloat16`` buffer also stays a hardware conversion: TVM's
+``BF16ComputeLegalize`` (which follows) retypes ``bfloat16`` buffers but leaves the
+loads inside a ``Let`` value, which the bit form binds its operand with, on the old
+buffer, and TVM's codegen then refuses the function (TileLang's DeepSeek-V4
+``fp8_quant_kernel``: ``x_bf16 / scale`` narrowed to fp8).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.legalize_float8 import reads_bfloat16
 from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -145,7 +151,7 @@ def lower_float16_casts(stmt: tirx.Stmt) -> tirx.Stmt:
 
     def cast(expr: Any, varying: Callable[[Any], bool]) -> Any:
         target, source = _dtype(expr), _dtype(expr.value)
-        if not varying(expr.value):
+        if not varying(expr.value) or reads_bfloat16(expr.value):
             return expr
         if target == F32 and source == F16:
             value = expr.value
