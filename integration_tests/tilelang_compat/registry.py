@@ -73,17 +73,6 @@ def _by_name(modules: tuple[ModuleType, ...]) -> dict[str, Case]:
 ALL_CASES: dict[str, Case] = _by_name(CASE_MODULES)
 
 NOTES: dict[str, str] = {
-    "cpu_reduce._make_kernel_2d-sum-dim1": (
-        "Silent wrong result: the kernel calls T.reduce_* through a Python helper "
-        "(_emit_reduce); tl_ir drops a tile op issued from a helper's body, so the output "
-        "is never written on any target (nvcc compiles the same incomplete kernel)."
-    ),
-    "cpu_reduce._make_kernel_2d-max-dim0": "Same silent wrong result as the sum case.",
-    "example_mamba_chunk_state.chunk_state_fwd": (
-        "@autotune over an eager-style @jit function is refused when the module is imported "
-        "(tuning eager kernels is another change in progress); the kernel itself is "
-        "reached through the autotuner's jit_function once that lands."
-    ),
     "example_dequant_gemv_fp16xint4.dequantize_gemv-fast-decoding": (
         "The fast-decoding path imports TileLang's lop3 CUDA C decoders (T.import_source) "
         "and calls them with T.call_extern: CUDA compiles them; the CPU backend refuses the "
