@@ -14,6 +14,7 @@ from integration_tests.tilelang_compat import (
     cases_act_quant,
     cases_attention,
     cases_backward,
+    cases_decode,
     cases_eager,
     cases_examples,
     cases_gemm,
@@ -45,6 +46,7 @@ CASE_MODULES = (
     cases_recurrent,
     cases_backward,
     cases_act_quant,
+    cases_decode,
 )
 """The ``cases_*`` modules, in the order of the README table; each has ``CASES``."""
 
