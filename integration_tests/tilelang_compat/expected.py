@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tl_backend_api
 import tl_ir
 
 EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
@@ -13,9 +12,5 @@ EXPECTED_FAILURES: dict[tuple[str, str], tuple[type[BaseException], str]] = {
     ("example_dequant_gemv_fp16xint4.dequantize_gemv-fast-decoding", "llvm"): (
         tl_ir.UnsupportedError,
         "kernel main imports device source with T.import_source, which backend 'cpu' (target 'llvm') cannot compile: source written for a GPU (CUDA C device helpers) doe",
-    ),
-    ("example_linear_attn_bwd.tl_fused_chunk_bwd_kernel", "cuda-nvcc"): (
-        tl_backend_api.ToolchainError,
-        "TVM device codegen for cuda failed: Check failed: source_buffer->dtype.WithLanes(1) == scalar_dtype (T.float32 vs. T.float16) : tvm_access_ptr element type must",
     ),
 }

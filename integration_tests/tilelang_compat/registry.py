@@ -8,8 +8,13 @@ says: ``(case name, target) -> (exception type, reason)``. The corpus test marks
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from integration_tests.tilelang_compat import (
+    cases_act_quant,
     cases_attention,
+    cases_backward,
+    cases_decode,
     cases_eager,
     cases_examples,
     cases_gemm,
@@ -17,6 +22,7 @@ from integration_tests.tilelang_compat import (
     cases_linear,
     cases_more,
     cases_quant,
+    cases_recurrent,
     cases_streamk,
     cases_thread_indexed,
 )
@@ -26,39 +32,49 @@ from integration_tests.tilelang_compat.harness import Case
 TARGETS = ("c", "llvm", "cuda-nvcc")
 """The columns: run on the C and LLVM CPU targets, lowered for CUDA and compiled by nvcc."""
 
-ALL_CASES: dict[str, Case] = {
-    case.name: case
-    for case in (
-        *cases_gemm.CASES,
-        *cases_language.CASES,
-        *cases_examples.CASES,
-        *cases_thread_indexed.CASES,
-        *cases_eager.CASES,
-        *cases_attention.CASES,
-        *cases_linear.CASES,
-        *cases_quant.CASES,
-        *cases_more.CASES,
-        *cases_streamk.CASES,
-    )
-}
+CASE_MODULES = (
+    cases_gemm,
+    cases_language,
+    cases_examples,
+    cases_thread_indexed,
+    cases_eager,
+    cases_attention,
+    cases_linear,
+    cases_quant,
+    cases_more,
+    cases_streamk,
+    cases_recurrent,
+    cases_backward,
+    cases_act_quant,
+    cases_decode,
+)
+"""The ``cases_*`` modules, in the order of the README table; each has ``CASES``."""
+
+
+def _by_name(modules: tuple[ModuleType, ...]) -> dict[str, Case]:
+    """Every case of ``modules`` by its name.
+
+    Raises:
+        ValueError: two cases share a name (a dict would keep only the last silently).
+    """
+    cases: dict[str, Case] = {}
+    where: dict[str, str] = {}
+    for module in modules:
+        module_name = module.__name__
+        for case in module.CASES:
+            if case.name in cases:
+                raise ValueError(
+                    f"corpus case name {case.name!r}: expected unique names, got it in "
+                    f"{where[case.name]} and in {module_name}"
+                )
+            cases[case.name] = case
+            where[case.name] = module_name
+    return cases
+
+
+ALL_CASES: dict[str, Case] = _by_name(CASE_MODULES)
 
 NOTES: dict[str, str] = {
-    "cpu_reduce._make_kernel_2d-sum-dim1": (
-        "Silent wrong result: the kernel calls T.reduce_* through a Python helper "
-        "(_emit_reduce); tl_ir drops a tile op issued from a helper's body, so the output "
-        "is never written on any target (nvcc compiles the same incomplete kernel)."
-    ),
-    "cpu_reduce._make_kernel_2d-max-dim0": "Same silent wrong result as the sum case.",
-    "example_mamba_chunk_state.chunk_state_fwd": (
-        "@autotune over an eager-style @jit function is refused when the module is imported "
-        "(tuning eager kernels is another change in progress); the kernel itself is "
-        "reached through the autotuner's jit_function once that lands."
-    ),
-    "example_linear_attn_bwd.tl_fused_chunk_bwd_kernel": (
-        "CUDA: the float32 and float16 shared tiles share TVM's merged dynamic shared "
-        "allocation, and TVM's LowerIntrin then checks each ldmatrix access pointer against "
-        "the first tile declared on that allocation (a float32 one); c and llvm run it."
-    ),
     "example_dequant_gemv_fp16xint4.dequantize_gemv-fast-decoding": (
         "The fast-decoding path imports TileLang's lop3 CUDA C decoders (T.import_source) "
         "and calls them with T.call_extern: CUDA compiles them; the CPU backend refuses the "
@@ -79,4 +95,4 @@ def runnable_cases(target: str) -> list[Case]:
     return [case for name, case in ALL_CASES.items() if (name, target) not in EXPECTED_FAILURES]
 
 
-__all__ = ["ALL_CASES", "EXPECTED_FAILURES", "NOTES", "TARGETS", "runnable_cases"]
+__all__ = ["ALL_CASES", "CASE_MODULES", "EXPECTED_FAILURES", "NOTES", "TARGETS", "runnable_cases"]

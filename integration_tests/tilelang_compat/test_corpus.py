@@ -83,3 +83,42 @@ def test_the_harness_rejects_wrong_numbers_and_shapes() -> None:
     with pytest.raises(AssertionError, match="outputs"):
         compare(case, [], [want])
     assert np.array_equal(case.make_inputs()[0], inputs[0])  # inputs are deterministic
+
+
+def test_case_names_are_unique_across_the_cases_files() -> None:
+    from collections import Counter
+
+    from integration_tests.tilelang_compat.registry import CASE_MODULES, _by_name
+
+    names = Counter(case.name for module in CASE_MODULES for case in module.CASES)
+    assert [name for name, count in names.items() if count > 1] == []
+    assert len(ALL_CASES) == sum(names.values())
+    with pytest.raises(ValueError, match="expected unique names"):
+        _by_name((CASE_MODULES[0], CASE_MODULES[0]))
+
+
+def test_the_readme_table_has_one_true_row_per_case() -> None:
+    """The results table (written by survey.py; merges of two branches' tables have
+    doubled rows before) lists every case once, in registry order, with the status
+    EXPECTED_FAILURES gives, the constructs its program uses and true counts."""
+    from integration_tests.tilelang_compat.survey import BEGIN, END, HERE, constructs
+
+    text = (HERE / "README.md").read_text()
+    table = text[text.index(BEGIN) + len(BEGIN) : text.index(END)]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    names = [row.split("`")[1] for row in rows]
+    assert names == list(ALL_CASES)
+    for name, row in zip(names, rows, strict=True):
+        cells = [cell.strip() for cell in row.split(" | ")]
+        assert cells[2] == constructs(name), name
+        for target, cell in zip(TARGETS, cells[3:6], strict=True):
+            expected = EXPECTED_FAILURES.get((name, target))
+            assert cell == ("ok" if expected is None else f"`{expected[0].__name__}`"), (
+                name,
+                target,
+            )
+    counts = ", ".join(
+        f"{t}: {sum((n, t) not in EXPECTED_FAILURES for n in ALL_CASES)}/{len(ALL_CASES)}"
+        for t in TARGETS
+    )
+    assert f"Passing: {counts}." in table

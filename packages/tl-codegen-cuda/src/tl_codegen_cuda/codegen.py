@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.resources
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,40 @@ def _register_named_barrier_lowering() -> None:
 _STORAGE_SYNC = "tirx.tvm_storage_sync"
 _register_named_barrier_lowering()
 
+#: TVM's pass option that leaves shared memory reuse to ``MergeSharedMemoryAllocations``
+#: (``StorageRewrite`` then reuses no shared allocation of its own).
+SHARED_MEMORY_BY_MERGE = "tirx.merge_static_smem"
+
+
+@contextlib.contextmanager
+def shared_memory_planned_by_merge() -> Iterator[None]:
+    """The current TVM pass context with `SHARED_MEMORY_BY_MERGE` on (a value the caller
+    set, ``pass_configs={"tirx.merge_static_smem": ...}``, is kept).
+
+    Why: TVM's ``StorageRewrite`` otherwise gives a shared tile the memory of a dead
+    tile of another dtype (a float16 tile in a float32 one's place) and rewrites the
+    tile's access pointers (the ``ldmatrix`` row addresses) onto the float32 allocation;
+    ``MergeSharedMemoryAllocations`` then ties them to that float32 tile, and
+    ``LowerIntrin`` refuses an access pointer whose element type is not its buffer's
+    (``tvm_access_ptr element type must match the source buffer``). The merge plans
+    the reuse of dynamic shared memory itself, with one typed view per tile, so
+    nothing is lost; it also merges the static ``shared`` arrays, as TileLang does by
+    default."""
+    current = tvm.transform.PassContext.current()
+    config = dict(current.config)
+    if SHARED_MEMORY_BY_MERGE in config:
+        yield
+        return
+    config[SHARED_MEMORY_BY_MERGE] = True
+    with tvm.transform.PassContext(
+        opt_level=current.opt_level,
+        required_pass=list(current.required_pass),
+        disabled_pass=list(current.disabled_pass),
+        instruments=list(current.instruments),
+        config=config,
+    ):
+        yield
+
 
 def with_prelude(source: str, imported: Sequence[str] = ()) -> str:
     """``source`` with the device helpers the cuda traits' atomics need
@@ -110,14 +145,15 @@ class CudaDeviceCodegen:
             ToolchainError: TVM's code generation failed (its message).
         """
         imported = imported_sources(mod)
-        return emit_single_source(
-            mod,
-            target,
-            language="cuda",
-            extension="cu",
-            host=HOST_TARGET,
-            transform=lambda source: with_prelude(source, imported),
-        )
+        with shared_memory_planned_by_merge():
+            return emit_single_source(
+                mod,
+                target,
+                language="cuda",
+                extension="cu",
+                host=HOST_TARGET,
+                transform=lambda source: with_prelude(source, imported),
+            )
 
     def build(self, mod: IRModule, target: Target) -> DeviceBuildResult:
         """CUDA C compiled by nvcc to a cubin for the target's arch (``-arch=sm_XX``);

@@ -32,7 +32,11 @@ through float32 the same way: gcc converts it through double and a libgcc call
 (``__truncdfhf2``) per element. Exact: every integer below 2**24 converts to
 float32 exactly, and every one at or above fp16's overflow bound (65520) is
 infinity either way. Casts between fp16 and float64, and fp16 -> integer, are
-left to gcc.
+left to gcc. A cast whose operand reads a ``bfloat16`` buffer also stays a hardware conversion: TVM's
+``BF16ComputeLegalize`` (which follows) retypes ``bfloat16`` buffers but leaves the
+loads inside a ``Let`` value, which the bit form binds its operand with, on the old
+buffer, and TVM's codegen then refuses the function (TileLang's DeepSeek-V4
+``fp8_quant_kernel``: ``x_bf16 / scale`` narrowed to fp8).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.legalize_float8 import reads_bfloat16
 from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -162,7 +167,7 @@ def lower_float16_casts(stmt: tirx.Stmt) -> tirx.Stmt:
 
     def cast(expr: Any, varying: Callable[[Any], bool]) -> Any:
         target, source = _dtype(expr), _dtype(expr.value)
-        if not varying(expr.value):
+        if not varying(expr.value) or reads_bfloat16(expr.value):
             return expr
         if target == F32 and source == F16:
             value = expr.value

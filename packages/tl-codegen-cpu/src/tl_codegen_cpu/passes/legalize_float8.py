@@ -113,13 +113,31 @@ class _Builder:
         return tirx.BitwiseOr(a, b)
 
 
+def reads_bfloat16(expr: Any) -> bool:
+    """Whether ``expr`` loads from a ``bfloat16`` buffer (whose loads TVM's
+    ``BF16ComputeLegalize`` does not remap inside a ``Let`` value)."""
+    found = False
+
+    def visit(load: Any) -> None:
+        nonlocal found
+        if str(load.source.dtype) == "bfloat16":
+            found = True
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
+    return found
+
+
 def _bind(value: Any, name: str, body: Callable[[Any], Any]) -> Any:
     """``body(value)``, with ``value`` bound to a variable by a ``Let`` when it
     computes something (``body`` reads it many times: unbound, a decode or an
     encode operand would be copied into each read, growing exponentially along
     a chain of fp8 operations). A plain load or variable is used as it is,
     since TVM's later legalizations (bf16 on llvm) may copy a ``Let`` and
-    rewrite the copies apart, which its LLVM code generator refuses."""
+    rewrite the copies apart, which its LLVM code generator refuses. A value that
+    reads a ``bfloat16`` buffer is not bound either: TVM's ``BF16ComputeLegalize``
+    retypes the buffer but leaves a load inside a ``Let`` value on the old one, which
+    TVM's codegen then refuses (TileLang's DeepSeek-V4 ``fp8_quant_kernel``:
+    ``x_bf16 / scale`` narrowed to fp8); the compiler merges the copies."""
     leaf = value
     while True:
         if isinstance(leaf, tirx.Cast):
@@ -129,6 +147,8 @@ def _bind(value: Any, name: str, body: Callable[[Any], Any]) -> Any:
         else:
             break
     if isinstance(leaf, (tvm.ir.expr.TensorLoad, tirx.Var, tirx.IntImm, tirx.FloatImm)):
+        return body(value)
+    if reads_bfloat16(value):
         return body(value)
     var = tirx.Var(name, _dtype(value))
     return tirx.Let(var, value, body(var))
