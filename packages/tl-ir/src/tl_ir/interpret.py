@@ -240,7 +240,7 @@ class _Interpreter:
         var = node.node.var
         tag = str(node.node.thread_tag)
         extent = int(self.value(node.value))
-        if tag in _THREAD_TAGS and not _uses(node.body, var):
+        if tag in _THREAD_TAGS and not _uses(node.body, var) and not _fetches(node.body):
             self.env[var] = 0
             self.block_threads *= extent
             try:
@@ -371,6 +371,8 @@ class _Interpreter:
             new = np.maximum(old, value)
         else:
             new = np.minimum(old, value)
+        if op.prev is not None:
+            self.write(op.prev, old)
         self.write(op.dst, new)
 
 
@@ -409,12 +411,31 @@ def _uses(node: Any, var: Any) -> bool:
     return bool(found)
 
 
-def _has_tile_ops(node: Any) -> bool:
+def _fetches(node: Any) -> bool:
+    """Whether ``node`` holds an atomic returning its previous value: each thread gets
+    its own, so the threads are iterated even when the body never reads its index."""
     found: list[bool] = []
 
     def visit(call: Any) -> None:
         if is_tile_op(call):
-            found.append(True)
+            op = describe(call)
+            if isinstance(op, AtomicOp) and op.prev is not None:
+                found.append(True)
+
+    tvm_ffi.structural_walk(node, (tvm.ir.Call, visit))
+    return bool(found)
+
+
+def _has_tile_ops(node: Any) -> bool:
+    """Whether ``node`` holds a block-collective tile op (a scalar atomic is each
+    thread's own statement, not one)."""
+    found: list[bool] = []
+
+    def visit(call: Any) -> None:
+        if is_tile_op(call):
+            op = describe(call)
+            if not (isinstance(op, AtomicOp) and not isinstance(op.value, Region)):
+                found.append(True)
 
     tvm_ffi.structural_walk(node, (tvm.ir.Call, visit))
     return bool(found)
