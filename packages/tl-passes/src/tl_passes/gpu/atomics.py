@@ -28,8 +28,18 @@ if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
 
 
-def atomic(kernel: KernelLowering, kind: str, buffer: Any, index: list[Any], value: Any) -> Any:
+def atomic(
+    kernel: KernelLowering,
+    kind: str,
+    buffer: Any,
+    index: list[Any],
+    value: Any,
+    prev: Any = None,
+) -> Any:
     """``buffer[index] <kind>= value`` atomically, as the target's traits spell it.
+    With ``prev`` (a `Region` of one thread-private element) the call's result, the
+    element's value before the update (what ``atomicAdd`` and the traits' helpers
+    return), is stored there: ``T.atomic_<kind>(..., return_prev=True)``.
 
     Raises:
         GpuLoweringError: the target's `GpuTraits.atomics` has no ``kind``.
@@ -45,8 +55,12 @@ def atomic(kernel: KernelLowering, kind: str, buffer: Any, index: list[Any], val
             f"(its atomics: {offered})"
         )
     if spelling.intrinsic:
-        return tirx.Evaluate(tirx.call_intrin(dtype, spelling.name, address, value))
-    return tirx.Evaluate(tirx.call_extern(dtype, spelling.name, address, value))
+        call = tirx.call_intrin(dtype, spelling.name, address, value)
+    else:
+        call = tirx.call_extern(dtype, spelling.name, address, value)
+    if prev is None:
+        return tirx.Evaluate(call)
+    return tirx.BufferStore(prev.buffer, call, list(prev.mins))
 
 
 def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
@@ -63,7 +77,7 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
         )
     if not isinstance(op.value, tile.Region):
         origin = [int_imm(0)] * len(dst.extents)
-        update = atomic(kernel, op.kind, dst.buffer, dst.full_index(origin), op.value)
+        update = atomic(kernel, op.kind, dst.buffer, dst.full_index(origin), op.value, op.prev)
         return guard(update, dst.inside(origin))
     src = Operand(op.value, kernel)
     extents = dst.squeezed
