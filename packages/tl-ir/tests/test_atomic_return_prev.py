@@ -70,9 +70,9 @@ def test_return_prev_outside_a_kernel_body_is_an_unsupported_error():
 
     @T.prim_func
     def main(A: T.Tensor((4,), "float32")):
-        with T.Kernel(1, threads=1) as bx:
+        with T.Kernel(1, threads=1):
             A[0] = 1.0
 
     buffer = main.params[0]
-    with pytest.raises(UnsupportedError, match="inside\\s+a kernel body"):
+    with pytest.raises(UnsupportedError, match=r"inside\s+a kernel body"):
         T.atomic_add(buffer[0], 1.0, return_prev=True)

@@ -64,9 +64,7 @@ def _combine(kind: str, current: Any, value: Any) -> Any:
     return tirx.Select(value < current, value, current)
 
 
-def _plain_update(
-    dst: Any, index: list[Any], value: Any, kind: str, prev: Any = None
-) -> tirx.Stmt:
+def _plain_update(dst: Any, index: list[Any], value: Any, kind: str, prev: Any = None) -> tirx.Stmt:
     dtype = str(dst.dtype)
     current: Any = tirx.BufferLoad(dst, index)
     keep: list[tirx.Stmt] = []
