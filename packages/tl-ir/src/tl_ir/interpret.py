@@ -78,6 +78,42 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+_BITWISE: dict[str, Callable[[int, int], int]] = {
+    "BitwiseAnd": lambda a, b: a & b,
+    "BitwiseOr": lambda a, b: a | b,
+    "BitwiseXor": lambda a, b: a ^ b,
+    "LShift": lambda a, b: a << b,
+    "RShift": lambda a, b: a >> b,
+}
+
+
+def _int_width(dtype: str) -> int | None:
+    """The bit width of a scalar integer dtype (``int8`` ... ``uint64``); None otherwise."""
+    if not dtype.startswith(("int", "uint")):
+        return None
+    parsed = tvm.DataType(dtype)
+    return int(parsed.bits) if int(parsed.lanes) == 1 else None
+
+
+def _wrap(value: Any, dtype: str) -> Any:
+    """``value`` reduced to ``dtype``'s range as two's complement (unsigned: modulo
+    2**bits; signed: into [-2**(bits-1), 2**(bits-1))); non-integer dtypes unchanged."""
+    width = _int_width(dtype)
+    if width is None or isinstance(value, float):
+        return value
+    value = int(value) & ((1 << width) - 1)
+    if dtype.startswith("int") and value >= 1 << (width - 1):
+        value -= 1 << width
+    return value
+
+
+def _reinterpret(value: Any, source: str, target: str) -> Any:
+    """The bits of ``value`` (a ``source`` scalar) read as a ``target`` scalar."""
+    bits = np.array(_wrap(value, source), dtype=numpy_dtype(source))
+    result = bits.view(numpy_dtype(target)).item()
+    return float(result) if isinstance(result, float) else result
+
+
 def _dtype_of(expr: Any) -> str:
     dtype = getattr(expr, "dtype", None)
     if dtype is None:
@@ -111,10 +147,17 @@ class _Interpreter:
             raise NotImplementedError(f"interpret: unbound variable {expr}")
         if kind in _BINARY:
             return self._binary(kind, expr)
+        if kind in _BITWISE:
+            return self._bitwise(kind, expr)
+        if kind == "BitwiseNot":
+            dtype = _dtype_of(expr)
+            return _wrap(~_wrap(self.value(expr.a), dtype), dtype)
         if kind == "Div":
             a, b = self.value(expr.a), self.value(expr.b)
             if "int" in _dtype_of(expr):
-                return int(a / b)
+                # C's division truncates toward zero; exact for 64-bit values.
+                quotient = abs(int(a)) // abs(int(b))
+                return _wrap(quotient if (a < 0) == (b < 0) else -quotient, _dtype_of(expr))
             return a / b
         if kind == "Not":
             return not self.value(expr.a)
@@ -134,7 +177,35 @@ class _Interpreter:
         dtype = _dtype_of(expr)
         if dtype in ("float16", "float32"):
             return _cast(result, dtype)
+        if kind in ("Add", "Sub", "Mul"):
+            return _wrap(result, dtype)  # integers wrap around as the targets' do
         return result
+
+    def _bitwise(self, kind: str, expr: Any) -> Any:
+        """``&``, ``|``, ``^``, ``<<`` and ``>>`` on the operands' two's-complement bits:
+        ``>>`` is arithmetic (sign-filling) for signed dtypes and logical for unsigned
+        ones, at any width up to 64 bits.
+
+        Raises:
+            ValueError: a shift count outside ``[0, bits)`` (undefined in C and LLVM).
+        """
+        dtype = _dtype_of(expr)
+        width = _int_width(dtype)
+        if width is None:
+            raise NotImplementedError(f"interpret: {kind} of dtype {dtype} ({expr})")
+        a = _wrap(self.value(expr.a), dtype)
+        b = self.value(expr.b)
+        if kind in ("LShift", "RShift"):
+            count = int(b)
+            if not 0 <= count < width:
+                raise ValueError(
+                    f"interpret: shift by {count} of a {width}-bit {dtype} value is undefined "
+                    f"(expected 0 <= count < {width}) in {expr}"
+                )
+            # a is in the dtype's range: Python's >> sign-fills a negative (signed) value
+            # and shifts zeros into a non-negative one (every unsigned value).
+            return _wrap(a << count if kind == "LShift" else a >> count, dtype)
+        return _wrap(_BITWISE[kind](a, _wrap(b, dtype)), dtype)
 
     def _call(self, call: Any) -> Any:
         name = str(call.op.name) if isinstance(call.op, tvm.ir.Op) else str(call.op)
@@ -144,6 +215,8 @@ class _Interpreter:
             return self.value(args[1] if self.value(args[0]) else args[2])
         if short in _UNARY:
             return _cast(float(_UNARY[short](float(self.value(args[0])))), _dtype_of(call))
+        if short == "reinterpret":
+            return _reinterpret(self.value(args[0]), _dtype_of(args[0]), _dtype_of(call))
         if short == "pow":
             return _cast(math.pow(self.value(args[0]), self.value(args[1])), _dtype_of(call))
         raise NotImplementedError(f"interpret: call of {name}")
@@ -394,7 +467,7 @@ def _cast(value: Any, dtype: str) -> Any:
     if dtype == "bool":
         return bool(value)
     if "int" in dtype:
-        return int(value)
+        return _wrap(int(value), dtype)
     if dtype in ("float16", "float32", "float64"):
         return float(np.dtype(dtype).type(value))
     return value
