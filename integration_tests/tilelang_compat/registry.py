@@ -19,6 +19,7 @@ from integration_tests.tilelang_compat import (
     cases_quant,
     cases_streamk,
     cases_thread_indexed,
+    cases_topk_selector,
 )
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
 from integration_tests.tilelang_compat.harness import Case
@@ -39,6 +40,7 @@ ALL_CASES: dict[str, Case] = {
         *cases_quant.CASES,
         *cases_more.CASES,
         *cases_streamk.CASES,
+        *cases_topk_selector.CASES,
     )
 }
 
