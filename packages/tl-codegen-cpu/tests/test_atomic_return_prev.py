@@ -120,3 +120,31 @@ def test_the_thread_nest_with_a_fetching_atomic_says_it_stays_scalar():
     paths = re.findall(rf'"{re.escape(THREAD_PATH_KEY)}": "([^"]*)"', lowered.script())
     assert paths.count(FETCHING_ATOMIC_PATH) == 1, paths
     assert "tl.cpu_fetching_atomic" not in lowered.script()
+
+
+@T.prim_func
+def compact_in_parallel_nest(
+    A: T.Tensor((N,), "float32"), Out: T.Tensor((N,), "int32"), Count: T.Tensor((BLOCKS,), "int32")
+):
+    # No thread index: the T.Parallel nest is the block's work, one slot per kept element.
+    with T.Kernel(BLOCKS, threads=THREADS) as bx:
+        count = T.alloc_shared([1], "int32")
+        T.fill(count, 0)
+        for i in T.Parallel(THREADS):
+            if A[bx * THREADS + i] > 0:
+                pos = T.atomic_add(count[0], 1, return_prev=True)
+                Out[bx * THREADS + pos] = bx * THREADS + i
+        Count[bx] = count[0]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_stream_compaction_in_a_parallel_nest(target, tmp_path):
+    a = np.random.default_rng(5).standard_normal(N).astype(np.float32)
+    out = np.full(N, -1, np.int32)
+    count = np.zeros(BLOCKS, np.int32)
+    _run(compact_in_parallel_nest, target, tmp_path, a, out, count)
+    for block in range(BLOCKS):
+        rows = slice(block * THREADS, (block + 1) * THREADS)
+        kept = np.flatnonzero(a[rows] > 0) + block * THREADS
+        assert count[block] == kept.size
+        np.testing.assert_array_equal(np.sort(out[rows][: kept.size]), kept)

@@ -96,3 +96,40 @@ def test_emulated_compaction_matches_numpy() -> None:
         np.testing.assert_array_equal(np.sort(arrays["Out"][rows][: kept.size]), kept)
     np.testing.assert_array_equal(np.sort(arrays["Order"]), np.arange(BLOCKS))
     assert arrays["Blocks"][0] == BLOCKS and arrays["Best"][0] == a.max()
+
+
+def parallel_compaction() -> Any:
+    """The same compaction as a ``T.Parallel`` nest over the block's elements: the
+    previous value is a temporary of one iteration, so the nest is still dealt to the
+    threads (each element claims one slot), not run whole on every thread."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((N,), "float32"),
+        Out: T.Tensor((N,), "int32"),
+        Count: T.Tensor((BLOCKS,), "int32"),
+    ):
+        with T.Kernel(BLOCKS, threads=THREADS) as bx:
+            count = T.alloc_shared([1], "int32")
+            T.fill(count, 0)
+            for i in T.Parallel(THREADS):
+                if A[bx * THREADS + i] > 0:
+                    pos = T.atomic_add(count[0], 1, return_prev=True)
+                    Out[bx * THREADS + pos] = bx * THREADS + i
+            Count[bx] = count[0]
+
+    return main
+
+
+@pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
+def test_a_fetching_atomic_in_a_parallel_nest_runs_once_per_element() -> None:
+    a = np.random.default_rng(6).standard_normal(N).astype(np.float32)
+    arrays = {"A": a, "Out": np.full(N, -1, np.int32), "Count": np.zeros(BLOCKS, np.int32)}
+    sources = emu.emulate(parallel_compaction(), arrays)
+    kernel = sources.files["main.cu"].split('extern "C" __global__')[-1]
+    assert "for (" not in kernel  # one element per thread, no nest on every thread
+    for block in range(BLOCKS):
+        rows = slice(block * THREADS, (block + 1) * THREADS)
+        kept = np.flatnonzero(a[rows] > 0) + block * THREADS
+        assert arrays["Count"][block] == kept.size
+        np.testing.assert_array_equal(np.sort(arrays["Out"][rows][: kept.size]), kept)

@@ -485,18 +485,24 @@ def _uses(node: Any, var: Any) -> bool:
 
 
 def _fetches(node: Any) -> bool:
-    """Whether ``node`` holds an atomic returning its previous value: each thread gets
-    its own, so the threads are iterated even when the body never reads its index."""
-    found: list[bool] = []
-
-    def visit(call: Any) -> None:
-        if is_tile_op(call):
-            op = describe(call)
-            if isinstance(op, AtomicOp) and op.prev is not None:
-                found.append(True)
-
-    tvm_ffi.structural_walk(node, (tvm.ir.Call, visit))
-    return bool(found)
+    """Whether ``node`` runs, outside every ``T.Parallel`` loop, an atomic returning its
+    previous value: each thread runs it and gets its own, so the threads are iterated
+    even when the body never reads its index (in a ``T.Parallel`` loop it runs once
+    per element instead)."""
+    if node is None:
+        return False
+    if isinstance(node, tirx.SeqStmt):
+        return any(_fetches(child) for child in node.seq)
+    if isinstance(node, tirx.For):
+        kind = node.annotations.get(LOOP_KIND_KEY) if node.annotations else None
+        return not (kind is not None and str(kind) == "parallel") and _fetches(node.body)
+    if isinstance(node, tirx.IfThenElse):
+        return _fetches(node.then_case) or _fetches(node.else_case)
+    if isinstance(node, tirx.Evaluate) and is_tile_op(node.value):
+        op = describe(node.value)
+        return isinstance(op, AtomicOp) and op.prev is not None
+    body = getattr(node, "body", None)
+    return isinstance(body, tirx.Stmt) and _fetches(body)
 
 
 def _has_tile_ops(node: Any) -> bool:

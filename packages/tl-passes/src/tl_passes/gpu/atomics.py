@@ -67,7 +67,9 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
     """The per-thread code of the tile atomic ``op`` (module docstring: a scalar
     atomic runs on every thread that reaches it, a tile atomic once per element).
     ``per_element`` (inside a ``T.Parallel`` nest) does not change a scalar
-    atomic: each thread runs its own update either way."""
+    atomic: each thread runs its own update either way. A tile atomic there
+    (``T.atomic_addx2`` in a nest dealt to the threads) belongs to the thread's own
+    iteration: that thread updates the whole tile."""
     from tl_ir import ops as tile
 
     dst = Operand(op.dst, kernel)
@@ -89,4 +91,6 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
         )
         return guard(update, both(dst.inside(d_index), src.inside(s_index)))
 
+    if per_element and not src.partitioned:
+        return kernel.every(extents, lambda index: body(index, None))
     return kernel.drive([src], extents, body, None)
