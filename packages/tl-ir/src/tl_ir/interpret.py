@@ -3,7 +3,7 @@ the kernel language, used as an oracle by tests (never a compilation path).
 
 Scope: the statements and expressions `tl_ir.language` produces (launch attributes,
 allocations, loops of every kind, ``if``/``while``, stores, the ``tl.*`` tile ops, the
-common math intrinsics). Blocks run one after another; thread indices are iterated
+common math intrinsics, integer bit operations up to 64 bits: `interpret_scalars`). Blocks run one after another; thread indices are iterated
 only when the kernel reads them, which is rejected together with tile ops (those are
 block-collective). A scalar atomic outside a ``T.Parallel`` loop is each thread's own
 update (TileLang's element atomic): it is applied once per thread the block runs
@@ -22,6 +22,16 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir.dtypes import numpy_dtype
+from tl_ir.interpret_scalars import (
+    BINARY,
+    BITWISE,
+    UNARY,
+    bitwise,
+    cast_value,
+    dtype_of,
+    reinterpret_bits,
+    wrap,
+)
 from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import (
     AtomicOp,
@@ -39,86 +49,6 @@ from tl_ir.ops import (
 __all__ = ["run"]
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-
-_UNARY: dict[str, Callable[[Any], Any]] = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log2": np.log2,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "fabs": np.abs,
-    "abs": np.abs,
-    "tanh": np.tanh,
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "sin": np.sin,
-    "cos": np.cos,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.round,
-    "nearbyint": np.round,
-}
-
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "Add": lambda a, b: a + b,
-    "Sub": lambda a, b: a - b,
-    "Mul": lambda a, b: a * b,
-    "Min": min,
-    "Max": max,
-    "EQ": lambda a, b: a == b,
-    "NE": lambda a, b: a != b,
-    "LT": lambda a, b: a < b,
-    "LE": lambda a, b: a <= b,
-    "GT": lambda a, b: a > b,
-    "GE": lambda a, b: a >= b,
-    "And": lambda a, b: bool(a) and bool(b),
-    "Or": lambda a, b: bool(a) or bool(b),
-    "FloorDiv": lambda a, b: a // b,
-    "FloorMod": lambda a, b: a % b,
-}
-
-
-_BITWISE: dict[str, Callable[[int, int], int]] = {
-    "BitwiseAnd": lambda a, b: a & b,
-    "BitwiseOr": lambda a, b: a | b,
-    "BitwiseXor": lambda a, b: a ^ b,
-    "LShift": lambda a, b: a << b,
-    "RShift": lambda a, b: a >> b,
-}
-
-
-def _int_width(dtype: str) -> int | None:
-    """The bit width of a scalar integer dtype (``int8`` ... ``uint64``); None otherwise."""
-    if not dtype.startswith(("int", "uint")):
-        return None
-    parsed = tvm.DataType(dtype)
-    return int(parsed.bits) if int(parsed.lanes) == 1 else None
-
-
-def _wrap(value: Any, dtype: str) -> Any:
-    """``value`` reduced to ``dtype``'s range as two's complement (unsigned: modulo
-    2**bits; signed: into [-2**(bits-1), 2**(bits-1))); non-integer dtypes unchanged."""
-    width = _int_width(dtype)
-    if width is None or isinstance(value, float):
-        return value
-    value = int(value) & ((1 << width) - 1)
-    if dtype.startswith("int") and value >= 1 << (width - 1):
-        value -= 1 << width
-    return value
-
-
-def _reinterpret(value: Any, source: str, target: str) -> Any:
-    """The bits of ``value`` (a ``source`` scalar) read as a ``target`` scalar."""
-    bits = np.array(_wrap(value, source), dtype=numpy_dtype(source))
-    result = bits.view(numpy_dtype(target)).item()
-    return float(result) if isinstance(result, float) else result
-
-
-def _dtype_of(expr: Any) -> str:
-    dtype = getattr(expr, "dtype", None)
-    if dtype is None:
-        dtype = getattr(getattr(expr, "ty", None), "dtype", "")
-    return str(dtype)
 
 
 class _Interpreter:
@@ -145,24 +75,24 @@ class _Interpreter:
             if expr in self.env:
                 return self.env[expr]
             raise NotImplementedError(f"interpret: unbound variable {expr}")
-        if kind in _BINARY:
+        if kind in BINARY:
             return self._binary(kind, expr)
-        if kind in _BITWISE:
+        if kind in BITWISE:
             return self._bitwise(kind, expr)
         if kind == "BitwiseNot":
-            dtype = _dtype_of(expr)
-            return _wrap(~_wrap(self.value(expr.a), dtype), dtype)
+            dtype = dtype_of(expr)
+            return wrap(~wrap(self.value(expr.a), dtype), dtype)
         if kind == "Div":
             a, b = self.value(expr.a), self.value(expr.b)
-            if "int" in _dtype_of(expr):
+            if "int" in dtype_of(expr):
                 # C's division truncates toward zero; exact for 64-bit values.
                 quotient = abs(int(a)) // abs(int(b))
-                return _wrap(quotient if (a < 0) == (b < 0) else -quotient, _dtype_of(expr))
+                return wrap(quotient if (a < 0) == (b < 0) else -quotient, dtype_of(expr))
             return a / b
         if kind == "Not":
             return not self.value(expr.a)
         if kind == "Cast":
-            return _cast(self.value(expr.value), _dtype_of(expr))
+            return cast_value(self.value(expr.value), dtype_of(expr))
         if kind == "Select":
             return self.value(expr.true_value if self.value(expr.condition) else expr.false_value)
         if kind in ("TensorLoad", "BufferLoad"):
@@ -173,39 +103,16 @@ class _Interpreter:
         raise NotImplementedError(f"interpret: expression {kind} ({expr})")
 
     def _binary(self, kind: str, expr: Any) -> Any:
-        result = _BINARY[kind](self.value(expr.a), self.value(expr.b))
-        dtype = _dtype_of(expr)
+        result = BINARY[kind](self.value(expr.a), self.value(expr.b))
+        dtype = dtype_of(expr)
         if dtype in ("float16", "float32"):
-            return _cast(result, dtype)
+            return cast_value(result, dtype)
         if kind in ("Add", "Sub", "Mul"):
-            return _wrap(result, dtype)  # integers wrap around as the targets' do
+            return wrap(result, dtype)  # integers wrap around as the targets' do
         return result
 
     def _bitwise(self, kind: str, expr: Any) -> Any:
-        """``&``, ``|``, ``^``, ``<<`` and ``>>`` on the operands' two's-complement bits:
-        ``>>`` is arithmetic (sign-filling) for signed dtypes and logical for unsigned
-        ones, at any width up to 64 bits.
-
-        Raises:
-            ValueError: a shift count outside ``[0, bits)`` (undefined in C and LLVM).
-        """
-        dtype = _dtype_of(expr)
-        width = _int_width(dtype)
-        if width is None:
-            raise NotImplementedError(f"interpret: {kind} of dtype {dtype} ({expr})")
-        a = _wrap(self.value(expr.a), dtype)
-        b = self.value(expr.b)
-        if kind in ("LShift", "RShift"):
-            count = int(b)
-            if not 0 <= count < width:
-                raise ValueError(
-                    f"interpret: shift by {count} of a {width}-bit {dtype} value is undefined "
-                    f"(expected 0 <= count < {width}) in {expr}"
-                )
-            # a is in the dtype's range: Python's >> sign-fills a negative (signed) value
-            # and shifts zeros into a non-negative one (every unsigned value).
-            return _wrap(a << count if kind == "LShift" else a >> count, dtype)
-        return _wrap(_BITWISE[kind](a, _wrap(b, dtype)), dtype)
+        return bitwise(kind, self.value(expr.a), self.value(expr.b), dtype_of(expr), expr)
 
     def _call(self, call: Any) -> Any:
         name = str(call.op.name) if isinstance(call.op, tvm.ir.Op) else str(call.op)
@@ -213,12 +120,12 @@ class _Interpreter:
         args = list(call.args)
         if short == "if_then_else":
             return self.value(args[1] if self.value(args[0]) else args[2])
-        if short in _UNARY:
-            return _cast(float(_UNARY[short](float(self.value(args[0])))), _dtype_of(call))
+        if short in UNARY:
+            return cast_value(float(UNARY[short](float(self.value(args[0])))), dtype_of(call))
         if short == "reinterpret":
-            return _reinterpret(self.value(args[0]), _dtype_of(args[0]), _dtype_of(call))
+            return reinterpret_bits(self.value(args[0]), dtype_of(args[0]), dtype_of(call))
         if short == "pow":
-            return _cast(math.pow(self.value(args[0]), self.value(args[1])), _dtype_of(call))
+            return cast_value(math.pow(self.value(args[0]), self.value(args[1])), dtype_of(call))
         raise NotImplementedError(f"interpret: call of {name}")
 
     # ------------------------------------------------------------ statements
@@ -461,16 +368,6 @@ def _clipped(
         src.append(slice(start, stop))
         dst.append(slice(start - lo, stop - lo))
     return tuple(src), tuple(dst)
-
-
-def _cast(value: Any, dtype: str) -> Any:
-    if dtype == "bool":
-        return bool(value)
-    if "int" in dtype:
-        return _wrap(int(value), dtype)
-    if dtype in ("float16", "float32", "float64"):
-        return float(np.dtype(dtype).type(value))
-    return value
 
 
 def _uses(node: Any, var: Any) -> bool:

@@ -13,6 +13,7 @@ from tvm import tirx
 
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, UnsupportedError
+from tl_ir.language._fetching_atomics import fetching_atomic
 from tl_ir.language._hints import (
     EVICTION_POLICIES,
     MEMORY_ORDERS,
@@ -37,7 +38,6 @@ from tl_ir.language._operands import (
 )
 from tl_ir.language._safe_values import safe_copy, safe_value_of
 from tl_ir.ops import Region
-from tl_ir.scopes import LOCAL_VAR
 
 __all__ = [
     "atomic_add",
@@ -410,7 +410,7 @@ def _atomic(kind: str) -> Callable[..., Any]:
             )
         d = region_of(dst, where, _ops.ACCESS_READ_WRITE)
         if fetch:
-            return _fetching_atomic(kind, d, as_value(value, d.dtype))
+            return fetching_atomic(kind, d, as_value(value, d.dtype))
         return emit_tile_op(f"tl.atomic_{kind}", d, as_value(value, d.dtype))
 
     atomic.__name__ = f"atomic_{kind}"
@@ -421,38 +421,11 @@ def _atomic(kind: str) -> Callable[..., Any]:
         "strong as ``relaxed`` and the kernel's barriers order them; ``use_tma`` and "
         "``annotations`` are hints too. With ``return_prev=True`` (a scalar update "
         "only) the call is an expression: ``dst``'s value from just before this "
-        "thread's update, read and updated as one atomic step (`_fetching_atomic`).\n\n"
+        "thread's update, read and updated as one atomic step (`fetching_atomic`).\n\n"
         "Raises:\n    UnsupportedError: ``return_prev=True`` with a tile value, or "
         "outside a kernel body."
     )
     return atomic
-
-
-def _fetching_atomic(kind: str, dst: Region, value: Any) -> Any:
-    """Emit the atomic ``kind`` of ``value`` into the element ``dst`` that also stores
-    the element's previous value into a fresh thread-private scalar (scope
-    ``local.var``, the `AtomicOp.prev` region), and return the load of that scalar:
-    the side effect stays a statement in program order, the result a plain load.
-
-    Raises:
-        UnsupportedError: called outside a kernel body being built (there is no
-            statement to emit, so no previous value).
-    """
-    from tvm.script.ir_builder import IRBuilder
-    from tvm.script.ir_builder import tirx as _IB
-
-    if not IRBuilder.is_in_scope():
-        raise UnsupportedError(
-            f"T.atomic_{kind}(return_prev=True): the previous value exists only inside "
-            "a kernel body being built; call it in a @T.prim_func / @tilelang.jit body"
-        )
-    dtype = str(dst.buffer.ty.dtype)
-    prev_buffer = _IB.alloc_buffer((1,), dtype, scope=LOCAL_VAR)
-    zero = tirx.IntImm("int32", 0)
-    one = tirx.IntImm("int32", 1)
-    prev = Region(buffer=prev_buffer, mins=(zero,), extents=(one,), access=_ops.ACCESS_WRITE)
-    emit_tile_op(f"tl.atomic_{kind}", dst, value, prev)
-    return tirx.BufferLoad(prev_buffer, [zero])
 
 
 atomic_add = _atomic("add")
