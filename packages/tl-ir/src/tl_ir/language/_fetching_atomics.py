@@ -36,6 +36,7 @@ def fetching_atomic(kind: str, dst: Region, value: Any) -> Any:
         )
     dtype = str(dst.buffer.ty.dtype)
     prev_buffer = _IB.alloc_buffer((1,), dtype, scope=LOCAL_VAR)
+    IRBuilder.name(f"atomic_{kind}_prev", prev_buffer)
     zero = tirx.IntImm("int32", 0)
     one = tirx.IntImm("int32", 1)
     prev = Region(buffer=prev_buffer, mins=(zero,), extents=(one,), access=_ops.ACCESS_WRITE)
