@@ -98,6 +98,11 @@ class Case:
         copies = [np.array(a, copy=True) for a in inputs]
         return [np.asarray(r) for r in self.reference({**self.args, **overrides}, *copies)]
 
+    def canonical(self, outputs: Sequence[Any]) -> Arrays:
+        """``outputs`` in the form `compare` checks: as they are, unless the program's
+        right answer has more than one order (a subclass then sorts what may vary)."""
+        return [np.asarray(o) for o in outputs]
+
 
 def is_float(dtype: np.dtype[Any]) -> bool:
     """Whether ``dtype`` holds floats: numpy's own or ml_dtypes' (bfloat16, float8_*), whose
@@ -122,6 +127,7 @@ def compare(case: Case, got: Sequence[Any], want: Sequence[np.ndarray]) -> None:
         AssertionError: a count, shape or value mismatch (names the output).
     """
     assert len(got) == len(want), f"{case.name}: {len(got)} outputs, reference has {len(want)}"
+    got, want = case.canonical(got), case.canonical(want)
     for index, (g, w) in enumerate(zip(got, want, strict=True)):
         g = np.asarray(g)
         assert g.shape == w.shape, f"{case.name}: output {index} shape {g.shape} != {w.shape}"

@@ -25,6 +25,7 @@ from integration_tests.tilelang_compat import (
     cases_recurrent,
     cases_streamk,
     cases_thread_indexed,
+    cases_topk_selector,
 )
 from integration_tests.tilelang_compat.expected import EXPECTED_FAILURES
 from integration_tests.tilelang_compat.harness import Case
@@ -47,6 +48,7 @@ CASE_MODULES = (
     cases_backward,
     cases_act_quant,
     cases_decode,
+    cases_topk_selector,
 )
 """The ``cases_*`` modules, in the order of the README table; each has ``CASES``."""
 

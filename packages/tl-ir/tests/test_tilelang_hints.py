@@ -61,20 +61,23 @@ def test_bad_gemm_arguments_name_the_parameter(hints, message):
         _gemm_with_hints(**hints)
 
 
-def test_gemm_mbar_and_atomic_return_prev_are_not_supported_errors():
+def test_gemm_mbar_and_tile_atomic_return_prev_are_not_supported_errors():
     with pytest.raises(NotImplementedError, match="mbar"):
         _gemm_with_hints(mbar=1)
 
-    def atomic_return_prev():
+    def tile_atomic_return_prev():
         @T.prim_func
-        def main(A: T.Tensor((4,), "float32")):
+        def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=4) as bx:
-                T.atomic_add(A[0], 1.0, return_prev=True)
+                T.atomic_add(A[0:4], B[0:4], return_prev=True)
 
         return main
 
+    # TileLang returns the previous value of a scalar update only.
+    with pytest.raises(tl_ir.UnsupportedError, match="only a scalar update"):
+        tile_atomic_return_prev()
     with pytest.raises(tl_ir.UnsupportedError, match="return_prev"):
-        atomic_return_prev()
+        T.atomic_addx2(None, None, return_prev=True)
 
 
 def test_bad_memory_order_and_eviction_policy_list_the_choices():

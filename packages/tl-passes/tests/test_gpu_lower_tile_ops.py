@@ -179,6 +179,7 @@ def test_gpu_passes_follow_the_traits() -> None:
         "simplify",
         "gpu-finish-async-copies",
         "gpu-matrix-load-addresses",
+        "gpu-shared-conditions",
     ]
     (lowering,) = [p for p in passes if isinstance(p, GpuLowerTileOpsPass)]
     assert lowering.traits is static

@@ -9,7 +9,7 @@ read with `importlib.resources`, once per process.
 | --- | --- | --- |
 | ``tl_gemm_f32.h`` | ``tl_f32x{4,8,16}`` vector types, ``tl_gemm_f32x{4,8,16}``, ``TL_GEMM_MAX_ROWS``/``TL_GEMM_MAX_VECTORS`` | the fp32 GEMM micro-kernel on ``c`` |
 | ``tl_half.h`` | ``tl_gemm_f16{,r}_f32x{4,8,16}``, ``tl_cvt_*``, ``tl_transpose_f32`` | fp16 GEMMs and row conversions on ``c`` (needs ``tl_gemm_f32.h`` first) |
-| ``tl_atomics.h`` | ``tl_atomic_<kind>_<dtype>`` | ``T.atomic_*`` on ``c`` and ``llvm`` |
+| ``tl_atomics.h`` | ``tl_atomic_[fetch_]<kind>_<dtype>`` | ``T.atomic_*`` on ``c`` and ``llvm`` |
 | ``tl_workspace.h`` | ``tl_c_alloc_workspace``/``tl_c_free_workspace`` | ``T.alloc_global`` on ``c`` |
 | ``tl_checked.h`` | ``tl_rt_report_out_of_bounds`` and its context slot | checked mode on ``c`` and ``llvm`` |
 

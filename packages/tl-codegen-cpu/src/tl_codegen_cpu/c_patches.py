@@ -45,7 +45,11 @@ _MICROKERNEL_DECLARATION = re.compile(
 _HALF_CALL = re.compile(
     r"\btl_(?:gemm_f16r?_f32x\d+|cvt_f16_to_f32(?:_t)?|cvt_f32_to_f16|transpose_f32)\("
 )
-_ATOMIC_DECLARATION = re.compile(r"^TVM_DLL int32_t tl_atomic_\w+\(.*\);\n", re.MULTILINE)
+_ATOMIC_DECLARATION = re.compile(
+    r'^(?:#ifdef __cplusplus\nextern "C"\n#endif\n)?'
+    r"TVM_DLL (?:int32_t|int64_t|float|double) tl_atomic_\w+\(.*\);\n",
+    re.MULTILINE,
+)
 _PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
 _EXACT_FLOAT_CALL = re.compile(
     rf"\b{EXACT_FLOAT_PREFIX}f(?:32_[0-9a-f]{{8}}|64_[0-9a-f]{{16}})\(\)"

@@ -3,7 +3,7 @@ the kernel language, used as an oracle by tests (never a compilation path).
 
 Scope: the statements and expressions `tl_ir.language` produces (launch attributes,
 allocations, loops of every kind, ``if``/``while``, stores, the ``tl.*`` tile ops, the
-common math intrinsics). Blocks run one after another; thread indices are iterated
+common math intrinsics, integer bit operations up to 64 bits: `interpret_scalars`). Blocks run one after another; thread indices are iterated
 only when the kernel reads them, which is rejected together with tile ops (those are
 block-collective). A scalar atomic outside a ``T.Parallel`` loop is each thread's own
 update (TileLang's element atomic): it is applied once per thread the block runs
@@ -22,6 +22,16 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir.dtypes import numpy_dtype
+from tl_ir.interpret_scalars import (
+    BINARY,
+    BITWISE,
+    UNARY,
+    bitwise,
+    cast_value,
+    dtype_of,
+    reinterpret_bits,
+    wrap,
+)
 from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import (
     AtomicOp,
@@ -39,50 +49,6 @@ from tl_ir.ops import (
 __all__ = ["run"]
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-
-_UNARY: dict[str, Callable[[Any], Any]] = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log2": np.log2,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "fabs": np.abs,
-    "abs": np.abs,
-    "tanh": np.tanh,
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "sin": np.sin,
-    "cos": np.cos,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.round,
-    "nearbyint": np.round,
-}
-
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "Add": lambda a, b: a + b,
-    "Sub": lambda a, b: a - b,
-    "Mul": lambda a, b: a * b,
-    "Min": min,
-    "Max": max,
-    "EQ": lambda a, b: a == b,
-    "NE": lambda a, b: a != b,
-    "LT": lambda a, b: a < b,
-    "LE": lambda a, b: a <= b,
-    "GT": lambda a, b: a > b,
-    "GE": lambda a, b: a >= b,
-    "And": lambda a, b: bool(a) and bool(b),
-    "Or": lambda a, b: bool(a) or bool(b),
-    "FloorDiv": lambda a, b: a // b,
-    "FloorMod": lambda a, b: a % b,
-}
-
-
-def _dtype_of(expr: Any) -> str:
-    dtype = getattr(expr, "dtype", None)
-    if dtype is None:
-        dtype = getattr(getattr(expr, "ty", None), "dtype", "")
-    return str(dtype)
 
 
 class _Interpreter:
@@ -109,17 +75,24 @@ class _Interpreter:
             if expr in self.env:
                 return self.env[expr]
             raise NotImplementedError(f"interpret: unbound variable {expr}")
-        if kind in _BINARY:
+        if kind in BINARY:
             return self._binary(kind, expr)
+        if kind in BITWISE:
+            return self._bitwise(kind, expr)
+        if kind == "BitwiseNot":
+            dtype = dtype_of(expr)
+            return wrap(~wrap(self.value(expr.a), dtype), dtype)
         if kind == "Div":
             a, b = self.value(expr.a), self.value(expr.b)
-            if "int" in _dtype_of(expr):
-                return int(a / b)
+            if "int" in dtype_of(expr):
+                # C's division truncates toward zero; exact for 64-bit values.
+                quotient = abs(int(a)) // abs(int(b))
+                return wrap(quotient if (a < 0) == (b < 0) else -quotient, dtype_of(expr))
             return a / b
         if kind == "Not":
             return not self.value(expr.a)
         if kind == "Cast":
-            return _cast(self.value(expr.value), _dtype_of(expr))
+            return cast_value(self.value(expr.value), dtype_of(expr))
         if kind == "Select":
             return self.value(expr.true_value if self.value(expr.condition) else expr.false_value)
         if kind in ("TensorLoad", "BufferLoad"):
@@ -130,11 +103,16 @@ class _Interpreter:
         raise NotImplementedError(f"interpret: expression {kind} ({expr})")
 
     def _binary(self, kind: str, expr: Any) -> Any:
-        result = _BINARY[kind](self.value(expr.a), self.value(expr.b))
-        dtype = _dtype_of(expr)
+        result = BINARY[kind](self.value(expr.a), self.value(expr.b))
+        dtype = dtype_of(expr)
         if dtype in ("float16", "float32"):
-            return _cast(result, dtype)
+            return cast_value(result, dtype)
+        if kind in ("Add", "Sub", "Mul"):
+            return wrap(result, dtype)  # integers wrap around as the targets' do
         return result
+
+    def _bitwise(self, kind: str, expr: Any) -> Any:
+        return bitwise(kind, self.value(expr.a), self.value(expr.b), dtype_of(expr), expr)
 
     def _call(self, call: Any) -> Any:
         name = str(call.op.name) if isinstance(call.op, tvm.ir.Op) else str(call.op)
@@ -142,10 +120,12 @@ class _Interpreter:
         args = list(call.args)
         if short == "if_then_else":
             return self.value(args[1] if self.value(args[0]) else args[2])
-        if short in _UNARY:
-            return _cast(float(_UNARY[short](float(self.value(args[0])))), _dtype_of(call))
+        if short in UNARY:
+            return cast_value(float(UNARY[short](float(self.value(args[0])))), dtype_of(call))
+        if short == "reinterpret":
+            return reinterpret_bits(self.value(args[0]), dtype_of(args[0]), dtype_of(call))
         if short == "pow":
-            return _cast(math.pow(self.value(args[0]), self.value(args[1])), _dtype_of(call))
+            return cast_value(math.pow(self.value(args[0]), self.value(args[1])), dtype_of(call))
         raise NotImplementedError(f"interpret: call of {name}")
 
     # ------------------------------------------------------------ statements
@@ -240,7 +220,7 @@ class _Interpreter:
         var = node.node.var
         tag = str(node.node.thread_tag)
         extent = int(self.value(node.value))
-        if tag in _THREAD_TAGS and not _uses(node.body, var):
+        if tag in _THREAD_TAGS and not _uses(node.body, var) and not _fetches(node.body):
             self.env[var] = 0
             self.block_threads *= extent
             try:
@@ -371,6 +351,8 @@ class _Interpreter:
             new = np.maximum(old, value)
         else:
             new = np.minimum(old, value)
+        if op.prev is not None:
+            self.write(op.prev, old)
         self.write(op.dst, new)
 
 
@@ -388,16 +370,6 @@ def _clipped(
     return tuple(src), tuple(dst)
 
 
-def _cast(value: Any, dtype: str) -> Any:
-    if dtype == "bool":
-        return bool(value)
-    if "int" in dtype:
-        return int(value)
-    if dtype in ("float16", "float32", "float64"):
-        return float(np.dtype(dtype).type(value))
-    return value
-
-
 def _uses(node: Any, var: Any) -> bool:
     found: list[bool] = []
 
@@ -409,12 +381,37 @@ def _uses(node: Any, var: Any) -> bool:
     return bool(found)
 
 
+def _fetches(node: Any) -> bool:
+    """Whether ``node`` runs, outside every ``T.Parallel`` loop, an atomic returning its
+    previous value: each thread runs it and gets its own, so the threads are iterated
+    even when the body never reads its index (in a ``T.Parallel`` loop it runs once
+    per element instead)."""
+    if node is None:
+        return False
+    if isinstance(node, tirx.SeqStmt):
+        return any(_fetches(child) for child in node.seq)
+    if isinstance(node, tirx.For):
+        kind = node.annotations.get(LOOP_KIND_KEY) if node.annotations else None
+        return not (kind is not None and str(kind) == "parallel") and _fetches(node.body)
+    if isinstance(node, tirx.IfThenElse):
+        return _fetches(node.then_case) or _fetches(node.else_case)
+    if isinstance(node, tirx.Evaluate) and is_tile_op(node.value):
+        op = describe(node.value)
+        return isinstance(op, AtomicOp) and op.prev is not None
+    body = getattr(node, "body", None)
+    return isinstance(body, tirx.Stmt) and _fetches(body)
+
+
 def _has_tile_ops(node: Any) -> bool:
+    """Whether ``node`` holds a block-collective tile op (a scalar atomic is each
+    thread's own statement, not one)."""
     found: list[bool] = []
 
     def visit(call: Any) -> None:
         if is_tile_op(call):
-            found.append(True)
+            op = describe(call)
+            if not (isinstance(op, AtomicOp) and not isinstance(op.value, Region)):
+                found.append(True)
 
     tvm_ffi.structural_walk(node, (tvm.ir.Call, visit))
     return bool(found)

@@ -14,7 +14,9 @@ IR encoding (what passes may rely on):
   ``tl.reduce``        ``src, dst, kind (string), dim, clear``
   ``tl.cumsum``        ``src, dst, dim, reverse``
   ``tl.cummax``        ``src, dst, dim, reverse``
-  ``tl.atomic_<k>``    ``dst, value`` (``value`` a region or a scalar expression)
+  ``tl.atomic_<k>``    ``dst, value[, prev]`` (``value`` a region or a scalar expression;
+                       ``prev``, a one-element region, receives dst's value before the
+                       update: ``T.atomic_<k>(..., return_prev=True)``)
   ``tl.print``         ``value, msg (string)``
   ===================  ======================================================
 
@@ -276,12 +278,16 @@ class AtomicOp:
     """``T.atomic_<kind>``: atomically update ``dst`` with ``value``.
 
     ``value`` is a `Region` (elementwise over a tile of the same extents) or a
-    scalar PrimExpr (``dst`` is then a single element).
+    scalar PrimExpr (``dst`` is then a single element). ``prev`` (scalar updates
+    only) is a one-element thread-private region that receives ``dst``'s value from
+    just before this update, read and written as one atomic step (TileLang's
+    ``return_prev=True``); None when the caller does not want it.
     """
 
     kind: str
     dst: Region
     value: Any
+    prev: Region | None = None
     name = "atomic"
 
 
@@ -399,7 +405,10 @@ def describe(call: Any) -> TileOp:
         )
     if name.startswith("tl.atomic_"):
         value = _decode_region(args[1]) if _is_region_call(args[1]) else args[1]
-        return AtomicOp(kind=name[len("tl.atomic_") :], dst=_decode_region(args[0]), value=value)
+        prev = _decode_region(args[2]) if len(args) > 2 else None
+        return AtomicOp(
+            kind=name[len("tl.atomic_") :], dst=_decode_region(args[0]), value=value, prev=prev
+        )
     # tl.print is the only op left.
     value = _decode_region(args[0]) if _is_region_call(args[0]) else args[0]
     return PrintOp(value=value, msg=str(args[1].value))
@@ -447,7 +456,10 @@ def encode(op: TileOp) -> Any:
     if isinstance(op, AtomicOp):
         if op.kind not in ATOMIC_KINDS:
             raise TypeError(f"encode: atomic kind must be one of {ATOMIC_KINDS}, got {op.kind!r}")
-        return make_call(f"tl.atomic_{op.kind}", op.dst, op.value)
+        if op.prev is not None and isinstance(op.value, Region):
+            raise TypeError("encode: an atomic returning its previous value updates one element")
+        prev = () if op.prev is None else (op.prev,)
+        return make_call(f"tl.atomic_{op.kind}", op.dst, op.value, *prev)
     if isinstance(op, PrintOp):
         return make_call("tl.print", op.value, tvm.ir.StringImm(op.msg))
     raise TypeError(f"encode: expected a tile-op dataclass, got {type(op).__name__}")

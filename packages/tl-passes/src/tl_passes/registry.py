@@ -102,6 +102,9 @@ PASS_REGISTRY = PassRegistry(
         "gpu-matrix-load-addresses": _lazy(
             "tl_passes.gpu.matrix_load_addresses", "GpuMatrixLoadAddressesPass"
         ),
+        "gpu-shared-conditions": _lazy(
+            "tl_passes.gpu.shared_conditions", "GpuSharedConditionsPass"
+        ),
         "lower-pipelined-loops": _lazy(
             "tl_passes.lower_pipelined_loops", "LowerPipelinedLoopsPass"
         ),

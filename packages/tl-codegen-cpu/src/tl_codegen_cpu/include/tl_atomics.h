@@ -228,3 +228,57 @@ TL_ATOMIC_STORAGE int32_t tl_atomic_min_bfloat16(void* address, float value) {
                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;
   }
 }
+/* The fetching atomics (T.atomic_<kind>(..., return_prev=True)): each returns the
+   element's value from just before its update (16-bit floats: widened to float). */
+#define TL_ATOMIC_FETCH_CAS(KIND, DTYPE, T, BITS, NEXT)                                 \
+  TL_ATOMIC_STORAGE T tl_atomic_fetch_##KIND##_##DTYPE(T* address, T value) {           \
+    BITS* bits = (BITS*)address;                                                        \
+    BITS expected = __atomic_load_n(bits, __ATOMIC_RELAXED);                            \
+    for (;;) {                                                                          \
+      T current_value;                                                                  \
+      __builtin_memcpy(&current_value, &expected, sizeof current_value);               \
+      T next_value = (NEXT);                                                            \
+      BITS desired;                                                                     \
+      __builtin_memcpy(&desired, &next_value, sizeof desired);                          \
+      if (__atomic_compare_exchange_n(bits, &expected, desired, 1,                      \
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))              \
+        return current_value;                                                           \
+    }                                                                                   \
+  }
+#define TL_ATOMIC_FETCH_ADD_CAS(DTYPE, T, BITS)                                         \
+  TL_ATOMIC_FETCH_CAS(add, DTYPE, T, BITS, current_value + value)
+#define TL_ATOMIC_FETCH_MAX_MIN(DTYPE, T, BITS)                                         \
+  TL_ATOMIC_FETCH_CAS(max, DTYPE, T, BITS, value > current_value ? value : current_value) \
+  TL_ATOMIC_FETCH_CAS(min, DTYPE, T, BITS, value < current_value ? value : current_value)
+TL_ATOMIC_FETCH_ADD_CAS(float32, float, uint32_t)
+TL_ATOMIC_FETCH_ADD_CAS(float64, double, uint64_t)
+TL_ATOMIC_FETCH_MAX_MIN(float32, float, uint32_t)
+TL_ATOMIC_FETCH_MAX_MIN(float64, double, uint64_t)
+TL_ATOMIC_FETCH_MAX_MIN(int32, int32_t, int32_t)
+TL_ATOMIC_FETCH_MAX_MIN(int64, int64_t, int64_t)
+TL_ATOMIC_STORAGE int32_t tl_atomic_fetch_add_int32(int32_t* address, int32_t value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+}
+TL_ATOMIC_STORAGE int64_t tl_atomic_fetch_add_int64(int64_t* address, int64_t value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+}
+#define TL_ATOMIC_FETCH_HALF(KIND, DTYPE, TO_F32, FROM_F32, NEXT)                       \
+  TL_ATOMIC_STORAGE float tl_atomic_fetch_##KIND##_##DTYPE(void* address, float value) { \
+    uint16_t* bits = (uint16_t*)address;                                                \
+    uint16_t expected = __atomic_load_n(bits, __ATOMIC_RELAXED);                        \
+    for (;;) {                                                                          \
+      float current_value = TO_F32(expected);                                           \
+      uint16_t desired = FROM_F32((NEXT));                                              \
+      if (__atomic_compare_exchange_n(bits, &expected, desired, 1,                      \
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))              \
+        return current_value;                                                           \
+    }                                                                                   \
+  }
+#define TL_ATOMIC_FETCH_HALF_KINDS(DTYPE, TO_F32, FROM_F32)                             \
+  TL_ATOMIC_FETCH_HALF(add, DTYPE, TO_F32, FROM_F32, current_value + value)             \
+  TL_ATOMIC_FETCH_HALF(max, DTYPE, TO_F32, FROM_F32,                                    \
+                       value > current_value ? value : current_value)                   \
+  TL_ATOMIC_FETCH_HALF(min, DTYPE, TO_F32, FROM_F32,                                    \
+                       value < current_value ? value : current_value)
+TL_ATOMIC_FETCH_HALF_KINDS(float16, tl_atomic_f16_to_f32, tl_atomic_f32_to_f16)
+TL_ATOMIC_FETCH_HALF_KINDS(bfloat16, tl_atomic_bf16_to_f32, tl_atomic_f32_to_bf16)

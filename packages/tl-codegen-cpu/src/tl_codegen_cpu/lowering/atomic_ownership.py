@@ -362,7 +362,8 @@ def privatize_atomics(body: tirx.Stmt, plan: AtomicOwnership) -> tirx.Stmt:
         if not isinstance(op, AtomicOp) or not op.dst.buffer.same_as(plan.buffer):
             return evaluate
         value = _tile(op.value, plan) if isinstance(op.value, Region) else op.value
-        plain = emit_tile_atomic(_tile(op.dst, plan), value, op.kind, owned=True)
+        prev = None if op.prev is None else _tile(op.prev, plan)
+        plain = emit_tile_atomic(_tile(op.dst, plan), value, op.kind, owned=True, prev=prev)
         return _drop_proven_guards(plain, analyzer)
 
     result: tirx.Stmt = tvm_ffi.structural_map(body, (tirx.Evaluate, rewrite), order="post")

@@ -40,9 +40,11 @@ ATOMIC_DTYPES: dict[str, tuple[str, str]] = {
 HALF_ATOMIC_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
 
 
-def atomic_function_name(kind: str, dtype: str) -> str:
-    """The C function implementing atomic ``kind`` on ``dtype`` (``tl_atomic_add_float32``)."""
-    return f"tl_atomic_{kind}_{dtype}"
+def atomic_function_name(kind: str, dtype: str, *, fetch: bool = False) -> str:
+    """The C function implementing atomic ``kind`` on ``dtype`` (``tl_atomic_add_float32``);
+    with ``fetch`` the one returning the element's previous value
+    (``tl_atomic_fetch_add_float32``: the C type of ``dtype``, float for 16-bit floats)."""
+    return f"tl_atomic_{'fetch_' if fetch else ''}{kind}_{dtype}"
 
 
 #: Scopes of block-local buffers: one copy per running block, touched by one core.
@@ -62,18 +64,31 @@ def _combine(kind: str, current: Any, value: Any) -> Any:
     return tirx.Select(value < current, value, current)
 
 
-def _plain_update(dst: Any, index: list[Any], value: Any, kind: str) -> tirx.Stmt:
+def _plain_update(dst: Any, index: list[Any], value: Any, kind: str, prev: Any = None) -> tirx.Stmt:
     dtype = str(dst.dtype)
-    current = tirx.BufferLoad(dst, index)
+    current: Any = tirx.BufferLoad(dst, index)
+    keep: list[tirx.Stmt] = []
+    if prev is not None:
+        # The previous value first, then the update computed from it.
+        keep = [tirx.BufferStore(prev.source, current, list(prev.indices))]
+        current = prev
     if dtype in HALF_ATOMIC_DTYPES:
         # As the 16-bit CAS: float32 arithmetic on the widened element, rounded once.
         wide = _combine(kind, tirx.Cast("float32", current), convert_to(value, "float32"))
-        return tirx.BufferStore(dst, tirx.Cast(dtype, wide), index)
-    return tirx.BufferStore(dst, _combine(kind, current, convert_to(value, dtype)), index)
+        update = tirx.BufferStore(dst, tirx.Cast(dtype, wide), index)
+    else:
+        update = tirx.BufferStore(dst, _combine(kind, current, convert_to(value, dtype)), index)
+    return tirx.SeqStmt([*keep, update]) if keep else update
 
 
 def emit_atomic_update(
-    dst: Any, index: list[Any], value: Any, kind: str = "add", *, owned: bool = False
+    dst: Any,
+    index: list[Any],
+    value: Any,
+    kind: str = "add",
+    *,
+    owned: bool = False,
+    prev: Any = None,
 ) -> tirx.Stmt:
     """Return a statement atomically updating ``dst[index]`` with ``value``.
 
@@ -85,6 +100,9 @@ def emit_atomic_update(
         owned: no other thread touches ``dst[index]`` while the kernel runs (the
             caller proved it): a plain read-modify-write with the atomic's arithmetic.
             A block-local ``dst`` is always updated so.
+        prev: None, or the element (a ``BufferLoad`` of a buffer of ``dst``'s dtype)
+            that receives ``dst[index]``'s value from just before the update, read and
+            updated in one atomic step (``T.atomic_<kind>(..., return_prev=True)``).
 
     Raises:
         ValueError: for an unknown kind or an unsupported dtype.
@@ -98,15 +116,25 @@ def emit_atomic_update(
             f"expected one of {[*ATOMIC_DTYPES, *HALF_ATOMIC_DTYPES]}"
         )
     if _is_plain(dst, owned):
-        return _plain_update(dst, index, value, kind)
-    operand = convert_to(value, "float32" if dtype in HALF_ATOMIC_DTYPES else dtype)
+        return _plain_update(dst, index, value, kind, prev)
+    wide = "float32" if dtype in HALF_ATOMIC_DTYPES else dtype
+    operand = convert_to(value, wide)
     address = tirx.address_of(tirx.BufferLoad(dst, index))
-    call = tirx.call_extern("int32", atomic_function_name(kind, dtype), address, operand)
-    return tirx.Evaluate(call)
+    if prev is None:
+        call = tirx.call_extern("int32", atomic_function_name(kind, dtype), address, operand)
+        return tirx.Evaluate(call)
+    name = atomic_function_name(kind, dtype, fetch=True)
+    old = tirx.call_extern(wide, name, address, operand)
+    return tirx.BufferStore(prev.source, convert_to(old, dtype), list(prev.indices))
 
 
 def emit_tile_atomic(
-    dst: TileRegion, value: TileRegion | Any, kind: str = "add", *, owned: bool = False
+    dst: TileRegion,
+    value: TileRegion | Any,
+    kind: str = "add",
+    *,
+    owned: bool = False,
+    prev: TileRegion | None = None,
 ) -> tirx.Stmt:
     """Return a statement applying atomic ``kind`` elementwise over tile ``dst``.
 
@@ -117,10 +145,18 @@ def emit_tile_atomic(
         owned: as in `emit_atomic_update`; an owned update of one element is a bare
             (possibly guarded) store, with no loop of extent 1 around it, so that the
             ``T.Parallel`` loop holding it can vectorize.
+        prev: None, or the one-element tile receiving the previous value (as in
+            `emit_atomic_update`); only with a scalar ``value`` and a one-element ``dst``.
 
     Raises:
-        ValueError: for mismatched tile shapes, an unknown kind or an unsupported dtype.
+        ValueError: for mismatched tile shapes, an unknown kind or an unsupported dtype,
+            or ``prev`` with a tile update.
     """
+    if prev is not None and (isinstance(value, TileRegion) or dst.squeezed_extents):
+        raise ValueError(
+            f"atomic_{kind} returning its previous value: expected one element of "
+            f"{dst.buffer.name} and a scalar value, got the tile {list(dst.extents)}"
+        )
     shape = dst.squeezed_extents or (1,)
     if isinstance(value, TileRegion) and value.squeezed_extents != dst.squeezed_extents:
         raise ValueError(
@@ -136,7 +172,10 @@ def emit_tile_atomic(
         condition = value.inside(iv)
     else:
         element, condition = value, None
-    body: tirx.Stmt = emit_atomic_update(dst.buffer, dst.index(iv), element, kind, owned=owned)
+    keep = None if prev is None else tirx.BufferLoad(prev.buffer, prev.index([]))
+    body: tirx.Stmt = emit_atomic_update(
+        dst.buffer, dst.index(iv), element, kind, owned=owned, prev=keep
+    )
     inside = dst.inside(iv)
     if inside is not None and condition is not None:
         condition = tirx.all(inside, condition)

@@ -133,7 +133,8 @@ def tile_regions(op: Any) -> list[Region]:
     if isinstance(op, GemmOp):
         return [op.a, op.b, op.c]
     if isinstance(op, AtomicOp):
-        return [op.dst, *([op.value] if isinstance(op.value, Region) else [])]
+        value = [op.value] if isinstance(op.value, Region) else []
+        return [op.dst, *value, *([] if op.prev is None else [op.prev])]
     if isinstance(op, PrintOp):
         return [op.value] if isinstance(op.value, Region) else []
     return []

@@ -54,6 +54,12 @@ from tl_codegen_cpu.lowering.atomic_ownership import (
     plan_atomic_ownership,
     privatize_atomics,
 )
+from tl_codegen_cpu.lowering.fetching_atomics import (
+    FETCHING_ATOMIC_PATH,
+    holds_fetching_atomic,
+    mark_fetching_atomic,
+    strip_fetching_markers,
+)
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
 from tl_codegen_cpu.lowering.thread_accumulations import lane_shared_accumulations
 from tl_codegen_cpu.lowering.thread_allreduce import ALLREDUCE_KEY, lane_thread_allreduce
@@ -103,6 +109,12 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
                 return laned_reduction
             kept = {k: v for k, v in loop.annotations.items() if k != ALLREDUCE_KEY}
             loop = rebuild_loop(loop, annotations=kept)
+        if is_thread_nest(loop) and holds_fetching_atomic(loop):
+            kept = {
+                k: v for k, v in loop.annotations.items() if k not in (THREAD_NEST_KEY, MERGED_KEY)
+            }
+            kept[THREAD_PATH_KEY] = FETCHING_ATOMIC_PATH
+            return rebuild_loop(loop, body=strip_fetching_markers(loop.body), annotations=kept)
         if not is_thread_nest(loop):
             swapped = interchange_copy_loop(loop, set(variables))
             if swapped is None:
@@ -160,7 +172,8 @@ def _lane_nests(stmt: tirx.Stmt, space: ThreadSpace, isa: VectorISA) -> tirx.Stm
         kept[THREAD_PATH_KEY] = path
         return rebuild_loop(nest, annotations=kept)
 
-    return tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
+    laned = tvm_ffi.structural_map(stmt, (tirx.For, lane), order="post")
+    return strip_fetching_markers(laned)
 
 
 def _seq(stmts: list[Any]) -> Any:
@@ -344,7 +357,8 @@ class CpuLowerLaunchPass(PrimFuncPass):
         isa = vector_isa_for_target(ctx.target)
 
         def lower_thread_op(call: Any) -> tirx.Stmt:
-            return lower_tile_op(describe(call), isa=isa, gemm_style="tir")
+            op = describe(call)
+            return mark_fetching_atomic(op, lower_tile_op(op, isa=isa, gemm_style="tir"))
 
         min_owned = self.min_owned_blocks or os.cpu_count() or 1
         return lower_launch(body, self.where(function_name), lower_thread_op, min_owned, isa)

@@ -173,7 +173,8 @@ def lower_tile_op(op: TileOp, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
         )
     if isinstance(op, AtomicOp):
         value = _tile(op.value, "T.atomic") if isinstance(op.value, Region) else op.value
-        return emit_tile_atomic(_tile(op.dst, f"T.atomic_{op.kind}"), value, op.kind)
+        prev = None if op.prev is None else _tile(op.prev, f"T.atomic_{op.kind}")
+        return emit_tile_atomic(_tile(op.dst, f"T.atomic_{op.kind}"), value, op.kind, prev=prev)
     if isinstance(op, PrintOp):
         return _print_stmt(op)
     raise UnsupportedError(f"cpu-lower-tile-ops: no CPU lowering for {type(op).__name__}")

@@ -275,6 +275,20 @@ SUPPORTED_NOTES: dict[str, str] = {
         "GPU language (tl_ir.language.gpu); named barriers T.sync_threads(id, count) are "
         "bar.sync on CUDA; the CPU targets take them where exactly count threads reach them"
     ),
+    **{
+        f"atomic_{kind}": (
+            "return_prev=True (a scalar update) gives the element's value before this "
+            "thread's update (GPU targets: what their atomic call returns, checked on "
+            "CUDA; c and llvm: a fetching atomic, and a thread nest holding one stays "
+            "scalar loops); with a tile value it raises UnsupportedError, as in TileLang"
+        )
+        for kind in ("add", "max", "min")
+    },
+    **{
+        f"atomic_addx{width}": "return_prev=True (a vector of previous values) raises "
+        "UnsupportedError"
+        for width in (2, 4)
+    },
 }
 """Names that work with a restriction or a meaning worth saying, with that note."""
 

@@ -13,6 +13,7 @@ from tvm import tirx
 
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, UnsupportedError
+from tl_ir.language._fetching_atomics import fetching_atomic
 from tl_ir.language._hints import (
     EVICTION_POLICIES,
     MEMORY_ORDERS,
@@ -382,13 +383,15 @@ def _atomic(kind: str) -> Callable[..., Any]:
     ) -> Any:
         where = f"T.atomic_{kind}(dst, value)"
         check_choice(memory_order, MEMORY_ORDERS, f"T.atomic_{kind}(memory_order=...)")
-        if check_flag(return_prev, f"T.atomic_{kind}(return_prev=...)"):
-            raise UnsupportedError(
-                f"T.atomic_{kind}(return_prev=True): returning the previous value is not "
-                "supported; the atomic updates dst and returns nothing"
-            )
+        fetch = check_flag(return_prev, f"T.atomic_{kind}(return_prev=...)")
         check_flag(use_tma, f"T.atomic_{kind}(use_tma=...)")
         _check_hint_types(None, annotations)
+        if fetch and is_tile_operand(value):
+            raise UnsupportedError(
+                f"T.atomic_{kind}(return_prev=True): only a scalar update of one element "
+                "returns its previous value (as in TileLang); a tile value updates a tile. "
+                f"Write T.atomic_{kind}(dst[i], value[i], return_prev=True) per element"
+            )
         if is_tile_operand(value):
             v = tile_of(value, f"{where}: value", _ops.ACCESS_READ)
             d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
@@ -406,6 +409,8 @@ def _atomic(kind: str) -> Callable[..., Any]:
                 f"element access A[i, j], got the tile {d_op.buffer.name}{fmt_extents(d_op.extents)}"
             )
         d = region_of(dst, where, _ops.ACCESS_READ_WRITE)
+        if fetch:
+            return fetching_atomic(kind, d, as_value(value, d.dtype))
         return emit_tile_op(f"tl.atomic_{kind}", d, as_value(value, d.dtype))
 
     atomic.__name__ = f"atomic_{kind}"
@@ -414,7 +419,11 @@ def _atomic(kind: str) -> Callable[..., Any]:
         "value, or a tile with a tile value of the same extents (elementwise). "
         "``memory_order`` (checked) is a hint: every target's atomics are at least as "
         "strong as ``relaxed`` and the kernel's barriers order them; ``use_tma`` and "
-        "``annotations`` are hints too. ``return_prev=True`` raises `UnsupportedError`."
+        "``annotations`` are hints too. With ``return_prev=True`` (a scalar update "
+        "only) the call is an expression: ``dst``'s value from just before this "
+        "thread's update, read and updated as one atomic step (`fetching_atomic`).\n\n"
+        "Raises:\n    UnsupportedError: ``return_prev=True`` with a tile value, or "
+        "outside a kernel body."
     )
     return atomic
 

@@ -28,8 +28,18 @@ if TYPE_CHECKING:
     from tl_passes.gpu.kernel import KernelLowering
 
 
-def atomic(kernel: KernelLowering, kind: str, buffer: Any, index: list[Any], value: Any) -> Any:
+def atomic(
+    kernel: KernelLowering,
+    kind: str,
+    buffer: Any,
+    index: list[Any],
+    value: Any,
+    prev: Any = None,
+) -> Any:
     """``buffer[index] <kind>= value`` atomically, as the target's traits spell it.
+    With ``prev`` (a `Region` of one thread-private element) the call's result, the
+    element's value before the update (what ``atomicAdd`` and the traits' helpers
+    return), is stored there: ``T.atomic_<kind>(..., return_prev=True)``.
 
     Raises:
         GpuLoweringError: the target's `GpuTraits.atomics` has no ``kind``.
@@ -45,15 +55,21 @@ def atomic(kernel: KernelLowering, kind: str, buffer: Any, index: list[Any], val
             f"(its atomics: {offered})"
         )
     if spelling.intrinsic:
-        return tirx.Evaluate(tirx.call_intrin(dtype, spelling.name, address, value))
-    return tirx.Evaluate(tirx.call_extern(dtype, spelling.name, address, value))
+        call = tirx.call_intrin(dtype, spelling.name, address, value)
+    else:
+        call = tirx.call_extern(dtype, spelling.name, address, value)
+    if prev is None:
+        return tirx.Evaluate(call)
+    return tirx.BufferStore(prev.buffer, call, list(prev.mins))
 
 
 def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
     """The per-thread code of the tile atomic ``op`` (module docstring: a scalar
     atomic runs on every thread that reaches it, a tile atomic once per element).
     ``per_element`` (inside a ``T.Parallel`` nest) does not change a scalar
-    atomic: each thread runs its own update either way."""
+    atomic: each thread runs its own update either way. A tile atomic there
+    (``T.atomic_addx2`` in a nest dealt to the threads) belongs to the thread's own
+    iteration: that thread updates the whole tile."""
     from tl_ir import ops as tile
 
     dst = Operand(op.dst, kernel)
@@ -63,7 +79,7 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
         )
     if not isinstance(op.value, tile.Region):
         origin = [int_imm(0)] * len(dst.extents)
-        update = atomic(kernel, op.kind, dst.buffer, dst.full_index(origin), op.value)
+        update = atomic(kernel, op.kind, dst.buffer, dst.full_index(origin), op.value, op.prev)
         return guard(update, dst.inside(origin))
     src = Operand(op.value, kernel)
     extents = dst.squeezed
@@ -75,4 +91,6 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
         )
         return guard(update, both(dst.inside(d_index), src.inside(s_index)))
 
+    if per_element and not src.partitioned:
+        return kernel.every(extents, lambda index: body(index, None))
     return kernel.drive([src], extents, body, None)

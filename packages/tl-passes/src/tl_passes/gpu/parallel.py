@@ -194,11 +194,19 @@ def _accesses(body: Any, buffer: Any) -> tuple[bool, bool] | None:
 
 
 def _stores_private(body: Any) -> bool:
+    """Whether the nest ``body`` stores into a thread-local array declared outside it
+    (a scalar the nest's own body declares, ``x = ...`` or the previous value of an
+    atomic, is a temporary of one iteration and does not tie the nest to every thread)."""
     found = [False]
+    declared: list[Any] = []
+
+    def visit_alloc(alloc: Any) -> None:
+        declared.append(alloc.buffer)
 
     def visit_store(store: Any) -> None:
-        if scopes.is_local(store.buffer):
+        if scopes.is_local(store.buffer) and not any(store.buffer.same_as(b) for b in declared):
             found[0] = True
 
+    tvm_ffi.structural_walk(body, (tirx.AllocBuffer, visit_alloc), order="pre")
     tvm_ffi.structural_walk(body, (tirx.BufferStore, visit_store), order="pre")
     return found[0]

@@ -8,6 +8,7 @@ from tl_passes.gpu.layout import GpuInferLayoutsPass
 from tl_passes.gpu.lower_tile_ops import GpuLowerTileOpsPass
 from tl_passes.gpu.matrix_load_addresses import GpuMatrixLoadAddressesPass
 from tl_passes.gpu.pipelined_ring import GpuPipelineLoopsPass
+from tl_passes.gpu.shared_conditions import GpuSharedConditionsPass
 from tl_passes.gpu.shared_memory import GpuPlanSharedMemoryPass
 from tl_passes.gpu.swizzle import GpuChooseSharedLayoutsPass, GpuSwizzleSharedPass
 from tl_passes.gpu.traits import GpuTraits, SharedMemoryModel
@@ -29,7 +30,9 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
     ``gpu-swizzle-shared`` (their indices remapped), ``gpu-plan-shared-memory`` (static tiles when
     ``traits.shared_memory`` is `SharedMemoryModel.STATIC`), ``simplify`` and
     ``gpu-finish-async-copies`` (proven zero-fills become plain async copies) and
-    ``gpu-matrix-load-addresses`` (matrix-load row addresses as access pointers).
+    ``gpu-matrix-load-addresses`` (matrix-load row addresses as access pointers) and
+    ``gpu-shared-conditions`` (an ``if`` condition reading shared memory is stored into a
+    local first: TVM's barrier planner refuses shared loads in conditions).
 
     Raises:
         TypeError: ``traits`` is not a `GpuTraits`.
@@ -49,4 +52,5 @@ def gpu_passes(traits: GpuTraits) -> list[Pass]:
         SimplifyPass(),
         GpuFinishAsyncCopiesPass(traits),
         GpuMatrixLoadAddressesPass(traits),
+        GpuSharedConditionsPass(),
     ]
