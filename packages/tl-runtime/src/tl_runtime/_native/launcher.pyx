@@ -13,10 +13,10 @@ A ``Launcher`` built with entry address 0 checks, then calls a ``delegate`` (the
 function): the ``tvm_ffi`` adapter's path for non-numpy arguments.
 
 This file holds the ``Launcher`` class and its per-call loop; each job it calls is a piece
-included below (one module, one C file: the pieces' functions are static C functions the
-compiler can inline, as methods of one file were). Every ``*.pxi`` beside this file is part
-of the launcher's source: the runtime's build copies and hashes them all
-(``tl_runtime.launcher_sources``).
+included below. Includes keep one module and one C file: the pieces' functions are static C
+functions of it, called directly (no method table) and open to the C compiler's inlining.
+Every ``*.pxi`` beside this file is part of the launcher's source: the runtime's build and
+the wheel's copy and hash them all (``tl_runtime.launcher_sources``).
 """
 
 include "ffi_api.pxi"             # CPython, libc, tvm-ffi and DLPack C declarations
