@@ -189,7 +189,7 @@ RUNTIME_TEXT = [
     *sorted(
         path
         for path in CORE_PACKAGES["tl_runtime"].rglob("*")
-        if path.suffix in {".py", ".pyx", ".pxd", ".c", ".h"}
+        if path.suffix in {".py", ".pyx", ".pxi", ".pxd", ".c", ".h"}
     ),
     REPO / "packages" / "tl-runtime" / "pyproject.toml",
     REPO / "packages" / "tl-runtime" / "README.md",

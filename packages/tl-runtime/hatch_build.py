@@ -2,7 +2,8 @@
 
 Two native pieces, each beside a record of its source's sha256 (a shipped binary whose
 record does not match the installed source is ignored and the piece is built on first
-use instead):
+use instead; the launcher's record is the digest of all its source files,
+``tl_runtime.launcher_sources.launcher_source_digest``):
 
 * the Cython launcher (below);
 * the C context helper (``src/tl_runtime/_native/context_helper.c``: parallel loops,
@@ -11,10 +12,11 @@ use instead):
   ``tl_runtime/_native/tl_rt_context_helper.so``. Without it a parallel kernel could not
   run on a machine with no C compiler.
 
-The ``cython`` adapter's launcher (``src/tl_runtime/_native/launcher.pyx``) is cythonized
-and compiled against tvm-ffi's headers and library when the wheel is built, and shipped
-as ``tl_runtime/_native/tl_rt_launcher<EXT_SUFFIX>`` beside a record of the source's
-sha256; the wheel becomes a platform wheel. A machine that installs the wheel needs no
+The ``cython`` adapter's launcher (``src/tl_runtime/_native/launcher.pyx`` and the
+``*.pxi`` pieces it includes) is cythonized and compiled against tvm-ffi's headers and
+library when the wheel is built, and shipped as
+``tl_runtime/_native/tl_rt_launcher<EXT_SUFFIX>`` beside a record of the source's digest
+(the source files ship too, as package data); the wheel becomes a platform wheel. A machine that installs the wheel needs no
 Cython and no C compiler to run the fastest adapter. Editable installs skip this: their
 launcher is compiled on first use into the per-user cache (what the runtime falls back
 to whenever no shipped launcher matches the source).
@@ -30,6 +32,7 @@ The wheel this hook makes is tagged ``linux_x86_64`` (the build machine's platfo
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -37,6 +40,7 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
@@ -58,11 +62,13 @@ class LauncherBuildHook(BuildHookInterface):  # type: ignore[misc]
         if os.environ.get("TL_RUNTIME_PURE_WHEEL", "").strip() not in ("", "0"):
             return
         root = Path(self.root)
-        pyx = root / "src" / "tl_runtime" / "_native" / "launcher.pyx"
+        sources = _launcher_sources_module(root)
+        # One snapshot: the record is its digest and Cython compiles these very bytes.
+        snapshot = sources.read_launcher_source(root / "src" / "tl_runtime" / "_native")
         self._work = Path(tempfile.mkdtemp(prefix="tl-runtime-launcher-build-"))
-        built = _build(pyx, self._work)
+        built = _build(sources, snapshot, self._work)
         digest = self._work / f"{MODULE}.sha256"
-        digest.write_text(hashlib.sha256(pyx.read_bytes()).hexdigest() + "\n")
+        digest.write_text(sources.launcher_source_digest(snapshot) + "\n")
         force_include = build_data.setdefault("force_include", {})
         force_include[str(built)] = f"tl_runtime/_native/{built.name}"
         force_include[str(digest)] = f"tl_runtime/_native/{digest.name}"
@@ -81,13 +87,25 @@ class LauncherBuildHook(BuildHookInterface):  # type: ignore[misc]
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _build(pyx: Path, work: Path) -> Path:
-    """Cythonize and compile ``pyx`` in ``work``; return the extension module's path."""
+def _launcher_sources_module(root: Path) -> ModuleType:
+    """``tl_runtime.launcher_sources`` loaded from this source tree (stdlib only): the
+    runtime and this hook read, hash and write the launcher's pieces with the same code."""
+    path = root / "src" / "tl_runtime" / "launcher_sources.py"
+    spec = importlib.util.spec_from_file_location("_tl_runtime_launcher_sources", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _build(sources: ModuleType, snapshot: dict[str, bytes], work: Path) -> Path:
+    """Cythonize and compile the launcher source ``snapshot`` in ``work``; return the
+    extension module's path."""
     import tvm_ffi.libinfo
     from Cython.Build import cythonize
 
-    source = work / f"{MODULE}.pyx"
-    shutil.copyfile(pyx, source)
+    source = sources.write_launcher_source(snapshot, work, MODULE)
     cythonize([str(source)], quiet=True, language_level=3, force=True)
     paths = sysconfig.get_paths()
     includes = [

@@ -1,9 +1,10 @@
 """The ``cython`` adapter: a Cython-compiled launcher that calls the kernel's C entry directly.
 
-The launcher (``_native/launcher.pyx``) ships compiled in tl-runtime's built wheel; in an
-editable install it is compiled on first use into the per-user cache (Cython + the system
-C compiler, under a file lock); ``$TL_RUNTIME_LAUNCHER`` (a path to a built extension)
-overrides both. It reads data pointers straight
+The launcher (``_native/launcher.pyx`` and the ``*.pxi`` pieces it includes, see
+`tl_runtime.launcher_sources`) ships compiled in tl-runtime's built wheel; in an editable
+install it is compiled on first use into the per-user cache (Cython + the system C compiler,
+under a file lock), keyed by the digest of every piece; ``$TL_RUNTIME_LAUNCHER`` (a path to
+a built extension) overrides both. It reads data pointers straight
 from the buffer protocol (numpy) or DLPack capsules, builds the packed argument array in C
 and calls ``__tvm_ffi_<entry>`` of the library that tvm-ffi loaded (so the library's context
 slots are already filled).
@@ -29,10 +30,15 @@ from tl_runtime.call_plan import launcher_specs
 from tl_runtime.checking import ArgumentChecker, outputs_follow
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, NativeBuildError
 from tl_runtime.fork_safety import ForkSafeLock
+from tl_runtime.launcher_sources import (
+    LAUNCHER_DIR,
+    launcher_source_digest,
+    read_launcher_source,
+    write_launcher_source,
+)
 from tl_runtime.manifest import Manifest
 from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
-_PYX = Path(__file__).resolve().parent.parent / "_native" / "launcher.pyx"
 _MODULE_NAME = "tl_rt_launcher"
 
 _lock = ForkSafeLock()
@@ -89,15 +95,16 @@ def shipped_launcher() -> Path | None:
     """The launcher a built wheel ships (hatch_build.py), if it was built from this source.
 
     Editable installs have none (the launcher is compiled on first use); a shipped binary
-    whose recorded source sha256 differs from ``launcher.pyx`` is ignored.
+    whose recorded source digest (`launcher_source_digest`: ``launcher.pyx`` and every
+    piece) differs from the installed source's is ignored.
     """
-    directory = _PYX.parent
+    directory = LAUNCHER_DIR
     record = directory / f"{_MODULE_NAME}.sha256"
     try:
         recorded = record.read_text().strip()
+        if recorded != launcher_source_digest(read_launcher_source(directory)):
+            return None
     except OSError:
-        return None
-    if recorded != hashlib.sha256(_PYX.read_bytes()).hexdigest():
         return None
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         candidate = directory / f"{_MODULE_NAME}{suffix}"
@@ -135,7 +142,16 @@ def launcher_extension() -> ModuleType:
                 pass  # e.g. a tvm-ffi of another ABI: build one for this machine below
         from tl_runtime.context import ensure_context_symbols, libtvm_ffi
 
-        built = _previously_built()
+        # One snapshot of the source: the index, the build key and what Cython reads.
+        try:
+            source = read_launcher_source()
+        except OSError as exc:
+            raise AdapterUnavailableError(
+                f"the cython adapter cannot read its launcher's source in {LAUNCHER_DIR}: {exc}; "
+                "reinstall tl-runtime, set $TL_RUNTIME_LAUNCHER, or use adapter='tvm_ffi'"
+            ) from None
+        source_digest = launcher_source_digest(source)
+        built = _previously_built(source_digest)
         if built is not None:  # no Cython, compiler or lock needed to reuse it
             ensure_context_symbols()
             libtvm_ffi()
@@ -167,9 +183,7 @@ def launcher_extension() -> ModuleType:
             )
         import filelock
 
-        key = hashlib.sha256(
-            _PYX.read_bytes() + cython_version.encode() + sys.version.encode()
-        ).hexdigest()[:20]
+        key = _build_key(source_digest, cython_version)
         root = cache_dir()
         c_file = root / f"{_MODULE_NAME}-{key}.c"
         with filelock.FileLock(str(c_file) + ".lock", timeout=600):
@@ -178,13 +192,14 @@ def launcher_extension() -> ModuleType:
                 work.mkdir(exist_ok=True)
                 try:
                     cythonize = importlib.import_module("Cython.Build").cythonize
-                    pyx = work / f"{_MODULE_NAME}.pyx"
-                    shutil.copyfile(_PYX, pyx)
+                    pyx = write_launcher_source(source, work, _MODULE_NAME)
                     cythonize([str(pyx)], quiet=True, language_level=3, force=True)
                     os.replace(work / f"{_MODULE_NAME}.c", c_file)
                     record_cached_file(c_file)
                 except Exception as exc:
-                    raise AdapterUnavailableError(f"cythonizing {_PYX} failed: {exc}") from None
+                    raise AdapterUnavailableError(
+                        f"cythonizing the launcher ({LAUNCHER_DIR}) failed: {exc}"
+                    ) from None
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
         lib_dir = str(Path(libtvm_ffi_path()).parent)
@@ -201,30 +216,48 @@ def launcher_extension() -> ModuleType:
             raise AdapterUnavailableError(f"building the Cython launcher failed: {exc}") from None
         libtvm_ffi()
         _extension = _import_extension(path)
-        _record_built(path)
+        _record_built(path, source_digest)
         return _extension
 
 
-def _built_index() -> Path:
-    """The cache file naming the launcher built from this source for this tvm-ffi/Python."""
+def _build_key(source_digest: str, cython_version: str) -> str:
+    """The cache key of the launcher's generated C: its source digest (every piece), the
+    Cython that generates it and this Python."""
+    return hashlib.sha256(
+        source_digest.encode() + cython_version.encode() + sys.version.encode()
+    ).hexdigest()[:20]
+
+
+def _built_index(source_digest: str) -> Path:
+    """The cache file naming the launcher built from this source for this tvm-ffi/Python.
+
+    Its name is keyed by the source digest (every piece), so an edit to any piece finds no
+    index and builds again instead of loading the launcher built before the edit.
+    """
     from tl_runtime.native_build import cache_dir
 
     library = Path(libtvm_ffi_path())
     stat = library.stat()
     key = hashlib.sha256(
-        _PYX.read_bytes()
+        source_digest.encode()
         + sys.version.encode()
         + f"{library}|{stat.st_size}|{stat.st_mtime_ns}".encode()
     ).hexdigest()[:20]
     return cache_dir() / f"{_MODULE_NAME}-built-{key}.txt"
 
 
-def _previously_built() -> Path | None:
-    """The launcher an earlier process built (intact, inside the cache), or None."""
+def _previously_built(source_digest: str | None = None) -> Path | None:
+    """The launcher an earlier process built from the source of ``source_digest`` (default:
+    the installed source's), intact and inside the cache; else None."""
     from tl_runtime.native_build import cache_dir, cached_file_is_intact
 
+    if source_digest is None:
+        try:
+            source_digest = launcher_source_digest(read_launcher_source())
+        except OSError:
+            return None
     try:
-        path = Path(_built_index().read_text(encoding="utf-8").strip())
+        path = Path(_built_index(source_digest).read_text(encoding="utf-8").strip())
     except (OSError, UnicodeDecodeError):
         return None
     if path.parent != cache_dir() or not cached_file_is_intact(path):
@@ -232,11 +265,13 @@ def _previously_built() -> Path | None:
     return path
 
 
-def _record_built(path: Path) -> None:
+def _record_built(path: Path, source_digest: str) -> None:
+    """Name ``path`` as the launcher built from the source of ``source_digest`` (the
+    snapshot it was built from, not the source as it may be now)."""
     from tl_runtime.native_build import write_private_text
 
     with contextlib.suppress(OSError):  # only a shortcut for the next process
-        write_private_text(_built_index(), str(path))
+        write_private_text(_built_index(source_digest), str(path))
 
 
 def make_launcher(
