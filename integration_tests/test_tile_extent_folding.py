@@ -116,3 +116,56 @@ def test_a_run_time_extent_bounded_by_the_other_tile_copies_that_many_rows(targe
             rows = kv[block * 16 : min(block * 16 + 16, seqlen)]
             expected[block, : len(rows)] = rows
         np.testing.assert_array_equal(kernel(kv, np.array([seqlen], np.int32)), expected)
+
+
+def moved_start(through_copy: bool, N: int = 64) -> Any:
+    # `end` is computed from `start`, then `start` moves back by 8: `end - start` is 40
+    # where it is read, not the 32 that substituting `end = start + 32` would prove.
+    @T.prim_func
+    def main(
+        A: T.Tensor((N,), "float32"), S0: T.Tensor((1,), "int32"), B: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(1, threads=32) as _bx:
+            for i in T.Parallel(N):
+                B[i] = -1.0
+            start = T.alloc_var("int32")
+            start = S0[0]
+            end = start + 32
+            start = start - 8
+            if through_copy:
+                S = T.alloc_shared((N,), "float32")
+                T.fill(S, 0.0)
+                T.copy(A[start:end], S)
+                T.copy(S, B)
+            else:
+                for i in T.Parallel(T.min(end - start, N)):
+                    B[i] = A[start + i]
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+@pytest.mark.parametrize("through_copy", [False, True])
+def test_a_bound_from_a_scalar_assigned_twice_covers_its_run_time_value(
+    through_copy: bool, target: str
+) -> None:
+    # The loop (or the copy's loop) covers 64, the other side's bound, not 32.
+    kernel = tl_jit.compile(moved_start(through_copy), out_idx=[2], target=target)
+    a = np.arange(64, dtype=np.float32)
+    expected = np.full(64, 0.0 if through_copy else -1.0, np.float32)
+    expected[:40] = a[8:48]
+    np.testing.assert_array_equal(kernel(a, np.array([16], np.int32)), expected)
+
+
+def test_a_parallel_extent_through_a_scalar_assigned_twice_has_no_bound() -> None:
+    with pytest.raises(tl_ir.KernelTypeError, match="run-time extent end - start has no"):
+
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32"), S0: T.Tensor((1,), "int32")):
+            with T.Kernel(1, threads=32) as _bx:
+                start = T.alloc_var("int32")
+                start = S0[0]
+                end = start + 32
+                start = start - 8
+                for i in T.Parallel(end - start):
+                    A[start + i] = 1.0

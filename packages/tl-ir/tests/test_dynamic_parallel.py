@@ -77,3 +77,24 @@ def test_unbounded_runtime_extent_is_a_clear_error():
 
     with pytest.raises(tl_ir.KernelTypeError, match="extent 0 must be an integer"):
         T.Parallel(1.5)
+
+
+def test_a_bound_through_a_scalar_assigned_twice_uses_only_what_is_read_directly():
+    # `end - start` is 40 at the loop (start moved back by 8 after end was computed);
+    # substituting `end = start + 32` would mix the two values of start and prove 32.
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), s: T.int32):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(64):
+                B[i] = -1.0
+            start = T.alloc_var("int32")
+            start = s
+            end = start + 32
+            start = start - 8
+            for i in T.Parallel(T.min(end - start, 64)):
+                B[i] = A[start + i]
+
+    a = np.arange(64, dtype=np.float32)
+    b = np.zeros(64, np.float32)
+    run(main, [a, b, 16])
+    np.testing.assert_array_equal(b, np.where(np.arange(64) < 40, a + 8, -1.0))

@@ -9,6 +9,13 @@ analyzer, knowing the kernel's let bindings and the scalars it assigns exactly o
 (`tl_ir.scalar_bindings`), and moving a term added to a ``T.min``/``T.max`` into its
 arms first (``T.min(bx * 16 + 16, n) - bx * 16`` is ``T.min(16, n - bx * 16)``, at most
 16), which TVM's simplifier does not do when the term is a product.
+
+A name is replaced by its value only when that value reads no scalar the kernel stores
+more than once: ``end = start + 32`` followed by ``start = start - 8`` makes
+``end - start`` 40 where it is read, but substituting ``end`` would mix the old
+``start`` with the new one and prove 32, a loop too short. Such a name stays opaque, so
+the bound comes only from what the expression reads directly (``T.min(end - start,
+64)`` is still at most 64).
 """
 
 from __future__ import annotations
@@ -56,10 +63,23 @@ class UpperBounds:
         self._analyzer = tvm.sym.Analyzer()
         self._bindings = ScalarBindings(body)
         for var, value in self._bindings.lets.items():
-            self._analyzer.bind(var, value)
+            if not self._bindings.reads_assigned(self._bindings.resolve(value)):
+                self._analyzer.bind(var, value)
+
+    def _stable(self, expr: Any) -> Any:
+        """``expr`` with each let-bound name and each read of a scalar stored once
+        replaced by its resolved value, unless that value still reads a scalar stored
+        more than once (then its value where ``expr`` is read is not known: kept)."""
+
+        def substitute(node: Any) -> Any:
+            resolved = self._bindings.resolve(node)
+            return node if self._bindings.reads_assigned(resolved) else resolved
+
+        loaded = tvm_ffi.structural_map(expr, (tvm.ir.TensorLoad, substitute), order="post")
+        return tvm_ffi.structural_map(loaded, (tvm.ir.Var, substitute), order="post")
 
     def _forms(self, expr: Any) -> list[Any]:
-        resolved = self._bindings.resolve(expr)
+        resolved = self._stable(expr)
         simplify = self._analyzer.simplify
         spread = tvm_ffi.structural_map(resolved, ((tirx.Add, tirx.Sub), _into_arms), order="post")
         return [resolved, simplify(resolved), simplify(spread)]
