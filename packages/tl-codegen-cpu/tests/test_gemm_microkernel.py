@@ -229,3 +229,16 @@ def test_vector_width_follows_the_cpu_features(mcpu: str, bits: int, registers: 
 
     isa = vector_isa_for_target(tvm.target.Target({"kind": "llvm", "mcpu": mcpu}))
     assert (isa.vector_bits, isa.num_vector_registers) == (bits, registers)
+
+
+@pytest.mark.parametrize(("m", "rows"), [(16, 6), (128, 6), (64, 6), (4, 4), (3, 3)])
+def test_register_tile_on_avx2_uses_twelve_accumulators(m: int, rows: int) -> None:
+    # 6 x 16 (12 of 16 registers) where m allows: 8 accumulators (4 x 16) cannot cover
+    # two FMA pipes' latency; a 16-row tile runs as 6 + 6 + 4 rows rather than 4 x 4.
+    assert choose_register_tile(m, 128, "float32", VectorISA(256, 16)) == RegisterTile(rows, 16)
+
+
+def test_register_tile_on_avx512_keeps_the_measured_shapes() -> None:
+    isa = VectorISA(512, 32)
+    for m in (8, 16, 32, 64, 128, 256):
+        assert choose_register_tile(m, 128, "float32", isa) == RegisterTile(8, 32)
