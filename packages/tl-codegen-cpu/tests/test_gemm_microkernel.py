@@ -242,3 +242,9 @@ def test_register_tile_on_avx512_keeps_the_measured_shapes() -> None:
     isa = VectorISA(512, 32)
     for m in (8, 16, 32, 64, 128, 256):
         assert choose_register_tile(m, 128, "float32", isa) == RegisterTile(8, 32)
+
+
+def test_register_tile_for_rounded_products_keeps_half_the_registers_on_avx2() -> None:
+    # Products rounded to fp16 need conversion temporaries: 8 accumulators, not 12.
+    tile = choose_register_tile(128, 128, "float32", VectorISA(256, 16), rounded_products=True)
+    assert tile == RegisterTile(4, 16)
