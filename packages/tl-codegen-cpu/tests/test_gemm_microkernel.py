@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm
 from cpu_passes_testing import PAD, microkernel_func, random_array, run_on_host
 from cpu_reference_kernels import tile_gemm_prim_func
 from hypothesis import HealthCheck, given, settings
@@ -215,3 +216,29 @@ def test_aligned_fp32_tile_keeps_accumulators_in_zmm_registers() -> None:
     assert len(re.findall(r"vfmadd\w+\s+[^\n]*%zmm", assembly)) >= 16
     workspace_loads = re.findall(r"mov\w*\s+__TVMBackendAllocWorkspace@GOTPCREL", assembly)
     assert len(workspace_loads) == 3  # A_shared, B_shared, C_local; none per accumulator
+
+
+@pytest.mark.parametrize(
+    ("mcpu", "bits", "registers"),
+    [("skylake-avx512", 512, 32), ("znver4", 512, 32), ("znver2", 256, 16), ("core2", 128, 16)],
+)
+def test_vector_width_follows_the_cpu_features(mcpu: str, bits: int, registers: int) -> None:
+    # TVM's llvm_get_vector_width answers 512 for every x86 CPU; an AVX2 host given
+    # 16-lane fp32 vectors ran gcc's GEMM kernel at a tenth of its speed.
+    from tl_codegen_cpu.lowering import vector_isa_for_target
+
+    isa = vector_isa_for_target(tvm.target.Target({"kind": "llvm", "mcpu": mcpu}))
+    assert (isa.vector_bits, isa.num_vector_registers) == (bits, registers)
+
+
+@pytest.mark.parametrize(("m", "rows"), [(16, 6), (128, 6), (64, 6), (4, 4), (3, 3)])
+def test_register_tile_on_avx2_uses_twelve_accumulators(m: int, rows: int) -> None:
+    # 6 x 16 (12 of 16 registers) where m allows: 8 accumulators (4 x 16) cannot cover
+    # two FMA pipes' latency; a 16-row tile runs as 6 + 6 + 4 rows rather than 4 x 4.
+    assert choose_register_tile(m, 128, "float32", VectorISA(256, 16)) == RegisterTile(rows, 16)
+
+
+def test_register_tile_on_avx512_keeps_the_measured_shapes() -> None:
+    isa = VectorISA(512, 32)
+    for m in (8, 16, 32, 64, 128, 256):
+        assert choose_register_tile(m, 128, "float32", isa) == RegisterTile(8, 32)

@@ -426,10 +426,11 @@ def test_bf16_grid_gemm_on_llvm_matches_the_loops_bit_for_bit() -> None:
 
 
 def test_a_transposed_pack_without_a_vector_kernel_call_still_links_on_c(tmp_path: Path) -> None:
-    # 8-wide tiles: no tl_gemm_f32x16 call (TIR loops), only the tl_transpose_f32 pack,
-    # whose definition must still be inserted.
-    M = N = K = 16
-    func = grid_gemm(M, N, K, 8, "float32", trans_b=True)
+    # 12-wide tiles, not a multiple of the 8 (AVX2) or 16 (AVX-512) fp32 lanes: no
+    # tl_gemm_f32x* call (TIR loops), only the tl_transpose_f32 pack, whose definition
+    # must still be inserted.
+    M = N = K = 24
+    func = grid_gemm(M, N, K, 12, "float32", trans_b=True)
     source = lower_to_sources(create_backend_context("c"), func).files["kernel.c"]
     assert "tl_transpose_f32(" in source
     assert not re.search(r"tl_gemm_f32x\d+\(", source)

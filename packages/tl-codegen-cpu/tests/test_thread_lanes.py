@@ -15,6 +15,7 @@ import tl_ir.language as T
 import tl_runtime
 from tl_backend_api import build_artifact, create_backend_context, lower_to_sources
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY
+from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
 from tl_codegen_cpu.passes import CpuLowerLaunchPass
 from tl_passes import PassContext
 
@@ -134,7 +135,9 @@ def test_a_row_per_thread_gemv_sums_each_row_along_k() -> None:
     assert len(merged) == 1, paths
     assert merged[0].startswith("lanes: staging of a_tile, b_tile forwarded"), merged
     assert "the loop over bk moved inside" in merged[0]
-    assert "sum into acc along k as 16 lanes across bk" in merged[0]
+    # One fp32 vector register of lanes: 16 with AVX-512, 8 with AVX2.
+    lanes = vector_isa_for_target(None).lanes("float32")
+    assert f"sum into acc along k as {lanes} lanes across bk" in merged[0]
     # Several rows walked together (more memory streams in flight).
     assert re.search(r"; [24] threads interleaved$", merged[0]), merged[0]
 

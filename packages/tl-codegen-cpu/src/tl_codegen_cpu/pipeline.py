@@ -36,6 +36,8 @@ from tl_codegen_cpu.passes import (
     CpuVectorizeExpPass,
 )
 from tl_codegen_cpu.passes.check_bounds import CpuCheckBoundsPass
+from tl_codegen_cpu.passes.eager_selects import CpuEagerSelectsPass
+from tl_codegen_cpu.passes.interchange_grid_rows import CpuInterchangeGridRowsPass
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_passes import (
@@ -60,6 +62,8 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         CpuForwardCopiesPass(),
         CpuLowerScalarGemmsPass(gemm_style=gemm_style),
         CpuInterchangeReductionsPass(),
+        CpuInterchangeGridRowsPass(),
+        CpuEagerSelectsPass(),
         CpuLowerTileOpsPass(gemm_style=gemm_style),
         # On c, cpu-mark-parallel-loops serializes one-block grids once their arrays
         # are on the stack (cpu-stack-block-locals places those of parallel loops).

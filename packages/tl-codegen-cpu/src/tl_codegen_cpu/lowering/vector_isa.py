@@ -54,12 +54,22 @@ def host_cpu_name() -> str:
 @functools.lru_cache(maxsize=64)
 def _isa_for_mcpu(mcpu: str) -> VectorISA:
     target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu})
-    width = int(tvm.target.codegen.llvm_get_vector_width(target))
-    has_avx512 = bool(tvm.target.codegen.target_has_features("avx512f", target))
+
+    def has(feature: str) -> bool:
+        return bool(tvm.target.codegen.target_has_features(feature, target))
+
+    # The register width comes from the CPU's features: TVM's `llvm_get_vector_width`
+    # answers 512 for every x86 CPU (an AVX2 Zen 2 included), and 512-bit vector types on
+    # a 256-bit unit made gcc's vector-extension GEMM spill (an fp16 GEMM 11-23x `llvm`).
+    has_avx512 = has("avx512f")
+    if has_avx512:
+        width = 512
+    elif has("avx"):
+        width = 256
+    else:
+        width = 128  # SSE2 / NEON: the baseline of every 64-bit CPU TVM targets
     registers = 32 if has_avx512 else 16
-    native_fp16 = bool(tvm.target.codegen.target_has_features("avx512fp16", target))
-    if width <= 0:
-        width = 128
+    native_fp16 = has("avx512fp16")
     return VectorISA(vector_bits=width, num_vector_registers=registers, native_fp16=native_fp16)
 
 

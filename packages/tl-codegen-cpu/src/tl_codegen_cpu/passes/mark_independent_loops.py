@@ -34,7 +34,7 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 #: The marker call the C toolchain rewrites into ``#pragma GCC ivdep``.
 INDEPENDENT_LOOP_MARKER = "TL_GCC_IVDEP"
 
-_PURE_CALLS = frozenset(
+PURE_CALLS = frozenset(
     {
         "tirx.if_then_else",
         "tirx.likely",
@@ -114,7 +114,7 @@ def iterations_are_independent(loop: tirx.For, distinct_buffers: list[Any]) -> b
 
     def visit_call(call: tvm.ir.Call) -> None:
         nonlocal covered
-        if not isinstance(call.op, tvm.ir.Op) or call.op.name not in _PURE_CALLS:
+        if not isinstance(call.op, tvm.ir.Op) or call.op.name not in PURE_CALLS:
             covered = False
 
     def visit_other(_node: object) -> None:

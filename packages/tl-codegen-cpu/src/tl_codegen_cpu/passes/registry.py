@@ -23,6 +23,8 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-interchange-reductions": _cpu(
             "interchange_reductions", "CpuInterchangeReductionsPass"
         ),
+        "cpu-interchange-grid-rows": _cpu("interchange_grid_rows", "CpuInterchangeGridRowsPass"),
+        "cpu-eager-selects": _cpu("eager_selects", "CpuEagerSelectsPass"),
         "cpu-lower-tile-ops": _cpu("lower_tile_ops", "CpuLowerTileOpsPass"),
         "cpu-lower-parallel-loops": _cpu("lower_parallel_loops", "CpuLowerParallelLoopsPass"),
         "cpu-split-vector-loops": _cpu("split_vector_loops", "CpuSplitVectorLoopsPass"),
