@@ -22,8 +22,19 @@ thread's own statements keep their order. What is proven before:
   (bounds free of the thread index and of memory); anything else (an innermost
   loop, a store, a branch) is copied once per thread, in thread order;
 * the body has such a loop around a vector loop (a laned walk; otherwise
-  nothing is done), and ``U`` copies of the arrays the body allocates fit in
-  half the vector registers (``U`` = 4, 2, or nothing).
+  nothing is done).
+
+``U`` is the largest of 4, 2 whose copies of the register-held arrays the body
+allocates fit in the ISA's vector registers (`VectorISA.num_vector_registers`,
+at its width). An array longer than `thread_register_chunks.max_chunks`
+registers (half of them) is not register-held (`thread_register_chunks` leaves
+it a loop over memory, which a compiler keeps in L1): its copies add memory
+traffic, not registers, and do not limit ``U``. Measured on an AVX2 Zen 2 (16 registers of 256 bits, one core, CPU time
+against numpy's sgemv, `benchmarks/thread_gemv_cpu.py`): more rows in flight
+beat fitting in fewer registers (TileLang's split-K GEMV, 8 registers of sums
+per row: one row 1.48x numpy, two rows 1.18x, four rows 1.44x as the copies
+spill); `gemv_simt`'s 128-float sums per row (16 registers, held in memory) one
+row at a time 1.85x (`c`), four rows 1.18x.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from tl_codegen_cpu.lowering.thread_ir import (
     reads_memory,
     uses_any,
 )
+from tl_codegen_cpu.lowering.thread_register_chunks import max_chunks
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
 from tl_ir.ops import const_int
@@ -88,6 +100,19 @@ def _buffer_bytes(buffer: Any) -> int | None:
             return None
         size *= extent
     return size * int(tvm.DataType(str(buffer.ty.dtype)).bits) // 8
+
+
+def _registers_held(sizes: list[int | None], isa: VectorISA) -> int:
+    """The vector registers one thread's copy of the arrays of ``sizes`` bytes holds:
+    each array its registers at ``isa``'s width, arrays longer than half the
+    registers none (they stay in memory; module docstring)."""
+    register_bytes = isa.lanes("int8")
+    held = 0
+    for size in sizes:
+        registers = max(1, -(-int(size or 0) // register_bytes))
+        if registers <= max_chunks(isa):
+            held += registers
+    return held
 
 
 def _copy(stmt: Any, thread: Any, value: Any, allocated: list[Any], tag: int) -> Any:
@@ -155,8 +180,7 @@ def jam_threads(loop: Any, isa: VectorISA) -> tuple[Any, int]:
     sizes = [_buffer_bytes(b) for b in allocated]
     if any(s is None for s in sizes):
         return loop, 1
-    register_bytes = isa.lanes("int8")
-    registers_used = sum(max(1, -(-int(s or 0) // register_bytes)) for s in sizes)
+    registers_used = _registers_held(sizes, isa)
     stored: list[Any] = []
     tvm_ffi.structural_walk(body, (tirx.BufferStore, stored.append), order="post")
     for store in stored:
@@ -165,7 +189,7 @@ def jam_threads(loop: Any, isa: VectorISA) -> tuple[Any, int]:
         if is_local(store.buffer) and not inside and shared_by_threads:
             return loop, 1  # one array for all threads: copies would collide
     factor = MAX_JAM
-    while factor > 1 and (extent % factor or factor * registers_used > 16):
+    while factor > 1 and (extent % factor or factor * registers_used > isa.num_vector_registers):
         factor //= 2
     if factor == 1:
         return loop, 1

@@ -16,7 +16,9 @@ statements for the same elements in the same order per element (each element's
 sum keeps its order; the pieces only run one after another instead of
 interleaved, which no element can tell: iteration ``f`` touches only element
 ``f`` of what it stores). Only loops whose body is straight-line stores, at
-most `MAX_CHUNKS` registers long, with at least one accumulation into a
+most half the ISA's vector registers long (`max_chunks`: 8 of 16 on AVX2, 16 of
+32 on AVX-512; a longer accumulator could not stay in registers with its
+operands, and stays a loop over memory), with at least one accumulation into a
 thread-local array at the loop's element.
 """
 
@@ -33,8 +35,12 @@ from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import substitute_vars
 
-#: The most register-wide pieces one loop becomes (a longer one stays a loop).
-MAX_CHUNKS = 8
+
+def max_chunks(isa: VectorISA) -> int:
+    """The most register-wide pieces one loop becomes on ``isa`` (a longer one stays a
+    loop): half its vector registers, the rest left to operands and other threads'
+    copies (`thread_jam`)."""
+    return max(1, isa.num_vector_registers // 2)
 
 
 def _stores(body: Any) -> list[Any] | None:
@@ -100,7 +106,7 @@ def chunk_accumulations(stmt: Any, isa: VectorISA) -> Any:
             or extent is None
             or extent <= register_lanes
             or extent % register_lanes
-            or extent // register_lanes > MAX_CHUNKS
+            or extent // register_lanes > max_chunks(isa)
         ):
             return node
         if stores is None or not _only_own_element(stores, var):
