@@ -59,8 +59,30 @@ def test_in_place_update_at_the_same_index_is_independent() -> None:
         ),
         # a call that may touch memory
         tirx.Evaluate(tirx.call_extern("int32", "tl_atomic_add_float32", C.data, _load(A, I))),
+        # pairs that overlap the next iteration's (offsets span the stride)
+        tirx.SeqStmt(
+            [
+                tirx.BufferStore(C, _load(A, I), [I * 2]),
+                tirx.BufferStore(C, _load(B, I), [I * 2 + 2]),
+            ]
+        ),
+        # a pair whose second element is read at the first's index
+        tirx.SeqStmt(
+            [
+                tirx.BufferStore(C, _load(A, I), [I * 2]),
+                tirx.BufferStore(C, _load(C, I * 2 + 2), [I * 2 + 1]),
+            ]
+        ),
     ],
-    ids=["reads-neighbour", "same-element", "nonlinear", "two-stores", "extern-call"],
+    ids=[
+        "reads-neighbour",
+        "same-element",
+        "nonlinear",
+        "two-stores",
+        "extern-call",
+        "overlapping-pairs",
+        "pair-reads-neighbour",
+    ],
 )
 def test_loops_with_possible_dependence_are_not_marked(body: tirx.Stmt) -> None:
     assert not iterations_are_independent(_loop(body), PARAMS)
@@ -68,6 +90,17 @@ def test_loops_with_possible_dependence_are_not_marked(body: tirx.Stmt) -> None:
         INDEPENDENT_LOOP_MARKER
         not in mark_independent_vector_loops(_loop(body), "M", PARAMS).script()
     )
+
+
+def test_a_loop_over_pairs_owning_both_elements_is_independent() -> None:
+    """Iteration i stores (and reads) C[2i] and C[2i + 1] only (`thread_lane_pairs`)."""
+    body = tirx.SeqStmt(
+        [
+            tirx.BufferStore(C, _load(C, I * 2) + _load(A, I), [I * 2]),
+            tirx.BufferStore(C, _load(C, I * 2 + 1) + _load(B, I), [I * 2 + 1]),
+        ]
+    )
+    assert iterations_are_independent(_loop(body), PARAMS)
 
 
 def test_only_vectorized_loops_are_marked() -> None:

@@ -58,6 +58,7 @@ from tl_codegen_cpu.lowering.thread_lane_copies import (
     privatize,
     stored_without_lane,
 )
+from tl_codegen_cpu.lowering.thread_lane_pairs import pair_lane_loops
 from tl_codegen_cpu.lowering.thread_register_chunks import chunk_accumulations
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
@@ -421,6 +422,8 @@ def lockstep_nest(
     pushed = _Lockstep(lane, extent, threads, analyzer).push(body)
     # Staging registers read in the loop body that stores them: read the stored value.
     pushed, forwarded = forward_lane_copies(pushed, widened)
+    # Packed operands read at ``f // 2``: vector loops over pairs of lanes (affine).
+    pushed, grouped = pair_lane_loops(pushed)
     if isa is not None:  # per-lane sums in register-wide pieces (kept in registers)
         pushed = chunk_accumulations(pushed, isa)
     # Per-lane copies of arrays allocated once per block are allocated in the nest.
@@ -442,6 +445,8 @@ def lockstep_nest(
     where = f"; per-lane copies of {', '.join(kept)}" if kept else ""
     if gone:
         where += f"; {', '.join(gone)} forwarded into their reads"
+    if grouped:
+        where += f"; {'; '.join(grouped)}"
     return nest, f"threads {lane.name} as {extent} lanes inside the uniform loops{where}"
 
 

@@ -15,7 +15,11 @@ allocation of its own (a view declared on another buffer's memory could alias
 it: such loops are left alone); per buffer, every store in the loop body writes
 at the same indices, one of which is linear in the loop variable with a non-zero
 constant coefficient (each iteration writes its own element), and every load of
-that buffer reads at exactly those indices. A loop holding a call (atomics, the
+that buffer reads at exactly those indices. A one-dimensional buffer may also be
+stored at several indices ``c * i + o`` of one coefficient ``c`` whose constant
+offsets ``o`` span less than ``|c|`` (a loop over pairs of elements, written by
+`thread_lane_pairs`: iteration ``i`` owns elements ``2i`` and ``2i + 1``), each
+load reading at one of them. A loop holding a call (atomics, the
 micro-kernel, ``printf``), a nested loop, or any other access pattern is left
 as it is.
 """
@@ -89,25 +93,24 @@ def iterations_are_independent(loop: tirx.For, distinct_buffers: list[Any]) -> b
     """
     # TVM objects compare by identity with same_as (== builds an expression), so the
     # accesses are kept in lists rather than keyed by buffer.
-    stores: list[tuple[Any, list[Any]]] = []
+    stores: list[tuple[Any, list[list[Any]]]] = []
     loads: list[tuple[Any, list[Any]]] = []
     covered = True
 
-    def written_at(data: Any) -> list[Any] | None:
+    def written_at(data: Any) -> list[list[Any]] | None:
         for stored, indices in stores:
             if stored.same_as(data):
                 return indices
         return None
 
     def visit_store(store: tirx.BufferStore) -> None:
-        nonlocal covered
         data = store.buffer
         indices = list(store.indices)
         seen = written_at(data)
         if seen is None:
-            stores.append((data, indices))
-        elif not tvm_ffi.structural_equal(seen, indices):
-            covered = False  # two different stores into one buffer
+            stores.append((data, [indices]))
+        elif not any(tvm_ffi.structural_equal(known, indices) for known in seen):
+            seen.append(indices)  # another element per iteration (`_owns_its_elements`)
 
     def visit_load(load: Any) -> None:
         loads.append((load.source, list(load.indices)))
@@ -140,13 +143,38 @@ def iterations_are_independent(loop: tirx.For, distinct_buffers: list[Any]) -> b
     if not all(any(data.same_as(known) for known in distinct_buffers) for data in touched):
         return False
     var = loop.loop_var
-    if not all(_has_distinct_elements(indices, var) for _data, indices in stores):
+    if not all(_owns_its_elements(written, var) for _data, written in stores):
         return False
     for data, indices in loads:
         written = written_at(data)
-        if written is not None and not tvm_ffi.structural_equal(written, indices):
+        if written is not None and not any(
+            tvm_ffi.structural_equal(known, indices) for known in written
+        ):
             return False
     return True
+
+
+def _owns_its_elements(written: list[list[Any]], var: Any) -> bool:
+    """Whether the stores of one buffer at ``written`` (distinct index lists) write
+    elements no other value of ``var`` writes: one index list with distinct elements
+    per value, or one-dimensional indices ``c * var + o`` of one constant ``c`` whose
+    constant offsets ``o`` span less than ``|c|``."""
+    if len(written) == 1:
+        return _has_distinct_elements(written[0], var)
+    if any(len(indices) != 1 for indices in written):
+        return False
+    forms = [sym.detect_linear_equation(indices[0], [var]) for indices in written]
+    if any(len(form) != 2 or not isinstance(form[0], tirx.IntImm) for form in forms):
+        return False
+    stride = int(forms[0][0].value)
+    if stride == 0 or any(int(form[0].value) != stride for form in forms):
+        return False
+    analyzer = sym.Analyzer()
+    offsets = [analyzer.simplify(form[1] - forms[0][1]) for form in forms]
+    if not all(isinstance(offset, tirx.IntImm) for offset in offsets):
+        return False
+    values = [int(offset.value) for offset in offsets]
+    return max(values) - min(values) < abs(stride)
 
 
 def distinct_buffers(func: tirx.PrimFunc) -> list[Any]:
