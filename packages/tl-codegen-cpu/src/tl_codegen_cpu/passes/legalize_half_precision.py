@@ -20,6 +20,14 @@ emits ``vaddph``/``vmulph``... instead of a round trip through fp32 whose
 carries 24 >= 2 * 11 + 2 significant bits, so computing one of these operations
 in fp32 and rounding to fp16 gives the correctly rounded fp16 result. Math
 intrinsics and bf16 are widened as before.
+
+An operand that is an integer cast to the half type (a dequantized 4-bit weight,
+``T.Cast("float16", (q << 28) >> 28)``) is widened straight from the integer when
+its value provably fits the half type's exact integers (`EXACT_INTEGERS`: up to
+2048 in magnitude for fp16): the cast to fp16 and back would give the same
+float32, and on ``c`` each costs a dozen integer operations per element. The
+proof (`integer_magnitude`) covers constants, casts from narrower integers,
+``& mask``, sign extension ``(e << s) >> s``, right shifts, ``+`` and ``-``.
 """
 
 from __future__ import annotations
@@ -44,7 +52,87 @@ def _dtype(expr: Any) -> str:
     return "" if dtype is None else str(dtype)
 
 
+#: Per half type, the largest integer magnitude below which every integer is exact.
+EXACT_INTEGERS = {"float16": 1 << 11, "bfloat16": 1 << 8}
+
+_INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+
+
+def _integer_range(dtype: str) -> tuple[int, int] | None:
+    if not dtype.startswith(("int", "uint")):
+        return None
+    bits = int(dtype.lstrip("uint") or 0)
+    if bits <= 0 or bits > 32:
+        return None
+    if dtype.startswith("uint"):
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def _bounds(expr: Any) -> tuple[int, int] | None:
+    """Sound integer bounds of an int32 (or narrower) ``expr``, or None if not proven."""
+    own = _integer_range(_dtype(expr))
+    if own is None:
+        return None
+    found = _proven(expr)
+    if found is None:
+        return own
+    low, high = found
+    return (low, high) if own[0] <= low and high <= own[1] else own
+
+
+def _proven(expr: Any) -> tuple[int, int] | None:
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value), int(expr.value)
+    if isinstance(expr, tirx.Cast):
+        inner = _integer_range(_dtype(expr.value))
+        outer = _integer_range(_dtype(expr))
+        if inner is None or outer is None or inner[0] < outer[0] or inner[1] > outer[1]:
+            return None  # a narrowing cast wraps
+        return _bounds(expr.value)
+    if isinstance(expr, tirx.BitwiseAnd):
+        masks = [int(e.value) for e in (expr.a, expr.b) if isinstance(e, tirx.IntImm)]
+        return (0, max(masks)) if masks and max(masks) >= 0 else None
+    if isinstance(expr, tirx.RShift) and isinstance(expr.b, tirx.IntImm):
+        shift = int(expr.b.value)
+        if not 0 <= shift < 32:
+            return None
+        if (
+            isinstance(expr.a, tirx.LShift)
+            and _dtype(expr) == "int32"
+            and tvm_ffi.structural_equal(expr.a.b, expr.b)
+            and shift > 0
+        ):
+            return -(1 << (31 - shift)), (1 << (31 - shift)) - 1  # sign extension
+        inner_bounds = _bounds(expr.a)
+        if inner_bounds is None:
+            return None
+        return inner_bounds[0] >> shift, inner_bounds[1] >> shift
+    if isinstance(expr, tirx.Add | tirx.Sub):
+        a, b = _bounds(expr.a), _bounds(expr.b)
+        if a is None or b is None:
+            return None
+        if isinstance(expr, tirx.Add):
+            low, high = a[0] + b[0], a[1] + b[1]
+        else:
+            low, high = a[0] - b[1], a[1] - b[0]
+        return (low, high) if _INT32_RANGE[0] <= low and high <= _INT32_RANGE[1] else None
+    return None
+
+
+def integer_magnitude(expr: Any) -> int | None:
+    """The largest ``|value|`` an integer ``expr`` can take, as far as the rules of the
+    module docstring prove it (its dtype's range otherwise); None if ``expr`` is not an
+    integer of at most 32 bits."""
+    found = _bounds(expr)
+    return None if found is None else max(abs(found[0]), abs(found[1]))
+
+
 def _widen(expr: Any) -> Any:
+    if isinstance(expr, tirx.Cast) and _dtype(expr) in EXACT_INTEGERS:
+        magnitude = integer_magnitude(expr.value)
+        if magnitude is not None and magnitude <= EXACT_INTEGERS[_dtype(expr)]:
+            return tirx.Cast(_COMPUTE_DTYPE, expr.value)  # exact in the half type
     return tirx.Cast(_COMPUTE_DTYPE, expr)
 
 
