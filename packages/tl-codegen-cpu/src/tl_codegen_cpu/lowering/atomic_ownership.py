@@ -78,20 +78,19 @@ from tl_codegen_cpu.lowering.index_values import (
 from tl_codegen_cpu.lowering.thread_ir import op_name, scope_of, uses_any
 from tl_codegen_cpu.lowering.tile_emitters import TileRegion
 from tl_ir import scopes
+from tl_ir.builtin_ops import builtin_op_names
 from tl_ir.ops import AtomicOp, Region, const_int, describe, is_tile_op
 
 #: Calls through which a pointer to a buffer may escape the analysis.
-_ESCAPING_CALLS = frozenset(
-    {
-        "tirx.address_of",
-        "tirx.tvm_access_ptr",
-        "tirx.call_extern",
-        "tirx.call_pure_extern",
-        "tirx.call_packed",
-        "tirx.call_cpacked",
-        "tirx.call_llvm_intrin",
-        "tirx.call_llvm_pure_intrin",
-    }
+_ESCAPING_CALLS = builtin_op_names(
+    "address_of",
+    "tvm_access_ptr",
+    "call_extern",
+    "call_pure_extern",
+    "tvm_call_packed",
+    "tvm_call_cpacked",
+    "call_llvm_intrin",
+    "call_llvm_pure_intrin",
 )
 
 

@@ -58,6 +58,7 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import is_local, reads_buffer, uses_any
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
+from tl_ir.builtin_ops import builtin_op_names
 from tl_ir.launch import rebuild_loop
 from tl_ir.ops import const_int
 from tl_ir.scopes import LOCAL
@@ -70,7 +71,7 @@ THREAD_PATH_KEY = "tl.cpu_thread_path"
 _FLOAT_ACCUMULATORS = ("float32", "float64")
 
 #: Calls a reduced expression may contain (pure, lane-wise).
-_PURE_CALLS = frozenset({"tirx.if_then_else", "tirx.fabs", "tirx.exp", "tirx.sqrt"})
+_PURE_CALLS = builtin_op_names("if_then_else", "fabs", "exp", "sqrt")
 
 
 @dataclass

@@ -29,10 +29,11 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.passes.mark_independent_loops import PURE_CALLS
+from tl_ir.builtin_ops import builtin_op_names
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
-#: The op's name (TVM 0.27 registers it under ``prim.``).
-IF_THEN_ELSE_OPS = frozenset({"prim.if_then_else", "tirx.if_then_else"})
+#: The op's registered name (``prim.if_then_else`` in TVM 0.27).
+IF_THEN_ELSE_OPS = builtin_op_names("if_then_else")
 
 
 def _safe(branch: Any, store: tirx.BufferStore) -> bool:

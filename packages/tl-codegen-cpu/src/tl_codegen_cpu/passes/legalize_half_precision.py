@@ -40,10 +40,15 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.vector_isa import vector_isa_for_target
+from tl_ir.builtin_ops import builtin_op_names, is_builtin_op
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 _BINARY = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Min, tirx.Max)
 _COMPUTE_DTYPE = "float32"
+
+#: Builtins that compute nothing in their dtype (a select, a bit cast, a call of a
+#: function whose signature is fixed): their operands keep their type.
+_KEPT_CALLS = builtin_op_names("if_then_else", "reinterpret", "call_extern")
 
 
 def _dtype(expr: Any) -> str:
@@ -150,15 +155,15 @@ def legalize_half_precision(
 
     def call(expr: Any) -> Any:
         op = expr.op
-        if not isinstance(op, tvm.ir.Op) or not str(op.name).startswith("tirx."):
+        # Both namespaces: TVM 0.27 registers some math under prim. (prim.ceil, prim.log2).
+        if not is_builtin_op(op):
             return expr
         dtype = _dtype(expr)
         if dtype not in dtypes or not expr.args:
             return expr
         if any(_dtype(arg) != dtype for arg in expr.args):
             return expr
-        name = str(op.name)
-        if name in ("tirx.if_then_else", "tirx.reinterpret", "tirx.call_extern"):
+        if str(op.name) in _KEPT_CALLS:
             return expr
         widened = tvm.ir.Call(op, [_widen(arg) for arg in expr.args], ret_ty=_COMPUTE_DTYPE)
         return tirx.Cast(dtype, widened)

@@ -33,40 +33,35 @@ import tvm
 import tvm_ffi
 from tvm import sym, tirx
 
+from tl_ir.builtin_ops import builtin_op_names
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The marker call the C toolchain rewrites into ``#pragma GCC ivdep``.
 INDEPENDENT_LOOP_MARKER = "TL_GCC_IVDEP"
 
-PURE_CALLS = frozenset(
-    {
-        "tirx.if_then_else",
-        "tirx.likely",
-        "tirx.reinterpret",
-        "tirx.bitwise_and",
-        "tirx.bitwise_or",
-        "tirx.bitwise_xor",
-        "tirx.bitwise_not",
-        "tirx.shift_left",
-        "tirx.shift_right",
-        "tirx.exp",
-        "tirx.exp2",
-        "tirx.log",
-        "tirx.sqrt",
-        "tirx.rsqrt",
-        "tirx.fabs",
-        "tirx.floor",
-        "tirx.ceil",
-        "tirx.round",
-        "tirx.nearbyint",
-        "tirx.trunc",
-        "tirx.tanh",
-        "tirx.sigmoid",
-        "tirx.pow",
-        "tirx.isnan",
-        "tirx.isinf",
-        "tirx.isfinite",
-    }
+#: Builtins without side effects, evaluated per element. (Bitwise operators and
+#: shifts are expression nodes in TVM 0.27, not calls, so they need no entry.)
+PURE_CALLS = builtin_op_names(
+    "if_then_else",
+    "likely",
+    "reinterpret",
+    "exp",
+    "exp2",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "fabs",
+    "floor",
+    "ceil",
+    "round",
+    "nearbyint",
+    "trunc",
+    "tanh",
+    "sigmoid",
+    "pow",
+    "isnan",
+    "isinf",
+    "isfinite",
 )
 
 

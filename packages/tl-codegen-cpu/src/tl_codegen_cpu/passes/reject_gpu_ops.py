@@ -21,20 +21,22 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import is_block_barrier
+from tl_ir.builtin_ops import builtin_op_name
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import OP_NAMES
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: TVM builtins with no CPU meaning -> the kernel-language name users wrote.
 GPU_ONLY_BUILTINS: dict[str, str] = {
-    "tirx.tvm_warp_shuffle": "T.shfl_sync (also behind T.shfl_xor and T.warp_reduce_*)",
-    "tirx.tvm_warp_shuffle_up": "T.shfl_up",
-    "tirx.tvm_warp_shuffle_down": "T.shfl_down",
-    "tirx.tvm_warp_activemask": "warp intrinsics",
-    "tirx.ptx_cp_async": "T.async_copy",
-    "tirx.ptx_commit_group": "T.async_copy",
-    "tirx.ptx_wait_group": "T.async_copy",
+    builtin_op_name("tvm_warp_shuffle"): "T.shfl_sync (also behind T.shfl_xor and T.warp_reduce_*)",
+    builtin_op_name("tvm_warp_shuffle_up"): "T.shfl_up",
+    builtin_op_name("tvm_warp_shuffle_down"): "T.shfl_down",
+    builtin_op_name("tvm_warp_activemask"): "warp intrinsics",
 }
+
+#: TVM 0.27 registers the PTX builtins (``cp.async`` and its commit/wait groups among
+#: them) in their own namespace, ``tirx.ptx.``: all of them are GPU-only.
+PTX_NAMESPACE = "tirx.ptx."
 
 _LAUNCH_TAGS = {f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz"}
 
@@ -52,6 +54,10 @@ def find_gpu_only(stmt: tirx.Stmt) -> list[str]:
             found.append("a grid-wide T.sync_threads / T.sync_grid")
         elif name in GPU_ONLY_BUILTINS:
             found.append(GPU_ONLY_BUILTINS[name])
+        elif name.startswith(PTX_NAMESPACE + "cp_async"):
+            found.append(f"T.async_copy ({name})")
+        elif name.startswith(PTX_NAMESPACE):
+            found.append(f"the PTX instruction {name}")
         elif name.startswith("tl.") and name not in OP_NAMES:
             found.append(f"T.{name[3:]}")
 
