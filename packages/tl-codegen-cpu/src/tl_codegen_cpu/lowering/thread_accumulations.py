@@ -37,7 +37,13 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.thread_ir import flatten_seq, is_local, reads_buffer, uses_any
+from tl_codegen_cpu.lowering.thread_ir import (
+    flatten_seq,
+    is_local,
+    reads_buffer,
+    touches_buffer,
+    uses_any,
+)
 from tl_codegen_cpu.lowering.thread_lanes import THREAD_PATH_KEY, laned_sum
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.launch import rebuild_loop
@@ -84,25 +90,6 @@ def reads_buffer_any(expr: Any) -> bool:
     return found
 
 
-def _touches(stmt: Any, buffer: Any) -> bool:
-    found = False
-
-    def load(node: Any) -> None:
-        nonlocal found
-        if node.source.same_as(buffer):
-            found = True
-
-    def store(node: Any) -> None:
-        nonlocal found
-        if node.buffer.same_as(buffer):
-            found = True
-
-    tvm_ffi.structural_walk(
-        stmt, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
-    )
-    return found
-
-
 def lane_shared_accumulations(nest: Any, isa: VectorISA) -> tuple[list[Any], Any, list[Any]]:
     """``(before, nest', after)``: ``nest`` (a region's loop over one thread index) with
     its adds into one block-shared element replaced by stores of the terms; ``before``
@@ -123,7 +110,7 @@ def lane_shared_accumulations(nest: Any, isa: VectorISA) -> tuple[list[Any], Any
             continue
         buffer = statement.buffer
         others = statements[:position] + statements[position + 1 :]
-        if any(_touches(other, buffer) for other in others):
+        if any(touches_buffer(other, buffer) for other in others):
             continue
         terms = tirx.decl_buffer(
             (extent,), str(buffer.ty.dtype), name=f"{buffer.name}_terms", scope=LOCAL

@@ -99,6 +99,26 @@ def reads_buffer(expr: Any, buffer: Any) -> bool:
     return found
 
 
+def touches_buffer(stmt: Any, buffer: Any) -> bool:
+    """Whether ``stmt`` loads from or stores to ``buffer`` anywhere."""
+    found = False
+
+    def load(node: Any) -> None:
+        nonlocal found
+        if node.source.same_as(buffer):
+            found = True
+
+    def store(node: Any) -> None:
+        nonlocal found
+        if node.buffer.same_as(buffer):
+            found = True
+
+    tvm_ffi.structural_walk(
+        stmt, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
+    )
+    return found
+
+
 def is_block_barrier(stmt: Any) -> bool:
     """Whether ``stmt`` is ``T.sync_threads()`` (a barrier among one block's threads)."""
     if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):

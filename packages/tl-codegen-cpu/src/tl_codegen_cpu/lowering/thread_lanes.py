@@ -56,7 +56,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.thread_ir import is_local, reads_buffer, uses_any
+from tl_codegen_cpu.lowering.thread_ir import is_local, reads_buffer, touches_buffer, uses_any
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
 from tl_ir.builtin_ops import builtin_op_names
 from tl_ir.launch import rebuild_loop
@@ -169,25 +169,6 @@ def match_reduction(loop: Any, isa: VectorISA) -> _Reduction | str:
     if lanes < 2:
         return f"extent {extent} has no power-of-two divisor of at least 2"
     return _Reduction(loop, buffer, indices, term, lanes)
-
-
-def _touches(stmt: Any, buffer: Any) -> bool:
-    found = False
-
-    def load(node: Any) -> None:
-        nonlocal found
-        if node.source.same_as(buffer):
-            found = True
-
-    def store(node: Any) -> None:
-        nonlocal found
-        if node.buffer.same_as(buffer):
-            found = True
-
-    tvm_ffi.structural_walk(
-        stmt, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store)], order="post"
-    )
-    return found
 
 
 def _vector_loop(var_name: str, lanes: int, body_of: Any) -> Any:
@@ -328,7 +309,7 @@ class _Laner:
         position, reduction = found[0]
         if any(uses_any(i, {outer.loop_var}) for i in reduction.indices):
             return None
-        if any(_touches(s, reduction.buffer) for i, s in enumerate(items) if i != position):
+        if any(touches_buffer(s, reduction.buffer) for i, s in enumerate(items) if i != position):
             return None
         partial = self._partial_buffer(reduction)
         items[position] = self._update(reduction, partial)
