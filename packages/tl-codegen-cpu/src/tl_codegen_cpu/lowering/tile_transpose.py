@@ -58,7 +58,15 @@ def emit_block_transpose(
         rows_in.append(load if str(buffer.dtype) == dtype else tirx.Cast(vector, load))
     names: list[tuple[tirx.Var, Any]] = []
 
-    def bind(name: str, value: Any) -> tirx.Var:
+    # A bfloat16 block stays one expression per store: TVM's BF16ComputeLegalize retypes
+    # bfloat16 buffers but leaves loads inside a bound value on the old buffer, which
+    # StorageRewrite then refuses ("occurred before its declaration"); LLVM merges the
+    # repeated loads and shuffles.
+    inline = str(buffer.dtype) == "bfloat16"
+
+    def bind(name: str, value: Any) -> Any:
+        if inline:
+            return value
         var = tirx.Var(name, vector)
         names.append((var, value))
         return var
