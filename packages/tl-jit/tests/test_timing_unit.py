@@ -151,3 +151,13 @@ def test_measure_times_real_calls() -> None:
     assert stats.min_ms <= stats.median_ms <= stats.max_ms
     assert stats.warmup_calls >= 4 and stats.warmup_stable is not None
     assert "FLOP/s" in stats.summary()
+
+
+def test_a_cache_flush_counts_in_the_warmup_and_rep_windows() -> None:
+    # Sized by the (near-empty) call alone, this ran 100,000 warm-up calls and as
+    # many timed ones, each behind a 64 MiB flush: minutes for a 1 ms window.
+    from tl_jit.timing import measure
+
+    stats = measure(lambda: None, warmup=5.0, rep=1.0, flush_cache=True)
+    assert stats.warmup_calls < 1000
+    assert len(stats.samples_ms) < 1000

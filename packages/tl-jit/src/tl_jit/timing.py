@@ -300,11 +300,14 @@ def warm_up(
     max_warmup_ms: float | None = None,
     tolerance: float = STABLE_TOLERANCE,
     max_calls: int = 100_000,
+    overhead_ms: float = 0.0,
 ) -> tuple[int, bool | None, float]:
     """Call until at least ``warmup_ms`` passed and two successive windows agree.
 
     A window is about a quarter of ``warmup_ms`` of calls (at least 3). Warm-up gives up
-    after ``max_warmup_ms`` (default: 4x ``warmup_ms``) or ``max_calls`` calls.
+    after ``max_warmup_ms`` (default: 4x ``warmup_ms``) or ``max_calls`` calls. Each call
+    counts as its time plus ``overhead_ms`` (untimed work around it, such as a cache
+    flush) against those budgets.
 
     Returns:
         ``(calls made, stable, the last window's median ms)``; stable is None and the
@@ -313,14 +316,15 @@ def warm_up(
     if warmup_ms <= 0:
         return 0, None, estimate_ms
     limit_ms = 4 * warmup_ms if max_warmup_ms is None else max_warmup_ms
-    window = max(3, min(max_calls, int(warmup_ms / 4 / max(estimate_ms, 1e-6))))
+    per_call_ms = max(estimate_ms + overhead_ms, 1e-6)
+    window = max(3, min(max_calls, int(warmup_ms / 4 / per_call_ms)))
     spent_ms = 0.0
     calls = 0
     previous: float | None = None
     while True:
         times = time_calls(window)
         calls += window
-        spent_ms += sum(times)
+        spent_ms += sum(times) + overhead_ms * window
         current = statistics.median(times)
         settled = previous is not None and is_stable(previous, current, tolerance)
         if settled and spent_ms >= warmup_ms:
@@ -352,7 +356,8 @@ def measure(
             median times agree within ``STABLE_TOLERANCE``.
         rep: milliseconds of timed calls (at least ``MIN_SAMPLES`` calls).
         flops, bytes: work one call does, for the throughput.
-        flush_cache: write a 64 MiB buffer before every call (cold CPU caches).
+        flush_cache: write a 64 MiB buffer before every call (cold CPU caches); the
+            flush's time counts in the ``warmup`` and ``rep`` windows (not in the samples).
         device: ``"cpu"`` (wall clock); the device type of torch's accelerator (its
             events, synchronized through ``torch.accelerator``); or ``"auto"``: the
             accelerator when torch is already imported and has one, else the wall clock.
@@ -386,12 +391,25 @@ def measure(
         if accelerator is None
         else _event_timer(fn, accelerator, flush)
     )
+    # The windows are wall-clock budgets, so a flush counts in them: sized by the
+    # call alone, a near-empty call with a 64 MiB flush ran max_repeats flushes
+    # (minutes) for a 1 ms ``rep``.
+    flush_ms = 0.0
+    if flush is not None:
+        begin = time.perf_counter()
+        flush()
+        flush_ms = (time.perf_counter() - begin) * 1e3
     # The first call sizes the warm-up windows and the timed run.
     estimate_ms = max(time_calls(1)[0], 1e-4)
     warmup_calls, stable, warm_ms = warm_up(
-        time_calls, estimate_ms, warmup, max_warmup_ms=max_warmup, max_calls=max_repeats
+        time_calls,
+        estimate_ms,
+        warmup,
+        max_warmup_ms=max_warmup,
+        max_calls=max_repeats,
+        overhead_ms=flush_ms,
     )
-    count = max(MIN_SAMPLES, min(max_repeats, int(rep / max(warm_ms, 1e-4))))
+    count = max(MIN_SAMPLES, min(max_repeats, int(rep / max(warm_ms + flush_ms, 1e-4))))
     samples = time_calls(count)
     return summarize(
         samples,
