@@ -26,6 +26,20 @@ Artifact = Callable[..., Path]
 torch = pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True, params=["memory", "is_neg"])
+def negative_bit_read(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every case twice: the bit read from memory where the probe found it, and asked of
+    ``is_neg()`` (what the launcher does where the probe finds nothing)."""
+    from tl_runtime import torch_negative_bit
+
+    if request.param == "memory":
+        assert torch_negative_bit.negative_bit_layout(torch.Tensor) is not None
+    else:
+        monkeypatch.setattr(torch_negative_bit, "_probed", True)
+        monkeypatch.setattr(torch_negative_bit, "_layout", None)
+    return str(request.param)
+
+
 def _negate_in_place(x: Any, how: str) -> None:
     """Give ``x`` the negative bit over the very memory it has (same object and address)."""
     address = x.data_ptr()

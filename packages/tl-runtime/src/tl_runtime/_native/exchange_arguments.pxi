@@ -31,15 +31,20 @@ cdef inline int _exchange_argument(Launcher launcher, ParamInfo* p, CallState* s
     data = (<char*>t.data) + t.byte_offset
     if (<uintptr_t>data) & p.align_mask:
         return 0
-    # torch's negative bit (tensor_types.pxi). Asked on every call: the bit can flip on the
+    # torch's negative bit (tensor_types.pxi). Read on every call: the bit can flip on the
     # same object over the same memory (``x.data = x._neg_view()``, ``torch._C._set_neg``)
-    # with nothing else the export shows changing, so no answer can be kept.
-    if launcher.neg_readers[slot] != NULL:
+    # with nothing else the export shows changing, so no answer can be kept. From memory
+    # where the probe found it; else (or with no TensorImpl held) asked through ``is_neg``.
+    flag = 0
+    if launcher.neg_masks[slot] != 0:
+        flag = tl_read_negative_bit(<void*>obj, launcher.neg_object_offsets[slot],
+                                    launcher.neg_impl_offsets[slot], launcher.neg_masks[slot])
+    if (flag < 0 or launcher.neg_masks[slot] == 0) and launcher.neg_readers[slot] != NULL:
         flag = tl_ask(launcher.neg_readers[slot], launcher.neg_modes[slot], <void*>obj)
-        if flag != 0:
-            if flag < 0:
-                PyErr_Clear()   # the slow path asks again and reports it
-            return 0   # lazily negated: the slow path resolves or refuses it
+        if flag < 0:
+            PyErr_Clear()   # the slow path asks again and reports it
+    if flag != 0:
+        return 0   # lazily negated (or unknown): the slow path resolves or refuses it
     if p.strided:
         if not _check_strided(p, st, j, t.shape, t.strides, 1):
             return 0

@@ -31,13 +31,16 @@ include "prepared_launch.pxi"     # launch_prepared: arguments the Python checke
 
 
 cdef class Launcher:
-    """``Launcher(address, specs, n_symbols, slow, outputs_follow, alloc_alignment)``.
+    """``Launcher(address, specs, n_symbols, slow, outputs_follow, alloc_alignment, delegate,
+    negative_bit_layout)``.
 
     Call it with the caller's args. ``specs`` is a list of dicts built by
     tl_runtime.adapters.cython_adapter; ``slow(args)`` runs the complete path; ``outputs_follow(tensor_type) -> bool`` says whether
     outputs are allocated by the framework of that tensor type (torch) rather than numpy;
     numpy outputs are aligned to ``alloc_alignment`` bytes. With ``address`` 0 the launcher
     checks only and then calls ``delegate(*full_args)`` (a tvm-ffi function) itself.
+    ``negative_bit_layout(tensor_type)`` gives where instances hold torch's negative bit
+    (``tl_runtime.torch_negative_bit``) or None: then ``is_neg()`` is asked on each call.
     """
     cdef SafeCall fn
     cdef int nparams
@@ -65,6 +68,11 @@ cdef class Launcher:
     # the type has none; a NULL ``requires_grad`` one: asked with ``getattr`` per call
     cdef void* neg_readers[MAX_TYPES]
     cdef int neg_modes[MAX_TYPES]
+    # where torch's negative bit lies (tl_runtime.torch_negative_bit); mask 0: not known
+    cdef Py_ssize_t neg_object_offsets[MAX_TYPES]
+    cdef Py_ssize_t neg_impl_offsets[MAX_TYPES]
+    cdef uint64_t neg_masks[MAX_TYPES]
+    cdef object negative_bit_layout
     cdef void* grad_readers[MAX_TYPES]
     cdef int grad_modes[MAX_TYPES]
     cdef list names           # parameter names, for the messages of launch_prepared
@@ -73,7 +81,8 @@ cdef class Launcher:
     cdef int check_aliasing   # a written caller tensor and another caller tensor exist
 
     def __init__(self, uintptr_t address, list specs, int n_symbols, slow,
-                 outputs_follow=None, alloc_alignment=64, delegate=None):
+                 outputs_follow=None, alloc_alignment=64, delegate=None,
+                 negative_bit_layout=None):
         if len(specs) > MAX_PARAMS:
             raise ValueError(f"Launcher: at most {MAX_PARAMS} params, got {len(specs)}")
         if alloc_alignment <= 0 or alloc_alignment & (alloc_alignment - 1):
@@ -82,6 +91,7 @@ cdef class Launcher:
             raise ValueError("Launcher: entry address is 0 and no delegate was given")
         self.fn = <SafeCall>address
         self.delegate = delegate
+        self.negative_bit_layout = negative_bit_layout
         self.nparams = len(specs)
         self.nsym = n_symbols
         self.slow = slow

@@ -2,7 +2,8 @@
 # DLPack C exchange API the type publishes (``type(x).__dlpack_c_exchange_api__``), whether
 # outputs follow it, and how to ask its instances' ``is_neg`` and ``requires_grad`` on each
 # call the cheapest way the type allows (``tl_reader_mode``/``tl_ask``, in C). Remembered in
-# the launcher's type table (``_type_slot``), ``MAX_TYPES`` types at most.
+# the launcher's type table (``_type_slot``), ``MAX_TYPES`` types at most. torch's negative bit
+# is read from memory where ``tl_runtime.torch_negative_bit`` found it (two loads, no call).
 
 cdef extern from *:
     """
@@ -33,6 +34,17 @@ cdef extern from *:
         return TL_READ_CALL;
     }
 
+    /* torch's negative bit read where ``tl_runtime.torch_negative_bit`` found and checked it:
+       the TensorImpl pointer at ``object_offset`` of the tensor object, the dispatch key set
+       at ``impl_offset`` of the TensorImpl. 1 or 0; -1: the object holds no TensorImpl. */
+    static inline int tl_read_negative_bit(PyObject* obj, Py_ssize_t object_offset,
+                                           Py_ssize_t impl_offset, uint64_t mask) {
+        const char* impl = *(const char* const*)((const char*)obj + object_offset);
+        if (impl == NULL)
+            return -1;
+        return (*(const uint64_t*)(impl + impl_offset) & mask) != 0;
+    }
+
     /* 1 or 0: the answer's truth; -1: an exception is set. */
     static int tl_ask(PyObject* reader, int mode, PyObject* obj) {
         PyObject* answer;
@@ -53,6 +65,8 @@ cdef extern from *:
     int TL_READ_CALL, TL_READ_METHOD, TL_READ_GETTER
     int tl_reader_mode(object reader, object kind, int property) except -2
     int tl_ask(void* reader, int mode, void* obj) noexcept
+    int tl_read_negative_bit(void* obj, Py_ssize_t object_offset, Py_ssize_t impl_offset,
+                             uint64_t mask) noexcept
 
 
 cdef const DLPackExchangeAPI* _exchange_api(object api_obj):
@@ -96,6 +110,9 @@ cdef int _type_slot(Launcher launcher, object obj) except -2:
     if not callable(neg_reader):
         neg_reader = None
     neg_mode = TL_READ_CALL if neg_reader is None else tl_reader_mode(neg_reader, kind, 0)
+    neg_layout = None
+    if neg_reader is not None and launcher.negative_bit_layout is not None:
+        neg_layout = launcher.negative_bit_layout(kind)   # (object offset, impl offset, mask)
     # the attribute as the type holds it (a getter), not as the class returns it
     grad_reader = next((vars(base)["requires_grad"] for base in kind.__mro__
                         if "requires_grad" in vars(base)), None)
@@ -115,6 +132,11 @@ cdef int _type_slot(Launcher launcher, object obj) except -2:
     launcher.type_refs.append((kind, neg_reader, grad_reader))   # keeps them (and the API) alive
     launcher.neg_readers[i] = <void*>neg_reader if neg_reader is not None else NULL
     launcher.neg_modes[i] = neg_mode
+    launcher.neg_masks[i] = 0
+    if neg_layout is not None:
+        launcher.neg_object_offsets[i] = neg_layout[0]
+        launcher.neg_impl_offsets[i] = neg_layout[1]
+        launcher.neg_masks[i] = neg_layout[2]
     launcher.grad_readers[i] = <void*>grad_reader if grad_reader is not None else NULL
     launcher.grad_modes[i] = grad_mode
     launcher.types[i] = tp

@@ -37,6 +37,7 @@ from tl_runtime.launcher_sources import (
     write_launcher_source,
 )
 from tl_runtime.manifest import Manifest
+from tl_runtime.torch_negative_bit import negative_bit_layout
 from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
 _MODULE_NAME = "tl_rt_launcher"
@@ -292,7 +293,14 @@ def make_launcher(
     """
     specs, n_symbols = launcher_specs(checker.plan)
     return extension.Launcher(
-        address, specs, n_symbols, slow, outputs_follow, checker.allocation_alignment, delegate
+        address,
+        specs,
+        n_symbols,
+        slow,
+        outputs_follow,
+        checker.allocation_alignment,
+        delegate,
+        negative_bit_layout,
     )
 
 
