@@ -14,6 +14,7 @@ import pytest
 from tl_runtime import launcher_sources
 from tl_runtime.adapters import cython_adapter
 from tl_runtime.launcher_sources import (
+    DIGEST_PIECE,
     LAUNCHER_DIR,
     ROOT_NAME,
     launcher_source_digest,
@@ -37,8 +38,10 @@ def test_the_source_is_the_root_and_its_pieces() -> None:
     pieces = sorted(name for name in source if name != ROOT_NAME)
     assert ROOT_NAME in source and len(pieces) >= 2, sorted(source)
     included = {name.decode() for content in source.values() for name in INCLUDE.findall(content)}
-    # every include names a hashed piece, and every hashed piece is included
-    assert included == set(pieces)
+    # every include names a hashed piece or the generated digest stamp, and every hashed
+    # piece is included
+    assert included == {*pieces, DIGEST_PIECE}
+    assert not (LAUNCHER_DIR / DIGEST_PIECE).exists()  # the build writes it, never the tree
     for name, content in source.items():
         text = content.decode()
         assert len(text.splitlines()) <= 500, f"{name}: past the ~500-line rule"
@@ -79,11 +82,15 @@ def test_the_snapshot_written_for_cython_is_the_one_hashed(tmp_path: Path) -> No
     root = write_launcher_source(source, tmp_path, "tl_rt_launcher")
     assert root == tmp_path / "tl_rt_launcher.pyx"
     written = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    stamp = written.pop(DIGEST_PIECE).decode()
     assert written == {
         ("tl_rt_launcher.pyx" if n == ROOT_NAME else n): c for n, c in source.items()
     }
+    assert stamp == f'SOURCE_DIGEST = "{launcher_source_digest(source)}"\n'
     with pytest.raises(ValueError, match=r"launcher\.pyx"):
         write_launcher_source({"params.pxi": b""}, tmp_path, "m")
+    with pytest.raises(ValueError, match=DIGEST_PIECE):
+        write_launcher_source({**source, DIGEST_PIECE: b""}, tmp_path, "m")
 
 
 def test_build_keys_and_the_built_index_follow_every_piece(

@@ -242,3 +242,23 @@ def test_bad_launcher_variable_is_named(artifact: Artifact, tmp_path: Path) -> N
         assert proc.returncode == 0, proc.stderr
         assert "AdapterUnavailableError TL_RUNTIME_LAUNCHER=" in proc.stdout, proc.stdout
         assert value in proc.stdout
+
+
+def test_a_launcher_built_from_other_sources_is_refused_by_name(tmp_path: Path) -> None:
+    """``$TL_RUNTIME_LAUNCHER`` naming a launcher of another tl-runtime (its ``Launcher`` takes
+    other arguments) is refused when loaded, naming the variable and both source digests,
+    instead of failing with a TypeError at the first call."""
+    from tl_runtime.adapters.cython_adapter import _import_prebuilt, launcher_extension
+    from tl_runtime.errors import AdapterUnavailableError
+    from tl_runtime.launcher_sources import launcher_source_digest, read_launcher_source
+
+    current = launcher_source_digest(read_launcher_source())
+    assert current == launcher_extension().SOURCE_DIGEST  # the build stamps what it built
+    old = tmp_path / "old_launcher.py"  # an importable stand-in for another build
+    old.write_text(f"class Launcher: pass\nSOURCE_DIGEST = {'0' * 64!r}\n")
+    with pytest.raises(AdapterUnavailableError, match="built from other launcher sources") as info:
+        _import_prebuilt(old)
+    assert "TL_RUNTIME_LAUNCHER=" in str(info.value) and current in str(info.value)
+    same = tmp_path / "same_launcher.py"
+    same.write_text(f"class Launcher: pass\nSOURCE_DIGEST = {current!r}\n")
+    assert current == _import_prebuilt(same).SOURCE_DIGEST

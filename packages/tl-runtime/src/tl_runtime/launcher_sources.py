@@ -21,6 +21,10 @@ from pathlib import Path
 LAUNCHER_DIR = Path(__file__).resolve().parent / "_native"
 ROOT_NAME = "launcher.pyx"
 PIECE_SUFFIX = ".pxi"
+#: The piece `write_launcher_source` generates beside the snapshot: the snapshot's digest as
+#: the module's ``SOURCE_DIGEST``, so a built launcher says what it was built from. Never
+#: part of a snapshot (nor of the installed source).
+DIGEST_PIECE = "source_digest.pxi"
 
 
 def read_launcher_source(directory: Path = LAUNCHER_DIR) -> dict[str, bytes]:
@@ -33,7 +37,10 @@ def read_launcher_source(directory: Path = LAUNCHER_DIR) -> dict[str, bytes]:
     Raises:
         OSError: ``directory`` has no ``launcher.pyx``, or a piece cannot be read.
     """
-    names = [ROOT_NAME, *(path.name for path in directory.glob(f"*{PIECE_SUFFIX}"))]
+    names = [
+        ROOT_NAME,
+        *(path.name for path in directory.glob(f"*{PIECE_SUFFIX}") if path.name != DIGEST_PIECE),
+    ]
     return {name: (directory / name).read_bytes() for name in sorted(names)}
 
 
@@ -54,17 +61,20 @@ def launcher_source_digest(source: Mapping[str, bytes]) -> str:
 def write_launcher_source(source: Mapping[str, bytes], directory: Path, module_name: str) -> Path:
     """Write a snapshot into ``directory`` for Cython: the root as ``<module_name>.pyx``
     (Cython names the module after the file), the pieces under their own names beside it
-    (where its ``include`` statements find them). Returns the ``.pyx`` path.
+    (where its ``include`` statements find them), and `DIGEST_PIECE` holding the snapshot's
+    `launcher_source_digest` as ``SOURCE_DIGEST``. Returns the ``.pyx`` path.
 
     Raises:
-        ValueError: the snapshot has no ``launcher.pyx``.
+        ValueError: the snapshot has no ``launcher.pyx``, or holds a file named `DIGEST_PIECE`.
     """
-    if ROOT_NAME not in source:
+    if ROOT_NAME not in source or DIGEST_PIECE in source:
         raise ValueError(
-            f"write_launcher_source: expected a snapshot holding {ROOT_NAME!r}, got the "
-            f"files {sorted(source)}"
+            f"write_launcher_source: expected a snapshot holding {ROOT_NAME!r} and no "
+            f"{DIGEST_PIECE!r}, got the files {sorted(source)}"
         )
     root = directory / f"{module_name}.pyx"
     for name, content in source.items():
         (root if name == ROOT_NAME else directory / name).write_bytes(content)
+    stamp = f'SOURCE_DIGEST = "{launcher_source_digest(source)}"\n'
+    (directory / DIGEST_PIECE).write_text(stamp, encoding="ascii")
     return root

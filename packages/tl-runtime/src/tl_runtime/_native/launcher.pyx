@@ -28,6 +28,7 @@ include "tensor_types.pxi"        # per-type facts: exchange API, is_neg/require
 include "exchange_arguments.pxi"  # DLPack exchange API (torch) arguments
 include "outputs.pxi"             # out_idx outputs (numpy or the first tensor's framework)
 include "prepared_launch.pxi"     # launch_prepared: arguments the Python checker normalized
+include "source_digest.pxi"       # SOURCE_DIGEST: written by the build, not part of the source
 
 
 cdef class Launcher:

@@ -82,9 +82,20 @@ def _import_prebuilt(path: Path) -> ModuleType:
         except (ImportError, OSError, NativeBuildError) as exc:
             problem = f"it cannot be imported: {exc}"
         else:
-            if hasattr(module, "Launcher"):
+            built_from = getattr(module, "SOURCE_DIGEST", None)
+            try:
+                expected = launcher_source_digest(read_launcher_source())
+            except OSError as exc:
+                expected = f"unreadable ({exc})"
+            if not hasattr(module, "Launcher"):
+                problem = "it is not a tl-runtime launcher (it defines no Launcher)"
+            elif built_from != expected:
+                problem = (
+                    f"it was built from other launcher sources (source digest {built_from}; "
+                    f"this tl-runtime's sources in {LAUNCHER_DIR} have {expected})"
+                )
+            else:
                 return module
-            problem = "it is not a tl-runtime launcher (it defines no Launcher)"
     raise AdapterUnavailableError(
         f"TL_RUNTIME_LAUNCHER={str(path)!r}: expected the path of a built tl-runtime Cython "
         f"launcher extension; {problem}. Unset it to build the launcher on first use, or "
