@@ -92,14 +92,32 @@ def test_a_disagreement_with_is_neg_means_no_layout(
     assert negative_bit_layout(torch.Tensor) is None
 
 
-def test_a_probe_that_raises_means_no_layout(
+def test_a_probe_that_raises_means_no_layout_for_now_and_is_tried_again(
     fresh_probe: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    calls = []
+
     def refuse(tensor: Any, on: bool) -> None:
+        calls.append(on)
         raise RuntimeError("no _set_neg here")
 
+    monkeypatch.setattr(torch_negative_bit, "_failed_probes", 0)
     monkeypatch.setattr(torch._C, "_set_neg", refuse)
-    assert negative_bit_layout(torch.Tensor) is None
+    for _ in range(torch_negative_bit._PROBE_TRIES + 2):
+        assert negative_bit_layout(torch.Tensor) is None
+    assert len(calls) == torch_negative_bit._PROBE_TRIES  # then it gives up
+
+
+def test_the_probe_ignores_the_callers_default_device_and_inference_mode(
+    fresh_probe: None,
+) -> None:
+    expected = torch_negative_bit._probe(torch)
+    torch.set_default_device("meta")
+    try:
+        with torch.inference_mode():
+            assert negative_bit_layout(torch.Tensor) == expected is not None
+    finally:
+        torch.set_default_device(None)
 
 
 _DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int64]

@@ -43,7 +43,10 @@ _WORD = 8
 # 184-byte TensorImpl in torch 2.13); the allocation's usable size bounds it further.
 _IMPL_SCAN_LIMIT = 1024
 
+_PROBE_TRIES = 3
+
 _lock = threading.Lock()
+_failed_probes = 0
 _probed = False
 _layout: NegativeBitLayout | None = None
 
@@ -65,14 +68,20 @@ def negative_bit_layout(kind: type) -> NegativeBitLayout | None:
         return None
     if kind.__basicsize__ < base.__basicsize__ or not _answers_as_torch(torch, kind):
         return None
-    global _probed, _layout
+    global _probed, _layout, _failed_probes
     with _lock:
         if not _probed:
             try:
-                _layout = _probe(torch)
-            except Exception:  # any surprise in torch's private API: keep asking is_neg()
+                with torch.inference_mode(False), torch.enable_grad():
+                    _layout = _probe(torch)
+                _probed = True
+            except Exception:
+                # A surprise in torch's private API, or a mode the caller has active (a
+                # dispatch mode refusing plain tensors): ask is_neg() for now, probe again at
+                # the next new tensor type, and give up after a few tries.
                 _layout = None
-            _probed = True
+                _failed_probes += 1
+                _probed = _failed_probes >= _PROBE_TRIES
         return _layout
 
 
@@ -145,7 +154,7 @@ def _probe(torch: Any) -> NegativeBitLayout | None:
     usable_size = _usable_size_reader()
     if usable_size is None:
         return None
-    tensor = torch.zeros(3)
+    tensor = torch.zeros(3, device="cpu")
     impl_size = int(usable_size(tensor._cdata))
     object_offset = _object_offset(tensor, base)
     if object_offset is None or impl_size < _WORD:
@@ -170,14 +179,14 @@ def _probe(torch: Any) -> NegativeBitLayout | None:
 
 def _samples(torch: Any) -> list[Any]:
     """Tensors with and without the bit, made every way it can be set or kept."""
-    plain = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    swapped = torch.ones(4)
+    plain = torch.arange(12, dtype=torch.float32, device="cpu").reshape(3, 4)
+    swapped = torch.ones(4, device="cpu")
     swapped.data = swapped._neg_view()
-    flipped_back = torch.ones(4)._neg_view()
-    flipped_back.data = torch.ones(4)
-    forced = torch.ones(5)
+    flipped_back = torch.ones(4, device="cpu")._neg_view()
+    flipped_back.data = torch.ones(4, device="cpu")
+    forced = torch.ones(5, device="cpu")
     torch._C._set_neg(forced, True)
-    complex_values = torch.ones(3, dtype=torch.complex64)
+    complex_values = torch.ones(3, dtype=torch.complex64, device="cpu")
     subclass = type("ProbeSubclass", (torch.Tensor,), {})
 
     samples = [
@@ -192,11 +201,11 @@ def _samples(torch: Any) -> list[Any]:
         complex_values.conj().imag,
         complex_values.conj().real,
         complex_values.imag,
-        torch.zeros((), dtype=torch.float64),
-        torch.zeros(2, dtype=torch.int8)._neg_view(),
-        torch.zeros(2, dtype=torch.bool),
-        torch.zeros(2, dtype=torch.float16, requires_grad=True),
-        torch.nn.Parameter(torch.ones(2)),
+        torch.zeros((), dtype=torch.float64, device="cpu"),
+        torch.zeros(2, dtype=torch.int8, device="cpu")._neg_view(),
+        torch.zeros(2, dtype=torch.bool, device="cpu"),
+        torch.zeros(2, dtype=torch.float16, device="cpu", requires_grad=True),
+        torch.nn.Parameter(torch.ones(2, device="cpu")),
         plain.as_subclass(subclass),
         plain._neg_view().as_subclass(subclass),
         torch.from_numpy(plain.numpy()) if _has_numpy() else plain.clone(),
