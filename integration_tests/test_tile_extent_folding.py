@@ -157,6 +157,47 @@ def test_a_bound_from_a_scalar_assigned_twice_covers_its_run_time_value(
     np.testing.assert_array_equal(kernel(a, np.array([16], np.int32)), expected)
 
 
+def moved_offset(through_copy: bool, N: int = 64) -> Any:
+    # `start` is read from Offsets[0], then the kernel moves Offsets[0] on by 8 and reads it
+    # again for `end`: `end - start` is 48 where it is read. Substituting `start` by its
+    # value (the load Offsets[0]) would read Offsets after the write and prove 40.
+    @T.prim_func
+    def main(
+        A: T.Tensor((N,), "float32"), Offsets: T.Tensor((1,), "int32"), B: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(1, threads=32) as _bx:
+            for i in T.Parallel(N):
+                B[i] = -1.0
+            start = Offsets[0]
+            Offsets[0] = start + 8
+            end = Offsets[0] + 40
+            if through_copy:
+                S = T.alloc_shared((N,), "float32")
+                T.fill(S, 0.0)
+                T.copy(A[start:end], S)
+                T.copy(S, B)
+            else:
+                for i in T.Parallel(T.min(end - start, N)):
+                    B[i] = A[start + i]
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+@pytest.mark.parametrize("through_copy", [False, True])
+def test_a_bound_through_memory_the_kernel_writes_covers_its_run_time_value(
+    through_copy: bool, target: str
+) -> None:
+    # 48 elements copied (the copy's extent was folded to 40 and refused, the loop ran 40)
+    kernel = tl_jit.compile(moved_offset(through_copy), out_idx=[2], target=target)
+    a = np.arange(64, dtype=np.float32)
+    offsets = np.array([16], np.int32)
+    expected = np.full(64, 0.0 if through_copy else -1.0, np.float32)
+    expected[:48] = a[16:64]
+    np.testing.assert_array_equal(kernel(a, offsets), expected)
+    assert offsets[0] == 24
+
+
 def test_a_parallel_extent_through_a_scalar_assigned_twice_has_no_bound() -> None:
     with pytest.raises(tl_ir.KernelTypeError, match="run-time extent end - start has no"):
 

@@ -10,6 +10,13 @@ analyzer sees what the expression computes (``kv_end - kv_start`` with
 ``block_N``). A scalar stored more than once is left as a read: its value depends on
 where it is read, so nothing is substituted for it, and `reads_assigned` tells a
 caller that needs an exact value that the result still depends on such a scalar.
+
+The same holds for memory the kernel writes: ``start = Offsets[0]`` followed by
+``Offsets[0] = start + 8`` and ``end = Offsets[0] + 40`` makes ``end - start`` 48, but
+substituting ``start`` by ``Offsets[0]`` would read ``Offsets`` after the write and
+prove 40. So `reads_assigned` also answers yes for a read of any buffer the body writes
+(a store, a tile op's written region, an atomic, an address or handle passed to a call):
+a value reading one is not known where it is substituted.
 """
 
 from __future__ import annotations
@@ -35,6 +42,11 @@ def _is_scalar(buffer: Any) -> bool:
     return all(isinstance(e, tirx.IntImm) and int(e.value) == 1 for e in buffer.ty.shape)
 
 
+def _is_buffer(var: Any) -> bool:
+    """Whether ``var`` names a buffer (its type is a buffer type), not a scalar value."""
+    return "BufferType" in type(getattr(var, "ty", None)).__name__
+
+
 class ScalarBindings:
     """The let bindings and scalar stores of one kernel body."""
 
@@ -43,6 +55,8 @@ class ScalarBindings:
         #: Every let-bound variable of the body with its value.
         self.lets: dict[Any, Any] = {}
         self._stores: dict[Any, list[Any]] = {}
+        #: The buffers the body writes other than by a scalar's store.
+        self._written: set[Any] = set()
 
         def bind(node: Any) -> None:
             self.lets[node.var] = node.value
@@ -50,10 +64,31 @@ class ScalarBindings:
         def record(store: Any) -> None:
             if _is_scalar(store.buffer):
                 self._stores.setdefault(store.buffer, []).append(store.value)
+            else:
+                self._written.add(store.buffer)
 
         for kind in (tirx.Bind, tirx.LetStmt):
             tvm_ffi.structural_walk(body, (kind, bind), order="pre")
         tvm_ffi.structural_walk(body, (tirx.BufferStore, record), order="pre")
+        tvm_ffi.structural_walk(body, (tvm.ir.Call, self._record_call_writes), order="pre")
+
+    def _record_call_writes(self, call: Any) -> None:
+        """Buffers a call may write: a ``tl.region`` with the write bit, the buffer under an
+        ``address_of``, and any buffer whose data pointer or handle is taken
+        (``buffer_data``, ``tvm_access_ptr``, a buffer passed to an extern call)."""
+        name = str(getattr(call.op, "name", ""))
+        args = list(call.args)
+        if name == "tl.region":
+            mask = args[1] if len(args) > 1 else None
+            writes = not isinstance(mask, tirx.IntImm) or bool(int(mask.value) & 2)
+            if writes and args and isinstance(args[0], tvm.ir.TensorLoad):
+                self._written.add(args[0].source)
+            return
+        for arg in args:
+            if isinstance(arg, tvm.ir.TensorLoad) and name.endswith("address_of"):
+                self._written.add(arg.source)
+            elif isinstance(arg, tvm.ir.Var) and _is_buffer(arg):
+                self._written.add(arg)
 
     def resolve(self, expr: Any, depth: int = 0) -> Any:
         """``expr`` with every let-bound variable and every read of a scalar stored once
@@ -76,11 +111,11 @@ class ScalarBindings:
 
     def reads_assigned(self, expr: Any) -> bool:
         """Whether ``expr`` reads a scalar the body assigns (after `resolve`: one stored
-        more than once, or one past the substitution depth)."""
+        more than once, or one past the substitution depth) or a buffer the body writes."""
         hit = [False]
 
         def visit(node: Any) -> None:
-            if node.source in self._stores:
+            if node.source in self._stores or node.source in self._written:
                 hit[0] = True
 
         tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="pre")

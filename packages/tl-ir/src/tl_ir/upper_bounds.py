@@ -13,7 +13,9 @@ arms first (``T.min(bx * 16 + 16, n) - bx * 16`` is ``T.min(16, n - bx * 16)``, 
 A name is replaced by its value only when that value reads no scalar the kernel stores
 more than once: ``end = start + 32`` followed by ``start = start - 8`` makes
 ``end - start`` 40 where it is read, but substituting ``end`` would mix the old
-``start`` with the new one and prove 32, a loop too short. Such a name stays opaque, so
+``start`` with the new one and prove 32, a loop too short; likewise a value read from
+memory the kernel writes (``start = Offsets[0]`` before ``Offsets[0] = start + 8``).
+Such a name stays opaque, so
 the bound comes only from what the expression reads directly (``T.min(end - start,
 64)`` is still at most 64).
 """
