@@ -392,6 +392,8 @@ def test_an_int_enum_member_and_scalar_subclasses_render_apart_from_plain_values
     ]
     assert len(set(renderings)) == len(renderings)
     assert canonical_value(Scaled(1)) == canonical_value(Scaled(1))
+    # The compiler's dtype objects are their names (the same kernel either way).
+    assert canonical_value(T.float16) == canonical_value("float16")
 
 
 def test_an_attribute_read_through_a_user_submodule_changes_the_key(tmp_path: Path) -> None:

@@ -81,6 +81,8 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         return _scalar_rendering(value)
     if isinstance(value, tuple(_SCALAR_TYPES)):  # a subclass (numpy.float64, a user int)
         base = next(t for t in _SCALAR_TYPES if isinstance(value, t))
+        if base is str and is_compiler_module_name(type(value).__module__):
+            return str.__str__(value)  # a dtype object is its name: T.float16 == "float16"
         return {
             "subclass": _class_rendering(type(value), _seen),
             "value": _scalar_rendering(_EXACT[base](value)),
