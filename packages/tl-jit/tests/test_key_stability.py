@@ -392,6 +392,9 @@ def test_an_int_enum_member_and_scalar_subclasses_render_apart_from_plain_values
     ]
     assert len(set(renderings)) == len(renderings)
     assert canonical_value(Scaled(1)) == canonical_value(Scaled(1))
+    tagged, other = Scaled(1), Scaled(1)
+    tagged.unit = "ms"  # type: ignore[attr-defined]
+    assert canonical_value(tagged) != canonical_value(other)
     # The compiler's dtype objects are their names (the same kernel either way).
     assert canonical_value(T.float16) == canonical_value("float16")
 

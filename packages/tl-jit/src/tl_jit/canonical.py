@@ -83,10 +83,14 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         base = next(t for t in _SCALAR_TYPES if isinstance(value, t))
         if base is str and is_compiler_module_name(type(value).__module__):
             return str.__str__(value)  # a dtype object is its name: T.float16 == "float16"
-        return {
+        rendering = {
             "subclass": _class_rendering(type(value), _seen),
             "value": _scalar_rendering(_EXACT[base](value)),
         }
+        state = getattr(value, "__dict__", None)
+        if state:  # attributes the user's subclass set on the value
+            rendering["state"] = canonical_value(dict(sorted(state.items())), _seen=_seen)
+        return rendering
     if isinstance(value, tuple | list):
         return [type(value).__name__, [canonical_value(v, _seen=_seen) for v in value]]
     # Sets and dicts in iteration order: a builder that iterates one builds its kernel
