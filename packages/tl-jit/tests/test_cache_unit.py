@@ -16,6 +16,7 @@ import pytest
 
 from tl_jit import cache as cache_module
 from tl_jit.cache import CacheWarning, KernelCache
+from tl_jit.errors import CacheError
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -182,3 +183,25 @@ def test_keys_follow_what_they_cover(fake_backend: Any) -> None:
     assert repr(big) == repr(changed)
     assert canonical_value(big) != canonical_value(changed)
     assert canonical_value(big) == canonical_value(big.copy())
+
+
+def test_a_root_to_be_made_in_a_world_writable_directory_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Passed the root check (absent), was created there, and the first compile failed
+    # later with an InsecureArtifactError about an entry directory, not the root.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("TL_CACHE_DIR", str(shared / "cache"))
+    with pytest.raises(CacheError, match=r"cache root .*shared/cache would be created inside"):
+        cache_module.default_cache().get_or_build("f" * 64, lambda d: _write_entry(d, os.devnull))
+    assert not (shared / "cache").exists()
+
+
+def test_clear_refuses_a_root_that_is_a_file(tmp_path: Path) -> None:
+    # `tl cache clear` said "removed 0 kernel entries from <file>".
+    root = tmp_path / "not-a-directory"
+    root.write_text("")
+    with pytest.raises(CacheError, match="is not a directory"):
+        KernelCache(root).clear()

@@ -36,3 +36,29 @@ def test_kernel_code_exiting_mid_command_is_a_failure(
     status = cli.main(["compile", f"{kernel_file}:f", "--out", str(tmp_path / "artifact")])
     assert status == 1
     assert "called sys.exit(0) before 'tl compile' finished" in capsys.readouterr().err
+
+
+def test_an_argument_given_twice_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--arg N=256 --arg N=512` compiled N=512 without a word.
+    kernel_file = tmp_path / "builder.py"
+    kernel_file.write_text("def f(N):\n    raise AssertionError('never built')\n")
+    out = tmp_path / "artifact"
+    argv = ["compile", f"{kernel_file}:f", "--arg", "N=256", "--arg", "N=512", "--out", str(out)]
+    assert cli.main(argv) == 1
+    assert "--arg: expected each NAME once, got N twice (N=256 and 'N=512')" in (
+        capsys.readouterr().err
+    )
+    assert not out.exists()
+
+
+def test_a_kernel_file_that_is_a_fifo_is_named_for_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    fifo = tmp_path / "kernel.py"
+    os.mkfifo(fifo)
+    assert cli.main(["compile", f"{fifo}:f", "--out", str(tmp_path / "artifact")]) == 1
+    assert f"{fifo}: expected a Python file, got a FIFO" in capsys.readouterr().err

@@ -343,3 +343,80 @@ def test_an_abstract_base_class_in_the_users_code_stays_keyable(tmp_path: Path) 
     first = _key(module, n=4)
     module.Base.BLOCK = 32
     assert _key(module, n=4) != first
+
+
+# ------------------------------------------- iteration order, scalar subclasses, submodules
+def test_dicts_and_sets_are_keyed_in_their_iteration_order() -> None:
+    # A builder that iterates a dict builds its kernel in that order: equal dicts (and
+    # equal sets) in another order can build another kernel.
+    assert canonical_value({"a": 2, "b": 3}) != canonical_value({"b": 3, "a": 2})
+    assert canonical_value({"a": 2, "b": 3}) == canonical_value({"a": 2, "b": 3})
+    first, second = {1, 9}, {9, 1}  # one hash bucket: iteration follows insertion
+    assert list(first) != list(second)
+    assert canonical_value(first) != canonical_value(second)
+
+
+def test_a_dict_argument_in_another_order_builds_its_own_kernel(cache_dir: Path) -> None:
+    @tl_jit.jit(out_idx=[-1], target="c")
+    def weighted(N, weights):
+        first, second = weights.values()
+
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=1) as _bx:
+                for i in T.serial(N):
+                    B[i] = A[i] * first - second
+
+        return main
+
+    a = np.ones(4, np.float32)
+    np.testing.assert_array_equal(weighted(4, {"a": 2.0, "b": 3.0})(a), np.full(4, -1.0))
+    np.testing.assert_array_equal(weighted(4, {"b": 3.0, "a": 2.0})(a), np.full(4, 1.0))
+
+
+def test_an_int_enum_member_and_scalar_subclasses_render_apart_from_plain_values() -> None:
+    import enum
+
+    class Mode(enum.IntEnum):
+        FAST = 1
+
+    class Other(enum.IntEnum):
+        FAST = 1
+
+    class Scaled(int):
+        pass
+
+    renderings = [
+        json.dumps(canonical_value(v))
+        for v in (1, Mode.FAST, Other.FAST, Scaled(1), 1.5, np.float64(1.5))
+    ]
+    assert len(set(renderings)) == len(renderings)
+    assert canonical_value(Scaled(1)) == canonical_value(Scaled(1))
+    tagged, other = Scaled(1), Scaled(1)
+    tagged.unit = "ms"  # type: ignore[attr-defined]
+    assert canonical_value(tagged) != canonical_value(other)
+    # The compiler's dtype objects are their names (the same kernel either way).
+    assert canonical_value(T.float16) == canonical_value("float16")
+
+
+def test_an_attribute_read_through_a_user_submodule_changes_the_key(tmp_path: Path) -> None:
+    package = tmp_path / "ks_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import sub\n")
+    (package / "sub.py").write_text("BLOCK = 32\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = _load(
+            tmp_path / "ks_chain.py",
+            "ks_chain",
+            "import ks_pkg\n\ndef build(n):\n    return ks_pkg.sub.BLOCK * n\n",
+        )
+        first = _key(module, n=2)
+        module.ks_pkg.sub.BLOCK = 64
+        assert _key(module, n=2) != first
+        module.ks_pkg.sub.BLOCK = 32
+        assert _key(module, n=2) == first
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("ks_pkg", "ks_pkg.sub", "ks_chain"):
+            sys.modules.pop(name, None)

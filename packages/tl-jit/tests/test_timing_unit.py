@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,8 +38,8 @@ def test_throughput_from_flops_and_bytes() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"flops": 0}, "flops: expected a number > 0"),
-        ({"bytes": -1}, "bytes: expected a number > 0"),
+        ({"flops": 0}, "flops: expected a finite number > 0"),
+        ({"bytes": -1}, "bytes: expected a finite number > 0"),
         ({"flops": True}, "flops"),
     ],
 )
@@ -142,6 +143,19 @@ def test_measure_validates_before_calling() -> None:
     for kwargs in ({"rep": 0}, {"warmup": -1}, {"flops": 0}, {"max_repeats": 0}):
         with pytest.raises(ValueError):
             measure(lambda: calls.append(1), **kwargs)  # type: ignore[arg-type]
+    assert not calls
+
+
+@pytest.mark.parametrize("name", ["rep", "warmup", "max_warmup", "flops", "bytes"])
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_measure_refuses_a_window_or_work_that_is_not_finite_by_name(
+    name: str, value: float
+) -> None:
+    # rep=nan or warmup=inf reached int() after calls had run: "cannot convert float NaN
+    # to integer", naming nothing; max_warmup=nan and flops=inf were taken.
+    calls: list[int] = []
+    with pytest.raises(ValueError, match=rf"^{name}: expected a finite number"):
+        measure(lambda: calls.append(1), device="cpu", **{name: value})  # type: ignore[arg-type]
     assert not calls
 
 

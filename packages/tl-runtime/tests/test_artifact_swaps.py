@@ -149,3 +149,34 @@ def test_a_subdirectory_in_place_of_a_file_is_refused(artifact_copy: Artifact) -
     (directory / "vadd.so").mkdir()
     with pytest.raises(ArtifactError, match="expected a regular file, got a directory"):
         tl_runtime.load(directory)
+
+
+def test_the_source_is_the_verified_one_after_a_swap(artifact_copy: Artifact) -> None:
+    # kernel.source read the artifact's path on every access: after a deploy replaced the
+    # file it showed the other kernel's source (and a FIFO there blocked it forever).
+    live = artifact_copy("vadd", out_idx=(2,), target="c")
+    kernel = tl_runtime.load(live)
+    verified = (live / "vadd.c").read_text()
+    assert kernel.source == verified
+    (live / "vadd.c").unlink()
+    os.mkfifo(live / "vadd.c")
+    import threading
+
+    seen: list[str | None] = []
+    reader = threading.Thread(target=lambda: seen.append(kernel.source), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert not reader.is_alive(), "kernel.source opened the FIFO put in the artifact"
+    assert seen == [verified]
+
+
+def test_a_kernel_refuses_pickling_by_name_and_copies_as_itself(artifact: Artifact) -> None:
+    import copy
+    import pickle
+
+    kernel = tl_runtime.load(artifact("vadd", out_idx=(2,)))
+    with pytest.raises(
+        TypeError, match=r"tl_runtime.Kernel cannot be pickled \(vadd.*tl_runtime.load"
+    ):
+        pickle.dumps(kernel)
+    assert copy.copy(kernel) is kernel and copy.deepcopy(kernel) is kernel

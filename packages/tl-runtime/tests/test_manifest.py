@@ -123,9 +123,17 @@ def test_invalid_param_is_refused(kwargs: dict[str, object], needle: str) -> Non
         ParamSpec("A", **{"dtype": "float32", **kwargs})  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("path", ["/abs.so", "../up.so", "", "manifest.json"])
+@pytest.mark.parametrize("path", ["/abs.so", "../up.so", "", "manifest.json", "./manifest.json"])
 def test_file_paths_must_stay_inside(path: str) -> None:
     with pytest.raises(ArtifactError, match="relative path"):
+        FileEntry(path, "0" * 64)
+
+
+@pytest.mark.parametrize("path", ["./lib.so", "lib.so/.", "sub//lib.so"])
+def test_a_file_path_has_one_spelling(path: str) -> None:
+    # Two spellings of one file passed the unique-paths check, and load() then failed
+    # writing its private copy with a FileExistsError naming a temp path.
+    with pytest.raises(ArtifactError, match=r"file path: expected a normalized path"):
         FileEntry(path, "0" * 64)
 
 

@@ -103,3 +103,14 @@ def test_set_num_threads_accepts_the_bound() -> None:
     finally:
         with contextlib.suppress(RuntimeError):
             tl_runtime.set_num_threads(0)
+
+
+def test_a_thread_count_of_any_integer_type_is_a_count_and_a_bool_is_not() -> None:
+    import numpy as np
+
+    # np.int64(2) (a count computed with numpy) was refused as "expected an int".
+    assert thread_team.validate_thread_count(np.int64(2)) == 2
+    assert type(thread_team.validate_thread_count(np.int32(1))) is int
+    for count in (True, np.bool_(True), 2.0, "2", np.int64(-1)):
+        with pytest.raises(ValueError, match=r"set_num_threads: count: expected an int >= 0"):
+            thread_team.validate_thread_count(count)

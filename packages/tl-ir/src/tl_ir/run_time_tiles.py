@@ -94,11 +94,12 @@ def run_time_extent_error(what: str | None, buffer_name: str, extent: Any) -> Un
 @dataclass(frozen=True)
 class _Axis:
     """One loop of an expanded tile op: the dims it walks in each operand, its
-    compile-time trip count and the run-time extents guarding it."""
+    compile-time trip count and the run-time extents guarding it, each with the first
+    index of its region along the dim (``(start, extent)``)."""
 
     dims: tuple[int, ...]
     bound: int
-    guards: tuple[Any, ...]
+    guards: tuple[tuple[Any, Any], ...]
 
 
 def _non_unit_dims(region: _ops.Region) -> list[int]:
@@ -159,10 +160,14 @@ def _pair_axis(
     s_const, d_const = _ops.const_int(s_ext), _ops.const_int(d_ext)
     if s_const is not None and d_const is not None:
         return _Axis((s_dim, d_dim), s_const, ()) if s_const == d_const else None
-    guards: tuple[Any, ...] = tuple(e for e, c in ((s_ext, s_const), (d_ext, d_const)) if c is None)
-    if len(guards) == 2 and tvm_ffi.structural_equal(*guards):
+    guards = tuple(
+        (region.mins[dim], e)
+        for region, dim, e, c in ((src, s_dim, s_ext, s_const), (dst, d_dim, d_ext, d_const))
+        if c is None
+    )
+    if len(guards) == 2 and tvm_ffi.structural_equal(guards[0], guards[1]):
         guards = guards[:1]  # T.copy(A[s:e, :], B[s:e, :]): one guard
-    candidates = [s_const, d_const, *(bounds.upper.of(e) for e in guards)]
+    candidates = [s_const, d_const, *(bounds.upper.of(e) for _, e in guards)]
     if d_const is None:
         candidates.append(bounds.destination_room(dst, d_dim))
     bound = bounds.bound(candidates)
@@ -197,7 +202,7 @@ def _fill_axes(fill: _ops.FillOp, bounds: _Bounds) -> list[_Axis] | None:
         bound = bounds.bound([bounds.upper.of(extent), bounds.destination_room(dst, dim)])
         if bound is None:
             return None
-        axes.append(_Axis((dim,), bound, (extent,)))
+        axes.append(_Axis((dim,), bound, ((dst.mins[dim], extent),)))
     return axes if dynamic else None
 
 
@@ -219,8 +224,26 @@ def _loop_nest(axes: list[_Axis], body_of: Any) -> Any:
     return body
 
 
+def _guard(iv: Any, start: Any, extent: Any) -> Any:
+    """``iv`` is below the run-time ``extent`` of a region starting at ``start``.
+
+    A slice ``A[s:e]`` has the extent ``e - s``, which wraps around in int32 when ``e`` is
+    far below ``s`` (``e = T.min(s + 16, n)`` with ``n = -2**31``: ``e - s`` is large and
+    positive, and every row would be copied instead of none); ``s + iv < e`` compares the
+    element's own index with the slice's end instead, which means the same and does not
+    wrap.
+    """
+    if isinstance(extent, tirx.Sub) and tvm_ffi.structural_equal(extent.b, start):
+        return start + iv < extent.a
+    return iv < extent
+
+
 def _guards(ivs: list[Any], axes: list[_Axis]) -> list[Any]:
-    return [iv < extent for iv, axis in zip(ivs, axes, strict=True) for extent in axis.guards]
+    return [
+        _guard(iv, start, extent)
+        for iv, axis in zip(ivs, axes, strict=True)
+        for start, extent in axis.guards
+    ]
 
 
 def _expand_copy(copy: _ops.CopyOp, axes: list[_Axis]) -> Any:

@@ -155,7 +155,8 @@ class KernelCache:
         """Refuse a root (or a directory under it) that another user owns or can write.
 
         Checked once per `KernelCache` before anything is read from or written to it; a
-        root that does not exist yet passes (it is created 0700).
+        root that does not exist yet passes (it is created 0700) unless a directory it
+        would be created in is writable by every user without the sticky bit.
 
         Raises:
             CacheError: naming the directory, its owner and mode, and what to do.
@@ -183,7 +184,30 @@ class KernelCache:
                         check_private_directory(directory, "the tl_jit cache directory", remedy)
             except NativeBuildError as exc:
                 raise CacheError(str(exc)) from None
+        else:
+            self._check_future_parents(remedy)
         self._checked = True
+
+    def _check_future_parents(self, remedy: str) -> None:
+        """A root to be created: refuse it under a directory that every user can write
+        without the sticky bit (anyone could replace the root once it is made there)."""
+        if not hasattr(os, "getuid"):  # Windows: no POSIX modes to check
+            return
+        probe = Path(os.path.abspath(self.root)).parent
+        while not os.path.lexists(probe) and probe != probe.parent:
+            probe = probe.parent
+        for parent in (Path(os.path.realpath(probe)), *Path(os.path.realpath(probe)).parents):
+            try:
+                st = os.stat(parent)
+            except OSError:
+                continue
+            if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+                raise CacheError(
+                    f"the tl_jit cache root {self.root} would be created inside {parent}, "
+                    f"which every user can write without the sticky bit (mode "
+                    f"{stat.S_IMODE(st.st_mode):04o}), so anyone could replace it; "
+                    f"expected a root no other user can write. {remedy}"
+                )
 
     def _ensure(self, kind: str) -> Path:
         self.check_root()
@@ -441,9 +465,9 @@ class KernelCache:
         directories in ``tmp/`` and their lock files) are left alone, and a process that
         has a library loaded keeps its mapping.
         """
-        if not self.root.is_dir():
+        if not os.path.lexists(self.root):
             return 0
-        self.check_root()
+        self.check_root()  # a root that is a file (or FIFO) is refused, not "0 removed"
         removed = 0
         kernels = self._dir("kernels")
         if kernels.is_dir():

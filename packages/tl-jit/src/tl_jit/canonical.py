@@ -51,8 +51,10 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
 
     - None, bool, int, str as themselves (JSON keeps ``true`` and ``1`` apart); a
       float by its hex form (``0.0`` and ``-0.0`` differ, every NaN is one value),
-      a complex by its two parts, bytes by their hex;
-    - tuples, lists, dicts and sets element by element (type included);
+      a complex by its two parts, bytes by their hex; a subclass of one of them
+      (``numpy.float64``, a user's ``int`` subclass) by its class and that value;
+    - tuples, lists, dicts and sets element by element (type included), dicts and
+      sets in their iteration order (a builder that iterates one follows it);
     - numpy arrays and scalars, and torch tensors, by dtype, shape and a sha256 of
       their bytes (their ``repr`` rounds and elides);
     - functions by `function_digest` (code, source, defaults, closure, globals);
@@ -71,28 +73,37 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         Unkeyable: no faithful rendering exists (an object whose ``repr`` shows an
             address, an object-dtype array, a sparse or quantized tensor...).
     """
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or type(value) in (bool, int, str):
         return value
-    if isinstance(value, float):
-        return {"float": value.hex()}
-    if isinstance(value, complex):
-        return {"complex": [value.real.hex(), value.imag.hex()]}
-    if isinstance(value, bytes):
-        return {"bytes": value.hex()}
-    if isinstance(value, enum.Enum):
+    if isinstance(value, enum.Enum):  # before int and str: an IntEnum member is an int
         return {"enum": [_class_rendering(type(value), _seen), value.name]}
+    if type(value) in _SCALAR_TYPES:
+        return _scalar_rendering(value)
+    if isinstance(value, tuple(_SCALAR_TYPES)):  # a subclass (numpy.float64, a user int)
+        base = next(t for t in _SCALAR_TYPES if isinstance(value, t))
+        if base is str and is_compiler_module_name(type(value).__module__):
+            return str.__str__(value)  # a dtype object is its name: T.float16 == "float16"
+        rendering = {
+            "subclass": _class_rendering(type(value), _seen),
+            "value": _scalar_rendering(_EXACT[base](value)),
+        }
+        state = getattr(value, "__dict__", None)
+        if state:  # attributes the user's subclass set on the value
+            rendering["state"] = canonical_value(dict(sorted(state.items())), _seen=_seen)
+        return rendering
     if isinstance(value, tuple | list):
         return [type(value).__name__, [canonical_value(v, _seen=_seen) for v in value]]
+    # Sets and dicts in iteration order: a builder that iterates one builds its kernel
+    # in that order ({"a": 2, "b": 3} and {"b": 3, "a": 2} are equal, their kernels not).
     if isinstance(value, set | frozenset):
-        items = sorted(json.dumps(canonical_value(v, _seen=_seen), sort_keys=True) for v in value)
-        return ["set", items]
+        return ["set", [canonical_value(v, _seen=_seen) for v in value]]
     if isinstance(value, dict):
         return [
             "dict",
-            sorted(
-                (json.dumps(canonical_value(k, _seen=_seen)), canonical_value(v, _seen=_seen))
+            [
+                [canonical_value(k, _seen=_seen), canonical_value(v, _seen=_seen)]
                 for k, v in value.items()
-            ),
+            ],
         ]
     if isinstance(value, types.ModuleType):
         return {"module": value.__name__}
@@ -114,6 +125,32 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
     if " at 0x" in text or text.startswith("<"):
         raise Unkeyable(f"{type(value).__name__} value {text[:60]} has no stable rendering")
     return {"object": f"{type(value).__module__}.{type(value).__qualname__}: {text}"}
+
+
+#: Scalars rendered by what they hold (bool, int and str exactly are themselves).
+_SCALAR_TYPES: tuple[type, ...] = (bool, int, str, float, complex, bytes)
+
+
+#: The value a subclass instance holds, read past any override of its conversions.
+_EXACT: dict[type, Any] = {
+    bool: bool,
+    int: int.__int__,
+    str: str.__str__,
+    float: float.__float__,
+    complex: lambda value: complex(value.real, value.imag),
+    bytes: bytes,
+}
+
+
+def _scalar_rendering(value: Any) -> Any:
+    """A value of exactly one of `_SCALAR_TYPES`."""
+    if isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return {"float": value.hex()}  # 0.0 and -0.0 apart, every NaN one value
+    if isinstance(value, complex):
+        return {"complex": [value.real.hex(), value.imag.hex()]}
+    return {"bytes": value.hex()}
 
 
 def _array_rendering(array: Any) -> Any:
@@ -197,7 +234,7 @@ def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
                 state[slot] = getattr(value, slot)
     return {
         "instance": _class_rendering(type(value), inner),
-        "state": canonical_value(state, _seen=inner),
+        "state": canonical_value(dict(sorted(state.items())), _seen=inner),
     }
 
 
@@ -262,8 +299,11 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _source_reads(code: types.CodeType) -> tuple[str, frozenset[str], frozenset[tuple[str, str]]]:
-    """The source text of ``code``'s function and the names (and ``name.attr`` pairs) it reads.
+def _source_reads(
+    code: types.CodeType,
+) -> tuple[str, frozenset[str], frozenset[tuple[str, ...]]]:
+    """The source text of ``code``'s function and the names (and dotted ``name.attr...``
+    chains) it reads.
 
     The kernel parser reads a ``@T.prim_func``'s source, not its bytecode: a name that
     appears only in a parameter annotation (a local of the builder in the bytecode, or a
@@ -278,12 +318,14 @@ def _source_reads(code: types.CodeType) -> tuple[str, frozenset[str], frozenset[
     except (SyntaxError, IndentationError):
         return "", frozenset(), frozenset()
     names: set[str] = set()
-    attributes: set[tuple[str, str]] = set()
+    attributes: set[tuple[str, ...]] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             names.add(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            attributes.add((node.value.id, node.attr))
+        elif isinstance(node, ast.Attribute):
+            chain = _dotted_chain(node)
+            if chain is not None:
+                attributes.add(chain)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             # A quoted annotation ("T.Tensor((N,), dtype)") is parsed as an expression.
             try:
@@ -292,6 +334,25 @@ def _source_reads(code: types.CodeType) -> tuple[str, frozenset[str], frozenset[
                 continue
             names.update(n.id for n in ast.walk(inner) if isinstance(n, ast.Name))
     return source, frozenset(names), frozenset(attributes)
+
+
+def _dotted_chain(node: ast.Attribute) -> tuple[str, ...] | None:
+    """``("a", "b", "c")`` for the expression ``a.b.c``; None when it does not start at a name."""
+    parts = [node.attr]
+    value = node.value
+    while isinstance(value, ast.Attribute):
+        parts.append(value.attr)
+        value = value.value
+    if not isinstance(value, ast.Name):
+        return None
+    return (value.id, *reversed(parts))
+
+
+def _user_module(value: object) -> bool:
+    """A module of the user's code (the compiler's and installed ones are versioned)."""
+    return isinstance(value, types.ModuleType) and not (
+        is_compiler_module(value) or is_library_module(value)
+    )
 
 
 _VERSIONED_TOP_LEVEL = frozenset(COMPILER_PACKAGES) | {"tvm", "tvm_ffi"}
@@ -324,7 +385,7 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     Covered: its code (nested code included), its source text, defaults, closure values,
     the values of the module globals named in its code or source (constants, and
     functions by their own digest), and the values of attributes it reads from the
-    user's own modules (``config.BLOCK``). Attributes of the compiler packages and of
+    user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``). Attributes of the compiler packages and of
     installed libraries are covered by the version part of the key.
 
     Raises:
@@ -351,15 +412,18 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
             globals_used.append([name, global_value(module_globals[name], seen)])
     parts["globals"] = globals_used
     attributes_used = []
-    for owner_name, attribute in sorted(source_attributes):
+    for owner_name, *path in sorted(source_attributes):
+        # Through the user's modules only (``config.BLOCK``, ``pkg.sub.BLOCK``): the value
+        # at the end of the chain, or at the first step that is not such a module.
         owner = module_globals.get(owner_name)
-        if not isinstance(owner, types.ModuleType):
-            continue
-        if is_compiler_module(owner) or is_library_module(owner):
-            continue
-        if hasattr(owner, attribute):
-            value = global_value(getattr(owner, attribute), seen)
-            attributes_used.append([owner_name, attribute, value])
+        walked = [owner_name]
+        for attribute in path:
+            if not _user_module(owner) or not hasattr(owner, attribute):
+                break
+            owner = getattr(owner, attribute)
+            walked.append(attribute)
+        if len(walked) > 1:
+            attributes_used.append([".".join(walked), global_value(owner, seen)])
     parts["attributes"] = attributes_used
     return sha_of(parts)
 

@@ -24,18 +24,37 @@ def parse_assignments(items: Sequence[str], option: str) -> dict[str, Any]:
     literals where they parse, else the text (a bare word such as float16).
 
     Raises:
-        UsageError: an item is not NAME=VALUE.
+        UsageError: an item is not NAME=VALUE, or a NAME is given twice (which value was
+            meant is not known).
     """
     values: dict[str, Any] = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name.isidentifier():
             raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
+        if name in values:
+            raise UsageError(
+                f"{option}: expected each NAME once, got {name} twice ({name}={values[name]!r} "
+                f"and {item!r})"
+            )
         try:
             values[name] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             values[name] = text
     return values
+
+
+def _kind(path: Path) -> str:
+    import stat
+
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
 
 
 def load_object(spec: str) -> Any:
@@ -49,8 +68,10 @@ def load_object(spec: str) -> Any:
     if not sep or not path_text or not attribute:
         raise UsageError(f"expected FILE:FUNC (e.g. examples/gemm.py:matmul), got {spec!r}")
     path = Path(path_text)
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(f"{path_text}: no such file")
+    if not path.is_file():  # a FIFO would block the import, a directory is no module
+        raise UsageError(f"{path_text}: expected a Python file, got {_kind(path)}")
     module_name = f"_tl_cli_{path.stem}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:

@@ -117,8 +117,8 @@ class JITFunction:
         # In memory the function is fixed, so the arguments and options alone key a kernel
         # (the front-end key also covers closure and global values, which may mutate).
         try:
-            memory_key: str | None = repr(canonical_value(arguments)) + repr(
-                canonical_value(self._frontend_options(overrides))
+            memory_key: str | None = repr(canonical_value(dict(sorted(arguments.items())))) + repr(
+                canonical_value(dict(sorted(self._frontend_options(overrides).items())))
             )
         except Unkeyable:
             memory_key = None

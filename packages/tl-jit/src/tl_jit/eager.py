@@ -163,8 +163,12 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         # Strings by their text: a dtype object and its name are one specialization.
         plain = {k: str(v) if isinstance(v, str) else v for k, v in templates.items()}
         try:
-            rendered = repr(canonical_value(plain))
-            options = repr(canonical_value(self._frontend_options(overrides))) if overrides else ""
+            rendered = repr(canonical_value(dict(sorted(plain.items()))))
+            options = (
+                repr(canonical_value(dict(sorted(self._frontend_options(overrides).items()))))
+                if overrides
+                else ""
+            )
         except Unkeyable:
             return None
         return rendered, tuple(sorted(consts.items())), options

@@ -257,7 +257,7 @@ class EagerBinder:
         from tl_jit.keys import Unkeyable, canonical_value
 
         try:
-            key = repr(canonical_value(dict(templates)))
+            key = repr(canonical_value(dict(sorted(templates.items()))))
         except Unkeyable:
             # No faithful key: evaluated for these templates alone, never shared.
             return evaluate_bindings(self.func, analysis, templates)

@@ -48,8 +48,8 @@ def frontend_key(
             "kind": "frontend",
             "function": f"{func.__module__}.{func.__qualname__}",
             "digest": function_digest(func),
-            "arguments": canonical_value(dict(arguments)),
-            "options": canonical_value(dict(options)),
+            "arguments": canonical_value(dict(sorted(arguments.items()))),
+            "options": canonical_value(dict(sorted(options.items()))),
             "versions": compiler_versions(),
             "machine": [platform.system(), platform.machine(), platform.node()],
         }
@@ -76,7 +76,7 @@ def ir_key(
             "backend": context.backend.name,
             "execution_backend": [context.execution_backend.name, context.adapter],
             "out_idx": None if out_idx is None else list(out_idx),
-            "pass_configs": canonical_value(dict(pass_configs or {})),
+            "pass_configs": canonical_value(dict(sorted((pass_configs or {}).items()))),
             "versions": compiler_versions(),
             "toolchain": dict(sorted(toolchain_versions.items())),
         }

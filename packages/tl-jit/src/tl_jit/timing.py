@@ -169,9 +169,13 @@ def summarize(
             raise ValueError(f"samples_ms: expected finite times >= 0, got {sample!r}")
     for label, amount in (("flops", flops), ("bytes", bytes)):
         if amount is not None and (
-            isinstance(amount, bool) or not isinstance(amount, int | float) or not amount > 0
+            isinstance(amount, bool)
+            or not isinstance(amount, int | float)
+            or not 0 < amount < math.inf
         ):
-            raise ValueError(f"{label}: expected a number > 0 (work per call), got {amount!r}")
+            raise ValueError(
+                f"{label}: expected a finite number > 0 (work per call), got {amount!r}"
+            )
     ordered = sorted(samples)
     q1, q3 = quantile(ordered, 0.25), quantile(ordered, 0.75)
     fence = OUTLIER_FENCE * (q3 - q1)
@@ -198,10 +202,19 @@ def is_stable(previous_ms: float, current_ms: float, tolerance: float = STABLE_T
     return abs(previous_ms - current_ms) <= tolerance * max(low, 1e-9)
 
 
-def _validate_window(warmup: float, rep: float, max_repeats: int) -> None:
-    for name, value in (("warmup", warmup), ("rep", rep)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise ValueError(f"{name}: expected a number of milliseconds >= 0, got {value!r}")
+def _validate_window(
+    warmup: float, rep: float, max_repeats: int, *, warmup_name: str = "warmup"
+) -> None:
+    for name, value in ((warmup_name, warmup), ("rep", rep)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise ValueError(
+                f"{name}: expected a finite number of milliseconds >= 0, got {value!r}"
+            )
     if rep <= 0:
         raise ValueError(f"rep: expected a number of milliseconds > 0, got {rep!r}")
     if isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 1:
@@ -374,7 +387,7 @@ def measure(
     """
     _validate_window(warmup, rep, max_repeats)
     if max_warmup is not None:
-        _validate_window(max_warmup, rep, max_repeats)
+        _validate_window(max_warmup, rep, max_repeats, warmup_name="max_warmup")
     summarize([0.0], flops=flops, bytes=bytes)  # validates flops/bytes before any call
     flush: Callable[[], None] | None = None
     if flush_cache:

@@ -77,6 +77,7 @@ class Kernel:
         # Code is loaded from a private copy of the bytes that were verified (never from
         # the artifact's path, which a deploy may swap; dlopen caches by path).
         code_directory = load_directory(manifest, snapshot.manifest_bytes, snapshot.contents)
+        self._code_directory = code_directory
         self._impl = get_adapter(adapter)(manifest, code_directory, self._checker)
         self._call = guard_calling_thread_stack(manifest, self._impl.make_call())
 
@@ -101,11 +102,17 @@ class Kernel:
 
     @property
     def source(self) -> str | None:
-        """The kernel's source text (first ``source`` file of the artifact), or None."""
+        """The kernel's source text (first ``source`` file of the artifact), or None.
+
+        Read from the private copy of the verified bytes the code was loaded from, never
+        from the artifact's path: a deploy may have swapped the directory since (its
+        source is another kernel's) or put a FIFO there (a read would block forever).
+        """
         entries = self.manifest.source_files
         if not entries:
             return None
-        return (self.directory / entries[0].path).read_text(encoding="utf-8", errors="replace")
+        path = self._code_directory / entries[0].path
+        return path.read_text(encoding="utf-8", errors="replace")
 
     def bind_dims(self, *args: Any) -> dict[str, int]:
         """Check ``args`` like a call would and return the symbolic dims they bind (no launch).
@@ -113,6 +120,19 @@ class Kernel:
         GPU adapters evaluate launch metadata (grid/block expressions) from these values.
         """
         return self._checker.prepare(args).bindings
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"a tl_runtime.Kernel cannot be pickled ({self.name}: it holds a loaded library); "
+            f"pass its artifact directory ({str(self.directory)!r}) and call "
+            "tl_runtime.load(path) in the other process"
+        )
+
+    def __copy__(self) -> Kernel:
+        return self  # immutable once loaded: a copy would be the same kernel
+
+    def __deepcopy__(self, _memo: dict[int, Any]) -> Kernel:
+        return self
 
     def __repr__(self) -> str:
         names = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.params)

@@ -18,6 +18,7 @@ was already loaded (``import torch`` before ``tl_jit``), which the profiler warn
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,8 +170,12 @@ def validate_thread_count(count: object) -> int:
         f"expected an int >= 0 and <= {limit} (0 = all cores; at most "
         f"{THREADS_PER_CPU_LIMIT} threads per CPU, {available_cpus()} CPUs here)"
     )
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+    # An integer of any type (numpy's too: a count computed with numpy is still a
+    # count); a bool is not a count.
+    try:
+        value = None if isinstance(count, bool) else operator.index(count)  # type: ignore[arg-type]
+    except TypeError:
+        value = None
+    if value is None or not 0 <= value <= limit:
         raise ValueError(f"set_num_threads: count: {expected}, got {count!r}")
-    if count > limit:
-        raise ValueError(f"set_num_threads: count: {expected}, got {count!r}")
-    return count
+    return value

@@ -153,8 +153,15 @@ class FileEntry:
 
     def __post_init__(self) -> None:
         pure = Path(self.path)
-        if not self.path or pure.is_absolute() or ".." in pure.parts or self.path == MANIFEST_NAME:
+        if (
+            not self.path
+            or pure.is_absolute()
+            or ".." in pure.parts
+            or pure.as_posix() == MANIFEST_NAME
+        ):
             raise fail("file path", "a relative path inside the artifact", self.path)
+        if pure.as_posix() != self.path:  # "./lib.so", "a//b", "lib.so/.": one file, two names
+            raise fail("file path", f"a normalized path ({pure.as_posix()!r})", self.path)
         if not HEX64.match(self.sha256):
             raise fail(f"file {self.path!r} sha256", "64 lowercase hex digits", self.sha256)
         if self.role not in FILE_ROLES:
