@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,15 +23,47 @@ _NETWORK_HINTS = (
 
 @pytest.fixture(scope="session")
 def runtime_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The python of one venv per session holding only tl-runtime, apache-tvm-ffi and numpy.
+    """The python of one venv per test run holding only tl-runtime, apache-tvm-ffi and numpy.
 
-    Skips when the package index cannot be reached; any other install failure fails.
+    Building it (the tl-runtime wheel with its Cython launcher, then pip) takes ~40 s, so
+    the xdist workers of one run share it: the first to need it builds it under a file
+    lock in the run's common temporary directory, the others wait and reuse it (the
+    tests only run it, none modifies it). Skips when the package index cannot be
+    reached; any other install failure fails.
     """
-    directory = tmp_path_factory.mktemp("runtime-only") / "venv"
+    import filelock
+
+    root = runtime_kernels.shared_temp_root(tmp_path_factory)
+    directory = root / "runtime-only-venv"
+    done_marker = root / "runtime-only-venv.done"
     try:
-        return runtime_kernels.make_runtime_only_venv(directory)
+        with filelock.FileLock(str(root / "runtime-only-venv.lock")):
+            if done_marker.is_file():
+                return Path(done_marker.read_text())
+            if directory.exists():  # a build that failed part-way
+                shutil.rmtree(directory)
+            python = runtime_kernels.make_runtime_only_venv(directory)
+            done_marker.write_text(str(python))
+            return python
     except subprocess.CalledProcessError as exc:
         output = f"{exc.stdout}\n{exc.stderr}"
         if any(hint in output for hint in _NETWORK_HINTS):
             pytest.skip(f"cannot install from the package index here: {output.strip()[-300:]}")
         raise AssertionError(f"creating the runtime-only venv failed:\n{output}") from None
+
+
+@pytest.fixture(scope="session")
+def _warm_runtime_cache_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return runtime_kernels.warm_runtime_cache_template(
+        runtime_kernels.shared_temp_root(tmp_path_factory)
+    )
+
+
+@pytest.fixture
+def warm_runtime_cache(_warm_runtime_cache_template: Path, tmp_path: Path) -> Path:
+    """A private ``TL_RUNTIME_CACHE_DIR`` that already holds the Cython launcher and both
+    context helpers: for subprocess tests about something other than building them
+    (saves ~5 s of launcher build per subprocess)."""
+    directory = tmp_path / "warm-runtime-cache"
+    shutil.copytree(_warm_runtime_cache_template, directory)
+    return directory

@@ -19,6 +19,12 @@ import pytest
 import tl_jit
 
 ROOT = Path(__file__).resolve().parents[1]
+# The spawned children of test_concurrent_compiles_leave_one_valid_entry unpickle
+# _compile_in_child by importing this module (integration_tests.test_cache): without the
+# repository root on sys.path they cannot, and Pool.map waits forever (it did when this
+# file ran alone; in the whole suite another module had put the root there).
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 KERNEL_MODULE = textwrap.dedent(
     """

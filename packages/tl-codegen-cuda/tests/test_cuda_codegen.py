@@ -61,15 +61,25 @@ def test_every_kernel_gives_cuda_with_entry_and_launch() -> None:
 
 
 @needs_nvcc
-def test_every_kernel_compiles_with_nvcc_for_sm80_and_sm90(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "arch",
+    [
+        "sm_80",
+        # Slow (~15 s of nvcc): the emitted source is the same for both archs (only ptxas's
+        # target differs), and what sm_80 accepts sm_90 does too; the default run still
+        # builds sm_90 cubins in test_build_gives_a_cubin_for_the_target_arch and
+        # integration_tests/test_gpu_bundle.py.
+        pytest.param("sm_90", marks=pytest.mark.slow),
+    ],
+)
+def test_every_kernel_compiles_with_nvcc(arch: str, tmp_path: Path) -> None:
     jobs = []
     for name in ALL_KERNELS:
-        for arch in ("sm_80", "sm_90"):
-            target = cuda_target(arch)
-            sources = CudaDeviceCodegen().emit_source(lowered(name, 0, target), target)
-            source = tmp_path / f"{name}_{arch}.cu"
-            source.write_text(sources.files[f"{name}.cu"])
-            jobs.append((source, arch))
+        target = cuda_target(arch)
+        sources = CudaDeviceCodegen().emit_source(lowered(name, 0, target), target)
+        source = tmp_path / f"{name}_{arch}.cu"
+        source.write_text(sources.files[f"{name}.cu"])
+        jobs.append((source, arch))
 
     def compile_one(job: tuple[Path, str]) -> tuple[str, int, str]:
         source, arch = job
@@ -86,7 +96,7 @@ def test_every_kernel_compiles_with_nvcc_for_sm80_and_sm90(tmp_path: Path) -> No
         results = list(pool.map(compile_one, jobs))
     failures = [r for r in results if r[1] != 0]
     assert failures == []
-    assert len(results) == 2 * len(ALL_KERNELS)
+    assert len(results) == len(ALL_KERNELS)
 
 
 @needs_nvcc

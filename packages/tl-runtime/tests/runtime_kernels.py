@@ -382,3 +382,53 @@ def installed_size_bytes(venv_python: Path) -> int:
             if not path.is_symlink():
                 total += path.stat().st_size
     return total
+
+
+WARM_CACHE_SCRIPT = (
+    "from tl_runtime import context\n"
+    "from tl_runtime.adapters.cython_adapter import launcher_extension\n"
+    "assert context.ensure_context_symbols().parallel\n"
+    "launcher_extension()\n"
+)
+
+
+def warm_runtime_cache_template(root: Path) -> Path:
+    """A ``TL_RUNTIME_CACHE_DIR`` holding what a process's first kernel call builds in an
+    empty one (the Cython launcher, ~5 s; the context helper with and without OpenMP),
+    built once under ``root`` (a file lock: xdist workers sharing ``root`` share it).
+
+    Tests that need a private runtime cache but do not test building into it copy this
+    (`shutil.copytree` keeps the 0700 mode) instead of paying for the launcher build in
+    every subprocess; the copy is an ordinary cache hit (the entries are keyed by name and
+    checked against their ``.sha256`` records).
+    """
+    import subprocess
+    import sys
+
+    import filelock
+
+    template = root / "warm-tl-runtime-cache"
+    done = root / "warm-tl-runtime-cache.done"
+    with filelock.FileLock(str(root / "warm-tl-runtime-cache.lock")):
+        if not done.is_file():
+            shutil.rmtree(template, ignore_errors=True)
+            unset = ("TL_RUNTIME_LAUNCHER", "TL_RUNTIME_NO_OPENMP")
+            base = {k: v for k, v in os.environ.items() if k not in unset}
+            for helper in ({}, {"TL_RUNTIME_NO_OPENMP": "1"}):  # OpenMP, then pthreads
+                env = {**base, "TL_RUNTIME_CACHE_DIR": str(template), **helper}
+                subprocess.run(
+                    [sys.executable, "-c", WARM_CACHE_SCRIPT],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    timeout=600,
+                )
+            done.touch()
+    return template
+
+
+def shared_temp_root(tmp_path_factory: Any) -> Path:
+    """The temporary directory shared by every xdist worker of this run (the session's
+    own base directory when not under xdist)."""
+    root = Path(tmp_path_factory.getbasetemp())
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root

@@ -105,7 +105,9 @@ def test_without_a_compiler_serial_runs_and_parallel_fails_clearly(
     assert "CYTHON REFUSED:" in proc.stdout
 
 
-def test_pthreads_helper_runs_parallel_kernels(artifact: Artifact, tmp_path: Path) -> None:
+def test_pthreads_helper_runs_parallel_kernels(
+    artifact: Artifact, warm_runtime_cache: Path
+) -> None:
     parallel = artifact("padd", out_idx=(2,))
     script = textwrap.dedent(
         f"""
@@ -123,7 +125,7 @@ def test_pthreads_helper_runs_parallel_kernels(artifact: Artifact, tmp_path: Pat
     env = {
         **os.environ,
         "TL_RUNTIME_NO_OPENMP": "1",
-        "TL_RUNTIME_CACHE_DIR": str(tmp_path / "cache"),
+        "TL_RUNTIME_CACHE_DIR": str(warm_runtime_cache),
         "PYTHONPATH": SRC,
     }
     proc = subprocess.run(
@@ -161,11 +163,11 @@ assert (kernel(a, a) == 2 * a).all()  # the parent still runs after the fork
 
 @pytest.mark.parametrize("no_openmp", [False, True], ids=["openmp", "pthreads"])
 def test_forked_child_runs_parallel_kernels(
-    artifact: Artifact, adapter: str, tmp_path: Path, no_openmp: bool
+    artifact: Artifact, adapter: str, warm_runtime_cache: Path, no_openmp: bool
 ) -> None:
     """A child forked after the parent ran a parallel kernel runs parallel kernels too."""
     script = FORK_SCRIPT.format(path=str(artifact("padd", out_idx=(2,))), adapter=adapter)
-    env = {**os.environ, "TL_RUNTIME_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": SRC}
+    env = {**os.environ, "TL_RUNTIME_CACHE_DIR": str(warm_runtime_cache), "PYTHONPATH": SRC}
     env.pop("TL_RUNTIME_NO_OPENMP", None)
     if no_openmp:
         env["TL_RUNTIME_NO_OPENMP"] = "1"
