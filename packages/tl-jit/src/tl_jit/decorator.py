@@ -17,6 +17,7 @@ from typing import Any, overload
 
 from tl_jit import checked, env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
+from tl_jit.digest_guard import FunctionDigest
 from tl_jit.env_reads import EnvReads
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
@@ -58,6 +59,9 @@ class JITFunction:
         ]
         # memory key -> the kernel and the environment variables its builder read
         self._kernels: dict[str, tuple[JITKernel, EnvReads]] = {}
+        # the function's digest as of now (globals, class attributes, closure, defaults
+        # it reads): part of the memory key, recomputed only when one of those changed
+        self._digest = FunctionDigest(func)
         functools.update_wrapper(self, func)
 
     def bind_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,11 +118,14 @@ class JITFunction:
         from tl_jit.env_reads import unchanged
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
 
-        # In memory the function is fixed, so the arguments and options alone key a kernel
-        # (the front-end key also covers closure and global values, which may mutate).
+        # In memory: the function's digest as of now (checked by identity against what
+        # it read, so a changed global, class attribute or closure value is seen), the
+        # arguments and the options.
         try:
-            memory_key: str | None = repr(canonical_value(dict(sorted(arguments.items())))) + repr(
-                canonical_value(dict(sorted(self._frontend_options(overrides).items())))
+            memory_key: str | None = (
+                self._digest.current()
+                + repr(canonical_value(dict(sorted(arguments.items()))))
+                + repr(canonical_value(dict(sorted(self._frontend_options(overrides).items()))))
             )
         except Unkeyable:
             memory_key = None

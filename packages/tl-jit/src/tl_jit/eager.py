@@ -28,6 +28,7 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
+from tl_jit.digest_guard import FunctionDigest
 from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
@@ -90,6 +91,12 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         self._fast: dict[tuple[Any, ...], Callable[..., Any]] = {}
         # specialization key -> the kernel and the environment variables its body read
         self._specializations: dict[tuple[Any, ...], tuple[JITKernel, EnvReads]] = {}
+        # the function's digest as of now (globals, class attributes, closure, defaults
+        # its body reads): part of the specialization key; the dispatcher's entries hold
+        # for the digest `_fast` was filled under, checked by the digest's guard
+        self._digest = FunctionDigest(func)
+        self._fast_digest: str | None = None
+        self._dispatch_globals: dict[str, Any] | None = None
         self._install_call(self._first_call)
         functools.update_wrapper(self, func)
 
@@ -131,6 +138,7 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         if made is None:
             return None
         binder, dispatch = made
+        self._dispatch_globals = dispatch.__globals__
         # The generated function becomes the call: no extra frame between the user's
         # call and the lookup.
         self._install_call(dispatch)
@@ -171,7 +179,7 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
             )
         except Unkeyable:
             return None
-        return rendered, tuple(sorted(consts.items())), options
+        return self._digest.current(), rendered, tuple(sorted(consts.items())), options
 
     def build_ir(self, templates: Mapping[str, Any], consts: Mapping[str, int]) -> Any:
         """The `tl_ir.eager.EagerKernelIR` of one specialization (no compile)."""
@@ -268,13 +276,27 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         # (`exact_key`), and only for a body that read no environment variable (the
         # dispatcher checks none).
         if binder is not None and not reads:
-            try:
-                key, _ = binder(*args, **kwargs)
-                if exact_key(key):
-                    self._fast[key] = kernel.__call__
-            except Exception:
-                pass
+            self._remember_fast(binder, args, kwargs, kernel)
         return kernel(*arguments)
+
+    def _remember_fast(
+        self, binder: KeyBinder, args: tuple[Any, ...], kwargs: Mapping[str, Any], kernel: Any
+    ) -> None:
+        """Let the dispatcher serve this call's kernel while the function's digest holds."""
+        digest = self._digest.current()
+        guard = self._digest.guard
+        if guard is None or guard.volatile or self._dispatch_globals is None:
+            return  # the digest must be recomputed on every call: no fast path
+        if digest != self._fast_digest:
+            self._fast.clear()  # built for another digest
+            self._fast_digest = digest
+        self._dispatch_globals["__valid"] = guard.holds
+        try:
+            key, _ = binder(*args, **kwargs)
+            if exact_key(key):
+                self._fast[key] = kernel.__call__
+        except Exception:
+            pass
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         """Compile ahead of time: ``kernel.compile(M=1024, N=1024, dtype=T.float16)``.

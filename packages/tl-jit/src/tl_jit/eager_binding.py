@@ -110,6 +110,10 @@ def _is_dtype_annotation(annotation: object) -> bool:
     return getattr(annotation, "__name__", None) == "dtype"
 
 
+def _not_yet() -> bool:
+    return False
+
+
 class EagerBinder:
     """Binds calls of one eager function (its `tl_ir.eager.EagerSignature`)."""
 
@@ -124,7 +128,11 @@ class EagerBinder:
     ) -> tuple[KeyBinder, Dispatch] | None:
         """Generate, from the user's signature, the binder ``(key, kernel arguments)`` and
         the dispatcher installed as this object's ``__call__``: Python's own argument
-        binding, one tuple build and one dictionary lookup, then the kernel's call."""
+        binding, one tuple build and one dictionary lookup, then the kernel's call.
+
+        An entry of ``fast`` is served only while ``__valid()`` (in the dispatcher's
+        globals, set by the owner: its function's digest guard) holds; otherwise the
+        call goes to ``slow``."""
         analysis = self.analysis
         if analysis.bindings is None or len(analysis.bindings) != len(analysis.consts):
             return None
@@ -163,7 +171,7 @@ class EagerBinder:
             f"        kernel = __fast[{key}]\n"
             f"    except Exception:\n"
             f"        kernel = None\n"
-            f"    if kernel is None or __extra:\n"
+            f"    if kernel is None or __extra or not __valid():\n"
             f"        return __slow((), {{{''.join(f + ', ' for f in forwarded)}**__extra}})\n"
             f"    return kernel({arguments})\n"
         )
@@ -172,6 +180,7 @@ class EagerBinder:
             "__stride": _stride,
             "__fast": fast,
             "__slow": slow,
+            "__valid": _not_yet,  # the owner installs its digest guard's check
         }
         exec(compile(source, f"<eager dispatch of {analysis.qualname}>", "exec"), namespace)
         dispatch: Dispatch = namespace[name]
