@@ -57,11 +57,14 @@ class JITFunction:
             for name, parameter in self._signature.parameters.items()
             if _is_kernel_annotation(parameter.annotation)
         ]
-        # memory key -> the kernel and the environment variables its builder read
+        # memory key -> the kernel and the environment variables its builder read, for
+        # the function's digest `_kernels_digest` (the globals, class attributes, closure
+        # values and defaults it reads: `FunctionDigest`, rechecked by identity per call);
+        # the tables of the digests seen before wait in `_tables`
         self._kernels: dict[str, tuple[JITKernel, EnvReads]] = {}
-        # the function's digest as of now (globals, class attributes, closure, defaults
-        # it reads): part of the memory key, recomputed only when one of those changed
         self._digest = FunctionDigest(func)
+        self._kernels_digest: str | None = None
+        self._tables: dict[str, dict[str, tuple[JITKernel, EnvReads]]] = {}
         functools.update_wrapper(self, func)
 
     def bind_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,14 +121,12 @@ class JITFunction:
         from tl_jit.env_reads import unchanged
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
 
-        # In memory: the function's digest as of now (checked by identity against what
-        # it read, so a changed global, class attribute or closure value is seen), the
-        # arguments and the options.
+        # In memory: the table of the function's digest as of now (so a changed global,
+        # class attribute or closure value is seen), keyed by arguments and options.
+        self._follow_digest()
         try:
-            memory_key: str | None = (
-                self._digest.current()
-                + repr(canonical_value(dict(sorted(arguments.items()))))
-                + repr(canonical_value(dict(sorted(self._frontend_options(overrides).items()))))
+            memory_key: str | None = repr(canonical_value(dict(sorted(arguments.items())))) + repr(
+                canonical_value(dict(sorted(self._frontend_options(overrides).items())))
             )
         except Unkeyable:
             memory_key = None
@@ -160,7 +161,22 @@ class JITFunction:
                 memo.store(front_key, found[0], self.func.__qualname__, found[1])
         if memory_key is not None:
             self._kernels[memory_key] = found
+            # What the builder changed itself while building (a list it appends to) is
+            # not an input: its kernels stay valid under the digest it left behind.
+            before = self._kernels, self._kernels_digest
+            self._follow_digest()
+            if self._kernels_digest != before[1]:
+                self._kernels = {**self._kernels, **before[0]}
         return found[0]
+
+    def _follow_digest(self) -> None:
+        """Make `_kernels` the table of the function's digest as of now."""
+        digest = self._digest.current()
+        if digest != self._kernels_digest:
+            if self._kernels_digest is not None:
+                self._tables[self._kernels_digest] = self._kernels
+            self._kernels = self._tables.pop(digest, {})
+            self._kernels_digest = digest
 
     def _refuse_eager_style(self) -> None:
         if self._kernel_parameters:

@@ -202,6 +202,7 @@ class _Walker:
         self.guard = guard
         self.seen: set[int] = set()
         self.classes: set[int] = set()
+        self.functions: set[int] = set()
 
     def entry(self, mapping: Any, key: Any) -> Any:
         return self.guard.entry(mapping, key)
@@ -213,9 +214,9 @@ class _Walker:
         self.guard.order(container)
 
     def function(self, func: types.FunctionType) -> None:
-        if id(func) in self.seen:
+        if id(func) in self.functions:
             return
-        self.seen.add(id(func))
+        self.functions.add(id(func))
         code = self.attribute(func, "__code__")
         self.value(self.attribute(func, "__defaults__"))
         self.value(self.attribute(func, "__kwdefaults__"))
