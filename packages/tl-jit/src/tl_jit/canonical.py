@@ -409,7 +409,8 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     Covered: its code (nested code included), its source text, defaults, closure values,
     the values of the module globals named in its code or source (constants, and
     functions by their own digest), and the values of attributes it reads from the
-    user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``). Attributes of the compiler packages and of
+    user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``; also
+    ``getattr(config, "BLOCK")`` with a literal name). Attributes of the compiler packages and of
     installed libraries are covered by the version part of the key.
 
     Raises:

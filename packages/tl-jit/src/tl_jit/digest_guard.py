@@ -44,6 +44,7 @@ from tl_jit.canonical import (
     is_compiler_module_name,
     is_library_module,
 )
+from tl_runtime import fork_safety
 
 __all__ = ["DigestGuard", "FunctionDigest", "guard_of"]
 
@@ -68,6 +69,11 @@ class DigestGuard:
         self._namespace: dict[str, Any] = {"M": _MISSING, "is_": is_}
         self.volatile = False
         self.holds: Callable[[], bool] = _always
+        # A function's __code__ and defaults are audited reads (each calls tl_runtime's
+        # audit hook); once that hook counts assignments, one count replaces them all.
+        self._writes_counted = fork_safety.attribute_writes_counted()
+        self._writes = fork_safety.attribute_writes
+        self._namespace["fork_safety"] = fork_safety
 
     def _name(self, value: Any) -> str:
         name = f"v{len(self._namespace)}"
@@ -77,8 +83,11 @@ class DigestGuard:
     def entry(self, mapping: Any, key: Any) -> Any:
         """Read ``mapping[key]`` (`_MISSING` when absent) and record what was found."""
         found = mapping.get(key, _MISSING)
-        getter = self._name(mapping.get)
-        self._terms.append(f"{getter}({self._name(key)}, M) is {self._name(found)}")
+        where, name = self._name(mapping), self._name(key)
+        if found is _MISSING:
+            self._terms.append(f"{name} not in {where}")
+        else:  # a subscript is cheaper than a call of .get (KeyError: changed)
+            self._terms.append(f"{where}[{name}] is {self._name(found)}")
         return found
 
     def attribute(self, owner: Any, name: str) -> Any:
@@ -87,6 +96,13 @@ class DigestGuard:
         found = getattr(owner, name, _MISSING)
         self._terms.append(f"{self._name(owner)}.{name} is {self._name(found)}")
         return found
+
+    def function_attribute(self, function: types.FunctionType, name: str) -> Any:
+        """Read a function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` (whose
+        assignments are audited events) and record what was found."""
+        if self._writes_counted:
+            return getattr(function, name)
+        return self.attribute(function, name)
 
     def cell(self, cell: types.CellType) -> Any:
         """Read a closure cell (`_EMPTY_CELL` when empty) and record what was found."""
@@ -112,13 +128,24 @@ class DigestGuard:
         """Generate `holds`: True while every read still finds the object it found (then
         the digest stands, unless the guard is `volatile`)."""
         self._namespace["_empty"] = _empty
+        if self._writes_counted:
+            self._terms.insert(0, f"fork_safety.attribute_writes == {self._writes}")
+        else:
+            self._terms.insert(0, "not fork_safety.attribute_writes_counted()")
         expression = " and ".join(self._terms) or "True"
+        names = ", ".join(self._namespace)
+        # The recorded objects are the maker's parameters, so `holds` reads them as
+        # closure cells (faster than the globals of generated code).
         source = (
-            f"def holds():\n    try:\n        return {expression}\n"
-            "    except (ValueError, AttributeError):\n        return False\n"
+            f"def make({names}):\n"
+            "    def holds():\n"
+            f"        try:\n            return {expression}\n"
+            "        except (ValueError, AttributeError, KeyError):\n            return False\n"
+            "    return holds\n"
         )
-        exec(compile(source, "<tl_jit digest guard>", "exec"), self._namespace)
-        self.holds = self._namespace["holds"]
+        scope: dict[str, Any] = {}
+        exec(compile(source, "<tl_jit digest guard>", "exec"), scope)
+        self.holds = scope["make"](**self._namespace)
         return self
 
     def __len__(self) -> int:
@@ -180,19 +207,17 @@ def guard_of(func: types.FunctionType) -> DigestGuard:
 
 
 @functools.lru_cache(maxsize=1024)
-def _code_reads(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
-    """The names ``code`` (nested code included) loads as globals, and its local names."""
+def _global_loads(code: types.CodeType) -> frozenset[str]:
+    """The names ``code`` (nested code included) loads as globals (or builtins)."""
     loads: set[str] = set()
-    local_names: set[str] = set()
     pending = [code]
     while pending:
         current = pending.pop()
-        local_names.update(current.co_varnames, current.co_cellvars, current.co_freevars)
         for instruction in dis.get_instructions(current):
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 loads.add(str(instruction.argval))
         pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    return frozenset(loads), frozenset(local_names)
+    return frozenset(loads)
 
 
 class _Walker:
@@ -217,22 +242,21 @@ class _Walker:
         if id(func) in self.functions:
             return
         self.functions.add(id(func))
-        code = self.attribute(func, "__code__")
-        self.value(self.attribute(func, "__defaults__"))
-        self.value(self.attribute(func, "__kwdefaults__"))
+        code = self.guard.function_attribute(func, "__code__")
+        self.value(self.guard.function_attribute(func, "__defaults__"))
+        self.value(self.guard.function_attribute(func, "__kwdefaults__"))
         for cell in func.__closure__ or ():
             contents = self.guard.cell(cell)
             if contents is not _EMPTY_CELL:
                 self.value(contents)
         _, source_names, source_attributes = _source_reads(code)
         namespace = func.__globals__
-        global_loads, local_names = _code_reads(code)
+        global_loads = _global_loads(code)
         for name in sorted(_global_names(code) | source_names):
-            if name not in namespace and (
-                name not in global_loads and (name in local_names or name not in source_names)
-            ):
-                # Absent and never read as a global (an attribute name, a local): a global
-                # of that name defined later changes the digest, never the kernel.
+            if name not in namespace and name not in global_loads:
+                # Absent and never loaded as a global (an attribute name, a local, a string
+                # constant): a global of that name defined later changes the digest, not
+                # what the function reads.
                 continue
             found = self.entry(namespace, name)
             if found is not _MISSING:
