@@ -273,3 +273,42 @@ def test_the_eager_dispatcher_serves_nothing_once_a_read_changed(
     module.SHIFT = 4.0
     assert float(module.shift(a)[0]) == 4.0
     assert len(module.shift._fast) == 1  # rebuilt for the new digest only
+
+
+def test_a_helpers_code_swapped_in_place_builds_again(builders: types.ModuleType) -> None:
+    original = builders.helper.__code__
+    five = compile("def five(factor=2.0):\n    return 5.0\n", "<five>", "exec")
+    swapped = next(c for c in five.co_consts if isinstance(c, types.CodeType))
+
+    def swap(value: float) -> None:
+        builders.helper.__code__ = original if value == 2.0 else swapped
+
+    _check_follows(builders.by_helper, swap)
+
+
+def test_function_attribute_writes_are_counted_once_the_hook_is_added(
+    builders: types.ModuleType,
+) -> None:
+    from tl_runtime import fork_safety
+
+    builders.by_global(8)  # a build: the fork-safety audit hook is added
+    assert fork_safety.attribute_writes_counted()
+    before = fork_safety.attribute_writes
+    builders.helper.__defaults__ = (3.0,)
+    assert fork_safety.attribute_writes == before + 1
+
+
+def test_a_value_with_no_rendering_is_guarded_by_identity() -> None:
+    import threading
+
+    def reads_lock() -> object:
+        return lock
+
+    lock = threading.Lock()  # its repr shows an address: no rendering
+    digest = FunctionDigest(reads_lock)
+    assert digest.current() == "unkeyable"
+    assert not guard_of(reads_lock).volatile
+    assert digest.current() == "unkeyable" and digest.computed == 1  # a hit: no recompute
+    lock = threading.Lock()  # rebinding the closure value is seen
+    digest.current()
+    assert digest.computed == 2

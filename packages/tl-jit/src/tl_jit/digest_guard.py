@@ -326,14 +326,12 @@ class _Walker:
         kind = type(value)
         if is_compiler_module_name(kind.__module__) or isinstance(value, _IMMUTABLE_BY_REPR):
             return
-        module = sys.modules.get(kind.__module__)
-        if module is not None and is_library_module(module) and kind.__module__ != "builtins":
-            text = repr(value)
-            if " at 0x" in text or text.startswith("<"):
-                return  # no faithful rendering: guarded by identity only (docs/cache.md)
-            if kind.__module__.partition(".")[0] in ("numpy", "torch"):
-                return  # dtype and similar value objects
-        self.guard.volatile = True
+        text = repr(value)
+        if " at 0x" in text or text.startswith("<"):
+            return  # no faithful rendering: guarded by identity only (docs/cache.md)
+        if kind.__module__.partition(".")[0] in ("numpy", "torch"):
+            return  # dtype and similar value objects
+        self.guard.volatile = True  # rendered by a repr that may change in place
 
     def state(self, value: Any) -> None:
         held = getattr(value, "__dict__", None)
