@@ -1,7 +1,8 @@
 """``@jit``: a function of compile-time arguments returning a PrimFunc -> compiled kernels.
 
-Each distinct argument set compiles once; the kernel is held in memory and on
-disk. A call whose arguments and function code were seen before (in any
+Each distinct argument set compiles once; the kernel is held in memory (while the
+globals, class attributes and closure values the builder reads are unchanged:
+`tl_jit.digest_guard`) and on disk. A call whose arguments and function code were seen before (in any
 process) is answered from the front-end memo without running the function or
 importing tvm (docs/cache.md).
 """

@@ -16,7 +16,8 @@ from a keyword of its name), builds the kernel for that specialization with
 `tl_ir.eager` (the classic front end's IR), compiles it with the classic
 `compile_with_context` (same passes, disk cache, runtime) and calls it. The next
 call with the same template arguments and ``T.const`` values is a dictionary lookup
-keyed by a binder generated from the signature. ``T.dynamic`` dims are not part of
+keyed by a binder generated from the signature, valid while the globals, class
+attributes and closure values the body reads are unchanged (`tl_jit.digest_guard`). ``T.dynamic`` dims are not part of
 the key: they stay symbolic in the one kernel.
 """
 
@@ -163,7 +164,9 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     def _specialization_key(
         self, templates: Mapping[str, Any], consts: Mapping[str, int], overrides: Mapping[str, Any]
     ) -> tuple[Any, ...] | None:
-        """The in-memory key of a specialization; None when a template argument has no
+        """The in-memory key of a specialization: the function's digest as of now (what
+        its body reads: docs/cache.md, "In memory"), the template arguments, the
+        ``T.const`` values and the options; None when a template argument has no
         faithful rendering (that call is then never memoized: keying it by ``repr``
         could hand it another value's kernel)."""
         from tl_jit.keys import Unkeyable, canonical_value
