@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tl_jit
 from tl_jit.digest_guard import FunctionDigest, guard_of
 from tl_jit.keys import frontend_key
 
@@ -312,3 +313,43 @@ def test_a_value_with_no_rendering_is_guarded_by_identity() -> None:
     lock = threading.Lock()  # rebinding the closure value is seen
     digest.current()
     assert digest.computed == 2
+
+
+def test_an_eager_kernels_defaults_and_code_assigned_in_place_are_followed(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    module = _load(
+        tmp_path / "memo_eager3.py",
+        "memo_eager3",
+        """
+        import tl_jit
+        import tl_jit.language as T
+
+        @tl_jit.jit(target="c")
+        def fill(A, value: float = 1.0):
+            N = T.const("N")
+            A: T.Tensor[[N], T.float32]
+            C = T.empty((N,), T.float32)
+            with T.Kernel(1, threads=1) as _:
+                for i in T.serial(N):
+                    C[i] = A[i] + value
+            return C
+        """,
+    )
+    a = np.zeros(4, np.float32)
+    assert float(module.fill(a)[0]) == 1.0
+    assert float(module.fill(a)[0]) == 1.0  # the dispatcher's entry
+    module.fill.func.__defaults__ = (5.0,)
+    assert float(module.fill(a)[0]) == 5.0
+    assert float(module.fill(a)[0]) == 5.0
+
+
+def test_a_builders_own_defaults_assigned_in_place_are_bound(builders: types.ModuleType) -> None:
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def by_default(n: int, factor: float = 2.0) -> Any:
+        return builders.fb.make_scale(n, factor)
+
+    assert _factor(by_default(8)) == 2.0
+    by_default.func.__defaults__ = (5.0,)
+    assert _factor(by_default(8)) == 5.0
+    assert _factor(by_default(8, 2.0)) == 2.0

@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from tl_jit import checked, env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
-from tl_jit.digest_guard import FunctionDigest
+from tl_jit.digest_guard import FunctionDigest, function_parts, same_parts
 from tl_jit.env_reads import EnvReads
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
@@ -51,6 +51,7 @@ class JITFunction:
         self.func = func
         self.options = options
         self._signature = inspect.signature(func)
+        self._signature_read = function_parts(func)
         # TileLang's eager style annotates the decorated function's own parameters with
         # T.Tensor(...); those are kernel values, not compile-time arguments.
         self._kernel_parameters = [
@@ -113,6 +114,7 @@ class JITFunction:
         """
         self._refuse_eager_style()
         started = time.perf_counter()
+        self._follow_digest()  # first: defaults assigned in place change the binding
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
         verbose = bool(options.get("verbose", False))
@@ -124,7 +126,6 @@ class JITFunction:
 
         # In memory: the table of the function's digest as of now (so a changed global,
         # class attribute or closure value is seen), keyed by arguments and options.
-        self._follow_digest()
         try:
             memory_key: str | None = repr(canonical_value(dict(sorted(arguments.items())))) + repr(
                 canonical_value(dict(sorted(self._frontend_options(overrides).items())))
@@ -174,6 +175,10 @@ class JITFunction:
         """Make `_kernels` the table of the function's digest as of now."""
         digest = self._digest.current()
         if digest != self._kernels_digest:
+            parts = function_parts(self.func)
+            if not same_parts(parts, self._signature_read):  # code or defaults assigned
+                self._signature = inspect.signature(self.func)
+                self._signature_read = parts
             if self._kernels_digest is not None:
                 self._tables[self._kernels_digest] = self._kernels
             self._kernels = self._tables.pop(digest, {})

@@ -46,7 +46,7 @@ from tl_jit.canonical import (
 )
 from tl_runtime import fork_safety
 
-__all__ = ["DigestGuard", "FunctionDigest", "guard_of"]
+__all__ = ["DigestGuard", "FunctionDigest", "function_parts", "guard_of", "same_parts"]
 
 _MISSING: Any = object()
 _EMPTY_CELL: Any = object()
@@ -196,6 +196,22 @@ class FunctionDigest:
         except Unkeyable:
             self.digest = "unkeyable"
         return self.digest
+
+
+def function_parts(func: object) -> tuple[Any, ...]:
+    """What reading a function's signature reads besides its source: its code, defaults
+    and keyword defaults (audited reads: for slow paths, not per hit)."""
+    return (
+        getattr(func, "__code__", None),
+        getattr(func, "__defaults__", None),
+        getattr(func, "__kwdefaults__", None),
+    )
+
+
+def same_parts(now: tuple[Any, ...], then: tuple[Any, ...]) -> bool:
+    """Whether two `function_parts` hold the same objects (an equal tuple of defaults
+    may hold other objects: compared by identity)."""
+    return len(now) == len(then) and all(a is b for a, b in zip(now, then, strict=True))
 
 
 def guard_of(func: types.FunctionType) -> DigestGuard:

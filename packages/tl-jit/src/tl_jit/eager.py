@@ -29,7 +29,7 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
-from tl_jit.digest_guard import FunctionDigest
+from tl_jit.digest_guard import FunctionDigest, function_parts, same_parts
 from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
@@ -98,6 +98,7 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         self._digest = FunctionDigest(func)
         self._fast_digest: str | None = None
         self._dispatch_globals: dict[str, Any] | None = None
+        self._analyzed: tuple[Any, ...] = ()  # the function's code and defaults, analyzed
         self._install_call(self._first_call)
         functools.update_wrapper(self, func)
 
@@ -128,10 +129,18 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         if self._analysis is None:
             from tl_ir.eager import analyze
 
+            self._analyzed = function_parts(self.func)
             self._analysis = analyze(self.func)
             self._binding = EagerBinder(self.func, self._analysis)
             self._binder = self._make_binder(self._binding)
         return self._analysis
+
+    def _forget_analysis(self) -> None:
+        """Drop the signature read from the function and the dispatcher made from it."""
+        self._analysis = self._binding = self._binder = None
+        self._fast.clear()
+        self._dispatch_globals = None
+        self._install_call(self._first_call)
 
     def _make_binder(self, binding: EagerBinder) -> KeyBinder | None:
         """Install the generated dispatcher as this object's ``__call__``."""
@@ -148,6 +157,8 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     def _bind(
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, need_tensors: bool
     ) -> tuple[dict[str, Any], dict[str, int], list[Any]]:
+        if self._analysis is not None and not same_parts(function_parts(self.func), self._analyzed):
+            self._forget_analysis()  # code or defaults assigned in place: read them again
         self.analysis  # noqa: B018 - reading it creates the binder
         assert self._binding is not None
         return self._binding.bind(args, kwargs, need_tensors=need_tensors)
