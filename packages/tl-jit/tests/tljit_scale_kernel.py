@@ -45,14 +45,19 @@ def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> An
     the kernel misbehaves when run: ``"segfault-when-run"`` builds one that reads far
     outside its input (SIGSEGV on its first call).
 
-    The build-time faults strike before tvm is imported (as a user's config could): the
+    The dying faults strike before tvm is imported (as a user's config could): the
     worker dies without first spending ~5 s importing tvm (and a SIGSEGV without tvm's
-    handler symbolizing a backtrace), which keeps the fault tests cheap; the
-    ``"segfault-when-run"`` kernel still dies with tvm loaded."""
+    handler symbolizing a backtrace), which keeps the fault tests cheap; ``"hang"`` comes
+    after the import, as a real build's hang would, so an interrupt reaches a search well
+    under way; the ``"segfault-when-run"`` kernel dies with tvm loaded."""
     import ctypes
     import os
     import time
 
+    if crash == "hang":
+        import tljit_fake_backend
+
+        tljit_fake_backend.install()
     if crash == "abort":
         os.abort()
     elif crash == "segfault":
