@@ -12,6 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "tl-runtime" / "tests"))
 
 import runtime_kernels
+from runtime_kernels import (  # noqa: F401 - fixtures shared with other test trees
+    _warm_runtime_cache_template,
+    warm_runtime_cache,
+)
 
 _NETWORK_HINTS = (
     "Could not find a version",
@@ -50,20 +54,3 @@ def runtime_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if any(hint in output for hint in _NETWORK_HINTS):
             pytest.skip(f"cannot install from the package index here: {output.strip()[-300:]}")
         raise AssertionError(f"creating the runtime-only venv failed:\n{output}") from None
-
-
-@pytest.fixture(scope="session")
-def _warm_runtime_cache_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return runtime_kernels.warm_runtime_cache_template(
-        runtime_kernels.shared_temp_root(tmp_path_factory)
-    )
-
-
-@pytest.fixture
-def warm_runtime_cache(_warm_runtime_cache_template: Path, tmp_path: Path) -> Path:
-    """A private ``TL_RUNTIME_CACHE_DIR`` that already holds the Cython launcher and both
-    context helpers: for subprocess tests about something other than building them
-    (saves ~5 s of launcher build per subprocess)."""
-    directory = tmp_path / "warm-runtime-cache"
-    shutil.copytree(_warm_runtime_cache_template, directory)
-    return directory

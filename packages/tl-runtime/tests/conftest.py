@@ -12,6 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import runtime_kernels
+from runtime_kernels import (  # noqa: F401 - fixtures shared with other test trees
+    _warm_runtime_cache_template,
+    warm_runtime_cache,
+)
 
 ADAPTERS = ["tvm_ffi", "cython"]
 
@@ -39,20 +43,3 @@ def artifact_copy(tmp_path: Path) -> Callable[..., Path]:
         return target
 
     return make
-
-
-@pytest.fixture(scope="session")
-def _warm_runtime_cache_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return runtime_kernels.warm_runtime_cache_template(
-        runtime_kernels.shared_temp_root(tmp_path_factory)
-    )
-
-
-@pytest.fixture
-def warm_runtime_cache(_warm_runtime_cache_template: Path, tmp_path: Path) -> Path:
-    """A private ``TL_RUNTIME_CACHE_DIR`` that already holds the Cython launcher and both
-    context helpers: for subprocess tests about something other than building them
-    (saves ~5 s of launcher build per subprocess)."""
-    directory = tmp_path / "warm-runtime-cache"
-    shutil.copytree(_warm_runtime_cache_template, directory)
-    return directory

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import tvm
 from tvm.script import tirx as T
 
@@ -432,3 +433,18 @@ def shared_temp_root(tmp_path_factory: Any) -> Path:
     own base directory when not under xdist)."""
     root = Path(tmp_path_factory.getbasetemp())
     return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+@pytest.fixture(scope="session")
+def _warm_runtime_cache_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return warm_runtime_cache_template(shared_temp_root(tmp_path_factory))
+
+
+@pytest.fixture
+def warm_runtime_cache(_warm_runtime_cache_template: Path, tmp_path: Path) -> Path:
+    """A private ``TL_RUNTIME_CACHE_DIR`` that already holds the Cython launcher and both
+    context helpers: for subprocess tests about something other than building them
+    (saves ~5 s of launcher build per subprocess)."""
+    directory = tmp_path / "warm-runtime-cache"
+    shutil.copytree(_warm_runtime_cache_template, directory)
+    return directory

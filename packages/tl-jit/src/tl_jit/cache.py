@@ -196,18 +196,18 @@ class KernelCache:
         probe = Path(os.path.abspath(self.root)).parent
         while not os.path.lexists(probe) and probe != probe.parent:
             probe = probe.parent
-        for parent in (Path(os.path.realpath(probe)), *Path(os.path.realpath(probe)).parents):
-            try:
-                st = os.stat(parent)
-            except OSError:
-                continue
-            if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-                raise CacheError(
-                    f"the tl_jit cache root {self.root} would be created inside {parent}, "
-                    f"which every user can write without the sticky bit (mode "
-                    f"{stat.S_IMODE(st.st_mode):04o}), so anyone could replace it; "
-                    f"expected a root no other user can write. {remedy}"
-                )
+        from tl_runtime.native_build import first_shared_writable
+
+        real = Path(os.path.realpath(probe))
+        shared = first_shared_writable((real, *real.parents))
+        if shared is not None:
+            parent, st = shared
+            raise CacheError(
+                f"the tl_jit cache root {self.root} would be created inside {parent}, "
+                f"which every user can write without the sticky bit (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), so anyone could replace it; "
+                f"expected a root no other user can write. {remedy}"
+            )
 
     def _ensure(self, kind: str) -> Path:
         self.check_root()

@@ -16,7 +16,7 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tl_runtime.errors import NativeBuildError
@@ -43,6 +43,20 @@ def make_private_dirs(path: Path) -> None:
         except FileExistsError:
             continue
         os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
+
+
+def first_shared_writable(directories: Iterable[Path]) -> tuple[Path, os.stat_result] | None:
+    """The first of ``directories`` that every user can write without the sticky bit
+    (anyone could replace what is inside it), with its stat; None when there is none.
+    Directories that cannot be inspected are skipped."""
+    for directory in directories:
+        try:
+            st = os.stat(directory)
+        except OSError:
+            continue
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            return directory, st
+    return None
 
 
 def check_private_directory(path: Path, what: str, remedy: str) -> None:

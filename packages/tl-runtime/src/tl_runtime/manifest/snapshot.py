@@ -23,6 +23,7 @@ from pathlib import Path
 from tl_runtime.errors import ArtifactError, HashMismatchError, InsecureArtifactError
 from tl_runtime.manifest.document import Manifest
 from tl_runtime.manifest.fields import MANIFEST_NAME
+from tl_runtime.native_build import first_shared_writable
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -148,17 +149,14 @@ def check_not_world_writable(directory: Path, info: os.stat_result) -> None:
             f"artifact directory {directory} is writable by every user (mode "
             f"{stat.S_IMODE(info.st_mode):04o}), so anyone could replace its code; {remedy}"
         )
-    for parent in Path(os.path.realpath(directory)).parents:
-        try:
-            st = os.stat(parent)
-        except OSError:
-            continue
-        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-            raise InsecureArtifactError(
-                f"artifact directory {directory} is inside {parent}, which every user can "
-                f"write without the sticky bit (mode {stat.S_IMODE(st.st_mode):04o}), so "
-                f"anyone could replace the artifact; {remedy.replace('on it', 'on ' + str(parent))}"
-            )
+    shared = first_shared_writable(Path(os.path.realpath(directory)).parents)
+    if shared is not None:
+        parent, st = shared
+        raise InsecureArtifactError(
+            f"artifact directory {directory} is inside {parent}, which every user can "
+            f"write without the sticky bit (mode {stat.S_IMODE(st.st_mode):04o}), so "
+            f"anyone could replace the artifact; {remedy.replace('on it', 'on ' + str(parent))}"
+        )
 
 
 def read_artifact(directory: str | os.PathLike[str], *, verify: bool = True) -> ArtifactSnapshot:
