@@ -82,3 +82,38 @@ def test_the_first_section_adds_the_audit_hook_and_a_fork_waits_on_it() -> None:
     proc = _run(script)
     assert proc.returncode == 0, proc.stderr
     assert "CHILD 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_fork_refused_by_a_later_audit_hook_leaves_no_section_waiting() -> None:
+    # The audit hook closes the gate for the announced fork; a later hook refusing the
+    # fork means no after-fork handler ever opened it, and every later compile section
+    # (in this thread or another) waited WAIT_SECONDS (300 s) for it.
+    script = textwrap.dedent(
+        """
+        import os, sys, threading, time
+        from tl_runtime import fork_safety
+        fork_safety.WAIT_SECONDS = 20.0
+        with fork_safety.fork_waits_for_this():
+            pass  # adds the audit hook
+
+        def refuse(event, args):
+            if event == "os.fork":
+                raise PermissionError("fork refused by policy")
+
+        sys.addaudithook(refuse)
+        try:
+            os.fork()
+        except PermissionError:
+            pass
+        started = time.monotonic()
+        with fork_safety.fork_waits_for_this():
+            pass
+        other = threading.Thread(target=lambda: fork_safety.fork_waits_for_this().__enter__())
+        other.start()
+        other.join()
+        print("WAITED", round(time.monotonic() - started, 1))
+        """
+    )
+    proc = _run(script)
+    assert proc.returncode == 0, proc.stderr
+    assert "WAITED 0.0" in proc.stdout, proc.stdout + proc.stderr

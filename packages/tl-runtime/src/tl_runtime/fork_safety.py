@@ -154,7 +154,49 @@ _sections_lock = threading.Lock()
 # no thread enters a section in between (a thread at its outermost entry waits here).
 _gate = threading.Lock()
 _gate_holder: int | None = None  # the forking thread holding the gate
+# The frame that called os.fork and its instruction, while its audit event holds the gate:
+# once that frame has moved on, the fork is over; if no after-fork handler released the
+# gate, the fork never happened (a later audit hook refused it) and the gate is stale.
+_gate_caller: tuple[Any, int] | None = None
 _audit_hook_added = False
+
+
+def _gate_is_stale() -> bool:
+    """Whether the gate is held for a fork that is over without releasing it."""
+    holder, caller = _gate_holder, _gate_caller
+    if holder is None or caller is None:
+        return False
+    frame = sys._current_frames().get(holder)
+    if frame is None:
+        return True  # the forking thread is gone
+    target, instruction = caller
+    while frame is not None:
+        if frame is target:
+            return bool(frame.f_lasti != instruction)
+        frame = frame.f_back
+    return True  # the frame that called os.fork has returned (it raised)
+
+
+def _release_stale_gate() -> None:
+    global _gate_holder, _gate_caller
+    with _sections_lock:
+        if _gate_holder is None or not _gate_is_stale():
+            return
+        _gate_holder = None
+        _gate_caller = None
+        with contextlib.suppress(RuntimeError):  # released meanwhile
+            _gate.release()
+
+
+def _acquire_gate(timeout: float) -> bool:
+    """Take the gate within ``timeout`` s, freeing it from a fork that never happened."""
+    deadline = time.monotonic() + timeout
+    while not _gate.acquire(timeout=0.01):
+        if _gate_is_stale():
+            _release_stale_gate()
+        if time.monotonic() > deadline:
+            return False
+    return True
 
 
 @contextlib.contextmanager
@@ -167,10 +209,10 @@ def fork_waits_for_this() -> Iterator[None]:
     if not nested:
         if not _audit_hook_added:
             _add_audit_hook()
-        # The gate: not while a fork is under way. Bounded: a fork that its audit event
-        # announced but that never happened (a later audit hook refused it) keeps the
-        # gate, and a section must not wait for that forever.
-        entered = _gate.acquire(timeout=WAIT_SECONDS)
+        # The gate: not while a fork is under way. A fork that its audit event announced
+        # but that never happened (a later audit hook refused it) left the gate closed:
+        # `_acquire_gate` sees that its caller moved on and opens it.
+        entered = _acquire_gate(WAIT_SECONDS)
         try:
             with _sections_lock:
                 _sections[ident] = _sections.get(ident, 0) + 1
@@ -208,21 +250,25 @@ def _wait_and_close_the_gate() -> None:
     deadline = time.monotonic() + WAIT_SECONDS
     wait_for_imports(WAIT_SECONDS)
     while time.monotonic() < deadline:
-        _gate.acquire()
+        if not _acquire_gate(max(deadline - time.monotonic(), 0.0)):
+            break
         if not sections_in_progress():
             _gate_holder = me
             return
         _gate.release()
         time.sleep(0.001)
-    _gate.acquire()  # waited long enough: fork anyway
+    _acquire_gate(WAIT_SECONDS)  # waited long enough: fork anyway
     _gate_holder = me
 
 
 def _audit_fork(event: str, _args: tuple[Any, ...]) -> None:
     # Called on every audited event of the process: the common case returns at once.
+    global _gate_caller
     if event == "os.fork" or event == "os.forkpty":
         try:
             _wait_and_close_the_gate()
+            caller = sys._getframe(1)
+            _gate_caller = (caller, caller.f_lasti)
         except Exception:  # an exception from an audit hook would refuse the fork itself
             return  # (at interpreter exit, say); tl_runtime's before-fork handler still waits
 
@@ -244,18 +290,20 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_parent() -> None:
-    global _gate_holder
+    global _gate_holder, _gate_caller
     if _gate_holder == threading.get_ident():
         _gate_holder = None
+        _gate_caller = None
         _gate.release()
 
 
 def _forget_sections_in_child() -> None:
-    global _sections_lock, _gate, _gate_holder
+    global _sections_lock, _gate, _gate_holder, _gate_caller
     _sections.clear()
     _sections_lock = threading.Lock()
     _gate = threading.Lock()
     _gate_holder = None
+    _gate_caller = None
 
 
 def install() -> None:
