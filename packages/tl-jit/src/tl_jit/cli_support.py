@@ -45,16 +45,9 @@ def parse_assignments(items: Sequence[str], option: str) -> dict[str, Any]:
 
 
 def _kind(path: Path) -> str:
-    import stat
+    from tl_runtime.manifest.snapshot import file_kind
 
-    mode = path.stat().st_mode
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
+    return file_kind(path.stat().st_mode)
 
 
 def load_object(spec: str) -> Any:

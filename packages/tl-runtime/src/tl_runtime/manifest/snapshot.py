@@ -48,7 +48,8 @@ class ArtifactSnapshot:
     contents: Mapping[str, bytes]
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, from its ``st_mode``, for messages."""
     if stat.S_ISLNK(mode):
         return "a symlink"
     if stat.S_ISDIR(mode):
@@ -110,7 +111,7 @@ def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> by
             )
         if not stat.S_ISREG(before.st_mode):
             raise ArtifactError(
-                f"artifact file {name!r}: expected a regular file, got {_kind(before.st_mode)}"
+                f"artifact file {name!r}: expected a regular file, got {file_kind(before.st_mode)}"
             )
         try:
             fd = os.open(leaf, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=current)
@@ -120,7 +121,7 @@ def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> by
             after = os.fstat(fd)
             if not stat.S_ISREG(after.st_mode):
                 raise ArtifactError(
-                    f"artifact file {name!r}: expected a regular file, got {_kind(after.st_mode)}"
+                    f"artifact file {name!r}: expected a regular file, got {file_kind(after.st_mode)}"
                 )
             chunks = []
             while chunk := os.read(fd, 1 << 20):
