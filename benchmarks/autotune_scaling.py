@@ -111,7 +111,7 @@ def main() -> None:
             }
             if args.address is None:
                 init["num_cpus"] = 2
-            ray.init(address=args.address, **init)
+            ray.init(address=args.address or "local", **init)
             try:
                 executor = RayExecutor(max_workers=workers)
                 rows.append(

@@ -28,7 +28,11 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     their own cache root (returned), as the workers of another node would."""
     worker_cache = tmp_path_factory.mktemp("ray-worker-cache") / "cache"
     pythonpath = os.pathsep.join(p for p in (str(TESTS_DIR), os.environ.get("PYTHONPATH", "")) if p)
+    # address="local": always a cluster of its own; without it ray.init joins the newest
+    # cluster on this machine (another test's, running beside this one under xdist) and
+    # then refuses num_cpus.
     ray.init(
+        address="local",
         num_cpus=2,
         resources={"tl_device": 1},
         include_dashboard=False,

@@ -40,6 +40,7 @@ def alive(pid):
 
 def main():
     ray.init(
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,7 +59,11 @@ class RayExecutor:
 
     Args:
         address: the cluster to connect to when Ray is not initialized yet (``"auto"``, a
-            ``ray://`` address; None starts a local one); ignored when it is.
+            ``ray://`` address); None means ``$RAY_ADDRESS`` when that is set (as under
+            ``ray job submit``) and otherwise a new local cluster of this process's own,
+            never whichever cluster another process last started on this machine (plain
+            ``ray.init()`` joins that one, and then refuses ``init_options`` such as
+            ``num_cpus``). Ignored when Ray is initialized.
         compile_options: Ray task options of a build (default ``{"num_cpus": 1,
             "max_retries": 0}``: a build whose worker dies is not retried, it fails its
             configuration).
@@ -97,6 +102,8 @@ class RayExecutor:
             raise ValueError(f"RayExecutor max_workers: expected an int >= 1, got {max_workers!r}")
         ray = _import_ray()
         if not ray.is_initialized():
+            if address is None:
+                address = os.environ.get("RAY_ADDRESS") or "local"
             ray.init(address=address, **dict(init_options or {}))
         self._ray = ray
         self.compile_options = {"num_cpus": 1, "max_retries": 0, **dict(compile_options or {})}
