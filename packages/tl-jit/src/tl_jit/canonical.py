@@ -326,6 +326,18 @@ def _source_reads(
             chain = _dotted_chain(node)
             if chain is not None:
                 attributes.add(chain)
+        elif isinstance(node, ast.Call) and _is_getattr_of_constant(node):
+            # getattr(config, "BLOCK") reads config.BLOCK (a computed name cannot be known)
+            owner, literal = node.args[0], node.args[1]
+            chain = (
+                (owner.id,)
+                if isinstance(owner, ast.Name)
+                else _dotted_chain(owner)
+                if isinstance(owner, ast.Attribute)
+                else None
+            )
+            if chain is not None and isinstance(literal, ast.Constant):
+                attributes.add((*chain, str(literal.value)))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             # A quoted annotation ("T.Tensor((N,), dtype)") is parsed as an expression.
             try:
@@ -334,6 +346,18 @@ def _source_reads(
                 continue
             names.update(n.id for n in ast.walk(inner) if isinstance(n, ast.Name))
     return source, frozenset(names), frozenset(attributes)
+
+
+def _is_getattr_of_constant(node: ast.Call) -> bool:
+    """``getattr(name_or_chain, "literal"[, default])``."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) in (2, 3)
+        and isinstance(node.args[0], ast.Name | ast.Attribute)
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    )
 
 
 def _dotted_chain(node: ast.Attribute) -> tuple[str, ...] | None:
@@ -385,7 +409,8 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     Covered: its code (nested code included), its source text, defaults, closure values,
     the values of the module globals named in its code or source (constants, and
     functions by their own digest), and the values of attributes it reads from the
-    user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``). Attributes of the compiler packages and of
+    user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``; also
+    ``getattr(config, "BLOCK")`` with a literal name). Attributes of the compiler packages and of
     installed libraries are covered by the version part of the key.
 
     Raises:

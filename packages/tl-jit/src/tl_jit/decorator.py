@@ -1,7 +1,8 @@
 """``@jit``: a function of compile-time arguments returning a PrimFunc -> compiled kernels.
 
-Each distinct argument set compiles once; the kernel is held in memory and on
-disk. A call whose arguments and function code were seen before (in any
+Each distinct argument set compiles once; the kernel is held in memory (while the
+globals, class attributes and closure values the builder reads are unchanged:
+`tl_jit.digest_guard`) and on disk. A call whose arguments and function code were seen before (in any
 process) is answered from the front-end memo without running the function or
 importing tvm (docs/cache.md).
 """
@@ -17,6 +18,7 @@ from typing import Any, overload
 
 from tl_jit import checked, env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
+from tl_jit.digest_guard import FunctionDigest, function_parts, same_parts
 from tl_jit.env_reads import EnvReads
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
@@ -49,6 +51,7 @@ class JITFunction:
         self.func = func
         self.options = options
         self._signature = inspect.signature(func)
+        self._signature_read = function_parts(func)
         # TileLang's eager style annotates the decorated function's own parameters with
         # T.Tensor(...); those are kernel values, not compile-time arguments.
         self._kernel_parameters = [
@@ -56,8 +59,14 @@ class JITFunction:
             for name, parameter in self._signature.parameters.items()
             if _is_kernel_annotation(parameter.annotation)
         ]
-        # memory key -> the kernel and the environment variables its builder read
+        # memory key -> the kernel and the environment variables its builder read, for
+        # the function's digest `_kernels_digest` (the globals, class attributes, closure
+        # values and defaults it reads: `FunctionDigest`, rechecked by identity per call);
+        # the tables of the digests seen before wait in `_tables`
         self._kernels: dict[str, tuple[JITKernel, EnvReads]] = {}
+        self._digest = FunctionDigest(func)
+        self._kernels_digest: str | None = None
+        self._tables: dict[str, dict[str, tuple[JITKernel, EnvReads]]] = {}
         functools.update_wrapper(self, func)
 
     def bind_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,6 +114,7 @@ class JITFunction:
         """
         self._refuse_eager_style()
         started = time.perf_counter()
+        self._follow_digest()  # first: defaults assigned in place change the binding
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
         verbose = bool(options.get("verbose", False))
@@ -114,8 +124,8 @@ class JITFunction:
         from tl_jit.env_reads import unchanged
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
 
-        # In memory the function is fixed, so the arguments and options alone key a kernel
-        # (the front-end key also covers closure and global values, which may mutate).
+        # In memory: the table of the function's digest as of now (so a changed global,
+        # class attribute or closure value is seen), keyed by arguments and options.
         try:
             memory_key: str | None = repr(canonical_value(dict(sorted(arguments.items())))) + repr(
                 canonical_value(dict(sorted(self._frontend_options(overrides).items())))
@@ -153,7 +163,26 @@ class JITFunction:
                 memo.store(front_key, found[0], self.func.__qualname__, found[1])
         if memory_key is not None:
             self._kernels[memory_key] = found
+            # What the builder changed itself while building (a list it appends to) is
+            # not an input: its kernels stay valid under the digest it left behind.
+            before = self._kernels, self._kernels_digest
+            self._follow_digest()
+            if self._kernels_digest != before[1]:
+                self._kernels = {**self._kernels, **before[0]}
         return found[0]
+
+    def _follow_digest(self) -> None:
+        """Make `_kernels` the table of the function's digest as of now."""
+        digest = self._digest.current()
+        if digest != self._kernels_digest:
+            parts = function_parts(self.func)
+            if not same_parts(parts, self._signature_read):  # code or defaults assigned
+                self._signature = inspect.signature(self.func)
+                self._signature_read = parts
+            if self._kernels_digest is not None:
+                self._tables[self._kernels_digest] = self._kernels
+            self._kernels = self._tables.pop(digest, {})
+            self._kernels_digest = digest
 
     def _refuse_eager_style(self) -> None:
         if self._kernel_parameters:

@@ -16,7 +16,8 @@ from a keyword of its name), builds the kernel for that specialization with
 `tl_ir.eager` (the classic front end's IR), compiles it with the classic
 `compile_with_context` (same passes, disk cache, runtime) and calls it. The next
 call with the same template arguments and ``T.const`` values is a dictionary lookup
-keyed by a binder generated from the signature. ``T.dynamic`` dims are not part of
+keyed by a binder generated from the signature, valid while the globals, class
+attributes and closure values the body reads are unchanged (`tl_jit.digest_guard`). ``T.dynamic`` dims are not part of
 the key: they stay symbolic in the one kernel.
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
+from tl_jit.digest_guard import FunctionDigest, function_parts, same_parts
 from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
@@ -90,6 +92,13 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         self._fast: dict[tuple[Any, ...], Callable[..., Any]] = {}
         # specialization key -> the kernel and the environment variables its body read
         self._specializations: dict[tuple[Any, ...], tuple[JITKernel, EnvReads]] = {}
+        # the function's digest as of now (globals, class attributes, closure, defaults
+        # its body reads): part of the specialization key; the dispatcher's entries hold
+        # for the digest `_fast` was filled under, checked by the digest's guard
+        self._digest = FunctionDigest(func)
+        self._fast_digest: str | None = None
+        self._dispatch_globals: dict[str, Any] | None = None
+        self._analyzed: tuple[Any, ...] = ()  # the function's code and defaults, analyzed
         self._install_call(self._first_call)
         functools.update_wrapper(self, func)
 
@@ -120,10 +129,18 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         if self._analysis is None:
             from tl_ir.eager import analyze
 
+            self._analyzed = function_parts(self.func)
             self._analysis = analyze(self.func)
             self._binding = EagerBinder(self.func, self._analysis)
             self._binder = self._make_binder(self._binding)
         return self._analysis
+
+    def _forget_analysis(self) -> None:
+        """Drop the signature read from the function and the dispatcher made from it."""
+        self._analysis = self._binding = self._binder = None
+        self._fast.clear()
+        self._dispatch_globals = None
+        self._install_call(self._first_call)
 
     def _make_binder(self, binding: EagerBinder) -> KeyBinder | None:
         """Install the generated dispatcher as this object's ``__call__``."""
@@ -131,6 +148,7 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         if made is None:
             return None
         binder, dispatch = made
+        self._dispatch_globals = dispatch.__globals__
         # The generated function becomes the call: no extra frame between the user's
         # call and the lookup.
         self._install_call(dispatch)
@@ -139,6 +157,8 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     def _bind(
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, need_tensors: bool
     ) -> tuple[dict[str, Any], dict[str, int], list[Any]]:
+        if self._analysis is not None and not same_parts(function_parts(self.func), self._analyzed):
+            self._forget_analysis()  # code or defaults assigned in place: read them again
         self.analysis  # noqa: B018 - reading it creates the binder
         assert self._binding is not None
         return self._binding.bind(args, kwargs, need_tensors=need_tensors)
@@ -155,7 +175,9 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     def _specialization_key(
         self, templates: Mapping[str, Any], consts: Mapping[str, int], overrides: Mapping[str, Any]
     ) -> tuple[Any, ...] | None:
-        """The in-memory key of a specialization; None when a template argument has no
+        """The in-memory key of a specialization: the function's digest as of now (what
+        its body reads: docs/cache.md, "In memory"), the template arguments, the
+        ``T.const`` values and the options; None when a template argument has no
         faithful rendering (that call is then never memoized: keying it by ``repr``
         could hand it another value's kernel)."""
         from tl_jit.keys import Unkeyable, canonical_value
@@ -171,7 +193,7 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
             )
         except Unkeyable:
             return None
-        return rendered, tuple(sorted(consts.items())), options
+        return self._digest.current(), rendered, tuple(sorted(consts.items())), options
 
     def build_ir(self, templates: Mapping[str, Any], consts: Mapping[str, int]) -> Any:
         """The `tl_ir.eager.EagerKernelIR` of one specialization (no compile)."""
@@ -268,13 +290,27 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         # (`exact_key`), and only for a body that read no environment variable (the
         # dispatcher checks none).
         if binder is not None and not reads:
-            try:
-                key, _ = binder(*args, **kwargs)
-                if exact_key(key):
-                    self._fast[key] = kernel.__call__
-            except Exception:
-                pass
+            self._remember_fast(binder, args, kwargs, kernel)
         return kernel(*arguments)
+
+    def _remember_fast(
+        self, binder: KeyBinder, args: tuple[Any, ...], kwargs: Mapping[str, Any], kernel: Any
+    ) -> None:
+        """Let the dispatcher serve this call's kernel while the function's digest holds."""
+        digest = self._digest.current()
+        guard = self._digest.guard
+        if guard is None or guard.volatile or self._dispatch_globals is None:
+            return  # the digest must be recomputed on every call: no fast path
+        if digest != self._fast_digest:
+            self._fast.clear()  # built for another digest
+            self._fast_digest = digest
+        self._dispatch_globals["__valid"] = guard.holds
+        try:
+            key, _ = binder(*args, **kwargs)
+            if exact_key(key):
+                self._fast[key] = kernel.__call__
+        except Exception:
+            pass
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         """Compile ahead of time: ``kernel.compile(M=1024, N=1024, dtype=T.float16)``.

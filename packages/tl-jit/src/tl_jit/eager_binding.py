@@ -110,6 +110,20 @@ def _is_dtype_annotation(annotation: object) -> bool:
     return getattr(annotation, "__name__", None) == "dtype"
 
 
+def _not_yet() -> bool:
+    return False
+
+
+_OMITTED: Any = object()
+
+
+def _present(given: tuple[tuple[str, Any], ...], extra: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments a dispatcher forwards: those given, and the extra ones."""
+    forwarded = {name: value for name, value in given if value is not _OMITTED}
+    forwarded.update(extra)
+    return forwarded
+
+
 class EagerBinder:
     """Binds calls of one eager function (its `tl_ir.eager.EagerSignature`)."""
 
@@ -124,11 +138,17 @@ class EagerBinder:
     ) -> tuple[KeyBinder, Dispatch] | None:
         """Generate, from the user's signature, the binder ``(key, kernel arguments)`` and
         the dispatcher installed as this object's ``__call__``: Python's own argument
-        binding, one tuple build and one dictionary lookup, then the kernel's call."""
+        binding, one tuple build and one dictionary lookup, then the kernel's call.
+
+        An entry of ``fast`` is served only while ``__valid()`` (in the dispatcher's
+        globals, set by the owner: its function's digest guard) holds; otherwise the
+        call goes to ``slow``."""
         analysis = self.analysis
         if analysis.bindings is None or len(analysis.bindings) != len(analysis.consts):
             return None
         parts: list[str] = []
+        dispatch_parts: list[str] = []
+        resolve: list[str] = []
         forwarded: list[str] = []
         defaults: list[Any] = []
         keyword_only = False
@@ -137,13 +157,25 @@ class EagerBinder:
                 return None
             if parameter.kind is parameter.KEYWORD_ONLY and not keyword_only:
                 parts.append("*")
+                dispatch_parts.append("*")
                 keyword_only = True
             if parameter.default is parameter.empty:
                 parts.append(parameter.name)
+                dispatch_parts.append(parameter.name)
+                forwarded.append(f"({parameter.name!r}, {parameter.name})")
             else:
-                parts.append(f"{parameter.name}=__defaults[{len(defaults)}]")
+                index = len(defaults)
+                parts.append(f"{parameter.name}=__defaults[{index}]")
+                # The dispatcher forwards an omitted argument as omitted: the slow path
+                # binds it with the function's defaults as they are then.
+                dispatch_parts.append(f"{parameter.name}=__omitted")
+                resolve.append(
+                    f"    __given{index} = {parameter.name}\n"
+                    f"    if {parameter.name} is __omitted:\n"
+                    f"        {parameter.name} = __defaults[{index}]\n"
+                )
+                forwarded.append(f"({parameter.name!r}, __given{index})")
                 defaults.append(parameter.default)
-            forwarded.append(f"{parameter.name!r}: {parameter.name}")
         # Each template value with its class: 1, 1.0 and True are equal dict keys but
         # may build different kernels (see `exact_key` for what else is kept out).
         key_items = [f"{p}, {p}.__class__" for p in analysis.template_params]
@@ -158,13 +190,14 @@ class EagerBinder:
         source = (
             f"def __bind({', '.join(parts)}):\n"
             f"    return {key}, ({arguments}{',' if arguments else ''})\n"
-            f"def {name}({', '.join([*parts, '**__extra'])}):\n"
+            f"def {name}({', '.join([*dispatch_parts, '**__extra'])}):\n"
+            f"{''.join(resolve)}"
             f"    try:\n"
             f"        kernel = __fast[{key}]\n"
             f"    except Exception:\n"
             f"        kernel = None\n"
-            f"    if kernel is None or __extra:\n"
-            f"        return __slow((), {{{''.join(f + ', ' for f in forwarded)}**__extra}})\n"
+            f"    if kernel is None or __extra or not __valid():\n"
+            f"        return __slow((), __present(({''.join(f + ', ' for f in forwarded)}), __extra))\n"
             f"    return kernel({arguments})\n"
         )
         namespace: dict[str, Any] = {
@@ -172,6 +205,9 @@ class EagerBinder:
             "__stride": _stride,
             "__fast": fast,
             "__slow": slow,
+            "__valid": _not_yet,  # the owner installs its digest guard's check
+            "__omitted": _OMITTED,
+            "__present": _present,
         }
         exec(compile(source, f"<eager dispatch of {analysis.qualname}>", "exec"), namespace)
         dispatch: Dispatch = namespace[name]
