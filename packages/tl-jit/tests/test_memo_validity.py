@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import textwrap
+import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import numpy as np
 import pytest
 
 import tl_jit
+import tl_jit.canonical
+import tl_jit.language as T
 from tl_jit.digest_guard import FunctionDigest, guard_of
 from tl_jit.keys import frontend_key
 
@@ -300,8 +303,6 @@ def test_function_attribute_writes_are_counted_once_the_hook_is_added(
 
 
 def test_a_value_with_no_rendering_is_guarded_by_identity() -> None:
-    import threading
-
     def reads_lock() -> object:
         return lock
 
@@ -353,3 +354,85 @@ def test_a_builders_own_defaults_assigned_in_place_are_bound(builders: types.Mod
     by_default.func.__defaults__ = (5.0,)
     assert _factor(by_default(8)) == 5.0
     assert _factor(by_default(8, 2.0)) == 2.0
+
+
+# --------------------------------------------------------------------------- threads
+def _stall_first_digest(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Make the first `function_digest` computed off the main thread wait (at most 0.5 s)
+    until another thread computes one too. Returned: an event set once that first one
+    is waiting."""
+    from tl_jit import digest_guard
+
+    real = digest_guard.function_digest
+    waiting, another = threading.Event(), threading.Event()
+    stalled: list[threading.Thread] = []
+
+    def stalling(func: types.FunctionType) -> str:
+        me = threading.current_thread()
+        if not stalled and me is not threading.main_thread():
+            stalled.append(me)
+            waiting.set()
+            another.wait(0.5)
+        elif stalled and me is not stalled[0]:
+            another.set()
+        return real(func)
+
+    monkeypatch.setattr(digest_guard, "function_digest", stalling)
+    return waiting
+
+
+@pytest.mark.parametrize("moment", ["first", "after a change"])
+def test_a_thread_never_takes_a_digest_the_guard_it_sees_does_not_vouch_for(
+    monkeypatch: pytest.MonkeyPatch, moment: str
+) -> None:
+    # A thread computing the digest used to publish its new guard before the digest:
+    # another thread then found the guard holding and took the digest stored before
+    # (none at first: "", after a change: the stale digest, so the old kernel).
+    scale = 2.0
+
+    def reads() -> float:
+        return scale
+
+    digest = FunctionDigest(reads)
+    if moment == "after a change":
+        digest.current()
+        scale = 5.0
+    expected = tl_jit.canonical.function_digest(reads)
+    waiting = _stall_first_digest(monkeypatch)
+    worker = threading.Thread(target=digest.current)
+    worker.start()
+    assert waiting.wait(10)  # the worker is computing the digest
+    assert digest.current() == expected
+    worker.join(10)
+    assert digest.current() == expected
+
+
+def test_par_compile_keys_each_specialization_under_the_digest(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # integration_tests/eager: test_jit2_gemm_ptr counted 3 specializations where
+    # par_compile had built 2 (one compile thread keyed its kernel under the digest "").
+    module = _load(tmp_path / "memo_eager4.py", "memo_eager4", EAGER)
+    _stall_first_digest(monkeypatch)
+    kernels = module.shift.par_compile(
+        [(T.Tensor((4,), T.float32),), (T.Tensor((8,), T.float32),)], num_workers=2
+    )
+    assert all(k is not None for k in kernels)
+    for n in (4, 8):
+        assert float(module.shift(np.zeros(n, np.float32))[0]) == 1.0
+    assert len(module.shift._specializations) == 2
+
+
+def test_a_dtype_default_is_guarded_by_its_name() -> None:
+    # A compiler dtype is rendered as its name; the tvm dtype it caches in a slot (set
+    # lazily, on its first conversion) is not an input and fails no guard.
+    dtype = type(T.float16)("float32")
+
+    def reads(d: Any = dtype) -> Any:
+        return d
+
+    digest = FunctionDigest(reads)
+    digest.current()
+    dtype._tvm_ffi_dtype = type(dtype._tvm_ffi_dtype)("float32")
+    digest.current()
+    assert digest.computed == 1

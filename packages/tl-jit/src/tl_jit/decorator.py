@@ -59,14 +59,14 @@ class JITFunction:
             for name, parameter in self._signature.parameters.items()
             if _is_kernel_annotation(parameter.annotation)
         ]
-        # memory key -> the kernel and the environment variables its builder read, for
-        # the function's digest `_kernels_digest` (the globals, class attributes, closure
-        # values and defaults it reads: `FunctionDigest`, rechecked by identity per call);
-        # the tables of the digests seen before wait in `_tables`
-        self._kernels: dict[str, tuple[JITKernel, EnvReads]] = {}
+        # function digest -> memory key -> the kernel and the environment variables its
+        # builder read. The digest covers the globals, class attributes, closure values
+        # and defaults the builder reads (`FunctionDigest`, rechecked by identity per
+        # call); `_current` is the digest last followed with its table, published as one
+        # tuple so that threads compiling at once never pair a digest with another table.
         self._digest = FunctionDigest(func)
-        self._kernels_digest: str | None = None
         self._tables: dict[str, dict[str, tuple[JITKernel, EnvReads]]] = {}
+        self._current: tuple[str | None, dict[str, tuple[JITKernel, EnvReads]]] = (None, {})
         functools.update_wrapper(self, func)
 
     def bind_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,7 +114,7 @@ class JITFunction:
         """
         self._refuse_eager_style()
         started = time.perf_counter()
-        self._follow_digest()  # first: defaults assigned in place change the binding
+        digest, kernels = self._follow_digest()  # first: assigned defaults change the binding
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
         verbose = bool(options.get("verbose", False))
@@ -133,7 +133,7 @@ class JITFunction:
         except Unkeyable:
             memory_key = None
         if memory_key is not None:
-            held = self._kernels.get(memory_key)
+            held = kernels.get(memory_key)
             if held is not None and unchanged(held[1]):
                 if verbose:
                     report_origin(self.func.__qualname__, "memory", started, _described(held[0]))
@@ -162,27 +162,33 @@ class JITFunction:
             if front_key is not None and not env.cache_disabled():
                 memo.store(front_key, found[0], self.func.__qualname__, found[1])
         if memory_key is not None:
-            self._kernels[memory_key] = found
+            kernels[memory_key] = found  # the table of the digest it was built under
             # What the builder changed itself while building (a list it appends to) is
             # not an input: its kernels stay valid under the digest it left behind.
-            before = self._kernels, self._kernels_digest
-            self._follow_digest()
-            if self._kernels_digest != before[1]:
-                self._kernels = {**self._kernels, **before[0]}
+            after, kernels_after = self._follow_digest()
+            if after != digest:
+                kernels_after.update(kernels)
         return found[0]
 
-    def _follow_digest(self) -> None:
-        """Make `_kernels` the table of the function's digest as of now."""
+    @property
+    def _kernels(self) -> dict[str, tuple[JITKernel, EnvReads]]:
+        """The in-memory kernels of the digest last followed (tests clear it)."""
+        return self._current[1]
+
+    def _follow_digest(self) -> tuple[str, dict[str, tuple[JITKernel, EnvReads]]]:
+        """The function's digest as of now and its table of kernels (made current)."""
         digest = self._digest.current()
-        if digest != self._kernels_digest:
-            parts = function_parts(self.func)
-            if not same_parts(parts, self._signature_read):  # code or defaults assigned
-                self._signature = inspect.signature(self.func)
-                self._signature_read = parts
-            if self._kernels_digest is not None:
-                self._tables[self._kernels_digest] = self._kernels
-            self._kernels = self._tables.pop(digest, {})
-            self._kernels_digest = digest
+        current = self._current
+        if digest == current[0]:
+            return digest, current[1]
+        parts = function_parts(self.func)
+        if not same_parts(parts, self._signature_read):  # code or defaults assigned
+            self._signature = inspect.signature(self.func)
+            self._signature_read = parts
+        # setdefault is one atomic step: threads following the same digest share a table
+        kernels = self._tables.setdefault(digest, {})
+        self._current = (digest, kernels)
+        return digest, kernels
 
     def _refuse_eager_style(self) -> None:
         if self._kernel_parameters:

@@ -170,32 +170,51 @@ class FunctionDigest:
     `current` is ``function_digest(func)`` as of now: ``"unkeyable"`` when the digest
     raises `Unkeyable` (the memo then keys on the arguments and on the identity of what
     the function reads), ``"opaque"`` for a callable that is not a Python function.
+
+    Thread-safe: the guard and the digest computed under it are published together, as
+    one tuple (`state`), so a thread never pairs a guard with a digest it did not vouch
+    for (par_compile computes keys in worker threads: a thread that saw the new guard
+    before the digest was stored took the previous digest, or none).
     """
 
     def __init__(self, func: object) -> None:
         self.func = func
-        self.guard: DigestGuard | None = None
-        self.digest = ""
+        #: (the guard, the digest computed under it); None before the first `current`.
+        self.state: tuple[DigestGuard, str] | None = None
         self.computed = 0  # how many times the digest was computed (tests, benchmarks)
+
+    @property
+    def guard(self) -> DigestGuard | None:
+        """The guard of the digest last computed (None before the first `current`)."""
+        state = self.state
+        return None if state is None else state[0]
 
     def current(self) -> str:
         """The digest now: one identity check per read on the common path."""
-        guard = self.guard
-        if guard is not None and guard.holds() and not guard.volatile:
-            return self.digest
+        return self.current_state()[1]
+
+    def current_state(self) -> tuple[DigestGuard, str]:
+        """The digest now with the guard that vouches for it (one consistent pair)."""
+        state = self.state
+        if state is not None:
+            guard = state[0]
+            if not guard.volatile and guard.holds():
+                return state
         func = self.func
         if not isinstance(func, types.FunctionType):
-            self.guard = DigestGuard()  # nothing to read: always holds
-            self.digest = "opaque"
-            return self.digest
-        if guard is None or not guard.holds():
-            self.guard = guard_of(func)
-        self.computed += 1
-        try:
-            self.digest = function_digest(func)
-        except Unkeyable:
-            self.digest = "unkeyable"
-        return self.digest
+            state = (DigestGuard(), "opaque")  # nothing to read: always holds
+        else:
+            # The guard is built before the digest, so a read changed in between is
+            # caught at the next check; a volatile guard that holds is kept.
+            guard = state[0] if state is not None and state[0].holds() else guard_of(func)
+            self.computed += 1
+            try:
+                digest = function_digest(func)
+            except Unkeyable:
+                digest = "unkeyable"
+            state = (guard, digest)
+        self.state = state
+        return state
 
 
 def function_parts(func: object) -> tuple[Any, ...]:
@@ -296,6 +315,8 @@ class _Walker:
         self.seen.add(id(value))
         if isinstance(value, enum.Enum):
             self.klass(type(value))
+        elif isinstance(value, str) and is_compiler_module_name(type(value).__module__):
+            return  # a dtype object: rendered as its name (its cached slots are not read)
         elif isinstance(value, _SCALAR_TYPES):  # a subclass instance: its class and state
             self.klass(type(value))
             self.state(value)

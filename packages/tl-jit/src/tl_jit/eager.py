@@ -297,9 +297,8 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         self, binder: KeyBinder, args: tuple[Any, ...], kwargs: Mapping[str, Any], kernel: Any
     ) -> None:
         """Let the dispatcher serve this call's kernel while the function's digest holds."""
-        digest = self._digest.current()
-        guard = self._digest.guard
-        if guard is None or guard.volatile or self._dispatch_globals is None:
+        guard, digest = self._digest.current_state()
+        if guard.volatile or self._dispatch_globals is None:
             return  # the digest must be recomputed on every call: no fast path
         if digest != self._fast_digest:
             self._fast.clear()  # built for another digest
