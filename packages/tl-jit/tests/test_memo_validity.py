@@ -436,3 +436,28 @@ def test_a_dtype_default_is_guarded_by_its_name() -> None:
     dtype._tvm_ffi_dtype = type(dtype._tvm_ffi_dtype)("float32")
     digest.current()
     assert digest.computed == 1
+
+
+@pytest.mark.parametrize("size", [1, 3, 12])  # up to 8 items the check is unrolled
+def test_a_reordered_dict_list_or_set_is_seen(size: int) -> None:
+    table = {f"k{i}": i for i in range(size)}
+    items = list(range(size))
+    keyed = {1: "one"}
+
+    def reads() -> Any:
+        return table, items, keyed
+
+    digest = FunctionDigest(reads)
+    seen = {digest.current()}
+    table["k0"] = table.pop("k0")  # the same items, another order (for size > 1)
+    seen.add(digest.current())
+    assert len(seen) == (2 if size > 1 else 1)
+    items.insert(0, items.pop())
+    seen.add(digest.current())
+    assert len(seen) == (3 if size > 1 else 1)
+    del keyed[1]
+    keyed[True] = "one"  # an equal key of another type: keyed[1] still finds it
+    seen.add(digest.current())
+    assert len(seen) == (4 if size > 1 else 2)
+    computed = digest.computed
+    assert digest.current() in seen and digest.computed == computed  # unchanged: a hit

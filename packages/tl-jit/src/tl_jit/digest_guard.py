@@ -51,33 +51,41 @@ __all__ = ["DigestGuard", "FunctionDigest", "function_parts", "guard_of", "same_
 _MISSING: Any = object()
 _EMPTY_CELL: Any = object()
 
+#: Containers up to this size are compared item by item in the generated check.
+_UNROLLED = 8
+
 #: Values rendered by ``repr`` that cannot change in place (identity vouches for them).
 _IMMUTABLE_BY_REPR = (range, slice, Fraction, Decimal, types.BuiltinFunctionType)
 
 
 class DigestGuard:
     """The reads a `function_digest` made, each with the object it found, checked by
-    one generated expression (``ns.get("SCALE", M) is v0 and f.__code__ is v1 and ...``).
+    one generated expression (``__g1[__g2] is __g3 and __g4.cell_contents is __g5 ...``).
 
     Attributes:
         volatile: some value read can change in place (an array, an object of unknown
             mutability): identity cannot vouch for the digest, it must be recomputed.
+        expression: once sealed, the check as a Python expression over `namespace`
+            (names starting with ``__g``; it assigns ``__gi``), for code that inlines
+            it (the eager dispatcher); an exception raised evaluating it means false.
+        namespace: the objects `expression` reads, by name.
     """
 
     def __init__(self) -> None:
         self._terms: list[str] = []
-        self._namespace: dict[str, Any] = {"M": _MISSING, "is_": is_}
+        self.namespace: dict[str, Any] = {"__g_is": is_, "__g_empty": _empty}
         self.volatile = False
+        self.expression = "True"
         self.holds: Callable[[], bool] = _always
         # A function's __code__ and defaults are audited reads (each calls tl_runtime's
         # audit hook); once that hook counts assignments, one count replaces them all.
         self._writes_counted = fork_safety.attribute_writes_counted()
         self._writes = fork_safety.attribute_writes
-        self._namespace["fork_safety"] = fork_safety
+        self.namespace["__g_fork_safety"] = fork_safety
 
     def _name(self, value: Any) -> str:
-        name = f"v{len(self._namespace)}"
-        self._namespace[name] = value
+        name = f"__g{len(self.namespace)}"
+        self.namespace[name] = value
         return name
 
     def entry(self, mapping: Any, key: Any) -> Any:
@@ -109,7 +117,7 @@ class DigestGuard:
         try:
             found = cell.cell_contents
         except ValueError:
-            self._terms.append(f"_empty({self._name(cell)})")
+            self._terms.append(f"__g_empty({self._name(cell)})")
             return _EMPTY_CELL
         self._terms.append(f"{self._name(cell)}.cell_contents is {self._name(found)}")
         return found
@@ -121,31 +129,42 @@ class DigestGuard:
     def order(self, container: Any) -> None:
         """Record ``container``'s items in their order (compared by identity)."""
         name = self._name(container)
-        items = self._name(tuple(container))
-        self._terms.append(f"len({name}) == {len(container)} and all(map(is_, {name}, {items}))")
+        items = tuple(container)
+        size = f"len({name}) == {len(items)}"
+        if len(items) > _UNROLLED:
+            self._terms.append(f"{size} and all(map(__g_is, {name}, {self._name(items)}))")
+        elif isinstance(container, list):  # one subscript per item
+            checks = (f"{name}[{i}] is {self._name(item)}" for i, item in enumerate(items))
+            self._terms.append(" and ".join([size, *checks]))
+        else:  # a dict's keys, a set's items: one next() per item (map and all cost more)
+            first = f"__gi := iter({name})"
+            checks = (
+                f"next({first if i == 0 else '__gi'}) is {self._name(item)}"
+                for i, item in enumerate(items)
+            )
+            self._terms.append(" and ".join([size, *checks]))
 
     def seal(self) -> DigestGuard:
         """Generate `holds`: True while every read still finds the object it found (then
         the digest stands, unless the guard is `volatile`)."""
-        self._namespace["_empty"] = _empty
         if self._writes_counted:
-            self._terms.insert(0, f"fork_safety.attribute_writes == {self._writes}")
+            self._terms.insert(0, f"__g_fork_safety.attribute_writes == {self._writes}")
         else:
-            self._terms.insert(0, "not fork_safety.attribute_writes_counted()")
-        expression = " and ".join(self._terms) or "True"
-        names = ", ".join(self._namespace)
+            self._terms.insert(0, "not __g_fork_safety.attribute_writes_counted()")
+        expression = self.expression = " and ".join(self._terms)
+        names = ", ".join(self.namespace)
         # The recorded objects are the maker's parameters, so `holds` reads them as
         # closure cells (faster than the globals of generated code).
         source = (
             f"def make({names}):\n"
             "    def holds():\n"
             f"        try:\n            return {expression}\n"
-            "        except (ValueError, AttributeError, KeyError):\n            return False\n"
+            "        except Exception:\n            return False\n"
             "    return holds\n"
         )
         scope: dict[str, Any] = {}
         exec(compile(source, "<tl_jit digest guard>", "exec"), scope)
-        self.holds = scope["make"](**self._namespace)
+        self.holds = scope["make"](**self.namespace)
         return self
 
     def __len__(self) -> int:

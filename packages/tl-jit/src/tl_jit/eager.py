@@ -29,7 +29,7 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
-from tl_jit.digest_guard import FunctionDigest, function_parts, same_parts
+from tl_jit.digest_guard import DigestGuard, FunctionDigest, function_parts, same_parts
 from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
@@ -87,17 +87,17 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         self._analysis: Any = None
         self._binding: EagerBinder | None = None
         self._binder: KeyBinder | None = None
-        # key -> the kernel's call (its launcher itself where the adapter has one: one
-        # call level fewer than going through the JITKernel object)
-        self._fast: dict[tuple[Any, ...], Callable[..., Any]] = {}
         # specialization key -> the kernel and the environment variables its body read
         self._specializations: dict[tuple[Any, ...], tuple[JITKernel, EnvReads]] = {}
         # the function's digest as of now (globals, class attributes, closure, defaults
-        # its body reads): part of the specialization key; the dispatcher's entries hold
-        # for the digest `_fast` was filled under, checked by the digest's guard
+        # its body reads): part of the specialization key
         self._digest = FunctionDigest(func)
-        self._fast_digest: str | None = None
-        self._dispatch_globals: dict[str, Any] | None = None
+        # The installed dispatcher's digest, guard and table (binder key -> the kernel's
+        # call: its launcher itself where the adapter has one, one call level fewer than
+        # the JITKernel object). The dispatcher is generated with that guard's check
+        # inlined and serves the table's entries while it holds; one tuple, so that
+        # threads never pair a table with another digest's guard.
+        self._fast_state: tuple[str, DigestGuard, dict[tuple[Any, ...], Any]] | None = None
         self._analyzed: tuple[Any, ...] = ()  # the function's code and defaults, analyzed
         self._install_call(self._first_call)
         functools.update_wrapper(self, func)
@@ -138,17 +138,22 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     def _forget_analysis(self) -> None:
         """Drop the signature read from the function and the dispatcher made from it."""
         self._analysis = self._binding = self._binder = None
-        self._fast.clear()
-        self._dispatch_globals = None
+        self._fast_state = None
         self._install_call(self._first_call)
 
+    @property
+    def _fast(self) -> dict[tuple[Any, ...], Any]:
+        """The installed dispatcher's table (empty before one serves a kernel)."""
+        state = self._fast_state
+        return {} if state is None else state[2]
+
     def _make_binder(self, binding: EagerBinder) -> KeyBinder | None:
-        """Install the generated dispatcher as this object's ``__call__``."""
-        made = binding.make_dispatch(self._fast, self._call_slow)
-        if made is None:
+        """Install the generated dispatcher (serving nothing yet) as this object's
+        ``__call__``; the binder of its keys."""
+        binder = binding.make_binder()
+        dispatch = binding.make_dispatch({}, self._call_slow)
+        if binder is None or dispatch is None:
             return None
-        binder, dispatch = made
-        self._dispatch_globals = dispatch.__globals__
         # The generated function becomes the call: no extra frame between the user's
         # call and the lookup.
         self._install_call(dispatch)
@@ -298,16 +303,26 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     ) -> None:
         """Let the dispatcher serve this call's kernel while the function's digest holds."""
         guard, digest = self._digest.current_state()
-        if guard.volatile or self._dispatch_globals is None:
+        binding = self._binding
+        if guard.volatile or binding is None:
             return  # the digest must be recomputed on every call: no fast path
-        if digest != self._fast_digest:
-            self._fast.clear()  # built for another digest
-            self._fast_digest = digest
-        self._dispatch_globals["__valid"] = guard.holds
+        state = self._fast_state
+        if state is None or state[1] is not guard:
+            # A new guard: a dispatcher with its check inlined (a compile, as rare as a
+            # recomputed digest), keeping the table where the digest is the same.
+            table = state[2] if state is not None and state[0] == digest else {}
+            dispatch = binding.make_dispatch(
+                table, self._call_slow, (guard.expression, guard.namespace)
+            )
+            if dispatch is None:
+                return
+            state = (digest, guard, table)
+            self._fast_state = state
+            self._install_call(dispatch)
         try:
             key, _ = binder(*args, **kwargs)
             if exact_key(key):
-                self._fast[key] = kernel.__call__
+                state[2][key] = kernel.__call__
         except Exception:
             pass
 
