@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
-import functools
 import hashlib
 import json
 import sys
@@ -21,7 +20,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from tl_jit.source_text import dedented_source
+from tl_jit.source_text import dedented_source, per_code_object
 from tl_jit.versions import COMPILER_PACKAGES
 
 __all__ = [
@@ -298,7 +297,7 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-@functools.lru_cache(maxsize=1024)
+@per_code_object
 def _source_reads(
     code: types.CodeType,
 ) -> tuple[str, frozenset[str], frozenset[tuple[str, ...]]]:
