@@ -461,3 +461,25 @@ def test_a_reordered_dict_list_or_set_is_seen(size: int) -> None:
     assert len(seen) == (4 if size > 1 else 2)
     computed = digest.computed
     assert digest.current() in seen and digest.computed == computed  # unchanged: a hit
+
+
+def test_an_attribute_named_like_a_global_is_not_a_read(tmp_path: Path) -> None:
+    # integration_tests/eager: gemm_ptr calls T.gemm, and its module defines a kernel
+    # named gemm; "gemm" is in gemm_ptr's co_names, which keyed it on that kernel too.
+    module = _load(
+        tmp_path / "named_like.py",
+        "named_like",
+        """
+        import math
+
+        floor = 2.0
+
+        def reads():
+            return math.floor(1.5)
+        """,
+    )
+    digest = FunctionDigest(module.reads)
+    first = digest.current()
+    module.floor = 3.0
+    assert digest.current() == first and digest.computed == 1
+    assert tl_jit.canonical.function_digest(module.reads) == first

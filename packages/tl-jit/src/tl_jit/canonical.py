@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import dis
 import enum
+import functools
 import hashlib
 import json
 import sys
@@ -289,12 +291,27 @@ def _code_digest(code: types.CodeType) -> list[Any]:
     ]
 
 
-def _global_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
+#: Instructions that read a global (or builtin) by name.
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+
+
+@functools.lru_cache(maxsize=1024)  # equal code objects load the same names
+def _global_loads(code: types.CodeType) -> frozenset[str]:
+    """The names ``code`` (nested code included) loads as globals (or builtins).
+
+    Not ``co_names``, which also holds the attribute names it reads: ``T.gemm(...)``
+    does not read the module's global ``gemm``, and redefining that global must not
+    change the digest of a kernel that calls ``T.gemm``.
+    """
+    loads: set[str] = set()
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        for instruction in dis.get_instructions(current):
+            if instruction.opname in _GLOBAL_LOADS:
+                loads.add(str(instruction.argval))
+        pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return frozenset(loads)
 
 
 @per_code_object
@@ -406,7 +423,7 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     """sha256 over what building a kernel from ``func`` reads.
 
     Covered: its code (nested code included), its source text, defaults, closure values,
-    the values of the module globals named in its code or source (constants, and
+    the values of the module globals its code loads or its source names (constants, and
     functions by their own digest), and the values of attributes it reads from the
     user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``; also
     ``getattr(config, "BLOCK")`` with a literal name). Attributes of the compiler packages and of
@@ -431,7 +448,7 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     parts["closure"] = closure
     globals_used = []
     module_globals = func.__globals__
-    for name in sorted(_global_names(func.__code__) | source_names):
+    for name in sorted(_global_loads(func.__code__) | source_names):
         if name in module_globals:
             globals_used.append([name, global_value(module_globals[name], seen)])
     parts["globals"] = globals_used

@@ -20,9 +20,7 @@ recomputed on every call. Objects with no faithful rendering (the digest raises
 
 from __future__ import annotations
 
-import dis
 import enum
-import functools
 import sys
 import types
 from collections.abc import Callable
@@ -35,7 +33,7 @@ from tl_jit.canonical import (
     _CLASS_HOUSEKEEPING,
     _SCALAR_TYPES,
     Unkeyable,
-    _global_names,
+    _global_loads,
     _holds_its_state,
     _is_user_type,
     _source_reads,
@@ -260,20 +258,6 @@ def guard_of(func: types.FunctionType) -> DigestGuard:
     return guard.seal()
 
 
-@functools.lru_cache(maxsize=1024)
-def _global_loads(code: types.CodeType) -> frozenset[str]:
-    """The names ``code`` (nested code included) loads as globals (or builtins)."""
-    loads: set[str] = set()
-    pending = [code]
-    while pending:
-        current = pending.pop()
-        for instruction in dis.get_instructions(current):
-            if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-                loads.add(str(instruction.argval))
-        pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    return frozenset(loads)
-
-
 class _Walker:
     """Mirrors `tl_jit.canonical`'s walk, recording reads instead of rendering values."""
 
@@ -306,7 +290,7 @@ class _Walker:
         _, source_names, source_attributes = _source_reads(code)
         namespace = func.__globals__
         global_loads = _global_loads(code)
-        for name in sorted(_global_names(code) | source_names):
+        for name in sorted(global_loads | source_names):
             if name not in namespace and name not in global_loads:
                 # Absent and never loaded as a global (an attribute name, a local, a string
                 # constant): a global of that name defined later changes the digest, not
