@@ -277,6 +277,13 @@ def test_the_eager_dispatcher_serves_nothing_once_a_read_changed(
     module.SHIFT = 4.0
     assert float(module.shift(a)[0]) == 4.0
     assert len(module.shift._fast) == 1  # rebuilt for the new digest only
+    for shift in (1.0, 4.0, 1.0, 4.0, 2.0):
+        module.SHIFT = shift
+        assert float(module.shift(a)[0]) == shift
+        assert float(module.shift(a)[0]) == shift  # the new dispatcher's entry
+    # Each new guard gets a dispatcher; guards over the same reads share its code (one
+    # more where the first guard was made before the fork-safety hook counted writes).
+    assert len(module.shift._binding._compiled) <= 2
 
 
 def test_a_helpers_code_swapped_in_place_builds_again(builders: types.ModuleType) -> None:

@@ -146,7 +146,10 @@ class DigestGuard:
         """Generate `holds`: True while every read still finds the object it found (then
         the digest stands, unless the guard is `volatile`)."""
         if self._writes_counted:
-            self._terms.insert(0, f"__g_fork_safety.attribute_writes == {self._writes}")
+            # the count is a value of the namespace, not of the text: guards of the same
+            # reads have the same expression (the eager dispatcher compiles it once)
+            self.namespace["__g_writes"] = self._writes
+            self._terms.insert(0, "__g_fork_safety.attribute_writes == __g_writes")
         else:
             self._terms.insert(0, "not __g_fork_safety.attribute_writes_counted()")
         expression = self.expression = " and ".join(self._terms)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -113,6 +114,10 @@ def _is_dtype_annotation(annotation: object) -> bool:
 _OMITTED: Any = object()
 
 
+#: Dispatchers compiled per binder, by their check (the oldest dropped beyond this).
+_COMPILED_KEPT = 8
+
+
 def _no_slow_path(*_args: Any) -> Any:
     raise AssertionError("the binder's namespace has no dispatcher")
 
@@ -134,6 +139,7 @@ class EagerBinder:
         self._bindings_by_template: dict[str, dict[str, tuple[str, str, int]]] = {}
         self._source: tuple[str, str, str] | None = None
         self._source_made = False
+        self._compiled: dict[str, types.CodeType] = {}  # check -> the dispatcher's module
         self._defaults: list[Any] = []
 
     def make_binder(self) -> KeyBinder | None:
@@ -179,8 +185,15 @@ class EagerBinder:
         expression, names = check
         namespace = self._namespace(source, fast, slow)
         namespace.update(names)
-        code = dispatch_source.replace("__CHECK__", f"({expression})")
-        exec(compile(code, f"<eager dispatch of {self.analysis.qualname}>", "exec"), namespace)
+        # A guard recomputed over the same reads has the same expression: compiled once.
+        code = self._compiled.get(expression)
+        if code is None:
+            text = dispatch_source.replace("__CHECK__", f"({expression})")
+            code = compile(text, f"<eager dispatch of {self.analysis.qualname}>", "exec")
+            if len(self._compiled) >= _COMPILED_KEPT:
+                self._compiled.pop(next(iter(self._compiled)))
+            self._compiled[expression] = code
+        exec(code, namespace)
         dispatch: Dispatch = namespace[name]
         dispatch.__qualname__ = self.analysis.qualname
         return dispatch
