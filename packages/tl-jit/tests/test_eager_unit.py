@@ -340,3 +340,26 @@ def test_autotune_tunes_a_local_eager_function_in_this_process(cache_dir: Path) 
         np.testing.assert_array_equal(tuned(a, a), 2 * a)
     assert tuned.compile(a, a).config == {"unroll": 1}
     assert [r.error is None for r in tuned.results] == [True, False]
+
+
+def test_parameters_named_like_the_dispatchers_locals_are_forwarded_as_given(
+    cache_dir: Path,
+) -> None:
+    # The generated dispatcher's own locals (the kernel it looked up, the validity of the
+    # lookup) must not shadow a parameter it forwards to the slow path: a template
+    # parameter named ``kernel`` was forwarded as None on every miss.
+    @tl_jit.jit(target="c")
+    def scaled(A, kernel: int = 1, valid: int = 1):
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        C = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] * kernel + valid
+        return C
+
+    a = np.ones(4, np.float32)
+    assert float(scaled(a)[0]) == 2.0
+    assert float(scaled(a, 3)[0]) == 4.0  # a miss: the slow path binds kernel=3
+    assert float(scaled(a, kernel=5, valid=0)[0]) == 5.0
+    assert float(scaled(a, 3)[0]) == 4.0  # the dispatcher's entry

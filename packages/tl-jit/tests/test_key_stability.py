@@ -420,3 +420,41 @@ def test_an_attribute_read_through_a_user_submodule_changes_the_key(tmp_path: Pa
         sys.path.remove(str(tmp_path))
         for name in ("ks_pkg", "ks_pkg.sub", "ks_chain"):
             sys.modules.pop(name, None)
+
+
+LOCALLY_ANNOTATED = """
+import tl_jit
+import tl_jit.language as T
+
+@tl_jit.jit(target="c")
+def add(A):
+    N = T.const("N")
+    A: T.Tensor[[N], T.float32]
+    C = T.empty((N,), T.float32)
+    with T.Kernel(1, threads=1) as _:
+        for i in T.serial(N):
+            C[i] = A[i] + 1.0
+    return C
+"""
+
+
+def test_an_edit_the_bytecode_leaves_out_changes_the_key(tmp_path: Path, cache_dir: Path) -> None:
+    # A local annotation is not compiled, and code objects compare equal without their
+    # file name: the edited function (a module loaded again from another file, a notebook
+    # cell run again) has a code object equal to the first one's. The source read for the
+    # key was cached by that equality, so the edit was keyed as the first kernel and its
+    # call was handed the first kernel (float32: "expected dtype float32, got float64").
+    first = _load(tmp_path / "annotated.py", "annotated", LOCALLY_ANNOTATED)
+    assert float(first.add(np.ones(4, np.float32))[0]) == 2.0
+    (tmp_path / "edited").mkdir()
+    edited = _load(
+        tmp_path / "edited" / "annotated.py",
+        "annotated",
+        LOCALLY_ANNOTATED.replace("A: T.Tensor[[N], T.float32]", "A: T.Tensor[[N], T.float64]"),
+    )
+    assert edited.add.func.__code__ == first.add.func.__code__  # what the cache keyed on
+    values = {"eager": True, "templates": {}, "consts": {"N": 4}}
+    assert frontend_key(edited.add.func, values, {"target": "c"}) != frontend_key(
+        first.add.func, values, {"target": "c"}
+    )
+    assert float(edited.add(np.ones(4, np.float64))[0]) == 2.0

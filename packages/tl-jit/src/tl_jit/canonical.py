@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import dis
 import enum
 import functools
 import hashlib
@@ -21,7 +22,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from tl_jit.source_text import dedented_source
+from tl_jit.source_text import dedented_source, per_code_object
 from tl_jit.versions import COMPILER_PACKAGES
 
 __all__ = [
@@ -290,15 +291,30 @@ def _code_digest(code: types.CodeType) -> list[Any]:
     ]
 
 
-def _global_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
+#: Instructions that read a global (or builtin) by name.
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1024)  # equal code objects load the same names
+def _global_loads(code: types.CodeType) -> frozenset[str]:
+    """The names ``code`` (nested code included) loads as globals (or builtins).
+
+    Not ``co_names``, which also holds the attribute names it reads: ``T.gemm(...)``
+    does not read the module's global ``gemm``, and redefining that global must not
+    change the digest of a kernel that calls ``T.gemm``.
+    """
+    loads: set[str] = set()
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        for instruction in dis.get_instructions(current):
+            if instruction.opname in _GLOBAL_LOADS:
+                loads.add(str(instruction.argval))
+        pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return frozenset(loads)
+
+
+@per_code_object
 def _source_reads(
     code: types.CodeType,
 ) -> tuple[str, frozenset[str], frozenset[tuple[str, ...]]]:
@@ -326,6 +342,18 @@ def _source_reads(
             chain = _dotted_chain(node)
             if chain is not None:
                 attributes.add(chain)
+        elif isinstance(node, ast.Call) and _is_getattr_of_constant(node):
+            # getattr(config, "BLOCK") reads config.BLOCK (a computed name cannot be known)
+            owner, literal = node.args[0], node.args[1]
+            chain = (
+                (owner.id,)
+                if isinstance(owner, ast.Name)
+                else _dotted_chain(owner)
+                if isinstance(owner, ast.Attribute)
+                else None
+            )
+            if chain is not None and isinstance(literal, ast.Constant):
+                attributes.add((*chain, str(literal.value)))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             # A quoted annotation ("T.Tensor((N,), dtype)") is parsed as an expression.
             try:
@@ -334,6 +362,18 @@ def _source_reads(
                 continue
             names.update(n.id for n in ast.walk(inner) if isinstance(n, ast.Name))
     return source, frozenset(names), frozenset(attributes)
+
+
+def _is_getattr_of_constant(node: ast.Call) -> bool:
+    """``getattr(name_or_chain, "literal"[, default])``."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) in (2, 3)
+        and isinstance(node.args[0], ast.Name | ast.Attribute)
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    )
 
 
 def _dotted_chain(node: ast.Attribute) -> tuple[str, ...] | None:
@@ -383,9 +423,10 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     """sha256 over what building a kernel from ``func`` reads.
 
     Covered: its code (nested code included), its source text, defaults, closure values,
-    the values of the module globals named in its code or source (constants, and
+    the values of the module globals its code loads or its source names (constants, and
     functions by their own digest), and the values of attributes it reads from the
-    user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``). Attributes of the compiler packages and of
+    user's own modules (``config.BLOCK``, through submodules: ``pkg.sub.BLOCK``; also
+    ``getattr(config, "BLOCK")`` with a literal name). Attributes of the compiler packages and of
     installed libraries are covered by the version part of the key.
 
     Raises:
@@ -407,7 +448,7 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     parts["closure"] = closure
     globals_used = []
     module_globals = func.__globals__
-    for name in sorted(_global_names(func.__code__) | source_names):
+    for name in sorted(_global_loads(func.__code__) | source_names):
         if name in module_globals:
             globals_used.append([name, global_value(module_globals[name], seen)])
     parts["globals"] = globals_used

@@ -1,7 +1,8 @@
 """``@jit``: a function of compile-time arguments returning a PrimFunc -> compiled kernels.
 
-Each distinct argument set compiles once; the kernel is held in memory and on
-disk. A call whose arguments and function code were seen before (in any
+Each distinct argument set compiles once; the kernel is held in memory (while the
+globals, class attributes and closure values the builder reads are unchanged:
+`tl_jit.digest_guard`) and on disk. A call whose arguments and function code were seen before (in any
 process) is answered from the front-end memo without running the function or
 importing tvm (docs/cache.md).
 """
@@ -17,6 +18,7 @@ from typing import Any, overload
 
 from tl_jit import checked, env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
+from tl_jit.digest_guard import FunctionDigest, function_parts, same_parts
 from tl_jit.env_reads import EnvReads
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
@@ -49,6 +51,7 @@ class JITFunction:
         self.func = func
         self.options = options
         self._signature = inspect.signature(func)
+        self._signature_read = function_parts(func)
         # TileLang's eager style annotates the decorated function's own parameters with
         # T.Tensor(...); those are kernel values, not compile-time arguments.
         self._kernel_parameters = [
@@ -56,8 +59,14 @@ class JITFunction:
             for name, parameter in self._signature.parameters.items()
             if _is_kernel_annotation(parameter.annotation)
         ]
-        # memory key -> the kernel and the environment variables its builder read
-        self._kernels: dict[str, tuple[JITKernel, EnvReads]] = {}
+        # function digest -> memory key -> the kernel and the environment variables its
+        # builder read. The digest covers the globals, class attributes, closure values
+        # and defaults the builder reads (`FunctionDigest`, rechecked by identity per
+        # call); `_current` is the digest last followed with its table, published as one
+        # tuple so that threads compiling at once never pair a digest with another table.
+        self._digest = FunctionDigest(func)
+        self._tables: dict[str, dict[str, tuple[JITKernel, EnvReads]]] = {}
+        self._current: tuple[str | None, dict[str, tuple[JITKernel, EnvReads]]] = (None, {})
         functools.update_wrapper(self, func)
 
     def bind_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,6 +114,7 @@ class JITFunction:
         """
         self._refuse_eager_style()
         started = time.perf_counter()
+        digest, kernels = self._follow_digest()  # first: assigned defaults change the binding
         arguments = self.bind_arguments(args, kwargs or {})
         options = {**self.options, **overrides}
         verbose = bool(options.get("verbose", False))
@@ -114,8 +124,8 @@ class JITFunction:
         from tl_jit.env_reads import unchanged
         from tl_jit.keys import Unkeyable, canonical_value, frontend_key
 
-        # In memory the function is fixed, so the arguments and options alone key a kernel
-        # (the front-end key also covers closure and global values, which may mutate).
+        # In memory: the table of the function's digest as of now (so a changed global,
+        # class attribute or closure value is seen), keyed by arguments and options.
         try:
             memory_key: str | None = repr(canonical_value(dict(sorted(arguments.items())))) + repr(
                 canonical_value(dict(sorted(self._frontend_options(overrides).items())))
@@ -123,7 +133,7 @@ class JITFunction:
         except Unkeyable:
             memory_key = None
         if memory_key is not None:
-            held = self._kernels.get(memory_key)
+            held = kernels.get(memory_key)
             if held is not None and unchanged(held[1]):
                 if verbose:
                     report_origin(self.func.__qualname__, "memory", started, _described(held[0]))
@@ -152,8 +162,33 @@ class JITFunction:
             if front_key is not None and not env.cache_disabled():
                 memo.store(front_key, found[0], self.func.__qualname__, found[1])
         if memory_key is not None:
-            self._kernels[memory_key] = found
+            kernels[memory_key] = found  # the table of the digest it was built under
+            # What the builder changed itself while building (a list it appends to) is
+            # not an input: its kernels stay valid under the digest it left behind.
+            after, kernels_after = self._follow_digest()
+            if after != digest:
+                kernels_after.update(kernels)
         return found[0]
+
+    @property
+    def _kernels(self) -> dict[str, tuple[JITKernel, EnvReads]]:
+        """The in-memory kernels of the digest last followed (tests clear it)."""
+        return self._current[1]
+
+    def _follow_digest(self) -> tuple[str, dict[str, tuple[JITKernel, EnvReads]]]:
+        """The function's digest as of now and its table of kernels (made current)."""
+        digest = self._digest.current()
+        current = self._current
+        if digest == current[0]:
+            return digest, current[1]
+        parts = function_parts(self.func)
+        if not same_parts(parts, self._signature_read):  # code or defaults assigned
+            self._signature = inspect.signature(self.func)
+            self._signature_read = parts
+        # setdefault is one atomic step: threads following the same digest share a table
+        kernels = self._tables.setdefault(digest, {})
+        self._current = (digest, kernels)
+        return digest, kernels
 
     def _refuse_eager_style(self) -> None:
         if self._kernel_parameters:

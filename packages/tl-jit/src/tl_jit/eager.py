@@ -16,7 +16,8 @@ from a keyword of its name), builds the kernel for that specialization with
 `tl_ir.eager` (the classic front end's IR), compiles it with the classic
 `compile_with_context` (same passes, disk cache, runtime) and calls it. The next
 call with the same template arguments and ``T.const`` values is a dictionary lookup
-keyed by a binder generated from the signature. ``T.dynamic`` dims are not part of
+keyed by a binder generated from the signature, valid while the globals, class
+attributes and closure values the body reads are unchanged (`tl_jit.digest_guard`). ``T.dynamic`` dims are not part of
 the key: they stay symbolic in the one kernel.
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
+from tl_jit.digest_guard import DigestGuard, FunctionDigest, function_parts, same_parts
 from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
@@ -85,11 +87,18 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         self._analysis: Any = None
         self._binding: EagerBinder | None = None
         self._binder: KeyBinder | None = None
-        # key -> the kernel's call (its launcher itself where the adapter has one: one
-        # call level fewer than going through the JITKernel object)
-        self._fast: dict[tuple[Any, ...], Callable[..., Any]] = {}
         # specialization key -> the kernel and the environment variables its body read
         self._specializations: dict[tuple[Any, ...], tuple[JITKernel, EnvReads]] = {}
+        # the function's digest as of now (globals, class attributes, closure, defaults
+        # its body reads): part of the specialization key
+        self._digest = FunctionDigest(func)
+        # The installed dispatcher's digest, guard and table (binder key -> the kernel's
+        # call: its launcher itself where the adapter has one, one call level fewer than
+        # the JITKernel object). The dispatcher is generated with that guard's check
+        # inlined and serves the table's entries while it holds; one tuple, so that
+        # threads never pair a table with another digest's guard.
+        self._fast_state: tuple[str, DigestGuard, dict[tuple[Any, ...], Any]] | None = None
+        self._analyzed: tuple[Any, ...] = ()  # the function's code and defaults, analyzed
         self._install_call(self._first_call)
         functools.update_wrapper(self, func)
 
@@ -120,17 +129,31 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         if self._analysis is None:
             from tl_ir.eager import analyze
 
+            self._analyzed = function_parts(self.func)
             self._analysis = analyze(self.func)
             self._binding = EagerBinder(self.func, self._analysis)
             self._binder = self._make_binder(self._binding)
         return self._analysis
 
+    def _forget_analysis(self) -> None:
+        """Drop the signature read from the function and the dispatcher made from it."""
+        self._analysis = self._binding = self._binder = None
+        self._fast_state = None
+        self._install_call(self._first_call)
+
+    @property
+    def _fast(self) -> dict[tuple[Any, ...], Any]:
+        """The installed dispatcher's table (empty before one serves a kernel)."""
+        state = self._fast_state
+        return {} if state is None else state[2]
+
     def _make_binder(self, binding: EagerBinder) -> KeyBinder | None:
-        """Install the generated dispatcher as this object's ``__call__``."""
-        made = binding.make_dispatch(self._fast, self._call_slow)
-        if made is None:
+        """Install the generated dispatcher (serving nothing yet) as this object's
+        ``__call__``; the binder of its keys."""
+        binder = binding.make_binder()
+        dispatch = binding.make_dispatch({}, self._call_slow)
+        if binder is None or dispatch is None:
             return None
-        binder, dispatch = made
         # The generated function becomes the call: no extra frame between the user's
         # call and the lookup.
         self._install_call(dispatch)
@@ -139,6 +162,8 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     def _bind(
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, need_tensors: bool
     ) -> tuple[dict[str, Any], dict[str, int], list[Any]]:
+        if self._analysis is not None and not same_parts(function_parts(self.func), self._analyzed):
+            self._forget_analysis()  # code or defaults assigned in place: read them again
         self.analysis  # noqa: B018 - reading it creates the binder
         assert self._binding is not None
         return self._binding.bind(args, kwargs, need_tensors=need_tensors)
@@ -155,7 +180,9 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
     def _specialization_key(
         self, templates: Mapping[str, Any], consts: Mapping[str, int], overrides: Mapping[str, Any]
     ) -> tuple[Any, ...] | None:
-        """The in-memory key of a specialization; None when a template argument has no
+        """The in-memory key of a specialization: the function's digest as of now (what
+        its body reads: docs/cache.md, "In memory"), the template arguments, the
+        ``T.const`` values and the options; None when a template argument has no
         faithful rendering (that call is then never memoized: keying it by ``repr``
         could hand it another value's kernel)."""
         from tl_jit.keys import Unkeyable, canonical_value
@@ -171,7 +198,7 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
             )
         except Unkeyable:
             return None
-        return rendered, tuple(sorted(consts.items())), options
+        return self._digest.current(), rendered, tuple(sorted(consts.items())), options
 
     def build_ir(self, templates: Mapping[str, Any], consts: Mapping[str, int]) -> Any:
         """The `tl_ir.eager.EagerKernelIR` of one specialization (no compile)."""
@@ -268,13 +295,36 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         # (`exact_key`), and only for a body that read no environment variable (the
         # dispatcher checks none).
         if binder is not None and not reads:
-            try:
-                key, _ = binder(*args, **kwargs)
-                if exact_key(key):
-                    self._fast[key] = kernel.__call__
-            except Exception:
-                pass
+            self._remember_fast(binder, args, kwargs, kernel)
         return kernel(*arguments)
+
+    def _remember_fast(
+        self, binder: KeyBinder, args: tuple[Any, ...], kwargs: Mapping[str, Any], kernel: Any
+    ) -> None:
+        """Let the dispatcher serve this call's kernel while the function's digest holds."""
+        guard, digest = self._digest.current_state()
+        binding = self._binding
+        if guard.volatile or binding is None:
+            return  # the digest must be recomputed on every call: no fast path
+        state = self._fast_state
+        if state is None or state[1] is not guard:
+            # A new guard: a dispatcher with its check inlined (a compile, as rare as a
+            # recomputed digest), keeping the table where the digest is the same.
+            table = state[2] if state is not None and state[0] == digest else {}
+            dispatch = binding.make_dispatch(
+                table, self._call_slow, (guard.expression, guard.namespace)
+            )
+            if dispatch is None:
+                return
+            state = (digest, guard, table)
+            self._fast_state = state
+            self._install_call(dispatch)
+        try:
+            key, _ = binder(*args, **kwargs)
+            if exact_key(key):
+                state[2][key] = kernel.__call__
+        except Exception:
+            pass
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         """Compile ahead of time: ``kernel.compile(M=1024, N=1024, dtype=T.float16)``.

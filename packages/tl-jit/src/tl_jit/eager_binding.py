@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -110,6 +111,40 @@ def _is_dtype_annotation(annotation: object) -> bool:
     return getattr(annotation, "__name__", None) == "dtype"
 
 
+_OMITTED: Any = object()
+
+
+#: Dispatchers compiled per binder, by their check (the oldest dropped beyond this).
+_COMPILED_KEPT = 8
+
+#: The constant standing for ``__g_writes`` in a compiled dispatcher (no check spells it).
+_WRITES = "\x00tl_jit audited writes"
+
+
+def _with_constant(code: types.CodeType, value: object) -> types.CodeType:
+    """``code`` (nested code included) with the constant `_WRITES` replaced by ``value``."""
+    consts = tuple(
+        _with_constant(c, value)
+        if isinstance(c, types.CodeType)
+        else value
+        if type(c) is str and c == _WRITES
+        else c
+        for c in code.co_consts
+    )
+    return code.replace(co_consts=consts)
+
+
+def _no_slow_path(*_args: Any) -> Any:
+    raise AssertionError("the binder's namespace has no dispatcher")
+
+
+def _present(given: tuple[tuple[str, Any], ...], extra: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments a dispatcher forwards: those given, and the extra ones."""
+    forwarded = {name: value for name, value in given if value is not _OMITTED}
+    forwarded.update(extra)
+    return forwarded
+
+
 class EagerBinder:
     """Binds calls of one eager function (its `tl_ir.eager.EagerSignature`)."""
 
@@ -118,18 +153,101 @@ class EagerBinder:
         self.analysis = analysis
         self._python_signature = inspect.signature(func)
         self._bindings_by_template: dict[str, dict[str, tuple[str, str, int]]] = {}
+        self._source: tuple[str, str, str] | None = None
+        self._source_made = False
+        self._compiled: dict[str, types.CodeType] = {}  # check -> the dispatcher's module
+        self._defaults: list[Any] = []
+
+    def make_binder(self) -> KeyBinder | None:
+        """Generate, from the user's signature, the binder ``(key, kernel arguments)`` of
+        a call (the key the dispatcher looks up); None when no dispatcher can be
+        generated for this signature (positional-only parameters, a ``T.const`` not
+        bound from a tensor)."""
+        source = self._dispatch_source()
+        if source is None:
+            return None
+        namespace = self._namespace(source, {}, _no_slow_path)
+        exec(compile(source[0], f"<eager binder of {self.analysis.qualname}>", "exec"), namespace)
+        binder: KeyBinder = namespace["__bind"]
+        return binder
 
     def make_dispatch(
-        self, fast: Mapping[tuple[Any, ...], Any], slow: Callable[..., Any]
-    ) -> tuple[KeyBinder, Dispatch] | None:
-        """Generate, from the user's signature, the binder ``(key, kernel arguments)`` and
-        the dispatcher installed as this object's ``__call__``: Python's own argument
-        binding, one tuple build and one dictionary lookup, then the kernel's call."""
+        self,
+        fast: Mapping[tuple[Any, ...], Any],
+        slow: Callable[..., Any],
+        check: tuple[str, Mapping[str, Any]] = ("False", {}),
+    ) -> Dispatch | None:
+        """Generate the dispatcher installed as the owner's ``__call__``: Python's own
+        argument binding, one tuple build and one dictionary lookup in ``fast``, the
+        validity check, then the kernel's call; any other call goes to ``slow``.
+
+        Args:
+            fast: the binder's key -> the kernel's call.
+            slow: ``slow((), kwargs)`` serves a call the dispatcher does not; an argument
+                left out is left out of ``kwargs`` (bound with the defaults as they are
+                then).
+            check: a Python expression and the globals it reads (names starting with
+                ``__g``), inlined after the lookup: an entry of ``fast`` is served only
+                while it is true (the owner's digest guard, `DigestGuard.expression`);
+                an exception it raises means false.
+
+        Returns:
+            The dispatcher, or None where `make_binder` gives None.
+        """
+        source = self._dispatch_source()
+        if source is None:
+            return None
+        _, dispatch_source, name = source
+        expression, names = check
+        namespace = self._namespace(source, fast, slow)
+        namespace.update(names)
+        # A guard recomputed over the same reads has the same expression: compiled once.
+        # Its count of audited writes (``__g_writes``) is then put in as a constant (a
+        # constant compares faster than a global: about 30 ns a call).
+        code = self._compiled.get(expression)
+        if code is None:
+            constant = expression.replace("__g_writes", repr(_WRITES))
+            text = dispatch_source.replace("__CHECK__", f"({constant})")
+            code = compile(text, f"<eager dispatch of {self.analysis.qualname}>", "exec")
+            if len(self._compiled) >= _COMPILED_KEPT:
+                self._compiled.pop(next(iter(self._compiled)))
+            self._compiled[expression] = code
+        if "__g_writes" in names:
+            code = _with_constant(code, names["__g_writes"])
+        exec(code, namespace)
+        dispatch: Dispatch = namespace[name]
+        dispatch.__qualname__ = self.analysis.qualname
+        return dispatch
+
+    def _namespace(
+        self, source: tuple[str, str, str], fast: Mapping[tuple[Any, ...], Any], slow: Any
+    ) -> dict[str, Any]:
+        defaults = self._defaults
+        namespace: dict[str, Any] = {
+            "__defaults": defaults,
+            "__stride": _stride,
+            "__fast": fast,
+            "__slow": slow,
+            "__omitted": _OMITTED,
+            "__present": _present,
+        }
+        namespace.update((f"__default{i}", value) for i, value in enumerate(defaults))
+        return namespace
+
+    def _dispatch_source(self) -> tuple[str, str, str] | None:
+        """The binder's source, the dispatcher's (its check spelled ``__CHECK__``) and
+        the dispatcher's name; None where no dispatcher can be generated."""
+        if self._source_made:
+            return self._source
         analysis = self.analysis
+        self._source_made = True
         if analysis.bindings is None or len(analysis.bindings) != len(analysis.consts):
             return None
         parts: list[str] = []
+        dispatch_parts: list[str] = []
+        resolve: list[str] = []
         forwarded: list[str] = []
+        local: dict[str, str] = {}  # parameter -> the dispatcher's local holding its value
         defaults: list[Any] = []
         keyword_only = False
         for parameter in self._python_signature.parameters.values():
@@ -137,47 +255,64 @@ class EagerBinder:
                 return None
             if parameter.kind is parameter.KEYWORD_ONLY and not keyword_only:
                 parts.append("*")
+                dispatch_parts.append("*")
                 keyword_only = True
+            name = parameter.name
+            forwarded.append(f"({name!r}, {name})")
             if parameter.default is parameter.empty:
-                parts.append(parameter.name)
+                parts.append(name)
+                dispatch_parts.append(name)
+                local[name] = name
             else:
-                parts.append(f"{parameter.name}=__defaults[{len(defaults)}]")
+                index = len(defaults)
+                parts.append(f"{name}=__defaults[{index}]")
+                # The dispatcher forwards an omitted argument as omitted: the slow path
+                # binds it with the function's defaults as they are then.
+                dispatch_parts.append(f"{name}=__omitted")
+                resolve.append(
+                    f"    __v{index} = __default{index} if {name} is __omitted else {name}\n"
+                )
+                local[name] = f"__v{index}"
                 defaults.append(parameter.default)
-            forwarded.append(f"{parameter.name!r}: {parameter.name}")
-        # Each template value with its class: 1, 1.0 and True are equal dict keys but
-        # may build different kernels (see `exact_key` for what else is kept out).
-        key_items = [f"{p}, {p}.__class__" for p in analysis.template_params]
-        for binding in analysis.bindings:
-            if binding.where == "shape":
-                key_items.append(f"{binding.param}.shape[{binding.axis}]")
-            else:
-                key_items.append(f"__stride({binding.param}, {binding.axis})")
-        key = "(" + "".join(k + ", " for k in key_items) + ")"
-        arguments = ", ".join(p.name for p in analysis.kernel_params)
+        self._defaults = defaults
+
+        def key_of(names: Mapping[str, str]) -> str:
+            # Each template value with its class: 1, 1.0 and True are equal dict keys but
+            # may build different kernels (see `exact_key` for what else is kept out).
+            local = [names.get(p, p) for p in analysis.template_params]
+            items = [f"{v}, {v}.__class__" for v in local]
+            for binding in analysis.bindings:
+                value = names.get(binding.param, binding.param)
+                if binding.where == "shape":
+                    items.append(f"{value}.shape[{binding.axis}]")
+                else:
+                    items.append(f"__stride({value}, {binding.axis})")
+            return "(" + "".join(k + ", " for k in items) + ")"
+
+        def arguments_of(names: Mapping[str, str]) -> str:
+            return ", ".join(names.get(p.name, p.name) for p in analysis.kernel_params)
+
+        same = {name: name for name in local}
+        arguments = arguments_of(same)
         name = analysis.name
-        source = (
+        binder = (
             f"def __bind({', '.join(parts)}):\n"
-            f"    return {key}, ({arguments}{',' if arguments else ''})\n"
-            f"def {name}({', '.join([*parts, '**__extra'])}):\n"
-            f"    try:\n"
-            f"        kernel = __fast[{key}]\n"
-            f"    except Exception:\n"
-            f"        kernel = None\n"
-            f"    if kernel is None or __extra:\n"
-            f"        return __slow((), {{{''.join(f + ', ' for f in forwarded)}**__extra}})\n"
-            f"    return kernel({arguments})\n"
+            f"    return {key_of(same)}, ({arguments}{',' if arguments else ''})\n"
         )
-        namespace: dict[str, Any] = {
-            "__defaults": defaults,
-            "__stride": _stride,
-            "__fast": fast,
-            "__slow": slow,
-        }
-        exec(compile(source, f"<eager dispatch of {analysis.qualname}>", "exec"), namespace)
-        dispatch: Dispatch = namespace[name]
-        dispatch.__qualname__ = analysis.qualname
-        binder: KeyBinder = namespace["__bind"]
-        return binder, dispatch
+        dispatch = (
+            f"def {name}({', '.join([*dispatch_parts, '**__extra'])}):\n"
+            f"{''.join(resolve)}"
+            f"    try:\n"
+            f"        __kernel = __fast[{key_of(local)}]\n"
+            f"        __valid = __CHECK__\n"
+            f"    except Exception:\n"
+            f"        __valid = False\n"
+            f"    if __valid and not __extra:\n"
+            f"        return __kernel({arguments_of(local)})\n"
+            f"    return __slow((), __present(({''.join(f + ', ' for f in forwarded)}), __extra))\n"
+        )
+        self._source = (binder, dispatch, name)
+        return self._source
 
     # ------------------------------------------------------------------ binding
     def bind(

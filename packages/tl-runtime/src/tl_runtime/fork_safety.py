@@ -160,6 +160,18 @@ _gate_holder: int | None = None  # the forking thread holding the gate
 _gate_caller: tuple[Any, int] | None = None
 _audit_hook_added = False
 
+#: Audited attribute assignments (``object.__setattr__``: a function's ``__code__``,
+#: ``__defaults__`` or ``__kwdefaults__``, an object's ``__class__``) seen since the audit
+#: hook was added. Reading those attributes is itself an audited event (a call of the
+#: hook, ~0.5 us), so tl_jit's memo guard compares this count instead.
+attribute_writes = 0
+
+
+def attribute_writes_counted() -> bool:
+    """Whether `attribute_writes` counts (the audit hook is added: after the first
+    `fork_waits_for_this` section)."""
+    return _audit_hook_added
+
 
 def _gate_is_stale() -> bool:
     """Whether the gate is held for a fork that is over without releasing it."""
@@ -263,8 +275,10 @@ def _wait_and_close_the_gate() -> None:
 
 def _audit_fork(event: str, _args: tuple[Any, ...]) -> None:
     # Called on every audited event of the process: the common case returns at once.
-    global _gate_caller
-    if event == "os.fork" or event == "os.forkpty":
+    global _gate_caller, attribute_writes
+    if event == "object.__setattr__":
+        attribute_writes += 1
+    elif event == "os.fork" or event == "os.forkpty":
         try:
             _wait_and_close_the_gate()
             caller = sys._getframe(1)
