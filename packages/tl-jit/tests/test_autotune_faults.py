@@ -18,7 +18,8 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parent
 
 SCRIPT = """
-import json, sys, warnings
+import faulthandler, json, signal, sys, warnings
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 sys.path.insert(0, {tests!r})
 import numpy
 import tl_jit
@@ -147,7 +148,15 @@ def test_keyboard_interrupt_cancels_outstanding_configs(tmp_path: Path) -> None:
             time.sleep(0.2)
         worker = int(marker.read_text().split()[0])
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=120)
+        try:
+            _, stderr = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            # Where it sits: faulthandler prints every thread's stack on SIGUSR1.
+            process.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            process.kill()
+            _, stderr = process.communicate()
+            pytest.fail(f"still running 120 s after SIGINT; its threads:\n{stderr[-8000:]}")
     finally:
         if process.poll() is None:
             process.kill()
