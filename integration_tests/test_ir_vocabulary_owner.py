@@ -69,10 +69,17 @@ def test_the_loop_kind_key_is_spelled_only_in_tl_ir() -> None:
     assert offenders == [], f"spell the key as tl_ir.launch.LOOP_KIND_KEY: {offenders}"
 
 
+# Files where a scope's spelling means something else, and what: not a scope.
+NOT_SCOPE_SPELLINGS = {
+    "packages/tl-jit/src/tl_jit/distributed.py": "Ray's address 'local' (a new local cluster)",
+}
+
+
 def test_scope_names_are_spelled_only_in_tl_ir() -> None:
     offenders = [
         f"{path.relative_to(ROOT)}:{line}: {value!r}"
         for path in _sources_outside_tl_ir()
+        if path.relative_to(ROOT).as_posix() not in NOT_SCOPE_SPELLINGS
         for line, value in _literal_uses(path, SCOPE_NAMES)
     ]
     assert offenders == [], f"name scopes through tl_ir.scopes: {offenders}"
