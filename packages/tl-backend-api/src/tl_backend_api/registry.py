@@ -28,6 +28,7 @@ from tl_backend_api.errors import (
 )
 from tl_backend_api.target import describe_target
 from tl_runtime.fork_safety import ForkSafeLock
+from tl_runtime.interrupts import interrupts_held
 
 #: The entry-point group backends are published under.
 ENTRY_POINT_GROUP = "tl.backends"
@@ -244,22 +245,39 @@ def _load_entry_point(state: _RegistryState, entry_point: EntryPointLike) -> Non
         fail(f"{type(exc).__name__}: {exc}")
 
 
+def _load_held(state: _RegistryState, entry_point: EntryPointLike) -> None:
+    """`_load_entry_point` with Ctrl-C held until the backend is imported and registered:
+    a package import cut short can leave registrations behind that fail its next import
+    (tl_runtime.interrupts), and a half-registered backend would be missing for good."""
+    with interrupts_held():
+        _load_entry_point(state, entry_point)
+
+
 def _ensure_kind_loaded(state: _RegistryState, kind: str) -> None:
     if kind in state.by_kind or kind in state.loaded_kinds:
         return
+    # Marked first: a plugin that asks the registry while it loads is not loaded again.
     state.loaded_kinds.add(kind)
-    for entry_point in state.entry_points():
-        if entry_point.name == kind:
-            _load_entry_point(state, entry_point)
+    try:
+        for entry_point in state.entry_points():
+            if entry_point.name == kind:
+                _load_held(state, entry_point)
+    except BaseException:  # interrupted: the kind is still to be loaded next time
+        state.loaded_kinds.discard(kind)
+        raise
 
 
 def _ensure_all_loaded(state: _RegistryState) -> None:
     if state.all_loaded:
         return
     state.all_loaded = True
-    for entry_point in state.entry_points():
-        if entry_point.name not in state.loaded_kinds:
-            _load_entry_point(state, entry_point)
+    try:
+        for entry_point in state.entry_points():
+            if entry_point.name not in state.loaded_kinds:
+                _load_held(state, entry_point)
+    except BaseException:  # interrupted: what is left is loaded next time
+        state.all_loaded = False
+        raise
     state.loaded_kinds.update(ep.name for ep in state.entry_points())
 
 

@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from tl_runtime.fork_safety import install as _install_fork_safety
+from tl_runtime.interrupts import hold_interrupts_while_importing
 from tl_runtime.thread_team import apply_default_wait_policy
 
 # First, before tvm (which loads libgomp through torch) can be imported: the OpenMP
@@ -19,6 +20,10 @@ apply_default_wait_policy()
 # A fork while another thread is inside a kernel's first call (lazy imports of tl_ir.eager,
 # tvm, a backend) must not leave the child waiting on an import lock (tl_runtime.fork_safety).
 _install_fork_safety()
+# Ctrl-C during a first call's lazy import of the compiler stack is delivered once that
+# import is over: cut short, it would leave registrations behind that fail every later
+# import (tl_runtime.interrupts).
+hold_interrupts_while_importing("tvm", "tl_ir", "tl_passes", "tl_backend_api")
 
 if TYPE_CHECKING:
     from tl_jit import cache, language, layout, profiler, sweep, timing

@@ -33,6 +33,7 @@ from tl_runtime.errors import (
     StackBudgetError,
 )
 from tl_runtime.fork_safety import install as _install_fork_safety
+from tl_runtime.interrupts import install as _install_interrupt_safety
 from tl_runtime.kernel import Kernel, load
 from tl_runtime.manifest import (
     DTYPES,
@@ -59,6 +60,9 @@ from tl_runtime.thread_team import ThreadPolicy, apply_default_wait_policy, thre
 apply_default_wait_policy()
 # A fork while another thread imports (a kernel's first call) must not hang the child.
 _install_fork_safety()
+# Ctrl-C during a first call's lazy imports, or inside tvm's callbacks into Python, must
+# leave the process able to compile again (tl_runtime.interrupts).
+_install_interrupt_safety()
 
 __version__ = "0.1.0"
 
