@@ -12,12 +12,13 @@ first time one of them is asked for.
 
 from __future__ import annotations
 
-import importlib
 import importlib.abc
-import importlib.machinery
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+from tl_runtime.import_hooks import spec_from_other_finders, wrap_execution
 
 #: The names `tl_ir.language._tvm_compat` adds to ``tvm.tirx``.
 _COMPAT_NAMES = frozenset({"PrimExpr"})
@@ -54,25 +55,15 @@ class _AfterTirxImport(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname != _MODULE:
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        run = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            run(module)
-            _add_lazy_names(module)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        spec = spec_from_other_finders(self, fullname, path, target)
+        if spec is not None:
+            wrap_execution(spec, _execute_then_add_names)
         return spec
+
+
+def _execute_then_add_names(execute: Callable[[ModuleType], None], module: ModuleType) -> None:
+    execute(module)
+    _add_lazy_names(module)
 
 
 def install_on_import() -> None:

@@ -29,10 +29,12 @@ import importlib.abc
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.machinery import ModuleSpec
 from types import FrameType, ModuleType
 from typing import Any
+
+from tl_runtime.import_hooks import spec_from_other_finders, wrap_execution
 
 __all__ = ["hold_interrupts_while_importing", "install", "interrupts_held"]
 
@@ -97,27 +99,15 @@ class _HeldImports(importlib.abc.MetaPathFinder):
         finished = _finished.pop(fullname, None)
         if finished is not None:
             return _spec_of_finished(*finished)
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
+        spec = spec_from_other_finders(self, fullname, path, target)
+        if spec is None:
             return None
-        loader: Any = spec.loader
-        run = getattr(loader, "exec_module", None)
-        if run is None:
-            return spec
 
-        def exec_module(module: ModuleType) -> None:
-            # Once: a loader object may serve other modules later (a zip importer).
-            with contextlib.suppress(AttributeError):
-                del loader.exec_module
+        def held(execute: Callable[[ModuleType], None], module: ModuleType) -> None:
             ran = False
             try:
                 with interrupts_held():
-                    run(module)
+                    execute(module)
                     ran = True
                     if fullname == "tvm_ffi":
                         _keep_keyboard_interrupts(module)
@@ -127,8 +117,7 @@ class _HeldImports(importlib.abc.MetaPathFinder):
                 raise
 
         # A loader that takes no attributes runs the module unheld.
-        with contextlib.suppress(AttributeError, TypeError):
-            loader.exec_module = exec_module
+        wrap_execution(spec, held)
         return spec
 
 
