@@ -315,12 +315,12 @@ def test_a_value_with_no_rendering_is_guarded_by_identity() -> None:
 
     lock = threading.Lock()  # its repr shows an address: no rendering
     digest = FunctionDigest(reads_lock)
-    assert digest.current() == "unkeyable"
+    first = digest.current()
+    assert first.startswith("unkeyable#")
     assert not guard_of(reads_lock).volatile
-    assert digest.current() == "unkeyable" and digest.computed == 1  # a hit: no recompute
-    lock = threading.Lock()  # rebinding the closure value is seen
-    digest.current()
-    assert digest.computed == 2
+    assert digest.current() == first and digest.computed == 1  # a hit: no recompute
+    lock = threading.Lock()  # rebinding the closure value is seen: a new name
+    assert digest.current() not in (first, "") and digest.computed == 2
 
 
 def test_an_eager_kernels_defaults_and_code_assigned_in_place_are_followed(
@@ -490,3 +490,84 @@ def test_an_attribute_named_like_a_global_is_not_a_read(tmp_path: Path) -> None:
     module.floor = 3.0
     assert digest.current() == first and digest.computed == 1
     assert tl_jit.canonical.function_digest(module.reads) == first
+
+
+# ----------------------------------------------------------- reads with no digest
+UNKEYABLE = """
+import dataclasses, threading
+import tljit_fake_backend as fb
+import tl_jit
+import tl_jit.language as T
+
+SCALE = 2.0
+LOCK = threading.Lock()  # no faithful rendering: the function has no digest
+
+
+@dataclasses.dataclass
+class Settings:
+    offset: float = 0.0
+    history: list = dataclasses.field(default_factory=list)
+
+
+SETTINGS = Settings()
+
+
+@tl_jit.jit(out_idx=-1, target="llvm")
+def classic(n):
+    assert LOCK is not None
+    return fb.make_scale(n, SCALE + SETTINGS.offset)
+
+
+@tl_jit.jit(target="c")
+def eager(A):
+    N = T.const("N")
+    A: T.Tensor[[N], T.float32]
+    C = T.empty((N,), T.float32)
+    amount = SCALE + SETTINGS.offset + (0.0 if LOCK is None else 0.0)
+    with T.Kernel(1, threads=1) as _:
+        for i in T.serial(N):
+            C[i] = A[i] + amount
+    return C
+"""
+
+
+def _check_follows_without_digest(module: types.ModuleType, result: Any) -> None:
+    """``result()`` follows SCALE, SETTINGS (in place, rebound) and LOCK, and hits
+    memory while nothing changes."""
+    assert result() == 2.0
+    assert result() == 2.0
+    module.SCALE = 3.0
+    assert result() == 3.0
+    module.SETTINGS.offset = 1.0  # in place
+    assert result() == 4.0
+    module.SETTINGS = module.Settings(offset=2.0)  # rebound
+    assert result() == 5.0
+    module.LOCK = threading.Lock()
+    module.SCALE = 2.0
+    assert result() == 4.0
+    assert result() == 4.0
+
+
+def test_a_function_with_no_digest_still_follows_what_it_reads(
+    tmp_path: Path, fake_backend: Any
+) -> None:
+    """A read with no faithful rendering (a lock; a dataclass with a default_factory)
+    leaves the function without a digest. Its in-memory kernels used to be filed under
+    one name ("unkeyable") whatever else it read: a changed global, class attribute or
+    rebound value kept returning the first kernel (issue 24, in-memory memo)."""
+    module = _load(tmp_path / "memo_unkeyable.py", "memo_unkeyable", UNKEYABLE)
+    builds = _counting_builds(module.classic)
+    _check_follows_without_digest(module, lambda: _factor(module.classic(8)))
+    assert len(builds) == 5  # the last call came from memory
+
+
+def test_an_eager_kernel_with_no_digest_still_follows_what_it_reads(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """As above, for an eager kernel (its table and its generated dispatcher)."""
+    module = _load(tmp_path / "memo_unkeyable2.py", "memo_unkeyable2", UNKEYABLE)
+    a = np.zeros(4, np.float32)
+    _check_follows_without_digest(module, lambda: float(module.eager(a)[0]))
+    computed = module.eager._digest.computed
+    assert float(module.eager(a)[0]) == 4.0
+    assert module.eager._digest.computed == computed  # nothing changed: from memory

@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from tl_jit import checked, env
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
-from tl_jit.digest_guard import FunctionDigest, function_parts, same_parts
+from tl_jit.digest_guard import UNMEMOIZED, FunctionDigest, function_parts, same_parts
 from tl_jit.env_reads import EnvReads
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
@@ -131,6 +131,8 @@ class JITFunction:
                 canonical_value(dict(sorted(self._frontend_options(overrides).items())))
             )
         except Unkeyable:
+            memory_key = None
+        if digest == UNMEMOIZED:
             memory_key = None
         if memory_key is not None:
             held = kernels.get(memory_key)

@@ -21,6 +21,7 @@ recomputed on every call. Objects with no faithful rendering (the digest raises
 from __future__ import annotations
 
 import enum
+import itertools
 import sys
 import types
 from collections.abc import Callable
@@ -184,12 +185,22 @@ def _empty(cell: types.CellType) -> bool:
     return False
 
 
+#: The digest of a function whose kernels must not be memoized in memory (see
+#: `FunctionDigest`).
+UNMEMOIZED = "unmemoized"
+_unkeyable_serial = itertools.count()
+
+
 class FunctionDigest:
     """A function's digest for the in-memory memo, recomputed only when its guard fails.
 
-    `current` is ``function_digest(func)`` as of now: ``"unkeyable"`` when the digest
-    raises `Unkeyable` (the memo then keys on the arguments and on the identity of what
-    the function reads), ``"opaque"`` for a callable that is not a Python function.
+    `current` is ``function_digest(func)`` as of now, ``"opaque"`` for a callable that is
+    not a Python function. Where the digest raises `Unkeyable` (the function reads a
+    value with no faithful rendering: a lock, a dataclass with a ``default_factory``),
+    it is a name of its own for each guard (``"unkeyable#N"``): while the guard holds,
+    nothing the function reads was rebound, so its kernels stand; once it fails, the
+    next name starts an empty table. With a volatile guard it is `UNMEMOIZED`: nothing
+    may be memoized in memory, and the kernel is found by its IR key.
 
     Thread-safe: the guard and the digest computed under it are published together, as
     one tuple (`state`), so a thread never pairs a guard with a digest it did not vouch
@@ -231,7 +242,10 @@ class FunctionDigest:
             try:
                 digest = function_digest(func)
             except Unkeyable:
-                digest = "unkeyable"
+                # No digest: the kernels memoized under this guard are its own (a fresh
+                # name, kept while the guard holds), or none where the guard cannot say
+                # when what the function reads changed.
+                digest = UNMEMOIZED if guard.volatile else f"unkeyable#{next(_unkeyable_serial)}"
             state = (guard, digest)
         self.state = state
         return state

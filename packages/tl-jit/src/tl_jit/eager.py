@@ -29,7 +29,13 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.compiler import compile_with_context, create_context
-from tl_jit.digest_guard import DigestGuard, FunctionDigest, function_parts, same_parts
+from tl_jit.digest_guard import (
+    UNMEMOIZED,
+    DigestGuard,
+    FunctionDigest,
+    function_parts,
+    same_parts,
+)
 from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
@@ -198,7 +204,10 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
             )
         except Unkeyable:
             return None
-        return self._digest.current(), rendered, tuple(sorted(consts.items())), options
+        digest = self._digest.current()
+        if digest == UNMEMOIZED:
+            return None
+        return digest, rendered, tuple(sorted(consts.items())), options
 
     def build_ir(self, templates: Mapping[str, Any], consts: Mapping[str, int]) -> Any:
         """The `tl_ir.eager.EagerKernelIR` of one specialization (no compile)."""
