@@ -152,6 +152,22 @@ def test_an_object_array_and_an_address_repr_are_unkeyable() -> None:
         canonical_value(object())
 
 
+def test_an_array_subclass_renders_with_its_class_and_what_it_holds() -> None:
+    """``numpy.matrix`` multiplies with ``*``: a builder computing with one builds another
+    kernel than with a plain array of the same bytes. A masked array's mask is not in
+    its bytes. A plain array's rendering is unchanged."""
+    plain = np.array([[1.0, 1.0], [0.0, 1.0]])
+    assert canonical_value(plain) != canonical_value(np.matrix(plain))
+    assert canonical_value(plain) == canonical_value(plain.copy())
+    assert list(canonical_value(plain)) == ["array"] and len(canonical_value(plain)["array"]) == 3
+    hidden = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+    shown = np.ma.masked_array([1.0, 2.0], mask=[False, False])
+    assert canonical_value(hidden) != canonical_value(shown)
+    assert canonical_value(hidden) == canonical_value(
+        np.ma.masked_array([1.0, 2.0], mask=[False, True])
+    )
+
+
 # ------------------------------------------------------------------- the eager dispatcher
 def _typed_kernel() -> Any:
     @tl_jit.jit(target="c")

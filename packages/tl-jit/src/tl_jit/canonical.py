@@ -115,7 +115,7 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
     if isinstance(value, type):
         return _class_rendering(value, _seen)
     if hasattr(value, "__array_interface__") and hasattr(value, "tobytes"):
-        return _array_rendering(value)
+        return _array_rendering(value, _seen)
     if _is_torch_tensor(value):
         return _tensor_rendering(value)
     if isinstance(value, types.BuiltinFunctionType):
@@ -154,13 +154,22 @@ def _scalar_rendering(value: Any) -> Any:
     return {"bytes": value.hex()}
 
 
-def _array_rendering(array: Any) -> Any:
+def _array_rendering(array: Any, seen: frozenset[int]) -> Any:
     """numpy arrays and scalars: their repr elides the middle of large arrays, so the
-    bytes are hashed; an object array's bytes are addresses, so it has no rendering."""
+    bytes are hashed; an object array's bytes are addresses, so it has no rendering.
+    A subclass of ``numpy.ndarray`` (``numpy.matrix``, whose ``*`` multiplies matrices; a
+    masked array, whose mask the bytes leave out) adds its class and the attributes its
+    instances hold."""
     if getattr(array.dtype, "hasobject", False):
         raise Unkeyable("a numpy array of Python objects has no stable rendering")
     digest = hashlib.sha256(array.tobytes(order="C")).hexdigest()
-    return {"array": [str(array.dtype), list(array.shape), digest]}
+    rendering: list[Any] = [str(array.dtype), list(array.shape), digest]
+    kind = type(array)
+    numpy = sys.modules.get("numpy")
+    if numpy is None or (kind is not numpy.ndarray and not isinstance(array, numpy.generic)):
+        held = dict(sorted(getattr(array, "__dict__", {}).items()))
+        rendering += [f"{kind.__module__}.{kind.__qualname__}", canonical_value(held, _seen=seen)]
+    return {"array": rendering}
 
 
 def _is_torch_tensor(value: object) -> bool:

@@ -27,7 +27,7 @@ __all__ = [
     "ir_key",
 ]
 
-KEY_FORMAT = 3
+KEY_FORMAT = 4
 """Bumped whenever what a key covers changes, so old entries are never reused by mistake."""
 
 
