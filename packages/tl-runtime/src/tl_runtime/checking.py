@@ -79,6 +79,9 @@ class PreparedCall:
     args: list[Any]
     outputs: list[Any]
     bindings: dict[str, int]
+    #: the caller's torch tensors the kernel writes in place (`mark_written_in_place`
+    #: after the launch)
+    written_torch: tuple[Any, ...] = ()
 
 
 def _refuse_strided_output(kernel: str, spec: ParamSpec) -> None:
@@ -166,6 +169,7 @@ class ArgumentChecker:
         full: list[Any] = [None] * len(plan.params)
         first_tensor: Any = None
         spans: list[tuple[int, int, int]] = []  # (param, first byte, last byte + 1)
+        written_torch: list[Any] = []
         np = self._np
         for index, value in zip(plan.caller, args, strict=True):
             param = plan.params[index]
@@ -175,6 +179,8 @@ class ArgumentChecker:
             value = self._as_array(param, value)
             if is_torch(value):
                 value = torch_argument(param, value)
+                if param.written:
+                    written_torch.append(value)
             view = self._read_view(param, value)
             self._check_tensor(param, view, bindings, bound_by)
             spans.append(self._byte_span(param, view))
@@ -214,7 +220,7 @@ class ArgumentChecker:
             out = self.allocate(param.dtype.name, shape, like=first_tensor)
             full[index] = launchable(out, np)
             outputs.append(out)
-        return PreparedCall(full, outputs, bindings)
+        return PreparedCall(full, outputs, bindings, tuple(written_torch))
 
     # ------------------------------------------------------------------ pieces
     def _param(self, spec: ParamSpec | ParamPlan) -> ParamPlan:

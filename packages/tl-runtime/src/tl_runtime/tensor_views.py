@@ -67,6 +67,34 @@ def is_torch_type(kind: type) -> bool:
     return torch is not None and issubclass(kind, torch.Tensor)
 
 
+def in_place_write_marker(kind: type) -> Any:
+    """What tells ``kind``'s framework that a kernel wrote its tensors in place, or None.
+
+    For torch tensors, ``torch._C._increment_version`` (what
+    ``torch.autograd.graph.increment_version`` calls), taking a tuple of tensors: torch
+    counts in-place writes per tensor (shared by its views), and autograd refuses to use
+    a tensor saved for a backward pass once the count moved ("modified by an inplace
+    operation"). A kernel's write that torch never heard of would be used silently, with
+    the wrong gradient. Tensors made under ``torch.inference_mode()`` have no count; torch
+    skips them.
+    """
+    if not is_torch_type(kind):
+        return None
+    torch = sys.modules.get("torch")
+    if torch is None or not issubclass(kind, torch.Tensor):
+        return None
+    return getattr(torch._C, "_increment_version", None)
+
+
+def mark_written_in_place(tensors: tuple[Any, ...]) -> None:
+    """Tell torch that the kernel wrote these caller tensors (`in_place_write_marker`)."""
+    if not tensors:
+        return
+    marker = in_place_write_marker(type(tensors[0]))
+    if marker is not None:
+        marker(tensors)
+
+
 def reported_device(value: object) -> tuple[int, int] | None:
     """``value.__dlpack_device__()`` as two ints, or None when absent or malformed."""
     method = getattr(value, "__dlpack_device__", None)

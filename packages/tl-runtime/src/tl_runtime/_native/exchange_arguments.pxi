@@ -2,7 +2,7 @@
 # (torch): a non-owning DLTensor (``dltensor_from_py_object_no_sync``: no ``__dlpack__()``
 # call, no capsule), its device, dtype, rank and alignment against the parameter, torch's
 # negative bit (asked on every call), its layout (layout_checks.pxi) and, for a written
-# parameter, ``requires_grad``.
+# parameter, ``requires_grad`` (and the write is told to the framework after the launch).
 
 
 cdef inline int _exchange_argument(Launcher launcher, ParamInfo* p, CallState* st, int j,
@@ -59,6 +59,10 @@ cdef inline int _exchange_argument(Launcher launcher, ParamInfo* p, CallState* s
             flag = 1 if getattr(obj, "requires_grad", False) else 0
         if flag != 0:
             return 0   # autograd cannot see the kernel's write: the slow path refuses it
+        if launcher.write_markers[slot] != NULL:   # told after the launch (torch's version)
+            st.written_params[st.nwritten] = j
+            st.written_slots[st.nwritten] = slot
+            st.nwritten += 1
     _fill(t, &st.packed[j], data, p, st.shapes[j], st.strides[j])
     if st.first_source == NO_TENSOR:
         st.first_source = EXCHANGE

@@ -33,7 +33,7 @@ include "source_digest.pxi"       # SOURCE_DIGEST: written by the build, not par
 
 cdef class Launcher:
     """``Launcher(address, specs, n_symbols, slow, outputs_follow, alloc_alignment, delegate,
-    negative_bit_layout)``.
+    negative_bit_layout, write_marker)``.
 
     Call it with the caller's args. ``specs`` is a list of dicts built by
     tl_runtime.adapters.cython_adapter; ``slow(args)`` runs the complete path; ``outputs_follow(tensor_type) -> bool`` says whether
@@ -42,6 +42,9 @@ cdef class Launcher:
     checks only and then calls ``delegate(*full_args)`` (a tvm-ffi function) itself.
     ``negative_bit_layout(tensor_type)`` gives where instances hold torch's negative bit
     (``tl_runtime.torch_negative_bit``) or None: then ``is_neg()`` is asked on each call.
+    ``write_marker(tensor_type)`` gives what to call, after a launch, with the tuple of that
+    type's caller tensors the kernel wrote (torch's version count:
+    ``tl_runtime.tensor_views.in_place_write_marker``), or None.
     """
     cdef SafeCall fn
     cdef int nparams
@@ -76,6 +79,9 @@ cdef class Launcher:
     cdef object negative_bit_layout
     cdef void* grad_readers[MAX_TYPES]
     cdef int grad_modes[MAX_TYPES]
+    # per type slot: what marks its tensors written in place (held in ``type_refs``), or NULL
+    cdef void* write_markers[MAX_TYPES]
+    cdef object write_marker
     cdef list names           # parameter names, for the messages of launch_prepared
     cdef list type_refs
     cdef list refused_types
@@ -83,7 +89,7 @@ cdef class Launcher:
 
     def __init__(self, uintptr_t address, list specs, int n_symbols, slow,
                  outputs_follow=None, alloc_alignment=64, delegate=None,
-                 negative_bit_layout=None):
+                 negative_bit_layout=None, write_marker=None):
         if len(specs) > MAX_PARAMS:
             raise ValueError(f"Launcher: at most {MAX_PARAMS} params, got {len(specs)}")
         if alloc_alignment <= 0 or alloc_alignment & (alloc_alignment - 1):
@@ -93,6 +99,7 @@ cdef class Launcher:
         self.fn = <SafeCall>address
         self.delegate = delegate
         self.negative_bit_layout = negative_bit_layout
+        self.write_marker = write_marker
         self.nparams = len(specs)
         self.nsym = n_symbols
         self.slow = slow
@@ -165,13 +172,15 @@ cdef class Launcher:
             # tvm-ffi's call takes the same objects (torch through the same exchange API)
             if not self.n_out:
                 self.delegate(*args)
-                return None
-            full = [None] * self.nparams
-            for j in range(self.ncaller):
-                full[self.caller_index[j]] = args[j]
-            for k in range(self.n_out):
-                full[self.out_index[k]] = outputs[k]
-            self.delegate(*full)
+            else:
+                full = [None] * self.nparams
+                for j in range(self.ncaller):
+                    full[self.caller_index[j]] = args[j]
+                for k in range(self.n_out):
+                    full[self.out_index[k]] = outputs[k]
+                self.delegate(*full)
+        if st.nwritten:
+            self._mark_written(args, &st)
         if outputs is None:
             return None
         if len(outputs) == 1:
@@ -185,6 +194,7 @@ cdef class Launcher:
         cdef ParamInfo* p
         cdef object obj
         st.nheld = 0
+        st.nwritten = 0
         st.first_source = NO_TENSOR
         st.first_type = -1
         for k in range(self.nsym):
@@ -238,6 +248,21 @@ cdef class Launcher:
             if not _allocate_output(self, j, st, outputs):
                 return 0
         return 1
+
+    cdef int _mark_written(self, tuple args, CallState* st) except -1:
+        """Tell each written caller tensor's framework of the write (torch's version count),
+        one call per type."""
+        cdef int k, slot
+        cdef list seen = []
+        for k in range(st.nwritten):
+            slot = st.written_slots[k]
+            if slot in seen:
+                continue
+            seen.append(slot)
+            written = tuple([args[self.info[st.written_params[i]].caller_pos]
+                             for i in range(k, st.nwritten) if st.written_slots[i] == slot])
+            (<object>self.write_markers[slot])(written)
+        return 0
 
     cdef void _release(self, CallState* st) noexcept:
         cdef int k

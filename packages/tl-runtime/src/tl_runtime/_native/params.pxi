@@ -53,6 +53,9 @@ cdef struct CallState:
     int64_t symbols[MAX_PARAMS * MAX_DIMS]
     int first_source             # Source of the first tensor argument (outputs follow it)
     int first_type               # its slot in the launcher's type table (EXCHANGE only)
+    int nwritten                 # written exchange-API tensors whose type has a write marker:
+    int written_params[MAX_PARAMS]   # their params
+    int written_slots[MAX_PARAMS]    # and type slots
 
 
 

@@ -121,6 +121,9 @@ cdef int _type_slot(Launcher launcher, object obj) except -2:
         grad_mode = tl_reader_mode(grad_reader, kind, 1)
         if grad_mode < 0:
             grad_reader = None   # not a plain property: asked with getattr per call
+    marker = launcher.write_marker(kind) if launcher.write_marker is not None else None
+    if marker is not None and not callable(marker):
+        marker = None
     # No Python code runs from here on (the GIL stays held): another thread that
     # added this type meanwhile is found, and a slot is filled before it is counted.
     for i in range(launcher.ntypes):
@@ -129,7 +132,7 @@ cdef int _type_slot(Launcher launcher, object obj) except -2:
     if launcher.ntypes == MAX_TYPES:
         return -1
     i = launcher.ntypes
-    launcher.type_refs.append((kind, neg_reader, grad_reader))   # keeps them (and the API) alive
+    launcher.type_refs.append((kind, neg_reader, grad_reader, marker))   # keeps them alive
     launcher.neg_readers[i] = <void*>neg_reader if neg_reader is not None else NULL
     launcher.neg_modes[i] = neg_mode
     launcher.neg_masks[i] = 0
@@ -138,6 +141,7 @@ cdef int _type_slot(Launcher launcher, object obj) except -2:
         launcher.neg_impl_offsets[i] = neg_layout[1]
         launcher.neg_masks[i] = neg_layout[2]
     launcher.grad_readers[i] = <void*>grad_reader if grad_reader is not None else NULL
+    launcher.write_markers[i] = <void*>marker if marker is not None else NULL
     launcher.grad_modes[i] = grad_mode
     launcher.types[i] = tp
     launcher.apis[i] = api

@@ -37,6 +37,7 @@ from tl_runtime.launcher_sources import (
     write_launcher_source,
 )
 from tl_runtime.manifest import Manifest
+from tl_runtime.tensor_views import in_place_write_marker, mark_written_in_place
 from tl_runtime.torch_negative_bit import negative_bit_layout
 from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
@@ -312,6 +313,7 @@ def make_launcher(
         checker.allocation_alignment,
         delegate,
         negative_bit_layout,
+        in_place_write_marker,
     )
 
 
@@ -369,6 +371,7 @@ class CythonAdapter:
         """The complete path: full checks and copies in Python, then the C launch."""
         prepared = self.checker.prepare(args)
         self.launcher.launch_prepared(prepared.args)
+        mark_written_in_place(prepared.written_torch)
         return pack_result(prepared.outputs)
 
     def make_call(self) -> CallFunction:

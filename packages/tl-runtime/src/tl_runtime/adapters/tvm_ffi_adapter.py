@@ -26,6 +26,7 @@ from tl_runtime.adapters.fast_path import build_fast_path
 from tl_runtime.checking import ArgumentChecker
 from tl_runtime.fork_safety import ForkSafeLock
 from tl_runtime.manifest import Manifest
+from tl_runtime.tensor_views import mark_written_in_place
 
 
 class TvmFfiAdapter:
@@ -62,6 +63,7 @@ class TvmFfiAdapter:
         """The complete path: full checks and copies, then the call."""
         prepared = self.checker.prepare(args)
         self.function(*prepared.args)
+        mark_written_in_place(prepared.written_torch)
         return pack_result(prepared.outputs)
 
     def make_call(self) -> CallFunction:
