@@ -21,6 +21,20 @@ Artifact = Callable[..., Path]
 torch = pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True, params=["memory", "marker"])
+def version_count_moved(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every case twice: the count moved in memory where the probe found it, and through
+    ``torch._C._increment_version`` (what the launcher does where the probe finds nothing)."""
+    from tl_runtime import torch_version_count
+
+    if request.param == "memory":
+        assert torch_version_count.version_count_layout(torch.Tensor) is not None
+    else:
+        monkeypatch.setattr(torch_version_count, "_probed", True)
+        monkeypatch.setattr(torch_version_count, "_layout", None)
+    return str(request.param)
+
+
 def test_a_saved_tensor_the_kernel_overwrites_fails_the_backward_pass(
     artifact: Artifact, adapter: str
 ) -> None:
@@ -67,3 +81,27 @@ def test_a_numpy_output_beside_torch_inputs_is_left_alone(artifact: Artifact, ad
     for _ in range(2):
         kernel(a, c)
     assert (c == 2).all() and a._version == 0
+
+
+def test_the_probe_reads_the_count_torch_reports(version_count_moved: str) -> None:
+    if version_count_moved == "marker":
+        pytest.skip("the probe itself: once")
+    from tl_runtime.torch_version_count import read_version_count, version_count_layout
+
+    layout = version_count_layout(torch.Tensor)
+    assert layout is not None
+    x = torch.zeros(3)
+    for count in range(4):
+        assert read_version_count(x, layout) == x._version == count
+        assert read_version_count(x[1:], layout) == count  # a view shares the count
+        x.add_(1)
+    with torch.inference_mode():
+        uncounted = torch.zeros(3)
+    assert read_version_count(uncounted, layout) is None
+
+    class Overrides(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, *args: object, **kwargs: object) -> object:
+            return super().__torch_function__(*args, **kwargs)
+
+    assert version_count_layout(Overrides) is None  # its own behaviour: torch is asked

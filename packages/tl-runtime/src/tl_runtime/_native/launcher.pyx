@@ -33,7 +33,7 @@ include "source_digest.pxi"       # SOURCE_DIGEST: written by the build, not par
 
 cdef class Launcher:
     """``Launcher(address, specs, n_symbols, slow, outputs_follow, alloc_alignment, delegate,
-    negative_bit_layout, write_marker)``.
+    negative_bit_layout, write_marker, version_count_layout)``.
 
     Call it with the caller's args. ``specs`` is a list of dicts built by
     tl_runtime.adapters.cython_adapter; ``slow(args)`` runs the complete path; ``outputs_follow(tensor_type) -> bool`` says whether
@@ -44,7 +44,9 @@ cdef class Launcher:
     (``tl_runtime.torch_negative_bit``) or None: then ``is_neg()`` is asked on each call.
     ``write_marker(tensor_type)`` gives what to call, after a launch, with the tuple of that
     type's caller tensors the kernel wrote (torch's version count:
-    ``tl_runtime.tensor_views.in_place_write_marker``), or None.
+    ``tl_runtime.tensor_views.in_place_write_marker``), or None;
+    ``version_count_layout(tensor_type)`` where instances hold torch's version count
+    (``tl_runtime.torch_version_count``), moved in memory instead where known.
     """
     cdef SafeCall fn
     cdef int nparams
@@ -82,6 +84,12 @@ cdef class Launcher:
     # per type slot: what marks its tensors written in place (held in ``type_refs``), or NULL
     cdef void* write_markers[MAX_TYPES]
     cdef object write_marker
+    # where torch's version count lies (tl_runtime.torch_version_count); known 0: call the marker
+    cdef int version_known[MAX_TYPES]
+    cdef Py_ssize_t version_object_offsets[MAX_TYPES]
+    cdef Py_ssize_t version_impl_offsets[MAX_TYPES]
+    cdef Py_ssize_t version_counter_offsets[MAX_TYPES]
+    cdef object version_count_layout
     cdef list names           # parameter names, for the messages of launch_prepared
     cdef list type_refs
     cdef list refused_types
@@ -89,7 +97,7 @@ cdef class Launcher:
 
     def __init__(self, uintptr_t address, list specs, int n_symbols, slow,
                  outputs_follow=None, alloc_alignment=64, delegate=None,
-                 negative_bit_layout=None, write_marker=None):
+                 negative_bit_layout=None, write_marker=None, version_count_layout=None):
         if len(specs) > MAX_PARAMS:
             raise ValueError(f"Launcher: at most {MAX_PARAMS} params, got {len(specs)}")
         if alloc_alignment <= 0 or alloc_alignment & (alloc_alignment - 1):
@@ -100,6 +108,7 @@ cdef class Launcher:
         self.delegate = delegate
         self.negative_bit_layout = negative_bit_layout
         self.write_marker = write_marker
+        self.version_count_layout = version_count_layout
         self.nparams = len(specs)
         self.nsym = n_symbols
         self.slow = slow
@@ -250,18 +259,18 @@ cdef class Launcher:
         return 1
 
     cdef int _mark_written(self, tuple args, CallState* st) except -1:
-        """Tell each written caller tensor's framework of the write (torch's version count),
-        one call per type."""
+        """Tell each written caller tensor's framework of the write: torch's version count
+        moved in memory where ``tl_runtime.torch_version_count`` found it, else through
+        the type's write marker (``torch._C._increment_version``)."""
         cdef int k, slot
-        cdef list seen = []
         for k in range(st.nwritten):
             slot = st.written_slots[k]
-            if slot in seen:
+            obj = args[self.info[st.written_params[k]].caller_pos]
+            if self.version_known[slot] and tl_add_to_version_count(
+                    <void*>obj, self.version_object_offsets[slot],
+                    self.version_impl_offsets[slot], self.version_counter_offsets[slot]) >= 0:
                 continue
-            seen.append(slot)
-            written = tuple([args[self.info[st.written_params[i]].caller_pos]
-                             for i in range(k, st.nwritten) if st.written_slots[i] == slot])
-            (<object>self.write_markers[slot])(written)
+            (<object>self.write_markers[slot])((obj,))
         return 0
 
     cdef void _release(self, CallState* st) noexcept:

@@ -45,6 +45,22 @@ cdef extern from *:
         return (*(const uint64_t*)(impl + impl_offset) & mask) != 0;
     }
 
+    /* torch's version count moved by one where ``tl_runtime.torch_version_count`` found and
+       checked it (what torch's in-place operations do: an atomic add on the counter the
+       tensor shares with its views). 0: done, or the tensor has no count (made under
+       inference mode); -1: the object holds no TensorImpl (the caller asks torch). */
+    static inline int tl_add_to_version_count(PyObject* obj, Py_ssize_t object_offset,
+                                              Py_ssize_t impl_offset, Py_ssize_t counter_offset) {
+        const char* impl = *(const char* const*)((const char*)obj + object_offset);
+        char* counter;
+        if (impl == NULL)
+            return -1;
+        counter = *(char* const*)(impl + impl_offset);
+        if (counter != NULL)
+            __atomic_fetch_add((uint32_t*)(counter + counter_offset), 1u, __ATOMIC_SEQ_CST);
+        return 0;
+    }
+
     /* 1 or 0: the answer's truth; -1: an exception is set. */
     static int tl_ask(PyObject* reader, int mode, PyObject* obj) {
         PyObject* answer;
@@ -67,6 +83,8 @@ cdef extern from *:
     int tl_ask(void* reader, int mode, void* obj) noexcept
     int tl_read_negative_bit(void* obj, Py_ssize_t object_offset, Py_ssize_t impl_offset,
                              uint64_t mask) noexcept
+    int tl_add_to_version_count(void* obj, Py_ssize_t object_offset, Py_ssize_t impl_offset,
+                                Py_ssize_t counter_offset) noexcept
 
 
 cdef const DLPackExchangeAPI* _exchange_api(object api_obj):
@@ -124,6 +142,9 @@ cdef int _type_slot(Launcher launcher, object obj) except -2:
     marker = launcher.write_marker(kind) if launcher.write_marker is not None else None
     if marker is not None and not callable(marker):
         marker = None
+    version_layout = None
+    if marker is not None and launcher.version_count_layout is not None:
+        version_layout = launcher.version_count_layout(kind)   # (object, impl, counter offsets)
     # No Python code runs from here on (the GIL stays held): another thread that
     # added this type meanwhile is found, and a slot is filled before it is counted.
     for i in range(launcher.ntypes):
@@ -142,6 +163,12 @@ cdef int _type_slot(Launcher launcher, object obj) except -2:
         launcher.neg_masks[i] = neg_layout[2]
     launcher.grad_readers[i] = <void*>grad_reader if grad_reader is not None else NULL
     launcher.write_markers[i] = <void*>marker if marker is not None else NULL
+    launcher.version_known[i] = 0
+    if version_layout is not None:
+        launcher.version_object_offsets[i] = version_layout[0]
+        launcher.version_impl_offsets[i] = version_layout[1]
+        launcher.version_counter_offsets[i] = version_layout[2]
+        launcher.version_known[i] = 1
     launcher.grad_modes[i] = grad_mode
     launcher.types[i] = tp
     launcher.apis[i] = api

@@ -39,6 +39,7 @@ from tl_runtime.launcher_sources import (
 from tl_runtime.manifest import Manifest
 from tl_runtime.tensor_views import in_place_write_marker, mark_written_in_place
 from tl_runtime.torch_negative_bit import negative_bit_layout
+from tl_runtime.torch_version_count import version_count_layout
 from tl_runtime.tvm_ffi_paths import libtvm_ffi_path
 
 _MODULE_NAME = "tl_rt_launcher"
@@ -314,6 +315,7 @@ def make_launcher(
         delegate,
         negative_bit_layout,
         in_place_write_marker,
+        version_count_layout,
     )
 
 
