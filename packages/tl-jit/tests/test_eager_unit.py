@@ -184,6 +184,47 @@ def test_compile_ahead_of_time_binds_t_const_by_keyword(cache_dir: Path) -> None
     assert [k.params[0].shape for k in kernels if k is not None] == [(2,), (3,)]
 
 
+def test_t_const_sizes_are_checked_against_32_bit_indices_naming_them(cache_dir: Path) -> None:
+    """Sizes a kernel cannot index are refused naming the T.const or the parameter, where
+    TVM's own error said only "Literal value ... exceeds range of int32"; numpy's integers
+    are sizes too."""
+    add = _add_kernel()
+    with pytest.raises(
+        ValueError, match=r"T.const 'N': expected at most 2147483647 .*got N=1099511627776"
+    ):
+        add.compile(N=2**40)
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (2**31,), (0,))
+    with pytest.raises(ValueError, match=r"T.const 'N'.* got A.shape\[0\] = 2147483648"):
+        add(huge, huge)
+    kernel = add.compile(N=np.int64(6))
+    a = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(a, a), 2 * a)
+
+    @tl_jit.jit(target="c")
+    def rows(A):
+        M, N = T.const("M N")
+        A: T.Tensor[[M, N], T.float32]
+        B = T.empty((M,), T.float32)
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(M):
+                B[i] = A[i, 0]
+        return B
+
+    wide = np.lib.stride_tricks.as_strided(np.zeros(4, np.float32), (2**31 - 1, 4), (0, 4))
+    with pytest.raises(ValueError, match=r"parameter 'A': expected at most 2147483647 elements"):
+        rows(wide)
+
+
+def test_a_t_const_given_by_keyword_is_blamed_as_such(cache_dir: Path) -> None:
+    add = _add_kernel()
+    a = np.zeros(3, np.float32)
+    with pytest.raises(
+        ValueError,
+        match=r"expected shape\[0\] == N == 5 \(T.const 'N' given as N=5\), got shape \[3\]",
+    ):
+        add(a, a, N=5)
+
+
 def test_strided_tensor_strides_are_in_elements(cache_dir: Path) -> None:
     @tl_jit.jit(target="c")
     def copy(A, B):

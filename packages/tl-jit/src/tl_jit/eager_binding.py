@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import operator
 import types
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 __all__ = ["EagerBinder", "KeyBinder", "array_dims", "describe", "exact_key"]
@@ -426,11 +428,15 @@ class EagerBinder:
             param, where, axis = bindings[symbol]
             if symbol in extra:
                 value = extra[symbol]
-                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                try:  # numpy's integers too (sizes read off shapes often are)
+                    size = None if isinstance(value, bool) else operator.index(value)
+                except TypeError:
+                    size = None
+                if size is None or size <= 0:
                     raise TypeError(
                         f"{qualname}: T.const {symbol!r}: expected a positive int, got {value!r}"
                     )
-                consts[symbol] = value
+                consts[symbol] = _const_in_range(qualname, symbol, size, f"{symbol}=")
                 continue
             if param not in dims:
                 raise TypeError(
@@ -445,16 +451,59 @@ class EagerBinder:
                     f"{qualname}: parameter {param!r}: expected {axis + 1} or more dims "
                     f"(T.const {symbol!r} is its axis {axis}), got shape {list(shape)}"
                 )
-            consts[symbol] = int(source[axis])
-        self._check_agreement(consts, dims)
+            consts[symbol] = _const_in_range(
+                qualname, symbol, int(source[axis]), f"{param}.{where}[{axis}] = "
+            )
+        self._check_agreement(consts, dims, given=extra)
+        self._check_sizes(consts)
         return consts
 
-    def _check_agreement(
-        self, consts: Mapping[str, int], dims: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]]
-    ) -> None:
-        """Every tensor whose declared shape names a ``T.const`` directly has that size."""
+    def _check_sizes(self, consts: Mapping[str, int]) -> None:
+        """No compact declared tensor has more elements than the kernel's 32-bit flat index
+        reaches (a ``T.StridedTensor``'s index is its strides' business: the runtime checks
+        the span a call addresses)."""
         analysis = self.analysis
         variables = {v: s for s, v in analysis.const_variables.items()}
+        for param in analysis.kernel_params:
+            node = param.shape
+            if param.strides is not None or not isinstance(node, ast.List | ast.Tuple):
+                continue
+            sizes: list[str] = []
+            count = 1
+            for element in node.elts:
+                if isinstance(element, ast.Name) and element.id in variables:
+                    value = consts[variables[element.id]]
+                    sizes.append(f"{variables[element.id]}={value}")
+                elif isinstance(element, ast.Constant) and type(element.value) is int:
+                    value = element.value
+                    sizes.append(str(value))
+                else:
+                    break  # an expression or a run-time size: the runtime checks the call
+                count *= value
+            else:
+                if count > CONST_LIMIT:
+                    raise ValueError(
+                        f"{analysis.qualname}: parameter {param.name!r}: expected at most "
+                        f"{CONST_LIMIT} elements (the kernel indexes with 32-bit integers), "
+                        f"got shape [{', '.join(sizes)}] = {count} elements"
+                    )
+
+    def _check_agreement(
+        self,
+        consts: Mapping[str, int],
+        dims: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]],
+        given: Mapping[str, Any] = MappingProxyType({}),
+    ) -> None:
+        """Every tensor whose declared shape names a ``T.const`` directly has that size
+        (``given``: the T.const values the caller passed by keyword)."""
+        analysis = self.analysis
+        variables = {v: s for s, v in analysis.const_variables.items()}
+
+        def origin(symbol: str) -> str:
+            if symbol in given:
+                return f"given as {symbol}={given[symbol]!r}"
+            return "bound from an earlier tensor"
+
         for param in analysis.kernel_params:
             if param.name not in dims:
                 continue
@@ -477,8 +526,21 @@ class EagerBinder:
                             raise ValueError(
                                 f"{analysis.qualname}: parameter {param.name!r}: expected "
                                 f"{where}[{axis}] == {symbol} == {consts[symbol]} (T.const "
-                                f"{symbol!r} bound from an earlier tensor), got {where} "
-                                f"{list(actual)}"
+                                f"{symbol!r} {origin(symbol)}), got {where} {list(actual)}"
                             )
 
     # ------------------------------------------------------------------ compiling
+
+
+#: The largest ``T.const`` value: a 32-bit integer in the kernel's index arithmetic.
+CONST_LIMIT = 2**31 - 1
+
+
+def _const_in_range(qualname: str, symbol: str, value: int, source: str) -> int:
+    """``value`` for ``T.const`` ``symbol``, or a ValueError naming it and where it came from."""
+    if value > CONST_LIMIT:
+        raise ValueError(
+            f"{qualname}: T.const {symbol!r}: expected at most {CONST_LIMIT} (a T.const is a "
+            f"32-bit integer in the kernel), got {source}{value}"
+        )
+    return value
