@@ -444,3 +444,16 @@ def test_symbolic_copy_extents_accepted_unless_provably_different():
     assert op.src.is_full
     with pytest.raises(tl_ir.ShapeMismatchError, match="cannot match"):
         build(1)
+
+
+def test_a_symbolic_dim_with_several_names_is_refused_under_its_own_spelling() -> None:
+    """``T.dynamic("M N")`` (spelled like ``T.const("M N")``) names T.dynamic and says how
+    to declare each name, where it said ``T.symbolic(name)``."""
+    from tl_ir.errors import KernelTypeError
+
+    with pytest.raises(
+        KernelTypeError, match=r"T.dynamic\(name\): .* \(T.dynamic\('M'\), T.dynamic\('N'\)\)"
+    ):
+        T.dynamic("M N")
+    with pytest.raises(KernelTypeError, match=r"^T.symbolic\(name\): .*got 3"):
+        T.symbolic(3)  # type: ignore[arg-type]

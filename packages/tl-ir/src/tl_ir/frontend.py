@@ -112,17 +112,23 @@ def current_state() -> ParseState | None:
     return _LOCAL.states[-1] if _LOCAL.states else None
 
 
-def symbolic(name: str, dtype: str = "int32") -> Any:
+def symbolic(name: str, dtype: str = "int32", *, spelled: str = "T.symbolic") -> Any:
     """A named symbolic dim (an ``int32`` ``tirx.Var``); the same name within one kernel
-    build gives the same Var.
+    build gives the same Var. ``spelled``: the name the kernel called (for messages).
 
     Raises:
         KernelTypeError: ``name`` is not a non-empty identifier string, or the name was
             already used with another dtype.
     """
     if not isinstance(name, str) or not name.isidentifier():
+        several = isinstance(name, str) and all(part.isidentifier() for part in name.split())
         raise KernelTypeError(
-            f"T.symbolic(name): expected a Python identifier string, got {name!r}"
+            f"{spelled}(name): expected a Python identifier string (one name), got {name!r}"
+            + (
+                f"; declare each on its own ({', '.join(f'{spelled}({p!r})' for p in name.split())})"
+                if several and len(name.split()) > 1
+                else ""
+            )
         )
     state = current_state()
     table = state.symbolic if state is not None else _LOCAL.pending_symbolic
@@ -132,7 +138,7 @@ def symbolic(name: str, dtype: str = "int32") -> Any:
         table[name] = var
     elif str(var.ty.dtype) != dtype:
         raise KernelTypeError(
-            f"T.symbolic({name!r}): already declared as {var.ty.dtype}, now asked as {dtype}"
+            f"{spelled}({name!r}): already declared as {var.ty.dtype}, now asked as {dtype}"
         )
     return var
 

@@ -76,4 +76,6 @@ def symbolic(name: str, dtype: str = "int32") -> Any:
     return _symbolic(name, dtype)
 
 
-dynamic = symbolic
+def dynamic(name: str, dtype: str = "int32") -> Any:
+    """`symbolic` as TileLang's eager style spells it (``N = T.dynamic("N")``)."""
+    return _symbolic(name, dtype, spelled="T.dynamic")
