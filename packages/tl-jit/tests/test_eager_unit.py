@@ -215,6 +215,17 @@ def test_t_const_sizes_are_checked_against_32_bit_indices_naming_them(cache_dir:
         rows(wide)
 
 
+def test_a_zero_size_for_a_t_const_names_the_parameter_and_t_dynamic(cache_dir: Path) -> None:
+    add = _add_kernel()
+    empty = np.zeros(0, np.float32)
+    with pytest.raises(
+        ValueError,
+        match=r"parameter 'A': expected a positive size for T.const "
+        r"'N' \(its shape\[0\]\), got shape \[0\]; .*T.dynamic",
+    ):
+        add(empty, empty)
+
+
 def test_a_t_const_given_by_keyword_is_blamed_as_such(cache_dir: Path) -> None:
     add = _add_kernel()
     a = np.zeros(3, np.float32)

@@ -451,9 +451,15 @@ class EagerBinder:
                     f"{qualname}: parameter {param!r}: expected {axis + 1} or more dims "
                     f"(T.const {symbol!r} is its axis {axis}), got shape {list(shape)}"
                 )
-            consts[symbol] = _const_in_range(
-                qualname, symbol, int(source[axis]), f"{param}.{where}[{axis}] = "
-            )
+            value = int(source[axis])
+            if value <= 0 and where == "shape":
+                raise ValueError(
+                    f"{qualname}: parameter {param!r}: expected a positive size for T.const "
+                    f"{symbol!r} (its shape[{axis}]), got shape {list(shape)}; a T.const is "
+                    "compiled into the kernel and is never 0: declare a size that may be 0 "
+                    "with T.dynamic"
+                )
+            consts[symbol] = _const_in_range(qualname, symbol, value, f"{param}.{where}[{axis}] = ")
         self._check_agreement(consts, dims, given=extra)
         self._check_sizes(consts)
         return consts
