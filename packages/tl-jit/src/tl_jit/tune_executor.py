@@ -18,6 +18,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -61,6 +62,10 @@ def describe_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+JOIN_SECONDS = 30.0
+"""How long stopping a local worker pool waits for it to wind down (`LocalProcessPool.shutdown`)."""
+
+
 class LocalProcessPool:
     """The default executor: spawned worker processes that survive the death of any one
     of them (`pebble.ProcessPool`); cancelling a running task kills its worker.
@@ -86,9 +91,33 @@ class LocalProcessPool:
         return future
 
     def shutdown(self) -> None:
-        """Stop the workers (killing busy ones) and wait for them to exit."""
+        """Stop the workers and wait for the pool to wind down, at most `JOIN_SECONDS`.
+
+        Every worker process is killed first (a busy one holds a build that may never end:
+        a hanging configuration, or one an interrupted search left running). pebble's own
+        stop terminates workers only after its manager threads let go, and those can wait
+        on a channel lock a killed worker held (a minute each time), so the join runs in a
+        daemon thread and a pool that has not wound down in time is left to exit with the
+        process instead of holding the caller (a Ctrl-C) there.
+        """
         self._pool.stop()  # type: ignore[no-untyped-call]
-        self._pool.join()
+        for process in self._workers():
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                if process.is_alive():
+                    process.kill()
+        joiner = threading.Thread(target=self._join, name="tl_jit pool join", daemon=True)
+        joiner.start()
+        joiner.join(JOIN_SECONDS)
+
+    def _join(self) -> None:
+        with contextlib.suppress(Exception):
+            self._pool.join()
+
+    def _workers(self) -> list[Any]:
+        """The pool's worker processes (pebble's own table; empty where it has none)."""
+        manager = getattr(getattr(self._pool, "_pool_manager", None), "worker_manager", None)
+        workers = getattr(manager, "workers", None)
+        return list(workers.values()) if isinstance(workers, dict) else []
 
 
 def local_process_pool(workers: int) -> LocalProcessPool:
