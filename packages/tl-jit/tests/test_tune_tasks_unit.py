@@ -182,3 +182,34 @@ def test_a_tuning_result_edited_or_copied_is_not_trusted(
     shutil.copy(record.path, other / "autotune" / record.path.name)
     with pytest.warns(CacheWarning, match="does not prove"):
         assert tune_records.load(record.key) is None
+
+
+def test_stopping_a_pool_kills_its_workers_and_waits_a_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A busy worker (a build that never ends) is killed, and a pool whose own join does
+    not return (pebble's manager threads waiting on a lock a killed worker held) holds the
+    caller at most JOIN_SECONDS."""
+    import threading
+    import time
+
+    from tljit_scale_kernel import sleep_then_return
+
+    from tl_jit import tune_executor
+
+    pool = tune_executor.local_process_pool(1)
+    busy = pool.submit(sleep_then_return, 3600.0)
+    deadline = time.monotonic() + 120
+    while not busy.running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = pool._workers()
+    assert len(workers) == 1 and workers[0].is_alive()
+    monkeypatch.setattr(tune_executor, "JOIN_SECONDS", 0.5)
+    never = threading.Event()
+    monkeypatch.setattr(pool._pool, "join", lambda *_: never.wait())
+    stopping = threading.Thread(target=tune_executor.stop_pool, args=(pool,), daemon=True)
+    stopping.start()
+    stopping.join(10)
+    assert not stopping.is_alive(), "stopping the pool waited for its join"
+    workers[0].join(10)
+    assert not workers[0].is_alive()
