@@ -35,8 +35,8 @@ def negative_bit_read(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     if request.param == "memory":
         assert torch_negative_bit.negative_bit_layout(torch.Tensor) is not None
     else:
-        monkeypatch.setattr(torch_negative_bit, "_probed", True)
-        monkeypatch.setattr(torch_negative_bit, "_layout", None)
+        monkeypatch.setattr(torch_negative_bit.PROBE, "probed", True)
+        monkeypatch.setattr(torch_negative_bit.PROBE, "layout", None)
     return str(request.param)
 
 

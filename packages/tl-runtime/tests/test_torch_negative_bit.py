@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import tl_runtime
 from tl_runtime import torch_negative_bit
 from tl_runtime.torch_negative_bit import negative_bit_layout, read_negative_bit
+from tl_runtime.torch_probes import PROBE_TRIES
 
 torch = pytest.importorskip("torch")
 
@@ -30,8 +31,8 @@ Artifact = Callable[..., Path]
 @pytest.fixture
 def fresh_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget the process's probe so a test can run it again under its own conditions."""
-    monkeypatch.setattr(torch_negative_bit, "_probed", False)
-    monkeypatch.setattr(torch_negative_bit, "_layout", None)
+    monkeypatch.setattr(torch_negative_bit.PROBE, "probed", False)
+    monkeypatch.setattr(torch_negative_bit.PROBE, "layout", None)
 
 
 class _Plain(torch.Tensor):
@@ -101,11 +102,11 @@ def test_a_probe_that_raises_means_no_layout_for_now_and_is_tried_again(
         calls.append(on)
         raise RuntimeError("no _set_neg here")
 
-    monkeypatch.setattr(torch_negative_bit, "_failed_probes", 0)
+    monkeypatch.setattr(torch_negative_bit.PROBE, "failed", 0)
     monkeypatch.setattr(torch._C, "_set_neg", refuse)
-    for _ in range(torch_negative_bit._PROBE_TRIES + 2):
+    for _ in range(PROBE_TRIES + 2):
         assert negative_bit_layout(torch.Tensor) is None
-    assert len(calls) == torch_negative_bit._PROBE_TRIES  # then it gives up
+    assert len(calls) == PROBE_TRIES  # then it gives up
 
 
 def test_the_probe_ignores_the_callers_default_device_and_inference_mode(

@@ -30,8 +30,8 @@ def version_count_moved(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     if request.param == "memory":
         assert torch_version_count.version_count_layout(torch.Tensor) is not None
     else:
-        monkeypatch.setattr(torch_version_count, "_probed", True)
-        monkeypatch.setattr(torch_version_count, "_layout", None)
+        monkeypatch.setattr(torch_version_count.PROBE, "probed", True)
+        monkeypatch.setattr(torch_version_count.PROBE, "layout", None)
     return str(request.param)
 
 

@@ -27,11 +27,11 @@ size from the C library (the probe is skipped where that is not available).
 from __future__ import annotations
 
 import ctypes
-import inspect
 import struct
 import sys
-import threading
 from typing import Any
+
+from tl_runtime.torch_probes import ProbedLayout
 
 __all__ = ["NegativeBitLayout", "negative_bit_layout"]
 
@@ -43,13 +43,6 @@ _WORD = 8
 # 184-byte TensorImpl in torch 2.13); the allocation's usable size bounds it further.
 _IMPL_SCAN_LIMIT = 1024
 
-_PROBE_TRIES = 3
-
-_lock = threading.Lock()
-_failed_probes = 0
-_probed = False
-_layout: NegativeBitLayout | None = None
-
 
 def negative_bit_layout(kind: type) -> NegativeBitLayout | None:
     """The negative bit's place for instances of tensor type ``kind``, or None.
@@ -60,41 +53,7 @@ def negative_bit_layout(kind: type) -> NegativeBitLayout | None:
     as it is once a torch tensor reaches a kernel) and is the same for every subclass, whose
     instances extend the same C struct. None means: ask ``x.is_neg()`` instead.
     """
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(kind, type):
-        return None
-    base = getattr(getattr(torch, "_C", None), "TensorBase", None)
-    if not isinstance(base, type) or not issubclass(kind, base):
-        return None
-    if kind.__basicsize__ < base.__basicsize__ or not _answers_as_torch(torch, kind):
-        return None
-    global _probed, _layout, _failed_probes
-    with _lock:
-        if not _probed:
-            try:
-                with torch.inference_mode(False), torch.enable_grad():
-                    _layout = _probe(torch)
-                _probed = True
-            except Exception:
-                # A surprise in torch's private API, or a mode the caller has active (a
-                # dispatch mode refusing plain tensors): ask is_neg() for now, probe again at
-                # the next new tensor type, and give up after a few tries.
-                _layout = None
-                _failed_probes += 1
-                _probed = _failed_probes >= _PROBE_TRIES
-        return _layout
-
-
-def _answers_as_torch(torch: Any, kind: type) -> bool:
-    """Whether ``kind(...).is_neg()`` is torch's own answer (no override, no torch function)."""
-    if inspect.getattr_static(kind, "is_neg", None) is not vars(torch._C.TensorBase).get("is_neg"):
-        return False
-    hook = inspect.getattr_static(kind, "__torch_function__", None)
-    plain_hooks = (
-        vars(torch.Tensor).get("__torch_function__"),
-        getattr(torch._C, "_disabled_torch_function_impl", None),
-    )
-    return hook is not None and any(hook is plain for plain in plain_hooks)
+    return PROBE.for_type(kind)
 
 
 def read_negative_bit(tensor: Any, layout: NegativeBitLayout) -> bool | None:
@@ -228,3 +187,7 @@ def _agrees_everywhere(torch: Any, layout: NegativeBitLayout) -> bool:
         if read_negative_bit(sample, layout) is not bool(sample.is_neg()):
             return False
     return True
+
+
+#: The process's probe (its state: `tl_runtime.torch_probes.ProbedLayout`).
+PROBE: ProbedLayout[NegativeBitLayout] = ProbedLayout(_probe)

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 from typing import Any
 
 from tl_runtime.torch_negative_bit import (
     _IMPL_SCAN_LIMIT,
-    _answers_as_torch,
     _object_offset,
     _usable_size_reader,
     _word,
 )
+from tl_runtime.torch_probes import ProbedLayout
 
 __all__ = ["VersionCountLayout", "read_version_count", "version_count_layout"]
 
@@ -47,12 +46,6 @@ VersionCountLayout = tuple[int, int, int]
 
 _WORD = 8
 _COUNTER_SCAN_LIMIT = 64
-_PROBE_TRIES = 3
-
-_lock = threading.Lock()
-_failed_probes = 0
-_probed = False
-_layout: VersionCountLayout | None = None
 
 
 def version_count_layout(kind: type) -> VersionCountLayout | None:
@@ -62,28 +55,7 @@ def version_count_layout(kind: type) -> VersionCountLayout | None:
     ``torch.Tensor`` or a subclass keeping torch's own behaviour; probed once per process
     (torch must already be imported); None means: call ``torch._C._increment_version``.
     """
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(kind, type):
-        return None
-    base = getattr(getattr(torch, "_C", None), "TensorBase", None)
-    if not isinstance(base, type) or not issubclass(kind, base):
-        return None
-    if kind.__basicsize__ < base.__basicsize__ or not _answers_as_torch(torch, kind):
-        return None
-    global _probed, _layout, _failed_probes
-    with _lock:
-        if not _probed:
-            try:
-                with torch.inference_mode(False), torch.enable_grad():
-                    _layout = _probe(torch)
-                _probed = True
-            except Exception:
-                # A surprise in torch's private API, or a mode the caller has active: call
-                # the API for now, probe again at the next new tensor type, then give up.
-                _layout = None
-                _failed_probes += 1
-                _probed = _failed_probes >= _PROBE_TRIES
-        return _layout
+    return PROBE.for_type(kind)
 
 
 def read_version_count(tensor: Any, layout: VersionCountLayout) -> int | None:
@@ -198,3 +170,7 @@ def _agrees_everywhere(torch: Any, layout: VersionCountLayout) -> bool:
     with torch.inference_mode():
         counted_not = torch.zeros(2, device="cpu")
     return read_version_count(counted_not, layout) is None
+
+
+#: The process's probe (its state: `tl_runtime.torch_probes.ProbedLayout`).
+PROBE: ProbedLayout[VersionCountLayout] = ProbedLayout(_probe)
