@@ -5,6 +5,7 @@ subprocess with a time limit, so a hang fails the test instead of hanging it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -122,9 +123,12 @@ def test_a_config_that_hangs_is_stopped_at_its_time_limit(tmp_path: Path) -> Non
 
 def test_keyboard_interrupt_cancels_outstanding_configs(tmp_path: Path) -> None:
     """Ctrl-C while two configurations hang: the search stops, KeyboardInterrupt comes
-    out, and the hanging workers die with it. (On 2026-12-02 the tuning process outlived
-    SIGINT by 120 s in full runs on 2 cores; the pool's stop now kills its workers first
-    and waits a bounded time for pebble's threads. A failure prints every thread's stack.)"""
+    out, and every worker dies with it. In full runs on 2 cores the search exited but a
+    worker started around the interrupt was never killed and, orphaned, slept on in its
+    hanging build holding the search's output pipes: this test (reading them) then waited
+    for ever. Workers now end with the process that made their pool
+    (`tl_jit.tune_executor.die_with_parent`), the pool's stop kills its workers first,
+    and this test reads files and checks the whole session is gone."""
     marker = tmp_path / "hang.pid"
     configs = [{"repeat": 1, "crash": "hang"}, {"repeat": 1, "crash": "hang"}, {"repeat": 1}]
     script = tmp_path / "tune.py"
@@ -134,51 +138,62 @@ def test_keyboard_interrupt_cancels_outstanding_configs(tmp_path: Path) -> None:
         "TL_CACHE_DIR": str(tmp_path / "cache"),
         "TLJIT_FRAGILE_MARKER": str(marker),
     }
-    process = subprocess.Popen(
-        [sys.executable, str(script)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
+    # Its own session, so every process it started (its workers) can be found and, on
+    # failure, killed; output to files, which no orphan can hold open.
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, str(script)],
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
+            cwd=tmp_path,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 300
         while not marker.exists() or not marker.read_text().endswith("\n"):
-            assert process.poll() is None, process.communicate()[1][-3000:]
+            assert process.poll() is None, err.read_text()[-3000:]
             assert time.monotonic() < deadline, "no configuration started within 300 s"
             time.sleep(0.2)
-        worker = int(marker.read_text().split()[0])
         process.send_signal(signal.SIGINT)
         try:
-            _, stderr = process.communicate(timeout=120)
+            process.wait(timeout=120)
         except subprocess.TimeoutExpired:
             # Where it sits: faulthandler prints every thread's stack on SIGUSR1.
             process.send_signal(signal.SIGUSR1)
             time.sleep(2)
-            process.kill()
-            _, stderr = process.communicate()
-            pytest.fail(f"still running 120 s after SIGINT; its threads:\n{stderr[-8000:]}")
+            pytest.fail(
+                f"still running 120 s after SIGINT; its threads:\n{err.read_text()[-8000:]}"
+            )
+        assert process.returncode != 0
+        assert "KeyboardInterrupt" in err.read_text()
+        # Every worker it started, busy or not, ended with the search, none left orphaned.
+        deadline = time.monotonic() + 30
+        while _session_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = _session_members(process.pid)
+        hung = [int(line) for line in marker.read_text().split()]
+        assert not left, (
+            f"processes {left} outlived the interrupted search (hanging workers {hung})"
+        )
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode != 0
-    assert "KeyboardInterrupt" in stderr
-    # The hanging worker was killed with the search, not left behind.
-    deadline = time.monotonic() + 30
-    while _alive(worker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _alive(worker), f"worker {worker} outlived the interrupted search"
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
+def _session_members(session: int) -> list[int]:
+    """Live processes (not zombies) of session ``session``."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == session:
+            members.append(int(entry))
+    return members

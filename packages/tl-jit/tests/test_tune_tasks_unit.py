@@ -213,3 +213,59 @@ def test_stopping_a_pool_kills_its_workers_and_waits_a_bounded_time(
     assert not stopping.is_alive(), "stopping the pool waited for its join"
     workers[0].join(10)
     assert not workers[0].is_alive()
+
+
+def test_a_worker_ends_with_the_process_that_made_its_pool(tmp_path: Path) -> None:
+    """The search's process killed outright (no clean-up runs): its busy worker, orphaned
+    in a build that never ends, ends too instead of sleeping on for the hour."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    tests = Path(__file__).resolve().parent
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(tests)!r})
+        from tl_jit import tune_executor
+        from tljit_scale_kernel import sleep_then_return
+
+        if __name__ == "__main__":
+            pool = tune_executor.local_process_pool(1)
+            busy = pool.submit(sleep_then_return, 3600.0)
+            while not busy.running():
+                time.sleep(0.05)
+            print(pool._workers()[0].pid, flush=True)
+            time.sleep(3600)
+        """
+    )
+    (tmp_path / "search.py").write_text(script)
+    search = subprocess.Popen(
+        [sys.executable, str(tmp_path / "search.py")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        assert search.stdout is not None
+        worker = int(search.stdout.readline())
+        search.send_signal(signal.SIGKILL)
+        search.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                break
+            with open(f"/proc/{worker}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"worker {worker} outlived the search's process")
+    finally:  # whatever is left of its session
+        subprocess.run(["pkill", "-KILL", "-s", str(search.pid)], check=False)

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -62,6 +66,35 @@ def describe_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+PARENT_POLL_SECONDS = 0.5
+"""How often a worker checks that the process that made its pool is still there."""
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: end the worker when process ``parent`` (the search) is gone.
+
+    A worker busy with a build that never ends (a hanging configuration) or started while
+    the search was interrupted could outlive it, orphaned, holding the pipes its parent's
+    caller reads (a ``subprocess`` running the search waited on them forever). On Linux the
+    kernel kills the worker when the thread that started it ends (``PR_SET_PDEATHSIG``);
+    everywhere a daemon thread checks the parent every `PARENT_POLL_SECONDS` (that one
+    cannot stop a build that holds the GIL).
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # gone before the watch began
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tl_jit parent watch", daemon=True).start()
+
+
 JOIN_SECONDS = 30.0
 """How long stopping a local worker pool waits for it to wind down (`LocalProcessPool.shutdown`)."""
 
@@ -82,7 +115,10 @@ class LocalProcessPool:
 
         self.max_workers = workers
         self._pool = pebble.ProcessPool(
-            max_workers=workers, context=multiprocessing.get_context("spawn")
+            max_workers=workers,
+            context=multiprocessing.get_context("spawn"),
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
         )
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> concurrent.futures.Future[Any]:
