@@ -474,3 +474,39 @@ def test_an_edit_the_bytecode_leaves_out_changes_the_key(tmp_path: Path, cache_d
         first.add.func, values, {"target": "c"}
     )
     assert float(edited.add(np.ones(4, np.float64))[0]) == 2.0
+
+
+def test_the_memo_secret_appears_whole_to_every_racing_reader(tmp_path: Path) -> None:
+    """Threads creating a fresh root's secret at once all get the same 32 bytes, with no
+    warning: it used to be created empty and then written, so a reader in between saw 0
+    bytes, warned that the (good) file was unusable and lost its record."""
+    import threading
+
+    from tl_jit import record_proof
+    from tl_jit.cache import KernelCache
+
+    def race(cache: KernelCache, readers: int) -> list[object]:
+        got: list[object] = []
+        start = threading.Barrier(readers)
+
+        def read() -> None:
+            start.wait()
+            got.append(record_proof.secret(cache))
+
+        threads = [threading.Thread(target=read) for _ in range(readers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return got
+
+    for attempt in range(20):
+        root = tmp_path / f"root{attempt}"
+        record_proof._secrets.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = race(KernelCache(root), 8)
+        assert not caught, [str(w.message) for w in caught]
+        assert len(got) == 8 and len(set(map(repr, got))) == 1, got
+        assert isinstance(got[0], bytes) and len(got[0]) == 32
+        assert sorted(p.name for p in root.iterdir()) == ["memo.key"]

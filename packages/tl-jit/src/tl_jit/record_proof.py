@@ -7,11 +7,13 @@ are signed this way (docs/cache.md, "Trust model")."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import os
 import stat
+import tempfile
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,14 +59,9 @@ def secret(cache: KernelCache) -> bytes | None:
         return known
     try:
         cache.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            found = _read_secret(path)
-        else:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(os.urandom(_SECRET_BYTES))
-            found = _read_secret(path)
+        if not os.path.exists(path):
+            _publish_secret(path)
+        found = _read_secret(path)
     except OSError as exc:
         warnings.warn(
             f"tl_jit cache: the front-end memo and saved tuning results are off: their "
@@ -75,6 +72,31 @@ def secret(cache: KernelCache) -> bytes | None:
         return None
     _secrets[path] = found
     return found
+
+
+def _publish_secret(path: str) -> None:
+    """Create ``path`` holding a new secret, whole or not at all: written to a private
+    temporary file first and linked into place (another process or thread reading it
+    meanwhile saw an empty file, and one killed between the create and the write left it
+    empty for good). Where another won the race, its secret stands."""
+    directory = os.path.dirname(path)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".memo-key-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(_SECRET_BYTES))
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, path)  # atomic, and never replaces a secret already there
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: create it in place
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(os.urandom(_SECRET_BYTES))
+    finally:
+        os.unlink(temporary)
 
 
 def proof(key: bytes, parts: Sequence[Any]) -> str:
