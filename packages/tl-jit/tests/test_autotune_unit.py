@@ -161,3 +161,19 @@ def test_isolated_timing_survives_a_kernel_that_crashes_when_run(
         best = tuned(256, 2.0)
     assert best.config == {"repeat": 1}
     assert [r.error is None for r in tuned.results] == [True, False]
+
+
+def test_a_tuned_call_binds_its_arguments_as_a_plain_call_does(fake_backend: Any) -> None:
+    """Too many positional arguments, or one also given by keyword, is the plain call's
+    TypeError; the tuner used to drop the extras, and let the positional value win over
+    the keyword (a kernel for n=4096 where the call said n=1024 too)."""
+
+    @tl_jit.autotune(configs=[{"repeat": 1}], warmup=1, rep=2, max_workers=1)
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int, factor: float, repeat: int = 1) -> Any:
+        return fake_backend.make_scale(n, factor, repeat)
+
+    with pytest.raises(TypeError, match="too many positional arguments"):
+        scale(4096, 2.0, 1, 5)
+    with pytest.raises(TypeError, match="multiple values for argument 'n'"):
+        scale(4096, 2.0, n=1024)

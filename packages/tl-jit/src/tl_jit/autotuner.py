@@ -5,6 +5,7 @@ return the winner (results kept with the disk cache, docs/autotune.md)."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import traceback
 import warnings
@@ -161,8 +162,6 @@ class AutoTuner:
         return {**plain, **consts}
 
     def _explicit_names(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> set[str]:
-        import inspect
-
         try:
             bound = inspect.signature(self.jit_function.func).bind_partial(*args, **kwargs)
         except TypeError:
@@ -203,10 +202,20 @@ class AutoTuner:
         if self.eager:
             arguments = self._eager_arguments(args, kwargs)
         else:
-            arguments = dict(kwargs)
-            if args:
-                names = list(self.jit_function._signature.parameters)
-                arguments.update(zip(names, args, strict=False))
+            # Bound as a call of the function binds them: too many positional arguments, or
+            # one given twice, is the TypeError a plain call raises (never dropped or
+            # overridden in silence); tuned names left out are filled from the configs.
+            try:
+                bound = self.jit_function._signature.bind_partial(*args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{self.jit_function.func.__qualname__}: {exc}") from None
+            arguments = {}
+            for name, value in bound.arguments.items():
+                kind = self.jit_function._signature.parameters[name].kind
+                if kind is inspect.Parameter.VAR_KEYWORD:
+                    arguments.update(value)  # **options: each by its own name
+                else:
+                    arguments[name] = value
         configs = self._config_list(arguments)
         tuned_names = {name for config in configs for name in config}
         explicit = self._explicit_names(args, kwargs) if self.eager else set(arguments)
