@@ -180,3 +180,28 @@ def test_a_kernel_refuses_pickling_by_name_and_copies_as_itself(artifact: Artifa
     ):
         pickle.dumps(kernel)
     assert copy.copy(kernel) is kernel and copy.deepcopy(kernel) is kernel
+
+
+def test_load_copies_of_processes_gone_without_exit_handlers_are_swept(
+    artifact: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A child that loads and ends with ``os._exit`` (a forked multiprocessing child, a
+    pool worker killed) leaves its private copy; the next process's first load removes
+    it, and never one of a live process."""
+    from tl_runtime import load_paths
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    code = textwrap.dedent(
+        f"""
+        import os, tl_runtime
+        tl_runtime.load({str(artifact("vadd"))!r})
+        os._exit(0)
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    left = list(tmp_path.glob("tl-runtime-load-*"))
+    assert len(left) == 1
+    mine = tmp_path / f"tl-runtime-load-{os.getpid()}-x"
+    mine.mkdir()
+    assert load_paths.sweep_dead_staging(str(tmp_path)) == left
+    assert list(tmp_path.glob("tl-runtime-load-*")) == [mine]

@@ -30,11 +30,60 @@ _lock = ForkSafeLock()
 _staging_root: Path | None = None
 
 
+_PREFIX = "tl-runtime-load-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep_dead_staging(directory: str | None = None) -> list[Path]:
+    """Remove the private load directories (this user's) of processes that are gone.
+
+    Each is removed at its process's exit, but a process that ends without running exit
+    handlers (``os._exit``: a forked ``multiprocessing`` child; a worker killed by its
+    pool) leaves its copies behind; its pid is in the directory's name. A pid now held by
+    another process keeps its directory (never removed while in doubt).
+
+    Returns:
+        The directories removed.
+    """
+    base = Path(directory if directory is not None else tempfile.gettempdir())
+    removed: list[Path] = []
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    try:
+        entries = list(base.glob(_PREFIX + "*"))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid_text = entry.name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if not entry.is_dir() or entry.is_symlink() or (uid is not None and info.st_uid != uid):
+            continue
+        if not _alive(int(pid_text)):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
 def _staging() -> Path:
-    """This process's private directory of content-named copies (0700, removed at exit)."""
+    """This process's private directory of content-named copies (0700, removed at exit;
+    the pid in its name lets a later process remove it where this one could not)."""
     global _staging_root
     if _staging_root is None or not _staging_root.is_dir():
-        root = Path(tempfile.mkdtemp(prefix="tl-runtime-load-"))
+        sweep_dead_staging()
+        root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         owner = os.getpid()
 
         def remove() -> None:
