@@ -137,6 +137,38 @@ def test_a_file_path_has_one_spelling(path: str) -> None:
         FileEntry(path, "0" * 64)
 
 
+@pytest.mark.parametrize(
+    ("path", "needle"),
+    [
+        (".", "relative path"),
+        ("a\x00b.so", "without control characters"),
+        ("lib\n.so", "without control characters"),
+        ("x" * 300, "255 per component"),
+        ("/".join(["d" * 200] * 6), "at most 1024 bytes"),
+    ],
+)
+def test_file_paths_the_file_system_cannot_hold_are_refused_by_field(
+    path: str, needle: str
+) -> None:
+    # These escaped as IndexError, ValueError (embedded null byte) or OSError (name too
+    # long) from reading the artifact, naming neither the manifest nor the field.
+    with pytest.raises(ArtifactError, match=f"manifest file path: expected .*{needle}"):
+        FileEntry(path, "0" * 64)
+
+
+@pytest.mark.parametrize("text", ["main\n", "A\n"])
+def test_identifiers_and_hashes_have_no_trailing_newline(text: str) -> None:
+    with pytest.raises(ArtifactError, match="name"):
+        ParamSpec(text, "float32", shape=(4,))
+    with pytest.raises(ArtifactError, match="sha256"):
+        FileEntry("lib.so", "0" * 64 + "\n")
+
+
+def test_a_number_past_pythons_digit_limit_is_an_artifact_error() -> None:
+    with pytest.raises(ArtifactError, match="a number no field can hold"):
+        Manifest.loads('{"schema_version": ' + "9" * 5000 + "}")
+
+
 def test_argument_device_types_round_trip_and_default(tmp_path: Path) -> None:
     tl_runtime.write_artifact(tmp_path, _manifest(argument_device_types=[2, 1]), {"k.so": b"x"})
     data = json.loads((tmp_path / "manifest.json").read_text())

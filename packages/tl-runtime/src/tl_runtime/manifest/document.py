@@ -318,4 +318,6 @@ class Manifest:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ArtifactError(f"manifest.json is not valid JSON: {exc}") from None
+        except ValueError as exc:  # an integer past Python's digit limit
+            raise ArtifactError(f"manifest.json: a number no field can hold ({exc})") from None
         return cls.from_json(data)

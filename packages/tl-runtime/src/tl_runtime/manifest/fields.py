@@ -59,9 +59,10 @@ DEFAULT_INDEX_BITS = 32
 MAX_STACK_BYTES = 1 << 40
 """The largest ``stack_bytes`` a manifest may declare (a sanity bound: no thread has 1 TiB)."""
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# \A...\Z, not ^...$: ``$`` also matches before a final newline ("main\n" passed).
+IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 """A C identifier (param names, symbolic dim names, entry symbols)."""
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"\A[0-9a-f]{64}\Z")
 """A sha256 in lowercase hex."""
 
 Dim = int | str

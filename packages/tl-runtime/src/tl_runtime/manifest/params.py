@@ -155,11 +155,20 @@ class FileEntry:
         pure = Path(self.path)
         if (
             not self.path
+            or not pure.parts  # "."
             or pure.is_absolute()
             or ".." in pure.parts
             or pure.as_posix() == MANIFEST_NAME
         ):
             raise fail("file path", "a relative path inside the artifact", self.path)
+        if any(ord(c) < 32 or c == "\x7f" for c in self.path):
+            raise fail("file path", "a path without control characters", self.path)
+        if len(self.path.encode(errors="surrogatepass")) > 1024 or any(
+            len(part.encode(errors="surrogatepass")) > 255 for part in pure.parts
+        ):
+            raise fail(
+                "file path", "a path of at most 1024 bytes, 255 per component", self.path[:80]
+            )
         if pure.as_posix() != self.path:  # "./lib.so", "a//b", "lib.so/.": one file, two names
             raise fail("file path", f"a normalized path ({pure.as_posix()!r})", self.path)
         if not HEX64.match(self.sha256):

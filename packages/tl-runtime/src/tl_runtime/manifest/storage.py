@@ -61,9 +61,16 @@ def parse_manifest(content: bytes, path: Path) -> tuple[dict[str, Any], Manifest
         raise ArtifactError(f"cannot read {path}: {exc}") from None
     try:
         data = json.loads(text)
-        manifest = Manifest.from_json(data)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{MANIFEST_NAME} is not valid JSON: {exc}") from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise ArtifactError(f"{path}: a number no manifest field can hold ({exc})") from None
+    except RecursionError:
+        raise ArtifactError(
+            f"{path}: nested too deeply to be a manifest (a manifest is a few levels deep)"
+        ) from None
+    try:
+        manifest = Manifest.from_json(data)
     except RecursionError:
         raise ArtifactError(
             f"{path}: nested too deeply to be a manifest (a manifest is a few levels deep)"
