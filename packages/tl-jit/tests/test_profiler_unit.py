@@ -133,3 +133,16 @@ def test_inputs_follow_the_artifacts_device_types(monkeypatch: pytest.MonkeyPatc
     assert like == "torch" and device.type == "npu"
     assert _input_placement((1, 42)) == ("torch", None)  # the accelerator is not accepted
     assert _input_placement((1,)) == ("numpy", None)
+
+
+def test_random_bfloat16_inputs_for_numpy_are_ml_dtypes_arrays() -> None:
+    """A CPU bfloat16 kernel's profiler inputs (numpy) are ml_dtypes' bfloat16: they were
+    refused ("bfloat16 inputs need torch") though the kernel takes them."""
+    import ml_dtypes
+    import numpy as np
+
+    from tl_jit.profiler import random_array
+
+    data = random_array((4, 3), "bfloat16", np.random.default_rng(0))
+    assert data.dtype == np.dtype(ml_dtypes.bfloat16) and data.shape == (4, 3)
+    assert np.isfinite(data.astype(np.float32)).all()

@@ -119,6 +119,7 @@ def random_array(
     device: Any = "auto",
 ) -> Any:
     """A random array: standard normal for floats, small ints (-4..4, 0..8 unsigned), bools.
+    bfloat16 and float8 numpy arrays are ml_dtypes'.
 
     ``like="torch"`` gives a torch tensor on ``device``: a torch device, None
     (host memory) or ``"auto"`` (torch's accelerator when it has one).
@@ -132,9 +133,11 @@ def random_array(
     elif dtype.startswith("int"):
         data = rng.integers(-4, 5, size=shape).astype(dtype)
     elif dtype == "bfloat16":
-        if like != "torch":
-            raise TypeError("bfloat16 inputs need torch (numpy has no bfloat16)")
         data = rng.standard_normal(size=shape).astype(np.float32)
+        if like != "torch":  # numpy's bfloat16 is ml_dtypes' (a tl-runtime dependency)
+            import ml_dtypes
+
+            data = data.astype(ml_dtypes.bfloat16)
     else:
         data = rng.standard_normal(size=shape).astype(dtype)
     if like == "torch":
