@@ -73,3 +73,52 @@ def test_autotune_picks_the_known_winner(tmp_path: Path, monkeypatch: pytest.Mon
     assert again.config == {"repeat": 1} and again.latency == pytest.approx(best.latency)
     assert len(list((tmp_path / "cache" / "autotune").glob("*.json"))) == 1
     del sys.modules["tuned_module"]
+
+
+DTYPE_MODULE = textwrap.dedent(
+    """
+    import tl_jit
+    import tl_jit.language as T
+
+    def reference(a, b):
+        return a + b
+
+    @tl_jit.jit(out_idx=[-1], target="c")
+    def add(N, block=256, dtype="float32"):
+        @T.prim_func
+        def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
+            with T.Kernel(T.ceildiv(N, block), threads=1) as bx:
+                for i in T.serial(block):
+                    if bx * block + i < N:
+                        C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+        return main
+    """
+)
+
+
+def test_in_process_timing_gives_each_signature_its_own_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Timed in this process (max_workers=1), a configuration that changes the kernel's
+    dtype is checked and timed on inputs of its own: it was refused on the first
+    configuration's inputs ("expected dtype float32, got float64"), so the order of the
+    configurations decided the search."""
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "dtype_module.py").write_text(DTYPE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import dtype_module
+
+    for configs in ([{"block": 512}, {"dtype": "float64"}], [{"dtype": "float64"}, {"block": 512}]):
+        tuned = tl_jit.autotune(
+            configs=configs,
+            ref_prog=dtype_module.reference,
+            warmup=1,
+            rep=2,
+            cache_results=False,
+            max_workers=1,
+        )(dtype_module.add)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tuned(2048)
+        assert [r.error for r in tuned.results] == [None, None], tuned.results
+    del sys.modules["dtype_module"]

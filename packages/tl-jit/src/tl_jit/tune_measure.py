@@ -23,17 +23,25 @@ def time_here(
     configs: Mapping[int, Mapping[str, Any]],
     request: TimingRequest,
 ) -> tuple[Timings, dict[int, TaskFailure], Remeasure]:
-    """Check and time each kernel (built from ``configs[index]``) in this process, on one
-    set of inputs (made from the first kernel's params); returns the timings, the
-    failures and the re-measure callback (interleaved rounds, no check)."""
+    """Check and time each kernel (built from ``configs[index]``) in this process, kernels
+    of one signature (parameter dtypes, shapes, outputs) on one set of inputs, made from
+    the first such kernel's params (a configuration that changes the signature, say the
+    dtype, gets inputs of its own instead of being refused for the first one's); returns
+    the timings, the failures and the re-measure callback (interleaved rounds, no check)."""
     timings: Timings = {}
     failures: dict[int, TaskFailure] = {}
-    inputs: list[Any] | None = None
+    inputs_by_signature: dict[Any, list[Any]] = {}
+
+    def inputs_of(index: int) -> list[Any] | None:
+        return inputs_by_signature.get(_signature(kernels[index]))
+
     with progress(len(kernels), "timing") as advance:
         for index in sorted(kernels):
             try:
-                samples, made = check_and_time(kernels[index], request, inputs, configs[index])
-                inputs = inputs if inputs is not None else made
+                samples, made = check_and_time(
+                    kernels[index], request, inputs_of(index), configs[index]
+                )
+                inputs_by_signature.setdefault(_signature(kernels[index]), made)
                 timings[index] = samples
             except Exception as exc:
                 failures[index] = TaskFailure("check/benchmark", describe_failure(exc), exc)
@@ -48,12 +56,20 @@ def time_here(
                     # It ran before: a failure now only loses its round.
                     with contextlib.suppress(Exception):
                         more[index] += check_and_time(
-                            kernels[index], unchecked, inputs, configs[index]
+                            kernels[index], unchecked, inputs_of(index), configs[index]
                         )[0]
                     advance_more()
         return more
 
     return timings, failures, remeasure
+
+
+def _signature(kernel: JITKernel) -> tuple[Any, ...]:
+    """What inputs a kernel takes: each parameter's dtype and shape, and its outputs."""
+    return (
+        tuple((str(p.dtype), tuple(str(d) for d in p.shape)) for p in kernel.params),
+        tuple(kernel.out_idx),
+    )
 
 
 class _DeviceSubmitter:
