@@ -177,3 +177,19 @@ def test_a_tuned_call_binds_its_arguments_as_a_plain_call_does(fake_backend: Any
         scale(4096, 2.0, 1, 5)
     with pytest.raises(TypeError, match="multiple values for argument 'n'"):
         scale(4096, 2.0, n=1024)
+
+
+def test_a_plain_call_of_the_winners_arguments_reports_no_tuning(fake_backend: Any) -> None:
+    """The winner carries .config/.latency; the memoised kernel a plain call of the same
+    arguments returns does not (it showed the search's result as its own)."""
+
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int, factor: float, repeat: int = 1) -> Any:
+        return fake_backend.make_scale(n, factor, repeat)
+
+    tuned = tl_jit.autotune(configs=[{"repeat": 1}, {"repeat": 2}], warmup=1, rep=2, max_workers=1)
+    best = tuned(scale)(4096, 2.0)
+    assert best.config is not None and best.latency is not None
+    plain = scale(4096, 2.0, repeat=best.config["repeat"])
+    assert plain is not best and plain.config is None and plain.latency is None
+    assert plain.runtime_kernel is best.runtime_kernel  # the same loaded code

@@ -260,10 +260,12 @@ class AutoTuner:
 
     def _from_saved(self, record: Mapping[str, Any], arguments: Mapping[str, Any]) -> JITKernel:
         config = record["best_config"]
-        kernel = compile_jit_function(self.jit_function, {**arguments, **config})
-        kernel.config = dict(config)
         latency = record.get("latency")
-        kernel.latency = float(latency) if isinstance(latency, int | float) else None
+        kernel = _tuned(
+            compile_jit_function(self.jit_function, {**arguments, **config}),
+            dict(config),
+            float(latency) if isinstance(latency, int | float) else None,
+        )
         self.results = [
             ConfigResult(dict(r["config"]), r.get("latency"), r.get("error"))
             for r in record.get("results", [])
@@ -324,10 +326,7 @@ class AutoTuner:
                 f"autotune {self.jit_function.func.__qualname__}: every configuration "
                 f"failed:\n{detail}"
             )
-        kernel = built[winner][0]
-        kernel.config = configs[winner]
-        kernel.latency = latencies[winner]
-        return kernel
+        return _tuned(built[winner][0], configs[winner], latencies[winner])
 
     def _skip(self, config: dict[str, Any], failure: TaskFailure) -> ConfigResult:
         message = failure.reason
@@ -460,3 +459,18 @@ def autotune(
         )
 
     return decorate
+
+
+def _tuned(kernel: JITKernel, config: dict[str, Any], latency: float | None) -> JITKernel:
+    """The winner as the search returns it: a kernel of its own (the same loaded code)
+    carrying ``config`` and ``latency``. The compiled kernel itself is shared with every
+    plain call of those arguments (memoised), which must not report a tuning result."""
+    tuned = JITKernel(
+        kernel.runtime_kernel,
+        prim_func=kernel.prim_func,
+        context=kernel.context,
+        cache_key=kernel.cache_key,
+    )
+    tuned.config = config
+    tuned.latency = latency
+    return tuned
