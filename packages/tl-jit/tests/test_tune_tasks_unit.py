@@ -269,3 +269,21 @@ def test_a_worker_ends_with_the_process_that_made_its_pool(tmp_path: Path) -> No
             raise AssertionError(f"worker {worker} outlived the search's process")
     finally:  # whatever is left of its session
         subprocess.run(["pkill", "-KILL", "-s", str(search.pid)], check=False)
+
+
+def test_a_failure_whose_first_line_introduces_the_reason_keeps_it() -> None:
+    """A failed check says why (the shapes), not only that the output differs."""
+    from tl_jit.tune_executor import describe_failure
+
+    error = AssertionError(
+        "kernel 'main' output 0 differs from ref_fn: \n(shapes (2048,), (2047,) mismatch)\n"
+        " x: array([1., 2., ...])"
+    )
+    assert describe_failure(error) == (
+        "AssertionError: kernel 'main' output 0 differs from ref_fn: "
+        "(shapes (2048,), (2047,) mismatch)"
+    )
+    assert describe_failure(ValueError("no configuration builds for block 0\ntrace")) == (
+        "ValueError: no configuration builds for block 0"
+    )
+    assert describe_failure(RuntimeError()) == "RuntimeError"

@@ -50,7 +50,8 @@ class TaskFailure:
 
 
 def describe_failure(exc: BaseException) -> str:
-    """A one-line reason for a failed task (a dead worker named by its exit status)."""
+    """A one-line reason for a failed task (a dead worker named by its exit status; a
+    message whose first line only introduces the next ones keeps them, joined)."""
     exitcode = getattr(exc, "exitcode", None)
     if type(exc).__name__ == "ProcessExpired" and isinstance(exitcode, int):
         if exitcode < 0:
@@ -62,7 +63,18 @@ def describe_failure(exc: BaseException) -> str:
                 name = f"signal {-exitcode}"
             return f"its worker process died ({name})"
         return f"its worker process exited with status {exitcode}"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    # One line, but the reason whole: a first line that only introduces what follows
+    # ("... differs from ref_fn:") takes the next lines with it, up to a few hundred
+    # characters (the shapes or mismatch counts that say why).
+    text = lines[0] if lines else ""
+    for line in lines[1:]:
+        if not text.endswith(":"):
+            break
+        text = f"{text} {line}"
+        if len(text) > 300:
+            text = text[:297] + "..."
+            break
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
