@@ -193,3 +193,23 @@ def test_a_plain_call_of_the_winners_arguments_reports_no_tuning(fake_backend: A
     plain = scale(4096, 2.0, repeat=best.config["repeat"])
     assert plain is not best and plain.config is None and plain.latency is None
     assert plain.runtime_kernel is best.runtime_kernel  # the same loaded code
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"configs": None}, TypeError, "configs: expected a list of dicts"),
+        ({"rep": 0}, ValueError, "rep: expected a number of milliseconds > 0"),
+        ({"warmup": -1}, ValueError, "warmup: expected a finite number"),
+        ({"rep": float("nan")}, ValueError, "rep: expected a finite number"),
+        ({"ref_prog": 5}, TypeError, "ref_prog: expected a callable or None"),
+        ({"rtol": -1.0}, ValueError, "rtol: expected a finite number >= 0"),
+    ],
+)
+def test_options_every_configuration_would_fail_on_are_refused_at_once(
+    options: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    """They used to surface only after every configuration had compiled, as 'every
+    configuration failed'."""
+    with pytest.raises(error, match=match):
+        tl_jit.autotune(**{"configs": [{"repeat": 1}], **options})

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import os
 import traceback
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from tl_jit import env
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
+from tl_jit.timing import validate_window
 from tl_jit.tune_executor import Executor, TaskFailure
 from tl_jit.tune_search import SearchPlacement, compile_all, time_all
 from tl_jit.tune_tasks import TimingRequest, compile_jit_function
@@ -109,6 +111,11 @@ class AutoTuner:
 
     def _config_list(self, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
         configs = self.configs(**arguments) if callable(self.configs) else self.configs
+        if not isinstance(configs, Iterable) or isinstance(configs, str | bytes | Mapping):
+            raise TypeError(
+                "configs: expected the configs callable to return a list of dicts, got "
+                f"{type(configs).__name__}"
+            )
         result = []
         for config in configs:
             if not isinstance(config, Mapping):
@@ -437,6 +444,7 @@ def autotune(
     """
 
     _check_options(executor, timeout, timer, isolate_timing)
+    _check_measurement(configs, warmup, rep, ref_prog, supply_prog, rtol, atol)
 
     def decorate(jit_function: Any) -> AutoTuner:
         return AutoTuner(
@@ -474,3 +482,44 @@ def _tuned(kernel: JITKernel, config: dict[str, Any], latency: float | None) -> 
     tuned.config = config
     tuned.latency = latency
     return tuned
+
+
+def _check_measurement(
+    configs: object,
+    warmup: object,
+    rep: object,
+    ref_prog: object,
+    supply_prog: object,
+    rtol: object,
+    atol: object,
+) -> None:
+    """Refuse, before anything compiles, options every configuration would fail on (they
+    were found only after every configuration had compiled: "every configuration failed").
+
+    Raises:
+        TypeError: ``configs`` is neither a list of dicts nor a callable; ``ref_prog`` or
+            ``supply_prog`` is not callable.
+        ValueError: ``warmup``/``rep`` are not timing windows (`do_bench`'s rules);
+            ``rtol``/``atol`` are not finite numbers >= 0.
+    """
+    if not callable(configs) and (
+        not isinstance(configs, Iterable) or isinstance(configs, str | bytes | Mapping)
+    ):
+        raise TypeError(
+            "autotune: configs: expected a list of dicts or a callable returning one, "
+            f"got {type(configs).__name__}"
+        )
+    for name, function in (("ref_prog", ref_prog), ("supply_prog", supply_prog)):
+        if function is not None and not callable(function):
+            raise TypeError(
+                f"autotune: {name}: expected a callable or None, got {type(function).__name__}"
+            )
+    validate_window(warmup, rep, 1)  # type: ignore[arg-type]
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise ValueError(f"autotune: {name}: expected a finite number >= 0, got {value!r}")

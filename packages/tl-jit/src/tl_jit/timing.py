@@ -202,9 +202,15 @@ def is_stable(previous_ms: float, current_ms: float, tolerance: float = STABLE_T
     return abs(previous_ms - current_ms) <= tolerance * max(low, 1e-9)
 
 
-def _validate_window(
+def validate_window(
     warmup: float, rep: float, max_repeats: int, *, warmup_name: str = "warmup"
 ) -> None:
+    """Refuse a timing window `measure` cannot use.
+
+    Raises:
+        ValueError: ``warmup`` or ``rep`` is not a finite number of milliseconds >= 0,
+            ``rep`` is 0, or ``max_repeats`` is not an int >= 1 (each named).
+    """
     for name, value in ((warmup_name, warmup), ("rep", rep)):
         if (
             isinstance(value, bool)
@@ -385,9 +391,9 @@ def measure(
             ``bytes``.
         whatever ``fn`` raises.
     """
-    _validate_window(warmup, rep, max_repeats)
+    validate_window(warmup, rep, max_repeats)
     if max_warmup is not None:
-        _validate_window(max_warmup, rep, max_repeats, warmup_name="max_warmup")
+        validate_window(max_warmup, rep, max_repeats, warmup_name="max_warmup")
     summarize([0.0], flops=flops, bytes=bytes)  # validates flops/bytes before any call
     flush: Callable[[], None] | None = None
     if flush_cache:
