@@ -66,5 +66,5 @@ def test_a_cut_library_rehashed_into_its_artifact_is_refused_not_loaded(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-    assert f"library {manifest.library!r} cannot be loaded" in done.stdout
+    assert f"library {manifest.library!r} cannot be loaded" in done.stdout, done.stdout
     assert "cut short" in done.stdout or "past its" in done.stdout

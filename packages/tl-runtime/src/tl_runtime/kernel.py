@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tl_runtime.errors import AdapterUnavailableError, ArtifactError, SourceOnlyArtifactError
-from tl_runtime.library_bounds import library_problem
 from tl_runtime.manifest import Manifest, ParamSpec
 from tl_runtime.manifest.snapshot import ArtifactSnapshot, read_artifact
 
@@ -77,13 +76,6 @@ class Kernel:
         check_worker_stacks(manifest)
         # Code is loaded from a private copy of the bytes that were verified (never from
         # the artifact's path, which a deploy may swap; dlopen caches by path).
-        library = snapshot.contents.get(manifest.library) if manifest.library else None
-        problem = library_problem(library) if library is not None else None
-        if problem is not None:
-            raise ArtifactError(
-                f"artifact {str(directory)!r}: library {manifest.library!r} cannot be loaded: "
-                f"{problem}"
-            )
         code_directory = load_directory(manifest, snapshot.manifest_bytes, snapshot.contents)
         self._code_directory = code_directory
         self._impl = get_adapter(adapter)(manifest, code_directory, self._checker)

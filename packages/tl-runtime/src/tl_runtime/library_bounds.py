@@ -11,8 +11,11 @@ bounds before anything is loaded. Formats other than ELF (Mach-O, PE) are not re
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
-__all__ = ["library_problem"]
+from tl_runtime.errors import ArtifactError
+
+__all__ = ["library_problem", "refuse_incomplete_library"]
 
 _ELF_MAGIC = b"\x7fELF"
 _SHT_NOBITS = 8
@@ -65,3 +68,16 @@ def library_problem(data: bytes) -> str | None:
                     f"{size} bytes (the file was cut short)"
                 )
     return None
+
+
+def refuse_incomplete_library(library: str, path: Path) -> None:
+    """For adapters that hand the host's dynamic loader the file at ``path`` (the private
+    copy of artifact file ``library``): refuse it if `library_problem` finds one. (A
+    device library, such as a cubin the CUDA driver loads from bytes, is its adapter's.)
+
+    Raises:
+        ArtifactError: naming the library and what lies out of bounds.
+    """
+    problem = library_problem(path.read_bytes())
+    if problem is not None:
+        raise ArtifactError(f"library {library!r} cannot be loaded: {problem}")

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from tl_runtime.checking import ArgumentChecker
 from tl_runtime.errors import ArtifactError
+from tl_runtime.library_bounds import refuse_incomplete_library
 from tl_runtime.manifest import Manifest
 
 CallFunction = Callable[..., Any]
@@ -99,6 +100,7 @@ def load_tvm_ffi_library(manifest: Manifest, directory: Path) -> tuple[Any, Any]
 
     ensure_context_symbols()
     path = directory / manifest.library
+    refuse_incomplete_library(manifest.library, path)
     try:
         module = tvm_ffi.load_module(str(path))
     except Exception as exc:

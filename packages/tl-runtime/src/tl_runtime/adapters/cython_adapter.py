@@ -36,6 +36,7 @@ from tl_runtime.launcher_sources import (
     read_launcher_source,
     write_launcher_source,
 )
+from tl_runtime.library_bounds import refuse_incomplete_library
 from tl_runtime.manifest import Manifest
 from tl_runtime.tensor_views import in_place_write_marker, mark_written_in_place
 from tl_runtime.torch_negative_bit import negative_bit_layout
@@ -336,6 +337,7 @@ class CythonAdapter:
         from tl_runtime.context import ensure_context_symbols
 
         ensure_context_symbols()  # before the library loads: the loader fills its slots
+        refuse_incomplete_library(manifest.library, directory / manifest.library)
         try:
             # tvm-ffi's own loader, called from C: no import of tvm-ffi's Python package
             extension.load_library(str(directory / manifest.library))
