@@ -47,8 +47,11 @@ def _python(script: str, tmp_path: Path, timeout: float = 300) -> str:
     env = {**os.environ, "TL_CACHE_DIR": str(tmp_path / "cache")}
     for name in ("TL_DISABLE_CACHE", "TL_DEBUG", "TL_INTERPRET"):
         env.pop(name, None)
+    # The handler a terminal's Python has: a runner started in the background (``&``,
+    # nohup) passes SIGINT on ignored, and Python then installs none.
+    default_sigint = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
+        [sys.executable, "-c", default_sigint + textwrap.dedent(script)],
         env=env,
         capture_output=True,
         text=True,

@@ -21,6 +21,9 @@ TESTS_DIR = Path(__file__).resolve().parent
 SCRIPT = """
 import faulthandler, json, signal, sys, warnings
 faulthandler.register(signal.SIGUSR1, all_threads=True)
+# As a terminal's Python: a runner started in the background (``&``, nohup) passes SIGINT
+# on ignored, and the interrupt test's SIGINT would then do nothing.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {tests!r})
 import numpy
 import tl_jit

@@ -8,12 +8,25 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
 import pytest
 
 from tl_runtime.interrupts import interrupts_held
+
+# A test runner started in the background (``cmd &`` in a non-interactive shell, nohup)
+# inherits SIGINT ignored, and Python then installs no handler: each test here (and each
+# child it starts) sets the handler a terminal's Python has.
+DEFAULT_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
+@pytest.fixture(autouse=True)
+def python_handles_sigint() -> Iterator[None]:
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def test_a_sigint_inside_the_block_is_raised_when_it_ends() -> None:
@@ -84,7 +97,7 @@ def test_another_thread_runs_its_block_unchanged() -> None:
 
 def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", DEFAULT_SIGINT + textwrap.dedent(code)],
         capture_output=True,
         text=True,
         timeout=120,
