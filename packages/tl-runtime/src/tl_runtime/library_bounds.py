@@ -73,7 +73,7 @@ def library_problem(data: bytes) -> str | None:
 def refuse_incomplete_library(library: str, path: Path) -> None:
     """For adapters that hand the host's dynamic loader the file at ``path`` (the private
     copy of artifact file ``library``): refuse it if `library_problem` finds one. (A
-    device library, such as a cubin the CUDA driver loads from bytes, is its adapter's.)
+    library a device driver loads from bytes is its own adapter's to check.)
 
     Raises:
         ArtifactError: naming the library and what lies out of bounds.
