@@ -10,6 +10,7 @@ line); TVM's own error is chained as ``__cause__`` but never the only message.
 from __future__ import annotations
 
 import ast
+import numbers
 import os
 import sys
 import threading
@@ -25,6 +26,7 @@ from tvm.script.parser.core import utils as _parser_utils
 from tvm.script.parser.core.diagnostics import Diagnostics, Source
 from tvm.script.parser.core.parser import Parser
 
+from tl_ir import ops as _ops
 from tl_ir.bounds import check_constant_bounds
 from tl_ir.errors import (
     KernelSyntaxError,
@@ -213,10 +215,16 @@ def _capture_vars(func: Callable[..., Any], caller_locals: dict[str, Any]) -> di
     kernel function's closure: Python evaluates annotations in the scope that defines
     the function, so the defining scope's locals (the builder's arguments) shadow the
     module's globals. The closure comes last: it holds what the body itself reads.
+
+    Exact integers of other types (``np.int64(256)``, a builder argument taken from an
+    array's shape) are read as Python ints: TVM's operators take only those.
     """
     captured: dict[str, Any] = dict(getattr(func, "__globals__", {}))
     captured.update(caller_locals)
     captured.update(_parser_utils.get_func_nonlocals(func))
+    for name, value in captured.items():
+        if isinstance(value, numbers.Integral) and type(value) is not int:
+            captured[name] = _ops.exact_int(value)
     return captured
 
 

@@ -139,6 +139,7 @@ def make_fully_replicated_layout_fragment(buffer: Any, threads: int) -> Any:
 
 
 def _layout_dim(dim: Any, position: int) -> Any:
+    dim = _ops.exact_int(dim)
     if isinstance(dim, tirx.IntImm):
         dim = int(dim.value)
     if isinstance(dim, bool) or not (isinstance(dim, int) or tvm.ir.is_prim_expr(dim)):
@@ -169,6 +170,7 @@ class IndexLayout:
     __slots__ = ("_index_map", "_shape")
 
     def __init__(self, shape: Any, forward_fn: Callable[..., Any]) -> None:
+        shape = _ops.exact_int(shape)
         if isinstance(shape, int | tirx.IntImm):
             shape = [shape]
         try:
@@ -196,6 +198,7 @@ class IndexLayout:
         items = list(index) if isinstance(index, list | tuple | tvm.ir.Array) else [index]
         converted = []
         for item in items:
+            item = _ops.exact_int(item)
             if isinstance(item, int) and not isinstance(item, bool):
                 item = tirx.IntImm("int32", item)
             if not tvm.ir.is_prim_expr(item):
@@ -252,6 +255,7 @@ class IndexLayout:
                 f"T.Layout.map_forward_index: expected {len(self._shape)} indices, got "
                 f"{len(values)}"
             )
+        values = [_ops.exact_int(v) for v in values]
         converted = [tirx.IntImm("int32", v) if isinstance(v, int) else v for v in values]
         analyzer = tvm.sym.Analyzer()
         return [analyzer.simplify(e) for e in self._index_map.map_indices(converted)]

@@ -27,6 +27,8 @@ program order.
 
 from __future__ import annotations
 
+import numbers
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +57,7 @@ __all__ = [
     "const_int",
     "describe",
     "encode",
+    "exact_int",
     "is_buffer",
     "is_tile_op",
     "make_call",
@@ -117,10 +120,24 @@ def is_buffer(value: Any) -> bool:
     return isinstance(value, tvm.ir.Var) and isinstance(getattr(value, "ty", None), tirx.BufferType)
 
 
+def exact_int(value: Any) -> Any:
+    """``value`` as a Python ``int`` when it is an exact integer other than a bool (a
+    numpy integer, anything registered as ``numbers.Integral``); anything else as it came.
+
+    The language's integer checks take what this returns, so ``np.int64(256)`` is
+    accepted wherever ``256`` is, and reaches TVM as the same ``int32`` constant.
+    """
+    if type(value) is int or isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return value
+    return operator.index(value)
+
+
 def const_int(value: Any) -> int | None:
-    """The Python int of a constant (``int`` or ``IntImm``); None for anything else."""
+    """The Python int of a constant (``int``, a numpy integer, ``IntImm``); None for
+    anything else."""
     if isinstance(value, bool):
         return int(value)
+    value = exact_int(value)
     if isinstance(value, int):
         return value
     if isinstance(value, tirx.IntImm):

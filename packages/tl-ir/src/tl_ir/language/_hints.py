@@ -87,7 +87,8 @@ def check_positive_int(value: Any, where: str, *, allow_none: bool = False) -> N
     """
     if value is None and allow_none:
         return
-    if isinstance(value, _builtins.bool) or not isinstance(value, int) or value <= 0:
+    exact = _ops.exact_int(value)
+    if isinstance(exact, _builtins.bool) or not isinstance(exact, int) or exact <= 0:
         raise KernelTypeError(f"{where}: expected a positive int, got {value!r}")
 
 

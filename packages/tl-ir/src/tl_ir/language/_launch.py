@@ -33,6 +33,7 @@ _THREAD_NAMES = ("tx", "ty", "tz")
 
 
 def _extent(value: Any, where: str) -> Any:
+    value = _ops.exact_int(value)
     if isinstance(value, _builtins.bool) or not (
         isinstance(value, int) or tvm.ir.is_prim_expr(value)
     ):

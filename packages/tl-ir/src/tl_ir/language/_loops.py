@@ -29,18 +29,25 @@ def _loop_annotations(kind: str, extra: dict[str, Any] | None = None) -> dict[st
     return annotations
 
 
+def _bounds(start: Any, stop: Any, step: Any) -> tuple[Any, Any, Any]:
+    return _ops.exact_int(start), _ops.exact_int(stop), _ops.exact_int(step)
+
+
 def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
     """``for i in T.serial(n)`` / ``T.serial(start, stop, step)``: a sequential loop."""
+    start, stop, step = _bounds(start, stop, step)
     return _IB.serial(start, stop, step=step, annotations=_loop_annotations("serial", annotations))
 
 
 def unroll(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
     """``for i in T.unroll(n)``: a loop the compiler unrolls."""
+    start, stop, step = _bounds(start, stop, step)
     return _IB.unroll(start, stop, step=step, annotations=_loop_annotations("unroll", annotations))
 
 
 def vectorized(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
     """``for i in T.vectorized(n)``: a loop turned into vector operations."""
+    start, stop, step = _bounds(start, stop, step)
     return _IB.vectorized(
         start, stop, step=step, annotations=_loop_annotations("vectorized", annotations)
     )
@@ -60,6 +67,7 @@ def Parallel(*extents: Any) -> Any:
     """
     if not extents:
         raise KernelTypeError("T.Parallel(*extents): expected at least one extent")
+    extents = tuple(_ops.exact_int(extent) for extent in extents)
     dynamic = []
     for position, extent in enumerate(extents):
         if _ops.const_int(extent) is None:
@@ -87,11 +95,12 @@ def Parallel(*extents: Any) -> Any:
 
 
 def _int_list(value: Any, where: str) -> list[int]:
-    if not isinstance(value, list | tuple) or not all(
-        isinstance(v, int) and not isinstance(v, _builtins.bool) for v in value
+    items = [_ops.exact_int(v) for v in value] if isinstance(value, list | tuple) else None
+    if items is None or not all(
+        isinstance(v, int) and not isinstance(v, _builtins.bool) for v in items
     ):
         raise KernelTypeError(f"{where}: expected a list of ints, got {value!r}")
-    return list(value)
+    return items
 
 
 def _int_lists(value: Any, where: str) -> list[list[int]]:
@@ -127,6 +136,7 @@ def Pipelined(
             are not lists of ints of the same length; ``sync``/``group`` are not lists
             of lists of ints; ``annotations`` is not a dict.
     """
+    start, stop, num_stages = _ops.exact_int(start), _ops.exact_int(stop), _ops.exact_int(num_stages)
     if isinstance(num_stages, _builtins.bool) or not isinstance(num_stages, int) or num_stages < 0:
         raise KernelTypeError(
             f"T.Pipelined(num_stages=...): expected a non-negative int, got {num_stages!r}"
@@ -138,9 +148,9 @@ def Pipelined(
             "T.Pipelined(order=..., stage=...): expected one stage per ordered statement, "
             f"got {len(orders)} order entries and {len(stages)} stage entries"
         )
-    for name, value in (("sync", sync), ("group", group)):
-        if value is not None:
-            _int_lists(value, f"T.Pipelined({name}=...)")
+    if sync is not None:
+        _int_lists(sync, "T.Pipelined(sync=...)")
+    groups = _int_lists(group, "T.Pipelined(group=...)") if group is not None else []
     if annotations is not None and not isinstance(annotations, dict):
         raise KernelTypeError(
             f"T.Pipelined(annotations=...): expected a dict or None, got {annotations!r}"
@@ -153,6 +163,6 @@ def Pipelined(
         schedule[PIPELINE_ORDER_KEY] = orders
     if stages:
         schedule[PIPELINE_STAGE_KEY] = stages
-    if group:
-        schedule[PIPELINE_GROUP_KEY] = [list(g) for g in group]
+    if groups:
+        schedule[PIPELINE_GROUP_KEY] = groups
     return _IB.serial(start, stop, annotations=_loop_annotations("pipelined", schedule))

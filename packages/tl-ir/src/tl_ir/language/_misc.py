@@ -140,6 +140,7 @@ def _index_layout_map(buffer: Any, layout: IndexLayout) -> Any:
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
     """Hint a swizzled (panel-major) block order with panels of ``panel_size`` blocks.
     Recorded in the function attribute ``tl.swizzle_panel``; a no-op where unused."""
+    panel_size = _ops.exact_int(panel_size)
     if isinstance(panel_size, _builtins.bool) or not isinstance(panel_size, int) or panel_size <= 0:
         raise KernelTypeError(
             f"T.use_swizzle(panel_size): expected a positive int, got {panel_size!r}"

@@ -32,7 +32,7 @@ def expr_dtype(expr: Any) -> str:
 
 
 def check_shape(shape: Any, where: str) -> tuple[Any, ...]:
-    dims = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+    dims = tuple(_ops.exact_int(d) for d in (shape if isinstance(shape, list | tuple) else (shape,)))
     if not dims:
         raise KernelTypeError(f"{where}: expected a non-empty shape, got {shape!r}")
     for dim in dims:
@@ -59,6 +59,7 @@ def locate_at_caller(err: TileLangError, depth: int) -> None:
 def as_value(value: Any, dtype: str) -> Any:
     if isinstance(value, scalar_wrapper):
         value = value.scalar
+    value = _ops.exact_int(value)
     if isinstance(value, _builtins.bool | int | float):
         return tirx.const(value, dtype)
     if not tvm.ir.is_prim_expr(value):

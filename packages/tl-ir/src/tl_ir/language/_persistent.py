@@ -21,6 +21,7 @@ from tvm import tirx
 from tvm.script import tirx as _tvm_T
 from tvm.script.ir_builder import tirx as _IB
 
+from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.launch import LOOP_KIND_KEY
@@ -40,6 +41,7 @@ class PersistentLoop:
 
 
 def _as_int32(value: Any) -> Any:
+    value = _ops.exact_int(value)
     return tirx.IntImm("int32", value) if isinstance(value, int) else value
 
 
@@ -58,6 +60,7 @@ def Persistent(domain: Any, wave_size: Any, index: Any, group_size: Any = 8) -> 
         raise KernelTypeError(
             f"T.Persistent(domain, ...): expected a non-empty list, got {domain!r}"
         )
+    wave_size, index, group_size = (_ops.exact_int(v) for v in (wave_size, index, group_size))
     for name, value in (("wave_size", wave_size), ("index", index), ("group_size", group_size)):
         if isinstance(value, bool) or not (isinstance(value, int) or tvm.ir.is_prim_expr(value)):
             raise KernelTypeError(f"T.Persistent({name}=...): expected an integer, got {value!r}")

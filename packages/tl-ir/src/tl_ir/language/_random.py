@@ -96,6 +96,7 @@ def _u32(value: int) -> Any:
 
 
 def _load(buffer: Any, index: int | Any) -> Any:
+    index = _ops.exact_int(index)
     return tirx.BufferLoad(buffer, [index if not isinstance(index, int) else _i32(index)])
 
 
@@ -104,6 +105,7 @@ def _i32(value: int) -> Any:
 
 
 def _store(buffer: Any, index: int | Any, value: Any) -> None:
+    index = _ops.exact_int(index)
     _IB.buffer_store(buffer, value, [index if not isinstance(index, int) else _i32(index)])
 
 
@@ -149,6 +151,7 @@ def _state(where: str) -> RngState:
 
 
 def _as_u64(value: Any, name: str) -> Any:
+    value = _ops.exact_int(value)
     if isinstance(value, bool):
         raise KernelTypeError(f"T.rng_init({name}=...): expected an integer, got {value!r}")
     if isinstance(value, int):

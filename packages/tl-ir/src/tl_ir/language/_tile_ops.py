@@ -163,6 +163,7 @@ def gemm(
     clear_accum = check_flag(clear_accum, "T.gemm(clear_accum=...)")
     warp_policy = check_gemm_policy(policy)
     check_positive_int(k_pack, "T.gemm(k_pack=...)")
+    wg_wait = _ops.exact_int(wg_wait)
     if isinstance(wg_wait, _builtins.bool) or not isinstance(wg_wait, int):
         raise KernelTypeError(f"T.gemm(wg_wait=...): expected an int, got {wg_wait!r}")
     if mbar is not None:
@@ -253,10 +254,12 @@ def _check_gemm_dtypes(a: Region, b: Region, c: Region) -> None:
 
 
 def _as_index(value: Any) -> Any:
+    value = _ops.exact_int(value)
     return tirx.IntImm("int32", value) if isinstance(value, int) else value
 
 
 def _normalize_dim(dim: Any, rank: int, where: str) -> int:
+    dim = _ops.exact_int(dim)
     if isinstance(dim, _builtins.bool) or not isinstance(dim, int):
         raise KernelTypeError(f"{where}: expected dim to be an int, got {dim!r}")
     if not -rank <= dim < rank:

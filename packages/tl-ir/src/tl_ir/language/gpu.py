@@ -47,6 +47,7 @@ _FULL_MASK = (1 << 32) - 1
 
 
 def _check_width(name: str, width: int, parameter: str = "width") -> int:
+    width = _ops.exact_int(width)
     if isinstance(width, bool) or not isinstance(width, int) or width < 1 or width & (width - 1):
         raise ValueError(f"{name}: {parameter} must be a power of two >= 1, got {width!r}")
     return width
