@@ -17,13 +17,13 @@ def _tiled_row_sum(M, N, block_m, threads, stages, dim, panel, width):
             T.use_swizzle(panel)
             tile = T.alloc_shared((block_m, N), "float32")
             acc = T.alloc_fragment((block_m,), "float32")
-            for k in T.Pipelined(1, num_stages=stages):
+            for _k in T.Pipelined(1, num_stages=stages):
                 T.copy(A[bx * block_m, 0], tile)
             T.reduce_sum(tile, acc, dim=dim)
             for i in T.Parallel(block_m):
                 if bx * block_m + i < M:
                     B[bx * block_m + i] = acc[i]
-            for s in T.serial(width):
+            for _s in T.serial(width):
                 B[0] = B[0] + T.float32(0)
 
     return main

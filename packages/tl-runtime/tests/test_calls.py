@@ -204,6 +204,9 @@ def test_load_errors(artifact: Artifact, tmp_path: Path) -> None:
             tl_runtime.load(artifact("vadd"), adapter=key)
     with pytest.raises(TypeError, match="adapter: expected an adapter key"):
         tl_runtime.load(artifact("vadd"), adapter=3)  # type: ignore[arg-type]
+    for path in (5, None, b"/tmp", 3.0):
+        with pytest.raises(TypeError, match=r"load: path: expected the artifact directory"):
+            tl_runtime.load(path)  # type: ignore[arg-type]
 
 
 def test_wrong_entry_symbol(artifact_copy: Artifact) -> None:

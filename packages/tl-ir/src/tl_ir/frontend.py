@@ -223,7 +223,7 @@ def _capture_vars(func: Callable[..., Any], caller_locals: dict[str, Any]) -> di
     captured.update(caller_locals)
     captured.update(_parser_utils.get_func_nonlocals(func))
     for name, value in captured.items():
-        if isinstance(value, numbers.Integral) and type(value) is not int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, int):
             captured[name] = _ops.exact_int(value)
     return captured
 

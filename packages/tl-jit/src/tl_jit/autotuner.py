@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tl_jit import env
+from tl_jit.by_reference import reduce_by_reference
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
@@ -108,6 +109,12 @@ class AutoTuner:
         self._best: dict[str, JITKernel] = {}
         self.__wrapped__ = jit_function.func
         self.__doc__ = jit_function.func.__doc__
+        self.__module__ = jit_function.func.__module__
+        self.__qualname__ = jit_function.func.__qualname__
+
+    def __reduce__(self) -> Any:
+        """Pickled by reference (module and qualified name), as a function is."""
+        return reduce_by_reference(self, self.jit_function.func, "the @autotune function")
 
     def _config_list(self, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
         configs = self.configs(**arguments) if callable(self.configs) else self.configs

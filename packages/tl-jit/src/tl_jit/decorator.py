@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from tl_jit import checked, env
+from tl_jit.by_reference import reduce_by_reference
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
 from tl_jit.digest_guard import UNMEMOIZED, FunctionDigest, function_parts, same_parts
 from tl_jit.env_reads import EnvReads
@@ -248,6 +249,10 @@ class JITFunction:
 
     def __repr__(self) -> str:
         return f"<tl_jit.jit {self.func.__qualname__}>"
+
+    def __reduce__(self) -> Any:
+        """Pickled by reference (module and qualified name), as a function is."""
+        return reduce_by_reference(self, self.func, "the @jit function")
 
 
 def _described(kernel: Any) -> str:

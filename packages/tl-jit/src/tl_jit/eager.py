@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tl_jit import env
+from tl_jit.by_reference import reduce_by_reference
 from tl_jit.compiler import compile_with_context, create_context
 from tl_jit.digest_guard import (
     UNMEMOIZED,
@@ -123,10 +124,8 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
         _PARTIAL.__setstate__(self, (call, (), None, self.__dict__))
 
     def __reduce__(self) -> Any:
-        raise TypeError(
-            f"an eager @jit function cannot be pickled or copied ({self.func.__qualname__}); "
-            "import it where it is needed"
-        )
+        """Pickled by reference (module and qualified name), as a function is."""
+        return reduce_by_reference(self, self.func, "the eager @jit function")
 
     # ------------------------------------------------------------------ analysis
     @property

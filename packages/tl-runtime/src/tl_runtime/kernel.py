@@ -165,7 +165,8 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
         InsecureArtifactError: the directory is writable by every user (an ArtifactError).
         AdapterUnavailableError: the adapter is not installed (the message lists the
             installed ones), fails to load, or cannot run here (says why).
-        TypeError: ``adapter`` is neither None nor a str.
+        TypeError: ``path`` is not a str or path-like object naming a directory, or
+            ``adapter`` is neither None nor a str.
         StackBudgetError: the kernel's block-local stack arrays (manifest ``stack_bytes``)
             do not fit the OpenMP worker threads' stacks (``OMP_STACKSIZE``).
     """
@@ -173,7 +174,15 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
 
     if adapter is not None and not isinstance(adapter, str):
         raise TypeError(f"load: adapter: expected an adapter key (str) or None, got {adapter!r}")
-    directory = Path(path)
+    if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
+        raise TypeError(
+            f"load: path: expected the artifact directory as a str or path-like object, "
+            f"got {type(path).__name__} {path!r:.80}"
+        )
+    try:
+        directory = Path(path)
+    except TypeError as err:
+        raise TypeError(f"load: path: expected a str path, got {path!r:.80} ({err})") from None
     if not directory.is_dir():
         raise ArtifactError(f"artifact path {str(directory)!r} is not a directory")
     # Read once: the bytes verified here are the bytes loaded (Kernel's private copy).

@@ -136,7 +136,11 @@ def Pipelined(
             are not lists of ints of the same length; ``sync``/``group`` are not lists
             of lists of ints; ``annotations`` is not a dict.
     """
-    start, stop, num_stages = _ops.exact_int(start), _ops.exact_int(stop), _ops.exact_int(num_stages)
+    start, stop, num_stages = (
+        _ops.exact_int(start),
+        _ops.exact_int(stop),
+        _ops.exact_int(num_stages),
+    )
     if isinstance(num_stages, _builtins.bool) or not isinstance(num_stages, int) or num_stages < 0:
         raise KernelTypeError(
             f"T.Pipelined(num_stages=...): expected a non-negative int, got {num_stages!r}"

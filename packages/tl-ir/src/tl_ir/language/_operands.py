@@ -32,7 +32,9 @@ def expr_dtype(expr: Any) -> str:
 
 
 def check_shape(shape: Any, where: str) -> tuple[Any, ...]:
-    dims = tuple(_ops.exact_int(d) for d in (shape if isinstance(shape, list | tuple) else (shape,)))
+    dims = tuple(
+        _ops.exact_int(d) for d in (shape if isinstance(shape, list | tuple) else (shape,))
+    )
     if not dims:
         raise KernelTypeError(f"{where}: expected a non-empty shape, got {shape!r}")
     for dim in dims:

@@ -1,0 +1,78 @@
+"""Decorated kernel functions pickle by reference, as plain functions do: another
+process (a spawn pool worker) gets the same definition by importing it."""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+import tljit_eager_kernel
+import tljit_scale_kernel
+
+import tl_jit
+
+
+@tl_jit.autotune(configs=[{"repeat": 1}, {"repeat": 2}])
+@tl_jit.jit(target="c")
+def tuned_add(A: Any, B: Any, repeat: int = 1) -> Any:
+    """An autotuned eager kernel at module level (never called here)."""
+    return tljit_eager_kernel.repeated_add.func(A, B, repeat)
+
+
+def _decorated() -> list[Any]:
+    return [tljit_eager_kernel.repeated_add, tljit_scale_kernel.scale, tuned_add]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2], ids=["eager", "builder", "autotune"])
+def test_a_decorated_function_pickles_and_copies_as_itself(index: int) -> None:
+    decorated = _decorated()[index]
+    assert pickle.loads(pickle.dumps(decorated)) is decorated
+    assert copy.copy(decorated) is decorated
+    assert copy.deepcopy(decorated) is decorated
+
+
+def _run_in_worker(payload: bytes) -> list[float]:
+    kernel_function = pickle.loads(payload)
+    a = np.arange(4, dtype=np.float32)
+    return [float(v) for v in kernel_function(a, a)]
+
+
+def test_a_spawned_worker_runs_the_pickled_kernel_function() -> None:
+    payload = pickle.dumps(tljit_eager_kernel.repeated_add)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(_run_in_worker, (payload,)) == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_a_function_defined_inside_another_is_refused_by_name() -> None:
+    def build() -> Any:
+        @tl_jit.jit
+        def local(N: int) -> None:
+            pass
+
+        return local
+
+    with pytest.raises(
+        TypeError,
+        match=r"the @jit function .*<locals>.local cannot be pickled: it is defined inside a function",
+    ):
+        pickle.dumps(build())
+
+
+def test_a_wrapper_under_another_name_is_refused() -> None:
+    # tuned_scale = autotune(...)(scale): the name `scale` holds the @jit function
+    with pytest.raises(TypeError, match=r"the @autotune function scale cannot be pickled: "):
+        pickle.dumps(tljit_scale_kernel.tuned_scale)
+
+
+def test_a_rebound_name_is_refused() -> None:
+    original = tljit_scale_kernel.scale
+    try:
+        tljit_scale_kernel.scale = lambda: None  # type: ignore[assignment]
+        with pytest.raises(TypeError, match=r"tljit_scale_kernel.scale is another object"):
+            pickle.dumps(original)
+    finally:
+        tljit_scale_kernel.scale = original
