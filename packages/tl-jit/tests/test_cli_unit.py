@@ -53,6 +53,42 @@ def test_an_argument_given_twice_is_refused(
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--arg=N=2**20", "--arg N=2**20: expected VALUE to be a Python literal"),
+        ("--arg=N=1 << 20", "--arg N=1 << 20: expected VALUE to be a Python literal"),
+        ("--dim=N=2.5", "--dim N=2.5: expected SIZE to be a non-negative integer, got float"),
+        ("--dim=N=-1", "--dim N=-1: expected SIZE to be a non-negative integer, got int -1"),
+        ("--dim=N=float16", "--dim N=float16: expected SIZE to be a non-negative integer"),
+    ],
+)
+def test_a_value_that_is_no_literal_or_size_is_refused_by_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, message: str
+) -> None:
+    # `--arg N=2**20` reached the builder as the string '2**20'.
+    kernel_file = tmp_path / "builder.py"
+    kernel_file.write_text("def f(N=1):\n    raise AssertionError('never built')\n")
+    out = tmp_path / "artifact"
+    assert cli.main(["compile", f"{kernel_file}:f", flag, "--out", str(out)]) == 1
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_bare_words_and_literals_pass_as_before() -> None:
+    from tl_jit.cli_support import parse_assignments
+
+    items = ["dtype=float16", "order=row", "N=1024", "scale=0.5", "shape=(2, 3)", "name='a b'"]
+    assert parse_assignments(items, "--arg") == {
+        "dtype": "float16",
+        "order": "row",
+        "N": 1024,
+        "scale": 0.5,
+        "shape": (2, 3),
+        "name": "a b",
+    }
+
+
 def test_a_kernel_file_that_is_a_fifo_is_named_for_what_it_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -60,6 +60,37 @@ def test_symbolic_dims_need_sizes(fake_backend: Any) -> None:
     assert profiler.make_inputs()[0].shape == (37,)
     profiler.assert_allclose(lambda a, b: a + b)
     assert np.isfinite(profiler.do_bench(warmup=1, rep=2))  # type: ignore[arg-type]
+    assert kernel.get_profiler(dims={"n": np.int64(5)}).make_inputs()[0].shape == (5,)
+
+
+@pytest.mark.parametrize("size", [37.0, True, "37", -1, None, 3.5])
+def test_a_dim_size_that_is_not_a_non_negative_int_is_refused_by_name(
+    fake_backend: Any, size: Any
+) -> None:
+    # 37.0 made a 37-element input, True a 1-element one: both passed without a word.
+    kernel = tl_jit.compile(fake_backend.vadd_n, out_idx=[-1], target="llvm")
+    with pytest.raises(ValueError, match=r"dims\['n'\]: expected a non-negative integer size"):
+        kernel.get_profiler(dims={"n": size})
+    with pytest.raises(ValueError, match=r"dims\['n'\]: expected a non-negative integer size"):
+        kernel.get_profiler().make_inputs(dims={"n": size})
+    with pytest.raises(TypeError, match="dims: expected a mapping"):
+        kernel.get_profiler(dims=[("n", 37)])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "uint8", "uint32", "int8", "int64", "float16", "float32", "float64"]
+)
+def test_random_arrays_have_the_dtype_and_the_documented_values(dtype: str) -> None:
+    from tl_jit.profiler import random_array
+
+    data = random_array((4096,), dtype, np.random.default_rng(0))
+    assert data.dtype == np.dtype(dtype) and data.shape == (4096,)
+    if dtype.startswith("uint"):
+        assert data.min() >= 0 and data.max() <= 8
+    elif dtype.startswith("int"):
+        assert data.min() >= -4 and data.max() <= 4
+    elif dtype.startswith("float"):
+        assert 0.5 < float(np.std(data.astype(np.float64))) < 1.5
 
 
 class _FakeDevice:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
 import os
 import traceback
 import warnings
@@ -19,8 +18,9 @@ from tl_jit.by_reference import reduce_by_reference
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
-from tl_jit.timing import validate_window
+from tl_jit.profiler import checked_dims
 from tl_jit.tune_executor import Executor, TaskFailure
+from tl_jit.tune_options import check_measurement, check_options
 from tl_jit.tune_search import SearchPlacement, compile_all, time_all
 from tl_jit.tune_tasks import TimingRequest, compile_jit_function
 from tl_jit.tune_timing import Timer, pick_after_remeasure
@@ -87,7 +87,7 @@ class AutoTuner:
                 f"autotune: expected a @tl_jit.jit function (stack @autotune above @jit), "
                 f"got {jit_function!r}"
             )
-        _check_options(executor, timeout, timer, isolate_timing)
+        check_options(executor, timeout, timer, isolate_timing)
         self.jit_function: Any = jit_function
         self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
@@ -99,7 +99,7 @@ class AutoTuner:
         self.atol = atol
         self.skip_check = skip_check
         self.max_workers = max_workers
-        self.dims = dict(dims or {})
+        self.dims = checked_dims(dims)
         self.cache_results = cache_results
         self.executor = executor
         self.timeout = None if timeout is None else float(timeout)
@@ -355,32 +355,6 @@ class AutoTuner:
         return ConfigResult(config, None, f"{failure.stage} failed: {message}")
 
 
-def _check_options(
-    executor: object, timeout: object, timer: object = None, isolate_timing: object = None
-) -> None:
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise TypeError(
-            "autotune executor: expected an object with submit(fn, *args) returning a "
-            f"concurrent.futures.Future, got {executor!r}"
-        )
-    if timeout is not None and not (
-        isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0
-    ):
-        raise ValueError(
-            f"autotune timeout: expected seconds > 0 or None (no limit), got {timeout!r}"
-        )
-    if timer is not None and not callable(timer):
-        raise TypeError(
-            "autotune timer: expected a function of a tl_jit.tune_timing.Measurement "
-            f"returning ms, or None, got {timer!r}"
-        )
-    if isolate_timing is not None and not isinstance(isolate_timing, bool):
-        raise TypeError(
-            f"autotune isolate_timing: expected True, False or None (automatic), got "
-            f"{isolate_timing!r}"
-        )
-
-
 def autotune(
     configs: Configs,
     warmup: float = 25.0,
@@ -450,8 +424,8 @@ def autotune(
     configuration (killing local workers) and propagates.
     """
 
-    _check_options(executor, timeout, timer, isolate_timing)
-    _check_measurement(configs, warmup, rep, ref_prog, supply_prog, rtol, atol)
+    check_options(executor, timeout, timer, isolate_timing)
+    check_measurement(configs, warmup, rep, ref_prog, supply_prog, rtol, atol)
 
     def decorate(jit_function: Any) -> AutoTuner:
         return AutoTuner(
@@ -489,44 +463,3 @@ def _tuned(kernel: JITKernel, config: dict[str, Any], latency: float | None) -> 
     tuned.config = config
     tuned.latency = latency
     return tuned
-
-
-def _check_measurement(
-    configs: object,
-    warmup: object,
-    rep: object,
-    ref_prog: object,
-    supply_prog: object,
-    rtol: object,
-    atol: object,
-) -> None:
-    """Refuse, before anything compiles, options every configuration would fail on (they
-    were found only after every configuration had compiled: "every configuration failed").
-
-    Raises:
-        TypeError: ``configs`` is neither a list of dicts nor a callable; ``ref_prog`` or
-            ``supply_prog`` is not callable.
-        ValueError: ``warmup``/``rep`` are not timing windows (`do_bench`'s rules);
-            ``rtol``/``atol`` are not finite numbers >= 0.
-    """
-    if not callable(configs) and (
-        not isinstance(configs, Iterable) or isinstance(configs, str | bytes | Mapping)
-    ):
-        raise TypeError(
-            "autotune: configs: expected a list of dicts or a callable returning one, "
-            f"got {type(configs).__name__}"
-        )
-    for name, function in (("ref_prog", ref_prog), ("supply_prog", supply_prog)):
-        if function is not None and not callable(function):
-            raise TypeError(
-                f"autotune: {name}: expected a callable or None, got {type(function).__name__}"
-            )
-    validate_window(warmup, rep, 1)  # type: ignore[arg-type]
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or value < 0
-        ):
-            raise ValueError(f"autotune: {name}: expected a finite number >= 0, got {value!r}")

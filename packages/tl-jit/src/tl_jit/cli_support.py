@@ -8,6 +8,7 @@ import argparse
 import ast
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,11 +22,13 @@ class UsageError(Exception):
 
 def parse_assignments(items: Sequence[str], option: str) -> dict[str, Any]:
     """``["M=256", "dtype=float16"]`` -> ``{"M": 256, "dtype": "float16"}``: Python
-    literals where they parse, else the text (a bare word such as float16).
+    literals where they parse, else the text when it is a bare word (float16); for
+    ``--dim`` every value is a non-negative int.
 
     Raises:
-        UsageError: an item is not NAME=VALUE, or a NAME is given twice (which value was
-            meant is not known).
+        UsageError: an item is not NAME=VALUE, a VALUE is neither a literal nor a bare
+            word (``2**20``: expressions are not evaluated), a ``--dim`` SIZE is not a
+            non-negative int, or a NAME is given twice (which value was meant is not known).
     """
     values: dict[str, Any] = {}
     for item in items:
@@ -39,9 +42,26 @@ def parse_assignments(items: Sequence[str], option: str) -> dict[str, Any]:
             )
         try:
             values[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            if not _WORD.fullmatch(text):
+                raise UsageError(
+                    f"{option} {item}: expected VALUE to be a Python literal (1048576, 0.5, "
+                    f"'text', (1, 2)) or a bare word (float16), got {text!r}; an expression "
+                    "is not evaluated"
+                ) from None
             values[name] = text
+        if option == "--dim":
+            size = values[name]
+            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                raise UsageError(
+                    f"--dim {item}: expected SIZE to be a non-negative integer, got "
+                    f"{type(size).__name__} {size!r}"
+                )
     return values
+
+
+# What --arg takes as text when it is not a literal: a dtype, a mode, a target name.
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 
 def _kind(path: Path) -> str:

@@ -37,7 +37,8 @@ from tl_jit.digest_guard import (
     function_parts,
     same_parts,
 )
-from tl_jit.eager_binding import EagerBinder, KeyBinder, describe, exact_key
+from tl_jit.eager_arguments import describe, exact_key
+from tl_jit.eager_binding import EagerBinder, KeyBinder
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
 from tl_jit.kernel import JITKernel
 from tl_jit.parallel import par_compile, run_parallel, warn_failed

@@ -10,6 +10,7 @@ its device-generic API (``torch.accelerator``, ``torch.Event``).
 from __future__ import annotations
 
 import importlib
+import numbers
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,31 @@ def _validate_mode(return_mode: str, quantiles: Sequence[float] | None) -> None:
     for q in quantiles or ():
         if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 <= q <= 1.0:
             raise ValueError(f"quantiles: expected values in [0, 1], got {q!r}")
+
+
+def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
+    """``dims`` as ``{name: size}`` with every size a non-negative Python int.
+
+    Raises:
+        TypeError: ``dims`` is not a mapping of str names.
+        ValueError: a size is not an exact non-negative integer (a float, a bool, a
+            string); the message names the dim and what came.
+    """
+    if dims is None:
+        return {}
+    if not isinstance(dims, Mapping):
+        raise TypeError(f"dims: expected a mapping of dim names to sizes, got {dims!r:.200}")
+    checked: dict[str, int] = {}
+    for name, size in dims.items():
+        if not isinstance(name, str):
+            raise TypeError(f"dims: expected str dim names, got {name!r:.80}")
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+            raise ValueError(
+                f"dims[{name!r}]: expected a non-negative integer size, got "
+                f"{type(size).__name__} {size!r:.80}"
+            )
+        checked[name] = int(size)
+    return checked
 
 
 def _accelerator_dlpack_type(device: Any) -> int | None:
@@ -126,20 +152,23 @@ def random_array(
     """
     import numpy as np
 
+    # Drawn in the narrowest type that holds the values (int8, float32), then cast: an
+    # input of N elements costs N of its own elements plus N of the draw, never 8N bytes.
     if dtype == "bool":
-        data: Any = rng.integers(0, 2, size=shape).astype(np.bool_)
+        data: Any = rng.integers(0, 2, size=shape, dtype=np.uint8).astype(np.bool_)
     elif dtype.startswith("uint"):
-        data = rng.integers(0, 9, size=shape).astype(dtype)
+        data = rng.integers(0, 9, size=shape, dtype=np.uint8).astype(dtype, copy=False)
     elif dtype.startswith("int"):
-        data = rng.integers(-4, 5, size=shape).astype(dtype)
+        data = rng.integers(-4, 5, size=shape, dtype=np.int8).astype(dtype, copy=False)
     elif dtype == "bfloat16":
-        data = rng.standard_normal(size=shape).astype(np.float32)
+        data = rng.standard_normal(size=shape, dtype=np.float32)
         if like != "torch":  # numpy's bfloat16 is ml_dtypes' (a tl-runtime dependency)
             import ml_dtypes
 
             data = data.astype(ml_dtypes.bfloat16)
     else:
-        data = rng.standard_normal(size=shape).astype(dtype)
+        draw = np.float64 if np.dtype(dtype).itemsize > 4 else np.float32
+        data = rng.standard_normal(size=shape, dtype=draw).astype(dtype, copy=False)
     if like == "torch":
         torch: Any = importlib.import_module("torch")
 
@@ -190,13 +219,16 @@ class Profiler:
         kernel: the kernel.
         dims: sizes of symbolic dims (``{"M": 1024}``); required for params that use them.
         seed: random seed of the generated inputs.
+
+    Raises:
+        TypeError, ValueError: ``dims`` is not a mapping of names to non-negative ints.
     """
 
     def __init__(
         self, kernel: ProfiledKernel, dims: Mapping[str, int] | None = None, seed: int = 0
     ):
         self.kernel = kernel
-        self.dims = dict(dims or {})
+        self.dims = checked_dims(dims)
         self.seed = seed
         self._like, self._device = _input_placement(kernel.manifest.argument_device_types)
         self._inputs: list[Any] | None = None
@@ -223,11 +255,12 @@ class Profiler:
         Tensors: standard normal floats or small ints; scalars: 1.0 / 1.
 
         Raises:
-            ValueError: a symbolic dim has no size in ``dims``.
+            ValueError: a symbolic dim has no size in ``dims``, or a size is not a
+                non-negative integer.
         """
         import numpy as np
 
-        sizes = {**self.dims, **(dims or {})}
+        sizes = {**self.dims, **checked_dims(dims)}
         rng = np.random.default_rng(self.seed if seed is None else seed)
         inputs: list[Any] = []
         for index, param in enumerate(self.kernel.params):
