@@ -4,6 +4,7 @@ closed pipe, one-line errors that name no internal class, ``--traceback`` anywhe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -384,3 +385,26 @@ def test_kernel_errors_end_near_the_users_line_in_python(
         assert not [f for f in frames if "/tvm/" in f.filename], frames
         cause = info.value.__cause__  # TVM's error stays chained, without its frames
         assert cause is None or cause.__traceback__ is None
+
+
+def test_inspect_shows_terminal_escapes_in_an_artifact_instead_of_sending_them(
+    tl, tmp_path: Path
+) -> None:
+    import tl_runtime
+
+    out = tmp_path / "art"
+    tl("compile", GEMM, *GEMM_ARGS, "--target", "c", "--out", str(out))
+    manifest = tl_runtime.read_manifest(out, verify=True)
+    source = manifest.source_files[0].path
+    hostile = "\x1b]0;owned\x07\x1b[2J\u202ereversed\r"
+    with open(out / source, "a") as handle:
+        handle.write(f"/* {hostile} */\n")
+    versions = {**manifest.versions, "tl-jit": f"1.0{hostile}"}
+    tl_runtime.write_artifact(
+        out, dataclasses.replace(manifest, versions=versions), [f.path for f in manifest.files]
+    )
+    shown = tl("inspect", str(out)).stdout
+    for raw in ("\x1b", "\x07", "\u202e", "\r"):
+        assert raw not in shown
+    assert shown.count(r"\x1b]0;owned\x07\x1b[2J\u202ereversed\r") == 2
+    assert "\n----- " in shown  # the sources keep their lines

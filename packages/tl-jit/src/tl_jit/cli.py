@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tl_jit.cli_commands import cmd_backends, cmd_cache, cmd_compile, cmd_inspect, print_json
-from tl_jit.cli_support import UsageError, require_dims
+from tl_jit.cli_support import UsageError, require_dims, visible
 from tl_jit.cli_support import compile_object as _compile_object
 from tl_jit.cli_support import parse_assignments as _parse_assignments
 
@@ -252,7 +252,7 @@ def _report_error(exc: BaseException, args: Any) -> None:
     internal = not message or isinstance(exc, (KeyError, AttributeError, AssertionError))
     if internal:
         message = f"internal error ({type(exc).__name__}: {message or 'no message'})"
-    lines = message.splitlines()
+    lines = [visible(line) for line in message.splitlines()]
     print(f"tl: {lines[0]}", file=sys.stderr)
     for line in lines[1:12]:
         print(f"  {line}", file=sys.stderr)

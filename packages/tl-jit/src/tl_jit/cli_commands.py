@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tl_jit.cli_support import UsageError, resolve_kernel
+from tl_jit.cli_support import UsageError, resolve_kernel, visible
 
 
 def print_json(value: Any) -> None:
@@ -107,35 +107,43 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print_json(manifest.to_json())
         return 0
-    print(f"kernel:            {manifest.name} (entry {manifest.entry_symbol})")
-    print(f"target:            {json.dumps(dict(manifest.target))}")
+
+    def show(line: str) -> None:
+        # The manifest's strings and the sources come from the artifact: a terminal
+        # escape in them is shown, never sent to the terminal.
+        print(visible(line))
+
+    show(f"kernel:            {manifest.name} (entry {manifest.entry_symbol})")
+    show(f"target:            {json.dumps(dict(manifest.target))}")
     adapter = manifest.adapter or "none: source only, runs with " + (
         ", ".join(manifest.runnable_with) or "no execution backend here"
     )
-    print(f"execution backend: {manifest.execution_backend} (adapter {adapter})")
-    print("params:")
+    show(f"execution backend: {manifest.execution_backend} (adapter {adapter})")
+    show("params:")
     for index, param in enumerate(manifest.params):
         role = "output (out_idx)" if index in manifest.out_idx else param.role
         shape = "" if param.kind == "scalar" else str(list(param.shape))
-        print(f"  {index}: {param.name:<12} {param.kind:<7} {param.dtype:<9} {shape:<20} {role}")
+        show(f"  {index}: {param.name:<12} {param.kind:<7} {param.dtype:<9} {shape:<20} {role}")
     if manifest.launches:
-        print("launches:")
+        show("launches:")
     for launch in manifest.launches:
         arguments = ", ".join(f"{a.kind} {a.name}" for a in launch.arguments)
-        print(
+        show(
             f"  {launch.symbol}: grid {list(launch.grid)} block {list(launch.block)} "
             f"shared {launch.dynamic_shared_memory} ({arguments})"
         )
-    print("files:")
+    show("files:")
     for entry in manifest.files:
-        print(f"  {entry.path:<30} {entry.role:<8} sha256 {entry.sha256[:16]}...")
-    print("versions:")
+        show(f"  {entry.path:<30} {entry.role:<8} sha256 {entry.sha256[:16]}...")
+    show("versions:")
     for name, version in sorted(manifest.versions.items()):
-        print(f"  {name}: {version}")
+        show(f"  {name}: {version}")
     if not args.no_source:
         for entry in manifest.source_files:
-            print(f"\n----- {entry.path} -----")
-            print(snapshot.contents[entry.path].decode("utf-8", errors="replace"))
+            print()
+            show(f"----- {entry.path} -----")
+            text = snapshot.contents[entry.path].decode("utf-8", errors="replace")
+            print(visible(text, keep_lines=True))
     return 0
 
 

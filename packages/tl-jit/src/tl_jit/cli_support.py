@@ -20,6 +20,19 @@ class UsageError(Exception):
     """A command-line mistake (bad FILE:FUNC, bad --arg...)."""
 
 
+# C0/C1 controls (terminal escapes among them) and the bidirectional overrides that
+# reorder what a reader sees; an artifact or a file name can carry any of them.
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str, keep_lines: bool = False) -> str:
+    """``text`` safe to print on a terminal: control characters, terminal escapes and
+    bidirectional overrides written as ``\\x1b``/``\\u202e`` escapes; tabs kept, and
+    newlines kept only with ``keep_lines`` (else written ``\\n``)."""
+    escaped = _INVISIBLE.sub(lambda m: ascii(m.group())[1:-1], text)
+    return escaped if keep_lines else escaped.replace("\n", "\\n")
+
+
 def parse_assignments(items: Sequence[str], option: str) -> dict[str, Any]:
     """``["M=256", "dtype=float16"]`` -> ``{"M": 256, "dtype": "float16"}``: Python
     literals where they parse, else the text when it is a bare word (float16); for
