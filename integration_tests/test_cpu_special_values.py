@@ -48,3 +48,22 @@ def test_special_names_are_defined_only_when_used() -> None:
     assert "#define inf __builtin_inf()" not in patched  # `inff` is not a use of `inf`
     untouched = "int info(int inferred) { return inferred; }\n"
     assert insert_special_float_constants(untouched) == untouched
+
+
+@pytest.mark.parametrize("adapter", ["cython", "tvm_ffi"])
+def test_a_ceildiv_grid_near_the_int32_limit_runs_every_block(adapter: str) -> None:
+    # T.ceildiv(n, 2**20) was (n + 2**20 - 1) >> 20 in int32: for n above 2**31 - 2**20
+    # the grid was negative and the kernel returned having written nothing.
+    import tl_jit
+    import tl_jit.language as T
+
+    @T.prim_func
+    def blocks(n: T.int32, C: T.Tensor((2048,), "int32")):
+        with T.Kernel(T.ceildiv(n, 1 << 20), threads=1) as bx:
+            C[bx] = 1
+
+    kernel = tl_jit.compile(blocks, target="c", execution_backend=adapter)
+    for n in (1, 2**20, 2**20 + 1, 2**31 - 2**20, 2**31 - 2**20 + 1, 2**31 - 1):
+        counted = np.zeros(2048, np.int32)
+        kernel(n, counted)
+        assert int(counted.sum()) == -(-n // 2**20), n

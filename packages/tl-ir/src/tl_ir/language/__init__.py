@@ -75,6 +75,7 @@ from tl_ir.language._extras import (
     annotate_restrict_buffers,
     any_of,
     cdiv,
+    ceildiv,
     disable_warp_group_reg_alloc,
     fast_rcp,
     get_tvm_dtype,

@@ -1,6 +1,10 @@
 """Smaller TileLang names: aliases, index helpers, math variants and target hints.
 
-* ``Serial``/``Unroll``/``Vectorized``, ``cdiv``, ``allocate``, ``loop_break``,
+* ``ceildiv`` (and its other spelling ``cdiv``): integer division rounding up,
+  exact for every integer (TVM's adds ``b - 1`` first, which overflows int32 near
+  2**31: ``ceildiv(2**31 - 10, 64)`` came out negative and a grid of
+  ``ceildiv(N, 256)`` ran no block for ``N`` above ``2**31 - 256``).
+* ``Serial``/``Unroll``/``Vectorized``, ``allocate``, ``loop_break``,
   ``KernelLaunchFrame``, ``PrimFunc``, ``get_tvm_dtype``: other spellings of names
   the language has.
 * ``__exp``/``__log``... (fast approximate math) compute the exact function, which is
@@ -22,6 +26,7 @@ from tvm import tirx
 from tvm.script import tirx as _tvm_T
 from tvm.script.ir_builder import tirx as _IB
 
+from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, UnsupportedError
 from tl_ir.language._dtypes import dtype
 from tl_ir.language._launch import Kernel
@@ -65,7 +70,39 @@ PrimFunc = tirx.PrimFunc
 StringImm = tvm.ir.StringImm
 allocate = _IB.alloc_buffer
 loop_break = _tvm_T.break_loop
-cdiv = _tvm_T.ceildiv
+
+
+def _integer_operand(value: Any, name: str) -> Any:
+    value = _ops.exact_int(value)
+    if isinstance(value, bool) or not (
+        isinstance(value, int) or (tvm.ir.is_prim_expr(value) and "int" in str(value.dtype))
+    ):
+        raise KernelTypeError(
+            f"T.ceildiv(a, b): expected {name} to be an integer or an integer expression, "
+            f"got {type(value).__name__} {value!r:.80}"
+        )
+    if _ops.const_int(value) == 0 and name == "b":
+        raise KernelTypeError("T.ceildiv(a, b): expected b to be non-zero, got 0")
+    return value
+
+
+def ceildiv(a: Any, b: Any) -> Any:
+    """``ceil(a / b)`` of integers: a Python int when both are ints (computed exactly),
+    else the expression ``floordiv(a, b) + (floormod(a, b) != 0)``, which cannot
+    overflow where the quotient fits (``(a + b - 1) // b`` does, near the type's limit).
+
+    Raises:
+        KernelTypeError: an operand is not an integer or integer expression (a float, a
+            bool), or ``b`` is 0.
+    """
+    a, b = _integer_operand(a, "a"), _integer_operand(b, "b")
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    quotient = tirx.floordiv(a, b)
+    return quotient + tirx.Cast(quotient.dtype, tirx.floormod(a, b) != 0)
+
+
+cdiv = ceildiv
 #: What TileLang accepts where a dtype goes.
 AnyDType = str | type | dtype
 
@@ -77,7 +114,7 @@ def get_tvm_dtype(value: Any) -> dtype:
 
 def align_up(value: Any, alignment: Any) -> Any:
     """``value`` rounded up to a multiple of ``alignment``."""
-    return _tvm_T.ceildiv(value, alignment) * alignment
+    return ceildiv(value, alignment) * alignment
 
 
 def index_to_coordinates(index: Any, shape: Sequence[Any]) -> list[Any]:

@@ -24,6 +24,7 @@ from tvm.script.ir_builder import tirx as _IB
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ScopeError
 from tl_ir.frontend import current_state as _current_state
+from tl_ir.language._extras import ceildiv
 from tl_ir.launch import LOOP_KIND_KEY
 
 __all__ = ["Persistent", "PersistentLoop"]
@@ -67,11 +68,11 @@ def Persistent(domain: Any, wave_size: Any, index: Any, group_size: Any = 8) -> 
     dims = tuple(_as_int32(d) for d in dims)
     last = dims[-1]
     group = _tvm_T.max(_tvm_T.min(_as_int32(group_size), last), 1)
-    grouped = (_tvm_T.ceildiv(last, group), *dims[:-1], group)
+    grouped = (ceildiv(last, group), *dims[:-1], group)
     padded: Any = grouped[0]
     for extent in grouped[1:]:
         padded = padded * extent
-    waves = _tvm_T.ceildiv(padded, _as_int32(wave_size))
+    waves = ceildiv(padded, _as_int32(wave_size))
     frame = _IB.grid(waves, *([1] * (len(dims) - 1)))
     coords = tuple(frame.vars)
     state.persistent[coords[0]] = PersistentLoop(
@@ -82,7 +83,7 @@ def Persistent(domain: Any, wave_size: Any, index: Any, group_size: Any = 8) -> 
 
 def _coordinates(loop: PersistentLoop, wave: Any) -> tuple[list[Any], Any, Any]:
     dims = loop.domain
-    grouped = [_tvm_T.ceildiv(dims[-1], loop.group_size), *dims[:-1], loop.group_size]
+    grouped = [ceildiv(dims[-1], loop.group_size), *dims[:-1], loop.group_size]
     linear = wave * loop.wave_size + loop.index
     padded: Any = grouped[0]
     for extent in grouped[1:]:
