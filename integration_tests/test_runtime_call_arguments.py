@@ -121,3 +121,25 @@ def test_tl_ir_kernels_refuse_overlap_and_byte_swapped_arrays(
     c = raw[1025:2049]
     add(a, b, c)
     assert np.all(c == 3.0)
+
+
+@pytest.mark.parametrize("adapter", ["cython", "tvm_ffi"])
+def test_every_uint64_scalar_reaches_the_kernel(adapter: str) -> None:
+    # tvm-ffi passes Python ints as int64: uint64 values of 2**63 or more were refused
+    # ("Mismatched type on argument #1 ... expected int") while cython took them.
+    torch = pytest.importorskip("torch")
+
+    @T.prim_func
+    def add_u64(A: T.Tensor((4,), "uint64"), x: T.uint64, C: T.Tensor((4,), "uint64")):
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(4):
+                C[i] = A[i] + x
+
+    kernel = tl_jit.compile(add_u64, out_idx=[-1], target="c", execution_backend=adapter)
+    for value in (0, 5, 2**63 - 1, 2**63, 2**64 - 1, np.uint64(2**63 + 7)):
+        expected = [int(value)] * 4
+        assert kernel(np.zeros(4, np.uint64), value).tolist() == expected
+        assert kernel(torch.zeros(4, dtype=torch.uint64), value).tolist() == expected
+    for bad in (-1, 2**64):
+        with pytest.raises(ValueError, match=r"parameter 'x': expected an int in \[0, "):
+            kernel(np.zeros(4, np.uint64), bad)

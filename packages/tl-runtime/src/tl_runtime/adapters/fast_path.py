@@ -143,8 +143,10 @@ def _scalar_lines(i: int, spec: ParamPlan) -> list[str]:
     if not spec.fast:  # float16/bfloat16/float8 scalars: the full path converts them
         return ["    return slow(args)"]
     if info.is_integer:
+        # tvm-ffi passes ints as int64: a larger uint64 takes the full path, which converts.
+        high = min(int(info.high or 0), 2**63 - 1)
         return [
-            f"    if type(a{i}) is not int or not {info.low} <= a{i} <= {info.high}:",
+            f"    if type(a{i}) is not int or not {info.low} <= a{i} <= {high}:",
             "        return slow(args)",
         ]
     if info.kind == "bool":

@@ -47,6 +47,13 @@ class TvmFfiAdapter:
         self.manifest = manifest
         self.checker = checker
         self.module, self.function = load_tvm_ffi_library(manifest, directory)
+        self._wide_unsigned = [
+            index
+            for index, param in enumerate(checker.plan.params)
+            if not param.is_tensor
+            and param.dtype.is_integer
+            and int(param.dtype.high or 0) > _INT64_MAX
+        ]
         self._calls: list[Callable[..., Any]] = []
         _watch(self)
 
@@ -62,6 +69,11 @@ class TvmFfiAdapter:
     def call_checked(self, args: tuple[Any, ...]) -> Any:
         """The complete path: full checks and copies, then the call."""
         prepared = self.checker.prepare(args)
+        for index in self._wide_unsigned:
+            # tvm-ffi passes an int as int64: a uint64 of 2**63 or more goes as the int64
+            # of the same 64 bits, which the kernel reads back as that uint64.
+            if prepared.args[index] > _INT64_MAX:
+                prepared.args[index] -= 1 << 64
         self.function(*prepared.args)
         mark_written_in_place(prepared.written_torch)
         return pack_result(prepared.outputs)
@@ -108,6 +120,8 @@ class TvmFfiAdapter:
         run: Callable[[tuple[Any, ...]], Any] = launcher.run
         return run
 
+
+_INT64_MAX = 2**63 - 1
 
 EXIT_DRAIN_SECONDS = 60.0
 """How long interpreter exit waits for calls already inside tvm-ffi to return."""
