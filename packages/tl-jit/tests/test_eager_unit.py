@@ -415,3 +415,22 @@ def test_parameters_named_like_the_dispatchers_locals_are_forwarded_as_given(
     assert float(scaled(a, 3)[0]) == 4.0  # a miss: the slow path binds kernel=3
     assert float(scaled(a, kernel=5, valid=0)[0]) == 5.0
     assert float(scaled(a, 3)[0]) == 4.0  # the dispatcher's entry
+
+
+def test_a_scalar_declared_with_a_template_dtype_takes_that_dtype() -> None:
+    # `x: dtype` (dtype a template parameter) was refused: "declared with 'dtype'".
+    @tl_jit.jit(target="c")
+    def shift(A: Any, x: Any = 2.0, dtype: T.dtype = "float32") -> Any:
+        N = T.const("N")
+        A: T.Tensor[[N], dtype]
+        x: dtype
+        C = T.empty((N,), dtype)
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] + x
+        return C
+
+    assert shift(np.zeros(4, np.float32), 3.0).tolist() == [3.0] * 4
+    assert shift(np.zeros(4, np.int32), 7, dtype="int32").tolist() == [7] * 4
+    with pytest.raises(ValueError, match=r"parameter 'x': expected an int in"):
+        shift(np.zeros(4, np.int32), 2**31, dtype="int32")

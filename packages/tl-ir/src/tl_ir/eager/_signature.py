@@ -190,6 +190,12 @@ def _scalar_annotation(annotation: ast.expr) -> bool:
     )
 
 
+def _template_dtype(annotation: ast.expr, parameters: set[str]) -> bool:
+    """``x: dtype`` declares a scalar of the dtype another parameter (a template
+    parameter, ``dtype: T.dtype = T.float32``) holds; its value is checked at build."""
+    return isinstance(annotation, ast.Name) and annotation.id in parameters
+
+
 def _is_make_tensor_declaration(statement: ast.stmt, pointers: set[str]) -> str | None:
     if (
         isinstance(statement, ast.Assign)
@@ -337,7 +343,10 @@ def analyze(func: Callable[..., Any]) -> EagerSignature:
         ):
             name = statement.target.id
             decl = _declaration(name, statement.annotation)
-            if decl is None and _scalar_annotation(statement.annotation):
+            if decl is None and (
+                _scalar_annotation(statement.annotation)
+                or _template_dtype(statement.annotation, arg_names - {name})
+            ):
                 decl = KernelParam(
                     name, "scalar", None, None, statement.annotation, statement.annotation
                 )

@@ -32,6 +32,7 @@ from tvm.script.tirx import *
 from tl_ir import chained_assign as _chained_assign
 from tl_ir import python_if as _python_if
 from tl_ir import python_values as _python_values
+from tl_ir import scalar_annotations as _scalar_annotations
 from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
 from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 from tl_ir.errors import (
@@ -149,6 +150,7 @@ _tvm_compat.install()
 _chained_assign.install()
 _python_if.install()
 _python_values.install()
+_scalar_annotations.install()
 
 # Dtype objects (strings that construct values), replacing TVMScript's constructors.
 _DTYPE_OBJECTS = make_dtype_objects()
