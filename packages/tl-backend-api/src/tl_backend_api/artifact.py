@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import tvm
-import tvm_ffi
 from tvm import IRModule, tirx
 
 from tl_backend_api.context import BackendContext, offered_execution_backends
 from tl_backend_api.protocols import DeviceBuildResult, KernelSources
+from tl_backend_api.written_params import written_buffers
 from tl_runtime.out_idx import normalize_out_idx
 
 #: Distributions whose versions every artifact records (when installed).
@@ -73,28 +73,6 @@ def _dim(value: Any, param: str) -> int | str:
     )
 
 
-def written_buffers(func: tirx.PrimFunc) -> list[Any]:
-    """The buffers ``func`` writes: every ``BufferStore`` target and every tile-op
-    destination (``T.copy``/``T.fill``/``T.gemm``/reductions/``T.cumsum`` outputs and atomic
-    targets), plus any tile-op region marked as written. Order and repeats are unspecified.
-    """
-    from tl_ir import ops
-
-    found: list[Any] = []
-    tvm_ffi.structural_walk(
-        func.body, (tirx.BufferStore, lambda store: found.append(store.buffer)), order="pre"
-    )
-    for op in ops.tile_ops(func):
-        for value in vars(op).values():
-            if isinstance(value, ops.Region) and value.access != ops.ACCESS_READ:
-                found.append(value.buffer)
-        # Destinations count whatever access flag they carry (T.gemm's is its C operand).
-        region = op.c if isinstance(op, ops.GemmOp) else getattr(op, "dst", None)
-        if isinstance(region, ops.Region):
-            found.append(region.buffer)
-    return found
-
-
 def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, ...]:
     """The `tl_runtime.ParamSpec` of every parameter of ``func``, in order.
 
@@ -105,7 +83,8 @@ def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, 
     get role ``inout``, the rest ``input``.
 
     Raises:
-        ValueError: a dim that is an expression rather than a constant or a Var.
+        ValueError: a dim that is an expression rather than a constant or a Var; an
+            ``out_idx`` parameter that is a scalar or that the kernel never writes.
     """
     from tl_runtime import ParamSpec
 
@@ -116,6 +95,13 @@ def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, 
         ty = param.ty
         if isinstance(ty, tirx.BufferType):
             if position in out_idx:
+                if not any(param.same_as(buffer) for buffer in written):
+                    raise ValueError(
+                        f"out_idx: parameter {position} ({name!r}) is never written by the "
+                        "kernel: the runtime would allocate it and return it uninitialised "
+                        "(and the kernel would read that garbage); list only parameters the "
+                        "kernel writes"
+                    )
                 role = "output"
             elif any(param.same_as(buffer) for buffer in written):
                 role = "inout"
