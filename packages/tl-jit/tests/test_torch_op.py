@@ -144,8 +144,21 @@ def test_bad_names_and_mutates_are_refused(ops: tuple[Any, Any, Any], cache_dir:
     add_kernel = _kernels()[0]
     with pytest.raises(TypeError, match="as_torch_op name"):
         add_kernel.as_torch_op("")
-    with pytest.raises(ValueError, match="namespace must be a Python identifier"):
+    with pytest.raises(ValueError, match="namespace must be an ASCII Python identifier"):
         add_kernel.as_torch_op("bad-ns::add")
+    # Was a UnicodeDecodeError out of torch.
+    with pytest.raises(ValueError, match="op name must be an ASCII Python identifier"):
+        add_kernel.as_torch_op("tl_jit_test::ünï")
+    # aten::add registered here broke every later torch.compile in the process.
+    for name in ("aten::add", "prims::foo", "_internal::foo"):
+        with pytest.raises(ValueError, match=r"the namespace .* is torch's own"):
+            add_kernel.as_torch_op(name)
+    import torch
+
+    other = torch.library.Library("tl_jit_other", "DEF")
+    other.define("taken(Tensor x) -> Tensor")
+    with pytest.raises(ValueError, match="already an operator another library registered"):
+        add_kernel.as_torch_op("tl_jit_other::taken")
     with pytest.raises(ValueError, match=r"mutates: \['Z'\]"):
         add_kernel.as_torch_op("tl_jit_test::add_z", mutates=["Z"])
     # The same kernel under its name again: the same op.

@@ -52,12 +52,26 @@ def _qualified(name: object) -> str:
     if not sep:
         namespace, op = "tl_jit", name
     for part, what in ((namespace, "namespace"), (op, "op name")):
-        if not part.isidentifier():
+        if not (part.isascii() and part.isidentifier()):
             raise ValueError(
-                f"as_torch_op name: the {what} must be a Python identifier, got {part!r} "
-                f"(in {name!r})"
+                f"as_torch_op name: the {what} must be an ASCII Python identifier, got "
+                f"{part!r} (in {name!r})"
             )
+    if namespace in _TORCH_NAMESPACES or namespace.startswith("_"):
+        raise ValueError(
+            f"as_torch_op name: the namespace {namespace!r} is torch's own (registering "
+            "there replaces torch's operators for the whole process); use your project's "
+            f"name, e.g. 'mylib::{op}'"
+        )
     return f"{namespace}::{op}"
+
+
+#: Namespaces torch's own operators live in (a custom op there collides with them).
+_TORCH_NAMESPACES = frozenset(
+    "aten prim prims torch quantized c10d c10d_functional profiler inductor higher_order "
+    "debugprims mkldnn onednn mkl xnnpack quantized_decomposed sparse cuda mps xpu "
+    "rngprims fbgemm torchvision torchaudio torchao".split()
+)
 
 
 def make_torch_op(
@@ -97,6 +111,11 @@ def make_torch_op(
                 )
             op: Callable[..., Any] = known[1]
             return op
+        if torch._C._jit_get_schemas_for_operator(qualified):
+            raise ValueError(
+                f"as_torch_op name: {qualified!r} is already an operator another library "
+                "registered; choose another name"
+            )
         op = _build_op(torch, kernel, qualified, mutates)
         _registered[qualified] = (identity, op)
         return op
