@@ -68,9 +68,33 @@ def _qualified(name: object) -> str:
 
 #: Namespaces torch's own operators live in (a custom op there collides with them).
 _TORCH_NAMESPACES = frozenset(
-    "aten prim prims torch quantized c10d c10d_functional profiler inductor higher_order "
-    "debugprims mkldnn onednn mkl xnnpack quantized_decomposed sparse cuda mps xpu "
-    "rngprims fbgemm torchvision torchaudio torchao".split()
+    [
+        "aten",
+        "prim",
+        "prims",
+        "torch",
+        "quantized",
+        "c10d",
+        "c10d_functional",
+        "profiler",
+        "inductor",
+        "higher_order",
+        "debugprims",
+        "mkldnn",
+        "onednn",
+        "mkl",
+        "xnnpack",
+        "quantized_decomposed",
+        "sparse",
+        "cuda",
+        "mps",
+        "xpu",
+        "rngprims",
+        "fbgemm",
+        "torchvision",
+        "torchaudio",
+        "torchao",
+    ]
 )
 
 
