@@ -124,3 +124,31 @@ def test_tl_interpret_runs_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> N
         IndexError, match=rf"index -1 .* buffer 'A' \(dim 1, extent 4\) at {KERNELS}:24"
     ):
         oob(a, np.zeros_like(a))  # numpy alone would have read A[bx, -1] (the last column)
+
+
+def test_tl_interpret_runs_eager_kernels_and_names_what_it_lacks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every eager call failed: AttributeError 'InterpretedKernel' has no 'cache_key'.
+    import tl_jit.language as T
+
+    @tl_jit.jit
+    def double(A):  # type: ignore[no-untyped-def]
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        C = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] * 2
+        return C
+
+    monkeypatch.setenv("TL_INTERPRET", "1")
+    a = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(double(a), 2 * a)
+    np.testing.assert_array_equal(double(a[:3]), 2 * a[:3])
+    kernel = double.compile(N=5)
+    assert not hasattr(kernel, "params")
+    with pytest.raises(NotImplementedError, match=r"run by the interpreter \(TL_INTERPRET=1\)"):
+        kernel.get_profiler()
+    monkeypatch.delenv("TL_INTERPRET")
+    assert type(double.compile(N=5)).__name__ == "JITKernel"  # nothing interpreted was kept

@@ -249,7 +249,10 @@ def _user_frame(exc: BaseException, function: str | None, message: str) -> str |
 
 def _report_error(exc: BaseException, args: Any) -> None:
     message = str(exc).strip()
-    internal = not message or isinstance(exc, (KeyError, AttributeError, AssertionError))
+    internal = not message or (
+        isinstance(exc, (KeyError, AttributeError, AssertionError))
+        and not isinstance(exc, NotImplementedError)  # a named limit, not a bug
+    )
     if internal:
         message = f"internal error ({type(exc).__name__}: {message or 'no message'})"
     lines = [visible(line) for line in message.splitlines()]

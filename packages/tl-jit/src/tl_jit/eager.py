@@ -40,6 +40,7 @@ from tl_jit.digest_guard import (
 from tl_jit.eager_arguments import describe, exact_key
 from tl_jit.eager_binding import EagerBinder, KeyBinder
 from tl_jit.env_reads import EnvReads, freeze, recording, unchanged
+from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.parallel import par_compile, run_parallel, warn_failed
 from tl_runtime.fork_safety import fork_waits_for_this
@@ -257,6 +258,9 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
             )
         except (Unkeyable, AttributeError):
             front_key = None
+        interpreting = interpret_requested()
+        if interpreting:  # nothing cached, nothing kept: the interpreter runs the IR as built
+            front_key = None
         found = None
         if front_key is not None and not env.cache_disabled():
             found = memo.load(front_key)
@@ -277,7 +281,7 @@ class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
             found = kernel, reads
             if front_key is not None and not env.cache_disabled():
                 memo.store(front_key, kernel, self.func.__qualname__, reads)
-        if key is not None:
+        if key is not None and not interpreting:
             self._specializations[key] = found
         return found
 

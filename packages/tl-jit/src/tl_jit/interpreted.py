@@ -98,3 +98,21 @@ class InterpretedKernel:
 
     def __repr__(self) -> str:
         return f"<tl_jit InterpretedKernel {self.name} (TL_INTERPRET)>"
+
+    def __getattr__(self, attribute: str) -> Any:
+        # Called only for what this class lacks: a compiled kernel's artifact, source,
+        # profiler, export... A dunder stays a plain AttributeError (copy and pickle
+        # probe those).
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        raise NotInterpretedError(
+            f"{self.name}.{attribute}: a kernel run by the interpreter ({INTERPRET_ENV}=1) "
+            "is never compiled, so it has no artifact, source, profiler or export; it can "
+            f"only be called. Unset {INTERPRET_ENV} for the compiled kernel"
+        )
+
+
+class NotInterpretedError(NotImplementedError, AttributeError):
+    """What an `InterpretedKernel` lacks (a `NotImplementedError`; an `AttributeError`
+    too, so ``hasattr`` and ``getattr(kernel, name, default)`` answer as for a missing
+    attribute)."""
