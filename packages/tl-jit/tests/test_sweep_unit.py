@@ -89,3 +89,35 @@ def test_bad_sweeps_are_refused() -> None:
 
     with pytest.raises(TypeError, match="expected a number"):
         returns_text.run(print_data=False)
+
+
+def test_the_csv_has_one_column_per_line_whatever_the_labels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The CSV split the text table on whitespace: the xlabel "M, N" and line names with
+    # spaces gave the header M,,N,tl,jit,numpy,ref over three-column rows.
+    import csv
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+
+    @perf_report(
+        Benchmark(
+            x_names=["M", "N"],
+            x_vals=[128, 256],
+            line_arg="provider",
+            line_vals=["tl", "np"],
+            line_names=["tl jit", 'numpy, "ref"'],
+            plot_name="demo",
+        )
+    )
+    def bench(M: int, N: int, provider: str) -> float:
+        return M / 3 if provider == "tl" else 2.0
+
+    bench.run(print_data=False, save_path=tmp_path)
+    with (tmp_path / "demo.csv").open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["M, N", "tl jit", 'numpy, "ref"']
+    assert [row[0] for row in rows[1:]] == ["128", "256"]
+    assert all(len(row) == 3 for row in rows)
+    assert float(rows[1][1]) == 128 / 3 and float(rows[2][2]) == 2.0  # full precision

@@ -154,12 +154,17 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
 
         return copy_artifact(self.artifact_dir, path, force=force)
 
-    def get_profiler(self, dims: dict[str, int] | None = None, seed: int = 0) -> Profiler:
+    def get_profiler(self, dims: dict[str, int] | None = None, seed: int | None = 0) -> Profiler:
         """A `Profiler` for this kernel (inputs generated from the params).
 
         Args:
             dims: sizes of the symbolic dims (``{"M": 1024}``), needed when params use any.
-            seed: the random seed of the generated inputs.
+            seed: the random seed of the generated inputs: a non-negative int, or None
+                for different inputs on every draw.
+
+        Raises:
+            TypeError, ValueError: ``dims`` is not a mapping of names to non-negative
+                ints; ValueError: ``seed`` is neither None nor a non-negative int.
         """
         return Profiler(self, dims=dims, seed=seed)
 

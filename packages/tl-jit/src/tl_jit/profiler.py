@@ -9,8 +9,11 @@ its device-generic API (``torch.accelerator``, ``torch.Event``).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import math
 import numbers
+import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -43,12 +46,48 @@ __all__ = [
 ]
 
 
-def _validate_mode(return_mode: str, quantiles: Sequence[float] | None) -> None:
+def _validate_mode(return_mode: str, quantiles: Sequence[float] | None) -> list[float] | None:
+    """Check ``return_mode`` and ``quantiles``; returns the quantiles as a list (or None).
+
+    Raises:
+        ValueError: ``return_mode`` is not one of `RETURN_MODES`, or a quantile is not a
+            number in [0, 1].
+        TypeError: ``quantiles`` is not a sequence of numbers (a lone ``0.5``, a string,
+            a set).
+    """
     if return_mode not in RETURN_MODES:
         raise ValueError(f"return_mode: expected one of {RETURN_MODES}, got {return_mode!r}")
-    for q in quantiles or ():
+    if quantiles is None:
+        return None
+    numpy: Any = sys.modules.get("numpy")
+    is_array = numpy is not None and isinstance(quantiles, numpy.ndarray) and quantiles.ndim == 1
+    if not is_array and (isinstance(quantiles, str | bytes) or not isinstance(quantiles, Sequence)):
+        raise TypeError(
+            "quantiles: expected a sequence of numbers in [0, 1] (e.g. [0.5, 0.9]) or None, "
+            f"got {type(quantiles).__name__} {quantiles!r:.80}"
+        )
+    values: Any = quantiles
+    checked: list[Any] = values.tolist() if is_array else list(values)
+    for q in checked:
         if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 <= q <= 1.0:
             raise ValueError(f"quantiles: expected values in [0, 1], got {q!r}")
+    return checked
+
+
+def checked_seed(seed: object) -> int | None:
+    """``seed`` as a non-negative Python int, or None (fresh randomness on every draw).
+
+    Raises:
+        ValueError: ``seed`` is neither None nor an exact non-negative integer (a
+            string, a float, a bool, a negative number); the message says what came.
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(
+            f"seed: expected a non-negative int or None, got {type(seed).__name__} {seed!r:.80}"
+        )
+    return int(seed)
 
 
 def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
@@ -119,10 +158,12 @@ def do_bench(
         A float (ms), or a list of floats for ``quantiles``.
 
     Raises:
-        ValueError: a bad ``warmup``, ``rep``, ``return_mode``, ``quantiles`` or ``device``.
+        ValueError: a bad ``warmup``, ``rep``, ``return_mode``, ``quantiles`` value or
+            ``device``.
+        TypeError: ``quantiles`` is not a sequence (a lone ``0.5``, say).
         whatever ``fn`` raises.
     """
-    _validate_mode(return_mode, quantiles)
+    checked_quantiles = _validate_mode(return_mode, quantiles)
     stats = measure(
         fn,
         warmup=warmup,
@@ -131,8 +172,8 @@ def do_bench(
         device=device,
         max_repeats=max_repeats,
     )
-    if quantiles is not None:
-        return stats.quantiles(quantiles)
+    if checked_quantiles is not None:
+        return stats.quantiles(checked_quantiles)
     return stats.value(return_mode)
 
 
@@ -218,18 +259,23 @@ class Profiler:
     Args:
         kernel: the kernel.
         dims: sizes of symbolic dims (``{"M": 1024}``); required for params that use them.
-        seed: random seed of the generated inputs.
+        seed: random seed of the generated inputs: a non-negative int, or None for
+            different inputs on every `make_inputs`.
 
     Raises:
         TypeError, ValueError: ``dims`` is not a mapping of names to non-negative ints.
+        ValueError: ``seed`` is neither None nor a non-negative int.
     """
 
     def __init__(
-        self, kernel: ProfiledKernel, dims: Mapping[str, int] | None = None, seed: int = 0
+        self,
+        kernel: ProfiledKernel,
+        dims: Mapping[str, int] | None = None,
+        seed: int | None = 0,
     ):
         self.kernel = kernel
         self.dims = checked_dims(dims)
-        self.seed = seed
+        self.seed = checked_seed(seed)
         self._like, self._device = _input_placement(kernel.manifest.argument_device_types)
         self._inputs: list[Any] | None = None
 
@@ -247,37 +293,81 @@ class Profiler:
                 shape.append(dim)
         return tuple(shape)
 
+    def _check_sizes(
+        self, planned: Sequence[tuple[Any, tuple[int, ...]]], dims: Mapping[str, int]
+    ) -> None:
+        """Refuse inputs the kernel cannot index or the machine cannot hold, before any
+        of them is allocated (``planned``: each tensor parameter with its shape)."""
+        from tl_runtime.argument_memory import max_elements
+        from tl_runtime.dtypes import dtype_info
+
+        manifest = self.kernel.manifest
+        limit = max_elements(manifest)
+        total = 0
+        sizes: list[str] = []
+        for param, shape in planned:
+            count = math.prod(shape)
+            if count > limit or max(shape, default=0) > limit:
+                used = [d for d in param.shape if isinstance(d, str)]
+                given = ", ".join(f"dims[{d!r}]={dims[d]}" for d in dict.fromkeys(used))
+                raise ValueError(
+                    f"{given or 'dims'}: parameter {param.name!r} of kernel "
+                    f"{self.kernel.name!r} would have shape {list(shape)} ({count} elements); "
+                    f"expected at most {limit} elements, and no dim longer, for a kernel "
+                    f"that indexes with {manifest.index_bits}-bit integers"
+                )
+            nbytes = count * dtype_info(param.dtype).itemsize
+            total += nbytes
+            sizes.append(f"{param.name!r} {list(shape)} {param.dtype}: {nbytes} bytes")
+        available = _available_memory()
+        if available is not None and total > available:
+            raise ValueError(
+                f"dims: the generated inputs of kernel {self.kernel.name!r} need {total} "
+                f"bytes ({'; '.join(sizes)}); expected at most the {available} bytes of "
+                f"memory available (given dims {dict(dims)!r})"
+            )
+
     def make_inputs(
         self, dims: Mapping[str, int] | None = None, seed: int | None = None
     ) -> list[Any]:
         """Random inputs for every parameter not in ``out_idx``, in order.
 
-        Tensors: standard normal floats or small ints; scalars: 1.0 / 1.
+        Tensors: standard normal floats or small ints (see `random_array`), numpy arrays
+        aligned to each parameter's declared ``alignment``; scalars: ``1.0`` (float
+        dtypes), ``True`` (``bool``) or ``1`` (integer dtypes).
+
+        Args:
+            dims: sizes of symbolic dims, over the profiler's own ``dims``.
+            seed: the random seed; None: the profiler's ``seed``.
 
         Raises:
             ValueError: a symbolic dim has no size in ``dims``, or a size is not a
-                non-negative integer.
+                non-negative integer; ``seed`` is not None or a non-negative int; an input
+                would have more elements (or a longer dim) than the kernel's index width
+                addresses (the manifest's ``index_bits``: ``2**31 - 1`` for 32 bits), or
+                the inputs together more bytes than the memory available. Checked
+                before anything is allocated.
         """
         import numpy as np
 
         sizes = {**self.dims, **checked_dims(dims)}
-        rng = np.random.default_rng(self.seed if seed is None else seed)
-        inputs: list[Any] = []
+        chosen_seed = self.seed if seed is None else checked_seed(seed)
+        planned: list[tuple[Any, tuple[int, ...] | None]] = []
         for index, param in enumerate(self.kernel.params):
             if index in self.kernel.out_idx:
                 continue
-            if param.kind == "scalar":
-                inputs.append(1.0 if "float" in param.dtype else 1)
-            else:
-                inputs.append(
-                    random_array(
-                        self._shape(param, sizes),
-                        param.dtype,
-                        rng,
-                        like=self._like,
-                        device=self._device,
-                    )
-                )
+            planned.append((param, None if param.kind == "scalar" else self._shape(param, sizes)))
+        self._check_sizes([(p, shape) for p, shape in planned if shape is not None], sizes)
+        rng = np.random.default_rng(chosen_seed)
+        inputs: list[Any] = []
+        for param, shape in planned:
+            if shape is None:
+                inputs.append(_scalar_input(param.dtype))
+                continue
+            data = random_array(shape, param.dtype, rng, like=self._like, device=self._device)
+            if isinstance(data, np.ndarray):
+                data = _aligned(data, param.alignment)
+            inputs.append(data)
         return inputs
 
     @property
@@ -335,10 +425,10 @@ class Profiler:
         One figure of `measure` (the median by default); arguments as in
         `tl_jit.profiler.do_bench`; ``inputs`` replaces the generated ones.
         """
-        _validate_mode(return_mode, quantiles)
+        checked_quantiles = _validate_mode(return_mode, quantiles)
         stats = self.measure(func, warmup, rep, flush_cache=flush_cache, inputs=inputs)
-        if quantiles is not None:
-            return stats.quantiles(quantiles)
+        if checked_quantiles is not None:
+            return stats.quantiles(checked_quantiles)
         return stats.value(return_mode)
 
     def assert_allclose(
@@ -350,45 +440,115 @@ class Profiler:
         dims: Mapping[str, int] | None = None,
         inputs: Sequence[Any] | None = None,
     ) -> None:
-        """Run the kernel and ``ref_fn`` on the same inputs and compare the outputs.
+        """Run the kernel and ``ref_fn`` on the same inputs and compare what the kernel
+        writes with what ``ref_fn`` returns.
 
-        ``ref_fn`` receives the inputs (the params not in ``out_idx``) and returns the
-        expected output (one array, or a tuple for several ``out_idx`` outputs). A kernel
-        without ``out_idx`` is compared on the arrays it updates in place against
-        what ``ref_fn`` returns for them (a tuple in parameter order, or one array).
+        ``ref_fn`` receives copies of the inputs (the params not in ``out_idx``, in
+        order) and returns the expected values of the parameters the kernel writes: first
+        the ``out_idx`` outputs in the order the kernel returns them, then the parameters
+        it writes in place (role ``"output"`` or ``"inout"`` in the manifest, not in
+        ``out_idx``) in parameter order. One value is returned as one array, several as a
+        tuple. So a kernel without ``out_idx`` is compared on the arrays it writes, never
+        on the ones it only reads; a kernel with ``out_idx`` may also be given its
+        ``out_idx`` outputs alone (its in-place writes then go unchecked).
 
         Raises:
-            AssertionError: a value differs beyond ``rtol``/``atol`` (says which output
-                and by how much).
-            ValueError: a symbolic dim has no size in ``dims``.
+            AssertionError: a value differs beyond ``rtol``/``atol`` (says which output,
+                which parameter, and by how much), or ``ref_fn`` returned a number of
+                values that matches neither form above.
+            ValueError: the kernel writes no parameter (nothing to compare); a symbolic
+                dim has no size in ``dims`` (and the other refusals of `make_inputs`).
         """
         import numpy as np
 
+        kernel = self.kernel
+        params = kernel.params
+        out_idx = tuple(kernel.out_idx)
+        in_place = [i for i, p in enumerate(params) if p.written and i not in out_idx]
+        if not out_idx and not in_place:
+            raise ValueError(
+                f"ref_fn: expected kernel {kernel.name!r} to write a parameter (an out_idx "
+                "output, or a parameter with role 'output' or 'inout'), got roles "
+                f"{ {p.name: p.role for p in params}!r}: there is nothing to compare"
+            )
         args = list(inputs) if inputs is not None else self.make_inputs(dims)
         reference_args = [a.clone() if hasattr(a, "clone") else np.copy(a) for a in args]
-        got = self.kernel(*args)
+        returned = kernel(*args)
         expected = ref_fn(*reference_args)
-        if not self.kernel.out_idx:
-            got = tuple(a for a in args if hasattr(a, "shape"))
-        got_list = list(got) if isinstance(got, tuple | list) else [got]
+        # The kernel's arguments are the params not in out_idx, in order.
+        position = {p: k for k, p in enumerate(i for i in range(len(params)) if i not in out_idx)}
+        got: list[tuple[str, Any]] = []
+        if out_idx:
+            values = list(returned) if isinstance(returned, tuple | list) else [returned]
+            got += [(params[i].name, v) for i, v in zip(out_idx, values, strict=True)]
+        got += [(params[i].name, args[position[i]]) for i in in_place]
         expected_list = list(expected) if isinstance(expected, tuple | list) else [expected]
-        if len(got_list) != len(expected_list):
-            if not self.kernel.out_idx and len(expected_list) < len(got_list):
-                got_list = got_list[-len(expected_list) :]
-            else:
-                raise AssertionError(
-                    f"ref_fn returned {len(expected_list)} values, the kernel "
-                    f"{len(got_list)} outputs"
-                )
-        for position, (g, e) in enumerate(zip(got_list, expected_list, strict=True)):
-            g_np = _to_numpy(g)
-            e_np = _to_numpy(e)
+        if len(expected_list) == len(out_idx) and in_place:
+            got = got[: len(out_idx)]  # the outputs alone: the documented shorter form
+        if len(expected_list) != len(got):
+            names = [name for name, _ in got]
+            raise AssertionError(
+                f"ref_fn: expected {len(names)} value(s), one per parameter kernel "
+                f"{kernel.name!r} writes ({names}: out_idx outputs first, then in-place "
+                f"writes in parameter order), got {len(expected_list)}"
+            )
+        for index, ((name, g), e) in enumerate(zip(got, expected_list, strict=True)):
             try:
-                np.testing.assert_allclose(g_np, e_np, rtol=rtol, atol=atol)
+                np.testing.assert_allclose(_to_numpy(g), _to_numpy(e), rtol=rtol, atol=atol)
             except AssertionError as exc:
                 raise AssertionError(
-                    f"kernel {self.kernel.name!r} output {position} differs from ref_fn: {exc}"
+                    f"kernel {kernel.name!r} output {index} differs from ref_fn "
+                    f"(parameter {name!r}): {exc}"
                 ) from None
+
+
+def _scalar_input(dtype: str) -> float | bool | int:
+    """The value `Profiler.make_inputs` gives a scalar parameter of ``dtype``."""
+    if dtype == "bool":
+        return True
+    return 1.0 if "float" in dtype else 1
+
+
+def _aligned(array: np.ndarray[Any, Any], alignment: int) -> np.ndarray[Any, Any]:
+    """``array`` itself when its data lies at a multiple of ``alignment`` bytes, else an
+    aligned copy: a parameter's declared alignment, which the runtime would otherwise meet
+    by copying a read input on every timed call, and cannot meet for a written one."""
+    import numpy as np
+
+    if not array.size or array.ctypes.data % alignment == 0:
+        return array
+    raw = np.empty(array.nbytes + alignment, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % alignment
+    copy: np.ndarray[Any, Any] = raw[offset : offset + array.nbytes].view(array.dtype)
+    copy = copy.reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory this process may still allocate, or None where unknown.
+
+    The smaller of the machine's available memory (``MemAvailable`` of
+    ``/proc/meminfo``, else ``SC_AVPHYS_PAGES * SC_PAGE_SIZE``) and what the cgroup's
+    limit leaves (``memory.max - memory.current``, cgroup v2).
+    """
+    found: list[int] = []
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+                break
+    if not found:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    with contextlib.suppress(OSError, ValueError):
+        with open("/sys/fs/cgroup/memory.max") as handle:
+            limit = handle.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as handle:
+                found.append(max(0, int(limit) - int(handle.read().strip())))
+    positive = [n for n in found if n >= 0]
+    return min(positive) if positive else None
 
 
 def _input_placement(device_types: Sequence[int]) -> tuple[str, Any]:

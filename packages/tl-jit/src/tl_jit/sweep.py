@@ -17,12 +17,15 @@ In the spirit of ``triton.testing.perf_report``::
 
 The function returns one figure per point: a float, a ``(y, y_min, y_max)`` triple, or
 a `tl_jit.timing.TimingStats` (its median, with its quartiles as the band). The table
-prints always; the plot is saved as ``save_path/<plot_name>.png`` where matplotlib is
-installed, and skipped (the result says so) where it is not.
+prints always; with ``save_path`` the figures are saved as ``save_path/<plot_name>.csv``
+(written with the csv module: a header of the x label and the line labels, quoted where
+they hold commas, then one row per x value) and the plot as ``save_path/<plot_name>.png``
+where matplotlib is installed, and skipped (the result says so) where it is not.
 """
 
 from __future__ import annotations
 
+import csv
 import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -171,6 +174,19 @@ class Sweep:
         return results
 
 
+def _write_csv(
+    path: Path, bench: Benchmark, rows: tuple[tuple[tuple[float, float, float], ...], ...]
+) -> None:
+    """Write the figures as CSV (the csv module quotes a label holding a comma or quote):
+    a header (the x label, then one label per line), then one row per x value with each
+    line's y at full precision."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow([bench.xlabel or ", ".join(bench.x_names), *bench.labels])
+        for x, row in zip(bench.x_vals, rows, strict=True):
+            writer.writerow([x, *(float(y) for y, _, _ in row)])
+
+
 def _finish(
     bench: Benchmark,
     rows: tuple[tuple[tuple[float, float, float], ...], ...],
@@ -182,10 +198,7 @@ def _finish(
     directory = None if save_path is None else Path(save_path)
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
-        table = SweepResult(bench, rows, None, "").table().splitlines()[1:]
-        (directory / f"{bench.plot_name}.csv").write_text(
-            "\n".join(",".join(cell.split()) for cell in table) + "\n"
-        )
+        _write_csv(directory / f"{bench.plot_name}.csv", bench, rows)
     if directory is None and not show_plots:
         return SweepResult(bench, rows, None, "")
     try:

@@ -258,9 +258,16 @@ def check_and_time(
     per-round latencies (ms) and the inputs used (made from the kernel's params when
     ``inputs`` is None).
 
+    The check is `tl_jit.profiler.Profiler.assert_allclose`: ``request.ref_prog`` gets
+    the inputs and returns the values of the parameters the kernel writes (its
+    ``out_idx`` outputs, then the parameters it writes in place, in parameter order), so
+    a kernel without ``out_idx`` is checked on the arrays it writes.
+
     Raises:
         AssertionError: the output differs from the reference; whatever the kernel or
-            the timer raises; ValueError: the timer gave no positive number.
+            the timer raises; ValueError: the timer gave no positive number, the kernel
+            writes no parameter to check, or the inputs to make are too large (see
+            `tl_jit.profiler.Profiler.make_inputs`).
     """
     from tl_jit.tune_timing import Measurement, default_timer
 
