@@ -39,7 +39,9 @@ from tl_codegen_cpu.passes.check_bounds import CpuCheckBoundsPass
 from tl_codegen_cpu.passes.eager_selects import CpuEagerSelectsPass
 from tl_codegen_cpu.passes.interchange_grid_rows import CpuInterchangeGridRowsPass
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
+from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
+from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
 from tl_passes import (
     LowerAllocVarPass,
     LowerPipelinedLoopsPass,
@@ -56,6 +58,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
     return [
         CpuLowerWarpShufflesPass(),
         CpuRejectGpuOpsPass(),
+        CpuWidenScalarParamsPass(),
         LowerPipelinedLoopsPass(),
         LowerAllocVarPass(),
         CpuLowerLaunchPass(),
@@ -72,6 +75,7 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         CpuLocalizeTilesPass(),
         CpuLegalizeHalfPrecisionPass(),
         CpuLegalizeFloat8Pass(),
+        CpuRoundBfloat16Pass(),
         CpuVectorizeExpPass(),
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),

@@ -17,6 +17,7 @@ CPU_PASS_REGISTRY = PassRegistry(
     {
         "cpu-lower-warp-shuffles": _cpu("lower_warp_shuffles", "CpuLowerWarpShufflesPass"),
         "cpu-reject-gpu-ops": _cpu("reject_gpu_ops", "CpuRejectGpuOpsPass"),
+        "cpu-widen-scalar-params": _cpu("widen_scalar_params", "CpuWidenScalarParamsPass"),
         "cpu-lower-launch": _cpu("lower_launch", "CpuLowerLaunchPass"),
         "cpu-forward-copies": _cpu("forward_copies", "CpuForwardCopiesPass"),
         "cpu-lower-scalar-gemms": _cpu("scalar_gemms", "CpuLowerScalarGemmsPass"),
@@ -33,6 +34,7 @@ CPU_PASS_REGISTRY = PassRegistry(
             "legalize_half_precision", "CpuLegalizeHalfPrecisionPass"
         ),
         "cpu-legalize-float8": _cpu("legalize_float8", "CpuLegalizeFloat8Pass"),
+        "cpu-round-bfloat16": _cpu("round_bfloat16", "CpuRoundBfloat16Pass"),
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
         "cpu-call-half-conversions": _cpu("half_conversions", "CpuCallHalfConversionsPass"),
