@@ -164,7 +164,7 @@ def test_inputs_larger_than_the_available_memory_are_refused_with_their_sizes(
     import tl_jit.profiler
 
     kernel = tl_jit.compile(fake_backend.vadd_n, out_idx=-1, target="llvm")
-    monkeypatch.setattr(tl_jit.profiler, "_available_memory", lambda: 8000)
+    monkeypatch.setattr(tl_jit.profiler, "available_memory", lambda: 8000)
     assert [a.shape for a in kernel.get_profiler(dims={"n": 1000}).make_inputs()] == [(1000,)] * 2
     monkeypatch.setattr(tl_jit.profiler, "random_array", _refuse_allocation)
     with pytest.raises(
@@ -181,7 +181,7 @@ def test_a_64_bit_indexed_kernel_takes_more_elements_but_not_more_than_memory(
     import tl_jit.profiler
 
     monkeypatch.setattr(tl_jit.profiler, "random_array", _refuse_allocation)
-    monkeypatch.setattr(tl_jit.profiler, "_available_memory", lambda: 1 << 30)
+    monkeypatch.setattr(tl_jit.profiler, "available_memory", lambda: 1 << 30)
     kernel = types.SimpleNamespace(
         name="wide",
         params=(tl_runtime.ParamSpec("A", "int8", shape=("n",)),),
@@ -193,7 +193,7 @@ def test_a_64_bit_indexed_kernel_takes_more_elements_but_not_more_than_memory(
 
 
 def test_available_memory_is_a_positive_count_of_bytes_here() -> None:
-    from tl_jit.profiler import _available_memory
+    from tl_jit.profiler_inputs import available_memory as _available_memory
 
     available = _available_memory()
     assert available is None or (isinstance(available, int) and available > 0)

@@ -18,7 +18,7 @@ from tl_jit.by_reference import reduce_by_reference
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
-from tl_jit.profiler import checked_dims
+from tl_jit.profiler_inputs import checked_dims
 from tl_jit.tune_executor import Executor, TaskFailure
 from tl_jit.tune_options import check_measurement, check_options
 from tl_jit.tune_search import SearchPlacement, compile_all, time_all

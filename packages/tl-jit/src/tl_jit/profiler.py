@@ -9,16 +9,20 @@ its device-generic API (``torch.accelerator``, ``torch.Event``).
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import math
-import numbers
-import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tl_jit.profiler_inputs import (
+    aligned,
+    available_memory,
+    checked_dims,
+    checked_seed,
+    random_array,
+    scalar_input,
+)
 from tl_jit.timing import (
     FLUSH_BYTES,
     HOST_DEVICE,
@@ -28,8 +32,6 @@ from tl_jit.timing import (
 )
 
 if TYPE_CHECKING:
-    import numpy as np
-
     import tl_runtime
 
 RETURN_MODES = ("median", "mean", "min", "max")
@@ -71,47 +73,6 @@ def _validate_mode(return_mode: str, quantiles: Sequence[float] | None) -> list[
     for q in checked:
         if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 <= q <= 1.0:
             raise ValueError(f"quantiles: expected values in [0, 1], got {q!r}")
-    return checked
-
-
-def checked_seed(seed: object) -> int | None:
-    """``seed`` as a non-negative Python int, or None (fresh randomness on every draw).
-
-    Raises:
-        ValueError: ``seed`` is neither None nor an exact non-negative integer (a
-            string, a float, a bool, a negative number); the message says what came.
-    """
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(
-            f"seed: expected a non-negative int or None, got {type(seed).__name__} {seed!r:.80}"
-        )
-    return int(seed)
-
-
-def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
-    """``dims`` as ``{name: size}`` with every size a non-negative Python int.
-
-    Raises:
-        TypeError: ``dims`` is not a mapping of str names.
-        ValueError: a size is not an exact non-negative integer (a float, a bool, a
-            string); the message names the dim and what came.
-    """
-    if dims is None:
-        return {}
-    if not isinstance(dims, Mapping):
-        raise TypeError(f"dims: expected a mapping of dim names to sizes, got {dims!r:.200}")
-    checked: dict[str, int] = {}
-    for name, size in dims.items():
-        if not isinstance(name, str):
-            raise TypeError(f"dims: expected str dim names, got {name!r:.80}")
-        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
-            raise ValueError(
-                f"dims[{name!r}]: expected a non-negative integer size, got "
-                f"{type(size).__name__} {size!r:.80}"
-            )
-        checked[name] = int(size)
     return checked
 
 
@@ -175,50 +136,6 @@ def do_bench(
     if checked_quantiles is not None:
         return stats.quantiles(checked_quantiles)
     return stats.value(return_mode)
-
-
-def random_array(
-    shape: Sequence[int],
-    dtype: str,
-    rng: np.random.Generator,
-    *,
-    like: str = "numpy",
-    device: Any = "auto",
-) -> Any:
-    """A random array: standard normal for floats, small ints (-4..4, 0..8 unsigned), bools.
-    bfloat16 and float8 numpy arrays are ml_dtypes'.
-
-    ``like="torch"`` gives a torch tensor on ``device``: a torch device, None
-    (host memory) or ``"auto"`` (torch's accelerator when it has one).
-    """
-    import numpy as np
-
-    # Drawn in the narrowest type that holds the values (int8, float32), then cast: an
-    # input of N elements costs N of its own elements plus N of the draw, never 8N bytes.
-    if dtype == "bool":
-        data: Any = rng.integers(0, 2, size=shape, dtype=np.uint8).astype(np.bool_)
-    elif dtype.startswith("uint"):
-        data = rng.integers(0, 9, size=shape, dtype=np.uint8).astype(dtype, copy=False)
-    elif dtype.startswith("int"):
-        data = rng.integers(-4, 5, size=shape, dtype=np.int8).astype(dtype, copy=False)
-    elif dtype == "bfloat16":
-        data = rng.standard_normal(size=shape, dtype=np.float32)
-        if like != "torch":  # numpy's bfloat16 is ml_dtypes' (a tl-runtime dependency)
-            import ml_dtypes
-
-            data = data.astype(ml_dtypes.bfloat16)
-    else:
-        draw = np.float64 if np.dtype(dtype).itemsize > 4 else np.float32
-        data = rng.standard_normal(size=shape, dtype=draw).astype(dtype, copy=False)
-    if like == "torch":
-        torch: Any = importlib.import_module("torch")
-
-        tensor = torch.from_numpy(np.ascontiguousarray(data))
-        if dtype == "bfloat16":
-            tensor = tensor.to(torch.bfloat16)
-        target = torch_accelerator() if isinstance(device, str) and device == "auto" else device
-        return tensor if target is None else tensor.to(target)
-    return data
 
 
 class ProfiledKernel(Protocol):
@@ -319,7 +236,7 @@ class Profiler:
             nbytes = count * dtype_info(param.dtype).itemsize
             total += nbytes
             sizes.append(f"{param.name!r} {list(shape)} {param.dtype}: {nbytes} bytes")
-        available = _available_memory()
+        available = available_memory()
         if available is not None and total > available:
             raise ValueError(
                 f"dims: the generated inputs of kernel {self.kernel.name!r} need {total} "
@@ -362,11 +279,11 @@ class Profiler:
         inputs: list[Any] = []
         for param, shape in planned:
             if shape is None:
-                inputs.append(_scalar_input(param.dtype))
+                inputs.append(scalar_input(param.dtype))
                 continue
             data = random_array(shape, param.dtype, rng, like=self._like, device=self._device)
             if isinstance(data, np.ndarray):
-                data = _aligned(data, param.alignment)
+                data = aligned(data, param.alignment)
             inputs.append(data)
         return inputs
 
@@ -500,55 +417,6 @@ class Profiler:
                     f"kernel {kernel.name!r} output {index} differs from ref_fn "
                     f"(parameter {name!r}): {exc}"
                 ) from None
-
-
-def _scalar_input(dtype: str) -> float | bool | int:
-    """The value `Profiler.make_inputs` gives a scalar parameter of ``dtype``."""
-    if dtype == "bool":
-        return True
-    return 1.0 if "float" in dtype else 1
-
-
-def _aligned(array: np.ndarray[Any, Any], alignment: int) -> np.ndarray[Any, Any]:
-    """``array`` itself when its data lies at a multiple of ``alignment`` bytes, else an
-    aligned copy: a parameter's declared alignment, which the runtime would otherwise meet
-    by copying a read input on every timed call, and cannot meet for a written one."""
-    import numpy as np
-
-    if not array.size or array.ctypes.data % alignment == 0:
-        return array
-    raw = np.empty(array.nbytes + alignment, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % alignment
-    copy: np.ndarray[Any, Any] = raw[offset : offset + array.nbytes].view(array.dtype)
-    copy = copy.reshape(array.shape)
-    copy[...] = array
-    return copy
-
-
-def _available_memory() -> int | None:
-    """Bytes of memory this process may still allocate, or None where unknown.
-
-    The smaller of the machine's available memory (``MemAvailable`` of
-    ``/proc/meminfo``, else ``SC_AVPHYS_PAGES * SC_PAGE_SIZE``) and what the cgroup's
-    limit leaves (``memory.max - memory.current``, cgroup v2).
-    """
-    found: list[int] = []
-    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as meminfo:
-        for line in meminfo:
-            if line.startswith("MemAvailable:"):
-                found.append(int(line.split()[1]) * 1024)
-                break
-    if not found:
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    with contextlib.suppress(OSError, ValueError):
-        with open("/sys/fs/cgroup/memory.max") as handle:
-            limit = handle.read().strip()
-        if limit != "max":
-            with open("/sys/fs/cgroup/memory.current") as handle:
-                found.append(max(0, int(limit) - int(handle.read().strip())))
-    positive = [n for n in found if n >= 0]
-    return min(positive) if positive else None
 
 
 def _input_placement(device_types: Sequence[int]) -> tuple[str, Any]:
