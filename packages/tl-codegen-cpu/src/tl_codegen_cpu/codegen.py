@@ -9,6 +9,7 @@ under it).
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import tvm
@@ -35,6 +36,40 @@ def entry_function_name(mod: IRModule) -> str:
     if not names:
         raise ValueError("mod: expected at least one PrimFunc, the module has none")
     return names[0]
+
+
+def check_target_options(kind: str, target: Target) -> None:
+    """Refuse target options the CPU build would not apply: it builds for the machine it
+    runs on (``c``: ``gcc -march=native``; ``llvm``: LLVM for ``mcpu``, default the host
+    CPU), so an option it ignored would be recorded in the artifact's manifest without
+    being true of its library (an "aarch64" or "no AVX" artifact holding host x86 code).
+
+    Raises:
+        UnsupportedError: an option other than ``llvm``'s ``mcpu``, or an ``mtriple`` for
+            another architecture than the host's; the message says what is honoured.
+    """
+    from tl_ir.errors import UnsupportedError
+
+    options = {str(k): v for k, v in dict(target.attrs).items()}
+    honoured = {"mcpu", "mtriple"} if kind == "llvm" else set()
+    host_arch = platform.machine().replace("amd64", "x86_64").lower()
+    triple = str(options.get("mtriple", "") or "")
+    # feature.* flags are derived from the triple, which is judged on its own.
+    foreign = [n for n in options if n not in honoured and not n.startswith("feature.")]
+    if triple and triple.split("-")[0].lower() not in (host_arch, host_arch.replace("_", "-")):
+        foreign.append("mtriple")
+    if foreign:
+        shown = ", ".join(f"{name}={options[name]!r}" for name in sorted(set(foreign)))
+        what = (
+            "only mcpu (LLVM's CPU name, default the host's) and the host's own mtriple"
+            if kind == "llvm"
+            else "no option: gcc builds for this machine's CPU (-march=native); for "
+            "another CPU use target llvm with mcpu"
+        )
+        raise UnsupportedError(
+            f"target {kind}: {shown} would not be applied (the CPU backend builds for "
+            f"the {host_arch} machine it runs on); it honours {what}"
+        )
 
 
 def _mcpu(target: Target) -> str | None:
@@ -66,6 +101,7 @@ class CpuDeviceCodegen:
         Raises:
             ToolchainError: TVM's code generation failed.
         """
+        check_target_options(self.kind, target)
         name = entry_function_name(mod)
         if self.kind == "c":
             return KernelSources(
@@ -83,6 +119,7 @@ class CpuDeviceCodegen:
 
     def build_to(self, mod: IRModule, target: Target, directory: Path) -> CpuBuildResult:
         """Build ``mod`` into ``directory`` (``kernel.so`` and its source); see `build`."""
+        check_target_options(self.kind, target)
         if self.kind == "c":
             return build_c(mod, directory)
         return build_llvm(mod, directory, mcpu=_mcpu(target))
