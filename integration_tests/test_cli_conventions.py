@@ -408,3 +408,61 @@ def test_inspect_shows_terminal_escapes_in_an_artifact_instead_of_sending_them(
         assert raw not in shown
     assert shown.count(r"\x1b]0;owned\x07\x1b[2J\u202ereversed\r") == 2
     assert "\n----- " in shown  # the sources keep their lines
+
+
+SCALE_ROWS = f"{ROOT / 'examples' / 'symbolic_shape_eager.py'}:scale_rows"
+ELEMENTWISE = f"{ROOT / 'examples' / 'elementwise.py'}:add"
+
+
+def test_bench_takes_an_eager_kernels_dynamic_dim(tl) -> None:
+    # --dim M=100 (a T.dynamic dim) was refused as "unexpected keyword argument 'M'".
+    result = tl(
+        "bench", SCALE_ROWS, "--dim", "N=64", "--dim", "M=100", "--rep", "2", "--warmup", "1"
+    )
+    assert "scale_rows: median" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # each of these was accepted and silently ignored or overridden
+        (["compile", SCALE_ROWS, "--dim", "N=64", "--dim", "M=100"], "--dim M: "),
+        (
+            ["compile", SCALE_ROWS, "--dim", "N=64", "--arg", "alpha=2.0"],
+            "--arg alpha: 'alpha' is an argument of the kernel",
+        ),
+        (
+            ["compile", SCALE_ROWS, "--dim", "N=64", "--arg", "N=5"],
+            "N is given both as --arg N=5 and as --dim N=64",
+        ),
+        (
+            ["bench", ELEMENTWISE, "--arg", "M=64", "--arg", "N=64", "--dim", "K=5"],
+            "--dim K: kernel 'main' has no symbolic dim 'K'",
+        ),
+    ],
+)
+def test_a_flag_that_would_be_ignored_is_refused(
+    tl, tmp_path: Path, argv: list[str], message: str
+) -> None:
+    if argv[0] == "compile":
+        argv = [*argv, "--out", str(tmp_path / "art")]
+    result = tl(*argv, ok=False)
+    assert result.returncode == 1 and message in result.stderr, result.stderr
+
+
+def test_an_argument_to_a_prim_func_is_refused(tl, tmp_path: Path) -> None:
+    kernel_file = tmp_path / "fixed.py"
+    kernel_file.write_text(
+        "import tl_jit.language as T\n"
+        "@T.prim_func\n"
+        "def fixed(A: T.Tensor((64,), 'float32')):\n"
+        "    with T.Kernel(1, threads=1) as bx:\n"
+        "        A[0] = T.float32(0)\n"
+    )
+    result = tl(
+        "compile", f"{kernel_file}:fixed", "--arg", "N=1000", "--out", str(tmp_path / "a"), ok=False
+    )
+    assert (
+        "--arg N: " in result.stderr
+        and "is a PrimFunc, which takes no compile-time" in result.stderr
+    )

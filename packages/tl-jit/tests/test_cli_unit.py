@@ -38,6 +38,21 @@ def test_kernel_code_exiting_mid_command_is_a_failure(
     assert "called sys.exit(0) before 'tl compile' finished" in capsys.readouterr().err
 
 
+def test_kernel_code_calling_os_exit_mid_command_is_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # os._exit skips every handler: tl compile ended with status 0 having written nothing.
+    import os
+
+    kernel_file = tmp_path / "builder_os_exits.py"
+    kernel_file.write_text("import os\ndef f():\n    os._exit(0)\n")
+    saved = os._exit
+    status = cli.main(["compile", f"{kernel_file}:f", "--out", str(tmp_path / "artifact")])
+    assert status == 1
+    assert "called os._exit(0) before 'tl compile' finished" in capsys.readouterr().err
+    assert os._exit is saved
+
+
 def test_an_argument_given_twice_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tl_jit.cli_commands import cmd_backends, cmd_cache, cmd_compile, cmd_inspect, print_json
-from tl_jit.cli_support import UsageError, require_dims, visible
+from tl_jit.cli_support import UsageError, exits_refused, require_dims, visible
 from tl_jit.cli_support import compile_object as _compile_object
 from tl_jit.cli_support import parse_assignments as _parse_assignments
 
@@ -30,9 +30,9 @@ _SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for a process the p
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    kernel = _compile_object(args)
+    kernel, consts = _compile_object(args)
     dims = _parse_assignments(args.dim, "--dim")
-    require_dims(kernel, dims)
+    require_dims(kernel, dims, consts)
     profiler = kernel.get_profiler(dims=dims)
     stats = profiler.measure(warmup=args.warmup, rep=args.rep, flops=args.flops, bytes=args.bytes)
     name = args.function.rpartition(":")[2]
@@ -287,7 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        status = _COMMANDS[args.command](args)
+        with exits_refused(
+            f"the kernel code called os._exit({{status}}) before 'tl {args.command}' finished"
+        ):
+            status = _COMMANDS[args.command](args)
         sys.stdout.flush()
         return status
     except BrokenPipeError:

@@ -110,7 +110,7 @@ def load_object(spec: str) -> Any:
         "if __name__ == '__main__')"
     )
     try:
-        with _exits_refused(path_text, exit_advice):
+        with exits_refused(f"{path_text}: importing it called os._exit({{status}}); {exit_advice}"):
             module_spec.loader.exec_module(module)
     except SystemExit as exc:
         # Not a success: nothing was compiled. Report it like any failed import.
@@ -125,25 +125,28 @@ def load_object(spec: str) -> Any:
     return value
 
 
-class _exits_refused:
-    """While importing a kernel file, ``os._exit`` raises instead of ending the process.
+class exits_refused:
+    """While kernel code runs for a command, ``os._exit`` raises `UsageError` instead of
+    ending the process.
 
-    ``os._exit`` skips every handler, so ``tl compile`` would end with the file's status
-    (0) having written nothing. Replacing it for the import turns it into the usual error.
+    ``os._exit`` skips every handler, so ``tl compile`` would end with the code's status
+    (0) having written nothing. Only this process is affected: a child it forks (a
+    multiprocessing worker, which leaves through ``os._exit``) exits as usual.
     """
 
-    def __init__(self, path_text: str, advice: str) -> None:
-        self.path_text = path_text
-        self.advice = advice
+    def __init__(self, message: str) -> None:
+        self.message = message  # formatted with {status}
         self.saved: Any = None
 
     def __enter__(self) -> None:
-        path_text, advice = self.path_text, self.advice
+        message, owner, saved = self.message, os.getpid(), os._exit
+        self.saved = saved
 
         def refuse(status: int) -> None:
-            raise UsageError(f"{path_text}: importing it called os._exit({status!r}); {advice}")
+            if os.getpid() != owner:
+                saved(status)
+            raise UsageError(message.format(status=repr(status)))
 
-        self.saved = os._exit
         os._exit = refuse  # type: ignore[assignment]
 
     def __exit__(self, *exc: object) -> None:
@@ -156,6 +159,7 @@ class ResolvedKernel:
 
     prim_func: Any
     options: dict[str, Any] = field(default_factory=dict)
+    consts: frozenset[str] = frozenset()  # the --dim names an eager kernel's T.const took
 
 
 def _missing_dims(obj: Any, given: dict[str, Any]) -> list[str]:
@@ -187,12 +191,39 @@ def resolve_kernel(args: argparse.Namespace, *, dims_for_eager_only: bool = True
         overrides["execution_backend"] = args.execution_backend
     if args.out_idx is not None:
         overrides["out_idx"] = args.out_idx
+    both = sorted(set(arguments) & set(dims))
+    if both:
+        raise UsageError(
+            f"{both[0]} is given both as --arg {both[0]}={arguments[both[0]]!r} and as "
+            f"--dim {both[0]}={dims[both[0]]!r}; give it once"
+        )
     if isinstance(obj, AutoTuner):
+        print(
+            f"tl: note: {args.function} is autotuned; this builds the configuration its "
+            "--arg values and defaults give, without tuning",
+            file=sys.stderr,
+        )
         obj = obj.jit_function
     if isinstance(obj, EagerJITFunction):
         # Eager kernels: --arg gives template parameters, --dim (or --arg) the T.const
-        # sizes their tensors would have given.
-        values = {**arguments, **dims}
+        # sizes their tensors would have given; another --dim (a T.dynamic dim) is for
+        # the inputs tl bench makes.
+        consts = set(obj.analysis.consts)
+        kernel_arguments = sorted({p.name for p in obj.analysis.kernel_params} & set(arguments))
+        if kernel_arguments:
+            raise UsageError(
+                f"--arg {kernel_arguments[0]}: {kernel_arguments[0]!r} is an argument of "
+                f"the kernel {args.function} (passed when it is called), not a "
+                "compile-time value"
+            )
+        runtime_dims = sorted(set(dims) - consts)
+        if runtime_dims and dims_for_eager_only:
+            raise UsageError(
+                f"--dim {runtime_dims[0]}: {args.function} has no T.const "
+                f"{runtime_dims[0]!r} (its T.const symbols: {sorted(consts)}); a dim "
+                "bound at call time (T.dynamic) is given to tl bench, not tl compile"
+            )
+        values = {**arguments, **{k: v for k, v in dims.items() if k in consts}}
         missing = _missing_dims(obj, values)
         if missing:
             flags = " ".join(f"--dim {name}=SIZE" for name in missing)
@@ -208,7 +239,7 @@ def resolve_kernel(args: argparse.Namespace, *, dims_for_eager_only: bool = True
         ir = obj.specialize(**values)
         options = {**obj.options, **overrides}
         options["out_idx"] = list(ir.out_idx) or None
-        return ResolvedKernel(ir.prim_func, options)
+        return ResolvedKernel(ir.prim_func, options, frozenset(consts))
     if dims and dims_for_eager_only:
         raise UsageError(
             "--dim: only eager kernels take sizes at compile time; a builder's sizes are "
@@ -218,6 +249,11 @@ def resolve_kernel(args: argparse.Namespace, *, dims_for_eager_only: bool = True
         return ResolvedKernel(obj.get_prim_func(**arguments), {**obj.options, **overrides})
     from tvm.tirx import PrimFunc
 
+    if isinstance(obj, PrimFunc) and arguments:
+        raise UsageError(
+            f"--arg {next(iter(arguments))}: {args.function} is a PrimFunc, which takes no "
+            "compile-time arguments (its sizes are fixed, or symbolic and bound when called)"
+        )
     if not isinstance(obj, PrimFunc):
         if not callable(obj):
             raise UsageError(
@@ -229,8 +265,9 @@ def resolve_kernel(args: argparse.Namespace, *, dims_for_eager_only: bool = True
     return ResolvedKernel(obj, overrides)
 
 
-def compile_object(args: argparse.Namespace) -> Any:
-    """Compile FILE:FUNC for running here (``tl bench``); returns a `tl_jit.JITKernel`.
+def compile_object(args: argparse.Namespace) -> tuple[Any, frozenset[str]]:
+    """Compile FILE:FUNC for running here (``tl bench``); returns the `tl_jit.JITKernel`
+    and the ``--dim`` names it took as an eager kernel's ``T.const`` sizes.
 
     Raises:
         everything `resolve_kernel` and `tl_jit.compile` raise.
@@ -244,25 +281,40 @@ def compile_object(args: argparse.Namespace) -> Any:
         options.get("target_host"),
         options.get("execution_backend", "auto"),
     )
-    return compile_with_context(
+    kernel = compile_with_context(
         resolved.prim_func,
         context,
         out_idx=options.get("out_idx"),
         pass_configs=options.get("pass_configs"),
     )
+    return kernel, resolved.consts
 
 
-def require_dims(kernel: Any, dims: dict[str, Any]) -> None:
-    """Refuse, naming the flag, a symbolic dim of ``kernel``'s inputs that ``dims`` lacks.
+def require_dims(
+    kernel: Any, dims: dict[str, Any], consumed: set[str] | frozenset[str] = frozenset()
+) -> None:
+    """Refuse, naming the flag, a symbolic dim of ``kernel``'s inputs that ``dims`` lacks,
+    and a ``--dim`` that names none (``consumed``: those already used as an eager
+    kernel's ``T.const`` sizes).
 
     Raises:
-        UsageError: ``--dim NAME=SIZE`` is missing for some symbolic dim.
+        UsageError: ``--dim NAME=SIZE`` is missing for some symbolic dim, or names a dim
+            the kernel does not have (it would be ignored).
     """
     missing: list[str] = []
+    symbolic: set[str] = set()
     for param in kernel.params:
         for dim in getattr(param, "shape", ()) or ():
+            if isinstance(dim, str):
+                symbolic.add(dim)
             if isinstance(dim, str) and dim not in dims and dim not in missing:
                 missing.append(dim)
+    unused = sorted(set(dims) - symbolic - set(consumed))
+    if unused:
+        raise UsageError(
+            f"--dim {unused[0]}: kernel {kernel.name!r} has no symbolic dim {unused[0]!r} "
+            f"(its symbolic dims: {sorted(symbolic)}); it would be ignored"
+        )
     if missing:
         flags = " ".join(f"--dim {name}=SIZE" for name in missing)
         raise UsageError(
