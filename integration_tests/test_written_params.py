@@ -80,3 +80,18 @@ def test_an_output_the_kernel_never_writes_is_refused() -> None:
 
     with pytest.raises(ValueError, match=r"out_idx: parameter 0 \('A'\) is never written"):
         tl_jit.compile(copy, out_idx=[0], target="c")
+
+
+def test_an_output_sized_by_a_scalar_is_refused_naming_it() -> None:
+    # Was: ArtifactError "manifest out_idx param 'C': expected symbolic dims bound by an
+    # input parameter, got ['n']" (n is a parameter; the manifest is nothing the user wrote).
+    n = T.int32()
+
+    @T.prim_func
+    def fill(A: T.Tensor((4,), "float32"), n: T.int32, C: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(n):
+                C[i] = A[0]
+
+    with pytest.raises(ValueError, match=r"output 'C' .* 'n' is a scalar parameter, which cannot"):
+        tl_jit.compile(fill, out_idx=[-1], target="c")

@@ -122,6 +122,22 @@ def param_specs(func: tirx.PrimFunc, out_idx: Sequence[int] = ()) -> tuple[Any, 
             if position in out_idx:
                 raise ValueError(f"out_idx: parameter {position} ({name!r}) is a scalar")
             specs.append(ParamSpec(name=name, dtype=str(ty.dtype), kind="scalar"))
+    bound = {s for k, spec in enumerate(specs) if k not in out_idx for s in spec.symbols}
+    for k in out_idx:
+        unbound = sorted(set(specs[k].symbols) - bound)
+        if unbound:
+            scalars = {spec.name for spec in specs if spec.kind == "scalar"}
+            how = (
+                f"{unbound[0]!r} is a scalar parameter, which cannot size an output the "
+                "runtime allocates"
+                if unbound[0] in scalars
+                else f"no input tensor's shape gives {unbound[0]!r}"
+            )
+            raise ValueError(
+                f"output {specs[k].name!r} (out_idx {k}, or T.empty in an eager kernel) has "
+                f"dims {list(specs[k].shape)}: {how}; size it from an input tensor's shape or "
+                "constants, or pass it as an argument"
+            )
     return tuple(specs)
 
 
