@@ -357,3 +357,66 @@ def test_a_kernel_is_a_kernel_and_calls_its_call_path(artifact: Artifact, adapte
     kernel._call = lambda *args: seen.append(args)
     kernel(1, 2, 3)
     assert seen == [(1, 2, 3)]
+
+
+def test_float32_max_as_numpy_prints_it_is_accepted(artifact: Artifact, adapter: str) -> None:
+    """3.4028235e38 (how numpy prints float32's largest value, just above it as a double)
+    rounds to that value: it was refused as "not representable as float32"."""
+    kernel = tl_runtime.load(artifact("axpb", out_idx=(1,)), adapter=adapter)
+    a = np.ones(64, dtype=np.float32)
+    f32_max = float(np.finfo(np.float32).max)
+    overflow = 2.0**128 * (1 - 2.0**-25)  # half an ulp above: a tie, which rounds to inf
+    below = float(np.nextafter(overflow, 0.0))
+    for value in (3.4028235e38, -3.4028235e38, below, f32_max):
+        for _ in range(3):  # the first call and the fast paths after it
+            out = kernel(a, value, 0)
+            assert np.isfinite(out).all() and out[0] == np.float32(value), (value, out[:1])
+    for value in (overflow, -overflow, 1e39):
+        for _ in range(3):
+            with pytest.raises(
+                ValueError, match="'alpha': expected a value representable as float32"
+            ):
+                kernel(a, value, 0)
+
+
+def test_a_float16_scalar_may_be_anything_that_rounds_to_a_finite_float16() -> None:
+    """65519 rounds to 65504 (float16's largest value) and was refused; 65520 is a tie
+    that rounds to inf and stays refused. The other narrow float types follow the same rule."""
+    import math
+
+    import ml_dtypes
+
+    limits = {"float16": 65520.0, "bfloat16": 2.0**128 * (1 - 2.0**-9), "float8_e5m2": 61440.0}
+    limits["float8_e4m3fn"] = math.nextafter(464.0, math.inf)  # 464 rounds to 448 (no inf)
+    for dtype, limit in limits.items():
+        manifest = tl_runtime.Manifest(
+            name="k",
+            entry_symbol="k",
+            params=(tl_runtime.ParamSpec("s", dtype, kind="scalar"),),
+            target={"kind": "llvm"},
+            library="k.so",
+        )
+        checker = ArgumentChecker(manifest)
+        numpy_type = getattr(ml_dtypes, dtype, None) or np.dtype(dtype).type
+        below = math.nextafter(limit, 0.0)
+        for value in (below, -below, float(ml_dtypes.finfo(numpy_type).max)):
+            assert np.isfinite(np.array(value).astype(numpy_type)), (dtype, value)
+            assert checker.prepare([value]).args == [value], (dtype, value)
+        assert checker.prepare([math.inf]).args == [math.inf]  # inf is a value of the type
+        for value in (limit, -limit, limit * 2):
+            with np.errstate(over="ignore"):
+                assert not np.isfinite(np.array(value).astype(numpy_type)), (dtype, value)
+            with pytest.raises(ValueError, match=f"'s': expected a value representable as {dtype}"):
+                checker.prepare([value])
+    checker = ArgumentChecker(
+        tl_runtime.Manifest(
+            name="k",
+            entry_symbol="k",
+            params=(tl_runtime.ParamSpec("s", "float16", kind="scalar"),),
+            target={"kind": "llvm"},
+            library="k.so",
+        )
+    )
+    assert checker.prepare([65519.0]).args == [65519.0]
+    with pytest.raises(ValueError, match=r"float16, got 65520\.0"):
+        checker.prepare([65520.0])

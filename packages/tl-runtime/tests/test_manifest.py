@@ -289,3 +289,34 @@ def test_mutated_manifests_raise_only_artifact_errors(data: st.DataObject) -> No
         parent[path[-1]] = replacement  # type: ignore[index]
     with contextlib.suppress(ArtifactError):
         Manifest.from_json(document)
+
+
+class _BytesPath:
+    def __fspath__(self) -> bytes:
+        return b"/tmp"
+
+
+@pytest.mark.parametrize(
+    ("function", "directory", "shown"),
+    [
+        ("read_manifest", 5, "int 5"),
+        ("read_manifest", None, "NoneType None"),
+        ("read_manifest", b"/tmp", "bytes b'/tmp'"),
+        ("read_manifest", _BytesPath(), "_BytesPath"),
+        ("read_artifact", 5, "int 5"),
+        ("verify_files", 5, "int 5"),
+    ],
+)
+def test_a_directory_that_is_not_a_path_is_refused_naming_the_parameter(
+    function: str, directory: object, shown: str
+) -> None:
+    """``read_manifest(5)`` raised pathlib's TypeError, naming neither the function nor
+    the parameter."""
+    call = getattr(tl_runtime, function)
+    args = (directory, _manifest()) if function == "verify_files" else (directory,)
+    with pytest.raises(
+        TypeError,
+        match=rf"^{function}: directory: expected the artifact directory as a str or path-like "
+        rf"object.*, got {shown}",
+    ):
+        call(*args)

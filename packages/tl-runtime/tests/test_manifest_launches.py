@@ -235,6 +235,88 @@ def test_the_expression_evaluator_is_public() -> None:
         evaluate_dim_expression(1.5, {})  # type: ignore[arg-type]
 
 
+DEEP_EXPRESSIONS = [
+    pytest.param("-" * 1000 + "1", "nested deeper than 64 levels", id="unary-1000"),
+    pytest.param("*".join(["2"] * 2000), "nested deeper than 64 levels", id="mul-chain-2000"),
+    pytest.param("(" * 200 + "n" + ")" * 200, "nested deeper than 64 levels", id="parens-200"),
+    pytest.param("min(" * 100 + "n" + ")" * 100, "nested deeper than 64 levels", id="calls-100"),
+    pytest.param("-" * 100000 + "1", r"\(100001 characters\)", id="unary-100000"),
+    pytest.param("1 + " * 1100 + "1", r"\(4401 characters\)", id="long"),
+]
+
+
+@pytest.mark.parametrize(("expression", "needle"), DEEP_EXPRESSIONS)
+def test_an_expression_too_deep_or_too_long_is_refused_by_validation(
+    tmp_path: Path, expression: str, needle: str
+) -> None:
+    """These passed validation, then evaluating them raised RecursionError; the 100000-deep
+    one made read_manifest (and load) raise a bare MemoryError."""
+    with pytest.raises(ArtifactError, match=rf"manifest launch 'k' grid\[0\]: .*{needle}"):
+        LaunchSpec("k", grid=(expression,))
+    with pytest.raises(ArtifactError, match=needle):
+        evaluate_dim_expression(expression, {"n": 1})
+    # the same through read_manifest and load, from a manifest on disk (digest fixed up)
+    directory = tl_runtime.write_artifact(tmp_path / "art", two_launches(), {"scale.bin": b"x"})
+    path = directory / "manifest.json"
+    document = json.loads(path.read_text())
+    document["launches"][1]["grid"][0] = expression
+    from tl_runtime.manifest.storage import manifest_digest
+
+    document["manifest_sha256"] = manifest_digest(document)
+    path.write_text(json.dumps(document))
+    field = r"manifest launch 'scale_kernel_1' grid\[0\]: "
+    with pytest.raises(ArtifactError, match=field + ".*" + needle) as caught:
+        tl_runtime.read_manifest(directory)
+    assert len(str(caught.value)) < 600  # the expression is cut in the message
+    with pytest.raises(ArtifactError, match=field):
+        tl_runtime.load(directory)
+
+
+def test_expressions_at_the_bounds_evaluate() -> None:
+    assert evaluate_dim_expression("-" * 63 + "n", {"n": 5}) == -5
+    assert evaluate_dim_expression("(" * 63 + "n" + ")" * 63, {"n": 5}) == 5
+    assert evaluate_dim_expression("*".join(["2"] * 64), {}) == 2**64  # 63 products deep
+    with pytest.raises(ArtifactError, match="nested deeper than 64 levels"):
+        evaluate_dim_expression("*".join(["2"] * 65), {})
+    longest = " " * 4093 + "1+1"  # 4096 characters
+    assert evaluate_dim_expression(longest, {}) == 2
+    with pytest.raises(ArtifactError, match=r"\(4097 characters\)"):
+        evaluate_dim_expression(longest + " ", {})
+    LaunchSpec("k", grid=("min(" * 32 + "n" + ", 1)" * 32,))
+
+
+def test_the_grammar_is_what_it_was() -> None:
+    """The parser that replaced ``ast`` reads the same language, with Python's meaning."""
+    for text, value in [
+        ("-7 // 2", -4),
+        ("-7 % 3", 2),
+        ("2 * -3 + 10 // 3 % 2", -5),
+        ("10 - 4 - 3", 3),
+        ("max(1, 2, 3) - min(4, n)", 1),
+        ("- -n", 2),
+        ("( n )*3", 6),
+        ("min", 9),  # a dim may be named min
+    ]:
+        assert evaluate_dim_expression(text, {"n": 2, "min": 9}) == value, text
+    for bad in ("n ** 2", "+n", "n / 2", "f(n)", "min()", "1.5", "0x10", "n n", "", "(n", "n)"):
+        with pytest.raises(ArtifactError, match="launch expression: expected a well-formed"):
+            evaluate_dim_expression(bad, {"n": 2})
+    assert dim_expression_names("max(n, m * 2) // k + min") == {"n", "m", "k", "min"}
+
+
+@pytest.mark.parametrize("value", [1.5, "3", None, True, 2.0])
+def test_a_binding_that_is_not_an_int_is_refused_naming_the_symbol(value: object) -> None:
+    """``evaluate_dim_expression("n", {"n": 1.5})`` returned 1."""
+    with pytest.raises(TypeError, match=r"bindings\['n'\]: expected an int .*got "):
+        evaluate_dim_expression("n + 0", {"n": value})  # type: ignore[dict-item]
+
+
+def test_a_numpy_integer_binding_is_an_int() -> None:
+    import numpy as np
+
+    assert evaluate_dim_expression("n * 2", {"n": np.int64(3)}) == 6  # type: ignore[dict-item]
+
+
 def source_only(directory: Path, runnable_with: tuple[str, ...]) -> Path:
     draft = two_launches(
         library="scale.src",

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,151 @@ def test_a_thread_count_of_any_integer_type_is_a_count_and_a_bool_is_not() -> No
     for count in (True, np.bool_(True), 2.0, "2", np.int64(-1)):
         with pytest.raises(ValueError, match=r"set_num_threads: count: expected an int >= 0"):
             thread_team.validate_thread_count(count)
+
+
+def test_omp_num_threads_decision() -> None:
+    decide = thread_team.decide_thread_count_env
+    for unchanged in (None, "", "  ", "1", "128", " 7 ", "+4", "4,100000", "0128"):
+        decision = decide(unchanged, 128)
+        assert not decision.changed and decision.threads == 0 and not decision.warning
+    for value, replacement in [
+        ("129", "128"),
+        ("100000", "128"),
+        ("100000,2", "128,2"),
+        ("9" * 5000, "128"),  # more digits than int() converts
+    ]:
+        decision = decide(value, 128)
+        assert decision.changed and decision.replacement == replacement and decision.threads == 128
+        assert "OMP_NUM_THREADS=" in decision.warning and "at most 128" in decision.warning
+    assert "'100000'" in decide("100000", 128).warning
+    for malformed in ("abc", "0", "-2", "1.5", "4x", ",4", "0,2"):
+        decision = decide(malformed, 128)
+        assert decision.changed and decision.replacement is None and decision.threads == 0
+        assert f"OMP_NUM_THREADS={malformed!r} is malformed" in decision.warning
+
+
+OPENMP_TEAM_SOURCE = """
+int tl_test_team(void) {
+  int n = 0;
+#pragma omp parallel
+  {
+#pragma omp atomic
+    n++;
+  }
+  return n;
+}
+"""
+
+
+@pytest.mark.parametrize("value", ["100000", "50000"])
+def test_a_huge_omp_num_threads_does_not_end_a_kernel_with_its_own_openmp_loop(
+    value: str, tmp_path: Path
+) -> None:
+    """A kernel compiled with ``#pragma omp parallel`` (tl's ``c`` target) loads the OpenMP
+    runtime, which reads OMP_NUM_THREADS: 100000 ended the process with SIGSEGV at the
+    first parallel region, 50000 with libgomp's "Thread creation failed" (exit 1)."""
+    import shutil
+
+    compiler = shutil.which(os.environ.get("TL_RUNTIME_CC", "cc"))
+    if compiler is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "team.c").write_text(OPENMP_TEAM_SOURCE)
+    library = tmp_path / "team.so"
+    built = subprocess.run(
+        [
+            compiler,
+            "-O1",
+            "-fopenmp",
+            "-shared",
+            "-fPIC",
+            str(tmp_path / "team.c"),
+            "-o",
+            str(library),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if built.returncode != 0:
+        pytest.skip(f"no OpenMP compiler: {built.stderr[-300:]}")
+    script = (
+        "import ctypes, tl_runtime; from tl_runtime import thread_team; "
+        f"print('TEAM', ctypes.CDLL({str(library)!r}).tl_test_team(), "
+        "thread_team.max_team_threads())"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": value}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    team, cap = proc.stdout.split("TEAM")[-1].split()
+    assert 1 <= int(team) <= int(cap)
+    assert f"OMP_NUM_THREADS='{value}' asks for more threads" in proc.stderr
+
+
+THREADS_SCRIPT = """
+import os, warnings
+warnings.simplefilter("always")
+import numpy as np, tl_runtime
+from tl_runtime import context, thread_team
+kernel = tl_runtime.load({artifact!r})
+a = np.arange(65536, dtype=np.float32)
+assert (kernel(a, a) == 2 * a).all()
+first = context.last_launch_threads()
+tl_runtime.set_num_threads(0)
+assert (kernel(a, a) == 2 * a).all()
+print("RESULT", first, context.last_launch_threads(), thread_team.max_team_threads(),
+      os.environ.get("OMP_NUM_THREADS"))
+"""
+
+
+@pytest.mark.parametrize("value", ["100000", "1000"])
+def test_a_huge_omp_num_threads_is_capped_for_the_helpers_launches(
+    value: str, artifact: Callable[..., Path], warm_runtime_cache: Path
+) -> None:
+    """The llvm kernels' launches (the context helper's OpenMP team) stay within the bound,
+    also after ``set_num_threads(0)``; the variable is lowered (children inherit that)."""
+    padd = artifact("padd", out_idx=(2,))
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "OMP_NUM_THREADS": value,
+        "TL_RUNTIME_CACHE_DIR": str(warm_runtime_cache),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS_SCRIPT.format(artifact=str(padd))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    first, after_reset, cap, env_value = proc.stdout.split("RESULT")[-1].split()
+    assert 1 <= int(first) <= int(cap) and 1 <= int(after_reset) <= int(cap)
+    assert env_value == cap
+    warnings = [line for line in proc.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert f"OMP_NUM_THREADS='{value}'" in warnings[0] and f"at most {cap}" in warnings[0]
+
+
+def test_a_malformed_omp_num_threads_is_removed_with_one_warning(
+    artifact: Callable[..., Path], warm_runtime_cache: Path
+) -> None:
+    padd = artifact("padd", out_idx=(2,))
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "OMP_NUM_THREADS": "lots",
+        "TL_RUNTIME_CACHE_DIR": str(warm_runtime_cache),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS_SCRIPT.format(artifact=str(padd))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("RESULT")[-1].split()[-1] == "None"  # removed from the environment
+    warnings = [line for line in proc.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warnings) == 1 and "OMP_NUM_THREADS='lots' is malformed" in warnings[0]

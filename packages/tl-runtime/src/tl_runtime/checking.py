@@ -268,10 +268,12 @@ class ArgumentChecker:
                 f"{where}: expected a value representable as {info.name}, got an int of "
                 f"{int(cast(SupportsIndex, value)).bit_length()} bits (beyond float64's range)"
             ) from None
-        limit = info.high
-        if limit is not None and math.isfinite(number_f) and abs(number_f) > limit:
+        # Representable: rounds (to nearest, ties to even) to a finite value of the type.
+        limit = info.overflow
+        if limit is not None and math.isfinite(number_f) and not abs(number_f) < limit:
             raise ValueError(
-                f"{where}: expected a value representable as {info.name}, got {number_f}"
+                f"{where}: expected a value representable as {info.name}, got {number_f!r} "
+                f"(a magnitude of {limit!r} or more rounds past its largest value {info.high!r})"
             )
         return number_f
 

@@ -108,9 +108,12 @@ def ensure_context_symbols() -> ContextStatus:
     with _lock:
         if _status is not None:
             return _status
-        from tl_runtime.thread_team import apply_default_wait_policy
+        from tl_runtime.thread_team import apply_default_wait_policy, apply_thread_count_env
 
-        apply_default_wait_policy()  # before the helper's OpenMP runtime loads
+        # Before the helper's OpenMP runtime loads: the wait policy, and OMP_NUM_THREADS
+        # within `max_team_threads` (libgomp ends the process building a team of 100000).
+        apply_default_wait_policy()
+        env_threads = apply_thread_count_env().threads
         ffi = libtvm_ffi()
         register = ffi.TVMFFIEnvModRegisterContextSymbol
         register.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
@@ -154,6 +157,8 @@ def ensure_context_symbols() -> ContextStatus:
                 getattr(helper, name).restype = ctypes.c_size_t
             _helper = helper
             status = ContextStatus(path, True, bool(helper.tl_rt_uses_openmp()), "")
+            if env_threads:
+                _apply_env_threads(helper, env_threads)
         for name in _FFI_FORWARDS:
             addresses["__" + name] = ctypes.cast(getattr(ffi, name), ctypes.c_void_p).value
         for sym, address in addresses.items():
@@ -215,8 +220,25 @@ def _fallback_addresses(ffi: ctypes.CDLL, reason: str) -> dict[str, int | None]:
     }
 
 
+def _apply_env_threads(helper: ctypes.CDLL, count: int) -> None:
+    """Bound the helper's default team to ``count`` (``OMP_NUM_THREADS`` lowered to
+    `thread_team.max_team_threads`), and this thread's OpenMP team where the OpenMP runtime
+    read the variable before tl_runtime lowered it (never raises a smaller setting)."""
+    helper.tl_rt_set_thread_cap.argtypes = [ctypes.c_int]
+    helper.tl_rt_set_thread_cap(count)
+    try:  # the helper's OpenMP runtime (a dependency: dlsym searches it), if any
+        get_max, set_threads = helper.omp_get_max_threads, helper.omp_set_num_threads
+    except AttributeError:
+        return
+    set_threads.argtypes = [ctypes.c_int]
+    set_threads.restype = None
+    if int(get_max()) > count:
+        set_threads(count)
+
+
 def set_num_threads(count: int) -> None:
-    """Set the number of threads parallel kernels use (0 = all cores).
+    """Set the number of threads parallel kernels use (0 = OpenMP's default: all cores, or
+    ``OMP_NUM_THREADS``, never more than `thread_team.max_team_threads`).
 
     Raises:
         ValueError: ``count`` is not an int in [0, `thread_team.max_team_threads`].

@@ -15,6 +15,7 @@ numpy, ml_dtypes and torch are imported only by the functions that need them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
@@ -47,6 +48,12 @@ class DtypeInfo:
         low: the smallest scalar value (integer types; None for others).
         high: the largest scalar value (integer types), or the largest finite value
             (floating types; None for float64, whose range is Python's).
+        overflow: (floating types but float64) the smallest magnitude that rounds past
+            ``high`` (round to nearest, ties to even, as numpy and ml_dtypes convert): a
+            finite value ``x`` converts to a finite value of the type iff
+            ``abs(x) < overflow`` (float32: ``2**128 * (1 - 2**-25)``, ``high`` plus half
+            an ulp; ``3.4028235e38``, how numpy prints ``high``, is below it). None for the
+            other types.
     """
 
     name: str
@@ -58,6 +65,7 @@ class DtypeInfo:
     torch_name: str | None
     low: int | None = None
     high: int | float | None = None
+    overflow: float | None = None
 
     @property
     def itemsize(self) -> int:
@@ -94,7 +102,17 @@ _ENTRIES = (
     _int("uint16", 16, False, "H"),
     _int("uint32", 32, False, "I"),
     _int("uint64", 64, False, "LQ"),
-    DtypeInfo("float16", "float", 16, DLPACK_FLOAT, "e", "numpy", "float16", high=65504.0),
+    DtypeInfo(
+        "float16",
+        "float",
+        16,
+        DLPACK_FLOAT,
+        "e",
+        "numpy",
+        "float16",
+        high=65504.0,
+        overflow=65520.0,  # 65504 + 2**4; 65520 itself is a tie, which rounds to inf
+    ),
     DtypeInfo(
         "bfloat16",
         "float",
@@ -104,9 +122,18 @@ _ENTRIES = (
         "ml_dtypes",
         "bfloat16",
         high=3.3895313892515355e38,
+        overflow=2.0**128 * (1 - 2.0**-9),
     ),
     DtypeInfo(
-        "float32", "float", 32, DLPACK_FLOAT, "f", "numpy", "float32", high=3.4028234663852886e38
+        "float32",
+        "float",
+        32,
+        DLPACK_FLOAT,
+        "f",
+        "numpy",
+        "float32",
+        high=3.4028234663852886e38,
+        overflow=2.0**128 * (1 - 2.0**-25),
     ),
     DtypeInfo("float64", "float", 64, DLPACK_FLOAT, "d", "numpy", "float64"),
     DtypeInfo(
@@ -118,9 +145,20 @@ _ENTRIES = (
         "ml_dtypes",
         "float8_e4m3fn",
         high=448.0,
+        # 464 (448 + half an ulp) is a tie that rounds to 448, the even neighbour (480 is
+        # no value: this type has no inf, and the bit pattern is NaN): only above it overflows
+        overflow=math.nextafter(464.0, math.inf),
     ),
     DtypeInfo(
-        "float8_e5m2", "float", 8, DLPACK_FLOAT8_E5M2, "", "ml_dtypes", "float8_e5m2", high=57344.0
+        "float8_e5m2",
+        "float",
+        8,
+        DLPACK_FLOAT8_E5M2,
+        "",
+        "ml_dtypes",
+        "float8_e5m2",
+        high=57344.0,
+        overflow=61440.0,
     ),
 )
 

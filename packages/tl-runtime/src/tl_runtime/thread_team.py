@@ -14,12 +14,20 @@ The rule: a wait policy the user chose is never touched (``OMP_WAIT_POLICY``, or
 gets ``OMP_WAIT_POLICY=PASSIVE`` (idle workers sleep at once). `thread_policy` reports
 what applies and whether it reached the OpenMP runtime: it did not when an OpenMP runtime
 was already loaded (``import torch`` before ``tl_jit``), which the profiler warns about.
+
+``OMP_NUM_THREADS`` is checked at the same moment (`apply_thread_count_env`): a first value
+above `max_team_threads` (``OMP_NUM_THREADS=100000`` made libgomp fail to build the team and
+end the process, by SIGSEGV or ``exit(1)``) is lowered to that bound, and a malformed value
+is removed, each with one warning; parallel launches then never use more threads than
+that bound (`thread_count_env`).
 """
 
 from __future__ import annotations
 
 import operator
 import os
+import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +35,7 @@ from tl_runtime.fork_safety import ForkSafeLock
 
 WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
 SPIN_COUNT_ENV = "GOMP_SPINCOUNT"
+THREAD_COUNT_ENV = "OMP_NUM_THREADS"
 DEFAULT_WAIT_POLICY = "PASSIVE"
 """The wait policy the process gets when the user chose none: idle workers sleep."""
 THREADS_PER_CPU_LIMIT = 64
@@ -128,6 +137,7 @@ def apply_default_wait_policy() -> ThreadPolicy:
         The `ThreadPolicy` of this process.
     """
     global _policy
+    apply_thread_count_env()
     with _lock:
         if _policy is None:
             additions, policy = decide_wait_policy(os.environ, loaded_openmp_runtimes())
@@ -179,3 +189,111 @@ def validate_thread_count(count: object) -> int:
     if value is None or not 0 <= value <= limit:
         raise ValueError(f"set_num_threads: count: {expected}, got {count!r}")
     return value
+
+
+@dataclass(frozen=True)
+class ThreadCountEnv:
+    """What tl_runtime made of ``OMP_NUM_THREADS`` (`decide_thread_count_env`).
+
+    Attributes:
+        replacement: the variable's new value; None to remove it (malformed); equal to the
+            old value (or None when unset) when nothing changes (``changed`` False).
+        changed: whether the variable is rewritten or removed.
+        threads: the most threads a parallel launch gets by default (the bound, when the
+            value was above it); 0 when nothing is bounded beyond OpenMP's own default.
+        warning: the one warning to give (empty when nothing changed).
+    """
+
+    replacement: str | None
+    changed: bool
+    threads: int
+    warning: str
+
+
+_COUNT = re.compile(r"\A\s*\+?[0-9]+\s*\Z")
+_thread_env: ThreadCountEnv | None = None
+_thread_env_lock = ForkSafeLock()
+
+
+def decide_thread_count_env(value: str | None, limit: int) -> ThreadCountEnv:
+    """What to do with ``OMP_NUM_THREADS`` = ``value`` under the bound ``limit`` (pure).
+
+    The OpenMP runtime takes a positive int or a comma-separated list of them (one per
+    nesting level); only the first one sizes the teams of tl_runtime's launches.
+
+    Args:
+        value: the variable's value, None when unset.
+        limit: the largest team to allow (`max_team_threads`, `set_num_threads`'s bound).
+
+    Returns:
+        Unset or blank, or a first value in [1, ``limit``]: no change. A first value above
+        ``limit``: that value replaced by ``limit`` (the rest of the list kept), and
+        ``threads`` = ``limit``. Anything else (``"abc"``, ``"0"``, ``"-2"``, ``"1.5"``):
+        the variable removed (OpenMP's default, one thread per CPU, applies).
+    """
+    if value is None or not value.strip():
+        return ThreadCountEnv(value, False, 0, "")
+    first, *rest = value.split(",")
+    digits = first.strip().lstrip("+").lstrip("0")
+    if _COUNT.match(first) and digits:  # a positive int
+        # More digits than the limit's is above it (int() of thousands of digits refuses).
+        if len(digits) <= len(str(limit)) and int(digits) <= limit:
+            return ThreadCountEnv(value, False, 0, "")
+        replacement = ",".join([str(limit), *rest])
+        return ThreadCountEnv(
+            replacement,
+            True,
+            limit,
+            f"{THREAD_COUNT_ENV}={_shown(value)} asks for more threads than tl_runtime allows "
+            f"(at most {limit}: {THREADS_PER_CPU_LIMIT} per CPU, {available_cpus()} CPUs here; "
+            "an OpenMP runtime may fail to build such a team and end the process); "
+            f"parallel kernels use at most {limit} threads ({THREAD_COUNT_ENV}={replacement})",
+        )
+    return ThreadCountEnv(
+        None,
+        True,
+        0,
+        f"{THREAD_COUNT_ENV}={_shown(value)} is malformed (expected a positive int, at most "
+        f"{limit}, or a comma-separated list of them); tl_runtime removed it, so parallel "
+        f"kernels use OpenMP's default (one thread per CPU, {available_cpus()} here)",
+    )
+
+
+def _shown(value: str) -> str:
+    """``value`` quoted for a message, cut to 60 characters."""
+    return repr(value) if len(value) <= 60 else repr(value[:60]) + "..."
+
+
+def apply_thread_count_env() -> ThreadCountEnv:
+    """Check ``OMP_NUM_THREADS`` once per process and bound it (`decide_thread_count_env`).
+
+    Runs when ``tl_runtime`` (or ``tl_jit``) is imported and again before the first kernel
+    library loads (idempotent, thread-safe; the first call decides): a value above
+    `max_team_threads` is lowered to that bound in the environment, before the OpenMP
+    runtime reads it, and a malformed one is removed, each with one ``RuntimeWarning``
+    naming the variable, the value and the bound. The context helper's launches never
+    use more than ``threads`` by default either (`tl_runtime.context`), so the bound holds
+    even when an OpenMP runtime (torch's) had read the variable before.
+
+    Returns:
+        The `ThreadCountEnv` of this process.
+    """
+    global _thread_env
+    with _thread_env_lock:
+        if _thread_env is not None:
+            return _thread_env
+        decision = decide_thread_count_env(os.environ.get(THREAD_COUNT_ENV), max_team_threads())
+        if decision.changed:
+            if decision.replacement is None:
+                os.environ.pop(THREAD_COUNT_ENV, None)
+            else:
+                os.environ[THREAD_COUNT_ENV] = decision.replacement
+        _thread_env = decision
+    if decision.changed:  # outside the lock: a filter may make the warning an exception
+        warnings.warn(decision.warning, RuntimeWarning, stacklevel=2)
+    return decision
+
+
+def thread_count_env() -> ThreadCountEnv:
+    """What tl_runtime made of ``OMP_NUM_THREADS`` (checks it first if nobody did)."""
+    return apply_thread_count_env()

@@ -29,7 +29,15 @@ static volatile size_t g_team_stack_bytes = 0;
 static volatile int g_last_launch_threads = 0;
 static volatile int g_forked_child = 0;
 
+/* The largest default team (0: none): OMP_NUM_THREADS beyond tl_runtime's bound, lowered
+ * (tl_runtime.thread_team.apply_thread_count_env). An OpenMP runtime that read the variable
+ * before tl_runtime lowered it would otherwise build a team of that size, and fail. */
+static int g_thread_cap = 0;
+
 void tl_rt_set_num_threads(int n) { g_num_threads = n > 0 ? n : 0; }
+void tl_rt_set_thread_cap(int n) { g_thread_cap = n > 0 ? n : 0; }
+int tl_rt_thread_cap(void) { return g_thread_cap; }
+static int tl_rt_capped(int n) { return g_thread_cap > 0 && n > g_thread_cap ? g_thread_cap : n; }
 int tl_rt_last_launch_threads(void) { return g_last_launch_threads; }
 /* 1 in a process created by fork() after this helper was loaded (see above). */
 int tl_rt_is_forked_child(void) { return g_forked_child; }
@@ -148,7 +156,7 @@ static int tl_rt_pthread_launch(TLParallelLambda flambda, void* cdata, int n) {
 int tl_rt_uses_openmp(void) { return !g_forked_child; }
 int tl_rt_max_threads(void) {
   if (g_num_threads > 0) return g_num_threads;
-  return g_forked_child ? tl_rt_online_cpus() : omp_get_max_threads();
+  return tl_rt_capped(g_forked_child ? tl_rt_online_cpus() : omp_get_max_threads());
 }
 
 int tl_rt_parallel_launch(TLParallelLambda flambda, void* cdata, int num_task) {
@@ -184,7 +192,9 @@ int tl_rt_parallel_barrier(int task_id, TLParallelGroupEnv* penv) {
 }
 #else
 int tl_rt_uses_openmp(void) { return 0; }
-int tl_rt_max_threads(void) { return g_num_threads > 0 ? g_num_threads : tl_rt_online_cpus(); }
+int tl_rt_max_threads(void) {
+  return g_num_threads > 0 ? g_num_threads : tl_rt_capped(tl_rt_online_cpus());
+}
 
 int tl_rt_parallel_launch(TLParallelLambda flambda, void* cdata, int num_task) {
   int n = num_task > 0 ? num_task : tl_rt_max_threads();

@@ -228,7 +228,9 @@ cdef class Launcher:
             if p.kind == SCALAR_FLOAT:
                 if type(obj) is not float:
                     return 0
-                if p.bits == 32 and not (-3.4028234663852886e38 <= PyFloat_AS_DOUBLE(obj) <= 3.4028234663852886e38):
+                # float32: what rounds past its largest value (2**128 * (1 - 2**-25) and up,
+                # dtypes.DtypeInfo.overflow) goes to the checker, which refuses it
+                if p.bits == 32 and not (-3.4028235677973366e38 < PyFloat_AS_DOUBLE(obj) < 3.4028235677973366e38):
                     return 0
                 st.packed[j].type_index = kTVMFFIFloat
                 st.packed[j].zero_padding = 0

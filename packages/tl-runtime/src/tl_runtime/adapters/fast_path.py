@@ -151,8 +151,10 @@ def _scalar_lines(i: int, spec: ParamPlan) -> list[str]:
         ]
     if info.kind == "bool":
         return [f"    if type(a{i}) is not bool:", "        return slow(args)"]
-    # float32 and float64; beyond float32's range goes to the full path, which refuses it.
-    guard = "" if info.high is None else f" or not -{info.high!r} <= a{i} <= {info.high!r}"
+    # float32 and float64; what rounds past float32's range (DtypeInfo.overflow) goes to
+    # the full path, which refuses it. inf and nan go there too (it accepts them).
+    limit = info.overflow
+    guard = "" if limit is None else f" or not -{limit!r} < a{i} < {limit!r}"
     return [f"    if type(a{i}) is not float{guard}:", "        return slow(args)"]
 
 

@@ -10,9 +10,10 @@ launcher does), with a small AST walker, never ``eval``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import operator
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tl_runtime.errors import ArtifactError
 from tl_runtime.manifest.fields import (
@@ -25,9 +26,6 @@ from tl_runtime.manifest.fields import (
     as_str,
     fail,
 )
-
-if TYPE_CHECKING:
-    import ast
 
 LAUNCH_ARGUMENT_KINDS = ("buffer", "scalar", "dim", "workspace")
 """``buffer``: the data pointer of the tensor parameter ``name``; ``scalar``: the value of the
@@ -42,46 +40,180 @@ MAX_LAUNCH_EXTENTS = 3
 """A grid or block has 1 to 3 extents (x, y, z)."""
 
 
+MAX_EXPRESSION_LENGTH = 4096
+"""The longest launch expression a manifest may hold, in characters (the ones generated
+are a few dozen)."""
+
+MAX_EXPRESSION_DEPTH = 64
+"""How deeply a launch expression may nest: its syntax tree's depth, where each operator,
+unary minus, ``min``/``max`` call and pair of parentheses is a level (``"((n + 127) //
+128)"`` is 5 deep; ``"1 + 2 + 3"`` is 3: ``+`` groups from the left)."""
+
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),]))")
+_BINARY: dict[str, Callable[[int, int], int]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+}
+_FUNCTIONS = ("min", "max")
+_EXPECTED = (
+    "a well-formed integer expression (ints, names, + - * // %, parentheses, unary -, min, "
+    f"max; at most {MAX_EXPRESSION_LENGTH} characters, nested at most {MAX_EXPRESSION_DEPTH} "
+    "levels)"
+)
+
+
+@dataclass(frozen=True)
+class _Node:
+    """One node of a parsed launch expression.
+
+    ``op``: ``"int"`` (``value`` the constant), ``"name"`` (``value`` the name), ``"neg"``,
+    one of ``+ - * // %`` (two ``args``) or ``min``/``max`` (one or more ``args``); ``depth``
+    is the nesting depth of the subtree (`MAX_EXPRESSION_DEPTH`).
+    """
+
+    op: str
+    value: int | str = 0
+    args: tuple[_Node, ...] = ()
+    depth: int = 1
+
+
+class _SyntaxError(ValueError):
+    """A launch expression outside the grammar or its bounds (the reason is the message)."""
+
+
+class _Parser:
+    """A recursive-descent parser whose recursion is bounded by `MAX_EXPRESSION_DEPTH`
+    (``+``/``-`` and ``*``/``//``/``%`` chains are loops, not recursion)."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[str] = []
+        position = 0
+        while position < len(text):
+            match = _TOKEN.match(text, position)
+            if match is None:
+                if not text[position:].strip():
+                    break
+                where = len(text) - len(text[position:].lstrip())
+                raise _SyntaxError(f"unexpected character {text[where]!r} at offset {where}")
+            self.tokens.append(match.group(match.lastindex or 0))
+            position = match.end()
+        self.position = 0
+
+    def parse(self) -> _Node:
+        node = self.expression(1)
+        if self.position != len(self.tokens):
+            raise _SyntaxError(f"unexpected {self.tokens[self.position]!r} after the expression")
+        return node
+
+    def peek(self) -> str:
+        return self.tokens[self.position] if self.position < len(self.tokens) else ""
+
+    def take(self) -> str:
+        token = self.peek()
+        if not token:
+            raise _SyntaxError("the expression ends early")
+        self.position += 1
+        return token
+
+    def node(self, op: str, value: int | str = 0, args: tuple[_Node, ...] = ()) -> _Node:
+        depth = 1 + max((arg.depth for arg in args), default=0)
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise _SyntaxError(f"nested deeper than {MAX_EXPRESSION_DEPTH} levels")
+        return _Node(op, value, args, depth)
+
+    def expression(self, level: int) -> _Node:
+        node = self.term(level)
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            node = self.node(op, args=(node, self.term(level)))
+        return node
+
+    def term(self, level: int) -> _Node:
+        node = self.unary(level)
+        while self.peek() in ("*", "//", "%"):
+            op = self.take()
+            node = self.node(op, args=(node, self.unary(level)))
+        return node
+
+    def unary(self, level: int) -> _Node:
+        if self.peek() != "-":
+            return self.atom(level)
+        self.take()
+        return self.node("neg", args=(self.unary(self.deeper(level)),))
+
+    def atom(self, level: int) -> _Node:
+        token = self.take()
+        if token.isdigit():
+            return self.node("int", int(token))
+        if token == "(":
+            inner = self.expression(self.deeper(level))
+            self.expect(")")
+            return _Node(inner.op, inner.value, inner.args, self.checked(inner.depth + 1))
+        if token[0].isalpha() or token[0] == "_":
+            if self.peek() != "(":
+                return self.node("name", token)
+            if token not in _FUNCTIONS:
+                raise _SyntaxError(f"a call of {token!r} (only min and max may be called)")
+            self.take()
+            inner_level = self.deeper(level)
+            args = [self.expression(inner_level)]
+            while self.peek() == ",":
+                self.take()
+                args.append(self.expression(inner_level))
+            self.expect(")")
+            return self.node(token, args=tuple(args))
+        raise _SyntaxError(f"unexpected {token!r}")
+
+    def expect(self, token: str) -> None:
+        if self.peek() != token:
+            raise _SyntaxError(f"expected {token!r}, found {self.peek() or 'the end'!r}")
+        self.position += 1
+
+    def deeper(self, level: int) -> int:
+        return self.checked(level + 1)
+
+    @staticmethod
+    def checked(depth: int) -> int:
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise _SyntaxError(f"nested deeper than {MAX_EXPRESSION_DEPTH} levels")
+        return depth
+
+
+def _shown(expression: str) -> str:
+    """``expression`` quoted for a message, cut to 80 characters."""
+    if len(expression) <= 80:
+        return repr(expression)
+    return f"{expression[:80]!r}..."
+
+
 @functools.lru_cache(maxsize=1024)
-def _parsed(expression: str) -> ast.expr:
+def _parsed(expression: str) -> _Node:
     """The checked syntax tree of ``expression`` (parsed once per distinct text).
 
     Raises:
         ArtifactError: not an expression of ints, names, ``+ - * // %``, parentheses,
-            unary minus, ``min``/``max``.
+            unary minus, ``min``/``max``; longer than `MAX_EXPRESSION_LENGTH` characters or
+            nested deeper than `MAX_EXPRESSION_DEPTH` levels.
     """
-    import ast  # only device launches have expressions: kept off tl_runtime's import path
-
     try:
-        tree = ast.parse(expression, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError):  # ValueError: a NUL byte
-        raise fail("launch expression", "an integer expression", expression) from None
-    for node in ast.walk(tree):
-        allowed = (
-            (isinstance(node, ast.Constant) and type(node.value) is int)
-            or isinstance(node, ast.Name | ast.Load)
-            or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub))
-            or isinstance(node, ast.USub)
-            or (
-                isinstance(node, ast.BinOp)
-                and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv | ast.Mod)
-            )
-            or isinstance(node, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv | ast.Mod)
-            or (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("min", "max")
-                and bool(node.args)
-                and not node.keywords
-            )
-        )
-        if not allowed:
-            raise fail(
-                f"launch expression {expression!r}",
-                "ints, names, + - * // %, unary -, min, max",
-                ast.dump(node),
-            )
-    return tree
+        if len(expression) > MAX_EXPRESSION_LENGTH:
+            raise _SyntaxError(f"{len(expression)} characters")
+        return _Parser(expression).parse()
+    except _SyntaxError as exc:
+        raise ArtifactError(
+            f"manifest launch expression: expected {_EXPECTED}, got {_shown(expression)} ({exc})"
+        ) from None
+
+
+def _nodes(tree: _Node) -> list[_Node]:
+    """Every node of ``tree`` (no recursion)."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(node.args)
+    return found
 
 
 def dim_expression_names(expression: Dim) -> frozenset[str]:
@@ -95,13 +227,7 @@ def dim_expression_names(expression: Dim) -> frozenset[str]:
         raise fail("launch expression", "an int or an expression string", expression)
     if isinstance(expression, int):
         return frozenset()
-    import ast
-
-    tree = _parsed(expression)
-    functions = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return frozenset(
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in functions
-    )
+    return frozenset(str(node.value) for node in _nodes(_parsed(expression)) if node.op == "name")
 
 
 def evaluate_dim_expression(expression: Dim, bindings: Mapping[str, int]) -> int:
@@ -111,54 +237,63 @@ def evaluate_dim_expression(expression: Dim, bindings: Mapping[str, int]) -> int
         expression: an int (returned as is) or an integer expression over symbolic dims:
             ints, names, ``+ - * // %`` (floor division and modulo, as in Python),
             parentheses, unary minus, ``min(...)`` and ``max(...)``, e.g.
-            ``"((n + 127) // 128)"``. Nothing else is evaluated (no ``eval``); each
-            distinct text is parsed once per process.
-        bindings: the value of every symbolic dim, e.g. ``PreparedCall.bindings`` or
+            ``"((n + 127) // 128)"``; at most `MAX_EXPRESSION_LENGTH` characters, nested
+            at most `MAX_EXPRESSION_DEPTH` levels. Nothing else is evaluated (no ``eval``);
+            each distinct text is parsed once per process.
+        bindings: the value of every symbolic dim the expression names, each an int (a
+            numpy integer too; not a bool), e.g. ``PreparedCall.bindings`` or
             ``Kernel.bind_dims(*args)``.
 
     Returns:
         The value as an int.
 
     Raises:
-        ArtifactError: malformed expression, unsupported construct, a name missing from
-            ``bindings``, or division by zero.
+        ArtifactError: malformed, too long or too deeply nested expression, unsupported
+            construct, a name missing from ``bindings``, or division by zero.
+        TypeError: a value of ``bindings`` the expression uses is not an int (names the
+            symbol and what came).
     """
     if isinstance(expression, int) and not isinstance(expression, bool):
         return expression
     if not isinstance(expression, str):
         raise fail("launch expression", "an int or an expression string", expression)
-    import ast
-
     tree = _parsed(expression)
 
-    def walk(node: ast.expr) -> int:
-        if isinstance(node, ast.Constant):
-            assert type(node.value) is int  # _parsed admits int constants only
+    def bound(name: str) -> int:
+        if name not in bindings:
+            raise fail(
+                f"launch expression {_shown(expression)}",
+                f"names bound at call time {sorted(bindings)}",
+                name,
+            )
+        value = bindings[name]
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            return operator.index(value)
+        except TypeError:
+            raise TypeError(
+                f"evaluate_dim_expression: bindings[{name!r}]: expected an int (the value "
+                f"of symbolic dim {name!r}), got {type(value).__name__} {value!r}"
+            ) from None
+
+    def walk(node: _Node) -> int:  # recursion bounded by MAX_EXPRESSION_DEPTH
+        if node.op == "int":
+            assert isinstance(node.value, int)
             return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in bindings:
-                raise fail(
-                    f"launch expression {expression!r}",
-                    f"names bound at call time {sorted(bindings)}",
-                    node.id,
-                )
-            return int(bindings[node.id])
-        if isinstance(node, ast.UnaryOp):
-            return -walk(node.operand)
-        if isinstance(node, ast.BinOp):
-            left, right = walk(node.left), walk(node.right)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            if right == 0:
-                raise fail(f"launch expression {expression!r}", "a non-zero divisor", 0)
-            return left // right if isinstance(node.op, ast.FloorDiv) else left % right
-        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)  # _parsed checked
-        values = [walk(arg) for arg in node.args]
-        return min(values) if node.func.id == "min" else max(values)
+        if node.op == "name":
+            return bound(str(node.value))
+        if node.op == "neg":
+            return -walk(node.args[0])
+        if node.op in _FUNCTIONS:
+            values = [walk(arg) for arg in node.args]
+            return min(values) if node.op == "min" else max(values)
+        left, right = walk(node.args[0]), walk(node.args[1])
+        if node.op in _BINARY:
+            return _BINARY[node.op](left, right)
+        if right == 0:
+            raise fail(f"launch expression {_shown(expression)}", "a non-zero divisor", 0)
+        return left // right if node.op == "//" else left % right
 
     return walk(tree)
 
@@ -173,7 +308,9 @@ def _check_size(where: str, value: object) -> Dim:
         try:
             _parsed(value)
         except ArtifactError as exc:
-            raise fail(where, "a well-formed integer expression", value) from exc
+            # exc names the rule broken and the expression (cut to fit the message)
+            detail = str(exc).removeprefix("manifest launch expression: ")
+            raise ArtifactError(f"manifest {where}: {detail}") from None
     return value
 
 

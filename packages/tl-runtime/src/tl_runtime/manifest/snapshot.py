@@ -160,6 +160,31 @@ def check_not_world_writable(directory: Path, info: os.stat_result) -> None:
         )
 
 
+def artifact_directory(function: str, directory: object) -> Path:
+    """``directory`` as a Path, if it is a str or a path-like object naming a text path.
+
+    Args:
+        function: the public function checking its argument (named in the message).
+        directory: its ``directory`` argument.
+
+    Raises:
+        TypeError: anything else (an int, bytes, None, ...); the message names
+            ``function``, the parameter, the expectation and what came.
+    """
+    expected = "expected the artifact directory as a str or path-like object"
+    if not isinstance(directory, str | os.PathLike) or isinstance(directory, bytes):
+        raise TypeError(
+            f"{function}: directory: {expected}, got {type(directory).__name__} {directory!r:.80}"
+        )
+    try:
+        return Path(directory)
+    except TypeError as err:  # a path-like object whose __fspath__ gives bytes (or not a path)
+        raise TypeError(
+            f"{function}: directory: {expected} naming a text path, got "
+            f"{type(directory).__name__} {directory!r:.80} ({err})"
+        ) from None
+
+
 def read_artifact(directory: str | os.PathLike[str], *, verify: bool = True) -> ArtifactSnapshot:
     """Read ``directory``'s manifest and files once, through one directory descriptor.
 
@@ -174,10 +199,11 @@ def read_artifact(directory: str | os.PathLike[str], *, verify: bool = True) -> 
         InsecureArtifactError: (``verify``) the directory can be written by every user.
         SchemaVersionError: the manifest's schema version is not this runtime's.
         HashMismatchError: (``verify``) the manifest or a file differs from its digest.
+        TypeError: ``directory`` is not a str or path-like object (names the parameter).
     """
     from tl_runtime.manifest.storage import check_manifest_digest, parse_manifest
 
-    root = Path(directory)
+    root = artifact_directory("read_artifact", directory)
     try:
         root_fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     except FileNotFoundError:

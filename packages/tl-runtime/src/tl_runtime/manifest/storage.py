@@ -119,10 +119,12 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
         SchemaVersionError: the schema version is not ``SCHEMA_VERSION``.
         HashMismatchError: (``verify``) a file's sha256 differs from the manifest, or the
             manifest's own content differs from its ``manifest_sha256`` (names the file).
+        TypeError: ``directory`` is not a str or path-like object (the message names
+            ``directory`` and what came).
     """
-    from tl_runtime.manifest.snapshot import read_artifact
+    from tl_runtime.manifest.snapshot import artifact_directory, read_artifact
 
-    return read_artifact(directory, verify=verify).manifest
+    return read_artifact(artifact_directory("read_manifest", directory), verify=verify).manifest
 
 
 def verify_files(directory: str | os.PathLike[str], manifest: Manifest) -> None:
@@ -132,10 +134,12 @@ def verify_files(directory: str | os.PathLike[str], manifest: Manifest) -> None:
         ArtifactError: a file is missing, is not a regular file, or it or a directory on
             its path is a symlink.
         HashMismatchError: a file's content differs (names the file and both hashes).
+        TypeError: ``directory`` is not a str or path-like object (names the parameter).
     """
-    from tl_runtime.manifest.snapshot import read_regular
+    from tl_runtime.manifest.snapshot import artifact_directory, read_regular
 
-    root_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    root = artifact_directory("verify_files", directory)
+    root_fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         for entry in manifest.files:
             actual = hashlib.sha256(read_regular(root_fd, entry.path)).hexdigest()
