@@ -434,3 +434,24 @@ def test_a_scalar_declared_with_a_template_dtype_takes_that_dtype() -> None:
     assert shift(np.zeros(4, np.int32), 7, dtype="int32").tolist() == [7] * 4
     with pytest.raises(ValueError, match=r"parameter 'x': expected an int in"):
         shift(np.zeros(4, np.int32), 2**31, dtype="int32")
+
+
+def test_a_const_only_an_output_has_is_given_by_keyword() -> None:
+    # Was refused at every call: "T.const 'N' is never a dim of a declared tensor shape".
+    @tl_jit.jit(target="c")
+    def tile(A: Any) -> Any:
+        M, N = T.const("M N")
+        A: T.Tensor[[M], T.float32]
+        C = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i % M] + 1.0
+        return C
+
+    a = np.arange(2, dtype=np.float32)
+    for _ in range(2):  # the second round goes through the generated dispatcher
+        assert tile(a, N=3).tolist() == [1.0, 2.0, 1.0]
+        assert tile(a, N=5).tolist() == [1.0, 2.0, 1.0, 2.0, 1.0]
+        assert tile(a, N=np.int64(1)).tolist() == [1.0]
+    with pytest.raises(Exception, match=r"give it by keyword \(N=<int>\)"):
+        tile(a)

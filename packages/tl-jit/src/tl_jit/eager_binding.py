@@ -326,19 +326,21 @@ class EagerBinder:
         if not analysis.consts:
             return {}
         bindings = self._const_bindings(templates)
-        unbound = [s for s in analysis.consts if s not in bindings]
+        # A T.const no declared tensor gives (an output's size, or one used only inside
+        # expressions) is legal when the call names it: f(a, N=8).
+        unbound = [s for s in analysis.consts if s not in bindings and s not in extra]
         if unbound:
             from tl_ir.errors import KernelSyntaxError
 
             raise KernelSyntaxError(
                 f"{qualname}: T.const {unbound[0]!r} is never a dim of a declared tensor shape "
-                "or strides by itself (it is unused, or used only inside expressions such as "
-                f"{unbound[0]} * 2); use it directly in a declaration, or declare the derived "
-                "size as its own T.const"
+                "or strides by itself (it is unused, only an output's size, or used only "
+                f"inside expressions such as {unbound[0]} * 2): give it by keyword "
+                f"({unbound[0]}=<int>), use it directly in an input's declaration, or "
+                "declare the derived size as its own T.const"
             )
         consts: dict[str, int] = {}
         for symbol in analysis.consts:
-            param, where, axis = bindings[symbol]
             if symbol in extra:
                 value = extra[symbol]
                 try:  # numpy's integers too (sizes read off shapes often are)
@@ -351,6 +353,7 @@ class EagerBinder:
                     )
                 consts[symbol] = _const_in_range(qualname, symbol, size, f"{symbol}=")
                 continue
+            param, where, axis = bindings[symbol]
             if param not in dims:
                 raise TypeError(
                     f"{qualname}: T.const {symbol!r} is read from {param}."
