@@ -29,25 +29,45 @@ def _loop_annotations(kind: str, extra: dict[str, Any] | None = None) -> dict[st
     return annotations
 
 
-def _bounds(start: Any, stop: Any, step: Any) -> tuple[Any, Any, Any]:
-    return _ops.exact_int(start), _ops.exact_int(stop), _ops.exact_int(step)
+def _bounds(start: Any, stop: Any, step: Any, where: str) -> tuple[Any, Any, Any]:
+    step = _ops.exact_int(step)
+    if step is not None:
+        constant = _ops.const_int(step)
+        if isinstance(step, bool) or (constant is None and not tvm.ir.is_prim_expr(step)):
+            raise KernelTypeError(f"{where}: expected an integer step, got {step!r}")
+        if constant is None:
+            raise KernelTypeError(
+                f"{where}: expected a constant step, got the run-time value {step}; loop "
+                "over range(ceildiv(stop - start, step)) and compute start + k * step"
+            )
+        if constant <= 0:
+            raise KernelTypeError(
+                f"{where}: expected a positive step, got {constant}; a loop counts upward "
+                "(index with stop - 1 - i to walk downward)"
+            )
+    return _ops.exact_int(start), _ops.exact_int(stop), step
 
 
 def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
-    """``for i in T.serial(n)`` / ``T.serial(start, stop, step)``: a sequential loop."""
-    start, stop, step = _bounds(start, stop, step)
+    """``for i in T.serial(n)`` / ``T.serial(start, stop, step)``: a sequential loop.
+
+    Raises:
+        KernelTypeError: a step that is not a positive constant int.
+    """
+    start, stop, step = _bounds(start, stop, step, "T.serial(start, stop, step)")
     return _IB.serial(start, stop, step=step, annotations=_loop_annotations("serial", annotations))
 
 
 def unroll(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
-    """``for i in T.unroll(n)``: a loop the compiler unrolls."""
-    start, stop, step = _bounds(start, stop, step)
+    """``for i in T.unroll(n)``: a loop the compiler unrolls (step as `serial`)."""
+    start, stop, step = _bounds(start, stop, step, "T.unroll(start, stop, step)")
     return _IB.unroll(start, stop, step=step, annotations=_loop_annotations("unroll", annotations))
 
 
 def vectorized(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
-    """``for i in T.vectorized(n)``: a loop turned into vector operations."""
-    start, stop, step = _bounds(start, stop, step)
+    """``for i in T.vectorized(n)``: a loop turned into vector operations (step as
+    `serial`)."""
+    start, stop, step = _bounds(start, stop, step, "T.vectorized(start, stop, step)")
     return _IB.vectorized(
         start, stop, step=step, annotations=_loop_annotations("vectorized", annotations)
     )

@@ -49,7 +49,16 @@ def check_shape(shape: Any, where: str) -> tuple[Any, ...]:
         value = _ops.const_int(dim)
         if value is not None and value <= 0:
             raise KernelTypeError(f"{where}: expected positive dims, got {value} in {shape!r}")
+        if value is not None and value > _INT32_MAX:
+            raise KernelTypeError(
+                f"{where}: expected dims of at most 2**31 - 1 (a constant size is a 32-bit "
+                f"integer in the kernel), got {value} in {shape!r}; declare a larger dim as "
+                "T.symbolic(name, 'int64')"
+            )
     return dims
+
+
+_INT32_MAX = 2**31 - 1
 
 
 def locate_at_caller(err: TileLangError, depth: int) -> None:
