@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tl_jit import env
-from tl_jit.by_reference import reduce_by_reference
+from tl_jit.by_reference import CopiedAsItself, reduce_by_reference
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
@@ -45,7 +45,7 @@ class ConfigResult:
     error: str | None = None
 
 
-class AutoTuner:
+class AutoTuner(CopiedAsItself):
     """What ``@autotune`` returns.
 
     For a builder (a function of compile-time arguments returning a PrimFunc), call it

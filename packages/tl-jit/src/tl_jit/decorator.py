@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from tl_jit import checked, env
-from tl_jit.by_reference import reduce_by_reference
+from tl_jit.by_reference import CopiedAsItself, reduce_by_reference
 from tl_jit.compiler import OutIdx, compile_with_context, create_context, report_origin
 from tl_jit.digest_guard import UNMEMOIZED, FunctionDigest, function_parts, same_parts
 from tl_jit.env_reads import EnvReads
@@ -37,7 +37,7 @@ def _is_kernel_annotation(annotation: object) -> bool:
     return type(annotation).__module__.partition(".")[0] in ("tvm", "tl_ir")
 
 
-class JITFunction:
+class JITFunction(CopiedAsItself):
     """The object ``@jit`` returns: call it with compile-time arguments to get a `JITKernel`.
 
     Attributes:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tl_jit import env
-from tl_jit.by_reference import reduce_by_reference
+from tl_jit.by_reference import CopiedAsItself, reduce_by_reference
 from tl_jit.compiler import compile_with_context, create_context
 from tl_jit.digest_guard import (
     UNMEMOIZED,
@@ -57,7 +57,7 @@ def _not_initialized(*_args: Any, **_kwargs: Any) -> Any:
     raise RuntimeError("EagerJITFunction: called before __init__ ran")
 
 
-class EagerJITFunction(functools.partial):  # type: ignore[type-arg]
+class EagerJITFunction(functools.partial, CopiedAsItself):  # type: ignore[type-arg]
     """What ``@jit`` returns for an eager function: call it with the tensors (and any
     template arguments) to run the kernel; ``compile``, ``get_tir`` and
     ``par_compile`` build ahead of time.
