@@ -87,7 +87,7 @@ class AutoTuner(CopiedAsItself):
                 f"autotune: expected a @tl_jit.jit function (stack @autotune above @jit), "
                 f"got {jit_function!r}"
             )
-        check_options(executor, timeout, timer, isolate_timing)
+        check_options(executor, timeout, timer, isolate_timing, max_workers)
         self.jit_function: Any = jit_function
         self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
@@ -424,7 +424,7 @@ def autotune(
     configuration (killing local workers) and propagates.
     """
 
-    check_options(executor, timeout, timer, isolate_timing)
+    check_options(executor, timeout, timer, isolate_timing, max_workers)
     check_measurement(configs, warmup, rep, ref_prog, supply_prog, rtol, atol)
 
     def decorate(jit_function: Any) -> AutoTuner:

@@ -26,8 +26,31 @@ from tl_jit.keys import ir_key
 from tl_jit.pass_configs import normalize_pass_configs
 
 
+def export_path(path: object) -> Path:
+    """``path`` as the `Path` of an export destination.
+
+    Raises:
+        TypeError: ``path`` is not a str or path-like object naming a directory.
+        ValueError: ``path`` is empty (``""`` would mean the working directory).
+    """
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise TypeError(
+            f"export path: expected a directory as a str or path-like object, got "
+            f"{type(path).__name__} {path!r:.80}"
+        )
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"export path: expected a directory name, got {path!r:.80}")
+    return Path(text)
+
+
 def _check_destination(destination: Path, force: bool) -> bool:
     """Whether ``destination`` exists and will be replaced; raises when it may not be."""
+    for parent in destination.absolute().parents:
+        if os.path.lexists(parent) and not parent.is_dir():
+            raise FileExistsError(
+                f"export path {str(destination)!r}: {str(parent)!r} is a file, not a directory"
+            )
     if not os.path.lexists(destination):
         return False
     if destination.is_symlink() or not destination.is_dir():
@@ -69,14 +92,25 @@ def copy_artifact(
             artifact directory (one holding ``manifest.json``), which is replaced.
 
     Raises:
-        FileExistsError: ``destination`` is a file, or a directory holding files (without
-            ``force``; with it, files other than an artifact).
+        TypeError, ValueError: ``destination`` is not a path (None, bytes, empty).
+        FileExistsError: ``destination`` is a file, lies under one, is ``source`` or
+            inside or around it, or is a directory holding files (without ``force``;
+            with it, files other than an artifact).
         tl_runtime.ArtifactError: ``source`` is not a valid artifact (the copy is removed).
     """
     import tl_runtime
 
     source_path = Path(source)
-    target = Path(destination)
+    target = export_path(destination)
+    inside = target.resolve()
+    origin = source_path.resolve()
+    if inside == origin or origin in inside.parents or inside in origin.parents:
+        # Replacing the source with a copy of itself would turn a private cache entry
+        # into a shared directory (umask modes) holding what it holds.
+        raise FileExistsError(
+            f"export path {str(target)!r}: expected a place outside the artifact it copies "
+            f"({str(source_path)!r}), got that directory or one inside or around it"
+        )
     replace = _check_destination(target, force)
     target.parent.mkdir(parents=True, exist_ok=True)
     token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -144,7 +178,7 @@ def export_prim_func(
         raise TypeError(
             f"func: expected a PrimFunc (a @T.prim_func kernel), got {type(func).__name__}"
         )
-    _check_destination(Path(path), force)  # before the build: fail fast
+    _check_destination(export_path(path), force)  # before the build: fail fast
     context = create_context(target, target_host, execution_backend, purpose="export")
     normalized_out = normalize_out_idx(out_idx, len(func.params))
     configs = normalize_pass_configs(pass_configs)

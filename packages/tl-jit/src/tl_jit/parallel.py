@@ -122,7 +122,8 @@ def par_compile(
         The kernels in the order of ``funcs`` (None for a failure with ``ignore_error``).
 
     Raises:
-        TypeError: ``executor`` has no ``submit``, or runs tasks in other processes.
+        TypeError: ``funcs`` is not a list of PrimFuncs (a lone PrimFunc, say);
+            ``executor`` has no ``submit``, or runs tasks in other processes.
         the first compile error, unless ``ignore_error``.
     """
     if executor is not None:
@@ -138,7 +139,19 @@ def par_compile(
                 "give a @jit function's configurations to its .par_compile(configs, "
                 "executor=...) (or tl_jit.autotune) so that workers build them"
             )
+    if not isinstance(funcs, Iterable) or isinstance(funcs, str | bytes):
+        raise TypeError(
+            f"par_compile funcs: expected a list of PrimFuncs, got a {type(funcs).__name__} "
+            "(for one kernel, pass [func] or call tl_jit.compile)"
+        )
     functions = list(funcs)
+    from tvm.tirx import PrimFunc
+
+    for position, func in enumerate(functions):
+        if not isinstance(func, PrimFunc):
+            raise TypeError(
+                f"par_compile funcs[{position}]: expected a PrimFunc, got a {type(func).__name__}"
+            )
     context = create_context(target, target_host, execution_backend)
 
     def work(func: Any) -> JITKernel:

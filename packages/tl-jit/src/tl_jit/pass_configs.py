@@ -136,10 +136,15 @@ def split_pass_configs(
     Keys may be strings or `PassConfigKey` members.
 
     Raises:
-        TypeError: a key is not a string.
+        TypeError: ``pass_configs`` is not a mapping, or a key is not a string.
         ValueError: a ``tl.*`` key TileLang does not define (the message lists the known
             ones).
     """
+    if pass_configs is not None and not isinstance(pass_configs, Mapping):
+        raise TypeError(
+            "pass_configs: expected a dict of option names to values, got "
+            f"{type(pass_configs).__name__} {pass_configs!r:.80}"
+        )
     tvm_configs: dict[str, object] = {}
     tl_configs: dict[str, object] = {}
     for raw_key, value in (pass_configs or {}).items():

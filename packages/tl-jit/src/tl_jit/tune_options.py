@@ -12,14 +12,23 @@ __all__ = ["check_measurement", "check_options"]
 
 
 def check_options(
-    executor: object, timeout: object, timer: object = None, isolate_timing: object = None
+    executor: object,
+    timeout: object,
+    timer: object = None,
+    isolate_timing: object = None,
+    max_workers: object = None,
 ) -> None:
     """Refuse an ``executor`` without ``submit``, a ``timeout`` that is not seconds > 0,
-    a ``timer`` that is not callable and an ``isolate_timing`` that is not a bool.
+    a ``timer`` that is not callable, an ``isolate_timing`` that is not a bool and a
+    ``max_workers`` that is not an int >= 1 (or None).
 
     Raises:
         TypeError, ValueError: naming the option, what it expects and what came.
     """
+    if max_workers is not None and (
+        isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1
+    ):
+        raise ValueError(f"autotune max_workers: expected an int >= 1 or None, got {max_workers!r}")
     if executor is not None and not callable(getattr(executor, "submit", None)):
         raise TypeError(
             "autotune executor: expected an object with submit(fn, *args) returning a "

@@ -1,0 +1,62 @@
+"""Public tl_jit calls refuse a wrong argument by name before any work (they failed
+with an AttributeError, a TVM check failure, an errno, or every autotune configuration
+failing, or exported into the kernel's own cache entry)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tl_ir.language as T
+import tl_jit
+
+
+def _kernel() -> Any:
+    @T.prim_func
+    def bump(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(4):
+                A[i] = A[i] + 1
+
+    return bump
+
+
+@pytest.mark.parametrize("configs", [5, [("tl.disable_tma_lower", True)]])
+def test_pass_configs_that_are_no_dict_are_refused(configs: Any) -> None:
+    with pytest.raises(TypeError, match="pass_configs: expected a dict of option names"):
+        tl_jit.compile(_kernel(), target="c", pass_configs=configs)
+
+
+def test_par_compile_of_a_lone_prim_func_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"expected a list of PrimFuncs, got a PrimFunc"):
+        tl_jit.par_compile(_kernel())
+    with pytest.raises(TypeError, match=r"par_compile funcs\[1\]: expected a PrimFunc, got a int"):
+        tl_jit.par_compile([_kernel(), 3])
+
+
+@pytest.mark.parametrize("workers", [1.5, True, 0])
+def test_autotune_max_workers_is_checked_up_front(workers: Any) -> None:
+    with pytest.raises(ValueError, match="autotune max_workers: expected an int >= 1 or None"):
+        tl_jit.autotune(configs=[{}], max_workers=workers)
+
+
+def test_export_paths_are_checked(tmp_path: Path) -> None:
+    kernel = tl_jit.compile(_kernel(), target="c")
+    with pytest.raises(TypeError, match="export path: expected a directory as a str"):
+        kernel.export(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="export path: expected a directory name, got ''"):
+        kernel.export("")
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(FileExistsError, match=r"a_file' is a file, not a directory"):
+        kernel.export(tmp_path / "a_file" / "artifact")
+    entry = Path(kernel.artifact_dir)
+    modes = {p: stat.S_IMODE(p.stat().st_mode) for p in [entry, *entry.iterdir()]}
+    for inside in (entry, entry / "sub"):
+        with pytest.raises(FileExistsError, match="expected a place outside the artifact"):
+            kernel.export(inside, force=True)
+    assert {p: stat.S_IMODE(p.stat().st_mode) for p in [entry, *entry.iterdir()]} == modes
+    assert os.listdir(entry) and not (entry / "sub").exists()
