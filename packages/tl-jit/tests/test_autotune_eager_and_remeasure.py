@@ -110,3 +110,26 @@ def test_eager_par_compile_on_a_process_pool_installs_shipped_kernels(cache_dir:
         assert kernel is not None and kernel.cache_key is not None
         assert (cache_dir / "kernels" / kernel.cache_key).is_dir()
         np.testing.assert_array_equal(kernel(a, a), 2 * a)
+
+
+def test_an_eager_kernels_dynamic_dims_come_from_the_call(cache_dir: Path) -> None:
+    # Every configuration failed ("pass dims={'M': <size>}") although the call's array
+    # has M rows: tuning now times inputs of the call's shape.
+    import tl_jit.language as T
+
+    @tl_jit.autotune(configs=[{"block": 16}, {"block": 32}], warmup=1, rep=3, max_workers=1)
+    @tl_jit.jit(target="c")
+    def double(A: Any, block: int = 16) -> Any:
+        M = T.dynamic("M")
+        N = T.const("N")
+        A: T.Tensor[[M, N], T.float32]
+        C = T.empty((M, N), T.float32)
+        with T.Kernel(T.ceildiv(M, block), threads=1) as bx:
+            for i, j in T.Parallel(block, N):
+                if bx * block + i < M:
+                    C[bx * block + i, j] = A[bx * block + i, j] * 2
+        return C
+
+    a = np.arange(100 * 8, dtype=np.float32).reshape(100, 8)
+    np.testing.assert_array_equal(double(a), 2 * a)
+    assert [r.error for r in double.results] == [None, None]

@@ -201,9 +201,31 @@ class AutoTuner(CopiedAsItself):
         configs = self._config_list(arguments)
         if {name for config in configs for name in config} & self._explicit_names(args, kwargs):
             return self.jit_function(*args, **kwargs)
-        best = self._best_for(arguments, configs)
+        best = self._best_for(arguments, configs, self._call_dims(args, kwargs))
         assert best.config is not None
         return self.jit_function(*args, **{**kwargs, **best.config})
+
+    def _call_dims(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, int]:
+        """The sizes the call's tensors give the eager kernel's run-time dims
+        (``T.dynamic``), so that tuning times inputs of the call's shape; ``dims`` given
+        to `autotune` win."""
+        import ast
+
+        analysis = self.jit_function.analysis
+        try:
+            bound = inspect.signature(self.jit_function.func).bind(*args, **kwargs).arguments
+        except TypeError:
+            return dict(self.dims)
+        skip = set(analysis.consts) | set(analysis.template_params)
+        sizes: dict[str, int] = {}
+        for param in analysis.kernel_params:
+            shape = getattr(bound.get(param.name), "shape", None)
+            if not isinstance(param.shape, ast.List | ast.Tuple) or shape is None:
+                continue
+            for axis, element in enumerate(param.shape.elts):
+                if isinstance(element, ast.Name) and element.id not in skip and axis < len(shape):
+                    sizes.setdefault(element.id, int(shape[axis]))
+        return {**sizes, **self.dims}
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         """The fastest kernel for these arguments (tuning first if needed); for an eager
@@ -239,7 +261,12 @@ class AutoTuner(CopiedAsItself):
             return compile_jit_function(self.jit_function, arguments)
         return self._best_for(arguments, configs)
 
-    def _best_for(self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]) -> JITKernel:
+    def _best_for(
+        self,
+        arguments: Mapping[str, Any],
+        configs: list[dict[str, Any]],
+        dims: Mapping[str, int] | None = None,
+    ) -> JITKernel:
         from tl_jit import tune_records
 
         memo = repr(sorted(arguments.items()))
@@ -255,7 +282,7 @@ class AutoTuner(CopiedAsItself):
                 if kernel is not None:
                     self._best[memo] = kernel
                     return kernel
-        kernel = self._tune(arguments, configs)
+        kernel = self._tune(arguments, configs, self.dims if dims is None else dims)
         if use_disk and kernel.config is not None:
             assert key is not None
             tune_records.save(
@@ -288,11 +315,11 @@ class AutoTuner(CopiedAsItself):
         return kernel
 
     # ------------------------------------------------------------------ timing
-    def _request(self, rounds: int = 1) -> TimingRequest:
+    def _request(self, dims: Mapping[str, int], rounds: int = 1) -> TimingRequest:
         return TimingRequest(
             warmup=self.warmup,
             rep=self.rep,
-            dims=self.dims,
+            dims=dict(dims),
             ref_prog=self.ref_prog,
             supply_prog=self.supply_prog,
             rtol=self.rtol,
@@ -302,7 +329,9 @@ class AutoTuner(CopiedAsItself):
             timer=self.timer,
         )
 
-    def _tune(self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]) -> JITKernel:
+    def _tune(
+        self, arguments: Mapping[str, Any], configs: list[dict[str, Any]], dims: Mapping[str, int]
+    ) -> JITKernel:
         placement = SearchPlacement(
             jit_function=self.jit_function,
             executor=self.executor,
@@ -322,7 +351,7 @@ class AutoTuner(CopiedAsItself):
             winner: int | None = None
             if built:
                 timings, timing_failures, remeasure = time_all(
-                    placement, built, configs, self._request(), build_pool, pools
+                    placement, built, configs, self._request(dims), build_pool, pools
                 )
                 failures.update(timing_failures)
                 if timings:
