@@ -466,3 +466,21 @@ def test_an_argument_to_a_prim_func_is_refused(tl, tmp_path: Path) -> None:
         "--arg N: " in result.stderr
         and "is a PrimFunc, which takes no compile-time" in result.stderr
     )
+
+
+def test_json_stdout_holds_only_the_document(tl, tmp_path: Path) -> None:
+    # A kernel file's print (or a toolchain's notice) went into the --json document.
+    kernel_file = tmp_path / "chatty.py"
+    kernel_file.write_text(
+        "print('hello from the kernel file')\n"
+        "import tl_jit.language as T\n"
+        "@T.prim_func\n"
+        "def fixed(A: T.Tensor((64,), 'float32')):\n"
+        "    with T.Kernel(1, threads=1) as bx:\n"
+        "        A[0] = T.float32(0)\n"
+    )
+    result = tl(
+        "compile", f"{kernel_file}:fixed", "--target", "c", "--out", str(tmp_path / "a"), "--json"
+    )
+    assert json.loads(result.stdout)["kernel"] == "fixed"
+    assert "hello from the kernel file" in result.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import os
 import sys
 import traceback
@@ -18,7 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tl_jit.cli_commands import cmd_backends, cmd_cache, cmd_compile, cmd_inspect, print_json
+from tl_jit.cli_commands import (
+    cmd_backends,
+    cmd_cache,
+    cmd_compile,
+    cmd_inspect,
+    json_document_only,
+    print_json,
+)
 from tl_jit.cli_support import UsageError, exits_refused, require_dims, visible
 from tl_jit.cli_support import compile_object as _compile_object
 from tl_jit.cli_support import parse_assignments as _parse_assignments
@@ -287,9 +295,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with exits_refused(
-            f"the kernel code called os._exit({{status}}) before 'tl {args.command}' finished"
-        ):
+        with contextlib.ExitStack() as scope:
+            scope.enter_context(
+                exits_refused(
+                    f"the kernel code called os._exit({{status}}) before 'tl {args.command}' "
+                    "finished"
+                )
+            )
+            if getattr(args, "json", False):
+                scope.enter_context(json_document_only())
             status = _COMMANDS[args.command](args)
         sys.stdout.flush()
         return status

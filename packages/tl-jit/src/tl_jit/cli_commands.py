@@ -7,16 +7,37 @@ one JSON document on stdout instead of its text.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from tl_jit.cli_support import UsageError, resolve_kernel, visible
 
+#: Where `print_json` writes while a --json command runs with stdout sent to stderr
+#: (`json_document_only`); empty: stdout.
+_json_streams: list[TextIO] = []
+
 
 def print_json(value: Any) -> None:
-    """Print ``value`` as indented JSON on stdout."""
-    print(json.dumps(value, indent=2, default=str))
+    """Print ``value`` as indented JSON on stdout (the real one under
+    `json_document_only`)."""
+    stream = _json_streams[-1] if _json_streams else sys.stdout
+    print(json.dumps(value, indent=2, default=str), file=stream)
+
+
+@contextlib.contextmanager
+def json_document_only() -> Iterator[None]:
+    """While a ``--json`` command runs, whatever else prints to stdout (a kernel file's
+    ``print``, a toolchain's notice) goes to stderr: stdout holds the one JSON document."""
+    _json_streams.append(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _json_streams.pop()
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
