@@ -205,3 +205,26 @@ def test_clear_refuses_a_root_that_is_a_file(tmp_path: Path) -> None:
     root.write_text("")
     with pytest.raises(CacheError, match="is not a directory"):
         KernelCache(root).clear()
+
+
+def test_info_names_a_root_that_cannot_be_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It reported "kernels: 0" for a root that is a file or writable by others.
+    from tl_jit import cache
+    from tl_jit.errors import CacheError
+
+    a_file = tmp_path / "root_file"
+    a_file.write_text("x")
+    monkeypatch.setenv("TL_CACHE_DIR", str(a_file))
+    with pytest.raises(CacheError, match="is not a directory"):
+        cache.info()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("TL_CACHE_DIR", str(shared))
+    with pytest.raises(CacheError, match="writable by other users"):
+        cache.info()
+    monkeypatch.setenv("TL_CACHE_DIR", "~no_such_user_here/x")
+    with pytest.raises(ValueError, match=r"TL_CACHE_DIR='~no_such_user_here/x'"):
+        cache.info()

@@ -428,7 +428,14 @@ class KernelCache:
 
     # ------------------------------------------------------------ maintenance
     def info(self) -> CacheInfo:
-        """Counts and size of what the cache holds."""
+        """Counts and size of what the cache holds.
+
+        Raises:
+            CacheError: the root exists but cannot be used (a file, another user's, or
+                writable by others): "0 kernels" would hide why nothing is ever cached.
+        """
+        if os.path.lexists(self.root):
+            self.check_root()
 
         def count(kind: str, suffix: str | None) -> int:
             directory = self._dir(kind)

@@ -46,10 +46,17 @@ def traceback_requested() -> bool:
 
 
 def cache_root() -> Path:
-    """The cache root: ``TL_CACHE_DIR`` if set, else the per-user cache dir (platformdirs)."""
+    """The cache root: ``TL_CACHE_DIR`` if set, else the per-user cache dir (platformdirs).
+
+    Raises:
+        ValueError: ``TL_CACHE_DIR`` starts with ``~user`` for a user that does not exist.
+    """
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured:
-        return Path(configured).expanduser()
+        try:
+            return Path(configured).expanduser()
+        except RuntimeError as err:  # ~nosuchuser
+            raise ValueError(f"{CACHE_DIR_ENV}={configured!r}: {err}") from None
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("tl-jit", appauthor=False))
