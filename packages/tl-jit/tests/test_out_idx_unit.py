@@ -32,3 +32,13 @@ def test_decorating_imports_no_tvm() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_numpy_integers_are_indices() -> None:
+    # out_idx=[np.int64(-1)] was refused ("expected ints") although sizes take them.
+    np = pytest.importorskip("numpy")
+    assert normalize_out_idx(np.int64(-1), 3) == (2,)
+    assert normalize_out_idx([np.int32(0), -1], 3) == (0, 2)
+    assert all(type(i) is int for i in normalize_out_idx([np.int64(1)], None))
+    with pytest.raises(TypeError, match="out_idx: expected ints, got np.True_"):
+        normalize_out_idx([np.bool_(True)], 3)

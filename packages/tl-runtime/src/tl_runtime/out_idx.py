@@ -7,6 +7,7 @@ is decorated (no tvm needed, so it lives here at the bottom), and
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,13 +24,16 @@ def normalize_out_idx(out_idx: int | Sequence[int] | None, count: int | None) ->
     """
     if out_idx is None:
         return ()
-    items: Sequence[Any] = [out_idx] if isinstance(out_idx, int) else out_idx
+    single = isinstance(out_idx, numbers.Integral) and not isinstance(out_idx, bool)
+    items: Any = [out_idx] if single else out_idx
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise TypeError(f"out_idx: expected an int, a sequence of ints or None, got {out_idx!r}")
     result: list[int] = []
-    for index in items:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"out_idx: expected ints, got {index!r} in {out_idx!r}")
+    for item in items:
+        # numpy integers count as the ints they are (np.int64(-1) from an array)
+        if isinstance(item, bool) or not isinstance(item, numbers.Integral):
+            raise TypeError(f"out_idx: expected ints, got {item!r} in {out_idx!r}")
+        index = int(item)
         if count is None:
             result.append(index)
             continue
