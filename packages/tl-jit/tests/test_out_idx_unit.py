@@ -40,5 +40,5 @@ def test_numpy_integers_are_indices() -> None:
     assert normalize_out_idx(np.int64(-1), 3) == (2,)
     assert normalize_out_idx([np.int32(0), -1], 3) == (0, 2)
     assert all(type(i) is int for i in normalize_out_idx([np.int64(1)], None))
-    with pytest.raises(TypeError, match="out_idx: expected ints, got np.True_"):
+    with pytest.raises(TypeError, match=r"out_idx: expected ints, got np\.True_"):
         normalize_out_idx([np.bool_(True)], 3)
