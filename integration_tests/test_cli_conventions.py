@@ -450,15 +450,18 @@ def test_a_flag_that_would_be_ignored_is_refused(
     assert result.returncode == 1 and message in result.stderr, result.stderr
 
 
+FIXED_KERNEL = (
+    "import tl_jit.language as T\n"
+    "@T.prim_func\n"
+    "def fixed(A: T.Tensor((64,), 'float32')):\n"
+    "    with T.Kernel(1, threads=1) as bx:\n"
+    "        A[0] = T.float32(0)\n"
+)
+
+
 def test_an_argument_to_a_prim_func_is_refused(tl, tmp_path: Path) -> None:
     kernel_file = tmp_path / "fixed.py"
-    kernel_file.write_text(
-        "import tl_jit.language as T\n"
-        "@T.prim_func\n"
-        "def fixed(A: T.Tensor((64,), 'float32')):\n"
-        "    with T.Kernel(1, threads=1) as bx:\n"
-        "        A[0] = T.float32(0)\n"
-    )
+    kernel_file.write_text(FIXED_KERNEL)
     result = tl(
         "compile", f"{kernel_file}:fixed", "--arg", "N=1000", "--out", str(tmp_path / "a"), ok=False
     )
@@ -471,14 +474,7 @@ def test_an_argument_to_a_prim_func_is_refused(tl, tmp_path: Path) -> None:
 def test_json_stdout_holds_only_the_document(tl, tmp_path: Path) -> None:
     # A kernel file's print (or a toolchain's notice) went into the --json document.
     kernel_file = tmp_path / "chatty.py"
-    kernel_file.write_text(
-        "print('hello from the kernel file')\n"
-        "import tl_jit.language as T\n"
-        "@T.prim_func\n"
-        "def fixed(A: T.Tensor((64,), 'float32')):\n"
-        "    with T.Kernel(1, threads=1) as bx:\n"
-        "        A[0] = T.float32(0)\n"
-    )
+    kernel_file.write_text("print('hello from the kernel file')\n" + FIXED_KERNEL)
     result = tl(
         "compile", f"{kernel_file}:fixed", "--target", "c", "--out", str(tmp_path / "a"), "--json"
     )
