@@ -42,6 +42,7 @@ from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReduction
 from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
+from tl_codegen_cpu.passes.wrap_narrow_integers import CpuWrapNarrowIntegersPass
 from tl_passes import (
     LowerAllocVarPass,
     LowerPipelinedLoopsPass,
@@ -107,6 +108,7 @@ C_PREPARATION_PASSES: tuple[Pass, ...] = (
 C_PASSES: tuple[Pass, ...] = (
     *_common("c-vector-extension", split_vector_loops=False),
     CpuCallHalfConversionsPass(),  # gcc converts fp16 one element at a time
+    CpuWrapNarrowIntegersPass(),  # C computes 8/16-bit integers as int
     *C_PREPARATION_PASSES,
 )
 

@@ -35,6 +35,7 @@ CPU_PASS_REGISTRY = PassRegistry(
         ),
         "cpu-legalize-float8": _cpu("legalize_float8", "CpuLegalizeFloat8Pass"),
         "cpu-round-bfloat16": _cpu("round_bfloat16", "CpuRoundBfloat16Pass"),
+        "cpu-wrap-narrow-integers": _cpu("wrap_narrow_integers", "CpuWrapNarrowIntegersPass"),
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
         "cpu-call-half-conversions": _cpu("half_conversions", "CpuCallHalfConversionsPass"),
