@@ -20,7 +20,7 @@ TOLERANCE = {"float32": 1e-6}
 #: the launch, worked out by hand from the T.Kernel below, and whether the sources must
 #: hold a block barrier (the kernel shares tiles between threads through shared memory).
 GPU_SOURCES: dict[str, Any] = {
-    "grid": ("((M + 31) // 32)",),
+    "grid": ("(((M - 1) // 32) + 1)",),
     "block": (128,),
     "block_barriers": False,
 }

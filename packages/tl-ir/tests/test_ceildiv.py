@@ -24,11 +24,33 @@ def test_constants_divide_exactly(a, b):
 
 
 @pytest.mark.parametrize("b", [3, 256, 2**20])
-def test_an_int32_expression_is_the_quotient_plus_one_for_a_remainder(b):
-    # floordiv(n, b) + (floormod(n, b) != 0): no intermediate exceeds n (n + b - 1 did).
+def test_an_int32_expression_never_adds_b_minus_one(b):
+    # (n - 1) // b + 1: no intermediate exceeds n (n + b - 1 did), and only + - // so a
+    # launch grid stays an expression the runtime evaluates.
     expr = T.ceildiv(tirx.Var("n", "int32"), b)
     assert isinstance(expr, tirx.Add) and isinstance(expr.a, tirx.FloorDiv)
-    assert isinstance(expr.b, tirx.Cast) and isinstance(expr.b.value, tirx.NE)
+    assert isinstance(expr.a.a, tirx.Sub)
+
+
+def _evaluate(expr, var, value):
+    import tvm
+
+    folded = tvm.sym.Analyzer().simplify(tirx.Let(var, tirx.const(value, var.dtype), expr))
+    return int(folded)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 63, 64, 65, 2**31 - 1])
+@pytest.mark.parametrize("b", [1, 7, 64])
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_the_expressions_divide_exactly(n, b, dtype):
+    var = tirx.Var("n", dtype)
+    assert _evaluate(T.ceildiv(var, b), var, n) == -(-n // b)
+
+
+@pytest.mark.parametrize("n", [-7, 0, 7, 8])
+def test_a_negative_constant_divisor_divides_exactly(n):
+    var = tirx.Var("n", "int32")
+    assert _evaluate(T.ceildiv(var, -3), var, n) == -(-n // -3)
 
 
 @pytest.mark.parametrize(

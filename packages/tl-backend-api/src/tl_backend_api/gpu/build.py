@@ -228,6 +228,27 @@ def _arguments(device_func: Any, host_func: Any) -> tuple[DeviceArgument, ...]:
     return tuple(out)
 
 
+def _without_host_cse() -> Any:
+    """The current pass context with TVM's common-subexpression elimination off (unless
+    the caller set it): CSE binds an expression two launches share (``n - 1`` of
+    ``T.ceildiv(n, 64)`` and ``T.ceildiv(n, 128)``) to a host variable, which then
+    reaches a device kernel as a parameter that is neither a kernel parameter nor a
+    symbolic dim, and no launch could pass it. The device compiler eliminates common
+    subexpressions itself."""
+    current = tvm.transform.PassContext.current()
+    config = dict(current.config)
+    config.setdefault(_DISABLE_CSE, True)
+    return tvm.transform.PassContext(
+        opt_level=current.opt_level,
+        required_pass=list(current.required_pass),
+        disabled_pass=list(current.disabled_pass),
+        config=config,
+    )
+
+
+_DISABLE_CSE = "tirx.disable_cse_tir"
+
+
 def build_device_module(
     mod: tvm.IRModule,
     target: Any,
@@ -268,7 +289,8 @@ def build_device_module(
     try:
         bound = tvm.tirx.transform.BindTarget(target)(mod)
         pipeline, _finalize_host, finalize_device = tvm.tirx.get_tir_pipeline("s_tir")
-        lowered = pipeline(bound)
+        with _without_host_cse():
+            lowered = pipeline(bound)
         _host, device_mods = split_host_device_mods(lowered)
         if not device_mods:
             raise DeviceBuildError("no device kernel came out of lowering (is there a T.Kernel?)")

@@ -88,8 +88,11 @@ def _integer_operand(value: Any, name: str) -> Any:
 
 def ceildiv(a: Any, b: Any) -> Any:
     """``ceil(a / b)`` of integers: a Python int when both are ints (computed exactly),
-    else the expression ``floordiv(a, b) + (floormod(a, b) != 0)``, which cannot
-    overflow where the quotient fits (``(a + b - 1) // b`` does, near the type's limit).
+    else an expression none of whose steps leaves the range of ``a`` (TVM's
+    ``(a + b - 1) // b`` does near the type's limit): ``(a - 1) // b + 1`` (floor
+    division; ``b`` positive), for unsigned ``a`` ``a // b + (a % b + b - 1) // b``, and
+    ``-((-a) // b)`` for a negative constant ``b``. Only ``+ - * // %``: a launch grid
+    written with it stays an expression the runtime evaluates (docs/deploy.md).
 
     Raises:
         KernelTypeError: an operand is not an integer or integer expression (a float, a
@@ -98,8 +101,13 @@ def ceildiv(a: Any, b: Any) -> Any:
     a, b = _integer_operand(a, "a"), _integer_operand(b, "b")
     if isinstance(a, int) and isinstance(b, int):
         return -(-a // b)
-    quotient = tirx.floordiv(a, b)
-    return quotient + tirx.Cast(quotient.dtype, tirx.floormod(a, b) != 0)
+    constant = _ops.const_int(b)
+    if constant is not None and constant < 0:
+        return -tirx.floordiv(-a, b)
+    dtype = str(a.dtype) if tvm.ir.is_prim_expr(a) else str(b.dtype)
+    if dtype.startswith("uint"):
+        return tirx.floordiv(a, b) + tirx.floordiv(tirx.floormod(a, b) + b - 1, b)
+    return tirx.floordiv(a - 1, b) + 1
 
 
 cdiv = ceildiv
