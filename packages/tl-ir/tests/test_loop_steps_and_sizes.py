@@ -60,3 +60,14 @@ def test_a_constant_dim_beyond_int32_is_refused(size):
         def main(A: T.Tensor((size,), "int8")):
             with T.Kernel(1, threads=1) as bx:
                 A[0] = T.int8(0)
+
+
+def test_floor_division_of_floats_is_named():
+    # Was TVM's raw "Check failed: (a.ty().MatchesCode(DLDataTypeCode::kDLInt...".
+    with pytest.raises(tl_ir.KernelTypeError, match=r"take integer operands, got a float"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                for i in T.serial(4):
+                    A[i] = A[i] // B[i]

@@ -202,6 +202,13 @@ def _classify(cause: BaseException | None, message: str) -> TileLangError:
             "its index must be a compile-time value: for an index known only at run time, "
             "store the values in a tile (T.alloc_local) and index that"
         )
+    if "MatchesCode(DLDataTypeCode::kDLInt, DLDataTypeCode::kDLUInt)" in text:
+        # TVM's check when // or % (or a shift, a bitwise op) meets a float operand
+        return KernelTypeError(
+            "invalid operand: //, %, shifts and bitwise operators take integer operands, "
+            "got a float one; for floats write T.floor(a / b) (and a - b * T.floor(a / b) "
+            f"for the remainder). TVM: {text.splitlines()[0][:200]}"
+        )
     if isinstance(cause, TypeError | ValueError):
         return KernelTypeError(f"invalid operand: {text}")
     return KernelSyntaxError(f"cannot parse this kernel statement: {text}")
