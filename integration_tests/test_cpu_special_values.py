@@ -67,3 +67,31 @@ def test_a_ceildiv_grid_near_the_int32_limit_runs_every_block(adapter: str) -> N
         counted = np.zeros(2048, np.int32)
         kernel(n, counted)
         assert int(counted.sum()) == -(-n // 2**20), n
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_max_and_min_of_infinite_rows_are_infinite(target: str, dtype: str) -> None:
+    # A row of -inf (a fully masked attention row) reduced to -FLT_MAX (-65504 for fp16):
+    # the reduction started from the lowest finite value instead of -inf.
+    import ml_dtypes
+
+    @T.prim_func
+    def extremes(A: T.Tensor((2, 8), dtype), B: T.Tensor((2,), dtype), C: T.Tensor((2,), dtype)):
+        with T.Kernel(1, threads=1) as _:
+            a = T.alloc_fragment((2, 8), dtype)
+            high = T.alloc_fragment((2,), dtype)
+            low = T.alloc_fragment((2,), dtype)
+            T.copy(A, a)
+            T.reduce_max(a, high, dim=1)
+            T.reduce_min(a, low, dim=1)
+            T.copy(high, B)
+            T.copy(low, C)
+
+    kernel = tl_jit.compile(extremes, out_idx=[1, 2], target=target)
+    numpy_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    a = np.full((2, 8), -np.inf, numpy_dtype)
+    a[1] = np.inf
+    high, low = kernel(a)
+    assert high.astype(np.float64).tolist() == [-np.inf, np.inf]
+    assert low.astype(np.float64).tolist() == [-np.inf, np.inf]

@@ -60,3 +60,31 @@ def test_a_narrow_float_scalar_parameter_holds_its_rounded_value(
         assert kernel(value).tolist() == [expected] * 4, (dtype, value)
     with pytest.raises(ValueError, match=r"parameter 'x': expected a value representable as"):
         kernel(1e39)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("source", ["float32", "float16", "int32"])
+def test_a_bfloat16_tile_holds_bfloat16_values(target: str, source: str) -> None:
+    # TVM kept block-local bfloat16 tiles in float32 storage: a value staged through one
+    # (the usual float32 -> bf16 copy before a GEMM) kept every float32 bit, and a
+    # float16 or int32 converted to bfloat16 stayed exact (257 -> 257, not 256).
+    @T.prim_func
+    def staged(A: T.Tensor((8,), source), C: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            tile = T.alloc_shared((8,), "bfloat16")
+            doubled = T.alloc_fragment((8,), "bfloat16")
+            T.copy(A, tile)
+            for i in T.Parallel(8):
+                doubled[i] = tile[i] * T.bfloat16(3)
+            for i in T.Parallel(8):
+                C[i] = T.cast(doubled[i], "float32")
+
+    kernel = tl_jit.compile(staged, out_idx=[-1], target=target)
+    values = {
+        "float32": np.array([65504, 0.1, 257, 1.001, 3e38, -7.3, 1e-3, 0], np.float32),
+        "float16": np.array([65504, 0.1, 257, 1.001, 127.4, -7.3, 1e-3, 0], np.float16),
+        "int32": np.array([257, 1000001, -129, 3, 65535, -7, 1, 0], np.int32),
+    }[source]
+    tiled = values.astype(np.float32).astype(ml_dtypes.bfloat16)
+    expected = (tiled.astype(np.float32) * 3).astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(kernel(values), expected)

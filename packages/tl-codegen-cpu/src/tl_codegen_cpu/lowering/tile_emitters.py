@@ -19,6 +19,7 @@ from tvm import tirx
 
 from tl_ir import scopes
 from tl_ir.ops import scan_parts
+from tl_ir.reduce_identity import max_identity, min_identity
 
 PrimExprLike = Any
 
@@ -228,11 +229,11 @@ def _reduce_parts(kind: str, dtype: str) -> tuple[Any, Callable[[Any, Any], Any]
     if kind == "abssum":
         return tirx.const(0, dtype), lambda acc, x: acc + absolute(x)
     if kind == "max":
-        return tirx.min_value(dtype), lambda acc, x: tirx.max(acc, x)
+        return max_identity(dtype), lambda acc, x: tirx.max(acc, x)
     if kind == "absmax":
         return tirx.const(0, dtype), lambda acc, x: tirx.max(acc, absolute(x))
     if kind == "min":
-        return tirx.max_value(dtype), lambda acc, x: tirx.min(acc, x)
+        return min_identity(dtype), lambda acc, x: tirx.min(acc, x)
     raise ValueError(f"emit_tile_reduce kind: expected one of {list(REDUCE_KINDS)}, got {kind!r}")
 
 

@@ -1,15 +1,18 @@
-"""`cpu-round-bfloat16`: a value converted to bfloat16 and back is rounded.
+"""`cpu-round-bfloat16`: every conversion to bfloat16 rounds, on the bits.
 
-TVM's bfloat16 legalization, which runs inside its C and LLVM code generators,
-removes every pair ``Cast(float32, Cast(bfloat16, x))`` as if the round trip changed
-nothing. So ``T.cast(T.cast(x, "bfloat16"), "float32")`` (a kernel rounding a value to
-bfloat16 on purpose) returned ``x`` unrounded on both CPU targets, and so did every
-intermediate rounding `cpu-legalize-half-precision` writes between chained bfloat16
-operations. This pass, which runs after that one, writes the rounding out on the
-bits where such a pair reads a float32 value (round to nearest, ties to even; NaN
-kept), so what survives TVM's legalization is already the bfloat16 value. A float64
-value is converted to float32 first. Stores into bfloat16 memory, which TVM rounds
-itself, are left alone.
+TVM's bfloat16 legalization, which runs inside its C and LLVM code generators, keeps a
+block-local bfloat16 tile in float32 storage and drops every pair
+``Cast(float32, Cast(bfloat16, x))`` as if the round trip changed nothing. So a value
+stored into a bfloat16 shared or fragment tile kept all its float32 bits (a GEMM fed by
+the usual float32 -> bfloat16 staging copy multiplied unrounded operands), arithmetic
+and ``T.cumsum`` in such a tile never rounded, and ``T.cast(T.cast(x, "bfloat16"),
+"float32")`` returned ``x``; a conversion from float16 or int32 (257 -> 256) was kept
+exact too. This pass, which runs after `cpu-legalize-half-precision`, rewrites every
+``Cast(bfloat16, v)`` of another type as ``Cast(bfloat16, round(v))``, ``round``
+written out on the float32 bits (round to nearest, ties to even; NaN kept; ``v``
+converted to float32 first), so whatever storage TVM gives the value, it is already
+a bfloat16 value. Stores into bfloat16 memory, which TVM rounds itself, then round an
+exact value: the same result.
 """
 
 from __future__ import annotations
@@ -40,33 +43,25 @@ def round_to_bfloat16(value: Any) -> Any:
     return tirx.Select(tirx.isnan(value), value, tirx.reinterpret("float32", rounded))
 
 
-def round_bfloat16_round_trips(stmt: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with every ``Cast(wide float, Cast(bfloat16, float value))`` reading an
-    explicitly rounded value."""
+def round_bfloat16_conversions(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with every conversion to bfloat16 reading an explicitly rounded value."""
 
     def rewrite(node: Any) -> Any:
-        inner = node.value
-        if not (
-            isinstance(inner, tirx.Cast)
-            and _dtype(inner) == "bfloat16"
-            and _dtype(node) in ("float32", "float64")
-            and _dtype(inner.value) in ("float32", "float64")
-        ):
+        source = _dtype(node.value)
+        if _dtype(node) != "bfloat16" or source in ("bfloat16", ""):
             return node
-        value = inner.value
-        if _dtype(value) == "float64":
-            value = tirx.Cast("float32", value)
-        return tirx.Cast(_dtype(node), tirx.Cast("bfloat16", round_to_bfloat16(value)))
+        value = node.value if source == "float32" else tirx.Cast("float32", node.value)
+        return tirx.Cast("bfloat16", round_to_bfloat16(value))
 
     return tvm_ffi.structural_map(stmt, (tirx.Cast, rewrite), order="post")
 
 
 @dataclass(frozen=True)
 class CpuRoundBfloat16Pass(PrimFuncPass):
-    """Round bfloat16 round trips explicitly (module docstring)."""
+    """Round every conversion to bfloat16 explicitly (module docstring)."""
 
     name: ClassVar[str] = "cpu-round-bfloat16"
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
-        """Return ``body`` with its bfloat16 round trips rounded on the bits."""
-        return round_bfloat16_round_trips(body)
+        """Return ``body`` with every conversion to bfloat16 rounded on the bits."""
+        return round_bfloat16_conversions(body)

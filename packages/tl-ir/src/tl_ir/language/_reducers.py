@@ -30,13 +30,13 @@ from typing import Any
 import tvm
 import tvm_ffi
 from tvm import tirx
-from tvm.script import tirx as _tvm_T
 
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._alloc import alloc_shared
 from tl_ir.language._tile_ops import atomic_add, atomic_max, atomic_min, copy, fill
+from tl_ir.reduce_identity import max_identity, min_identity
 
 __all__ = [
     "alloc_reducer",
@@ -92,7 +92,7 @@ def reducer_init(reducer: Any, init: Any = None) -> None:
     op = _op_of(reducer, "T.reducer_init(reducer)")
     dtype = str(reducer.ty.dtype)
     if init is None:
-        init = {"sum": 0, "max": _tvm_T.min_value(dtype), "min": _tvm_T.max_value(dtype)}[op]
+        init = {"sum": 0, "max": max_identity(dtype), "min": min_identity(dtype)}[op]
     fill(reducer, init)
 
 

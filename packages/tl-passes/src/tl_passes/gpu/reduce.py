@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import tvm
 from tvm import tirx
 
+from tl_ir.reduce_identity import max_identity, min_identity
 from tl_passes.gpu.barriers import barrier
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.operand import Operand
@@ -42,10 +43,12 @@ REDUCE_TABLE_BYTES = 16384
 def _reduce_parts(kind: str, dtype: str) -> tuple[Any, Callable[[Any, Any], Any]]:
     if kind in ("sum", "abssum"):
         return tirx.const(0, dtype), lambda x, y: x + y
-    if kind in ("max", "absmax"):
+    if kind == "max":
+        return max_identity(dtype), tirx.max
+    if kind == "absmax":
         return tirx.min_value(dtype), tirx.max
     if kind == "min":
-        return tirx.max_value(dtype), tirx.min
+        return min_identity(dtype), tirx.min
     raise GpuLoweringError(f"T.reduce: unknown kind {kind!r}")
 
 
