@@ -88,3 +88,19 @@ def test_a_bfloat16_tile_holds_bfloat16_values(target: str, source: str) -> None
     tiled = values.astype(np.float32).astype(ml_dtypes.bfloat16)
     expected = (tiled.astype(np.float32) * 3).astype(ml_dtypes.bfloat16).astype(np.float32)
     np.testing.assert_array_equal(kernel(values), expected)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_narrow_float_constant_is_the_value_its_type_holds(target: str, dtype: str) -> None:
+    # T.float16(1.0001) was 1.0001 in the kernel (no fp16 holds it; it is 1.0).
+    @T.prim_func
+    def constants(C: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            C[0] = T.cast(T.dtype(dtype)(1.0001), "float32")
+            C[1] = T.cast(T.dtype(dtype)(0.1), "float32")
+
+    kernel = tl_jit.compile(constants, out_idx=[-1], target=target)
+    narrow = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    expected = np.array([1.0001, 0.1], np.float32).astype(narrow).astype(np.float32)
+    np.testing.assert_array_equal(kernel(), expected)

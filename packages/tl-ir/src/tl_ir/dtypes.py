@@ -120,6 +120,25 @@ def numpy_dtype(dtype: Any) -> np.dtype[Any]:
     return np.dtype(_STORAGE_AS_UINT.get(name, name))
 
 
+def rounded_constant(value: float, dtype: Any) -> float:
+    """``value`` as the nearest ``dtype`` value holds it (round to nearest, ties to
+    even), for the types narrower than float32: a constant ``T.float16(1.0001)`` is
+    ``1.0``, as the hardware would store it, not a float32 value the type cannot hold.
+    float32 and float64 constants are returned as they are (their conversion is exact
+    in the code generators).
+    """
+    name = normalize_dtype(dtype)
+    if name == "float16":
+        with np.errstate(over="ignore"):
+            return float(np.float16(value))
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.asarray(value, np.float32).astype(getattr(ml_dtypes, name)))
+    return value
+
+
 def is_float(dtype: Any) -> bool:
     """Whether ``dtype`` is a floating-point type (bfloat16 included)."""
     return normalize_dtype(dtype).startswith(("float", "bfloat"))

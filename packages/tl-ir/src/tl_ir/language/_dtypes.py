@@ -17,7 +17,7 @@ import tvm_ffi
 from tvm import tirx
 from tvm.script import tirx as _tvm_T
 
-from tl_ir.dtypes import DTYPE_NAMES, normalize_dtype
+from tl_ir.dtypes import DTYPE_NAMES, normalize_dtype, rounded_constant
 
 __all__ = ["DTYPE_ALIASES", "dtype", "make_dtype_objects"]
 
@@ -61,8 +61,10 @@ class dtype(tvm_ffi.dtype):
             if value is None:
                 raise TypeError(f"T.{self}() cannot make a scalar variable of dtype {self}")
             if isinstance(value, _builtins.float):
-                return tirx.const(value, str(self))
+                return tirx.const(rounded_constant(value, self), str(self))
             return tirx.Cast(str(self), value)
+        if isinstance(value, _builtins.float):
+            value = rounded_constant(value, self)
         return constructor(value)
 
     @property

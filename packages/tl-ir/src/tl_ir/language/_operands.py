@@ -17,6 +17,7 @@ from tvm.script.ir_builder import tirx as _IB
 from tvm.sym import Analyzer as _Analyzer
 
 from tl_ir import ops as _ops
+from tl_ir.dtypes import rounded_constant
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, TileLangError
 from tl_ir.ops import Region
 
@@ -71,7 +72,9 @@ def as_value(value: Any, dtype: str) -> Any:
     if isinstance(value, scalar_wrapper):
         value = value.scalar
     value = _ops.exact_int(value)
-    if isinstance(value, _builtins.bool | int | float):
+    if isinstance(value, float):
+        return tirx.const(rounded_constant(value, dtype), dtype)
+    if isinstance(value, _builtins.bool | int):
         return tirx.const(value, dtype)
     if not tvm.ir.is_prim_expr(value):
         raise KernelTypeError(f"expected a scalar value or expression, got {value!r}")
