@@ -120,6 +120,23 @@ def numpy_dtype(dtype: Any) -> np.dtype[Any]:
     return np.dtype(_STORAGE_AS_UINT.get(name, name))
 
 
+def compute_dtype(dtype: Any) -> np.dtype[Any]:
+    """The numpy dtype that computes with ``dtype`` elements: `numpy_dtype`, except that
+    ``bfloat16`` and the float8 types are ml_dtypes' (their arithmetic rounds to the
+    type; the ``uint`` storage types of `numpy_dtype` would compute on the raw bits).
+
+    Raises:
+        UnknownDtypeError: an unknown name.
+    """
+    name = normalize_dtype(dtype)
+    if name in _STORAGE_AS_UINT:
+        import ml_dtypes
+
+        narrow: np.dtype[Any] = np.dtype(getattr(ml_dtypes, name))
+        return narrow
+    return np.dtype(name)
+
+
 def rounded_constant(value: float, dtype: Any) -> float:
     """``value`` as the nearest ``dtype`` value holds it (round to nearest, ties to
     even), for the types narrower than float32: a constant ``T.float16(1.0001)`` is

@@ -21,7 +21,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.dtypes import numpy_dtype
+from tl_ir.dtypes import compute_dtype, numpy_dtype
 from tl_ir.interpret_scalars import (
     BINARY,
     BITWISE,
@@ -67,8 +67,8 @@ class _Interpreter:
         kind = type(expr).__name__
         if kind == "IntImm":
             return int(expr.value)
-        if kind == "FloatImm":
-            return float(expr.value)
+        if kind == "FloatImm":  # the value its dtype holds (a float32 literal is rounded)
+            return cast_value(float(expr.value), dtype_of(expr))
         if kind == "StringImm":
             return str(expr.value)
         if kind == "Var":
@@ -105,7 +105,7 @@ class _Interpreter:
     def _binary(self, kind: str, expr: Any) -> Any:
         result = BINARY[kind](self.value(expr.a), self.value(expr.b))
         dtype = dtype_of(expr)
-        if dtype in ("float16", "float32"):
+        if dtype.startswith(("float", "bfloat")) and dtype != "float64":
             return cast_value(result, dtype)
         if kind in ("Add", "Sub", "Mul"):
             return wrap(result, dtype)  # integers wrap around as the targets' do
@@ -143,7 +143,7 @@ class _Interpreter:
     def _stmt_AllocBuffer(self, node: Any) -> None:
         buffer = node.buffer
         shape = tuple(int(self.value(d)) for d in buffer.ty.shape)
-        dtype = numpy_dtype(str(buffer.ty.dtype))
+        dtype = compute_dtype(str(buffer.ty.dtype))
         # Uninitialized tiles hold NaN (floats) so reading them shows up in results.
         fill: Any = np.nan if dtype.kind == "f" else 0
         self.arrays[buffer] = np.full(shape, fill, dtype=dtype)
@@ -158,7 +158,7 @@ class _Interpreter:
         buffer = node.buffer
         shape = tuple(int(self.value(d)) for d in buffer.ty.shape)
         flat = self.arrays[source].reshape(-1)
-        self.arrays[buffer] = flat.view(numpy_dtype(str(buffer.ty.dtype))).reshape(shape)
+        self.arrays[buffer] = flat.view(compute_dtype(str(buffer.ty.dtype))).reshape(shape)
         return None
 
     def _stmt_BufferStore(self, node: Any) -> None:
@@ -310,7 +310,9 @@ class _Interpreter:
         self.write(op.c, result.astype(acc_dtype))
 
     def _reduce(self, op: ReduceOp) -> None:
-        src = self.read(op.src)
+        # Accumulated in the destination's dtype, as the targets accumulate (a float16
+        # tile summed into float32 does not overflow at 65504).
+        src = self.read(op.src).astype(self.arrays[op.dst.buffer].dtype)
         if op.kind in ("abssum", "absmax"):
             src = np.abs(src)
         combine: dict[str, Callable[..., Any]] = {
@@ -457,7 +459,10 @@ def run(func: Any, args: Sequence[Any]) -> list[Any]:
                 raise ValueError(
                     f"run: {param.name} expects {len(ty.shape)} dims, got shape {array.shape}"
                 )
-            if array.dtype != numpy_dtype(str(ty.dtype)):
+            computed = compute_dtype(str(ty.dtype))
+            if array.dtype != computed and array.dtype == numpy_dtype(str(ty.dtype)):
+                array = array.view(computed)  # bfloat16/float8 bits: the same memory
+            if array.dtype != computed:
                 raise ValueError(f"run: {param.name} expects {ty.dtype}, got {array.dtype}")
             for dim, size in zip(ty.shape, array.shape, strict=True):
                 if isinstance(dim, tvm.ir.Var):

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import tvm
 
-from tl_ir.dtypes import numpy_dtype
+from tl_ir.dtypes import numpy_dtype, rounded_constant
 
 __all__ = [
     "BINARY",
@@ -147,5 +147,8 @@ def cast_value(value: Any, dtype: str) -> Any:
     if "int" in dtype:
         return wrap(int(value), dtype)
     if dtype in ("float16", "float32", "float64"):
-        return float(np.dtype(dtype).type(value))
+        with np.errstate(over="ignore"):
+            return float(np.dtype(dtype).type(value))
+    if dtype in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return rounded_constant(float(value), dtype)
     return value

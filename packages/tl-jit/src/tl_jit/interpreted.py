@@ -53,7 +53,7 @@ class InterpretedKernel:
         import tvm
         from tvm import tirx
 
-        from tl_ir.dtypes import numpy_dtype
+        from tl_ir.dtypes import compute_dtype
         from tl_ir.interpret import run
 
         params = list(self.prim_func.params)
@@ -85,7 +85,7 @@ class InterpretedKernel:
                     shape.append(sizes[str(dim.name)])
                 else:
                     shape.append(int(dim))
-            full[index] = np.zeros(shape, dtype=numpy_dtype(str(ty.dtype)))
+            full[index] = np.zeros(shape, dtype=compute_dtype(str(ty.dtype)))
         arrays = [
             np.asarray(v) if isinstance(p.ty, tirx.BufferType) else v
             for p, v in zip(params, full, strict=True)
