@@ -113,3 +113,14 @@ def test_a_kernel_file_that_is_a_fifo_is_named_for_what_it_is(
     os.mkfifo(fifo)
     assert cli.main(["compile", f"{fifo}:f", "--out", str(tmp_path / "artifact")]) == 1
     assert f"{fifo}: expected a Python file, got a FIFO" in capsys.readouterr().err
+
+
+def test_a_base_exception_of_the_kernel_file_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A BaseException subclass raised while importing printed a full traceback.
+    kernel_file = tmp_path / "boom.py"
+    kernel_file.write_text("class Boom(BaseException):\n    pass\nraise Boom('exploded')\n")
+    assert cli.main(["compile", f"{kernel_file}:f", "--out", str(tmp_path / "art")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tl: exploded") and "Traceback" not in err

@@ -329,6 +329,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _report_error(exc, args)
         return 1
+    except BaseException as exc:  # kernel code raising a BaseException of its own
+        if show_traceback:
+            raise
+        _report_error(exc, args)
+        return 1
 
 
 if __name__ == "__main__":
