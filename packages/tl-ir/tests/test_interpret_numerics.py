@@ -53,3 +53,11 @@ def test_a_float32_literal_is_a_float32():
     a = np.array([1, 2, -3], np.float32)
     run(shift, [a])
     np.testing.assert_array_equal(a, np.array([1, 2, -3], np.float32) + np.float32(16777217.0))
+
+
+def test_float_constants_at_the_edges_of_their_types():
+    # T.float32(3.4028235e38) (FLT_MAX as numpy prints it) and T.float64(1.79e308) were
+    # refused: TVM's constructors went through a float32 literal.
+    assert float(T.float32(3.4028235e38).value) == float(np.finfo(np.float32).max)
+    assert float(T.float64(1.7976931348623157e308).value) == float(np.finfo(np.float64).max)
+    assert float(T.float32(0.1).value) == float(np.float32(0.1))

@@ -139,15 +139,14 @@ def compute_dtype(dtype: Any) -> np.dtype[Any]:
 
 def rounded_constant(value: float, dtype: Any) -> float:
     """``value`` as the nearest ``dtype`` value holds it (round to nearest, ties to
-    even), for the types narrower than float32: a constant ``T.float16(1.0001)`` is
-    ``1.0``, as the hardware would store it, not a float32 value the type cannot hold.
-    float32 and float64 constants are returned as they are (their conversion is exact
-    in the code generators).
+    even; beyond the largest finite value, infinity): a constant ``T.float16(1.0001)``
+    is ``1.0`` and ``T.float32(3.4028235e38)`` is FLT_MAX, as the hardware would store
+    them. float64 and non-float types: ``value`` as it is.
     """
     name = normalize_dtype(dtype)
-    if name == "float16":
+    if name in ("float16", "float32"):
         with np.errstate(over="ignore"):
-            return float(np.float16(value))
+            return float(np.dtype(name).type(value))
     if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes
 

@@ -55,6 +55,10 @@ class dtype(tvm_ffi.dtype):
         value = args[0] if args else None
         if isinstance(value, _builtins.bool | int) and str(self) != "bool":
             return tirx.const(value, str(self))
+        if isinstance(value, _builtins.float) and str(self).startswith(("float", "bfloat")):
+            # A constant of this dtype, rounded to it (TVM's constructors went through a
+            # float32 literal: T.float64(1e308) was refused as beyond float32's range).
+            return tirx.const(rounded_constant(value, self), str(self))
         constructor = getattr(_tvm_T, str(self), None)
         if constructor is None:
             # TVM offers no constructor for this dtype: only constants and casts.
