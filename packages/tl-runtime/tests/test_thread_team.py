@@ -213,26 +213,33 @@ print("RESULT", first, context.last_launch_threads(), thread_team.max_team_threa
 """
 
 
-@pytest.mark.parametrize("value", ["100000", "1000"])
-def test_a_huge_omp_num_threads_is_capped_for_the_helpers_launches(
-    value: str, artifact: Callable[..., Path], warm_runtime_cache: Path
-) -> None:
-    """The llvm kernels' launches (the context helper's OpenMP team) stay within the bound,
-    also after ``set_num_threads(0)``; the variable is lowered (children inherit that)."""
+def _run_threads_script(
+    artifact: Callable[..., Path], warm_runtime_cache: Path, omp_num_threads: str
+) -> subprocess.CompletedProcess[str]:
+    """THREADS_SCRIPT on the padd artifact in a child with ``OMP_NUM_THREADS`` set."""
     padd = artifact("padd", out_idx=(2,))
     env = {
         **os.environ,
         "PYTHONPATH": SRC,
-        "OMP_NUM_THREADS": value,
+        "OMP_NUM_THREADS": omp_num_threads,
         "TL_RUNTIME_CACHE_DIR": str(warm_runtime_cache),
     }
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", THREADS_SCRIPT.format(artifact=str(padd))],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+@pytest.mark.parametrize("value", ["100000", "1000"])
+def test_a_huge_omp_num_threads_is_capped_for_the_helpers_launches(
+    value: str, artifact: Callable[..., Path], warm_runtime_cache: Path
+) -> None:
+    """The llvm kernels' launches (the context helper's OpenMP team) stay within the bound,
+    also after ``set_num_threads(0)``; the variable is lowered (children inherit that)."""
+    proc = _run_threads_script(artifact, warm_runtime_cache, value)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     first, after_reset, cap, env_value = proc.stdout.split("RESULT")[-1].split()
     assert 1 <= int(first) <= int(cap) and 1 <= int(after_reset) <= int(cap)
@@ -245,20 +252,7 @@ def test_a_huge_omp_num_threads_is_capped_for_the_helpers_launches(
 def test_a_malformed_omp_num_threads_is_removed_with_one_warning(
     artifact: Callable[..., Path], warm_runtime_cache: Path
 ) -> None:
-    padd = artifact("padd", out_idx=(2,))
-    env = {
-        **os.environ,
-        "PYTHONPATH": SRC,
-        "OMP_NUM_THREADS": "lots",
-        "TL_RUNTIME_CACHE_DIR": str(warm_runtime_cache),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-c", THREADS_SCRIPT.format(artifact=str(padd))],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _run_threads_script(artifact, warm_runtime_cache, "lots")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("RESULT")[-1].split()[-1] == "None"  # removed from the environment
     warnings = [line for line in proc.stderr.splitlines() if "RuntimeWarning" in line]

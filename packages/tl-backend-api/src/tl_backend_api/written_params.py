@@ -16,20 +16,6 @@ __all__ = ["written_buffers"]
 _WRITE_MASK = 2
 
 
-def _buffer_of_data(data: Any) -> Any:
-    """The buffer ``data`` is the memory of (``B.data``), or None."""
-    from tl_ir import ops
-
-    if (
-        isinstance(data, tvm.ir.Call)
-        and str(getattr(data.op, "name", "")) == "tirx.buffer_data"
-        and len(data.args) == 1
-        and ops.is_buffer(data.args[0])
-    ):
-        return data.args[0]
-    return None
-
-
 def written_buffers(func: tirx.PrimFunc) -> list[Any]:
     """The buffers ``func`` writes: every ``BufferStore`` target, every tile-op
     destination (``T.copy``/``T.fill``/``T.gemm``/reductions/``T.cumsum`` outputs and
@@ -45,7 +31,7 @@ def written_buffers(func: tirx.PrimFunc) -> list[Any]:
     views: list[tuple[Any, Any]] = []  # (view buffer, the buffer whose memory it is)
 
     def on_decl(decl: Any) -> None:
-        source = _buffer_of_data(decl.data)
+        source = ops.viewed_buffer(decl)
         if source is not None:
             views.append((decl.buffer, source))
 
@@ -53,7 +39,7 @@ def written_buffers(func: tirx.PrimFunc) -> list[Any]:
         if str(getattr(call.op, "name", "")) != "tirx.tvm_access_ptr" or len(call.args) != 5:
             return
         mask = ops.const_int(call.args[4])
-        source = _buffer_of_data(call.args[1])
+        source = ops.data_buffer(call.args[1])
         if source is not None and (mask is None or mask & _WRITE_MASK):
             found.append(source)
 

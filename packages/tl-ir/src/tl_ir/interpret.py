@@ -44,6 +44,7 @@ from tl_ir.ops import (
     Region,
     describe,
     is_tile_op,
+    viewed_buffer,
 )
 
 __all__ = ["run"]
@@ -149,8 +150,7 @@ class _Interpreter:
         self.arrays[buffer] = np.full(shape, fill, dtype=dtype)
 
     def _stmt_DeclBuffer(self, node: Any) -> None:
-        data = getattr(node, "data", None)
-        source = data.args[0] if isinstance(data, tvm.ir.Call) and len(data.args) == 1 else None
+        source = viewed_buffer(node)
         if source is None or source not in self.arrays:
             return None
         # A view (T.view / T.reshape / T.Tensor(shape, dtype, data)): the source's

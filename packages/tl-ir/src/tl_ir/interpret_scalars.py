@@ -139,6 +139,11 @@ def bitwise(kind: str, a: Any, b: Any, dtype: str, where: Any = None) -> int:
     return combined
 
 
+_SCALAR_FLOATS = frozenset(
+    {"float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2"}
+)
+
+
 def cast_value(value: Any, dtype: str) -> Any:
     """``value`` converted to ``dtype`` as the targets convert: integers wrap, floats
     round to the dtype's precision, bool is truthiness."""
@@ -146,9 +151,6 @@ def cast_value(value: Any, dtype: str) -> Any:
         return bool(value)
     if "int" in dtype:
         return wrap(int(value), dtype)
-    if dtype in ("float16", "float32", "float64"):
-        with np.errstate(over="ignore"):
-            return float(np.dtype(dtype).type(value))
-    if dtype in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if dtype in _SCALAR_FLOATS:
         return rounded_constant(float(value), dtype)
     return value

@@ -55,6 +55,7 @@ __all__ = [
     "Region",
     "TileOp",
     "const_int",
+    "data_buffer",
     "describe",
     "encode",
     "exact_int",
@@ -64,6 +65,7 @@ __all__ = [
     "region_call",
     "scan_parts",
     "tile_ops",
+    "viewed_buffer",
 ]
 
 ACCESS_READ = 1
@@ -130,6 +132,26 @@ def exact_int(value: Any) -> Any:
     if type(value) is int or isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return value
     return operator.index(value)
+
+
+def data_buffer(data: Any) -> Any:
+    """The buffer ``data`` is the memory of (``B.data``, a ``tirx.buffer_data`` call), or
+    None for any other expression."""
+    if (
+        isinstance(data, tvm.ir.Call)
+        and str(getattr(data.op, "name", "")) == "tirx.buffer_data"
+        and len(data.args) == 1
+        and is_buffer(data.args[0])
+    ):
+        return data.args[0]
+    return None
+
+
+def viewed_buffer(decl: Any) -> Any:
+    """The buffer whose memory the ``DeclBuffer`` ``decl`` views (``T.view``,
+    ``T.reshape``, ``T.Tensor(shape, dtype, B.data)``), or None when it declares other
+    memory."""
+    return data_buffer(decl.data)
 
 
 def const_int(value: Any) -> int | None:

@@ -12,7 +12,16 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir.launch import LOOP_KIND_KEY
-from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int, describe, is_tile_op
+from tl_ir.ops import (
+    AtomicOp,
+    CopyOp,
+    FillOp,
+    Region,
+    const_int,
+    describe,
+    is_tile_op,
+    viewed_buffer,
+)
 
 
 def tile_op(stmt: tirx.Stmt) -> Any:
@@ -49,14 +58,6 @@ def parallel_nest(stmt: tirx.Stmt) -> tuple[list[tirx.For], Any] | None:
 def const_shape(buffer: Any) -> tuple[int | None, ...]:
     """``buffer``'s extents as ints (None where symbolic)."""
     return tuple(const_int(extent) for extent in buffer.ty.shape)
-
-
-def viewed_buffer(decl: tirx.DeclBuffer) -> Any | None:
-    """The buffer whose memory ``decl`` declares a view of (``T.reshape``/``T.view``)."""
-    data = decl.data
-    if isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data" and data.args:
-        return data.args[0]
-    return None
 
 
 def vars_used(node: Any) -> list[Any]:

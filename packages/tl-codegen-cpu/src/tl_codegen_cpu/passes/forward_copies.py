@@ -75,7 +75,6 @@ from tl_codegen_cpu.lowering.forward_chains import (
     parallel_nest,
     tile_op,
     vars_used,
-    viewed_buffer,
 )
 from tl_codegen_cpu.lowering.forward_values import (
     TileValue,
@@ -89,7 +88,7 @@ from tl_codegen_cpu.lowering.forward_values import (
 )
 from tl_codegen_cpu.lowering.workspace_tiles import localize_workspace_regions
 from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
-from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int
+from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int, viewed_buffer
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 

@@ -65,10 +65,8 @@ class dtype(tvm_ffi.dtype):
             if value is None:
                 raise TypeError(f"T.{self}() cannot make a scalar variable of dtype {self}")
             if isinstance(value, _builtins.float):
-                return tirx.const(rounded_constant(value, self), str(self))
+                return tirx.const(value, str(self))
             return tirx.Cast(str(self), value)
-        if isinstance(value, _builtins.float):
-            value = rounded_constant(value, self)
         return constructor(value)
 
     @property

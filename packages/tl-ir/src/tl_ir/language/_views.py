@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import tvm
 from tvm import tirx
 from tvm.script.ir_builder import tirx as _IB
 from tvm.sym import Analyzer as _Analyzer
@@ -29,8 +28,9 @@ def _source_buffer(data: Any, where: str) -> Any:
     """The buffer whose memory ``data`` is: a buffer, or ``buffer.data``."""
     if _ops.is_buffer(data):
         return data
-    if isinstance(data, tvm.ir.Call) and len(data.args) == 1 and _ops.is_buffer(data.args[0]):
-        return data.args[0]
+    source = _ops.data_buffer(data)
+    if source is not None:
+        return source
     raise KernelTypeError(f"{where}: expected a buffer or its .data, got {data!r}")
 
 

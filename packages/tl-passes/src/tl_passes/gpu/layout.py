@@ -57,6 +57,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir import scopes
+from tl_ir.ops import viewed_buffer
 from tl_passes.gpu.layout_base import (
     ANNOTATED,
     LAYOUT_MAP_ATTR,
@@ -74,7 +75,7 @@ from tl_passes.gpu.layout_base import (
     same_placement,
     static_shape,
 )
-from tl_passes.gpu.layout_views import annotated_owners, fragment_views, viewed_buffer
+from tl_passes.gpu.layout_views import annotated_owners, fragment_views
 from tl_passes.gpu.tensor_core_plan import NestInfo, TensorCorePlan, plan_tensor_cores
 from tl_passes.gpu.traits import PORTABLE_TRAITS, GpuTraits
 from tl_passes.pass_base import PassContext, PrimFuncPass

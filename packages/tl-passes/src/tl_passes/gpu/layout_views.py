@@ -10,6 +10,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.ops import viewed_buffer
 from tl_passes.gpu.layout_base import LayoutError, static_shape
 
 
@@ -90,12 +91,3 @@ def fragment_views(body: Any, fragments: dict[str, Any]) -> dict[str, tuple[Any,
 
     tvm_ffi.structural_walk(body, (tirx.DeclBuffer, visit), order="pre")
     return views
-
-
-def viewed_buffer(decl: Any) -> Any | None:
-    """The buffer whose memory the ``DeclBuffer`` ``decl`` views (``tirx.buffer_data``),
-    or None when it declares other memory."""
-    data = decl.data
-    if isinstance(data, tvm.ir.Call) and str(data.op.name) == "tirx.buffer_data" and data.args:
-        return data.args[0]
-    return None
