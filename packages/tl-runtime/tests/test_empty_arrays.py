@@ -1,8 +1,9 @@
 """Zero-size arrays (a symbolic dim bound to 0) run through every adapter.
 
-numpy gives multi-dimensional zero-size arrays zero strides (``(0, 0)``);
-TVM-built kernels refuse those as "not a compact array" unless the runtime
-re-views them with the strides of the declared layout.
+numpy and torch stride a zero-size array as if each 0 extent were 1 (or give it
+zero strides); TVM-built kernels check the exact compact strides, the product of
+the extents to the right (``(0, 1)`` for shape ``(5, 0)``), and refuse anything
+else as "not a compact array" unless the runtime re-views the argument.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ ZERO_ROW_INPUTS: dict[str, Callable[[], Any]] = {
 }
 
 
-def _load(adapter: str, out_idx: tuple[int, ...]) -> Any:
+def _load(adapter: str, out_idx: tuple[int, ...], kernel: str = "scale_rows") -> Any:
     if adapter == "cython" and not tl_runtime.adapter_availability("cython"):
         pytest.skip("the cython adapter is not available here")
-    return tl_runtime.load(rk.cached_artifact("scale_rows", out_idx=out_idx), adapter=adapter)
+    return tl_runtime.load(rk.cached_artifact(kernel, out_idx=out_idx), adapter=adapter)
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
@@ -53,3 +54,29 @@ def test_rows_after_zero_rows_still_compute(adapter: str) -> None:
     kernel(np.empty((0, 8), "float32"))
     a = np.arange(24, dtype="float32").reshape(3, 8)
     np.testing.assert_array_equal(kernel(a), a * 2)
+
+
+# int_mix: A (m, n) int8, B (n,) uint16 -> C (m, n) int64, both dims symbolic.
+ZERO_INNER_SHAPES = [(5, 0), (0, 0), (0, 5)]
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+@pytest.mark.parametrize("shape", ZERO_INNER_SHAPES, ids=str)
+def test_zero_size_inner_dims(adapter: str, library: str, shape: tuple[int, int]) -> None:
+    caller_output = _load(adapter, out_idx=(), kernel="int_mix")
+    allocated_output = _load(adapter, out_idx=(2,), kernel="int_mix")
+    a = np.zeros(shape, "int8")
+    b = np.zeros(shape[1:], "uint16")
+    c = np.zeros(shape, "int64")
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        a, b, c = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
+    for _ in range(2):  # the second call exercises the fast path's cache
+        caller_output(a, b, c, 3, True)
+        out = allocated_output(a, b, 3, True)
+        assert tuple(out.shape) == shape
+    filled = np.arange(6, dtype="int8").reshape(2, 3)
+    np.testing.assert_array_equal(
+        allocated_output(filled, np.ones(3, "uint16"), 10, True), filled.astype("int64") + 11
+    )

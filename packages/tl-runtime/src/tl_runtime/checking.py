@@ -66,6 +66,21 @@ def outputs_follow(kind: type) -> bool:
     return is_torch_type(kind)
 
 
+def compact_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides a compact (C-order) array of ``shape`` has, exactly.
+
+    Each stride is the product of the extents to its right, 0 when one of them is 0:
+    the layout TVM-built kernels check, which numpy and torch do not give zero-size
+    arrays.
+    """
+    strides: list[int] = []
+    step = 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
 @dataclass
 class PreparedCall:
     """The result of ``ArgumentChecker.prepare``.
@@ -218,7 +233,7 @@ class ArgumentChecker:
             shape = tuple(d if isinstance(d, int) else bindings[d] for d in param.shape)
             check_index_range(param.where, self.manifest, shape, math.prod(shape))
             out = self.allocate(param.dtype.name, shape, like=first_tensor)
-            full[index] = launchable(out, np)
+            full[index] = launchable(self._compact_if_empty(out), np)
             outputs.append(out)
         return PreparedCall(full, outputs, bindings, tuple(written_torch))
 
@@ -401,26 +416,27 @@ class ArgumentChecker:
         return True
 
     def _compact_if_empty(self, value: Any) -> Any:
-        """A zero-size array re-viewed with C-contiguous strides (a fresh one for torch).
+        """A zero-size array re-viewed with the compact strides of its shape.
 
-        numpy gives zero-size arrays zero strides (``(0, 0)``), which DLPack passes on
-        and TVM-built kernels refuse as "not a compact array"; the data is never read,
-        so a view with the strides of the declared layout is the same argument.
+        numpy and torch stride a zero-size array as if each 0 extent were 1 (numpy
+        ``(5, 0)`` float32: ``(4, 4)``); TVM-built kernels check the exact products of
+        the extents to their right (``(0, 1)`` elements) and refuse anything else as "not
+        a compact array". The data is never read, so a view with those strides is the
+        same argument.
         """
-        if is_torch(value):  # torch too gives zero-size tensors zero strides, at times
-            return value if value.numel() else value.new_empty(value.shape)
+        strides = compact_strides(tuple(int(d) for d in value.shape))
+        if is_torch(value):
+            if value.numel() or tuple(value.stride()) == strides:
+                return value
+            return value.new_empty_strided(value.shape, strides)
         np = self._np
         if np is None or not isinstance(value, np.ndarray) or value.size:
             return value
-        compact: list[int] = []
         step = value.dtype.itemsize
-        for extent in reversed(value.shape):
-            compact.append(step)
-            step *= max(int(extent), 1)
-        strides = tuple(reversed(compact))
-        if value.strides == strides:
+        byte_strides = tuple(stride * step for stride in strides)
+        if value.strides == byte_strides:
             return value
-        return np.lib.stride_tricks.as_strided(value, value.shape, strides)
+        return np.lib.stride_tricks.as_strided(value, value.shape, byte_strides)
 
     def _aligned_copy(self, param: ParamPlan, value: Any, view: TensorView) -> Any:
         """An aligned copy of an input, laid out as its parameter declares.
