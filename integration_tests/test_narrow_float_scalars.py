@@ -104,3 +104,40 @@ def test_a_narrow_float_constant_is_the_value_its_type_holds(target: str, dtype:
     narrow = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
     expected = np.array([1.0001, 0.1], np.float32).astype(narrow).astype(np.float32)
     np.testing.assert_array_equal(kernel(), expected)
+
+
+def _bfloat16_exp() -> Any:
+    @T.prim_func
+    def bfloat16_exp(
+        A: T.Tensor((4, 8), "bfloat16"),
+        Staged: T.Tensor((4, 8), "float32"),
+        Direct: T.Tensor((4, 8), "float32"),
+        Larger: T.Tensor((4, 8), "bfloat16"),
+    ):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_fragment((4, 8), "float32")
+            T.copy(A, tile)
+            for i, j in T.Parallel(4, 8):
+                Staged[i, j] = T.exp(tile[i, j])
+            for i, j in T.Parallel(4, 8):
+                Direct[i, j] = T.exp2(T.cast(A[i, j], "float32") - T.float32(1.0))
+            for i, j in T.Parallel(4, 8):
+                Larger[i, j] = T.max(A[i, j] * T.bfloat16(2), T.max(A[i, j], A[3 - i, j]))
+
+    return bfloat16_exp
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_math_on_values_read_from_bfloat16(target: str) -> None:
+    # TVM's bfloat16 legalization left a bfloat16 load inside a Let's value alone: it
+    # was converted as the integer its bits spell (0.5 -> 16128.0), so T.exp of any
+    # value read from a bfloat16 tensor (cpu-vectorize-exp binds its argument) was inf.
+    kernel = tl_jit.compile(_bfloat16_exp(), out_idx=[1, 2, 3], target=target)
+    a = np.linspace(-3, 3, 32).reshape(4, 8).astype(ml_dtypes.bfloat16)
+    staged, direct, larger = kernel(a)
+    wide = a.astype(np.float32)
+    np.testing.assert_allclose(staged, np.exp(wide), rtol=1e-6)
+    np.testing.assert_allclose(direct, np.exp2(wide - 1), rtol=1e-6)
+    doubled = (wide * 2).astype(ml_dtypes.bfloat16).astype(np.float32)
+    expected = np.maximum(doubled, np.maximum(wide, wide[::-1]))
+    np.testing.assert_array_equal(larger.astype(np.float32), expected)

@@ -141,6 +141,12 @@ static inline unsigned long long __double_as_longlong(double v) { unsigned long 
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 using std::max; using std::min;
+// Device max/min of floats are PTX max.f32/min.f32 (fmaxf/fminf): a NaN operand is
+// ignored, NaN only when both are; std::max keeps whichever operand its order picks.
+static inline float max(float a, float b) { return std::fmax(a, b); }
+static inline float min(float a, float b) { return std::fmin(a, b); }
+static inline double max(double a, double b) { return std::fmax(a, b); }
+static inline double min(double a, double b) { return std::fmin(a, b); }
 """
 EMULATION_HEADER += (Path(__file__).resolve().parent / "cuda_emulation_tensor_core.h").read_text()
 

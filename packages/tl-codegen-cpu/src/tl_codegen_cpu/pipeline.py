@@ -37,8 +37,10 @@ from tl_codegen_cpu.passes import (
 )
 from tl_codegen_cpu.passes.check_bounds import CpuCheckBoundsPass
 from tl_codegen_cpu.passes.eager_selects import CpuEagerSelectsPass
+from tl_codegen_cpu.passes.inline_bfloat16_lets import CpuInlineBfloat16LetsPass
 from tl_codegen_cpu.passes.interchange_grid_rows import CpuInterchangeGridRowsPass
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
+from tl_codegen_cpu.passes.max_min_ignore_nan import CpuMaxMinIgnoreNanPass
 from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
@@ -52,7 +54,7 @@ from tl_passes import (
 )
 
 
-def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
+def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]:
     # TVM's C printer cannot print vectors (vectorization is off on c), so only llvm
     # needs long vectorized loops cut into register-wide chunks.
     split: list[Pass] = [CpuSplitVectorLoopsPass()] if split_vector_loops else []
@@ -77,7 +79,9 @@ def _common(gemm_style: str, split_vector_loops: bool) -> list[Pass]:
         CpuLegalizeHalfPrecisionPass(),
         CpuLegalizeFloat8Pass(),
         CpuRoundBfloat16Pass(),
+        CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),
         CpuVectorizeExpPass(),
+        CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),
         RemoveNoOpPass(),
@@ -106,14 +110,14 @@ C_PREPARATION_PASSES: tuple[Pass, ...] = (
 
 #: Target ``c``.
 C_PASSES: tuple[Pass, ...] = (
-    *_common("c-vector-extension", split_vector_loops=False),
+    *_common("c-vector-extension", split_vector_loops=False, llvm=False),
     CpuCallHalfConversionsPass(),  # gcc converts fp16 one element at a time
     CpuWrapNarrowIntegersPass(),  # C computes 8/16-bit integers as int
     *C_PREPARATION_PASSES,
 )
 
 #: Target ``llvm``.
-LLVM_PASSES: tuple[Pass, ...] = tuple(_common("tir", split_vector_loops=True))
+LLVM_PASSES: tuple[Pass, ...] = tuple(_common("tir", split_vector_loops=True, llvm=True))
 
 C_PIPELINE: Pipeline = pipeline_from_passes("cpu-c", C_PASSES)
 LLVM_PIPELINE: Pipeline = pipeline_from_passes("cpu-llvm", LLVM_PASSES)

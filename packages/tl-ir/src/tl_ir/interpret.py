@@ -13,7 +13,7 @@ without iterating. Anything else raises ``NotImplementedError`` naming the node.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -280,7 +280,13 @@ class _Interpreter:
             self._reduce(op)
         elif isinstance(op, CumsumOp):
             tile = self.read(op.src)
-            scan = np.cumsum if op.kind == "sum" else np.maximum.accumulate
+            if op.kind == "sum":
+                scan: Any = np.cumsum
+            elif _is_float(tile):  # NaN ignored, from -inf (a leading NaN gives -inf)
+                tile = np.fmax(tile, -np.inf)
+                scan = np.fmax.accumulate
+            else:
+                scan = np.maximum.accumulate
             if op.reverse:
                 result = np.flip(scan(np.flip(tile, op.dim), axis=op.dim), op.dim)
             else:
@@ -311,24 +317,23 @@ class _Interpreter:
 
     def _reduce(self, op: ReduceOp) -> None:
         # Accumulated in the destination's dtype, as the targets accumulate (a float16
-        # tile summed into float32 does not overflow at 65504).
+        # tile summed into float32 does not overflow at 65504). Float max/min ignore NaN
+        # (fmax/fmin, from the identity: a row of NaN gives -inf for max), as on GPUs.
         src = self.read(op.src).astype(self.arrays[op.dst.buffer].dtype)
         if op.kind in ("abssum", "absmax"):
             src = np.abs(src)
-        combine: dict[str, Callable[..., Any]] = {
-            "sum": np.add,
-            "abssum": np.add,
-            "max": np.maximum,
-            "absmax": np.maximum,
-        }
-        fold: Callable[..., Any] = combine.get(op.kind, np.minimum)
-        reducer: dict[str, Callable[..., Any]] = {
-            "sum": np.sum,
-            "abssum": np.sum,
-            "max": np.max,
-            "absmax": np.max,
-        }
-        result = reducer.get(op.kind, np.min)(src, axis=op.dim)
+        if op.kind in ("sum", "abssum"):
+            fold: Any = np.add
+            result = np.sum(src, axis=op.dim)
+        else:
+            larger = op.kind in ("max", "absmax")
+            if _is_float(src):
+                fold = np.fmax if larger else np.fmin
+                identity = 0.0 if op.kind == "absmax" else -np.inf if larger else np.inf
+                result = fold.reduce(src, axis=op.dim, initial=identity)
+            else:
+                fold = np.maximum if larger else np.minimum
+                result = fold.reduce(src, axis=op.dim)
         if not op.clear:
             old = self.read(op.dst).reshape(result.shape)
             result = fold(old, result)
@@ -474,3 +479,9 @@ def run(func: Any, args: Sequence[Any]) -> list[Any]:
             interp.env[param] = arg
     interp.stmt(func.body)
     return list(args)
+
+
+def _is_float(array: Any) -> bool:
+    # ml_dtypes' bfloat16 and float8 arrays have kind "V".
+    return bool(array.dtype.kind in "fV")
+

@@ -50,8 +50,8 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "Add": lambda a, b: a + b,
     "Sub": lambda a, b: a - b,
     "Mul": lambda a, b: a * b,
-    "Min": min,
-    "Max": max,
+    "Min": lambda a, b: b if a != a else a if b != b else min(a, b),  # fmin: NaN ignored
+    "Max": lambda a, b: b if a != a else a if b != b else max(a, b),  # fmax: NaN ignored
     "EQ": lambda a, b: a == b,
     "NE": lambda a, b: a != b,
     "LT": lambda a, b: a < b,

@@ -17,6 +17,7 @@ from typing import Any
 
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.nan_rule import is_float, is_nan
 from tl_ir import scopes
 from tl_ir.ops import scan_parts
 from tl_ir.reduce_identity import max_identity, min_identity
@@ -221,19 +222,35 @@ def emit_tile_fill(dst: TileRegion, value: PrimExprLike) -> tirx.Stmt:
 
 
 def _reduce_parts(kind: str, dtype: str) -> tuple[Any, Callable[[Any, Any], Any]]:
+    """The identity and the combining function of reduction ``kind`` over ``dtype``.
+
+    Float max/min follow the GPU's rule (`cpu-max-min-ignore-nan`): a NaN element is
+    ignored. The accumulator starts at the identity (or at ``dst``'s old value with NaN
+    replaced by the identity, `emit_tile_reduce`) and only ever takes an element that
+    compared larger, so it is never NaN, and ``x > acc ? x : acc`` is the whole rule:
+    one compare and one blend per lane (``maxps`` on x86), where the general rule
+    for two operands that may both be NaN costs four.
+    """
+
     def absolute(x: Any) -> Any:
         return tirx.abs(x)
+
+    def larger(acc: Any, x: Any) -> Any:
+        return tirx.Select(x > acc, x, acc) if is_float(dtype) else tirx.max(acc, x)
+
+    def smaller(acc: Any, x: Any) -> Any:
+        return tirx.Select(x < acc, x, acc) if is_float(dtype) else tirx.min(acc, x)
 
     if kind == "sum":
         return tirx.const(0, dtype), lambda acc, x: acc + x
     if kind == "abssum":
         return tirx.const(0, dtype), lambda acc, x: acc + absolute(x)
     if kind == "max":
-        return max_identity(dtype), lambda acc, x: tirx.max(acc, x)
+        return max_identity(dtype), larger
     if kind == "absmax":
-        return tirx.const(0, dtype), lambda acc, x: tirx.max(acc, absolute(x))
+        return tirx.const(0, dtype), lambda acc, x: larger(acc, absolute(x))
     if kind == "min":
-        return min_identity(dtype), lambda acc, x: tirx.min(acc, x)
+        return min_identity(dtype), smaller
     raise ValueError(f"emit_tile_reduce kind: expected one of {list(REDUCE_KINDS)}, got {kind!r}")
 
 
@@ -340,12 +357,17 @@ def emit_tile_reduce(
             if out_extents
             else serial_body([])
         )
-    if not clear:
+    ignores_nan = kind in ("max", "min", "absmax") and is_float(dtype)
+    if not clear and not ignores_nan:
         return fold
 
     def init(out_iv: list[Any]) -> tirx.Stmt:
-        store = tirx.BufferStore(dst.buffer, identity, dst_index(out_iv))
-        return _guarded(store, dst_inside(out_iv))
+        index = dst_index(out_iv)
+        value = identity
+        if not clear:  # fold into the old value, a NaN there ignored like any other
+            old = tirx.BufferLoad(dst.buffer, index)
+            value = tirx.Select(is_nan(old), identity, old)
+        return _guarded(tirx.BufferStore(dst.buffer, value, index), dst_inside(out_iv))
 
     init_stmt = _loop_nest(out_extents, init, vectorize_last=True) if out_extents else init([])
     return tirx.SeqStmt([init_stmt, fold])

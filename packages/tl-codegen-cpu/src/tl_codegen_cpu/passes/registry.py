@@ -35,6 +35,8 @@ CPU_PASS_REGISTRY = PassRegistry(
         ),
         "cpu-legalize-float8": _cpu("legalize_float8", "CpuLegalizeFloat8Pass"),
         "cpu-round-bfloat16": _cpu("round_bfloat16", "CpuRoundBfloat16Pass"),
+        "cpu-inline-bfloat16-lets": _cpu("inline_bfloat16_lets", "CpuInlineBfloat16LetsPass"),
+        "cpu-max-min-ignore-nan": _cpu("max_min_ignore_nan", "CpuMaxMinIgnoreNanPass"),
         "cpu-wrap-narrow-integers": _cpu("wrap_narrow_integers", "CpuWrapNarrowIntegersPass"),
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
