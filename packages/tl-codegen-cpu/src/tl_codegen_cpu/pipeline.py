@@ -38,6 +38,7 @@ from tl_codegen_cpu.passes import (
 from tl_codegen_cpu.passes.check_bounds import CpuCheckBoundsPass
 from tl_codegen_cpu.passes.eager_selects import CpuEagerSelectsPass
 from tl_codegen_cpu.passes.inline_bfloat16_lets import CpuInlineBfloat16LetsPass
+from tl_codegen_cpu.passes.integer_division import CpuIntegerDivisionWithoutTrapsPass
 from tl_codegen_cpu.passes.interchange_grid_rows import CpuInterchangeGridRowsPass
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.max_min_ignore_nan import CpuMaxMinIgnoreNanPass
@@ -80,6 +81,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLegalizeFloat8Pass(),
         CpuRoundBfloat16Pass(),
         CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),
+        CpuIntegerDivisionWithoutTrapsPass(),
         CpuVectorizeExpPass(),
         CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let
         CpuLegalizeIntrinsicsPass(),

@@ -35,6 +35,9 @@ CPU_PASS_REGISTRY = PassRegistry(
         ),
         "cpu-legalize-float8": _cpu("legalize_float8", "CpuLegalizeFloat8Pass"),
         "cpu-round-bfloat16": _cpu("round_bfloat16", "CpuRoundBfloat16Pass"),
+        "cpu-integer-division-without-traps": _cpu(
+            "integer_division", "CpuIntegerDivisionWithoutTrapsPass"
+        ),
         "cpu-inline-bfloat16-lets": _cpu("inline_bfloat16_lets", "CpuInlineBfloat16LetsPass"),
         "cpu-max-min-ignore-nan": _cpu("max_min_ignore_nan", "CpuMaxMinIgnoreNanPass"),
         "cpu-wrap-narrow-integers": _cpu("wrap_narrow_integers", "CpuWrapNarrowIntegersPass"),

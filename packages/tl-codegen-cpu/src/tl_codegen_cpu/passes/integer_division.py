@@ -1,0 +1,129 @@
+"""`cpu-integer-division-without-traps`: an integer division never kills the process.
+
+x86's integer divide traps (SIGFPE: the Python process dies) on a zero divisor and on
+the most negative value divided by -1, where a GPU's division returns a value and goes
+on. A kernel computing ``A[i] // B[i]`` or ``A[i] % B[i]`` (and ``T.truncdiv``,
+``T.truncmod``) from data is one bad element away from that, so this pass gives every
+integer division whose divisor is not a constant other than 0 and -1, in a value a
+statement stores, a defined result instead:
+
+* divisor 0: quotient 0, remainder the dividend (``q * b + r == a`` still holds);
+* divisor -1: quotient ``-a`` (the most negative value wraps to itself), remainder 0.
+
+Written as selects on the divisor, which stays the divisor everywhere else, so the
+division itself (already slow and rarely vectorized) is unchanged. Index arithmetic
+(a buffer's indices, loop bounds) is left alone: a symbolic dim divides there, and
+the selects would hide the affine forms the simplifier and vectorizer rely on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_codegen_cpu.lowering.nan_rule import with_unique_let_vars
+from tl_passes.buffer_rewrite import substitute_vars
+from tl_passes.pass_base import PassContext, PrimFuncPass
+
+__all__ = ["CpuIntegerDivisionWithoutTrapsPass", "division_without_traps"]
+
+_QUOTIENTS = (tirx.Div, tirx.FloorDiv)
+_REMAINDERS = (tirx.Mod, tirx.FloorMod)
+_SIMPLE = (tirx.Var, tvm.ir.TensorLoad, tirx.IntImm)
+
+
+def _is_integer(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
+
+
+def division_without_traps(node: Any) -> Any:
+    """The integer division/modulo ``node`` with a defined result for a divisor of 0 or
+    -1 (module docstring); ``node`` unchanged for floats and safe constant divisors."""
+    dtype = str(node.ty.dtype)
+    if not _is_integer(dtype):
+        return node
+    signed = not dtype.startswith("uint")
+    divisor = node.b
+    constant = int(divisor.value) if isinstance(divisor, tirx.IntImm) else None
+    if constant is not None and constant != 0 and (not signed or constant != -1):
+        return node
+    zero, one = tirx.const(0, dtype), tirx.const(1, dtype)
+    bindings: list[tuple[tirx.Var, Any]] = []
+
+    def bound(value: Any, name: str) -> Any:
+        if isinstance(value, _SIMPLE):
+            return value
+        var = tirx.Var(name, dtype)
+        bindings.append((var, value))
+        return var
+
+    a = bound(node.a, "dividend")
+    b = bound(divisor, "divisor")
+    is_zero = b == zero
+    unsafe = tirx.Or(is_zero, b == tirx.const(-1, dtype)) if signed else is_zero
+    safe = type(node)(a, tirx.Select(unsafe, one, b))
+    if isinstance(node, _QUOTIENTS):
+        result = tirx.Select(is_zero, zero, safe)
+        if signed:
+            result = tirx.Select(b == tirx.const(-1, dtype), zero - a, result)
+    else:
+        result = tirx.Select(is_zero, a, safe)
+        if signed:
+            result = tirx.Select(b == tirx.const(-1, dtype), zero, result)
+    for var, value in reversed(bindings):
+        result = tirx.Let(var, value, result)
+    return result
+
+
+def _rewrite_value(value: Any) -> Any:
+    """``value`` with its divisions rewritten, except inside the indices of its loads."""
+    hidden: dict[Any, Any] = {}
+
+    def hide(load: Any) -> Any:
+        placeholder = tirx.Var("load", load.ty.dtype)
+        hidden[placeholder] = load
+        return placeholder
+
+    masked = tvm_ffi.structural_map(value, (tvm.ir.TensorLoad, hide), order="post")
+    rewritten = tvm_ffi.structural_map(
+        masked, ((*_QUOTIENTS, *_REMAINDERS), division_without_traps), order="post"
+    )
+    if rewritten.same_as(masked):
+        return value
+    while True:  # a hidden load may hold the placeholder of a load in its indices
+        restored = substitute_vars(rewritten, hidden)
+        if restored.same_as(rewritten):
+            return restored
+        rewritten = restored
+
+
+def rewrite_divisions(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with every stored value's integer divisions unable to trap."""
+
+    def store(node: Any) -> Any:
+        value = _rewrite_value(node.value)
+        if value.same_as(node.value):
+            return node
+        return tirx.BufferStore(node.buffer, value, list(node.indices))
+
+    return tvm_ffi.structural_map(stmt, (tirx.BufferStore, store), order="post")
+
+
+@dataclass(frozen=True)
+class CpuIntegerDivisionWithoutTrapsPass(PrimFuncPass):
+    """Give integer division by 0 and by -1 a result instead of a trap (module docstring)."""
+
+    name: ClassVar[str] = "cpu-integer-division-without-traps"
+
+    def transform_function(
+        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
+    ) -> tirx.PrimFunc:
+        """Return ``func`` rewritten, each ``Let`` it introduces bound once."""
+        body = rewrite_divisions(func.body)
+        if body.same_as(func.body):
+            return func
+        return with_unique_let_vars(func.with_body(body))
