@@ -95,3 +95,23 @@ def test_max_and_min_of_infinite_rows_are_infinite(target: str, dtype: str) -> N
     high, low = kernel(a)
     assert high.astype(np.float64).tolist() == [-np.inf, np.inf]
     assert low.astype(np.float64).tolist() == [-np.inf, np.inf]
+
+
+def _reciprocal_of_abs(dtype: str) -> Any:
+    @T.prim_func
+    def reciprocal_of_abs(A: T.Tensor((4,), dtype), B: T.Tensor((4,), dtype)):
+        T.assume(A[0] == A[0])  # an optimizer hint: the c code generator had no rule for it
+        with T.Kernel(1, threads=1) as _bx:
+            for i in T.serial(4):
+                B[i] = T.float32(1).astype(dtype) / T.abs(A[i])
+
+    return reciprocal_of_abs
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_abs_of_negative_zero_is_positive_zero(target: str, dtype: str) -> None:
+    # c wrote abs as `x < 0 ? -x : x`, which keeps -0.0: 1 / T.abs(-0.0) was -inf.
+    kernel = tl_jit.compile(_reciprocal_of_abs(dtype), out_idx=[-1], target=target)
+    a = np.array([-0.0, 0.0, -2.0, np.nan], dtype)
+    np.testing.assert_array_equal(kernel(a), np.array([np.inf, np.inf, 0.5, np.nan], dtype))
