@@ -115,3 +115,27 @@ def test_abs_of_negative_zero_is_positive_zero(target: str, dtype: str) -> None:
     kernel = tl_jit.compile(_reciprocal_of_abs(dtype), out_idx=[-1], target=target)
     a = np.array([-0.0, 0.0, -2.0, np.nan], dtype)
     np.testing.assert_array_equal(kernel(a), np.array([np.inf, np.inf, 0.5, np.nan], dtype))
+
+
+def _exp_of_constants() -> Any:
+    @T.prim_func
+    def exp_of_constants(A: T.Tensor((16,), "float32"), B: T.Tensor((4, 16), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            for i in T.Parallel(16):
+                B[0, i] = T.exp(T.float32(0.5))
+                B[1, i] = T.exp2(T.float32(1.5)) + A[i]
+                B[2, i] = T.exp(A[i] * T.float32(0.0))
+                B[3, i] = T.exp(-T.infinity("float32")) + A[i]
+
+    return exp_of_constants
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_exp_of_an_argument_that_folds_to_a_constant(target: str) -> None:
+    # cpu-vectorize-exp works on the bits of its argument; once the simplifier made it
+    # a constant, TVM's C printer wrote `*(int *)(&(1065353216))`, which gcc refuses.
+    kernel = tl_jit.compile(_exp_of_constants(), out_idx=[-1], target=target)
+    a = np.arange(16, dtype=np.float32)
+    got = kernel(a)
+    want = np.stack([np.full(16, np.exp(0.5)), np.exp2(1.5) + a, np.ones(16), a])
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=3e-7)

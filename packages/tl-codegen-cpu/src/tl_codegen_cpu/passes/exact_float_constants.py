@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -78,11 +79,46 @@ def hex_float_literal(marker: str) -> str:
     raise ValueError(f"hex_float_literal: not an exact-constant marker: {marker!r}")
 
 
+#: Scalar dtypes a constant ``reinterpret`` is folded between (same width).
+_REINTERPRETABLE = ("float32", "float64", "int32", "int64", "uint32", "uint64")
+
+
+def fold_constant_reinterprets(stmt: tirx.Stmt) -> tirx.Stmt:
+    """Return ``stmt`` with each ``reinterpret`` of a constant replaced by the constant.
+
+    TVM's C printer writes ``reinterpret`` as ``*(T *)(&(x))``, which needs an lvalue:
+    ``T.exp`` of an argument the simplifier made constant (`cpu-vectorize-exp` works on
+    its bits) printed ``&(1065353216)``, a gcc error.
+    """
+
+    def fold(call: Any) -> Any:
+        op = call.op
+        if not isinstance(op, tvm.ir.Op) or str(op.name) != "tirx.reinterpret":
+            return call
+        (value,) = call.args
+        source, target = str(value.ty.dtype), str(call.ty.dtype)
+        if not isinstance(value, (tirx.IntImm, tirx.FloatImm)):
+            return call
+        if source not in _REINTERPRETABLE or target not in _REINTERPRETABLE:
+            return call
+        array = np.array(value.value).astype(source)
+        if array.itemsize != np.dtype(target).itemsize:
+            return call
+        folded = array.view(target).item()
+        if target.startswith("float"):
+            return tirx.FloatImm(target, float(folded))
+        return tirx.IntImm(target, int(folded))
+
+    return tvm_ffi.structural_map(stmt, (tvm.ir.Call, fold), order="post")
+
+
 def exact_float_constants(stmt: tirx.Stmt) -> tirx.Stmt:
-    """Return ``stmt`` with every lossy float32/float64 constant replaced by its marker call.
+    """Return ``stmt`` with every lossy float32/float64 constant replaced by its marker call
+    (after folding ``reinterpret`` of constants, `fold_constant_reinterprets`).
 
     Infinities and NaN are left alone (the printer names them).
     """
+    stmt = fold_constant_reinterprets(stmt)
 
     def rewrite(node: Any) -> Any:
         dtype = str(node.ty.dtype)
@@ -116,6 +152,7 @@ __all__ = [
     "CpuExactFloatConstantsPass",
     "exact_constant_marker",
     "exact_float_constants",
+    "fold_constant_reinterprets",
     "hex_float_literal",
     "printed_as_by_c",
 ]
