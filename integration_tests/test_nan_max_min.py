@@ -158,3 +158,24 @@ def test_running_and_warp_maxima_ignore_nan(target: str) -> None:
     # From the identity, as the reductions: a leading NaN gives -inf.
     np.testing.assert_array_equal(running, np.fmax.accumulate(np.fmax(a, -np.inf), axis=1))
     np.testing.assert_array_equal(warp, np.fmax.reduce(a, axis=1))
+
+
+def _self_comparisons(dtype: str) -> Any:
+    @T.prim_func
+    def self_comparisons(F: T.Tensor((4,), dtype), Out: T.Tensor((2, 4), "int32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(4):
+                Out[0, i] = T.if_then_else(F[i] == F[i], 1, 0)
+                Out[1, i] = T.if_then_else(F[i] != F[i], 1, 0)
+
+    return self_comparisons
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_self_comparison_is_a_nan_test(target: str, dtype: str) -> None:
+    # TVM's simplifier folded `x == x` to true and `x != x` to false, NaN or not.
+    kernel = tl_jit.compile(_self_comparisons(dtype), out_idx=[-1], target=target)
+    f = np.array([np.nan, 1.0, -np.inf, -0.0]).astype(DTYPES[dtype])
+    nan = np.isnan(f.astype(np.float64))
+    np.testing.assert_array_equal(kernel(f), np.stack([~nan, nan]).astype(np.int32))

@@ -42,6 +42,7 @@ from tl_codegen_cpu.passes.integer_division import CpuIntegerDivisionWithoutTrap
 from tl_codegen_cpu.passes.interchange_grid_rows import CpuInterchangeGridRowsPass
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.max_min_ignore_nan import CpuMaxMinIgnoreNanPass
+from tl_codegen_cpu.passes.nan_self_comparisons import CpuNanSelfComparisonsPass
 from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
@@ -82,6 +83,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuRoundBfloat16Pass(),
         CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),
         CpuIntegerDivisionWithoutTrapsPass(),
+        CpuNanSelfComparisonsPass(),
         CpuVectorizeExpPass(),
         CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let
         CpuLegalizeIntrinsicsPass(),
