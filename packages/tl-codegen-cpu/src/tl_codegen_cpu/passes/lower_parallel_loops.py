@@ -14,6 +14,15 @@ scalar loop with a branch per element. (Until this was made explicit, the check
 spelt the op ``tirx.if_then_else`` while TVM 0.27 registers ``prim.if_then_else``,
 so it never fired; the corpus's generated code is that of the select path.)
 
+A loop that stores an element it also reads stays vectorized only when each
+iteration stores its own element (an index linear in the loop variable with a
+non-zero constant coefficient). An update of one element across the iterations,
+``s[0] = s[0] + A[i]`` (a legacy ``T.alloc_reducer((1,), ...)`` fed by a 1-D
+``T.Parallel``), carries a dependence from each iteration to the next: as vector
+lanes every lane read the same old value and the store kept one lane, so on
+``llvm`` (whose `cpu-split-vector-loops` cuts the loop into 16-lane chunks) a sum
+of 128 ones was 8. It stays a serial loop.
+
 With ``serial_one_block_grids`` (the ``llvm`` pipeline), a parallel loop of
 constant extent 1 (a one-block grid) becomes serial too: the calling thread runs
 it instead of a thread team woken for one task. (On ``c``, `cpu-mark-parallel-loops`
@@ -29,6 +38,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.passes.mark_independent_loops import has_distinct_elements
 from tl_ir.builtin_ops import builtin_op_names
 from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -38,9 +48,27 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 SCALAR_ONLY_CALLS = builtin_op_names("call_extern", "tvm_call_packed", "tvm_call_cpacked")
 
 
-def _vectorizable(body: tirx.Stmt) -> bool:
+def _carries_element_updates(stmts: list[tirx.BufferStore], var: tirx.Var) -> bool:
+    """Whether a store writes one element for several iterations of a buffer the body reads."""
+    loaded: list[Any] = []
+
+    def visit(load: Any) -> None:
+        loaded.append(load.source)
+
+    for stmt in stmts:
+        tvm_ffi.structural_walk(stmt, (tvm.ir.TensorLoad, visit), order="post")
+    for stmt in stmts:
+        read = any(source.same_as(stmt.buffer) for source in loaded)
+        if read and not has_distinct_elements(list(stmt.indices), var):
+            return True
+    return False
+
+
+def _vectorizable(body: tirx.Stmt, var: tirx.Var) -> bool:
     stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
     if not all(isinstance(s, tirx.BufferStore) for s in stmts):
+        return False
+    if _carries_element_updates(stmts, var):
         return False
     simple = True
 
@@ -78,7 +106,7 @@ def lower_parallel_loops(
         if kind_name == "parallel":
             extent = loop.extent
             constant = isinstance(extent, tirx.IntImm) and 1 < int(extent) <= max_vector_extent
-            vector = constant and _vectorizable(loop.body)
+            vector = constant and _vectorizable(loop.body, loop.loop_var)
             kind = tirx.ForKind.VECTORIZED if vector else tirx.ForKind.SERIAL
         return rebuild_loop(loop, kind=kind, annotations=annotations)
 

@@ -65,7 +65,7 @@ PURE_CALLS = builtin_op_names(
 )
 
 
-def _has_distinct_elements(indices: list[Any], var: Any) -> bool:
+def has_distinct_elements(indices: list[Any], var: Any) -> bool:
     """Whether ``indices`` name a different element for every value of ``var``."""
     for index in indices:
         coefficients = sym.detect_linear_equation(index, [var])
@@ -155,7 +155,7 @@ def _owns_its_elements(written: list[list[Any]], var: Any) -> bool:
     per value, or one-dimensional indices ``c * var + o`` of one constant ``c`` whose
     constant offsets ``o`` span less than ``|c|``."""
     if len(written) == 1:
-        return _has_distinct_elements(written[0], var)
+        return has_distinct_elements(written[0], var)
     if any(len(indices) != 1 for indices in written):
         return False
     forms = [sym.detect_linear_equation(indices[0], [var]) for indices in written]
