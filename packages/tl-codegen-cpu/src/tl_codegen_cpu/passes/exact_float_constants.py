@@ -96,9 +96,10 @@ def fold_constant_reinterprets(stmt: tirx.Stmt) -> tirx.Stmt:
         if not isinstance(op, tvm.ir.Op) or str(op.name) != "tirx.reinterpret":
             return call
         (value,) = call.args
-        source, target = str(value.ty.dtype), str(call.ty.dtype)
         if not isinstance(value, (tirx.IntImm, tirx.FloatImm)):
             return call
+        source = str(value.ty.dtype)
+        target = str(getattr(call.ty, "dtype", ""))  # "" for a pointer: left alone
         if source not in _REINTERPRETABLE or target not in _REINTERPRETABLE:
             return call
         array = np.array(value.value).astype(source)
