@@ -12,7 +12,10 @@ is removed. The nest must store at ``base_d + v_d`` (one loop variable per dim,
 coefficient 1, no branch): then it writes every element of
 ``[base_d, base_d + extent_d)``, and the copy's region must lie inside that box.
 Nothing else observes the removed stores (a block's own later reads are what
-the scan rules out; another block reading them would race).
+the scan rules out; another block reading them would race). A view of the
+destination (``T.reshape``, ``T.view``, ``T.Tensor(shape, dtype, B.data)``, views of
+views) is the destination: naming any buffer sharing its memory counts as
+mentioning it, in the overwriting nest's value as well as in between.
 """
 
 from __future__ import annotations
@@ -23,24 +26,26 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.buffer_views import memory_aliases, view_pairs
 from tl_codegen_cpu.lowering.forward_chains import parallel_nest, tile_op, vars_used
 from tl_ir.ops import CopyOp, Region, const_int
 
 
-def _mentions(node: Any, buffer: Any) -> bool:
-    return any(var.same_as(buffer) for var in vars_used(node))
+def _mentions(node: Any, group: list[Any]) -> bool:
+    return any(var.same_as(b) for var in vars_used(node) for b in group)
 
 
-def _covered_box(stmt: tirx.Stmt, buffer: Any) -> list[tuple[Any, int]] | None:
+def _covered_box(stmt: tirx.Stmt, buffer: Any, group: list[Any]) -> list[tuple[Any, int]] | None:
     """``[(base, extent)]`` per dim when ``stmt`` is a perfect ``T.Parallel`` nest writing
-    every element of that box of ``buffer`` and reading nothing of it, else None."""
+    every element of that box of ``buffer`` and reading nothing of it (nor of any buffer
+    of ``group``, its views), else None."""
     nest = parallel_nest(stmt)
     if nest is None:
         return None
     loops, store = nest
     if not isinstance(store, tirx.BufferStore) or not store.buffer.same_as(buffer):
         return None
-    if _mentions(store.value, buffer):
+    if _mentions(store.value, group) or any(_mentions(i, group) for i in store.indices):
         return None
     loop_vars = [loop.loop_var for loop in loops]
     box: list[tuple[Any, int]] = []
@@ -71,14 +76,17 @@ def _inside(region: Region, box: list[tuple[Any, int]]) -> bool:
     return True
 
 
-def _overwritten(seq: list[tirx.Stmt], position: int, op: CopyOp) -> bool:
+def _overwritten(
+    seq: list[tirx.Stmt], position: int, op: CopyOp, views: list[tuple[Any, Any]]
+) -> bool:
     buffer = op.dst.buffer
-    if None in op.dst.const_extents or op.src.buffer.same_as(buffer):
+    group = memory_aliases(buffer, views)
+    if None in op.dst.const_extents or any(op.src.buffer.same_as(b) for b in group):
         return False
     for later in seq[position + 1 :]:
-        if not _mentions(later, buffer):
+        if not _mentions(later, group):
             continue
-        box = _covered_box(later, buffer)
+        box = _covered_box(later, buffer, group)
         if box is None:
             return False  # read (or written in a way not analysed) before it is covered
         if _inside(op.dst, box):
@@ -88,13 +96,14 @@ def _overwritten(seq: list[tirx.Stmt], position: int, op: CopyOp) -> bool:
 
 def drop_overwritten_copies(stmt: tirx.Stmt) -> tirx.Stmt:
     """Return ``stmt`` without the copies a later nest overwrites unread (module doc)."""
+    views = view_pairs(stmt)
 
     def rewrite(seq_stmt: tirx.SeqStmt) -> tirx.Stmt:
         seq = list(seq_stmt.seq)
         kept = []
         for position, part in enumerate(seq):
             op = tile_op(part)
-            if isinstance(op, CopyOp) and _overwritten(seq, position, op):
+            if isinstance(op, CopyOp) and _overwritten(seq, position, op, views):
                 continue
             kept.append(part)
         if len(kept) == len(seq):

@@ -16,8 +16,10 @@ The result is bit-identical: every element still receives its updates in the sam
 order of ``k``. Conditions (else the nest is left alone): a perfect nest of serial
 loops (min 0, constant extents, no annotations) whose body is one store; one of the store's
 indices is the outer loop's variable and none mentions the innermost one; the stored buffer is read
-only at exactly the stored element; no other buffer the body reads is the stored one.
-Runs before `cpu-lower-parallel-loops`, which vectorizes the new innermost loop.
+only at exactly the stored element; no other buffer the body reads is the stored one
+or shares its memory (a view of it, the buffer it views, another view of that: a
+read through a view may be of another element, which the reordering would read
+before or after its updates). Runs before `cpu-lower-parallel-loops`, which vectorizes the new innermost loop.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.buffer_views import memory_aliases, view_pairs
 from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
 from tl_ir.ops import const_int
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -61,7 +64,7 @@ def _mentions(expr: Any, var: tirx.Var) -> bool:
     return found[0]
 
 
-def _reordered(top: tirx.For) -> tirx.Stmt | None:
+def _reordered(top: tirx.For, views: list[tuple[Any, Any]]) -> tirx.Stmt | None:
     """The nest under ``top`` with its reduction loop outermost, or None (module doc)."""
     loops: list[tirx.For] = []
     node: Any = top
@@ -83,6 +86,9 @@ def _reordered(top: tirx.For) -> tirx.Stmt | None:
             return None
     loads: list[Any] = []
     tvm_ffi.structural_walk(store.value, (tvm.ir.TensorLoad, loads.append), order="post")
+    aliases = memory_aliases(store.buffer, views)[1:]
+    if any(load.source.same_as(b) for load in loads for b in aliases):
+        return None
     for load in loads:
         if load.source.same_as(store.buffer) and not (
             len(load.indices) == len(indices)
@@ -104,9 +110,10 @@ def _reordered(top: tirx.For) -> tirx.Stmt | None:
 
 def interchange_reductions(stmt: tirx.Stmt) -> tirx.Stmt:
     """Return ``stmt`` with every qualifying reduction nest reordered (module doc)."""
+    views = view_pairs(stmt)
 
     def rewrite(loop: tirx.For) -> tirx.Stmt:
-        result = _reordered(loop)
+        result = _reordered(loop, views)
         return loop if result is None else result
 
     return tvm_ffi.structural_map(stmt, (tirx.For, rewrite), order="post")

@@ -7,17 +7,34 @@ block). They get scope ``global``: TVM 0.27's ``LowerTVMBuiltin`` turns small
 allocations of any other scope into heap workspaces, which LLVM cannot keep
 in registers. Where the arrays live (stack or TVM workspace)
 is decided later (`cpu-stack-block-locals` on the C path).
+
+A view of such a tile (``T.reshape``, ``T.view``, ``T.Tensor(shape, dtype, B.data)``,
+views of views) moves with it. TVM's ``StorageRewrite`` (the LLVM path) counts only
+the accesses that name an allocation as its uses, not those through a
+``DeclBuffer`` over its data: a tile last read through a view was taken for dead and
+its memory given to a later tile while the view still read it. So a tile whose
+views all have constant shapes and its dtype becomes one flat array of its
+elements, and every access to it or to a view indexes that array at its row-major
+offset (views share one element order), the views' declarations going; a view of
+another 32- or 64-bit dtype does the same through a bit cast (``reinterpret``). Any
+other view (a narrower or wider dtype, a symbolic shape, a tile named other than by
+accesses) stays a view and gets the tile's new scope.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import tvm
+import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.buffer_views import view_pairs, views_of
 from tl_ir import scopes
-from tl_passes.buffer_rewrite import rescope_buffers
+from tl_ir.ops import const_int
+from tl_passes.buffer_rewrite import allocated_buffers, substitute_vars, with_scope
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 #: The kernel-language scopes that become block-local arrays.
@@ -37,8 +54,118 @@ class CpuLocalizeTilesPass(PrimFuncPass):
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its block-local tiles in scope ``global``."""
 
-        def choose(buffer: Any) -> str | None:
-            scope = str(buffer.ty.storage_scope)
-            return scopes.GLOBAL if scope in BLOCK_LOCAL_SCOPES else None
+        return localize_tiles(body)
 
-        return rescope_buffers(body, choose)
+
+def _members(buffers: list[Any], buffer: Any) -> bool:
+    return any(buffer.same_as(b) for b in buffers)
+
+
+def _same_bits(view: str, tile: str) -> bool:
+    """Whether a view of dtype ``view`` reads a tile of dtype ``tile`` element by element
+    (the same dtype, or a bit cast between 32- or 64-bit scalars)."""
+    if view == tile:
+        return True
+    a, b = tvm.DataType(view), tvm.DataType(tile)
+    return a.lanes == 1 and b.lanes == 1 and a.bits == b.bits and a.bits in (32, 64)
+
+
+def _const_shape(buffer: Any) -> list[int] | None:
+    shape = [const_int(extent) for extent in buffer.ty.shape]
+    return None if any(extent is None for extent in shape) else [int(e or 0) for e in shape]
+
+
+def _flat_index(indices: list[Any], shape: list[int]) -> Any:
+    flat: Any = None
+    for index, extent in zip(indices, shape, strict=True):
+        flat = index if flat is None else flat * extent + index
+    return flat
+
+
+def _flatten_viewed_tile(body: tirx.Stmt, tile: Any, views: list[Any]) -> tirx.Stmt | None:
+    """``body`` with ``tile`` and its ``views`` one flat array (module doc), or None when
+    a view has a symbolic shape or a dtype that is neither the tile's nor one of the
+    same width (32 or 64 bits: its accesses become bit casts), or a buffer of them is
+    named otherwise than by a load, a store, its allocation or a view's declaration."""
+    group = [tile, *views]
+    shapes = [_const_shape(b) for b in group]
+    if any(shape is None for shape in shapes):
+        return None
+    if not all(_same_bits(str(b.ty.dtype), str(tile.ty.dtype)) for b in views):
+        return None
+    size = math.prod(shapes[0] or [])
+    flat = tirx.decl_buffer(
+        (size,),
+        str(tile.ty.dtype),
+        name=str(tile.name),
+        scope=scopes.GLOBAL,
+        data_alignment=max(int(tile.data_alignment), 64),
+    )
+
+    def shape_of(buffer: Any) -> list[int] | None:
+        for b, shape in zip(group, shapes, strict=True):
+            if buffer.same_as(b):
+                return shape
+        return None
+
+    dtype = str(tile.ty.dtype)
+
+    def load(node: Any) -> Any:
+        shape = shape_of(node.source)
+        if shape is None or len(node.indices) != len(shape):
+            return node
+        value = tirx.BufferLoad(flat, [_flat_index(list(node.indices), shape)])
+        view_dtype = str(node.source.ty.dtype)
+        return value if view_dtype == dtype else tirx.reinterpret(view_dtype, value)
+
+    def store(node: Any) -> Any:
+        shape = shape_of(node.buffer)
+        if shape is None or len(node.indices) != len(shape):
+            return node
+        value = node.value
+        if str(node.buffer.ty.dtype) != dtype:
+            value = tirx.reinterpret(dtype, value)
+        return tirx.BufferStore(flat, value, [_flat_index(list(node.indices), shape)])
+
+    def declaration(node: Any) -> Any:
+        if _members(views, node.buffer):
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return node
+
+    rewritten = tvm_ffi.structural_map(
+        body,
+        [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store), (tirx.DeclBuffer, declaration)],
+        order="post",
+    )
+    mentions = [0]
+
+    def count(var: Any) -> None:
+        if _members(group, var):
+            mentions[0] += 1
+
+    tvm_ffi.structural_walk(rewritten, (tvm.ir.Var, count), order="pre")
+    if mentions[0] != 1:  # the allocation only
+        return None
+    return substitute_vars(rewritten, {tile: flat})
+
+
+def localize_tiles(body: tirx.Stmt) -> tirx.Stmt:
+    """``body`` with its `BLOCK_LOCAL_SCOPES` tiles, and the views of them, in ``global``
+    (a tile with views a flat array, see the module doc)."""
+    views = view_pairs(body)
+    for tile in allocated_buffers(body):
+        if str(tile.ty.storage_scope) not in BLOCK_LOCAL_SCOPES:
+            continue
+        group = views_of(tile, views)
+        if group:
+            body = _flatten_viewed_tile(body, tile, group) or body
+    mapping: dict[Any, Any] = {}
+    views = view_pairs(body)
+    for tile in allocated_buffers(body):
+        if str(tile.ty.storage_scope) not in BLOCK_LOCAL_SCOPES:
+            continue
+        mapping[tile] = with_scope(tile, scopes.GLOBAL)
+        for view in views_of(tile, views):
+            if str(view.ty.storage_scope) != scopes.GLOBAL:
+                mapping[view] = with_scope(view, scopes.GLOBAL)
+    return substitute_vars(body, mapping)

@@ -20,7 +20,8 @@ products in the same order of ``k``. What qualifies: a perfect nest of exactly t
 serial (or ``T.Parallel``) loops from 0 over constant extents, in any order, whose
 body is one store ``C[..., p + i, q + j] = C[..., p + i, q + j] + product`` (or
 ``product + C[...]``), with ``product`` ``A * B`` or ``Cast(C's dtype, A * B)``,
-where each of A and B is a load (cast or not) of a buffer other than C indexed
+where each of A and B is a load (cast or not) of a buffer other than C (nor sharing
+C's memory: a view of C, the buffer C views, another view of it) indexed
 ``[..., r + i, s + k]`` / ``[..., r + k, s + i]`` (A, transposed or not) and
 ``[..., r + k, s + j]`` / ``[..., r + j, s + k]`` (B), the offsets and leading
 indices free of the loop variables. Any other nest is left alone.
@@ -35,6 +36,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.buffer_views import memory_aliases, view_pairs
 from tl_codegen_cpu.lowering.gemm_microkernel import (
     ROUNDED_PRODUCT_DTYPES,
     SUPPORTED_OPERAND_DTYPES,
@@ -113,8 +115,12 @@ def _operand_load(expr: Any, dtype: str) -> Any | None:
     return None
 
 
-def match_scalar_gemm(top: tirx.For) -> ScalarGemm | None:
-    """The GEMM the nest under ``top`` computes, or None (module doc)."""
+def match_scalar_gemm(
+    top: tirx.For, views: list[tuple[Any, Any]] | None = None
+) -> ScalarGemm | None:
+    """The GEMM the nest under ``top`` computes, or None (module doc). ``views`` are the
+    function's ``(view, viewed buffer)`` pairs (`buffer_views.view_pairs`), so that an
+    operand sharing C's memory is refused."""
     loops: list[tirx.For] = []
     node: Any = top
     while isinstance(node, tirx.For) and len(loops) < 4:
@@ -189,8 +195,9 @@ def match_scalar_gemm(top: tirx.For) -> ScalarGemm | None:
     if a_match is None or b_match is None:
         return None
     (a_load, a_offset, transpose_a), (b_load, b_offset, transpose_b) = a_match, b_match
+    c_memory = memory_aliases(c_buffer, views or [])
     for load in (a_load, b_load):
-        if load.source.same_as(c_buffer) or load.source.strides:
+        if any(load.source.same_as(b) for b in c_memory) or load.source.strides:
             return None
         operand_dtype = str(load.source.dtype)
         if product_dtype != acc_dtype and operand_dtype != product_dtype:
@@ -241,9 +248,10 @@ def c_kernel_covers(gemm: ScalarGemm) -> bool:
 def lower_scalar_gemms(stmt: tirx.Stmt, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
     """Return ``stmt`` with every recognized scalar GEMM nest replaced by the micro-kernel
     (on the C path, only those `c_kernel_covers`)."""
+    views = view_pairs(stmt)
 
     def rewrite(loop: tirx.For) -> tirx.Stmt:
-        gemm = match_scalar_gemm(loop)
+        gemm = match_scalar_gemm(loop, views)
         if gemm is None:
             return loop
         if gemm_style == "c-vector-extension" and not c_kernel_covers(gemm):
