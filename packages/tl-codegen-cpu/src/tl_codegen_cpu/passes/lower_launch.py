@@ -61,6 +61,7 @@ from tl_codegen_cpu.lowering.fetching_atomics import (
     strip_fetching_markers,
 )
 from tl_codegen_cpu.lowering.per_thread_locals import expand_per_thread_locals, is_thread_nest
+from tl_codegen_cpu.lowering.replicated_fragments import privatize_per_thread_fragments
 from tl_codegen_cpu.lowering.thread_accumulations import lane_shared_accumulations
 from tl_codegen_cpu.lowering.thread_allreduce import ALLREDUCE_KEY, lane_thread_allreduce
 from tl_codegen_cpu.lowering.thread_copy_interchange import interchange_copy_loop
@@ -233,6 +234,7 @@ def run_threads(
         UnsupportedError: a barrier or cooperative op the CPU cannot place (see
             `thread_regions`).
     """
+    body = privatize_per_thread_fragments(body)
     space = ThreadSpace(tuple(v for v, _ in threads), tuple(e for _, e in threads))
     dependent = thread_dependent_values(body, list(space.variables))
     splitter = RegionSplitter(space, dependent, lower_thread_op, where)
