@@ -25,7 +25,6 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.nan_rule import with_unique_let_vars
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -33,7 +32,6 @@ __all__ = ["CpuIntegerDivisionWithoutTrapsPass", "division_without_traps"]
 
 _QUOTIENTS = (tirx.Div, tirx.FloorDiv)
 _REMAINDERS = (tirx.Mod, tirx.FloorMod)
-_SIMPLE = (tirx.Var, tvm.ir.TensorLoad, tirx.IntImm)
 
 
 def _is_integer(dtype: str) -> bool:
@@ -52,17 +50,10 @@ def division_without_traps(node: Any) -> Any:
     if constant is not None and constant != 0 and (not signed or constant != -1):
         return node
     zero, one = tirx.const(0, dtype), tirx.const(1, dtype)
-    bindings: list[tuple[tirx.Var, Any]] = []
-
-    def bound(value: Any, name: str) -> Any:
-        if isinstance(value, _SIMPLE):
-            return value
-        var = tirx.Var(name, dtype)
-        bindings.append((var, value))
-        return var
-
-    a = bound(node.a, "dividend")
-    b = bound(divisor, "divisor")
+    # The operands are repeated, not bound by a Let: TVM's later passes copy
+    # expressions (a loop partition, the vectorizer) and refuse a Let variable
+    # bound in two places. Divisions by run-time values are rarely nested.
+    a, b = node.a, divisor
     is_zero = b == zero
     unsafe = tirx.Or(is_zero, b == tirx.const(-1, dtype)) if signed else is_zero
     safe = type(node)(a, tirx.Select(unsafe, one, b))
@@ -74,8 +65,6 @@ def division_without_traps(node: Any) -> Any:
         result = tirx.Select(is_zero, a, safe)
         if signed:
             result = tirx.Select(b == tirx.const(-1, dtype), zero, result)
-    for var, value in reversed(bindings):
-        result = tirx.Let(var, value, result)
     return result
 
 
@@ -119,11 +108,6 @@ class CpuIntegerDivisionWithoutTrapsPass(PrimFuncPass):
 
     name: ClassVar[str] = "cpu-integer-division-without-traps"
 
-    def transform_function(
-        self, func: tirx.PrimFunc, function_name: str, ctx: PassContext
-    ) -> tirx.PrimFunc:
-        """Return ``func`` rewritten, each ``Let`` it introduces bound once."""
-        body = rewrite_divisions(func.body)
-        if body.same_as(func.body):
-            return func
-        return with_unique_let_vars(func.with_body(body))
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its stored integer divisions unable to trap."""
+        return rewrite_divisions(body)
