@@ -484,4 +484,3 @@ def run(func: Any, args: Sequence[Any]) -> list[Any]:
 def _is_float(array: Any) -> bool:
     # ml_dtypes' bfloat16 and float8 arrays have kind "V".
     return bool(array.dtype.kind in "fV")
-
