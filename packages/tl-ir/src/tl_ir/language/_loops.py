@@ -58,9 +58,44 @@ def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Any =
     return _IB.serial(start, stop, step=step, annotations=_loop_annotations("serial", annotations))
 
 
-def unroll(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
-    """``for i in T.unroll(n)``: a loop the compiler unrolls (step as `serial`)."""
-    start, stop, step = _bounds(start, stop, step, "T.unroll(start, stop, step)")
+def unroll(
+    start: Any,
+    stop: Any = None,
+    step: Any = None,
+    *,
+    explicit: bool = False,
+    unroll_factor: Any = None,
+    annotations: Any = None,
+) -> Any:
+    """``for i in T.unroll(n)``: a loop the compiler unrolls (step as `serial`).
+
+    Unrolling is a hint: a loop whose trip count is only known at run time is a
+    `serial` loop (TVM cannot unroll it and failed with an internal error).
+    ``explicit`` and ``unroll_factor`` (TileLang's hints) are accepted and checked.
+
+    Raises:
+        KernelTypeError: a step that is not a positive constant int; an ``unroll_factor``
+            that is not a positive int, or given with ``explicit``.
+    """
+    where = "T.unroll(start, stop, step)"
+    start, stop, step = _bounds(start, stop, step, where)
+    if unroll_factor is not None:
+        factor = _ops.const_int(unroll_factor)
+        if isinstance(unroll_factor, bool) or factor is None or factor < 1:
+            raise KernelTypeError(
+                f"{where}: expected unroll_factor to be a positive int, got {unroll_factor!r}"
+            )
+        if explicit:
+            raise KernelTypeError(
+                f"{where}: explicit=True and unroll_factor are exclusive (an explicit "
+                "unroll is a full one)"
+            )
+    first = start if stop is not None else 0
+    last = stop if stop is not None else start
+    if _ops.const_int(first) is None or _ops.const_int(last) is None:
+        return _IB.serial(
+            start, stop, step=step, annotations=_loop_annotations("serial", annotations)
+        )
     return _IB.unroll(start, stop, step=step, annotations=_loop_annotations("unroll", annotations))
 
 
