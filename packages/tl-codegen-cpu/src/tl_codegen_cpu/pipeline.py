@@ -45,6 +45,7 @@ from tl_codegen_cpu.passes.max_min_ignore_nan import CpuMaxMinIgnoreNanPass
 from tl_codegen_cpu.passes.nan_self_comparisons import CpuNanSelfComparisonsPass
 from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
+from tl_codegen_cpu.passes.scalarize_vector_accesses import CpuScalarizeVectorAccessesPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
 from tl_codegen_cpu.passes.wrap_narrow_integers import CpuWrapNarrowIntegersPass
 from tl_passes import (
@@ -63,6 +64,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
     return [
         CpuLowerWarpShufflesPass(),
         CpuRejectGpuOpsPass(),
+        CpuScalarizeVectorAccessesPass(),
         CpuWidenScalarParamsPass(),
         LowerPipelinedLoopsPass(),
         LowerAllocVarPass(),

@@ -32,11 +32,12 @@ def _index_problem(buffer: Any, dim: int, first: int, last: int, what: str) -> s
     if dim >= len(shape):
         return None
     extent = _ops.const_int(shape[dim])
-    if extent is None or (first >= 0 and last < extent):
+    if extent is None or (first >= -extent and last < extent):
         return None
     return (
         f"{what} of buffer {buffer.name} is out of bounds in dim {dim}: expected "
-        f"indices in [0, {extent}), got {first if first < 0 else last} "
+        f"indices in [-{extent}, {extent}) (a negative index counts from the end), "
+        f"got {first if first < -extent else last} "
         f"(buffer shape ({', '.join(str(s) for s in shape)}))"
     )
 

@@ -36,6 +36,7 @@ from tl_ir.errors import (
     at_users_line,
 )
 from tl_ir.launch import rebuild_loop
+from tl_ir.negative_indices import wrap_negative_indices
 
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 
@@ -348,6 +349,7 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     except TileLangError as err:
         err.locate(filename, lineno, None)
         raise
+    func = func.with_body(wrap_negative_indices(func.body))
     if state.dynamic_parallel:
         from tl_ir.language._dynamic_parallel import bound_dynamic_parallel_loops
 

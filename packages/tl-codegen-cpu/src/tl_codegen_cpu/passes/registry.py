@@ -17,6 +17,9 @@ CPU_PASS_REGISTRY = PassRegistry(
     {
         "cpu-lower-warp-shuffles": _cpu("lower_warp_shuffles", "CpuLowerWarpShufflesPass"),
         "cpu-reject-gpu-ops": _cpu("reject_gpu_ops", "CpuRejectGpuOpsPass"),
+        "cpu-scalarize-vector-accesses": _cpu(
+            "scalarize_vector_accesses", "CpuScalarizeVectorAccessesPass"
+        ),
         "cpu-widen-scalar-params": _cpu("widen_scalar_params", "CpuWidenScalarParamsPass"),
         "cpu-lower-launch": _cpu("lower_launch", "CpuLowerLaunchPass"),
         "cpu-forward-copies": _cpu("forward_copies", "CpuForwardCopiesPass"),

@@ -1,0 +1,154 @@
+"""`cpu-scalarize-vector-accesses`: stores of vector values a kernel writes by hand
+become vectorized loops.
+
+A kernel may write vector accesses itself: ``B[t, T.Ramp(0, 1, 4)] =
+A[T.Ramp(t - 2, 1, 4)]`` or ``X[T.Ramp(0, 1, 32)] = T.Broadcast(v, 32)``. TVM's C
+printer prints such an access with OpenCL-style vector types gcc does not know
+(``int32_t4``, ``float4``: the kernel failed to build), and on ``llvm`` the CPU
+passes treated the vector store as one element (each iteration stored lane 0: a
+silent wrong answer). This pass, the first after the GPU-only checks, writes each
+such store as a ``T.vectorized`` loop over its lanes with every vector
+sub-expression taken lane by lane (a ``Ramp`` is ``base + stride * lane``, a
+``Broadcast`` its value), so the accesses take the same path as a kernel's own
+``T.vectorized`` loops. A vector store reads all its lanes before it writes any:
+when the value reads the buffer it stores to, the lanes go through a local array
+first.
+
+Vector expressions this pass cannot take lane by lane (a ``Shuffle``, a vector
+``Let``) raise a NotImplementedError naming the expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tl_passes.pass_base import PassContext, PrimFuncPass
+
+__all__ = ["CpuScalarizeVectorAccessesPass", "scalarize_vector_accesses"]
+
+_BINARY = (
+    tirx.Add,
+    tirx.Sub,
+    tirx.Mul,
+    tirx.Div,
+    tirx.Mod,
+    tirx.FloorDiv,
+    tirx.FloorMod,
+    tirx.Min,
+    tirx.Max,
+    tirx.EQ,
+    tirx.NE,
+    tirx.LT,
+    tirx.LE,
+    tirx.GT,
+    tirx.GE,
+    tirx.And,
+    tirx.Or,
+)
+
+
+def _lanes(expr: Any) -> int:
+    dtype = getattr(expr, "dtype", None)
+    if dtype is None:
+        return 1
+    return int(tvm.DataType(str(dtype)).lanes)
+
+
+def _scalar_type(expr: Any) -> str:
+    return str(tvm.DataType(str(expr.dtype)).with_lanes(1))
+
+
+def _lane_of(expr: Any, lane: Any) -> Any:
+    """Lane ``lane`` of the vector expression ``expr`` (a scalar is the same in every
+    lane)."""
+    if _lanes(expr) == 1:
+        return expr
+    if isinstance(expr, tirx.Ramp):
+        return expr.base + expr.stride * tirx.Cast(str(expr.base.dtype), lane)
+    if isinstance(expr, tirx.Broadcast):
+        return expr.value
+    if isinstance(expr, tvm.ir.TensorLoad):
+        return tirx.BufferLoad(expr.source, [_lane_of(i, lane) for i in expr.indices])
+    if isinstance(expr, _BINARY):
+        return type(expr)(_lane_of(expr.a, lane), _lane_of(expr.b, lane))
+    if isinstance(expr, tirx.Not):
+        return tirx.Not(_lane_of(expr.a, lane))
+    if isinstance(expr, tirx.Cast):
+        return tirx.Cast(_scalar_type(expr), _lane_of(expr.value, lane))
+    if isinstance(expr, tirx.Select):
+        return tirx.Select(
+            _lane_of(expr.condition, lane),
+            _lane_of(expr.true_value, lane),
+            _lane_of(expr.false_value, lane),
+        )
+    if isinstance(expr, tvm.ir.Call):
+        return tirx.Call(_scalar_type(expr), expr.op, [_lane_of(a, lane) for a in expr.args])
+    raise NotImplementedError(
+        f"cpu-scalarize-vector-accesses: the CPU targets cannot take the vector "
+        f"expression {type(expr).__name__} ({expr}) lane by lane; write it as a "
+        "T.vectorized loop over scalar elements"
+    )
+
+
+def _reads(expr: Any, buffer: Any) -> bool:
+    found = False
+
+    def visit(load: Any) -> None:
+        nonlocal found
+        found = found or load.source.same_as(buffer)
+
+    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, visit)])
+    return found
+
+
+def _lane_loop(lanes: int, make_body: Any) -> Any:
+    lane = tirx.Var("lane", "int32")
+    annotations = {"tl.loop_kind": tvm.ir.StringImm("vectorized")}
+    return tirx.For(
+        lane, 0, lanes, tirx.ForKind.VECTORIZED, make_body(lane), annotations=annotations
+    )
+
+
+def _scalarized(store: Any) -> Any:
+    lanes = max([_lanes(store.value), *(_lanes(i) for i in store.indices)])
+    if lanes == 1:
+        return store
+
+    def write(value_of: Any) -> Any:
+        def body(lane: Any) -> Any:
+            indices = [_lane_of(i, lane) for i in store.indices]
+            return tirx.BufferStore(store.buffer, value_of(lane), indices)
+
+        return body
+
+    if not _reads(store.value, store.buffer):
+        return _lane_loop(lanes, write(lambda lane: _lane_of(store.value, lane)))
+    staged = tirx.decl_buffer((lanes,), _scalar_type(store.value), name="lanes", scope="local")
+    gather = _lane_loop(
+        lanes, lambda lane: tirx.BufferStore(staged, _lane_of(store.value, lane), [lane])
+    )
+    scatter = _lane_loop(lanes, write(lambda lane: tirx.BufferLoad(staged, [lane])))
+    return tirx.SeqStmt([tirx.AllocBuffer(staged), gather, scatter])
+
+
+def scalarize_vector_accesses(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with each store of a vector value, or at a vector index, written as a
+    vectorized loop over its lanes (module docstring)."""
+    return tvm_ffi.structural_map(stmt, (tirx.BufferStore, _scalarized), order="post")
+
+
+@dataclass(frozen=True)
+class CpuScalarizeVectorAccessesPass(PrimFuncPass):
+    """Hand-written vector stores as vectorized loops over their lanes (module
+    docstring)."""
+
+    name: ClassVar[str] = "cpu-scalarize-vector-accesses"
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its vector stores taken lane by lane."""
+        return scalarize_vector_accesses(body)
