@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import tvm
 from tvm import tirx
 
-__all__ = ["is_float", "is_nan", "max_min_ignoring_nan", "with_unique_let_vars"]
+__all__ = ["is_float", "is_nan", "max_min_ignoring_nan"]
 
 
 def is_float(dtype: str) -> bool:
@@ -37,14 +36,3 @@ def max_min_ignoring_nan(a: Any, b: Any, larger: bool) -> Any:
     in the expression: bind anything costly first."""
     better = a > b if larger else a < b
     return tirx.Select(tirx.Or(is_nan(b), better), a, b)
-
-
-def with_unique_let_vars(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """``func`` with every ``Let`` variable bound once (TVM's ConvertSSA).
-
-    A rewrite through ``structural_map`` maps one shared sub-expression to one result,
-    so a ``Let`` it introduces is bound wherever that sub-expression was used; TVM's
-    LLVM code generator refuses a variable bound twice ("Let cannot bind the same var
-    to two different values") once its vectorizer has widened one of the places."""
-    module = tvm.IRModule({"main": func})
-    return tirx.transform.ConvertSSA()(module)["main"]

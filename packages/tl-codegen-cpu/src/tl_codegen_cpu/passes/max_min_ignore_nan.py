@@ -24,11 +24,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.nan_rule import (
-    is_float,
-    max_min_ignoring_nan,
-    with_unique_let_vars,
-)
+from tl_codegen_cpu.lowering.nan_rule import is_float, max_min_ignoring_nan
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 __all__ = ["CpuMaxMinIgnoreNanPass", "max_min_node_ignoring_nan", "rewrite_max_min"]
@@ -89,6 +85,17 @@ def rewrite_max_min(stmt: tirx.Stmt, llvm_intrinsics: bool = False) -> tirx.Stmt
         return max_min_node_ignoring_nan(node, llvm_intrinsics)
 
     return tvm_ffi.structural_map(stmt, ((tirx.Max, tirx.Min), rewrite), order="post")
+
+
+def with_unique_let_vars(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with every ``Let`` variable bound once (TVM's ConvertSSA).
+
+    A rewrite through ``structural_map`` maps one shared sub-expression to one result,
+    so a ``Let`` it introduces is bound wherever that sub-expression was used; TVM's
+    LLVM code generator refuses a variable bound twice ("Let cannot bind the same var
+    to two different values") once its vectorizer has widened one of the places."""
+    module = tvm.IRModule({"main": func})
+    return tirx.transform.ConvertSSA()(module)["main"]
 
 
 @dataclass(frozen=True)
