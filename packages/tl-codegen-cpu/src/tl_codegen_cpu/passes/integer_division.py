@@ -21,11 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import tvm
-import tvm_ffi
 from tvm import tirx
 
-from tl_passes.buffer_rewrite import substitute_vars
+from tl_codegen_cpu.lowering.stored_values import map_stored_values
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 __all__ = ["CpuIntegerDivisionWithoutTrapsPass", "division_without_traps"]
@@ -68,38 +66,9 @@ def division_without_traps(node: Any) -> Any:
     return result
 
 
-def _rewrite_value(value: Any) -> Any:
-    """``value`` with its divisions rewritten, except inside the indices of its loads."""
-    hidden: dict[Any, Any] = {}
-
-    def hide(load: Any) -> Any:
-        placeholder = tirx.Var("load", load.ty.dtype)
-        hidden[placeholder] = load
-        return placeholder
-
-    masked = tvm_ffi.structural_map(value, (tvm.ir.TensorLoad, hide), order="post")
-    rewritten = tvm_ffi.structural_map(
-        masked, ((*_QUOTIENTS, *_REMAINDERS), division_without_traps), order="post"
-    )
-    if rewritten.same_as(masked):
-        return value
-    while True:  # a hidden load may hold the placeholder of a load in its indices
-        restored = substitute_vars(rewritten, hidden)
-        if restored.same_as(rewritten):
-            return restored
-        rewritten = restored
-
-
 def rewrite_divisions(stmt: tirx.Stmt) -> tirx.Stmt:
     """``stmt`` with every stored value's integer divisions unable to trap."""
-
-    def store(node: Any) -> Any:
-        value = _rewrite_value(node.value)
-        if value.same_as(node.value):
-            return node
-        return tirx.BufferStore(node.buffer, value, list(node.indices))
-
-    return tvm_ffi.structural_map(stmt, (tirx.BufferStore, store), order="post")
+    return map_stored_values(stmt, (*_QUOTIENTS, *_REMAINDERS), division_without_traps)
 
 
 @dataclass(frozen=True)

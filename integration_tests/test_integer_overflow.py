@@ -1,0 +1,56 @@
+"""32-bit integer arithmetic in stored values wraps on the CPU targets as on GPUs and in
+the reference interpreter (``cpu-wrap-integer-overflow``). Before, gcc and LLVM
+assumed a signed overflow cannot happen: a sum widened to int64 kept its unwrapped
+value, and an overflow check ``a + b < a`` was folded to false."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_jit
+import tl_jit.language as T
+
+
+def _overflowing() -> Any:
+    @T.prim_func
+    def overflowing(
+        A: T.Tensor((4,), "int32"),
+        B: T.Tensor((4,), "int32"),
+        U: T.Tensor((4,), "uint32"),
+        Out: T.Tensor((5, 4), "int64"),
+        P: T.Tensor((2, 4), "int32"),
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(4):
+                Out[0, i] = T.cast(A[i] + B[i], "int64")
+                Out[1, i] = T.cast(A[i] * B[i], "int64")
+                Out[2, i] = T.cast(A[i] - B[i], "int64")
+                Out[3, i] = T.cast((A[i] + B[i]) // 2, "int64")
+                Out[4, i] = T.cast(U[i] * T.uint32(2654435761), "int64")
+                P[0, i] = A[i] + B[i]
+                P[1, i] = T.if_then_else(A[i] + B[i] < A[i], 1, 0)
+
+    return overflowing
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+def test_32_bit_overflow_wraps(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if target == "interpreter":
+        monkeypatch.setenv("TL_INTERPRET", "1")
+    kernel = tl_jit.compile(_overflowing(), target="c" if target == "interpreter" else target)
+    a = np.array([2**31 - 1, -(2**31), 65536, 5], np.int32)
+    b = np.array([1, -1, 65536, 7], np.int32)
+    u = np.array([1, 2, 3, 4_000_000_000], np.uint32)
+    o = np.zeros((5, 4), np.int64)
+    p = np.zeros((2, 4), np.int32)
+    kernel(a, b, u, o, p)
+    with np.errstate(over="ignore"):
+        total = a + b
+        want = [total, a * b, a - b, total // 2, u * np.uint32(2654435761)]
+    np.testing.assert_array_equal(o, np.array([w.astype(np.int64) for w in want]))
+    np.testing.assert_array_equal(p, [total, (total < a).astype(np.int32)])
+    assert os.environ.get("TL_INTERPRET") == ("1" if target == "interpreter" else None)
