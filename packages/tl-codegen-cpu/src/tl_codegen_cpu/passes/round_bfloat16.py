@@ -13,6 +13,13 @@ written out on the float32 bits (round to nearest, ties to even; NaN kept; ``v``
 converted to float32 first), so whatever storage TVM gives the value, it is already
 a bfloat16 value. Stores into bfloat16 memory, which TVM rounds itself, then round an
 exact value: the same result.
+
+The rounding reads its operand four times, so written out in place, nested bfloat16
+arithmetic (``x * a + a`` repeated) grew fourfold per level: four levels took minutes
+to build. On ``c`` a rounding nested in another one is bound to a variable first
+(its value reading bfloat16 memory through the bits, since TVM's legalization skips
+bound values), so the code grows linearly. On ``llvm`` TVM's vectorizer miscompiled
+that binding, and nesting still grows the code (documented in docs/cpu.md).
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 __all__ = ["CpuRoundBfloat16Pass", "round_to_bfloat16"]
@@ -43,14 +52,140 @@ def round_to_bfloat16(value: Any) -> Any:
     return tirx.Select(tirx.isnan(value), value, tirx.reinterpret("float32", rounded))
 
 
-def round_bfloat16_conversions(stmt: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with every conversion to bfloat16 reading an explicitly rounded value."""
+#: The name of the one-element locals nested roundings are computed into.
+_LOCAL_PREFIX = "bf16_rounded_"
+
+
+def _rounding(node: Any) -> Any | None:
+    """The float32 value the conversion ``node`` must round, or None when ``node`` is
+    not a conversion to bfloat16 from another type."""
+    if not isinstance(node, tirx.Cast):
+        return None
+    source = _dtype(node.value)
+    if _dtype(node) != "bfloat16" or source in ("bfloat16", ""):
+        return None
+    return node.value if source == "float32" else tirx.Cast("float32", node.value)
+
+
+def _mentions(expr: Any, variables: list[Any]) -> list[Any]:
+    used: list[Any] = []
+
+    def visit(var: Any) -> None:
+        if any(v.same_as(var) for v in variables) and not any(u.same_as(var) for u in used):
+            used.append(var)
+
+    tvm_ffi.structural_walk(expr, [(tirx.Var, visit)])
+    return used
+
+
+def _without_bfloat16(value: Any) -> Any:
+    """``value`` with no bfloat16 node left: TVM's bfloat16 legalization skips the
+    values of bindings (it would read a bfloat16 load's bits as an integer), so a
+    bound value reads bfloat16 memory through its bits, and a rounded placeholder
+    converted to bfloat16 and back is the placeholder (already a bfloat16 value)."""
 
     def rewrite(node: Any) -> Any:
-        source = _dtype(node.value)
-        if _dtype(node) != "bfloat16" or source in ("bfloat16", ""):
+        if _dtype(node) != "float32" or _dtype(node.value) != "bfloat16":
             return node
-        value = node.value if source == "float32" else tirx.Cast("float32", node.value)
+        inner = node.value
+        if _already_rounded(getattr(inner, "value", None)) and isinstance(inner, tirx.Cast):
+            return inner.value
+        if isinstance(inner, tvm.ir.TensorLoad):
+            bits = tirx.Cast("uint32", tirx.reinterpret("uint16", inner))
+            return tirx.reinterpret("float32", tirx.shift_left(bits, tirx.const(16, "uint32")))
+        return node
+
+    return tvm_ffi.structural_map(value, (tirx.Cast, rewrite), order="post")
+
+
+def _legal_to_bind(value: Any) -> bool:
+    """Whether every bfloat16 node of ``value`` is a load read through its bits."""
+    loads, read_as_bits, others = 0, 0, 0
+
+    def visit(node: Any) -> None:
+        nonlocal loads, read_as_bits, others
+        if (
+            isinstance(node, tvm.ir.Call)
+            and str(getattr(node.op, "name", "")) == "tirx.reinterpret"
+        ):
+            read_as_bits += sum(_dtype(a) == "bfloat16" for a in node.args)
+        elif isinstance(node, tvm.ir.TensorLoad) and _dtype(node) == "bfloat16":
+            loads += 1
+        elif isinstance(getattr(node, "ty", None), tirx.BufferType):
+            pass  # a buffer's handle, not a value
+        elif _dtype(node).startswith("bfloat16"):
+            others += 1
+
+    tvm_ffi.structural_walk(value, (tvm.ir.Expr, visit), order="pre")
+    return others == 0 and loads == read_as_bits
+
+
+def _round_in_store(store: Any) -> Any:
+    """``store`` with its conversions to bfloat16 rounded; a rounding nested in another
+    one is computed first into a one-element local, so its value is written once (the
+    rounding reads its operand four times: inlined, nested bfloat16 arithmetic grew
+    fourfold per level, and a chain of eight operations took minutes to build)."""
+    roundings: list[tuple[Any, Any]] = []  # (placeholder, float32 value to round)
+
+    def name(node: Any) -> Any:
+        value = _rounding(node)
+        if value is None:
+            return node
+        placeholder = tirx.Var(f"{_LOCAL_PREFIX}{len(roundings)}", "float32")
+        roundings.append((placeholder, value))
+        return tirx.Cast("bfloat16", placeholder)
+
+    named = tvm_ffi.structural_map(store.value, (tirx.Cast, name), order="post")
+    if not roundings:
+        return store
+    placeholders = [p for p, _ in roundings]
+    nested: list[Any] = []
+    for _, value in roundings:
+        nested.extend(
+            v for v in _mentions(value, placeholders) if not any(n.same_as(v) for n in nested)
+        )
+    replacement: dict[Any, Any] = {}
+    bound: list[tuple[Any, Any]] = []
+    for placeholder, value in roundings:  # inner roundings first (post-order)
+        rounded = round_to_bfloat16(substitute_vars(value, replacement))
+        plain = _without_bfloat16(rounded)
+        # A bound value must hold no bfloat16 node TVM would have to legalize.
+        if any(n.same_as(placeholder) for n in nested) and _legal_to_bind(plain):
+            bound.append((placeholder, plain))
+        else:
+            replacement[placeholder] = rounded
+    value = substitute_vars(named, replacement)
+    rewritten = tirx.BufferStore(store.buffer, value, list(store.indices))
+    if not bound:
+        return rewritten
+    return tirx.SeqStmt([*(tirx.Bind(p, rounded) for p, rounded in bound), rewritten])
+
+
+def _already_rounded(value: Any) -> bool:
+    """Whether ``value`` is `round_to_bfloat16`'s result or a local holding one."""
+    if isinstance(value, tirx.Var):
+        return str(value.name).startswith(_LOCAL_PREFIX)
+    if not isinstance(value, tirx.Select) or not isinstance(value.false_value, tvm.ir.Call):
+        return False
+    return str(getattr(value.false_value.op, "name", "")) == "tirx.reinterpret"
+
+
+def round_bfloat16_conversions(stmt: tirx.Stmt, bind_nested: bool = False) -> tirx.Stmt:
+    """``stmt`` with every conversion to bfloat16 reading an explicitly rounded value.
+
+    Args:
+        stmt: the statement to rewrite.
+        bind_nested: bind a rounding nested in another one to a variable (`c`); on
+            `llvm`, TVM's vectorizer miscompiles such a binding of bfloat16 bits, and
+            nested roundings are written out in place.
+    """
+    if bind_nested:
+        stmt = tvm_ffi.structural_map(stmt, (tirx.BufferStore, _round_in_store), order="post")
+
+    def rewrite(node: Any) -> Any:  # conversions outside stored values (conditions, ...)
+        value = _rounding(node)
+        if value is None or _already_rounded(value):
+            return node
         return tirx.Cast("bfloat16", round_to_bfloat16(value))
 
     return tvm_ffi.structural_map(stmt, (tirx.Cast, rewrite), order="post")
@@ -61,7 +196,9 @@ class CpuRoundBfloat16Pass(PrimFuncPass):
     """Round every conversion to bfloat16 explicitly (module docstring)."""
 
     name: ClassVar[str] = "cpu-round-bfloat16"
+    #: Bind nested roundings to variables (``c``; see `round_bfloat16_conversions`).
+    bind_nested: bool = False
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with every conversion to bfloat16 rounded on the bits."""
-        return round_bfloat16_conversions(body)
+        return round_bfloat16_conversions(body, self.bind_nested)
