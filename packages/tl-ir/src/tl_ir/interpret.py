@@ -3,7 +3,11 @@ the kernel language, used as an oracle by tests (never a compilation path).
 
 Scope: the statements and expressions `tl_ir.language` produces (launch attributes,
 allocations, loops of every kind, ``if``/``while``, stores, the ``tl.*`` tile ops, the
-common math intrinsics, integer bit operations up to 64 bits: `interpret_scalars`). Blocks run one after another; thread indices are iterated
+math intrinsics: `interpret_math`, integer bit operations up to 64 bits, vector values:
+`interpret_vectors`). Arithmetic is the CPU targets' (`interpret_scalars`): every float
+operation rounded to its dtype (IEEE, no exception), integers wrapped with division
+defined for 0 and -1; scalar arguments are checked and rounded as a compiled call
+checks them (`interpret_args`). Blocks run one after another; thread indices are iterated
 only when the kernel reads them, which is rejected together with tile ops (those are
 block-collective). A scalar atomic outside a ``T.Parallel`` loop is each thread's own
 update (TileLang's element atomic): it is applied once per thread the block runs
@@ -12,7 +16,6 @@ without iterating. Anything else raises ``NotImplementedError`` naming the node.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,16 +24,29 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_ir.dtypes import compute_dtype, numpy_dtype
+from tl_ir.dtypes import compute_dtype
+from tl_ir.interpret_args import bind_arguments
+from tl_ir.interpret_math import MATH_CALLS, math_call
 from tl_ir.interpret_scalars import (
+    ARITHMETIC,
     BINARY,
     BITWISE,
-    UNARY,
+    arithmetic,
     bitwise,
     cast_value,
     dtype_of,
+    element_dtype,
     reinterpret_bits,
     wrap,
+)
+from tl_ir.interpret_vectors import (
+    Vector,
+    broadcast,
+    element_places,
+    lanes_of,
+    lanewise,
+    ramp,
+    shuffle,
 )
 from tl_ir.launch import LOOP_KIND_KEY
 from tl_ir.ops import (
@@ -77,56 +93,66 @@ class _Interpreter:
                 return self.env[expr]
             raise NotImplementedError(f"interpret: unbound variable {expr}")
         if kind in BINARY:
-            return self._binary(kind, expr)
-        if kind in BITWISE:
-            return self._bitwise(kind, expr)
+            return lanewise(BINARY[kind], self.value(expr.a), self.value(expr.b))
+        if kind in ARITHMETIC or kind in BITWISE:
+            a, b, dtype = self.value(expr.a), self.value(expr.b), element_dtype(dtype_of(expr))
+            if kind in ARITHMETIC:
+                return lanewise(lambda x, y: arithmetic(kind, x, y, dtype), a, b)
+            return lanewise(lambda x, y: bitwise(kind, x, y, dtype, expr), a, b)
         if kind == "BitwiseNot":
-            dtype = dtype_of(expr)
-            return wrap(~wrap(self.value(expr.a), dtype), dtype)
-        if kind == "Div":
-            a, b = self.value(expr.a), self.value(expr.b)
-            if "int" in dtype_of(expr):
-                # C's division truncates toward zero; exact for 64-bit values.
-                quotient = abs(int(a)) // abs(int(b))
-                return wrap(quotient if (a < 0) == (b < 0) else -quotient, dtype_of(expr))
-            return a / b
+            dtype = element_dtype(dtype_of(expr))
+            return lanewise(lambda x: wrap(~wrap(x, dtype), dtype), self.value(expr.a))
         if kind == "Not":
-            return not self.value(expr.a)
+            return lanewise(lambda x: not x, self.value(expr.a))
         if kind == "Cast":
-            return cast_value(self.value(expr.value), dtype_of(expr))
+            dtype = element_dtype(dtype_of(expr))
+            return lanewise(lambda v: cast_value(v, dtype), self.value(expr.value))
         if kind == "Select":
-            return self.value(expr.true_value if self.value(expr.condition) else expr.false_value)
+            return self._select(expr.condition, expr.true_value, expr.false_value)
         if kind in ("TensorLoad", "BufferLoad"):
             array = self.arrays[expr.source]
-            return array[self._index(expr.source, array, expr.indices, expr)].item()
+            places = self._places(expr.source, array, expr.indices, expr)
+            if isinstance(places, list):
+                return Vector(array[place].item() for place in places)
+            return array[places].item()
+        if kind == "Ramp":
+            base, stride = self.value(expr.base), self.value(expr.stride)
+            lanes = int(self.value(expr.lanes))
+            return ramp(base, stride, lanes, element_dtype(dtype_of(expr)))
+        if kind == "Broadcast":
+            return broadcast(self.value(expr.value), int(self.value(expr.lanes)))
+        if kind == "Shuffle":
+            vectors = [self.value(v) for v in expr.vectors]
+            return shuffle(vectors, [int(self.value(i)) for i in expr.indices])
         if kind == "Call":
             return self._call(expr)
         raise NotImplementedError(f"interpret: expression {kind} ({expr})")
 
-    def _binary(self, kind: str, expr: Any) -> Any:
-        result = BINARY[kind](self.value(expr.a), self.value(expr.b))
-        dtype = dtype_of(expr)
-        if dtype.startswith(("float", "bfloat")) and dtype != "float64":
-            return cast_value(result, dtype)
-        if kind in ("Add", "Sub", "Mul"):
-            return wrap(result, dtype)  # integers wrap around as the targets' do
-        return result
-
-    def _bitwise(self, kind: str, expr: Any) -> Any:
-        return bitwise(kind, self.value(expr.a), self.value(expr.b), dtype_of(expr), expr)
+    def _select(self, condition: Any, true_value: Any, false_value: Any) -> Any:
+        """A scalar condition evaluates only the branch it takes; a vector one both."""
+        chosen = self.value(condition)
+        if not isinstance(chosen, Vector):
+            return self.value(true_value if chosen else false_value)
+        return lanewise(
+            lambda c, t, f: t if c else f, chosen, self.value(true_value), self.value(false_value)
+        )
 
     def _call(self, call: Any) -> Any:
         name = str(call.op.name) if isinstance(call.op, tvm.ir.Op) else str(call.op)
         short = name.split(".")[-1]
         args = list(call.args)
+        dtype = element_dtype(dtype_of(call))
         if short == "if_then_else":
-            return self.value(args[1] if self.value(args[0]) else args[2])
-        if short in UNARY:
-            return cast_value(float(UNARY[short](float(self.value(args[0])))), dtype_of(call))
+            return self._select(args[0], args[1], args[2])
         if short == "reinterpret":
-            return reinterpret_bits(self.value(args[0]), dtype_of(args[0]), dtype_of(call))
-        if short == "pow":
-            return cast_value(math.pow(self.value(args[0]), self.value(args[1])), dtype_of(call))
+            source = element_dtype(dtype_of(args[0]))
+            return lanewise(lambda v: reinterpret_bits(v, source, dtype), self.value(args[0]))
+        if short in MATH_CALLS:
+            arg_dtypes = [element_dtype(dtype_of(a)) for a in args]
+            return lanewise(
+                lambda *values: math_call(short, values, arg_dtypes, dtype),
+                *(self.value(a) for a in args),
+            )
         raise NotImplementedError(f"interpret: call of {name}")
 
     # ------------------------------------------------------------ statements
@@ -163,24 +189,32 @@ class _Interpreter:
 
     def _stmt_BufferStore(self, node: Any) -> None:
         array = self.arrays[node.buffer]
-        index = self._index(node.buffer, array, node.indices, node)
-        array[index] = self.value(node.value)
-
-    def _index(self, buffer: Any, array: Any, indices: Any, node: Any) -> tuple[int, ...]:
-        """The element's index, checked: numpy would wrap a negative index silently.
-
-        Raises:
-            IndexError: an index outside ``[0, extent)`` (names the buffer, the index,
-                the extent and the kernel's file:line).
-        """
-        index = tuple(int(self.value(i)) for i in indices)
-        for dim, (position, extent) in enumerate(zip(index, array.shape, strict=False)):
-            if not 0 <= position < extent:
-                raise IndexError(
-                    f"interpret: index {position} is out of bounds for buffer "
-                    f"{buffer.name!r} (dim {dim}, extent {extent}) at {_where(node)}"
+        places = self._places(node.buffer, array, node.indices, node)
+        value = self.value(node.value)  # every lane, before any is written
+        if not isinstance(places, list):
+            if isinstance(value, Vector):
+                raise NotImplementedError(
+                    f"interpret: a vector value stored at one element of {node.buffer.name!r}"
                 )
-        return index
+            array[places] = value
+            return
+        lanes = lanes_of(value) or len(places)
+        if lanes != len(places):
+            raise ValueError(
+                f"interpret: a {lanes}-lane value stored at {len(places)} elements of "
+                f"{node.buffer.name!r} at {_where(node)}"
+            )
+        values = value if isinstance(value, Vector) else (value,) * lanes
+        for place, lane in zip(places, values, strict=True):
+            array[place] = lane
+
+    def _places(
+        self, buffer: Any, array: Any, indices: Any, node: Any
+    ) -> tuple[int, ...] | list[tuple[int, ...]]:
+        """The element's index, or for vector indices every lane's, checked (numpy
+        would wrap a negative index silently): see `interpret_vectors.element_places`."""
+        values = [self.value(i) for i in indices]
+        return element_places(buffer.name, array.shape, values, lambda: _where(node))
 
     def _stmt_Bind(self, node: Any) -> None:
         self.env[node.var] = self.value(node.value)
@@ -441,13 +475,18 @@ def run(func: Any, args: Sequence[Any]) -> list[Any]:
 
     Args:
         func: a PrimFunc produced by ``@T.prim_func``.
-        args: one value per parameter, in order.
+        args: one value per parameter, in order: for a tensor, a numpy array (a
+            bfloat16/float8 one: ml_dtypes or its unsigned-int bits) or a CPU torch
+            tensor; for a scalar, a number checked and rounded to its dtype as a
+            compiled call does (`tl_ir.interpret_args.bind_arguments`).
 
     Returns:
         ``args`` (arrays updated in place).
 
     Raises:
-        ValueError: wrong argument count, shape or dtype.
+        ValueError: wrong argument count, shape or dtype; a scalar out of its dtype's
+            range.
+        TypeError: a scalar of the wrong kind (a float for an int parameter...).
         IndexError: an element index outside its buffer (names the buffer, the index,
             the extent and the kernel's file:line).
         NotImplementedError: a construct the interpreter does not cover.
@@ -456,27 +495,7 @@ def run(func: Any, args: Sequence[Any]) -> list[Any]:
     if len(args) != len(params):
         raise ValueError(f"run: expected {len(params)} arguments, got {len(args)}")
     interp = _Interpreter()
-    for param, arg in zip(params, args, strict=True):
-        ty = param.ty
-        if isinstance(ty, tirx.BufferType):
-            array = np.asarray(arg)
-            if array.ndim != len(ty.shape):
-                raise ValueError(
-                    f"run: {param.name} expects {len(ty.shape)} dims, got shape {array.shape}"
-                )
-            computed = compute_dtype(str(ty.dtype))
-            if array.dtype != computed and array.dtype == numpy_dtype(str(ty.dtype)):
-                array = array.view(computed)  # bfloat16/float8 bits: the same memory
-            if array.dtype != computed:
-                raise ValueError(f"run: {param.name} expects {ty.dtype}, got {array.dtype}")
-            for dim, size in zip(ty.shape, array.shape, strict=True):
-                if isinstance(dim, tvm.ir.Var):
-                    interp.env[dim] = int(size)
-                elif int(dim) != size:
-                    raise ValueError(f"run: {param.name} expects shape {tuple(ty.shape)}")
-            interp.arrays[param] = array
-        else:
-            interp.env[param] = arg
+    bind_arguments(func, args, interp.env, interp.arrays)
     interp.stmt(func.body)
     return list(args)
 

@@ -1,10 +1,19 @@
-"""Scalar semantics of the reference interpreter (`tl_ir.interpret`): the math calls,
-binary operators, integer wrapping at the dtype's width, bit operations (``>>``
-arithmetic for signed dtypes, logical for unsigned ones, up to 64 bits), casts and
-bit reinterpretation, each as the C and LLVM targets compute them."""
+"""Scalar semantics of the reference interpreter (`tl_ir.interpret`): arithmetic,
+integer wrapping at the dtype's width, bit operations (``>>`` arithmetic for signed
+dtypes, logical for unsigned ones, up to 64 bits), casts and bit reinterpretation,
+each as the C and LLVM targets compute them (the math calls: `tl_ir.interpret_math`).
+
+Floats follow IEEE 754 at the expression's dtype: every ``+ - * /`` is computed in
+float64 (exact enough that one rounding to a narrower dtype is the correctly rounded
+result) and rounded once to its dtype; nothing raises: ``x / 0`` is inf/-inf/NaN.
+Integers wrap to their width; division never traps: a divisor of 0 gives quotient 0
+and remainder the dividend, a signed divisor of -1 gives quotient ``-a`` wrapped
+(``MIN // -1 == MIN``) and remainder 0, as the CPU targets'
+``cpu-integer-division-without-traps`` pass defines them."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -14,42 +23,24 @@ import tvm
 from tl_ir.dtypes import numpy_dtype, rounded_constant
 
 __all__ = [
+    "ARITHMETIC",
     "BINARY",
     "BITWISE",
-    "UNARY",
+    "arithmetic",
     "bitwise",
     "cast_value",
     "dtype_of",
+    "element_dtype",
     "int_width",
     "reinterpret_bits",
     "wrap",
 ]
 
-#: Math calls by short name (``tirx.exp`` -> ``exp``), computed in float64.
-UNARY: dict[str, Callable[[Any], Any]] = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log2": np.log2,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "fabs": np.abs,
-    "abs": np.abs,
-    "tanh": np.tanh,
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "sin": np.sin,
-    "cos": np.cos,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.round,
-    "nearbyint": np.round,
-}
+#: Arithmetic nodes by TIR class name (see `arithmetic`).
+ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod"})
 
-#: Arithmetic and comparison nodes by TIR class name.
+#: Min/max, comparison and logic nodes by TIR class name.
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "Add": lambda a, b: a + b,
-    "Sub": lambda a, b: a - b,
-    "Mul": lambda a, b: a * b,
     "Min": lambda a, b: b if a != a else a if b != b else min(a, b),  # fmin: NaN ignored
     "Max": lambda a, b: b if a != a else a if b != b else max(a, b),  # fmax: NaN ignored
     "EQ": lambda a, b: a == b,
@@ -60,8 +51,6 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "GE": lambda a, b: a >= b,
     "And": lambda a, b: bool(a) and bool(b),
     "Or": lambda a, b: bool(a) or bool(b),
-    "FloorDiv": lambda a, b: a // b,
-    "FloorMod": lambda a, b: a % b,
 }
 
 
@@ -144,13 +133,114 @@ _SCALAR_FLOATS = frozenset(
 )
 
 
+def element_dtype(dtype: str) -> str:
+    """The dtype of one lane of ``dtype`` (``"float32x4"`` -> ``"float32"``); a scalar
+    dtype (or a name TVM does not parse) as it is."""
+    if "x" not in dtype:
+        return dtype
+    try:
+        parsed = tvm.DataType(dtype)
+    except (ValueError, TypeError, tvm.error.TVMError):
+        return dtype
+    return str(parsed.with_lanes(1)) if int(parsed.lanes) > 1 else dtype
+
+
+def arithmetic(kind: str, a: Any, b: Any, dtype: str) -> Any:
+    """``a <op> b`` for ``kind`` in `ARITHMETIC` at scalar ``dtype``, as the CPU targets
+    compute it (module docstring): floats rounded once to ``dtype`` (IEEE: no
+    exception, ``x / 0`` is inf/-inf/NaN, ``Mod`` is C's ``fmod``, ``FloorDiv`` is
+    ``floor(a / b)``); integers wrapped, with defined division by 0 and by -1."""
+    if int_width(dtype) is not None:
+        return _integer_arithmetic(kind, int(a), int(b), dtype)
+    x, y = float(a), float(b)  # exact: the operands are values of the dtype
+    if kind == "Add":  # Python's float + - * are IEEE double and never raise
+        result = x + y
+    elif kind == "Sub":
+        result = x - y
+    elif kind == "Mul":
+        result = x * y
+    elif kind == "Mod":  # C's fmod (math.fmod raises where C gives NaN)
+        result = math.fmod(x, y) if y != 0 and not math.isinf(x) else _invalid(np.fmod, x, y)
+    else:
+        # TVM lowers a float floordiv/floormod to floor(a / b), a - floor(a / b) * b,
+        # each operation rounded to the dtype.
+        result = cast_value(_divide(x, y), dtype)
+        if kind in ("FloorDiv", "FloorMod") and math.isfinite(result):
+            result = float(math.floor(result))
+        if kind == "FloorMod":
+            result = x - cast_value(result * y, dtype)
+    return cast_value(result, dtype)
+
+
+def _divide(x: float, y: float) -> float:
+    """IEEE division: ``x / 0`` is inf with the operands' combined sign, NaN for 0 / 0."""
+    if y != 0:  # NaN included
+        return x / y
+    return _invalid(np.divide, x, y)
+
+
+def _invalid(operation: Callable[[Any, Any], Any], x: float, y: float) -> float:
+    """``operation`` on float64 scalars where Python would raise: the hardware's result
+    (the sign of its NaN included), warnings silenced."""
+    with np.errstate(all="ignore"):
+        return float(operation(np.float64(x), np.float64(y)))
+
+
+def _integer_arithmetic(kind: str, a: int, b: int, dtype: str) -> int:
+    if kind == "Add":
+        return int(wrap(a + b, dtype))
+    if kind == "Sub":
+        return int(wrap(a - b, dtype))
+    if kind == "Mul":
+        return int(wrap(a * b, dtype))
+    quotient = kind in ("Div", "FloorDiv")
+    if b == 0:  # the targets' defined result: q * b + r == a still holds
+        return 0 if quotient else int(wrap(a, dtype))
+    if b == -1 and dtype.startswith("int"):  # MIN // -1 wraps to MIN
+        return int(wrap(-a, dtype)) if quotient else 0
+    if kind in ("FloorDiv", "FloorMod"):
+        return int(wrap(a // b if quotient else a % b, dtype))
+    # C's division truncates toward zero; exact for 64-bit values.
+    truncated = abs(a) // abs(b)
+    truncated = truncated if (a < 0) == (b < 0) else -truncated
+    return int(wrap(truncated if quotient else a - truncated * b, dtype))
+
+
 def cast_value(value: Any, dtype: str) -> Any:
     """``value`` converted to ``dtype`` as the targets convert: integers wrap, floats
-    round to the dtype's precision, bool is truthiness."""
+    round to the dtype's precision (to nearest, ties to even), bool is truthiness.
+
+    An integer converts to float64 and float32 with one rounding (C's conversion); to
+    the narrower floats through float32, as the CPU targets convert it (an int64 near a
+    bfloat16 tie may round twice, there as here)."""
     if dtype == "bool":
         return bool(value)
     if "int" in dtype:
         return wrap(int(value), dtype)
     if dtype in _SCALAR_FLOATS:
+        if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+            if dtype == "float64":
+                return float(int(value))
+            value = _int_to_float32(int(value))
         return rounded_constant(float(value), dtype)
     return value
+
+
+def _int_to_float32(value: int) -> float:
+    """``value`` rounded once to float32 (to nearest, ties to even; inf past its range),
+    as a Python float: ``float(value)`` would round to float64 first."""
+    magnitude = abs(value)
+    excess = magnitude.bit_length() - 24
+    if excess > 0:
+        kept, dropped = magnitude >> excess, magnitude & ((1 << excess) - 1)
+        half = 1 << (excess - 1)
+        if dropped > half or (dropped == half and kept & 1):
+            kept += 1
+        magnitude = kept << excess
+    try:
+        exact = float(magnitude)  # at most 24 significant bits: exact
+    except OverflowError:
+        exact = math.inf
+    if exact >= 2.0**128:
+        exact = math.inf
+    return -exact if value < 0 else exact

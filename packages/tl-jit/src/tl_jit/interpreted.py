@@ -55,6 +55,7 @@ class InterpretedKernel:
 
         from tl_ir.dtypes import compute_dtype
         from tl_ir.interpret import run
+        from tl_ir.interpret_args import tensor_array
 
         params = list(self.prim_func.params)
         expected = len(params) - len(self.out_idx)
@@ -86,8 +87,10 @@ class InterpretedKernel:
                 else:
                     shape.append(int(dim))
             full[index] = np.zeros(shape, dtype=compute_dtype(str(ty.dtype)))
+        # torch bfloat16/float8 tensors, which numpy cannot view, become their bits
+        # under the ml_dtypes type of the same name.
         arrays = [
-            np.asarray(v) if isinstance(p.ty, tirx.BufferType) else v
+            tensor_array(v) if isinstance(p.ty, tirx.BufferType) else v
             for p, v in zip(params, full, strict=True)
         ]
         run(self.prim_func, arrays)
