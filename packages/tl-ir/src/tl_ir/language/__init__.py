@@ -104,12 +104,14 @@ from tl_ir.language._misc import (
     annotate_layout,
     cast,
     clamp,
+    dp4a,
     import_source,
     infinity,
     max_value,
     min_value,
     print,
     reinterpret,
+    round,
     use_swizzle,
 )
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
@@ -304,6 +306,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "max",
     "min",
     "clamp",
+    "dp4a",
     "if_then_else",
     "cast",
     "infinity",

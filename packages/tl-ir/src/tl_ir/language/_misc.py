@@ -8,6 +8,7 @@ from typing import Any
 import tvm
 from tvm import tirx
 from tvm.script import tirx as _tvm_T
+from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
@@ -26,10 +27,12 @@ __all__ = [
     "annotate_layout",
     "cast",
     "clamp",
+    "dp4a",
     "infinity",
     "max_value",
     "min_value",
     "print",
+    "round",
     "use_swizzle",
 ]
 
@@ -37,6 +40,81 @@ __all__ = [
 def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
     """``min(max(dst, min_val), max_val)`` (TileLang's parameter names)."""
     return _tvm_T.min(_tvm_T.max(dst, min_val), max_val)
+
+
+def _dp4a_operand(value: Any, name: str, dtype: str) -> tuple[Any, list[Any]]:
+    """The buffer and first element index of a `dp4a` operand (a buffer or an element
+    access), checked to be of ``dtype``."""
+    if isinstance(value, scalar_wrapper):
+        value = value.scalar
+    if _ops.is_buffer(value):
+        buffer, index = value, [tirx.IntImm("int32", 0) for _ in value.ty.shape]
+    elif isinstance(value, tvm.ir.TensorLoad):
+        buffer, index = value.source, list(value.indices)
+    else:
+        raise KernelTypeError(
+            f"T.dp4a(A, B, C): expected {name} to be a buffer or an element access "
+            f"A[i], got {describe_operand(value)}"
+        )
+    if str(buffer.ty.dtype) != dtype:
+        raise KernelTypeError(
+            f"T.dp4a(A, B, C): expected {name} to be {dtype}, got {buffer.name} of "
+            f"{buffer.ty.dtype}"
+        )
+    return buffer, index
+
+
+def dp4a(A: Any, B: Any, C: Any) -> None:
+    """``C[c] += A[a] * B[b] + ... + A[a + 3] * B[b + 3]``: the four-element dot
+    product of int8 values accumulated into an int32 (TileLang's ``T.dp4a``; CUDA's
+    ``__dp4a``). Each operand is a buffer (its first element) or an element access;
+    the four elements are consecutive in the last dim.
+
+    Raises:
+        KernelTypeError: an operand that is no buffer or element, A or B not int8, C
+            not int32.
+    """
+    a, a_index = _dp4a_operand(A, "A", "int8")
+    b, b_index = _dp4a_operand(B, "B", "int8")
+    c, c_index = _dp4a_operand(C, "C", "int32")
+    total = tirx.BufferLoad(c, c_index)
+    for k in range(4):
+        a_k = [*a_index[:-1], a_index[-1] + k]
+        b_k = [*b_index[:-1], b_index[-1] + k]
+        product = tirx.Cast("int32", tirx.BufferLoad(a, a_k)) * tirx.Cast(
+            "int32", tirx.BufferLoad(b, b_k)
+        )
+        total = total + product
+    _IB.buffer_store(c, total, c_index)
+
+
+_ROUNDING_MODES = ("ties-to-even", "ties-away-from-zero")
+
+
+def round(x: Any, rounding_mode: str | None = "ties-to-even", span: Any = None) -> Any:
+    """``x`` rounded to the nearest integer (as a float): ties to even (the default,
+    TVM's and TileLang's ``round``) or, with ``rounding_mode="ties-away-from-zero"``,
+    away from zero (C's ``round``: ``T.round(2.5, ...)`` is 3, ``-2.5`` gives -3).
+
+    Raises:
+        KernelTypeError: another rounding mode.
+    """
+    if rounding_mode is None:
+        rounding_mode = "ties-to-even"
+    if rounding_mode not in _ROUNDING_MODES:
+        raise KernelTypeError(
+            f"T.round(x, rounding_mode): expected rounding_mode to be one of "
+            f"{list(_ROUNDING_MODES)}, got {rounding_mode!r}"
+        )
+    if rounding_mode == "ties-to-even":
+        return _tvm_T.round(x)
+    value = tirx.const(x, "float32") if isinstance(x, int | float) else x
+    dtype = str(value.dtype)
+    whole = _tvm_T.trunc(value)
+    # x - trunc(x) is exact, so the tie test is too (|x| + 0.5 would round first).
+    one, half = tirx.const(1.0, dtype), tirx.const(0.5, dtype)
+    away = whole + _tvm_T.if_then_else(value < tirx.const(0.0, dtype), -one, one)
+    return _tvm_T.if_then_else(_tvm_T.abs(value - whole) >= half, away, whole)
 
 
 def cast(value: Any, dtype: Any) -> Any:
