@@ -47,6 +47,7 @@ from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.scalarize_vector_accesses import CpuScalarizeVectorAccessesPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
+from tl_codegen_cpu.passes.wrap_integer_overflow import CpuWrapIntegerOverflowPass
 from tl_codegen_cpu.passes.wrap_narrow_integers import CpuWrapNarrowIntegersPass
 from tl_passes import (
     LowerAllocVarPass,
@@ -82,9 +83,11 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLocalizeTilesPass(),
         CpuLegalizeHalfPrecisionPass(),
         CpuLegalizeFloat8Pass(),
-        CpuRoundBfloat16Pass(),
+        CpuRoundBfloat16Pass(bind_nested=not llvm),
         CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),
         CpuIntegerDivisionWithoutTrapsPass(),
+        # After the division pass, whose -a may overflow.
+        CpuWrapIntegerOverflowPass(),
         CpuNanSelfComparisonsPass(),
         CpuVectorizeExpPass(),
         CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let

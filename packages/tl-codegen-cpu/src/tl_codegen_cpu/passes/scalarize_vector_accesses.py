@@ -27,6 +27,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import scopes
+from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 __all__ = ["CpuScalarizeVectorAccessesPass", "scalarize_vector_accesses"]
@@ -108,7 +110,7 @@ def _reads(expr: Any, buffer: Any) -> bool:
 
 def _lane_loop(lanes: int, make_body: Any) -> Any:
     lane = tirx.Var("lane", "int32")
-    annotations = {"tl.loop_kind": tvm.ir.StringImm("vectorized")}
+    annotations = {LOOP_KIND_KEY: tvm.ir.StringImm("vectorized")}
     return tirx.For(
         lane, 0, lanes, tirx.ForKind.VECTORIZED, make_body(lane), annotations=annotations
     )
@@ -128,7 +130,7 @@ def _scalarized(store: Any) -> Any:
 
     if not _reads(store.value, store.buffer):
         return _lane_loop(lanes, write(lambda lane: _lane_of(store.value, lane)))
-    staged = tirx.decl_buffer((lanes,), _scalar_type(store.value), name="lanes", scope="local")
+    staged = tirx.decl_buffer((lanes,), _scalar_type(store.value), name="lanes", scope=scopes.LOCAL)
     gather = _lane_loop(
         lanes, lambda lane: tirx.BufferStore(staged, _lane_of(store.value, lane), [lane])
     )
