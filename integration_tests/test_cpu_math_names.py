@@ -220,6 +220,27 @@ def test_float64_exp10_and_exp2_within_an_ulp(target: str) -> None:
     assert out[0][1] == 10.0 and out[0][2] == 100.0
 
 
+def _exp10_float32() -> Any:
+    @T.prim_func
+    def exp10_float32(A: T.Tensor((N,), "float32"), Out: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            for i in T.Parallel(N):
+                Out[i] = T.exp10(A[i])
+
+    return exp10_float32
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_float32_exp10_within_an_ulp(target: str) -> None:
+    # llvm's exp(x * ln 10) gave exp10(2) = 100.00001 and was 67 ulp off near |x| = 38.
+    x = np.random.default_rng(4).uniform(-37, 38, N).astype(np.float32)
+    x[:4] = [0.0, 1.0, 2.0, -1.0]
+    out = tl_jit.compile(_exp10_float32(), out_idx=[1], target=target)(x)
+    exact = np.array([math.pow(10.0, v) for v in x.astype(np.float64).tolist()])
+    _assert_within(out, exact.astype(np.float32), "float32", 1, f"exp10 on {target}")
+    assert out[1] == 10.0 and out[2] == 100.0
+
+
 def _bits_kernel(dtype: str) -> Any:
     @T.prim_func
     def bits(A: T.Tensor((16,), dtype), Out: T.Tensor((2, 16), dtype)):

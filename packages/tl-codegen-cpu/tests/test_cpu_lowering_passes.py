@@ -289,7 +289,10 @@ def test_cpu_legalize_intrinsics_rewrites_what_the_c_printer_lacks() -> None:
     assert not names & {"tirx.fabs", "tirx.exp2", "tirx.exp10"}
     assert "tirx.reinterpret" in names  # abs clears the sign bit (abs(-0.0) is +0.0)
     tvm.compile(legal, target="c")  # TVM's C printer accepts the result
-    assert CpuLegalizeIntrinsicsPass().run(mod, PassContext(target=LLVM)) is mod
+    # LLVM prints fabs and exp2 itself; its exp10 (exp(x * ln 10)) is 67 ulp off.
+    on_llvm = CpuLegalizeIntrinsicsPass().run(mod, PassContext(target=LLVM))
+    names = {str(c.op.name) for c in _walk(on_llvm, tvm.ir.Call) if isinstance(c.op, tvm.ir.Op)}
+    assert {"tirx.fabs", "tirx.exp2"} <= names and "tirx.exp10" not in names
 
 
 def test_every_cpu_registry_key_equals_the_pass_name() -> None:
