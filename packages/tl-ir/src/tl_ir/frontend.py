@@ -77,6 +77,8 @@ class ParseState:
             one ``T.rng_rand`` draws from).
         safe_values: ``T.annotate_safe_value`` pairs (buffer, value read outside it).
         dynamic_parallel: ``T.Parallel`` loop Vars with a run-time extent, and the extent.
+        kernel_tuple_target: the ``with`` being parsed unpacks ``T.Kernel``'s block
+            indices into a one-element tuple (``as (bx,)``).
     """
 
     symbolic: dict[str, Any] = field(default_factory=dict)
@@ -97,6 +99,7 @@ class ParseState:
     rng_states: list[Any] = field(default_factory=list)
     safe_values: list[tuple[Any, Any]] = field(default_factory=list)
     dynamic_parallel: dict[Any, Any] = field(default_factory=dict)
+    kernel_tuple_target: bool = False
 
 
 class _Local(threading.local):

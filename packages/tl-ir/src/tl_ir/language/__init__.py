@@ -30,6 +30,7 @@ from typing import Any
 from tvm.script.tirx import *
 
 from tl_ir import chained_assign as _chained_assign
+from tl_ir import kernel_tuple_target as _kernel_tuple_target
 from tl_ir import python_if as _python_if
 from tl_ir import python_values as _python_values
 from tl_ir import scalar_annotations as _scalar_annotations
@@ -150,6 +151,7 @@ from tl_ir.layout import IndexLayout as Layout  # TileLang's T.Layout(shape, ind
 
 _tvm_compat.install()
 _chained_assign.install()
+_kernel_tuple_target.install()
 _python_if.install()
 _python_values.install()
 _scalar_annotations.install()

@@ -97,7 +97,9 @@ class Kernel:
         state.thread_vars = tuple(thread_vars)
         state.block_extents = self.grid
         state.thread_extents = self.threads
-        return block_vars[0] if len(block_vars) == 1 else tuple(block_vars)
+        if len(block_vars) == 1 and not state.kernel_tuple_target:
+            return block_vars[0]
+        return tuple(block_vars)
 
     def __exit__(self, *exc: Any) -> bool | None:
         state = _current_state()
