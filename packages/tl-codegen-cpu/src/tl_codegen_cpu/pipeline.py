@@ -44,6 +44,7 @@ from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReduction
 from tl_codegen_cpu.passes.max_min_ignore_nan import CpuMaxMinIgnoreNanPass
 from tl_codegen_cpu.passes.nan_self_comparisons import CpuNanSelfComparisonsPass
 from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
+from tl_codegen_cpu.passes.saturate_float_to_int import CpuSaturateFloatToIntPass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.scalarize_vector_accesses import CpuScalarizeVectorAccessesPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
@@ -84,6 +85,8 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLegalizeHalfPrecisionPass(),
         CpuLegalizeFloat8Pass(),
         CpuRoundBfloat16Pass(bind_nested=not llvm),
+        # Before cpu-max-min-ignore-nan, which then sees a kernel's own clamps as written.
+        CpuSaturateFloatToIntPass(),
         CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),
         CpuIntegerDivisionWithoutTrapsPass(),
         # After the division pass, whose -a may overflow.

@@ -208,7 +208,8 @@ def _integer_arithmetic(kind: str, a: int, b: int, dtype: str) -> int:
 
 def cast_value(value: Any, dtype: str) -> Any:
     """``value`` converted to ``dtype`` as the targets convert: integers wrap, floats
-    round to the dtype's precision (to nearest, ties to even), bool is truthiness.
+    round to the dtype's precision (to nearest, ties to even), a float to an integer
+    type truncates and saturates (NaN gives 0), bool is truthiness.
 
     An integer converts to float64 and float32 with one rounding (C's conversion); to
     the narrower floats through float32, as the CPU targets convert it (an int64 near a
@@ -216,6 +217,8 @@ def cast_value(value: Any, dtype: str) -> Any:
     if dtype == "bool":
         return bool(value)
     if "int" in dtype:
+        if isinstance(value, float | np.floating):
+            return _saturated(float(value), dtype)
         return wrap(int(value), dtype)
     if dtype in _SCALAR_FLOATS:
         if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
@@ -224,6 +227,23 @@ def cast_value(value: Any, dtype: str) -> Any:
             value = _int_to_float32(int(value))
         return rounded_constant(float(value), dtype)
     return value
+
+
+def _saturated(value: float, dtype: str) -> int:
+    """A float converted to the integer ``dtype`` as GPUs convert it (PTX ``cvt.rzi``)
+    and the CPU targets do (`cpu-saturate-float-to-int`): truncated toward zero,
+    clamped to the type's range, NaN giving 0."""
+    if math.isnan(value):
+        return 0
+    width = int_width(dtype) or 32
+    low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+    if dtype.startswith("uint"):
+        low, high = 0, (1 << width) - 1
+    if value >= high + 1:
+        return high
+    if value < low:
+        return low
+    return int(value)
 
 
 def _int_to_float32(value: int) -> float:

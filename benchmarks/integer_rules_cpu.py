@@ -1,15 +1,17 @@
-"""The cost of wrapping 32-bit integer overflow on the CPU targets
-(`cpu-wrap-integer-overflow`), A/B in one process.
+"""The cost of the CPU targets' integer rules: wrapping 32-bit overflow
+(`cpu-wrap-integer-overflow`) and saturating float-to-integer conversions
+(`cpu-saturate-float-to-int`), A/B in one process.
 
-Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/int32_wrap_cpu.py [--n 4194304]
+Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/integer_rules_cpu.py [--n 4194304]
        [--rounds 7]
 
-Two int32 kernels over n elements: an elementwise ``A * B + A - 7`` and a
-multiplicative hash ``(A * 2654435761 + B) ^ (A >> 7)`` in uint32. Each is built
-twice for each target: as the pipeline builds it, and with the pass made the
-identity (C's and LLVM's "cannot overflow" assumption). Both are checked against
-numpy on inputs that do not overflow the signed kernel, then timed in alternating
-rounds (``do_bench``, best of rounds); the figure is **wrapping / not wrapping**.
+Three kernels over n elements: an elementwise int32 ``A * B + A - 7``, a
+multiplicative hash ``(A * 2654435761 + B) ^ (A >> 7)`` in uint32 (both A/B of the
+wrap pass), and an int8 quantization ``int8(A * 127)`` of float32 values in [-1, 1]
+(A/B of the saturation pass). Each is built twice for each target: as the pipeline
+builds it, and with the pass made the identity. Both are checked against numpy on
+inputs where the rule changes nothing, then timed in alternating rounds
+(``do_bench``, best of rounds); the figure is **with the rule / without it**.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ os.environ["TL_DISABLE_CACHE"] = "1"  # both variants share a cache key: build e
 
 import tl_jit
 import tl_jit.language as T
-from tl_codegen_cpu.passes import wrap_integer_overflow
+from tl_codegen_cpu.passes import saturate_float_to_int, wrap_integer_overflow
 from tl_jit.profiler import do_bench
 
 BLOCK = 4096
@@ -56,16 +58,28 @@ def hash_mix(n: int) -> Any:
     return hash_mix
 
 
-def build_pair(func: Any, target: str) -> tuple[Any, Any]:
-    """``func`` compiled with wrapping overflow, and with the pass made the identity."""
-    wrapping = tl_jit.compile(func, target=target)
-    rewrite = wrap_integer_overflow.wrap_integer_overflow
-    wrap_integer_overflow.wrap_integer_overflow = lambda stmt: stmt
+def quantize(n: int) -> Any:
+    @T.prim_func
+    def quantize(A: T.Tensor((n,), "float32"), C: T.Tensor((n,), "int8")):
+        with T.Kernel(n // BLOCK, threads=128) as bx:
+            for i in T.Parallel(BLOCK):
+                k = bx * BLOCK + i
+                C[k] = T.Cast("int8", A[k] * T.float32(127))  # not clamped: saturated
+
+    return quantize
+
+
+def build_pair(func: Any, target: str, module: Any, function: str) -> tuple[Any, Any]:
+    """``func`` compiled as the pipeline builds it, and with ``module.function`` (the
+    pass's rewrite) made the identity."""
+    with_rule = tl_jit.compile(func, target=target)
+    rewrite = getattr(module, function)
+    setattr(module, function, lambda stmt: stmt)
     try:
-        assuming = tl_jit.compile(func, target=target)
+        without_rule = tl_jit.compile(func, target=target)
     finally:
-        wrap_integer_overflow.wrap_integer_overflow = rewrite
-    return wrapping, assuming
+        setattr(module, function, rewrite)
+    return with_rule, without_rule
 
 
 def main() -> None:
@@ -80,14 +94,18 @@ def main() -> None:
     words = [rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) for _ in range(2)]
     with np.errstate(over="ignore"):
         hashed = (words[0] * np.uint32(2654435761) + words[1]) ^ (words[0] >> np.uint32(7))
+    unit = rng.uniform(-1, 1, n).astype(np.float32)
+    wrap = (wrap_integer_overflow, "wrap_integer_overflow")
+    saturate = (saturate_float_to_int, "saturate_float_to_int")
     cases = {
-        "int32 a*b+a-7": (multiply_add(n), small, small[0] * small[1] + small[0] - 7),
-        "uint32 hash": (hash_mix(n), words, hashed),
+        "int32 a*b+a-7": (multiply_add(n), small, small[0] * small[1] + small[0] - 7, wrap),
+        "uint32 hash": (hash_mix(n), words, hashed, wrap),
+        "int8 quantize": (quantize(n), [unit], (unit * np.float32(127)).astype(np.int8), saturate),
     }
-    print(f"{'kernel':14} {'target':6} {'wrapping us':>12} {'assuming us':>12} {'ratio':>6}")
-    for name, (func, args, expected) in cases.items():
+    print(f"{'kernel':14} {'target':6} {'rule us':>12} {'no rule us':>12} {'ratio':>6}")
+    for name, (func, args, expected, (module, function)) in cases.items():
         for target in ("c", "llvm"):
-            kernels = build_pair(func, target)
+            kernels = build_pair(func, target, module, function)
             outputs = []
             for kernel in kernels:
                 out = np.zeros_like(expected)

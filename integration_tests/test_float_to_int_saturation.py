@@ -1,0 +1,84 @@
+"""A float converted to an integer type saturates on the CPU targets and in the
+reference interpreter, as on GPUs (PTX ``cvt.rzi``: truncated, clamped to the type's
+range, NaN giving 0). Before, c and llvm gave x86's "integer indefinite" (INT_MIN for
+3e9, NaN and inf; int8 of 130.7 was -126) and the interpreter raised on NaN."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_jit
+import tl_jit.language as T
+
+VALUES = [3e9, -3e9, np.nan, np.inf, -np.inf, -2.5, 130.7, 5e9, 0.99, -0.99]
+
+
+def _conversions(source: str) -> Any:
+    n = len(VALUES)
+
+    @T.prim_func
+    def conversions(
+        A: T.Tensor((n,), source),
+        Ints: T.Tensor((n,), "int32"),
+        U: T.Tensor((n,), "uint32"),
+        S: T.Tensor((n,), "int8"),
+        W: T.Tensor((n,), "uint16"),
+        L: T.Tensor((n,), "int64"),
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.Parallel(n):
+                Ints[i] = T.Cast("int32", A[i])
+                U[i] = T.Cast("uint32", A[i])
+                S[i] = T.Cast("int8", A[i])
+                W[i] = T.Cast("uint16", A[i])
+                L[i] = T.Cast("int64", A[i])
+
+    return conversions
+
+
+def _saturated(values: np.ndarray, dtype: Any) -> np.ndarray:
+    info = np.iinfo(dtype)
+    out = []
+    for v in values.astype(np.float64):
+        if np.isnan(v):
+            out.append(0)
+        elif v >= info.max + 1:
+            out.append(info.max)
+        elif v < info.min:
+            out.append(info.min)
+        else:
+            out.append(int(v))
+    return np.array(out, dtype)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+@pytest.mark.parametrize("source", ["float32", "float64", "float16"])
+def test_float_to_int_saturates(target: str, source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if target == "interpreter":
+        monkeypatch.setenv("TL_INTERPRET", "1")
+    kernel = tl_jit.compile(_conversions(source), target="c" if target == "interpreter" else target)
+    with np.errstate(over="ignore"):
+        a = np.array(VALUES).astype(source)
+    outs = [np.zeros(len(VALUES), d) for d in (np.int32, np.uint32, np.int8, np.uint16, np.int64)]
+    kernel(a, *outs)
+    for out in outs:
+        np.testing.assert_array_equal(out, _saturated(a, out.dtype), err_msg=str(out.dtype))
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_a_clamped_quantization_is_left_as_written(target: str) -> None:
+    @T.prim_func
+    def quantize(A: T.Tensor((6,), "float32"), S: T.Tensor((6,), "int8")):
+        with T.Kernel(1, threads=1):
+            for i in T.Parallel(6):
+                S[i] = T.Cast("int8", T.clamp(A[i] * 127.0, -128.0, 127.0))
+
+    kernel = tl_jit.compile(quantize, target=target)
+    a = np.array([0.5, -0.5, 2.0, -2.0, np.nan, 1.0], np.float32)
+    s = np.zeros(6, np.int8)
+    kernel(a, s)
+    # A NaN clamps to a bound (float max/min ignore NaN): -128.
+    np.testing.assert_array_equal(s, [63, -63, 127, -128, -128, 127])
