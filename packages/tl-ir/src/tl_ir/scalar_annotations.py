@@ -62,6 +62,23 @@ def _as_dtype(annotation: Any) -> Any:
     return annotation  # TVM's own annotation forms
 
 
+def _as_return_annotation(annotation: Any) -> Any:
+    """A kernel's return annotation: ``-> None`` (TileLang's tests write it) is accepted,
+    anything else refused, since a kernel returns nothing: its results are the tensors
+    it writes."""
+    from tl_ir.errors import KernelTypeError
+
+    if annotation is None:
+        return None
+    return _Refusal(
+        KernelTypeError(
+            "kernel return annotation: a kernel returns nothing (its results are the "
+            "tensors it writes), so expected no return annotation or '-> None', got "
+            f"{annotation!r:.80} (a {type(annotation).__name__})"
+        )
+    )
+
+
 def install() -> None:
     """Wrap the kernel parser's evaluation of a parameter annotation (once per process)."""
     from tvm.script.parser.tirx import parser
@@ -74,6 +91,8 @@ def install() -> None:
         annotation = original(self, node, *args, **kwargs)
         if current_state() is None:
             return annotation
+        if kwargs.get("define_missing", True) is False:  # how the parser reads ``-> ...``
+            return _as_return_annotation(annotation)
         return _as_dtype(annotation)
 
     eval_signature_annotation._tl_scalar_annotations = True  # type: ignore[attr-defined]

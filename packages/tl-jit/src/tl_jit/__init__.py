@@ -26,12 +26,14 @@ _install_fork_safety()
 hold_interrupts_while_importing("tvm", "tl_ir", "tl_passes", "tl_backend_api")
 
 if TYPE_CHECKING:
-    from tl_jit import cache, language, layout, profiler, sweep, timing
+    from tl_jit import autotuner, cache, language, layout, profiler, sweep, timing
+    from tl_jit import math as math
     from tl_jit.autotuner import AutoTuner, AutotuneWarning, autotune
     from tl_jit.cache import CacheWarning
     from tl_jit.compiler import compile, lower
     from tl_jit.decorator import JITFunction, jit
     from tl_jit.device import get_num_sms
+    from tl_jit.env import disable_cache, enable_cache, is_cache_enabled
     from tl_jit.errors import AutotuneError, CacheError, JITError
     from tl_jit.export import export_prim_func
     from tl_jit.kernel import JITKernel
@@ -63,12 +65,19 @@ _LAZY = {
     "cdiv": ("tl_jit.math", "cdiv"),
     "next_power_of_2": ("tl_jit.math", "next_power_of_2"),
     "get_num_sms": ("tl_jit.device", "get_num_sms"),
+    "disable_cache": ("tl_jit.env", "disable_cache"),
+    "enable_cache": ("tl_jit.env", "enable_cache"),
+    "is_cache_enabled": ("tl_jit.env", "is_cache_enabled"),
+    "autotuner": ("tl_jit.autotuner", None),
     "cache": ("tl_jit.cache", None),
     "profiler": ("tl_jit.profiler", None),
     "timing": ("tl_jit.timing", None),
     "sweep": ("tl_jit.sweep", None),
     "language": ("tl_jit.language", None),
     "layout": ("tl_jit.layout", None),
+    # ``tilelang.math.next_power_of_2``; left out of __all__ so that ``from tl_jit import *``
+    # does not hide the standard library's math.
+    "math": ("tl_jit.math", None),
 }
 
 
@@ -99,12 +108,16 @@ __all__ = [
     "PassConfigKey",
     "Profiler",
     "autotune",
+    "autotuner",
     "cache",
     "cdiv",
     "compile",
+    "disable_cache",
     "do_bench",
+    "enable_cache",
     "export_prim_func",
     "get_num_sms",
+    "is_cache_enabled",
     "jit",
     "language",
     "layout",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,6 +35,97 @@ DEFAULT_CONFIG_TIMEOUT_S = 600.0
 
 class AutotuneWarning(UserWarning):
     """A configuration failed to compile, run or pass its check and was skipped."""
+
+
+_captures = threading.local()
+
+
+class AutotuneInputsCapture:
+    """What `set_autotune_inputs` returns: a context manager under which autotuning on
+    this thread checks and times every configuration on ``inputs``.
+
+    Attributes:
+        inputs: the inputs, one per kernel parameter not in ``out_idx``, in order.
+    """
+
+    __slots__ = ("inputs",)
+
+    def __init__(self, inputs: list[Any]) -> None:
+        self.inputs = inputs
+
+    def __enter__(self) -> AutotuneInputsCapture:
+        _capture_stack().append(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        stack = _capture_stack()
+        if self in stack:
+            # This capture's own entry (the last one unless exits came out of order).
+            del stack[len(stack) - 1 - stack[::-1].index(self)]
+
+
+def _capture_stack() -> list[AutotuneInputsCapture]:
+    stack: list[AutotuneInputsCapture] | None = getattr(_captures, "stack", None)
+    if stack is None:
+        stack = _captures.stack = []
+    return stack
+
+
+def set_autotune_inputs(*inputs: Any) -> AutotuneInputsCapture:
+    """TileLang's ``tilelang.autotuner.set_autotune_inputs``: a context manager under
+    which an ``@autotune`` call on this thread checks and times every configuration on
+    these inputs instead of random ones (they replace ``supply_prog``, with a warning
+    when one was given).
+
+    ``set_autotune_inputs(a, b)`` and ``set_autotune_inputs([a, b])`` are the same: the
+    values of the kernel's parameters not in ``out_idx``, in order (arrays, tensors,
+    scalars). Each configuration gets copies (``clone()``/``copy()``), so a kernel that
+    writes a parameter in place leaves the given arrays alone. Saved tuning results
+    are kept per input shapes and dtypes; a kernel that takes other inputs fails its
+    configurations with the call's error (``set_autotune_inputs()`` gives no inputs: a
+    kernel whose parameters are all in ``out_idx``).
+    """
+    if len(inputs) == 1 and isinstance(inputs[0], list | tuple):
+        return AutotuneInputsCapture(list(inputs[0]))
+    return AutotuneInputsCapture(list(inputs))
+
+
+def get_autotune_inputs() -> list[Any] | None:
+    """The inputs of the innermost `set_autotune_inputs` block on this thread, or None."""
+    stack = _capture_stack()
+    return stack[-1].inputs if stack else None
+
+
+@dataclass(frozen=True)
+class _CapturedInputs:
+    """The ``supply_prog`` that `set_autotune_inputs` stands for: copies of the inputs
+    (it pickles to a timing worker when they do)."""
+
+    inputs: tuple[Any, ...]
+
+    def __call__(self, params: Sequence[Any]) -> list[Any]:
+        return [_copied(value) for value in self.inputs]
+
+
+def _copied(value: Any) -> Any:
+    clone = getattr(value, "clone", None)
+    if callable(clone):  # torch
+        return clone()
+    copy = getattr(value, "copy", None)
+    if callable(copy) and hasattr(value, "shape"):  # numpy and its kind
+        return copy()
+    return value
+
+
+def _described(value: Any) -> Any:
+    """What the saved tuning result depends on of one captured input: an array's shape
+    and dtype, a plain scalar's value."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "dtype"):
+        return ["array", [int(n) for n in shape], str(value.dtype)]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return ["object", type(value).__qualname__]
 
 
 @dataclass(frozen=True)
@@ -146,14 +238,25 @@ class AutoTuner(CopiedAsItself):
         return max(1, min(os.cpu_count() or 1, count))
 
     def _result_key(
-        self, arguments: Mapping[str, Any], configs: list[dict[str, Any]]
+        self,
+        arguments: Mapping[str, Any],
+        configs: list[dict[str, Any]],
+        captured: list[Any] | None = None,
     ) -> str | None:
         from tl_jit.keys import Unkeyable, frontend_key
 
+        described: dict[str, Any] = {}
+        if captured is not None:  # set_autotune_inputs: kept per input shapes and dtypes
+            described["inputs"] = [_described(value) for value in captured]
         try:
             return frontend_key(
                 self.jit_function.func,
-                {"arguments": dict(arguments), "configs": configs, "eager": self.eager},
+                {
+                    "arguments": dict(arguments),
+                    "configs": configs,
+                    "eager": self.eager,
+                    **described,
+                },
                 {
                     **self.jit_function._frontend_options({}),
                     "autotune": [
@@ -272,7 +375,8 @@ class AutoTuner(CopiedAsItself):
         memo = repr(sorted(arguments.items()))
         if memo in self._best:
             return self._best[memo]
-        key = self._result_key(arguments, configs) if self.cache_results else None
+        captured = get_autotune_inputs()
+        key = self._result_key(arguments, configs, captured) if self.cache_results else None
         use_disk = key is not None and not env.cache_disabled()
         if use_disk:
             assert key is not None
@@ -282,7 +386,7 @@ class AutoTuner(CopiedAsItself):
                 if kernel is not None:
                     self._best[memo] = kernel
                     return kernel
-        kernel = self._tune(arguments, configs, self.dims if dims is None else dims)
+        kernel = self._tune(arguments, configs, self.dims if dims is None else dims, captured)
         if use_disk and kernel.config is not None:
             assert key is not None
             tune_records.save(
@@ -315,13 +419,25 @@ class AutoTuner(CopiedAsItself):
         return kernel
 
     # ------------------------------------------------------------------ timing
-    def _request(self, dims: Mapping[str, int], rounds: int = 1) -> TimingRequest:
+    def _request(
+        self, dims: Mapping[str, int], rounds: int = 1, captured: list[Any] | None = None
+    ) -> TimingRequest:
+        supply_prog = self.supply_prog
+        if captured is not None:
+            if supply_prog is not None:
+                warnings.warn(
+                    f"autotune {self.jit_function.func.__qualname__}: supply_prog is ignored "
+                    "inside a set_autotune_inputs block (its inputs are used)",
+                    UserWarning,
+                    stacklevel=5,
+                )
+            supply_prog = _CapturedInputs(tuple(captured))
         return TimingRequest(
             warmup=self.warmup,
             rep=self.rep,
             dims=dict(dims),
             ref_prog=self.ref_prog,
-            supply_prog=self.supply_prog,
+            supply_prog=supply_prog,
             rtol=self.rtol,
             atol=self.atol,
             skip_check=self.skip_check,
@@ -330,7 +446,11 @@ class AutoTuner(CopiedAsItself):
         )
 
     def _tune(
-        self, arguments: Mapping[str, Any], configs: list[dict[str, Any]], dims: Mapping[str, int]
+        self,
+        arguments: Mapping[str, Any],
+        configs: list[dict[str, Any]],
+        dims: Mapping[str, int],
+        captured: list[Any] | None = None,
     ) -> JITKernel:
         placement = SearchPlacement(
             jit_function=self.jit_function,
@@ -351,7 +471,7 @@ class AutoTuner(CopiedAsItself):
             winner: int | None = None
             if built:
                 timings, timing_failures, remeasure = time_all(
-                    placement, built, configs, self._request(dims), build_pool, pools
+                    placement, built, configs, self._request(dims, 1, captured), build_pool, pools
                 )
                 failures.update(timing_failures)
                 if timings:
@@ -413,7 +533,8 @@ def autotune(
             against it (unless ``skip_check``).
         rtol, atol: tolerances of that check.
         skip_check: do not check against ``ref_prog``.
-        supply_prog: makes the inputs from the kernel's params (default: random ones).
+        supply_prog: makes the inputs from the kernel's params (default: random ones;
+            inside a `set_autotune_inputs` block, that block's inputs).
         max_workers: configurations built at once: worker processes of the default
             executor (default ``TL_AUTOTUNE_WORKERS`` or min(cores, configs); 1 compiles
             in this process, without isolation), or tasks in flight on ``executor``

@@ -112,16 +112,30 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
     def _sources(self) -> list[Path]:
         return [self.artifact_dir / f.path for f in self.manifest.source_files]
 
-    def get_kernel_source(self) -> str:
-        """The generated kernel (device) source: the artifact's first source file.
+    def get_kernel_source(self, kernel_only: bool = True) -> str:
+        """The generated kernel source, as TileLang's ``get_kernel_source``.
+
+        Args:
+            kernel_only: True (default): the device kernel's source alone (the artifact's
+                first source file). False: the full generated source, the device source
+                followed by the host source (`get_host_source`) when the artifact has one;
+                a CPU kernel's one source is both, so it is the same text.
 
         Raises:
+            TypeError: ``kernel_only`` is not a bool.
             LookupError: the artifact holds no source file.
         """
+        if not isinstance(kernel_only, bool):
+            raise TypeError(
+                f"get_kernel_source(kernel_only=...): expected a bool, got "
+                f"{type(kernel_only).__name__} {kernel_only!r}"
+            )
         files = self._sources()
         if not files:
             raise LookupError(f"kernel {self.name!r}: its artifact holds no source file")
-        return files[0].read_text(encoding="utf-8", errors="replace")
+        device = files[0].read_text(encoding="utf-8", errors="replace")
+        host = None if kernel_only else self.get_host_source()
+        return device if host is None else f"{device}\n\n{host}"
 
     def get_host_source(self) -> str | None:
         """The generated host source (the artifact's second source file), or None.

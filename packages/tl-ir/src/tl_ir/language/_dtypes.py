@@ -74,6 +74,29 @@ class dtype(tvm_ffi.dtype):
         """Bytes per element (at least 1)."""
         return _builtins.max(1, int(self.bits) // 8)
 
+    def as_torch(self) -> Any:
+        """The ``torch.dtype`` of this dtype (TileLang's ``T.float16.as_torch()`` is
+        ``torch.float16``); torch is imported only now.
+
+        Raises:
+            ImportError: torch is not installed.
+            TypeError: the installed torch has no dtype of this name (naming it and the
+                torch version).
+        """
+        name = str(self)
+        try:
+            import torch
+        except ImportError as error:
+            raise ImportError(
+                f"T.{name}.as_torch(): torch is not installed; install torch to get torch.{name}"
+            ) from error
+        value = getattr(torch, name, None)
+        if not isinstance(value, torch.dtype):
+            raise TypeError(
+                f"T.{name}.as_torch(): torch {torch.__version__} has no dtype torch.{name}"
+            )
+        return value
+
 
 def make_dtype_objects() -> dict[str, dtype]:
     """Every dtype object ``T`` exports, by name: the canonical names and the aliases."""

@@ -267,17 +267,50 @@ def _normalize_dim(dim: Any, rank: int, where: str) -> int:
     return dim % rank
 
 
-def reduce(src: Any, dst: Any, dim: Any, kind: Any, clear: bool = True) -> Any:
+def reduce(
+    src: Any,
+    dst: Any,
+    dim: Any,
+    kind: Any,
+    clear: bool = True,
+    batch: int = 1,
+    nan_propagate: bool = False,
+    annotations: dict[str, Any] | None = None,
+) -> Any:
     """Reduce the ``src`` tile along ``dim`` into ``dst`` with ``kind`` (one of
     ``sum max min abssum absmax``); ``clear=False`` folds into dst's old values.
 
     ``dst`` has ``src``'s shape without ``dim`` (or with ``dim`` of extent 1).
     TileLang's argument order ``reduce(src, dst, kind, dim)`` is accepted too.
 
+    ``batch`` (an int >= 1) and ``annotations`` (a dict) are TileLang's performance
+    hints for the GPU's cross-thread combine; the result does not depend on them, and
+    they are checked and otherwise ignored. ``nan_propagate=False`` (the default) is the
+    rule every target follows: a float max/min ignores NaN elements. ``nan_propagate=True``
+    (a NaN anywhere makes the max/min NaN) is accepted where it changes nothing (a sum,
+    or integer elements) and refused for a float max/min/absmax.
+
     Raises:
-        KernelTypeError: unknown kind, bad dim, non-tile operands.
+        KernelTypeError: unknown kind, bad dim, non-tile operands, ``batch`` not an int
+            >= 1, ``nan_propagate`` not a bool, ``annotations`` not a dict.
         ShapeMismatchError: dst's shape does not fit.
+        UnsupportedError: ``nan_propagate=True`` on a float max, min or absmax (also a
+            `NotImplementedError`).
     """
+    return _reduce(src, dst, dim, kind, clear, batch, nan_propagate, annotations, "T.reduce")
+
+
+def _reduce(
+    src: Any,
+    dst: Any,
+    dim: Any,
+    kind: Any,
+    clear: bool,
+    batch: Any,
+    nan_propagate: Any,
+    annotations: Any,
+    spelled: str,
+) -> Any:
     if isinstance(dim, str) and not isinstance(kind, str):
         dim, kind = kind, dim
     where = "T.reduce(src, dst, dim, kind)"
@@ -285,8 +318,13 @@ def reduce(src: Any, dst: Any, dim: Any, kind: Any, clear: bool = True) -> Any:
         raise KernelTypeError(
             f"{where}: expected kind to be one of {', '.join(_ops.REDUCE_KINDS)}, got {kind!r}"
         )
+    check_positive_int(batch, f"{spelled}(batch=...) (a performance hint: an int >= 1)")
+    propagate = check_flag(nan_propagate, f"{spelled}(nan_propagate=...)")
+    _check_hint_types(None, annotations)
     s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
     d = tile_of(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE if not clear else _ops.ACCESS_WRITE)
+    if propagate:
+        _check_nan_propagation(kind, s, d, spelled)
     axis = _normalize_dim(dim, s.rank, where)
     kept = [e for i, e in enumerate(s.extents) if i != axis]
     d_ext = list(d.extents)
@@ -314,12 +352,65 @@ def reduce(src: Any, dst: Any, dim: Any, kind: Any, clear: bool = True) -> Any:
     )
 
 
-def _reducer(kind: str) -> Callable[..., Any]:
-    def reducer(src: Any, dst: Any, dim: int = -1, clear: bool = True) -> Any:
-        return reduce(src, dst, dim, kind, clear)
+def _check_nan_propagation(kind: str, src: Region, dst: Region, spelled: str) -> None:
+    """Accept ``nan_propagate=True`` where every target already gives its result: a sum
+    (a NaN element makes it NaN) or a reduction without float operands (no NaN exists).
 
+    Raises:
+        UnsupportedError: a float max, min or absmax.
+    """
+    if kind in ("sum", "abssum"):
+        return
+    dtypes = (str(src.buffer.ty.dtype), str(dst.buffer.ty.dtype))
+    if not any(d.startswith(("float", "bfloat")) for d in dtypes):
+        return
+    raise UnsupportedError(
+        f"{spelled}(nan_propagate=True) is not supported yet: a float {kind} reduction "
+        f"(src {src.buffer.name} is {src.buffer.ty.dtype}) ignores NaN elements on every "
+        "target, and a NaN-propagating one is not implemented. Test the tile for NaN "
+        "yourself (x != x) or pass nan_propagate=False"
+    )
+
+
+def _reducer(kind: str) -> Callable[..., Any]:
+    spelled = f"T.reduce_{kind}"
+    if kind in ("sum", "abssum"):
+        # As in TileLang: nan_propagate is a keyword of the max/min reductions only.
+
+        def reducer(
+            src: Any,
+            dst: Any,
+            dim: int = -1,
+            clear: bool = True,
+            batch: int = 1,
+            annotations: dict[str, Any] | None = None,
+        ) -> Any:
+            return _reduce(src, dst, dim, kind, clear, batch, False, annotations, spelled)
+
+        extra = ""
+    else:
+
+        def reducer(  # type: ignore[misc]
+            src: Any,
+            dst: Any,
+            dim: int = -1,
+            clear: bool = True,
+            batch: int = 1,
+            nan_propagate: bool = False,
+            annotations: dict[str, Any] | None = None,
+        ) -> Any:
+            return _reduce(src, dst, dim, kind, clear, batch, nan_propagate, annotations, spelled)
+
+        extra = (
+            " ``nan_propagate=True`` (TileLang: a NaN makes the result NaN) is refused for "
+            "float tiles (`UnsupportedError`)."
+        )
     reducer.__name__ = f"reduce_{kind}"
-    reducer.__doc__ = f"``T.reduce(src, dst, dim, {kind!r}, clear)`` (dim defaults to -1)."
+    reducer.__doc__ = (
+        f"``T.reduce(src, dst, dim, {kind!r}, clear)`` (dim defaults to -1). ``batch`` (an "
+        "int >= 1) and ``annotations`` (a dict) are TileLang's performance hints, checked "
+        f"and ignored.{extra}"
+    )
     return reducer
 
 
