@@ -82,3 +82,48 @@ def test_a_clamped_quantization_is_left_as_written(target: str) -> None:
     kernel(a, s)
     # A NaN clamps to a bound (float max/min ignore NaN): -128.
     np.testing.assert_array_equal(s, [63, -63, 127, -128, -128, 127])
+
+
+def _tile_conversions() -> Any:
+    @T.prim_func
+    def tile_conversions(
+        A: T.Tensor((4, 8), "float32"),
+        C: T.Tensor((4, 8), "int8"),
+        M: T.Tensor((4,), "int32"),
+        H: T.Tensor((4, 8), "float16"),
+        S: T.Tensor((4, 8), "float32"),
+    ):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_fragment((4, 8), "float32")
+            best = T.alloc_fragment((4,), "int32")
+            half = T.alloc_fragment((4, 8), "float16")
+            sums = T.alloc_fragment((4, 8), "float32")
+            T.copy(A, tile)
+            T.copy(tile, C)
+            T.reduce_max(tile, best, dim=1)
+            T.copy(best, M)
+            T.copy(H, half)
+            T.cumsum(half, sums, dim=1)  # scanned in float32, the destination's dtype
+            T.copy(sums, S)
+
+    return tile_conversions
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+def test_tile_ops_convert_as_the_targets(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interpreter's T.copy / T.reduce into an integer tile saturate too, and its
+    T.cumsum scans in the destination's dtype (it used numpy's casts and scanned in
+    float16)."""
+    if target == "interpreter":
+        monkeypatch.setenv("TL_INTERPRET", "1")
+    kernel = tl_jit.compile(_tile_conversions(), target="c" if target == "interpreter" else target)
+    a = np.array([[np.nan, np.inf, -np.inf, 300.7, -300.7, 1e10, 2.9, -2.9]] * 4, np.float32)
+    a[1] = np.linspace(-1e10, 1e10, 8, dtype=np.float32)
+    h = (np.arange(32).reshape(4, 8) * 41.3 + 0.37).astype(np.float16)
+    c, m = np.zeros((4, 8), np.int8), np.zeros(4, np.int32)
+    s = np.zeros((4, 8), np.float32)
+    kernel(a, c, m, h, s)
+    np.testing.assert_array_equal(c, _saturated(a.ravel(), np.int8).reshape(4, 8))
+    row_max = np.fmax.reduce(a, axis=1, initial=-np.inf)
+    np.testing.assert_array_equal(m, _saturated(row_max, np.int32))
+    np.testing.assert_allclose(s, np.cumsum(h.astype(np.float32), axis=1), rtol=1e-6)

@@ -34,6 +34,7 @@ from tl_ir.interpret_scalars import (
     arithmetic,
     bitwise,
     cast_value,
+    converted,
     dtype_of,
     element_dtype,
     reinterpret_bits,
@@ -300,7 +301,8 @@ class _Interpreter:
         tile = np.asarray(tile).reshape(extents)
         src, dst = _clipped(mins, extents, shape)
         if src is not None and dst is not None:
-            self.arrays[region.buffer][src] = tile[dst]
+            target = self.arrays[region.buffer]
+            target[src] = converted(tile[dst], target.dtype)
 
     def tile_op(self, op: Any) -> None:
         if isinstance(op, CopyOp):
@@ -313,7 +315,8 @@ class _Interpreter:
         elif isinstance(op, ReduceOp):
             self._reduce(op)
         elif isinstance(op, CumsumOp):
-            tile = self.read(op.src)
+            # Scanned in the destination's dtype, as the targets scan.
+            tile = converted(self.read(op.src), self.arrays[op.dst.buffer].dtype)
             if op.kind == "sum":
                 scan: Any = np.cumsum
             elif _is_float(tile):  # NaN ignored, from -inf (a leading NaN gives -inf)
@@ -353,7 +356,7 @@ class _Interpreter:
         # Accumulated in the destination's dtype, as the targets accumulate (a float16
         # tile summed into float32 does not overflow at 65504). Float max/min ignore NaN
         # (fmax/fmin, from the identity: a row of NaN gives -inf for max), as on GPUs.
-        src = self.read(op.src).astype(self.arrays[op.dst.buffer].dtype)
+        src = converted(self.read(op.src), self.arrays[op.dst.buffer].dtype)
         if op.kind in ("abssum", "absmax"):
             src = np.abs(src)
         if op.kind in ("sum", "abssum"):

@@ -229,6 +229,30 @@ def cast_value(value: Any, dtype: str) -> Any:
     return value
 
 
+def converted(values: Any, dtype: Any) -> np.ndarray[Any, Any]:
+    """The array ``values`` converted to the numpy ``dtype`` as the targets convert
+    element by element: a float to an integer type truncates and saturates (NaN gives
+    0; `_saturated`), everything else as numpy's ``astype``."""
+    values = np.asarray(values)
+    target = np.dtype(dtype)
+    is_float = values.dtype.kind == "f" or str(values.dtype) == "bfloat16"
+    if not is_float or target.kind not in "iu":
+        plain: np.ndarray[Any, Any] = values.astype(target)
+        return plain
+    wide = values.astype(np.float64)
+    info = np.iinfo(target)
+    with np.errstate(invalid="ignore"):
+        out = np.where(np.isnan(wide), 0.0, np.trunc(wide))
+        # Compare in float64: MAX + 1 is a power of two, exact there.
+        too_big = out >= float(info.max) + 1.0
+        too_small = out < float(info.min)
+        inside = np.clip(out, float(info.min), float(info.max))
+    result = inside.astype(target)
+    result[too_big] = info.max
+    result[too_small] = info.min
+    return result
+
+
 def _saturated(value: float, dtype: str) -> int:
     """A float converted to the integer ``dtype`` as GPUs convert it (PTX ``cvt.rzi``)
     and the CPU targets do (`cpu-saturate-float-to-int`): truncated toward zero,
