@@ -127,3 +127,30 @@ def test_tile_ops_convert_as_the_targets(target: str, monkeypatch: pytest.Monkey
     row_max = np.fmax.reduce(a, axis=1, initial=-np.inf)
     np.testing.assert_array_equal(m, _saturated(row_max, np.int32))
     np.testing.assert_allclose(s, np.cumsum(h.astype(np.float32), axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+def test_constants_convert_as_a_cast(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``T.fill(int8_tile, 300.5)`` and friends: the constant converts as ``T.cast``
+    would (TVM refused the literal with an internal check message)."""
+    if target == "interpreter":
+        monkeypatch.setenv("TL_INTERPRET", "1")
+
+    @T.prim_func
+    def fills(
+        A: T.Tensor((4,), "int8"),
+        B: T.Tensor((4,), "uint8"),
+        C: T.Tensor((4,), "bool"),
+        D: T.Tensor((4,), "int32"),
+    ):
+        with T.Kernel(1, threads=1):
+            T.fill(A, 300.5)
+            T.fill(B, -1)
+            T.fill(C, 2)
+            T.fill(D, 5_000_000_000)
+
+    a, b = np.zeros(4, np.int8), np.zeros(4, np.uint8)
+    c, d = np.zeros(4, np.bool_), np.zeros(4, np.int32)
+    tl_jit.compile(fills, target="c" if target == "interpreter" else target)(a, b, c, d)
+    assert a.tolist() == [127] * 4 and b.tolist() == [255] * 4
+    assert c.tolist() == [True] * 4 and d.tolist() == [5_000_000_000 - 2**32] * 4

@@ -19,6 +19,7 @@ from tvm.sym import Analyzer as _Analyzer
 from tl_ir import ops as _ops
 from tl_ir.dtypes import rounded_constant
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, TileLangError
+from tl_ir.interpret_scalars import cast_value
 from tl_ir.ops import Region
 
 #: TVMScript's wrapper of a scalar variable read (``T.alloc_var``).
@@ -72,6 +73,10 @@ def as_value(value: Any, dtype: str) -> Any:
     if isinstance(value, scalar_wrapper):
         value = value.scalar
     value = _ops.exact_int(value)
+    if isinstance(value, float | _builtins.bool | int) and ("int" in dtype or dtype == "bool"):
+        # Converted as T.cast converts: an int wraps, a float truncates and saturates
+        # (NaN gives 0), a bool is truthiness (TVM refused an out-of-range literal).
+        return tirx.const(cast_value(value, dtype), dtype)
     if isinstance(value, float):
         return tirx.const(rounded_constant(value, dtype), dtype)
     if isinstance(value, _builtins.bool | int):
