@@ -28,6 +28,7 @@ from tl_codegen_cpu.c_source import check_prepared_for_c, generate_c_source
 from tl_codegen_cpu.gcc import C_FLAGS, GccToolchain, tvm_ffi_library, tvm_include_dirs
 from tl_codegen_cpu.lowering import host_cpu_name
 from tl_codegen_cpu.module_info import check_module
+from tl_passes.whole_tiles import keep_data_indexed_tiles_whole
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def build_llvm(
     target = llvm_host_target(mcpu)
     source_path = out / f"{name}.ll"
     try:
-        lib = tvm.compile(mod, target=target)
+        lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target=target)
     except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
         raise ToolchainError(
             f"TVM's LLVM code generation failed for mcpu={target.attrs['mcpu']}: "

@@ -15,6 +15,7 @@ from tl_backend_api import ToolchainError
 from tl_codegen_cpu.c_patches import patch_c_source
 from tl_codegen_cpu.module_info import check_module
 from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER
+from tl_passes.whole_tiles import keep_data_indexed_tiles_whole
 
 
 def unmarked_parallel_loops(mod: tvm.IRModule) -> list[str]:
@@ -94,7 +95,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
     config = {"tirx.disable_vectorize": True, "tirx.disable_storage_rewrite": True}
     try:
         with tvm.transform.PassContext(opt_level=3, config=config):
-            lib = tvm.compile(mod, target="c")
+            lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target="c")
     except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
         raise ToolchainError(
             f"TVM's C code generation failed: {type(error).__name__}", output=str(error)

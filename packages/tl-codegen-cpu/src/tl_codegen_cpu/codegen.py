@@ -21,6 +21,7 @@ from tl_codegen_cpu.build import CpuBuildResult, build_c, build_llvm, llvm_host_
 from tl_codegen_cpu.c_source import generate_c_source
 from tl_codegen_cpu.module_info import function_names
 from tl_codegen_cpu.scratch import scratch_directory
+from tl_passes.whole_tiles import keep_data_indexed_tiles_whole
 
 #: The target kinds this codegen serves.
 CPU_KINDS: tuple[str, ...] = ("c", "llvm")
@@ -109,7 +110,7 @@ class CpuDeviceCodegen:
             )
         llvm_target = llvm_host_target(_mcpu(target))
         try:
-            lib = tvm.compile(mod, target=llvm_target)
+            lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target=llvm_target)
         except Exception as error:  # TVM raises several exception types
             raise ToolchainError(
                 f"TVM's LLVM code generation failed: {type(error).__name__}", output=str(error)

@@ -25,6 +25,7 @@ from tvm import tirx
 
 from tl_ir import scopes
 from tl_passes.gpu import DYNAMIC_SHARED_ATTR, KERNEL_SHARED_ATTR
+from tl_passes.whole_tiles import keep_data_indexed_tiles_whole
 
 
 class DeviceBuildError(RuntimeError):
@@ -287,7 +288,8 @@ def build_device_module(
         gv.name_hint: func for gv, func in mod.functions.items() if isinstance(func, tirx.PrimFunc)
     }
     try:
-        bound = tvm.tirx.transform.BindTarget(target)(mod)
+        # TVM's buffer compaction shrinks a tile indexed by memory reads to one element.
+        bound = tvm.tirx.transform.BindTarget(target)(keep_data_indexed_tiles_whole(mod))
         pipeline, _finalize_host, finalize_device = tvm.tirx.get_tir_pipeline("s_tir")
         with _without_host_cse():
             lowered = pipeline(bound)

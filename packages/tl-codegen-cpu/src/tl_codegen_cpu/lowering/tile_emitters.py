@@ -254,6 +254,16 @@ def _reduce_parts(kind: str, dtype: str) -> tuple[Any, Callable[[Any, Any], Any]
     raise ValueError(f"emit_tile_reduce kind: expected one of {list(REDUCE_KINDS)}, got {kind!r}")
 
 
+def reduce_identity(kind: str, dtype: str) -> Any:
+    """The value a reduction ``kind`` (one of `REDUCE_KINDS`) of no element gives in ``dtype``
+    (what `emit_tile_reduce` with ``clear`` starts from).
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
+    return _reduce_parts(kind, dtype)[0]
+
+
 def _check_dim(caller: str, dim: object, rank: int) -> int:
     if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
         raise ValueError(f"{caller} dim: expected an int in [{-rank}, {rank}), got {dim!r}")

@@ -18,10 +18,26 @@ same results as ``ml_dtypes``:
   e5m2 gives infinity; a NaN gives e4m3fn's ``0x7f`` / e5m2's ``0x7e`` with
   the input's sign.
 
+A constant is converted here, at compile time, with ``ml_dtypes`` (the same
+rounding as the run-time conversion): an fp8 constant (``T.float8_e4m3fn(0)``,
+``A[i] = 0`` on an fp8 tensor) becomes its one-byte code, ``reinterpret`` of a
+``uint8`` constant, and a cast of a constant to or from fp8 becomes the converted
+constant. TVM's own legalization would otherwise convert it in the built code:
+``c`` printed ``*(uint32_t *)(&(0.000000e+00f))`` (the address of a constant, a
+gcc error) and ``llvm`` refused the conversion once the store was vectorized
+(``if_then_else can only take scalar condition``).
+
 Other source or target types go through float32: widening is exact, so
 fp8 -> float16/bfloat16/float64/int casts round once; a float64 or integer
 source is rounded to float32 first, then to fp8 (a double rounding that can
 differ from a direct rounding only on an exact float32 tie).
+
+A vector loop that stores one value for all its lanes into an fp8 tensor (a fill,
+``A[i] = T.Cast(fp8, s)``, ``A[i] = B[0]``) runs as a scalar loop: TVM's vectorizer
+would broadcast the fp8 value, and TVM's float8 legalization widens an fp8
+broadcast to float32 and narrows it back with a scalar-only ``if_then_else``,
+which ``llvm`` refuses for vector lanes (`serialize_uniform_float8_stores`; the
+compiler still vectorizes the plain byte stores).
 
 Arithmetic whose result is fp8 is widened to float32 by
 `cpu-legalize-half-precision` (it lists the fp8 dtypes); this pass runs after
@@ -37,11 +53,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import ml_dtypes
+import numpy as np
 import tvm
 import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.passes.float8_local_storage import store_float8_tiles_as_bytes
+from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 
@@ -243,12 +262,85 @@ def _scalar(dtype: str) -> str:
     return str(tvm.DataType(dtype).with_lanes(1)) if _lanes(dtype) > 1 else dtype
 
 
+def float8_code(value: float, dtype: str) -> int:
+    """The one-byte code of ``value`` in the fp8 ``dtype`` (a `FLOAT8_FORMATS` key).
+
+    Rounded to float32 first, then to nearest even in ``dtype``, as the run-time
+    narrowing (`legalize_float8_casts`) rounds a float64 or integer value; NaN keeps
+    its sign, and a value beyond the largest finite one gives e4m3fn's NaN or e5m2's
+    infinity.
+
+    Raises:
+        ValueError: ``dtype`` is not a `FLOAT8_FORMATS` key.
+    """
+    if dtype not in FLOAT8_FORMATS:
+        raise ValueError(f"float8_code dtype: expected one of {list(FLOAT8_FORMATS)}, got {dtype}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        single = np.array([value], np.float32)
+        return int(single.astype(getattr(ml_dtypes, dtype)).view(np.uint8)[0])
+
+
+def float8_value(code: int, dtype: str) -> float:
+    """The value of the one-byte ``code`` of the fp8 ``dtype`` (exact; NaN for a NaN code).
+
+    Raises:
+        ValueError: ``dtype`` is not a `FLOAT8_FORMATS` key.
+    """
+    if dtype not in FLOAT8_FORMATS:
+        raise ValueError(f"float8_value dtype: expected one of {list(FLOAT8_FORMATS)}, got {dtype}")
+    return float(np.array([code], np.uint8).view(getattr(ml_dtypes, dtype))[0])
+
+
+def _constant_code(expr: Any) -> int | None:
+    """The code of a scalar fp8 constant as this pass writes it (``reinterpret`` of a
+    ``uint8`` constant), or None."""
+    if not isinstance(expr, tvm.ir.Call) or str(getattr(expr.op, "name", "")) != "tirx.reinterpret":
+        return None
+    (operand,) = expr.args
+    if isinstance(operand, tirx.IntImm) and _dtype(operand) == "uint8":
+        return int(operand.value)
+    return None
+
+
+def _code_constant(code: int, dtype: str) -> Any:
+    return tirx.reinterpret(dtype, tirx.const(code, "uint8"))
+
+
+def _fold_constant_cast(expr: Any, target: str, source: str) -> Any | None:
+    """``expr`` (a scalar cast from or to fp8) computed now when its operand is a
+    constant, or None. A cast to fp8 gives the code of the value; a cast from fp8, its
+    value as float32 (cast on to ``target``, which later passes fold)."""
+    value = expr.value
+    if source in FLOAT8_FORMATS:
+        code = _constant_code(value)
+        if code is None:
+            return None
+        number = float8_value(code, source)
+    elif isinstance(value, (tirx.IntImm, tirx.FloatImm)):
+        number = float(value.value)
+    else:
+        return None
+    if target in FLOAT8_FORMATS:
+        return _code_constant(float8_code(number, target), target)
+    widened = tirx.FloatImm("float32", float(np.float32(number)))
+    return widened if target == "float32" else tirx.Cast(target, widened)
+
+
 def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
     """Return ``stmt`` with every cast from or to a `FLOAT8_FORMATS` dtype as bit manipulation.
 
     Casts between two fp8 dtypes go through float32 (exact); a cast whose
-    source and target are the same fp8 dtype is left alone.
+    source and target are the same fp8 dtype is left alone. Every scalar fp8
+    constant becomes its code (``reinterpret`` of a ``uint8`` constant,
+    `float8_code`), and a scalar cast of a constant from or to fp8 is computed
+    at compile time, with the run-time conversion's result.
     """
+
+    def constant(expr: Any) -> Any:
+        dtype = _dtype(expr)
+        if dtype not in FLOAT8_FORMATS:
+            return expr
+        return _code_constant(float8_code(float(expr.value), dtype), dtype)
 
     def cast(expr: Any) -> Any:
         target = _dtype(expr)
@@ -259,6 +351,9 @@ def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
             return expr
         if target == source:
             return expr
+        folded = _fold_constant_cast(expr, target, source)
+        if folded is not None:
+            return folded
         lanes = _lanes(target)
         f32 = "float32" if lanes == 1 else f"float32x{lanes}"
         value = expr.value
@@ -271,7 +366,65 @@ def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
             value = tirx.Cast(f32, value)
         return tirx.reinterpret(target, _encode(value, target_format, lanes))
 
-    return tvm_ffi.structural_map(stmt, [(tirx.Cast, cast)], order="post")
+    # Post order: an fp8 constant is a code before the cast that reads it is visited.
+    return tvm_ffi.structural_map(
+        stmt, [(tirx.FloatImm, constant), (tirx.Cast, cast)], order="post"
+    )
+
+
+def _defined_vars(stmt: tirx.Stmt) -> list[Any]:
+    """The variables ``stmt`` binds (``Bind``, ``LetStmt``, ``Let``) and its loop variables."""
+    found: list[Any] = []
+
+    def binding(node: Any) -> None:
+        found.append(node.var)
+
+    def loop(node: Any) -> None:
+        found.append(node.loop_var)
+
+    tvm_ffi.structural_walk(
+        stmt, [(tirx.Bind, binding), (tirx.LetStmt, binding), (tirx.Let, binding), (tirx.For, loop)]
+    )
+    return found
+
+
+def _mentions(expr: Any, variables: list[Any]) -> bool:
+    found = False
+
+    def visit(var: Any) -> None:
+        nonlocal found
+        if any(var.same_as(v) for v in variables):
+            found = True
+
+    tvm_ffi.structural_walk(expr, (tvm.ir.Var, visit), order="pre")
+    return found
+
+
+def serialize_uniform_float8_stores(stmt: tirx.Stmt) -> tirx.Stmt:
+    """Return ``stmt`` with every vectorized loop that stores a lane-uniform value into a
+    `FLOAT8_FORMATS` buffer made serial.
+
+    A value is lane-uniform when it mentions neither the loop variable nor a variable
+    bound inside the loop (TVM's vectorizer would broadcast it, see the module). Other
+    loops are unchanged.
+    """
+
+    def loop(node: Any) -> Any:
+        if node.kind != tirx.ForKind.VECTORIZED:
+            return node
+        varying = [node.loop_var, *_defined_vars(node.body)]
+        uniform = False
+
+        def store(candidate: Any) -> None:
+            nonlocal uniform
+            dtype = str(candidate.buffer.ty.dtype)
+            if _scalar(dtype) in FLOAT8_FORMATS and not _mentions(candidate.value, varying):
+                uniform = True
+
+        tvm_ffi.structural_walk(node.body, (tirx.BufferStore, store), order="pre")
+        return rebuild_loop(node, kind=tirx.ForKind.SERIAL) if uniform else node
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, loop), order="post")
 
 
 @dataclass(frozen=True)
@@ -281,6 +434,7 @@ class CpuLegalizeFloat8Pass(PrimFuncPass):
     name: ClassVar[str] = "cpu-legalize-float8"
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
-        """Return ``body`` with its float8 casts lowered and its float8 tiles stored as
-        bytes."""
-        return store_float8_tiles_as_bytes(legalize_float8_casts(body), frozenset(FLOAT8_FORMATS))
+        """Return ``body`` with its float8 casts lowered, its float8 tiles stored as
+        bytes and its vector loops that store one fp8 value to every lane serial."""
+        body = store_float8_tiles_as_bytes(legalize_float8_casts(body), frozenset(FLOAT8_FORMATS))
+        return serialize_uniform_float8_stores(body)

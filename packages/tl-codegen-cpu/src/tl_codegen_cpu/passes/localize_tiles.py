@@ -19,6 +19,12 @@ offset (views share one element order), the views' declarations going; a view of
 another 32- or 64-bit dtype does the same through a bit cast (``reinterpret``). Any
 other view (a narrower or wider dtype, a symbolic shape, a tile named other than by
 accesses) stays a view and gets the tile's new scope.
+
+A tile the kernel reads but never writes (named by nothing but its allocation and
+loads) reads as zero: the language leaves its values unspecified, and zero is
+deterministic where the uninitialized stack array would not be (`zero_unwritten_tiles`).
+TileLang issue 1678's kernel reads such a tile at an index held in a local
+variable (``tmp_row[j]``).
 """
 
 from __future__ import annotations
@@ -149,9 +155,55 @@ def _flatten_viewed_tile(body: tirx.Stmt, tile: Any, views: list[Any]) -> tirx.S
     return substitute_vars(rewritten, {tile: flat})
 
 
+def _zero(dtype: str) -> Any:
+    """The zero of ``dtype`` (a vector dtype: broadcast)."""
+    scalar = tvm.DataType(dtype)
+    zero = tirx.const(0, str(scalar.with_lanes(1)))
+    return zero if scalar.lanes == 1 else tirx.Broadcast(zero, int(scalar.lanes))
+
+
+def _mentions(body: tirx.Stmt, buffer: Any) -> int:
+    count = [0]
+
+    def visit(var: Any) -> None:
+        if var.same_as(buffer):
+            count[0] += 1
+
+    tvm_ffi.structural_walk(body, (tvm.ir.Var, visit), order="pre")
+    return count[0]
+
+
+def zero_unwritten_tiles(body: tirx.Stmt) -> tirx.Stmt:
+    """``body`` with every load of a never-written allocated buffer replaced by zero.
+
+    A buffer counts as never written when, its loads replaced, only its allocation
+    names it: no store, view, address or call reaches it. Its allocation stays.
+    """
+    stored: set[int] = set()  # object handles of the buffers stored to
+    tvm_ffi.structural_walk(body, (tirx.BufferStore, lambda s: stored.add(s.buffer.__chandle__())))
+    # Most tiles are written: only the others are worth a rewrite of the whole body.
+    for tile in allocated_buffers(body):
+        if tile.__chandle__() in stored:
+            continue
+        replaced = [0]
+
+        def load(node: Any, tile: Any = tile, replaced: list[int] = replaced) -> Any:
+            if not node.source.same_as(tile):
+                return node
+            replaced[0] += 1
+            return _zero(str(node.ty.dtype))
+
+        candidate = tvm_ffi.structural_map(body, (tvm.ir.TensorLoad, load), order="post")
+        if replaced[0] and _mentions(candidate, tile) == 1:  # the allocation only
+            body = candidate
+    return body
+
+
 def localize_tiles(body: tirx.Stmt) -> tirx.Stmt:
     """``body`` with its `BLOCK_LOCAL_SCOPES` tiles, and the views of them, in ``global``
-    (a tile with views a flat array, see the module doc)."""
+    (a tile with views a flat array, see the module doc), and loads of never-written
+    buffers zero (`zero_unwritten_tiles`)."""
+    body = zero_unwritten_tiles(body)
     views = view_pairs(body)
     for tile in allocated_buffers(body):
         if str(tile.ty.storage_scope) not in BLOCK_LOCAL_SCOPES:

@@ -22,7 +22,14 @@ Each ``tl.*`` call statement is replaced by the statement of its emitter:
 
 Tile extents must be compile-time constants (the front end has already expanded a
 bounded run-time extent of a copy or fill, `tl_ir.run_time_tiles`); a symbolic extent
-raises `tl_ir.run_time_tiles.run_time_extent_error`'s `UnsupportedError`.
+raises `tl_ir.run_time_tiles.run_time_extent_error`'s `UnsupportedError`, a negative
+one a ``ValueError``.
+
+A tile with an extent of 0 (``T.fill(x[a:b], v)`` where ``a == b`` is known at compile
+time, TileLang issue 1008) has no element: an op over it lowers to nothing
+(`lower_empty_tile_op`), as on the GPU. Two ops still write a result: a ``T.gemm``
+with ``K == 0`` and ``clear_accum`` clears ``C``, and a clearing ``T.reduce_*`` over an
+empty reduced dimension fills ``dst`` with the reduction's identity.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from tl_codegen_cpu.lowering.tile_emitters import (
     emit_tile_cumsum,
     emit_tile_fill,
     emit_tile_reduce,
+    reduce_identity,
 )
 from tl_codegen_cpu.lowering.vector_isa import VectorISA, vector_isa_for_target
 from tl_ir import scopes
@@ -67,14 +75,85 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 GEMM_STYLES: tuple[str, ...] = ("auto", "tir", "c-vector-extension")
 
 
-def _tile(region: Region, what: str) -> TileRegion:
+def _extents(region: Region, what: str) -> list[int]:
+    """The compile-time extents of ``region`` (``what`` names the op in errors).
+
+    Raises:
+        UnsupportedError: a symbolic extent.
+        ValueError: a negative extent.
+    """
     extents = []
     for extent in region.extents:
         value = const_int(extent)
         if value is None:
             raise run_time_extent_error(what, str(region.buffer.name), extent)
+        if value < 0:
+            raise ValueError(
+                f"{what}: tile {region.buffer.name} has the negative extent {value} "
+                "(a slice whose end is before its start?)"
+            )
         extents.append(value)
-    return TileRegion(region.buffer, tuple(region.mins), tuple(extents))
+    return extents
+
+
+def _tile(region: Region, what: str) -> TileRegion:
+    return TileRegion(region.buffer, tuple(region.mins), tuple(_extents(region, what)))
+
+
+def _nothing() -> tirx.Stmt:
+    return tirx.Evaluate(tirx.const(0, "int32"))
+
+
+def _regions(op: TileOp) -> list[tuple[str, Region]]:
+    """The tiles of ``op``, each with the op's name for errors (none for a gemm, whose
+    empty cases `lower_tile_op` reads from ``M``, ``N`` and ``K``)."""
+    if isinstance(op, CopyOp):
+        return [("T.copy", op.src), ("T.copy", op.dst)]
+    if isinstance(op, FillOp):
+        return [("T.fill", op.dst)]
+    if isinstance(op, ReduceOp):
+        return [("T.reduce", op.src), ("T.reduce", op.dst)]
+    if isinstance(op, CumsumOp):
+        return [(f"T.cum{op.kind}", op.src), (f"T.cum{op.kind}", op.dst)]
+    if isinstance(op, AtomicOp):
+        where = f"T.atomic_{op.kind}"
+        tiles = [(where, op.dst)]
+        tiles += [(where, op.value)] if isinstance(op.value, Region) else []
+        return tiles + ([(where, op.prev)] if op.prev is not None else [])
+    if isinstance(op, PrintOp) and isinstance(op.value, Region):
+        return [("T.print", op.value)]
+    return []
+
+
+def lower_empty_tile_op(op: TileOp) -> tirx.Stmt | None:
+    """The statement of a copy, fill, reduce, scan, atomic or print ``op`` one of whose
+    tiles is empty (an extent of 0), or None when none is (see the module docstring).
+
+    Raises:
+        UnsupportedError: a symbolic extent.
+        ValueError: a negative extent, or a copy between an empty and a non-empty tile.
+    """
+    tiles = [(where, region, _extents(region, where)) for where, region in _regions(op)]
+    if not any(0 in extents for _, _, extents in tiles):
+        return None
+    if isinstance(op, CopyOp):
+        (_, src, src_extents), (_, dst, dst_extents) = tiles
+        if [e for e in src_extents if e != 1] != [e for e in dst_extents if e != 1]:
+            raise ValueError(
+                f"T.copy: the tile shapes must match (ignoring extents of 1); src "
+                f"{src.buffer.name}{src_extents} vs dst {dst.buffer.name}{dst_extents}"
+            )
+    if isinstance(op, ReduceOp) and op.clear:
+        src_extents = tiles[0][2]
+        rank = len(src_extents)
+        if -rank <= op.dim < rank:
+            dim = op.dim % rank
+            if 0 not in src_extents[:dim] + src_extents[dim + 1 :]:
+                # Only the reduced dimension is empty: every result reduces no element.
+                result = _tile(op.dst, "T.reduce")
+                identity = reduce_identity(op.kind, str(result.buffer.dtype))
+                return emit_tile_fill(result, identity)
+    return _nothing()
 
 
 def _print_call(text: str, values: list[Any]) -> tirx.Stmt:
@@ -129,18 +208,27 @@ def lower_tile_op(op: TileOp, *, isa: VectorISA, gemm_style: str) -> tirx.Stmt:
 
     Raises:
         UnsupportedError: a symbolic tile extent.
-        ValueError: mismatched tile shapes or unsupported dtypes (from the emitters).
+        ValueError: a negative extent, mismatched tile shapes or unsupported dtypes (from
+            the emitters).
     """
+    if not isinstance(op, GemmOp):
+        empty = lower_empty_tile_op(op)
+        if empty is not None:
+            return empty
     if isinstance(op, CopyOp):
         return emit_tile_copy(_tile(op.src, "T.copy"), _tile(op.dst, "T.copy"), pad_value=0)
     if isinstance(op, FillOp):
         return emit_tile_fill(_tile(op.dst, "T.fill"), op.value)
     if isinstance(op, GemmOp):
-        a, b, c = (_tile(r, "T.gemm") for r in (op.a, op.b, op.c))
         sizes = [const_int(v) for v in (op.M, op.N, op.K)]
         if any(s is None for s in sizes):
             raise UnsupportedError("T.gemm: M, N and K must be compile-time constants")
         m, n, k = (int(s) for s in sizes if s is not None)
+        if m == 0 or n == 0 or (k == 0 and not op.clear_accum):
+            return _nothing()  # C has no element, or nothing is added to it
+        if k == 0:
+            return emit_tile_fill(_tile(op.c, "T.gemm"), 0)  # an empty sum: C = 0
+        a, b, c = (_tile(r, "T.gemm") for r in (op.a, op.b, op.c))
         micro = emit_tile_gemm(
             GemmOperand(a.buffer, a.offset),
             GemmOperand(b.buffer, b.offset),
