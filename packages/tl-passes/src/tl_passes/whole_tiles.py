@@ -35,6 +35,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.scopes import buffer_scope
 from tl_passes.pass_base import replace_functions
 
 #: ``TCallEffectKind`` of a pure call (``kPure``); a larger kind reads or writes state.
@@ -138,15 +139,27 @@ def keep_tiles_whole(body: tirx.Stmt, tiles: list[Any]) -> tirx.Stmt:
     return result
 
 
-def keep_data_indexed_tiles_whole(mod: tvm.IRModule) -> tvm.IRModule:
+def keep_data_indexed_tiles_whole(
+    mod: tvm.IRModule, scopes: tuple[str, ...] | None = None
+) -> tvm.IRModule:
     """``mod`` with every `data_indexed_tiles` allocation of its PrimFuncs marked to keep
     its whole shape through TVM's build (module doc); other functions and allocations
-    unchanged."""
+    unchanged.
+
+    Args:
+        mod: the lowered module.
+        scopes: mark only buffers of these storage scopes (None: every scope). The
+            GPU build marks per-thread ``local`` buffers only: its shared-memory
+            planning replaces shared allocations, and a marker naming one would be
+            left undefined.
+    """
     changed: dict[Any, Any] = {}
     for gvar, func in mod.functions.items():
         if not isinstance(func, tirx.PrimFunc):
             continue
         tiles = data_indexed_tiles(func.body)
+        if scopes is not None:
+            tiles = [tile for tile in tiles if buffer_scope(tile) in scopes]
         if tiles:
             changed[gvar] = func.with_body(keep_tiles_whole(func.body, tiles))
     return replace_functions(mod, changed) if changed else mod

@@ -288,8 +288,10 @@ def build_device_module(
         gv.name_hint: func for gv, func in mod.functions.items() if isinstance(func, tirx.PrimFunc)
     }
     try:
-        # TVM's buffer compaction shrinks a tile indexed by memory reads to one element.
-        bound = tvm.tirx.transform.BindTarget(target)(keep_data_indexed_tiles_whole(mod))
+        # TVM's buffer compaction shrinks a per-thread tile indexed by memory reads to
+        # one element.
+        whole = keep_data_indexed_tiles_whole(mod, scopes=(scopes.LOCAL,))
+        bound = tvm.tirx.transform.BindTarget(target)(whole)
         pipeline, _finalize_host, finalize_device = tvm.tirx.get_tir_pipeline("s_tir")
         with _without_host_cse():
             lowered = pipeline(bound)
