@@ -7,8 +7,9 @@ and the tile ops, which become ``tl.*`` calls described by `tl_ir.ops`.
 
 The names live in modules by job: ``_params`` (parameter annotations, symbolic
 dims), ``_launch`` (``T.Kernel``), ``_alloc`` (allocations), ``_loops`` (tile loops),
-``_tile_ops`` (tile ops), ``_misc`` (scalar helpers, print, hints). The GPU language
-(warp shuffles and reductions, ``sync_threads``...) is the public submodule
+``_tile_ops`` (copy, fill, gemm), ``_tile_reductions``, ``_tile_atomics``, ``_misc``
+(scalar helpers, print, hints). The GPU language (warp shuffles and reductions,
+``sync_threads``...) is the public submodule
 `tl_ir.language.gpu`, whose ``__all__`` is the one list of those names; every one
 is ``T.<name>`` here.
 
@@ -125,25 +126,23 @@ from tl_ir.language._reducers import (
     reducer_update,
 )
 from tl_ir.language._safe_values import annotate_safe_value
-from tl_ir.language._tile_ops import (
+from tl_ir.language._tile_atomics import (
     atomic_add,
     atomic_addx2,
     atomic_addx4,
     atomic_max,
     atomic_min,
-    clear,
-    copy,
+)
+from tl_ir.language._tile_ops import clear, copy, fill, gemm, transpose
+from tl_ir.language._tile_reductions import (
     cummax,
     cumsum,
-    fill,
-    gemm,
     reduce,
     reduce_absmax,
     reduce_abssum,
     reduce_max,
     reduce_min,
     reduce_sum,
-    transpose,
 )
 from tl_ir.language._views import reshape, view
 from tl_ir.language.gpu import *  # the GPU language: exactly gpu.__all__

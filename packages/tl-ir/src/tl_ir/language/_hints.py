@@ -24,6 +24,7 @@ __all__ = [
     "check_choice",
     "check_flag",
     "check_gemm_policy",
+    "check_hint_types",
     "check_positive_int",
 ]
 
@@ -105,3 +106,15 @@ def check_gemm_policy(policy: Any) -> GemmWarpPolicy:
             "T.gemm(policy=...): expected a T.GemmWarpPolicy (Square, FullRow, FullCol), "
             f"got {policy!r}"
         ) from None
+
+
+def check_hint_types(prefer_instruction: Any, annotations: Any) -> None:
+    """Check the types of a tile op's ``prefer_instruction`` (a str or None) and
+    ``annotations`` (a dict or None) hints; raise `KernelTypeError` naming the one that is
+    not."""
+    if prefer_instruction is not None and not isinstance(prefer_instruction, str):
+        raise KernelTypeError(
+            f"prefer_instruction=...: expected a str or None, got {prefer_instruction!r}"
+        )
+    if annotations is not None and not isinstance(annotations, dict):
+        raise KernelTypeError(f"annotations=...: expected a dict or None, got {annotations!r}")

@@ -35,7 +35,8 @@ from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._alloc import alloc_shared
-from tl_ir.language._tile_ops import atomic_add, atomic_max, atomic_min, copy, fill
+from tl_ir.language._tile_atomics import atomic_add, atomic_max, atomic_min
+from tl_ir.language._tile_ops import copy, fill
 from tl_ir.reduce_identity import max_identity, min_identity
 
 __all__ = [

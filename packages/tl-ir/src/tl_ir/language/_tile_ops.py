@@ -1,26 +1,23 @@
-"""Tile ops: copy, fill/clear, gemm, reductions, cumsum and atomics, each a ``tl.*``
-call described by `tl_ir.ops`."""
+"""Tile ops: copy, fill/clear, gemm and transpose, each a ``tl.*`` call described by
+`tl_ir.ops`. Reductions and scans are in `_tile_reductions`, atomics in `_tile_atomics`."""
 
 from __future__ import annotations
 
 import builtins as _builtins
 import re
-from collections.abc import Callable
 from typing import Any
 
-import tvm
 from tvm import tirx
 
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, UnsupportedError
-from tl_ir.language._fetching_atomics import fetching_atomic
 from tl_ir.language._hints import (
     EVICTION_POLICIES,
-    MEMORY_ORDERS,
     GemmWarpPolicy,
     check_choice,
     check_flag,
     check_gemm_policy,
+    check_hint_types,
     check_positive_int,
 )
 from tl_ir.language._operands import (
@@ -30,7 +27,6 @@ from tl_ir.language._operands import (
     check_same_tile,
     emit_tile_op,
     fmt_extents,
-    is_tile_operand,
     provably_different,
     region_of,
     tile_of,
@@ -40,23 +36,10 @@ from tl_ir.language._safe_values import safe_copy, safe_value_of
 from tl_ir.ops import Region
 
 __all__ = [
-    "atomic_add",
-    "atomic_addx2",
-    "atomic_addx4",
-    "atomic_max",
-    "atomic_min",
     "clear",
     "copy",
-    "cummax",
-    "cumsum",
     "fill",
     "gemm",
-    "reduce",
-    "reduce_absmax",
-    "reduce_abssum",
-    "reduce_max",
-    "reduce_min",
-    "reduce_sum",
     "transpose",
 ]
 
@@ -90,7 +73,7 @@ def copy(
     check_positive_int(coalesced_width, "T.copy(coalesced_width=...)", allow_none=True)
     check_flag(disable_tma, "T.copy(disable_tma=...)")
     check_choice(eviction_policy, EVICTION_POLICIES, "T.copy(eviction_policy=...)")
-    _check_hint_types(prefer_instruction, annotations)
+    check_hint_types(prefer_instruction, annotations)
     s = tile_operand(src, "T.copy(src, dst): src", _ops.ACCESS_READ)
     d = tile_operand(dst, "T.copy(src, dst): dst", _ops.ACCESS_WRITE)
     if isinstance(s, Element) and isinstance(d, Element):
@@ -171,7 +154,7 @@ def gemm(
             "T.gemm(mbar=...): asynchronous MMA completion barriers (tcgen05) are not "
             "supported; call T.gemm without mbar"
         )
-    _check_hint_types(None, annotations)
+    check_hint_types(None, annotations)
     a = tile_of(A, "T.gemm: A", _ops.ACCESS_READ)
     b = tile_of(B, "T.gemm: B", _ops.ACCESS_READ)
     c = tile_of(C, "T.gemm: C", _ops.ACCESS_READ_WRITE)
@@ -207,6 +190,11 @@ def gemm(
         _as_index(ka),
         tirx.IntImm("int32", int(warp_policy)),
     )
+
+
+def _as_index(value: Any) -> Any:
+    value = _ops.exact_int(value)
+    return tirx.IntImm("int32", value) if isinstance(value, int) else value
 
 
 def _dtype_family(dtype: str) -> tuple[str, int]:
@@ -253,323 +241,6 @@ def _check_gemm_dtypes(a: Region, b: Region, c: Region) -> None:
         )
 
 
-def _as_index(value: Any) -> Any:
-    value = _ops.exact_int(value)
-    return tirx.IntImm("int32", value) if isinstance(value, int) else value
-
-
-def _normalize_dim(dim: Any, rank: int, where: str) -> int:
-    dim = _ops.exact_int(dim)
-    if isinstance(dim, _builtins.bool) or not isinstance(dim, int):
-        raise KernelTypeError(f"{where}: expected dim to be an int, got {dim!r}")
-    if not -rank <= dim < rank:
-        raise KernelTypeError(f"{where}: dim {dim} is out of range for a {rank}-D tile")
-    return dim % rank
-
-
-def reduce(
-    src: Any,
-    dst: Any,
-    dim: Any,
-    kind: Any,
-    clear: bool = True,
-    batch: int = 1,
-    nan_propagate: bool = False,
-    annotations: dict[str, Any] | None = None,
-) -> Any:
-    """Reduce the ``src`` tile along ``dim`` into ``dst`` with ``kind`` (one of
-    ``sum max min abssum absmax``); ``clear=False`` folds into dst's old values.
-
-    ``dst`` has ``src``'s shape without ``dim`` (or with ``dim`` of extent 1).
-    TileLang's argument order ``reduce(src, dst, kind, dim)`` is accepted too.
-
-    ``batch`` (an int >= 1) and ``annotations`` (a dict) are TileLang's performance
-    hints for the GPU's cross-thread combine; the result does not depend on them, and
-    they are checked and otherwise ignored. ``nan_propagate=False`` (the default) is the
-    rule every target follows: a float max/min ignores NaN elements. ``nan_propagate=True``
-    (a NaN anywhere makes the max/min NaN) is accepted where it changes nothing (a sum,
-    or integer elements) and refused for a float max/min/absmax.
-
-    Raises:
-        KernelTypeError: unknown kind, bad dim, non-tile operands, ``batch`` not an int
-            >= 1, ``nan_propagate`` not a bool, ``annotations`` not a dict.
-        ShapeMismatchError: dst's shape does not fit.
-        UnsupportedError: ``nan_propagate=True`` on a float max, min or absmax (also a
-            `NotImplementedError`).
-    """
-    return _reduce(src, dst, dim, kind, clear, batch, nan_propagate, annotations, "T.reduce")
-
-
-def _reduce(
-    src: Any,
-    dst: Any,
-    dim: Any,
-    kind: Any,
-    clear: bool,
-    batch: Any,
-    nan_propagate: Any,
-    annotations: Any,
-    spelled: str,
-) -> Any:
-    if isinstance(dim, str) and not isinstance(kind, str):
-        dim, kind = kind, dim
-    where = "T.reduce(src, dst, dim, kind)"
-    if kind not in _ops.REDUCE_KINDS:
-        raise KernelTypeError(
-            f"{where}: expected kind to be one of {', '.join(_ops.REDUCE_KINDS)}, got {kind!r}"
-        )
-    check_positive_int(batch, f"{spelled}(batch=...) (a performance hint: an int >= 1)")
-    propagate = check_flag(nan_propagate, f"{spelled}(nan_propagate=...)")
-    _check_hint_types(None, annotations)
-    s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
-    d = tile_of(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE if not clear else _ops.ACCESS_WRITE)
-    if propagate:
-        _check_nan_propagation(kind, s, d, spelled)
-    axis = _normalize_dim(dim, s.rank, where)
-    kept = [e for i, e in enumerate(s.extents) if i != axis]
-    d_ext = list(d.extents)
-    if len(d_ext) == s.rank:
-        if _ops.const_int(d_ext[axis]) != 1:
-            raise ShapeMismatchError(
-                f"{where}: dst {d.buffer.name} {fmt_extents(d_ext)} has src's rank, so its dim "
-                f"{axis} must be 1; src {s.buffer.name} is {fmt_extents(s.extents)}"
-            )
-        d_ext.pop(axis)
-    if len(d_ext) != len(kept) or any(
-        provably_different(a, b) for a, b in zip(kept, d_ext, strict=False)
-    ):
-        raise ShapeMismatchError(
-            f"{where}: reducing {s.buffer.name} {fmt_extents(s.extents)} along dim {axis} gives "
-            f"{fmt_extents(kept)}, but dst {d.buffer.name} is {fmt_extents(d.extents)}"
-        )
-    return emit_tile_op(
-        "tl.reduce",
-        s,
-        d,
-        tvm.ir.StringImm(kind),
-        tirx.IntImm("int32", axis),
-        tirx.IntImm("int32", int(_builtins.bool(clear))),
-    )
-
-
-def _check_nan_propagation(kind: str, src: Region, dst: Region, spelled: str) -> None:
-    """Accept ``nan_propagate=True`` where every target already gives its result: a sum
-    (a NaN element makes it NaN) or a reduction without float operands (no NaN exists).
-
-    Raises:
-        UnsupportedError: a float max, min or absmax.
-    """
-    if kind in ("sum", "abssum"):
-        return
-    dtypes = (str(src.buffer.ty.dtype), str(dst.buffer.ty.dtype))
-    if not any(d.startswith(("float", "bfloat")) for d in dtypes):
-        return
-    raise UnsupportedError(
-        f"{spelled}(nan_propagate=True) is not supported yet: a float {kind} reduction "
-        f"(src {src.buffer.name} is {src.buffer.ty.dtype}) ignores NaN elements on every "
-        "target, and a NaN-propagating one is not implemented. Test the tile for NaN "
-        "yourself (x != x) or pass nan_propagate=False"
-    )
-
-
-def _reducer(kind: str) -> Callable[..., Any]:
-    spelled = f"T.reduce_{kind}"
-    if kind in ("sum", "abssum"):
-        # As in TileLang: nan_propagate is a keyword of the max/min reductions only.
-
-        def reducer(
-            src: Any,
-            dst: Any,
-            dim: int = -1,
-            clear: bool = True,
-            batch: int = 1,
-            annotations: dict[str, Any] | None = None,
-        ) -> Any:
-            return _reduce(src, dst, dim, kind, clear, batch, False, annotations, spelled)
-
-        extra = ""
-    else:
-
-        def reducer(  # type: ignore[misc]
-            src: Any,
-            dst: Any,
-            dim: int = -1,
-            clear: bool = True,
-            batch: int = 1,
-            nan_propagate: bool = False,
-            annotations: dict[str, Any] | None = None,
-        ) -> Any:
-            return _reduce(src, dst, dim, kind, clear, batch, nan_propagate, annotations, spelled)
-
-        extra = (
-            " ``nan_propagate=True`` (TileLang: a NaN makes the result NaN) is refused for "
-            "float tiles (`UnsupportedError`)."
-        )
-    reducer.__name__ = f"reduce_{kind}"
-    reducer.__doc__ = (
-        f"``T.reduce(src, dst, dim, {kind!r}, clear)`` (dim defaults to -1). ``batch`` (an "
-        "int >= 1) and ``annotations`` (a dict) are TileLang's performance hints, checked "
-        f"and ignored.{extra}"
-    )
-    return reducer
-
-
-reduce_sum = _reducer("sum")
-reduce_max = _reducer("max")
-reduce_min = _reducer("min")
-reduce_abssum = _reducer("abssum")
-reduce_absmax = _reducer("absmax")
-
-
-def _scan(kind: str) -> Callable[..., Any]:
-    def scan(
-        src: Any,
-        dst: Any = None,
-        dim: int = 0,
-        reverse: bool = False,
-        annotations: dict[str, Any] | None = None,
-    ) -> Any:
-        where = f"T.cum{kind}(src, dst, dim, reverse)"
-        _check_hint_types(None, annotations)
-        s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
-        d = tile_of(src if dst is None else dst, f"{where}: dst", _ops.ACCESS_WRITE)
-        axis = _normalize_dim(dim, s.rank, where)
-        check_same_tile(s, d, where)
-        return emit_tile_op(
-            f"tl.cum{kind}",
-            s,
-            d,
-            tirx.IntImm("int32", axis),
-            tirx.IntImm("int32", int(_builtins.bool(reverse))),
-        )
-
-    what = {"sum": "prefix sum", "max": "running maximum"}[kind]
-    scan.__name__ = f"cum{kind}"
-    scan.__doc__ = (
-        f"Inclusive {what} of ``src`` along ``dim`` into ``dst`` (in place when ``dst`` "
-        "is None); from the end when ``reverse``. ``annotations`` is a hint.\n\n"
-        "Raises:\n    ShapeMismatchError: ``dst`` is not shaped like ``src``."
-    )
-    return scan
-
-
-cumsum = _scan("sum")
-cummax = _scan("max")
-
-
-def _check_hint_types(prefer_instruction: Any, annotations: Any) -> None:
-    if prefer_instruction is not None and not isinstance(prefer_instruction, str):
-        raise KernelTypeError(
-            f"prefer_instruction=...: expected a str or None, got {prefer_instruction!r}"
-        )
-    if annotations is not None and not isinstance(annotations, dict):
-        raise KernelTypeError(f"annotations=...: expected a dict or None, got {annotations!r}")
-
-
-def _atomic(kind: str) -> Callable[..., Any]:
-    def atomic(
-        dst: Any,
-        value: Any,
-        memory_order: str | None = None,
-        return_prev: bool = False,
-        use_tma: bool = False,
-        annotations: dict[str, Any] | None = None,
-    ) -> Any:
-        where = f"T.atomic_{kind}(dst, value)"
-        check_choice(memory_order, MEMORY_ORDERS, f"T.atomic_{kind}(memory_order=...)")
-        fetch = check_flag(return_prev, f"T.atomic_{kind}(return_prev=...)")
-        check_flag(use_tma, f"T.atomic_{kind}(use_tma=...)")
-        _check_hint_types(None, annotations)
-        if fetch and is_tile_operand(value):
-            raise UnsupportedError(
-                f"T.atomic_{kind}(return_prev=True): only a scalar update of one element "
-                "returns its previous value (as in TileLang); a tile value updates a tile. "
-                f"Write T.atomic_{kind}(dst[i], value[i], return_prev=True) per element"
-            )
-        if is_tile_operand(value):
-            v = tile_of(value, f"{where}: value", _ops.ACCESS_READ)
-            d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
-            d = (
-                anchor(d_op, v.extents, _ops.ACCESS_READ_WRITE, where)
-                if isinstance(d_op, Element)
-                else d_op
-            )
-            check_same_tile(v, d, where)
-            return emit_tile_op(f"tl.atomic_{kind}", d, v)
-        d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
-        if not isinstance(d_op, Element):
-            raise KernelTypeError(
-                f"{where}: a scalar value updates one element: expected dst to be an "
-                f"element access A[i, j], got the tile {d_op.buffer.name}{fmt_extents(d_op.extents)}"
-            )
-        d = region_of(dst, where, _ops.ACCESS_READ_WRITE)
-        if fetch:
-            return fetching_atomic(kind, d, as_value(value, d.dtype))
-        return emit_tile_op(f"tl.atomic_{kind}", d, as_value(value, d.dtype))
-
-    atomic.__name__ = f"atomic_{kind}"
-    atomic.__doc__ = (
-        f"Atomic {kind} of ``value`` into ``dst``: an element ``A[i, j]`` with a scalar "
-        "value, or a tile with a tile value of the same extents (elementwise). "
-        "``memory_order`` (checked) is a hint: every target's atomics are at least as "
-        "strong as ``relaxed`` and the kernel's barriers order them; ``use_tma`` and "
-        "``annotations`` are hints too. With ``return_prev=True`` (a scalar update "
-        "only) the call is an expression: ``dst``'s value from just before this "
-        "thread's update, read and updated as one atomic step (`fetching_atomic`).\n\n"
-        "Raises:\n    UnsupportedError: ``return_prev=True`` with a tile value, or "
-        "outside a kernel body."
-    )
-    return atomic
-
-
-atomic_add = _atomic("add")
-atomic_max = _atomic("max")
-atomic_min = _atomic("min")
-
-
-def _vector_operand(value: Any, width: int, access: int, where: str) -> Region:
-    operand = tile_operand(value, where, access)
-    if isinstance(operand, Element):
-        return anchor(operand, [tirx.IntImm("int32", width)], access, where)
-    wide = [e for e in operand.extents if _ops.const_int(e) != 1]
-    if len(wide) != 1 or _ops.const_int(wide[0]) != width:
-        raise ShapeMismatchError(
-            f"{where}: expected an element access or a run of {width} elements, got "
-            f"{operand.buffer.name}{fmt_extents(operand.extents)}"
-        )
-    return operand
-
-
-def _atomic_add_wide(width: int) -> Callable[..., Any]:
-    def atomic_add_wide(dst: Any, value: Any, return_prev: bool = False) -> Any:
-        where = f"T.atomic_addx{width}(dst, value)"
-        if check_flag(return_prev, f"T.atomic_addx{width}(return_prev=...)"):
-            raise UnsupportedError(
-                f"T.atomic_addx{width}(return_prev=True): returning the previous values is "
-                "not supported; the atomic updates dst and returns nothing"
-            )
-        d = _vector_operand(dst, width, _ops.ACCESS_READ_WRITE, f"{where}: dst")
-        v = _vector_operand(value, width, _ops.ACCESS_READ, f"{where}: value")
-        check_same_tile(v, d, where)
-        return emit_tile_op("tl.atomic_add", d, v)
-
-    atomic_add_wide.__name__ = f"atomic_addx{width}"
-    atomic_add_wide.__doc__ = (
-        f"TileLang's {width}-wide atomic add: ``dst[..., j + k] += value[..., j + k]`` for "
-        f"k < {width}, each element atomically (``dst`` and ``value`` are element accesses "
-        f"``B[i, j]`` or runs ``B[i, j:j + {width}]`` along the last dim). TileLang's "
-        "single wide instruction is one target's way to do it; each element's update is "
-        "atomic on every target, which is what the sum needs.\n\n"
-        "Raises:\n    ShapeMismatchError: an operand is not one element or a run of "
-        f"{width}.\n    UnsupportedError: ``return_prev=True``."
-    )
-    return atomic_add_wide
-
-
-atomic_addx2 = _atomic_add_wide(2)
-atomic_addx4 = _atomic_add_wide(4)
-
-
 def transpose(src: Any, dst: Any, annotations: dict[str, Any] | None = None) -> None:
     """``dst[..., j, i] = src[..., i, j]`` for the last two dims of two tiles (TileLang's
     shared-memory transpose); written as a ``T.Parallel`` loop over the tile, so every
@@ -584,7 +255,7 @@ def transpose(src: Any, dst: Any, annotations: dict[str, Any] | None = None) -> 
     from tl_ir.language._loops import Parallel
 
     where = "T.transpose(src, dst)"
-    _check_hint_types(None, annotations)
+    check_hint_types(None, annotations)
     s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
     d = tile_of(dst, f"{where}: dst", _ops.ACCESS_WRITE)
     for name, region in (("src", s), ("dst", d)):
