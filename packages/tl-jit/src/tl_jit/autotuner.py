@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -15,6 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tl_jit import env
+from tl_jit.autotune_inputs import (
+    AutotuneInputsCapture as AutotuneInputsCapture,
+)
+from tl_jit.autotune_inputs import CapturedInputs, describe_input, get_autotune_inputs
+from tl_jit.autotune_inputs import set_autotune_inputs as set_autotune_inputs
 from tl_jit.by_reference import CopiedAsItself, reduce_by_reference
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
@@ -35,97 +39,6 @@ DEFAULT_CONFIG_TIMEOUT_S = 600.0
 
 class AutotuneWarning(UserWarning):
     """A configuration failed to compile, run or pass its check and was skipped."""
-
-
-_captures = threading.local()
-
-
-class AutotuneInputsCapture:
-    """What `set_autotune_inputs` returns: a context manager under which autotuning on
-    this thread checks and times every configuration on ``inputs``.
-
-    Attributes:
-        inputs: the inputs, one per kernel parameter not in ``out_idx``, in order.
-    """
-
-    __slots__ = ("inputs",)
-
-    def __init__(self, inputs: list[Any]) -> None:
-        self.inputs = inputs
-
-    def __enter__(self) -> AutotuneInputsCapture:
-        _capture_stack().append(self)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        stack = _capture_stack()
-        if self in stack:
-            # This capture's own entry (the last one unless exits came out of order).
-            del stack[len(stack) - 1 - stack[::-1].index(self)]
-
-
-def _capture_stack() -> list[AutotuneInputsCapture]:
-    stack: list[AutotuneInputsCapture] | None = getattr(_captures, "stack", None)
-    if stack is None:
-        stack = _captures.stack = []
-    return stack
-
-
-def set_autotune_inputs(*inputs: Any) -> AutotuneInputsCapture:
-    """TileLang's ``tilelang.autotuner.set_autotune_inputs``: a context manager under
-    which an ``@autotune`` call on this thread checks and times every configuration on
-    these inputs instead of random ones (they replace ``supply_prog``, with a warning
-    when one was given).
-
-    ``set_autotune_inputs(a, b)`` and ``set_autotune_inputs([a, b])`` are the same: the
-    values of the kernel's parameters not in ``out_idx``, in order (arrays, tensors,
-    scalars). Each configuration gets copies (``clone()``/``copy()``), so a kernel that
-    writes a parameter in place leaves the given arrays alone. Saved tuning results
-    are kept per input shapes and dtypes; a kernel that takes other inputs fails its
-    configurations with the call's error (``set_autotune_inputs()`` gives no inputs: a
-    kernel whose parameters are all in ``out_idx``).
-    """
-    if len(inputs) == 1 and isinstance(inputs[0], list | tuple):
-        return AutotuneInputsCapture(list(inputs[0]))
-    return AutotuneInputsCapture(list(inputs))
-
-
-def get_autotune_inputs() -> list[Any] | None:
-    """The inputs of the innermost `set_autotune_inputs` block on this thread, or None."""
-    stack = _capture_stack()
-    return stack[-1].inputs if stack else None
-
-
-@dataclass(frozen=True)
-class _CapturedInputs:
-    """The ``supply_prog`` that `set_autotune_inputs` stands for: copies of the inputs
-    (it pickles to a timing worker when they do)."""
-
-    inputs: tuple[Any, ...]
-
-    def __call__(self, params: Sequence[Any]) -> list[Any]:
-        return [_copied(value) for value in self.inputs]
-
-
-def _copied(value: Any) -> Any:
-    clone = getattr(value, "clone", None)
-    if callable(clone):  # torch
-        return clone()
-    copy = getattr(value, "copy", None)
-    if callable(copy) and hasattr(value, "shape"):  # numpy and its kind
-        return copy()
-    return value
-
-
-def _described(value: Any) -> Any:
-    """What the saved tuning result depends on of one captured input: an array's shape
-    and dtype, a plain scalar's value."""
-    shape = getattr(value, "shape", None)
-    if shape is not None and hasattr(value, "dtype"):
-        return ["array", [int(n) for n in shape], str(value.dtype)]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return ["object", type(value).__qualname__]
 
 
 @dataclass(frozen=True)
@@ -247,7 +160,7 @@ class AutoTuner(CopiedAsItself):
 
         described: dict[str, Any] = {}
         if captured is not None:  # set_autotune_inputs: kept per input shapes and dtypes
-            described["inputs"] = [_described(value) for value in captured]
+            described["inputs"] = [describe_input(value) for value in captured]
         try:
             return frontend_key(
                 self.jit_function.func,
@@ -431,7 +344,7 @@ class AutoTuner(CopiedAsItself):
                     UserWarning,
                     stacklevel=5,
                 )
-            supply_prog = _CapturedInputs(tuple(captured))
+            supply_prog = CapturedInputs(tuple(captured))
         return TimingRequest(
             warmup=self.warmup,
             rep=self.rep,
