@@ -74,7 +74,7 @@ def build_pair(func: Any, target: str, module: Any, function: str) -> tuple[Any,
     pass's rewrite) made the identity."""
     with_rule = tl_jit.compile(func, target=target)
     rewrite = getattr(module, function)
-    setattr(module, function, lambda stmt: stmt)
+    setattr(module, function, lambda stmt, *options: stmt)
     try:
         without_rule = tl_jit.compile(func, target=target)
     finally:

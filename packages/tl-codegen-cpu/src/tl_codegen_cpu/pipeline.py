@@ -89,8 +89,8 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuSaturateFloatToIntPass(),
         CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),
         CpuIntegerDivisionWithoutTrapsPass(),
-        # After the division pass, whose -a may overflow.
-        CpuWrapIntegerOverflowPass(),
+        # After the division pass, whose -a may overflow. C wraps unsigned arithmetic.
+        CpuWrapIntegerOverflowPass(wrap_unsigned=llvm),
         CpuNanSelfComparisonsPass(),
         CpuVectorizeExpPass(),
         CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let
