@@ -23,9 +23,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import tvm
-import tvm_ffi
 from tvm import tirx
+
+from tl_codegen_cpu.lowering.let_bindings import bind_computed
 
 __all__ = [
     "LIBM_FLOAT_DTYPES",
@@ -63,38 +63,6 @@ _MINUS_ONE_BELOW: dict[str, float] = {"float32": 2.0**-25, "float64": 2.0**-54}
 def _dtype(expr: Any) -> str:
     dtype = getattr(getattr(expr, "ty", None), "dtype", None)
     return "" if dtype is None else str(dtype)
-
-
-def _reads_bfloat16(expr: Any) -> bool:
-    found = False
-
-    def visit(load: Any) -> None:
-        nonlocal found
-        if str(load.source.dtype) == "bfloat16":
-            found = True
-
-    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
-    return found
-
-
-def _bind(value: Any, name: str, body: Callable[[Any], Any]) -> Any:
-    """``body(value)``, ``value`` bound by a ``Let`` when it computes something.
-
-    The formulas read their operands several times: unbound, an operand that is
-    itself such a formula would be copied into each read. A load, a variable or a
-    constant (possibly cast) is used as it is; so is a value reading a ``bfloat16``
-    buffer, since TVM's ``BF16ComputeLegalize`` leaves a load inside a ``Let``
-    value on the buffer it retypes (see `cpu-legalize-float8`'s ``_bind``).
-    """
-    leaf = value
-    while isinstance(leaf, tirx.Cast):
-        leaf = leaf.value
-    if isinstance(leaf, (tvm.ir.expr.TensorLoad, tirx.Var, tirx.IntImm, tirx.FloatImm)):
-        return body(value)
-    if _reads_bfloat16(value):
-        return body(value)
-    var = tirx.Var(name, _dtype(value))
-    return tirx.Let(var, value, body(var))
 
 
 def libm_call(function: str, dtype: str, *args: Any) -> Any:
@@ -193,15 +161,15 @@ def accurate_tanh(x: Any, dtype: str) -> Any:
                 def near_zero(t: Any) -> Any:
                     return -t / (t + two)
 
-                small = _bind(_expm1(u, y, dtype), "expm1_2x", near_zero)
+                small = bind_computed(_expm1(u, y, dtype), "expm1_2x", near_zero)
                 large = one - two * u / (one + u)
                 return tirx.Select(a < tirx.const(TANH_LARGE, dtype), small, large)
 
-            return _bind(tirx.exp(y), "exp_2x", both)
+            return bind_computed(tirx.exp(y), "exp_2x", both)
 
-        return _with_sign_of(_bind(clear_sign(v, dtype), "abs_x", magnitude), v, dtype)
+        return _with_sign_of(bind_computed(clear_sign(v, dtype), "abs_x", magnitude), v, dtype)
 
-    return _bind(x, "tanh_x", of)
+    return bind_computed(x, "tanh_x", of)
 
 
 def accurate_atanh(x: Any, dtype: str) -> Any:
@@ -228,19 +196,19 @@ def accurate_atanh(x: Any, dtype: str) -> Any:
                         tirx.Select(_is_plus_infinity(w, dtype), w, tirx.log(w) * z / (w - one)),
                     )
 
-                return _bind(one + z, "one_plus_z", kahan)
+                return bind_computed(one + z, "one_plus_z", kahan)
 
             def half_log1p(complement: Any) -> Any:
                 small = two * a + two * a * a / complement
                 large = two * a / complement
                 z = tirx.Select(a < tirx.const(0.5, dtype), small, large)
-                return tirx.const(0.5, dtype) * _bind(z, "atanh_z", log1p)
+                return tirx.const(0.5, dtype) * bind_computed(z, "atanh_z", log1p)
 
-            return _bind(one - a, "one_minus_x", half_log1p)
+            return bind_computed(one - a, "one_minus_x", half_log1p)
 
-        return _with_sign_of(_bind(clear_sign(v, dtype), "abs_x", magnitude), v, dtype)
+        return _with_sign_of(bind_computed(clear_sign(v, dtype), "abs_x", magnitude), v, dtype)
 
-    return _bind(x, "atanh_x", of)
+    return bind_computed(x, "atanh_x", of)
 
 
 def float16_next_after(x: Any, y: Any) -> Any:
@@ -289,9 +257,9 @@ def float16_next_after(x: Any, y: Any) -> Any:
             # the sign of a zero only)
             return tirx.Select(unordered, a + b, tirx.Select(a == b, a, moved))
 
-        return _bind(y, "nextafter_y", toward)
+        return bind_computed(y, "nextafter_y", toward)
 
-    return _bind(x, "nextafter_x", of)
+    return bind_computed(x, "nextafter_x", of)
 
 
 _INTEGER = re.compile(r"u?int(8|16|32|64)")
@@ -365,4 +333,4 @@ def count_leading_zeros(
             leading = leading - tirx.const(container - bits, "int32")
         return tirx.Cast(result_dtype, leading)
 
-    return _bind(_counted_bits(x, bits), "clz_bits", of)
+    return bind_computed(_counted_bits(x, bits), "clz_bits", of)

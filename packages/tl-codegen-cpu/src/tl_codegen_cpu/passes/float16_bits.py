@@ -49,7 +49,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_codegen_cpu.passes.legalize_float8 import reads_bfloat16
+from tl_codegen_cpu.lowering.let_bindings import reads_bfloat16
 from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 

@@ -49,7 +49,6 @@ widens them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -59,6 +58,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.let_bindings import bind_computed
 from tl_codegen_cpu.passes.float8_local_storage import store_float8_tiles_as_bytes
 from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -132,51 +132,10 @@ class _Builder:
         return tirx.BitwiseOr(a, b)
 
 
-def reads_bfloat16(expr: Any) -> bool:
-    """Whether ``expr`` loads from a ``bfloat16`` buffer (whose loads TVM's
-    ``BF16ComputeLegalize`` does not remap inside a ``Let`` value)."""
-    found = False
-
-    def visit(load: Any) -> None:
-        nonlocal found
-        if str(load.source.dtype) == "bfloat16":
-            found = True
-
-    tvm_ffi.structural_walk(expr, (tvm.ir.TensorLoad, visit), order="post")
-    return found
-
-
-def _bind(value: Any, name: str, body: Callable[[Any], Any]) -> Any:
-    """``body(value)``, with ``value`` bound to a variable by a ``Let`` when it
-    computes something (``body`` reads it many times: unbound, a decode or an
-    encode operand would be copied into each read, growing exponentially along
-    a chain of fp8 operations). A plain load or variable is used as it is,
-    since TVM's later legalizations (bf16 on llvm) may copy a ``Let`` and
-    rewrite the copies apart, which its LLVM code generator refuses. A value that
-    reads a ``bfloat16`` buffer is not bound either: TVM's ``BF16ComputeLegalize``
-    retypes the buffer but leaves a load inside a ``Let`` value on the old one, which
-    TVM's codegen then refuses (TileLang's DeepSeek-V4 ``fp8_quant_kernel``:
-    ``x_bf16 / scale`` narrowed to fp8); the compiler merges the copies."""
-    leaf = value
-    while True:
-        if isinstance(leaf, tirx.Cast):
-            leaf = leaf.value
-        elif isinstance(leaf, tvm.ir.Call) and str(leaf.op.name) == "tirx.reinterpret":
-            leaf = leaf.args[0]
-        else:
-            break
-    if isinstance(leaf, (tvm.ir.expr.TensorLoad, tirx.Var, tirx.IntImm, tirx.FloatImm)):
-        return body(value)
-    if reads_bfloat16(value):
-        return body(value)
-    var = tirx.Var(name, _dtype(value))
-    return tirx.Let(var, value, body(var))
-
-
 def _decode(code8: Any, fmt: Float8Format, lanes: int) -> Any:
     """float32 value of the fp8 ``code8`` (a uint8 expression)."""
     code32 = tirx.Cast(_Builder(lanes).dtype("uint32"), code8)
-    return _bind(code32, "fp8_code", lambda code: _decode_code(code, fmt, lanes))
+    return bind_computed(code32, "fp8_code", lambda code: _decode_code(code, fmt, lanes))
 
 
 def _decode_code(code: Any, fmt: Float8Format, lanes: int) -> Any:
@@ -212,7 +171,7 @@ def _decode_code(code: Any, fmt: Float8Format, lanes: int) -> Any:
 def _encode(value: Any, fmt: Float8Format, lanes: int) -> Any:
     """The fp8 code (uint8) nearest to the float32 ``value``, ties to even."""
     bits32 = tirx.reinterpret(_Builder(lanes).dtype("uint32"), value)
-    return _bind(bits32, "f32_bits", lambda bits: _encode_bits(bits, fmt, lanes))
+    return bind_computed(bits32, "f32_bits", lambda bits: _encode_bits(bits, fmt, lanes))
 
 
 def _encode_bits(bits: Any, fmt: Float8Format, lanes: int) -> Any:
