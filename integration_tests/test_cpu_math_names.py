@@ -4,7 +4,7 @@
 inaccurately: ``fmod`` (both targets refused it), ``fma``/``popcount``/``clz`` (the C
 printer refused them), a vectorized ``sinh``/``cosh`` (LLVM refused it), ``tanh``/
 ``atanh`` on LLVM (0 for ``2**-30``), float64 ``exp10`` (LLVM: 3e-12 relative
-error) and ``exp2`` (c), float16 ``ldexp`` (refused) and ``nextafter`` (which
+error) and ``exp2`` (c), float16 ``ldexp`` (refused) and float16/bfloat16 ``nextafter`` (which
 returned ``x``: computed in float32).
 """
 
@@ -321,6 +321,44 @@ def test_float16_ldexp_and_nextafter_on_every_value(target: str) -> None:
         nextafter = np.nextafter(x, y)
     _same_bits(out[0], ldexp, f"float16 ldexp on {target}")
     _same_bits(out[1], nextafter, f"float16 nextafter on {target}")
+
+
+def _bfloat16_next_after_kernel() -> Any:
+    @T.prim_func
+    def bf16_next(
+        A: T.Tensor((256, 256), "bfloat16"),
+        B: T.Tensor((256, 256), "bfloat16"),
+        Out: T.Tensor((256, 256), "bfloat16"),
+    ):
+        with T.Kernel(1, threads=32) as _bx:
+            for i, j in T.Parallel(256, 256):
+                Out[i, j] = T.nextafter(A[i, j], B[i, j])
+
+    return bf16_next
+
+
+@pytest.mark.parametrize("target", [*TARGETS, "interpret"])
+def test_bfloat16_nextafter_on_every_value(target: str) -> None:
+    # Computed in float32 and rounded, the step vanished: it returned x on c and llvm.
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(bf16)
+    rng = np.random.default_rng(6)
+    towards = np.array([np.inf, -np.inf, 0.0, -0.0, np.nan, 1.0, -3.0e38], bf16)
+    y = towards[rng.integers(0, len(towards), x.size)]
+    y[::9] = x[::9]
+    y[0], y[1 << 15] = -0.0, 0.0  # x = +0.0 / -0.0: equal, y's sign (ml_dtypes, torch)
+    out = np.zeros((256, 256), bf16)
+    args = [x.reshape(256, 256), y.reshape(256, 256), out]
+    if target == "interpret":
+        from tl_ir import interpret
+
+        interpret.run(_bfloat16_next_after_kernel(), args)
+    else:
+        tl_jit.compile(_bfloat16_next_after_kernel(), target=target)(*args)
+    got = out.reshape(-1).view(np.uint16).view(bf16)
+    _same_bits(got, np.nextafter(x, y), f"bfloat16 nextafter on {target}")
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -31,6 +31,7 @@ __all__ = [
     "LIBM_FLOAT_DTYPES",
     "accurate_atanh",
     "accurate_tanh",
+    "bfloat16_next_after",
     "clear_sign",
     "count_leading_zeros",
     "float16_next_after",
@@ -256,6 +257,42 @@ def float16_next_after(x: Any, y: Any) -> Any:
             # x == y gives x, as numpy's float16 nextafter (C's gives y: they differ on
             # the sign of a zero only)
             return tirx.Select(unordered, a + b, tirx.Select(a == b, a, moved))
+
+        return bind_computed(y, "nextafter_y", toward)
+
+    return bind_computed(x, "nextafter_x", of)
+
+
+def bfloat16_next_after(x: Any, y: Any) -> Any:
+    """``nextafter`` of two bfloat16 values given as float32, as float32: the bfloat16
+    next to ``x`` in the direction of ``y`` (exact, so its conversion to bfloat16 is too).
+
+    A bfloat16 value is the top half of a float32 with the same exponent range, so a
+    step is ``±2**16`` on the float32 bits, through the subnormals, from the largest
+    finite value to inf and back; only a zero needs its own step (to ``±2**-133``, the
+    smallest bfloat16 subnormal). NaN in, NaN out; ``x == y`` gives ``y`` (C's rule, as
+    ml_dtypes and torch; numpy's float16 rule, `float16_next_after`'s, gives ``x``: they
+    differ on the sign of a zero only); a zero result keeps the sign of ``x``.
+    """
+    f32 = "float32"
+
+    def of(a: Any) -> Any:
+        def toward(b: Any) -> Any:
+            up = b > a
+            zero = tirx.const(0, f32)
+            away_from_zero = tirx.Or(tirx.And(up, a > zero), tirx.And(tirx.Not(up), a < zero))
+            # unsigned: wrapping is defined
+            step = tirx.Select(
+                away_from_zero,
+                tirx.const(1 << 16, "uint32"),
+                tirx.const((1 << 32) - (1 << 16), "uint32"),
+            )
+            stepped = tirx.reinterpret(f32, tirx.reinterpret("uint32", a) + step)
+            smallest = tirx.const(2.0**-133, f32)
+            from_zero = tirx.Select(up, smallest, -smallest)
+            moved = tirx.Select(a == zero, from_zero, stepped)
+            unordered = tirx.Or(tirx.isnan(a), tirx.isnan(b))
+            return tirx.Select(unordered, a + b, tirx.Select(a == b, b, moved))
 
         return bind_computed(y, "nextafter_y", toward)
 

@@ -31,6 +31,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_codegen_cpu.lowering.math_functions import bfloat16_next_after
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -65,6 +66,26 @@ def _rounding(node: Any) -> Any | None:
     if _dtype(node) != "bfloat16" or source in ("bfloat16", ""):
         return None
     return node.value if source == "float32" else tirx.Cast("float32", node.value)
+
+
+def _widened_bfloat16(arg: Any) -> bool:
+    return (
+        isinstance(arg, tirx.Cast) and _dtype(arg) == "float32" and _dtype(arg.value) == "bfloat16"
+    )
+
+
+def _bfloat16_next_after(node: Any) -> Any:
+    """``Cast(bfloat16, nextafter(a, b))`` of widened bfloat16 operands as the bfloat16
+    step (`bfloat16_next_after`): computed in float32 and rounded, the step was far
+    below a bfloat16 ulp and the result was ``a``."""
+    value = node.value
+    if _dtype(node) != "bfloat16" or not isinstance(value, tvm.ir.Call):
+        return node
+    if str(getattr(value.op, "name", "")) != "tirx.nextafter" or _dtype(value) != "float32":
+        return node
+    if not all(_widened_bfloat16(arg) for arg in value.args):
+        return node
+    return tirx.Cast("bfloat16", bfloat16_next_after(*value.args))
 
 
 def _mentions(expr: Any, variables: list[Any]) -> list[Any]:
@@ -179,6 +200,7 @@ def round_bfloat16_conversions(stmt: tirx.Stmt, bind_nested: bool = False) -> ti
             `llvm`, TVM's vectorizer miscompiles such a binding of bfloat16 bits, and
             nested roundings are written out in place.
     """
+    stmt = tvm_ffi.structural_map(stmt, (tirx.Cast, _bfloat16_next_after), order="post")
     if bind_nested:
         stmt = tvm_ffi.structural_map(stmt, (tirx.BufferStore, _round_in_store), order="post")
 
