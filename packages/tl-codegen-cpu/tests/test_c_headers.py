@@ -27,9 +27,8 @@ from tl_codegen_cpu.c_headers import (
     workspace_prelude,
 )
 from tl_codegen_cpu.lowering.atomics import (
-    ATOMIC_DTYPES,
     ATOMIC_KINDS,
-    HALF_ATOMIC_DTYPES,
+    atomic_dtypes,
     atomic_function_name,
 )
 from tl_codegen_cpu.lowering.gemm_c_prelude import C_MAX_ROWS, C_MAX_VECTORS, C_PRELUDE_LANES
@@ -103,8 +102,8 @@ def _emitted_names() -> set[str]:
     for infix in (*C_HALF_GEMM_DTYPES.values(), *C_HALF_PRODUCT_DTYPES.values()):
         names |= {f"tl_gemm_{infix}_f32x{lanes}" for lanes in C_PRELUDE_LANES}
     names |= set(ROW_CONVERSIONS.values()) | set(TRANSPOSES.values())
-    for dtype in (*ATOMIC_DTYPES, *HALF_ATOMIC_DTYPES):
-        names |= {atomic_function_name(kind, dtype) for kind in ATOMIC_KINDS}
+    for kind in ATOMIC_KINDS:
+        names |= {atomic_function_name(kind, dtype) for dtype in atomic_dtypes(kind)}
     names |= {"tl_c_alloc_workspace", "tl_c_free_workspace"}
     return names
 

@@ -130,6 +130,19 @@ static inline int atomicMin(int* a, int v) {
   while (old > v && !r.compare_exchange_weak(old, v)) {}
   return old;
 }
+// Unsigned and 64-bit max/min and atomicOr (the int max/min above stay exact matches).
+template <class T> static inline T atomicMax(T* a, T v) {
+  std::atomic_ref<T> r(*a); T old = r.load();
+  while (old < v && !r.compare_exchange_weak(old, v)) {}
+  return old;
+}
+template <class T> static inline T atomicMin(T* a, T v) {
+  std::atomic_ref<T> r(*a); T old = r.load();
+  while (old > v && !r.compare_exchange_weak(old, v)) {}
+  return old;
+}
+template <class T> static inline T atomicOr(T* a, T v) { return std::atomic_ref<T>(*a).fetch_or(v); }
+static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 template <class T> static inline T atomicCAS(T* a, T compare, T value) {
   std::atomic_ref<T>(*a).compare_exchange_strong(compare, value);
   return compare;

@@ -67,6 +67,15 @@ extern "C" const char* tl_emulation_error() {
   return tl_emulation_faulted.load() ? tl_emulation_fault_text : nullptr;
 }
 extern "C" void tl_emulation_clear_error() { tl_emulation_faulted.store(false); }
+// T.device_assert (tl_codegen_cuda's tl_device_assert): a failure is a fault, with the
+// message and the failing block and thread.
+static inline void tl_device_assert(bool cond, const char* msg) {
+  if (!cond) {
+    tl_emulation_fault("device assert: %s (block (%u, %u, %u), thread (%u, %u, %u))", msg,
+                       blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+                       threadIdx.z);
+  }
+}
 
 // ------------------------------------------------------------------ warp meeting point
 // A barrier for the lanes of one warp that gives up after a minute (by default): generated code

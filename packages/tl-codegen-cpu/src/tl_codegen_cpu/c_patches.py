@@ -47,7 +47,7 @@ _HALF_CALL = re.compile(
 )
 _ATOMIC_DECLARATION = re.compile(
     r'^(?:#ifdef __cplusplus\nextern "C"\n#endif\n)?'
-    r"TVM_DLL (?:int32_t|int64_t|float|double) tl_atomic_\w+\(.*\);\n",
+    r"TVM_DLL (?:u?int32_t|u?int64_t|float|double) tl_atomic_\w+\(.*\);\n",
     re.MULTILINE,
 )
 _PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)

@@ -36,6 +36,7 @@ from tl_codegen_cpu.passes import (
     CpuVectorizeExpPass,
 )
 from tl_codegen_cpu.passes.check_bounds import CpuCheckBoundsPass
+from tl_codegen_cpu.passes.device_asserts import CpuLowerDeviceAssertsPass
 from tl_codegen_cpu.passes.eager_selects import CpuEagerSelectsPass
 from tl_codegen_cpu.passes.inline_bfloat16_lets import CpuInlineBfloat16LetsPass
 from tl_codegen_cpu.passes.integer_division import CpuIntegerDivisionWithoutTrapsPass
@@ -97,6 +98,8 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),
         RemoveNoOpPass(),
+        # T.device_assert: a failure flag, checked by the call after the body.
+        CpuLowerDeviceAssertsPass(),
         # Last, on the lowered accesses: checked mode's guards (nothing when it is off).
         CpuCheckBoundsPass(),
     ]

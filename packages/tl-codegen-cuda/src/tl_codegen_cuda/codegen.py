@@ -18,6 +18,7 @@ from tvm.target import Target
 from tl_backend_api import DeviceBuildResult, KernelSources, imported_sources
 from tl_backend_api.gpu.sources import emit_single_source, module_kernel_name
 
+from .device_assert import CUDA_DEVICE_ASSERT, CUDA_DEVICE_ASSERT_PRELUDE
 from .features import DEFAULT_ARCH, target_arch
 from .toolchain import Nvcc
 from .traits import CUDA_NAMED_BARRIER, CUDA_NAMED_BARRIER_PRELUDE, CUDA_TRAITS
@@ -105,11 +106,13 @@ def with_prelude(source: str, imported: Sequence[str] = ()) -> str:
     tensor-core header (`tensor_core_header`) when the source calls one of its
     helpers (then each kernel's ``__launch_bounds__(T)`` becomes
     ``__launch_bounds__(T, 1)``, so ptxas may give the accumulators the registers
-    they need), and the named-barrier helper (`CUDA_NAMED_BARRIER_PRELUDE`) when the
-    source calls it. The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
+    they need), and the named-barrier helper (`CUDA_NAMED_BARRIER_PRELUDE`) and the
+    device-assert helper (`CUDA_DEVICE_ASSERT_PRELUDE`) when the source calls them. The artifact's ``.cu`` stays self-contained (NVRTC compiles it alone)."""
     prelude = CUDA_TRAITS.atomics_prelude
     if f"{CUDA_NAMED_BARRIER}(" in source:
         prelude += CUDA_NAMED_BARRIER_PRELUDE
+    if f"{CUDA_DEVICE_ASSERT}(" in source:
+        prelude += CUDA_DEVICE_ASSERT_PRELUDE
     prelude += "".join(f"\n{text}\n" for text in imported)
     if _TENSOR_CORE_CALL.search(source):
         prelude = tensor_core_header() + prelude

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tl_passes.gpu import (
     AsyncCopy,
     AtomicCall,
@@ -11,12 +13,14 @@ from tl_passes.gpu import (
     WarpShuffle,
 )
 
+from .device_assert import CUDA_DEVICE_ASSERT
 from .features import FEATURES
 from .tensor_cores import CUDA_MATRIX_INSTRUCTIONS, CUDA_MATRIX_LOAD
 
-#: Device helpers the CUDA lowering of ``atomic_max``/``atomic_min`` calls (CAS
-#: loops for floats, the hardware's ``atomicMax``/``atomicMin`` for ints); the
-#: cuda codegen puts them before the kernels.
+#: Device helpers the CUDA lowering of the atomics calls (``atomic_max``/``atomic_min``:
+#: CAS loops for floats, the hardware's ``atomicMax``/``atomicMin`` for ints; the
+#: rest, ``include/tl_atomics_more.cuh``: 64-bit and unsigned integers, 16-bit floats,
+#: ``or``, ``load``, ``store``); the cuda codegen puts them before the kernels.
 CUDA_ATOMICS_PRELUDE = r"""
 __device__ __forceinline__ float tl_atomic_max(float* address, float value) {
   int* bits = (int*)address;
@@ -64,7 +68,15 @@ __device__ __forceinline__ int tl_atomic_max(int* address, int value) {
 __device__ __forceinline__ int tl_atomic_min(int* address, int value) {
   return atomicMin(address, value);
 }
-"""
+""" + (Path(__file__).resolve().parent / "include" / "tl_atomics_more.cuh").read_text()
+
+#: The dtypes the CUDA atomics take (``atomicAdd``: native, or the prelude's overloads
+#: for 64-bit integers; max/min: native for integers, CAS loops for floats).
+CUDA_ATOMIC_DTYPES = frozenset(
+    {"int32", "uint32", "int64", "uint64", "float32", "float64", "float16", "bfloat16"}
+)
+#: The dtypes ``T.atomic_or`` takes on CUDA (``atomicOr``: integers).
+CUDA_BITWISE_ATOMIC_DTYPES = frozenset({"int32", "uint32", "int64", "uint64"})
 
 #: The device function a named barrier (``T.sync_threads(id, count)``) calls, and its
 #: definition: PTX ``bar.sync id, count`` (the ``count`` threads arriving at barrier
@@ -100,7 +112,8 @@ CUDA_SWIZZLED_OPERANDS = SwizzledOperands(
 )
 
 #: Warps of the target's ``thread_warp_size`` (32; 1 turns shuffles off), ``__shfl_xor_sync``
-#: through TVM's warp-shuffle intrinsic, ``atomicAdd`` and the prelude's max/min,
+#: through TVM's warp-shuffle intrinsic, ``atomicAdd`` and the prelude's max/min, or,
+#: load and store,
 #: 128-bit vectors, dynamic shared memory, cp.async rings and swizzled gemm operands,
 #: ``mma.sync`` tensor-core GEMMs on sm_80+ with operands read by ``ldmatrix``, named
 #: barriers through ``bar.sync``.
@@ -108,9 +121,12 @@ CUDA_TRAITS = GpuTraits(
     name="cuda",
     warp_shuffle=WarpShuffle(),
     atomics={
-        "add": AtomicCall("atomicAdd"),
-        "max": AtomicCall("tl_atomic_max"),
-        "min": AtomicCall("tl_atomic_min"),
+        "add": AtomicCall("atomicAdd", dtypes=CUDA_ATOMIC_DTYPES),
+        "max": AtomicCall("tl_atomic_max", dtypes=CUDA_ATOMIC_DTYPES),
+        "min": AtomicCall("tl_atomic_min", dtypes=CUDA_ATOMIC_DTYPES),
+        "or": AtomicCall("tl_atomic_or", dtypes=CUDA_BITWISE_ATOMIC_DTYPES),
+        "load": AtomicCall("tl_atomic_load", dtypes=CUDA_ATOMIC_DTYPES),
+        "store": AtomicCall("tl_atomic_store", dtypes=CUDA_ATOMIC_DTYPES),
     },
     atomics_prelude=CUDA_ATOMICS_PRELUDE,
     vector_bytes=16,
@@ -121,4 +137,5 @@ CUDA_TRAITS = GpuTraits(
     matrix_instructions=CUDA_MATRIX_INSTRUCTIONS,
     matrix_load=CUDA_MATRIX_LOAD,
     named_barrier=CUDA_NAMED_BARRIER,
+    device_assert=CUDA_DEVICE_ASSERT,
 )

@@ -37,6 +37,7 @@ from tl_ir.errors import (
 )
 from tl_ir.launch import rebuild_loop
 from tl_ir.negative_indices import wrap_negative_indices
+from tl_ir.thread_binding_launch import launch_thread_binding_nests
 
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 
@@ -79,6 +80,8 @@ class ParseState:
         dynamic_parallel: ``T.Parallel`` loop Vars with a run-time extent, and the extent.
         kernel_tuple_target: the ``with`` being parsed unpacks ``T.Kernel``'s block
             indices into a one-element tuple (``as (bx,)``).
+        device_asserts: the kernel has a ``T.device_assert`` (located after parsing).
+        sblock_depth: how many ``T.sblock`` scopes are open.
     """
 
     symbolic: dict[str, Any] = field(default_factory=dict)
@@ -100,6 +103,8 @@ class ParseState:
     safe_values: list[tuple[Any, Any]] = field(default_factory=list)
     dynamic_parallel: dict[Any, Any] = field(default_factory=dict)
     kernel_tuple_target: bool = False
+    device_asserts: bool = False
+    sblock_depth: int = 0
 
 
 class _Local(threading.local):
@@ -352,7 +357,11 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     except TileLangError as err:
         err.locate(filename, lineno, None)
         raise
-    func = func.with_body(wrap_negative_indices(func.body))
+    func = func.with_body(launch_thread_binding_nests(wrap_negative_indices(func.body)))
+    if state.device_asserts:
+        from tl_ir.device_asserts import locate_device_asserts
+
+        func = func.with_body(locate_device_asserts(func.body))
     if state.dynamic_parallel:
         from tl_ir.language._dynamic_parallel import bound_dynamic_parallel_loops
 

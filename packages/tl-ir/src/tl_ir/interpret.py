@@ -24,6 +24,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.device_asserts import device_assert_of
 from tl_ir.dtypes import compute_dtype
 from tl_ir.interpret_args import bind_arguments
 from tl_ir.interpret_math import MATH_CALLS, math_call
@@ -276,6 +277,11 @@ class _Interpreter:
         if is_tile_op(call):
             self.tile_op(describe(call))
             return
+        asserted = device_assert_of(call)
+        if asserted is not None:
+            if not self.value(asserted.condition):
+                raise AssertionError(asserted.failure_text())
+            return
         if isinstance(call, tvm.ir.Call):
             self.value(call)
 
@@ -389,15 +395,25 @@ class _Interpreter:
             if isinstance(op.value, Region)
             else self.value(op.value)
         )
+        new: Any
         if op.kind == "add":
             new = old + value
         elif op.kind == "max":
             new = np.maximum(old, value)
-        else:
+        elif op.kind == "min":
             new = np.minimum(old, value)
+        elif op.kind == "or":
+            new = np.bitwise_or(old, converted(np.asarray(value), old.dtype))
+        elif op.kind == "store":
+            new = np.full_like(old, value)
+        elif op.kind == "load":
+            new = None  # reads only
+        else:
+            raise NotImplementedError(f"interpret: atomic kind {op.kind!r}")
         if op.prev is not None:
             self.write(op.prev, old)
-        self.write(op.dst, new)
+        if new is not None:
+            self.write(op.dst, new)
 
 
 def _clipped(

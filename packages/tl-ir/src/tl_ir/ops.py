@@ -16,7 +16,10 @@ IR encoding (what passes may rely on):
   ``tl.cummax``        ``src, dst, dim, reverse``
   ``tl.atomic_<k>``    ``dst, value[, prev]`` (``value`` a region or a scalar expression;
                        ``prev``, a one-element region, receives dst's value before the
-                       update: ``T.atomic_<k>(..., return_prev=True)``)
+                       update: ``T.atomic_<k>(..., return_prev=True)``; ``k`` one of
+                       `ATOMIC_KINDS`: ``load`` writes nothing, its ``value`` is an
+                       unused 0 and its ``prev`` the loaded value, ``store`` writes
+                       ``value``)
   ``tl.print``         ``value, msg (string)``
   ===================  ======================================================
 
@@ -42,6 +45,7 @@ __all__ = [
     "ACCESS_READ_WRITE",
     "ACCESS_WRITE",
     "ATOMIC_KINDS",
+    "ELEMENT_ATOMIC_KINDS",
     "OP_NAMES",
     "REDUCE_KINDS",
     "SCAN_KINDS",
@@ -76,8 +80,11 @@ ACCESS_READ_WRITE = 3
 REDUCE_KINDS: tuple[str, ...] = ("sum", "max", "min", "abssum", "absmax")
 #: Inclusive scan kinds (``T.cum<kind>``), each a `CumsumOp` with that ``kind``.
 SCAN_KINDS: tuple[str, ...] = ("sum", "max")
-#: Atomic update kinds (``T.atomic_<kind>``).
-ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
+#: Atomic kinds (``T.atomic_<kind>``): the read-modify-writes ``add``, ``max``, ``min``,
+#: ``or`` (bitwise, integers), and the atomic ``load`` and ``store`` of one element.
+ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min", "or", "load", "store")
+#: The atomic kinds that take one element and a scalar only (no tile form).
+ELEMENT_ATOMIC_KINDS: tuple[str, ...] = ("or", "load", "store")
 
 #: Every op registered by this module, with the name the IR printer shows.
 OP_NAMES: dict[str, str] = {
@@ -91,6 +98,9 @@ OP_NAMES: dict[str, str] = {
     "tl.atomic_add": "atomic_add",
     "tl.atomic_max": "atomic_max",
     "tl.atomic_min": "atomic_min",
+    "tl.atomic_or": "atomic_or",
+    "tl.atomic_load": "atomic_load",
+    "tl.atomic_store": "atomic_store",
     "tl.print": "print",
 }
 
@@ -321,6 +331,11 @@ class AtomicOp:
     only) is a one-element thread-private region that receives ``dst``'s value from
     just before this update, read and written as one atomic step (TileLang's
     ``return_prev=True``); None when the caller does not want it.
+
+    ``kind`` is one of `ATOMIC_KINDS`. ``or`` (integer dtypes), ``load`` and
+    ``store`` update one element with a scalar: ``load`` writes nothing and always
+    has a ``prev`` (the loaded value; its ``value`` is an unused 0), ``store``
+    writes ``value`` (TileLang's ``T.atomic_load`` / ``T.atomic_store``).
     """
 
     kind: str
@@ -497,6 +512,10 @@ def encode(op: TileOp) -> Any:
             raise TypeError(f"encode: atomic kind must be one of {ATOMIC_KINDS}, got {op.kind!r}")
         if op.prev is not None and isinstance(op.value, Region):
             raise TypeError("encode: an atomic returning its previous value updates one element")
+        if op.kind in ELEMENT_ATOMIC_KINDS and isinstance(op.value, Region):
+            raise TypeError(f"encode: atomic {op.kind} takes a scalar value, got a tile")
+        if op.kind == "load" and op.prev is None:
+            raise TypeError("encode: an atomic load needs prev (the element receiving the value)")
         prev = () if op.prev is None else (op.prev,)
         return make_call(f"tl.atomic_{op.kind}", op.dst, op.value, *prev)
     if isinstance(op, PrintOp):

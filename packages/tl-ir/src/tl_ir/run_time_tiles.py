@@ -298,6 +298,49 @@ def _expand_atomic(atomic: _ops.AtomicOp, value: _ops.Region, axes: list[_Axis])
     return _loop_nest(axes, body)
 
 
+def _tile_axes(dst: _ops.Region, bounds: _Bounds) -> list[_Axis] | None:
+    """The loops over every non-unit dim of ``dst`` (constant or bounded run-time
+    extents), or None when a run-time extent has no bound."""
+    axes: list[_Axis] = []
+    for dim in _non_unit_dims(dst):
+        extent = dst.extents[dim]
+        constant = _ops.const_int(extent)
+        if constant is not None:
+            axes.append(_Axis((dim,), constant, ()))
+            continue
+        bound = bounds.bound([bounds.upper.of(extent), bounds.destination_room(dst, dim)])
+        if bound is None:
+            return None
+        axes.append(_Axis((dim,), bound, ((dst.mins[dim], extent),)))
+    return axes
+
+
+def _expand_scalar_atomic(atomic: _ops.AtomicOp, bounds: _Bounds) -> Any:
+    """``T.atomic_<kind>(A[tile], v)`` (a scalar onto a tile): each element of the tile
+    updated once, as a guarded ``T.Parallel`` loop of element atomics (every target
+    runs one element atomic per element of such a loop)."""
+    dst = atomic.dst
+    axes = _tile_axes(dst, bounds)
+    if axes is None:
+        dim = next(d for d in _non_unit_dims(dst) if _ops.const_int(dst.extents[d]) is None)
+        raise run_time_extent_error(f"T.atomic_{atomic.kind}", dst.buffer.name, dst.extents[dim])
+
+    def body(ivs: list[Any]) -> Any:
+        index = list(dst.mins)
+        for iv, axis in zip(ivs, axes, strict=True):
+            (dim,) = axis.dims
+            index[dim] = index[dim] + iv
+        one = tirx.IntImm("int32", 1)
+        element = _ops.Region(dst.buffer, tuple(index), (one,) * dst.rank, dst.access)
+        value = _converted(atomic.value, dst.dtype)
+        update = tirx.Evaluate(_ops.make_call(f"tl.atomic_{atomic.kind}", element, value))
+        return tirx.IfThenElse(
+            tirx.all(*_guards(ivs, axes), _inside(dst.buffer, index)), update, None
+        )
+
+    return _loop_nest(axes, body)
+
+
 def _scan_axes(scan: _ops.CumsumOp, bounds: _Bounds) -> list[_Axis] | None:
     """One axis per dim of a scan's regions (unit dims included, so the scan's ``dim``
     names the same dim of the scratch tile), or None when it needs no expansion or
@@ -347,8 +390,14 @@ def _expand_scan(scan: _ops.CumsumOp, axes: list[_Axis]) -> Any:
 def expand_run_time_tiles(body: Any) -> Any:
     """``body`` with every ``T.copy``, ``T.fill`` / ``T.clear`` and tile
     ``T.atomic_add/max/min`` whose extent is a run-time value with a compile-time bound
-    written as a guarded element-parallel loop (the module docstring); other statements
-    unchanged."""
+    written as a guarded element-parallel loop (the module docstring), and every scalar
+    atomic onto a tile (``T.atomic_add(A[0:32, 0:32], 1.0)``, constant or bounded
+    extents) written as such a loop of element atomics; other statements unchanged.
+
+    Raises:
+        UnsupportedError: a scalar atomic onto a tile with a run-time extent that has
+            no compile-time bound.
+    """
     bounds = _Bounds(body)
 
     def rewrite(statement: Any) -> Any:
@@ -364,6 +413,8 @@ def expand_run_time_tiles(body: Any) -> Any:
         if isinstance(op, _ops.AtomicOp) and isinstance(op.value, _ops.Region):
             axes = _paired_axes(op.value, op.dst, bounds)
             return statement if axes is None else _expand_atomic(op, op.value, axes)
+        if isinstance(op, _ops.AtomicOp) and op.prev is None and _non_unit_dims(op.dst):
+            return _expand_scalar_atomic(op, bounds)
         if isinstance(op, _ops.CumsumOp):
             axes = _scan_axes(op, bounds)
             return statement if axes is None else _expand_scan(op, axes)

@@ -282,3 +282,67 @@ TL_ATOMIC_STORAGE int64_t tl_atomic_fetch_add_int64(int64_t* address, int64_t va
                        value < current_value ? value : current_value)
 TL_ATOMIC_FETCH_HALF_KINDS(float16, tl_atomic_f16_to_f32, tl_atomic_f32_to_f16)
 TL_ATOMIC_FETCH_HALF_KINDS(bfloat16, tl_atomic_bf16_to_f32, tl_atomic_f32_to_bf16)
+/* Unsigned integers: fetch_add for add, a compare-and-swap for max/min (unsigned
+   comparisons); each kind also as the fetching atomic (return_prev=True). */
+#define TL_ATOMIC_INT_KINDS(DTYPE, T)                                                   \
+  TL_ATOMIC_STORAGE int32_t tl_atomic_add_##DTYPE(T* address, T value) {               \
+    __atomic_fetch_add(address, value, __ATOMIC_RELAXED);                               \
+    return 0;                                                                           \
+  }                                                                                     \
+  TL_ATOMIC_STORAGE T tl_atomic_fetch_add_##DTYPE(T* address, T value) {               \
+    return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);                        \
+  }                                                                                     \
+  TL_ATOMIC_STORAGE int32_t tl_atomic_max_##DTYPE(T* address, T value) {               \
+    tl_atomic_fetch_max_##DTYPE(address, value);                                        \
+    return 0;                                                                           \
+  }                                                                                     \
+  TL_ATOMIC_STORAGE int32_t tl_atomic_min_##DTYPE(T* address, T value) {               \
+    tl_atomic_fetch_min_##DTYPE(address, value);                                        \
+    return 0;                                                                           \
+  }
+TL_ATOMIC_FETCH_MAX_MIN(uint32, uint32_t, uint32_t)
+TL_ATOMIC_FETCH_MAX_MIN(uint64, uint64_t, uint64_t)
+TL_ATOMIC_INT_KINDS(uint32, uint32_t)
+TL_ATOMIC_INT_KINDS(uint64, uint64_t)
+/* T.atomic_or: fetch_or on an integer element. */
+#define TL_ATOMIC_OR(DTYPE, T)                                                          \
+  TL_ATOMIC_STORAGE int32_t tl_atomic_or_##DTYPE(T* address, T value) {                \
+    __atomic_fetch_or(address, value, __ATOMIC_RELAXED);                                \
+    return 0;                                                                           \
+  }
+TL_ATOMIC_OR(int32, int32_t)
+TL_ATOMIC_OR(int64, int64_t)
+TL_ATOMIC_OR(uint32, uint32_t)
+TL_ATOMIC_OR(uint64, uint64_t)
+/* T.atomic_load / T.atomic_store: the element's bits loaded or stored sequentially
+   consistently (at least as strong as any memory_order asked); 16-bit floats travel
+   as float, as the other 16-bit atomics. */
+#define TL_ATOMIC_LOAD_STORE(DTYPE, T, BITS)                                            \
+  TL_ATOMIC_STORAGE T tl_atomic_load_##DTYPE(T* address) {                              \
+    BITS bits = __atomic_load_n((BITS*)address, __ATOMIC_SEQ_CST);                      \
+    T value;                                                                            \
+    __builtin_memcpy(&value, &bits, sizeof value);                                      \
+    return value;                                                                       \
+  }                                                                                     \
+  TL_ATOMIC_STORAGE int32_t tl_atomic_store_##DTYPE(T* address, T value) {             \
+    BITS bits;                                                                          \
+    __builtin_memcpy(&bits, &value, sizeof bits);                                       \
+    __atomic_store_n((BITS*)address, bits, __ATOMIC_SEQ_CST);                           \
+    return 0;                                                                           \
+  }
+TL_ATOMIC_LOAD_STORE(float32, float, uint32_t)
+TL_ATOMIC_LOAD_STORE(float64, double, uint64_t)
+TL_ATOMIC_LOAD_STORE(int32, int32_t, uint32_t)
+TL_ATOMIC_LOAD_STORE(int64, int64_t, uint64_t)
+TL_ATOMIC_LOAD_STORE(uint32, uint32_t, uint32_t)
+TL_ATOMIC_LOAD_STORE(uint64, uint64_t, uint64_t)
+#define TL_ATOMIC_LOAD_STORE_HALF(DTYPE, TO_F32, FROM_F32)                              \
+  TL_ATOMIC_STORAGE float tl_atomic_load_##DTYPE(void* address) {                       \
+    return TO_F32(__atomic_load_n((uint16_t*)address, __ATOMIC_SEQ_CST));               \
+  }                                                                                     \
+  TL_ATOMIC_STORAGE int32_t tl_atomic_store_##DTYPE(void* address, float value) {      \
+    __atomic_store_n((uint16_t*)address, FROM_F32(value), __ATOMIC_SEQ_CST);            \
+    return 0;                                                                           \
+  }
+TL_ATOMIC_LOAD_STORE_HALF(float16, tl_atomic_f16_to_f32, tl_atomic_f32_to_f16)
+TL_ATOMIC_LOAD_STORE_HALF(bfloat16, tl_atomic_bf16_to_f32, tl_atomic_f32_to_bf16)

@@ -1,10 +1,14 @@
-"""CPU atomics for ``T.atomic_add`` / ``atomic_max`` / ``atomic_min``.
+"""CPU atomics for ``T.atomic_add`` / ``atomic_max`` / ``atomic_min`` / ``atomic_or`` and
+the atomic ``T.atomic_load`` / ``T.atomic_store`` of one element.
 
 TVM 0.27 has no CPU lowering for atomics ("CPU backend does not support
 atomic add yet"), so an atomic update becomes a call of
 ``tl_atomic_<kind>_<dtype>(address, value)``, defined in ``include/tl_atomics.h``
 (`tl_codegen_cpu.c_headers.atomics_c_source`) with GCC's ``__atomic`` builtins: ``fetch_add`` for integer adds, a
-compare-and-swap loop for floats and for max/min. The C toolchain inserts the
+compare-and-swap loop for floats and for max/min, ``fetch_or`` for ``or``, and a
+sequentially consistent ``__atomic_load_n`` / ``__atomic_store_n`` (of the element's
+bits) for ``load`` / ``store``, whatever ``memory_order`` asked: at least as strong as
+any order. The C toolchain inserts the
 prelude into the source; the LLVM toolchain compiles it and links it in.
 
 An update no other thread can race on is a plain read-modify-write with the
@@ -22,8 +26,9 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.tile_emitters import TileRegion, convert_to
 from tl_ir import scopes
 
-#: The atomic update kinds.
-ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min")
+#: The atomic kinds: read-modify-writes ``add``/``max``/``min``/``or`` and the atomic
+#: ``load`` and ``store`` of one element (`tl_ir.ops.ATOMIC_KINDS`).
+ATOMIC_KINDS: tuple[str, ...] = ("add", "max", "min", "or", "load", "store")
 
 #: dtype -> (C type, same-size integer type for compare-and-swap).
 ATOMIC_DTYPES: dict[str, tuple[str, str]] = {
@@ -31,7 +36,12 @@ ATOMIC_DTYPES: dict[str, tuple[str, str]] = {
     "float64": ("double", "uint64_t"),
     "int32": ("int32_t", "int32_t"),
     "int64": ("int64_t", "int64_t"),
+    "uint32": ("uint32_t", "uint32_t"),
+    "uint64": ("uint64_t", "uint64_t"),
 }
+
+#: The dtypes ``T.atomic_or`` takes (bitwise: integers only).
+BITWISE_ATOMIC_DTYPES: tuple[str, ...] = ("int32", "int64", "uint32", "uint64")
 
 
 #: 16-bit float dtypes: updated by a compare-and-swap on the 16-bit word, the
@@ -45,6 +55,14 @@ def atomic_function_name(kind: str, dtype: str, *, fetch: bool = False) -> str:
     with ``fetch`` the one returning the element's previous value
     (``tl_atomic_fetch_add_float32``: the C type of ``dtype``, float for 16-bit floats)."""
     return f"tl_atomic_{'fetch_' if fetch else ''}{kind}_{dtype}"
+
+
+def atomic_dtypes(kind: str) -> tuple[str, ...]:
+    """The dtypes the CPU atomic ``kind`` takes: every dtype of `ATOMIC_DTYPES` and
+    `HALF_ATOMIC_DTYPES`, integers only for ``or`` (`BITWISE_ATOMIC_DTYPES`)."""
+    if kind == "or":
+        return BITWISE_ATOMIC_DTYPES
+    return (*ATOMIC_DTYPES, *HALF_ATOMIC_DTYPES)
 
 
 #: Scopes of block-local buffers: one copy per running block, touched by one core.
@@ -61,6 +79,10 @@ def _combine(kind: str, current: Any, value: Any) -> Any:
         return current + value
     if kind == "max":
         return tirx.Select(value > current, value, current)
+    if kind == "or":
+        return tirx.bitwise_or(current, value)
+    if kind == "store":
+        return value
     return tirx.Select(value < current, value, current)
 
 
@@ -72,7 +94,11 @@ def _plain_update(dst: Any, index: list[Any], value: Any, kind: str, prev: Any =
         # The previous value first, then the update computed from it.
         keep = [tirx.BufferStore(prev.source, current, list(prev.indices))]
         current = prev
-    if dtype in HALF_ATOMIC_DTYPES:
+    if kind == "load":
+        return keep[0]
+    if dtype in HALF_ATOMIC_DTYPES and kind == "store":
+        update = tirx.BufferStore(dst, convert_to(value, dtype), index)
+    elif dtype in HALF_ATOMIC_DTYPES:
         # As the 16-bit CAS: float32 arithmetic on the widened element, rounded once.
         wide = _combine(kind, tirx.Cast("float32", current), convert_to(value, "float32"))
         update = tirx.BufferStore(dst, tirx.Cast(dtype, wide), index)
@@ -93,7 +119,7 @@ def emit_atomic_update(
     """Return a statement atomically updating ``dst[index]`` with ``value``.
 
     Args:
-        dst: the TIR buffer (its dtype in `ATOMIC_DTYPES` or `HALF_ATOMIC_DTYPES`).
+        dst: the TIR buffer (its dtype in `atomic_dtypes` of ``kind``).
         index: one index per dimension of ``dst``.
         value: a PrimExpr or Python number (cast to ``dst``'s dtype).
         kind: one of `ATOMIC_KINDS`.
@@ -102,24 +128,31 @@ def emit_atomic_update(
             A block-local ``dst`` is always updated so.
         prev: None, or the element (a ``BufferLoad`` of a buffer of ``dst``'s dtype)
             that receives ``dst[index]``'s value from just before the update, read and
-            updated in one atomic step (``T.atomic_<kind>(..., return_prev=True)``).
+            updated in one atomic step (``T.atomic_<kind>(..., return_prev=True)``);
+            for ``load`` (required) the loaded value, and ``value`` is unused.
 
     Raises:
-        ValueError: for an unknown kind or an unsupported dtype.
+        ValueError: for an unknown kind, an unsupported dtype, or a load without ``prev``.
     """
     if kind not in ATOMIC_KINDS:
         raise ValueError(f"atomic kind: expected one of {list(ATOMIC_KINDS)}, got {kind!r}")
     dtype = str(dst.dtype)
-    if dtype not in ATOMIC_DTYPES and dtype not in HALF_ATOMIC_DTYPES:
+    accepted = atomic_dtypes(kind)
+    if dtype not in accepted:
         raise ValueError(
             f"atomic_{kind} on {dst.name}: dtype {dtype} is not supported on the CPU; "
-            f"expected one of {[*ATOMIC_DTYPES, *HALF_ATOMIC_DTYPES]}"
+            f"expected one of {list(accepted)}"
         )
+    if kind == "load" and prev is None:
+        raise ValueError(f"atomic_load of {dst.name}: expected prev (the loaded value's place)")
     if _is_plain(dst, owned):
         return _plain_update(dst, index, value, kind, prev)
     wide = "float32" if dtype in HALF_ATOMIC_DTYPES else dtype
     operand = convert_to(value, wide)
     address = tirx.address_of(tirx.BufferLoad(dst, index))
+    if kind == "load":
+        loaded = tirx.call_extern(wide, atomic_function_name(kind, dtype), address)
+        return tirx.BufferStore(prev.source, convert_to(loaded, dtype), list(prev.indices))
     if prev is None:
         call = tirx.call_extern("int32", atomic_function_name(kind, dtype), address, operand)
         return tirx.Evaluate(call)

@@ -17,6 +17,7 @@ CPU_PASS_REGISTRY = PassRegistry(
     {
         "cpu-lower-warp-shuffles": _cpu("lower_warp_shuffles", "CpuLowerWarpShufflesPass"),
         "cpu-reject-gpu-ops": _cpu("reject_gpu_ops", "CpuRejectGpuOpsPass"),
+        "cpu-lower-device-asserts": _cpu("device_asserts", "CpuLowerDeviceAssertsPass"),
         "cpu-scalarize-vector-accesses": _cpu(
             "scalarize_vector_accesses", "CpuScalarizeVectorAccessesPass"
         ),

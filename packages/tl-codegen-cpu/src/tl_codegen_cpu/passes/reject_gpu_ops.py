@@ -22,6 +22,7 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.thread_ir import is_block_barrier
 from tl_ir.builtin_ops import builtin_op_name
+from tl_ir.device_asserts import DEVICE_ASSERT_OP
 from tl_ir.errors import UnsupportedError
 from tl_ir.ops import OP_NAMES
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -58,7 +59,7 @@ def find_gpu_only(stmt: tirx.Stmt) -> list[str]:
             found.append(f"T.async_copy ({name})")
         elif name.startswith(PTX_NAMESPACE):
             found.append(f"the PTX instruction {name}")
-        elif name.startswith("tl.") and name not in OP_NAMES:
+        elif name.startswith("tl.") and name not in OP_NAMES and name != DEVICE_ASSERT_OP:
             found.append(f"T.{name[3:]}")
 
     def visit_attr(attr: Any) -> None:

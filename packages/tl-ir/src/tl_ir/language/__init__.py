@@ -35,6 +35,7 @@ from tl_ir import kernel_tuple_target as _kernel_tuple_target
 from tl_ir import python_if as _python_if
 from tl_ir import python_values as _python_values
 from tl_ir import scalar_annotations as _scalar_annotations
+from tl_ir import slice_values as _slice_values
 from tl_ir.dtypes import DTYPE_NAMES as _DTYPE_NAMES
 from tl_ir.eager import const, empty, macro, make_tensor, ptr  # the eager style
 from tl_ir.errors import (
@@ -59,7 +60,9 @@ from tl_ir.language._compat import UNSUPPORTED_REASONS as _UNSUPPORTED_REASONS
 from tl_ir.language._compat import UnsupportedDtype as _UnsupportedDtype
 from tl_ir.language._compat import unsupported_dtype_names as _unsupported_dtype_names
 from tl_ir.language._compat import unsupported_stub as _unsupported_stub
+from tl_ir.language._debug import device_assert
 from tl_ir.language._dtypes import dtype, make_dtype_objects
+from tl_ir.language._element_atomics import atomic_load, atomic_or, atomic_store
 from tl_ir.language._extras import (
     AnyDType,
     KernelLaunchFrame,
@@ -126,6 +129,7 @@ from tl_ir.language._reducers import (
     reducer_update,
 )
 from tl_ir.language._safe_values import annotate_safe_value
+from tl_ir.language._sblock import reads, sblock, writes
 from tl_ir.language._tile_atomics import (
     atomic_add,
     atomic_addx2,
@@ -154,6 +158,7 @@ _kernel_tuple_target.install()
 _python_if.install()
 _python_values.install()
 _scalar_annotations.install()
+_slice_values.install()
 
 # Dtype objects (strings that construct values), replacing TVMScript's constructors.
 _DTYPE_OBJECTS = make_dtype_objects()
@@ -289,6 +294,9 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "atomic_addx4",
     "atomic_max",
     "atomic_min",
+    "atomic_or",
+    "atomic_load",
+    "atomic_store",
     "exp",
     "exp2",
     "log",
@@ -317,12 +325,16 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "floordiv",
     "floormod",
     "print",
+    "device_assert",
     "import_source",
     "access_ptr",
     "reinterpret",
     "annotate_layout",
     "Layout",
     "annotate_safe_value",
+    "sblock",
+    "reads",
+    "writes",
     "use_swizzle",
     "annotate_l2_hit_ratio",
     "annotate_min_blocks_per_sm",

@@ -141,10 +141,6 @@ _REASONS: list[tuple[str, str]] = [
         "reduce_bitand reduce_bitor reduce_bitxor warp_reduce_bitand warp_reduce_bitor",
     ),
     (
-        "this atomic is not supported yet (T.atomic_add/max/min/addx2/addx4 are)",
-        "atomic_load atomic_store atomic_or",
-    ),
-    (
         "tile schedulers are not supported yet; use T.Persistent or one block per tile",
         "PersistentTileScheduler BaseTileScheduler",
     ),
@@ -164,7 +160,6 @@ _REASONS: list[tuple[str, str]] = [
     ),
     ("packed two-wide math is not supported yet", "add2 sub2 mul2 fma2 max2 min2 abs2"),
     ("not supported", "extract_lane ret"),
-    ("device assertions are not supported yet", "device_assert"),
     (
         "TileLang's layout.Fragment is not supported; fragments get their layout from the "
         "target's lowering",
@@ -232,6 +227,11 @@ SUPPORTED_NOTES: dict[str, str] = {
         "(CUDA C on cuda); other backends refuse the kernel with UnsupportedError; "
         "T.import_source(None) is TileLang's no-op"
     ),
+    "device_assert": (
+        "c, llvm and the interpreter: a failing check makes the kernel call raise "
+        "AssertionError (kernel, message, line) once the kernel has run; cuda: printf and "
+        "a device-side trap; other GPU targets refuse it"
+    ),
     "float8_e4m3": "TileLang's alias of float8_e4m3fn (the CUDA e4m3)",
     "Layout": (
         "T.Layout(shape, index_fn) for T.annotate_layout on shared and global buffers, "
@@ -289,6 +289,18 @@ SUPPORTED_NOTES: dict[str, str] = {
         "UnsupportedError"
         for width in (2, 4)
     },
+    "atomic_or": (
+        "one element of an integer buffer (a tile raises UnsupportedError, as in TileLang); "
+        "memory_order is a hint"
+    ),
+    "atomic_load": (
+        "one element; memory_order one of relaxed consume acquire seq_cst (others raise "
+        "KernelTypeError), every target loads with seq_cst strength"
+    ),
+    "atomic_store": (
+        "one element; memory_order one of relaxed release seq_cst (others raise "
+        "KernelTypeError), every target stores with seq_cst strength"
+    ),
 }
 """Names that work with a restriction or a meaning worth saying, with that note."""
 

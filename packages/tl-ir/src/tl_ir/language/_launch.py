@@ -48,19 +48,25 @@ class Kernel:
     """``with T.Kernel(gx, gy=..., gz=..., threads=n or (x, y, z)) as (bx, by):``
 
     Launches a grid of 1-3 dims with ``threads`` threads per block (default 128) and
-    binds the block indices (one Var for one grid dim, else a tuple). Several
+    binds the block indices (one Var for one grid dim, else a tuple). No grid extent
+    (``T.Kernel(threads=32)``, ``T.Kernel()``), as in TileLang, launches one block: the IR
+    holds a ``blockIdx.x`` of extent 1 and ``as`` binds an empty tuple. Several
     ``T.Kernel`` blocks in one ``@T.prim_func`` are consecutive launches: each runs
     to completion before the next starts (see `tl_ir.launch.kernel_launches`).
 
     Raises:
-        KernelTypeError: no grid extent, more than 3, or non-integer extents.
+        KernelTypeError: more than 3 grid extents, or non-integer extents.
         ScopeError: used outside ``@T.prim_func``.
         UnsupportedError: a ``T.Kernel`` nested in another.
     """
 
     def __init__(self, *grid: Any, threads: Any = 128, prelude: Any = None) -> None:
-        if not 1 <= len(grid) <= 3:
-            raise KernelTypeError(f"T.Kernel(*grid): expected 1 to 3 grid extents, got {len(grid)}")
+        if len(grid) > 3:
+            raise KernelTypeError(f"T.Kernel(*grid): expected 0 to 3 grid extents, got {len(grid)}")
+        # No grid extent is one block (TileLang's `T.Kernel(threads=n)`); `as` binds ().
+        self._bind_blocks = bool(grid)
+        if not grid:
+            grid = (1,)
         if prelude is not None:
             raise UnsupportedError("T.Kernel(prelude=...) is not supported")
         thread_dims = tuple(threads) if isinstance(threads, list | tuple) else (threads,)
@@ -97,6 +103,8 @@ class Kernel:
         state.thread_vars = tuple(thread_vars)
         state.block_extents = self.grid
         state.thread_extents = self.threads
+        if not self._bind_blocks:
+            return ()
         if len(block_vars) == 1 and not state.kernel_tuple_target:
             return block_vars[0]
         return tuple(block_vars)

@@ -33,7 +33,14 @@ def expr_dtype(expr: Any) -> str:
     return str(dtype)
 
 
-def check_shape(shape: Any, where: str) -> tuple[Any, ...]:
+def check_shape(shape: Any, where: str, *, allow_zero: bool = False) -> tuple[Any, ...]:
+    """The dims of ``shape`` (a dim or a sequence of dims), each an int or an integer
+    expression, a constant one positive (or zero when ``allow_zero``: a tensor parameter
+    may be empty, as in TileLang) and at most 2**31 - 1.
+
+    Raises:
+        KernelTypeError: an empty shape, a dim of another type, or a constant dim out of range.
+    """
     dims = tuple(
         _ops.exact_int(d) for d in (shape if isinstance(shape, list | tuple) else (shape,))
     )
@@ -49,8 +56,9 @@ def check_shape(shape: Any, where: str) -> tuple[Any, ...]:
                 f"got {dim!r} ({type(dim).__name__}) in shape {shape!r}"
             )
         value = _ops.const_int(dim)
-        if value is not None and value <= 0:
-            raise KernelTypeError(f"{where}: expected positive dims, got {value} in {shape!r}")
+        if value is not None and (value < 0 or (value == 0 and not allow_zero)):
+            expected = "non-negative" if allow_zero else "positive"
+            raise KernelTypeError(f"{where}: expected {expected} dims, got {value} in {shape!r}")
         if value is not None and value > _INT32_MAX:
             raise KernelTypeError(
                 f"{where}: expected dims of at most 2**31 - 1 (a constant size is a 32-bit "

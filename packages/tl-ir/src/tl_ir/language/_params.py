@@ -37,7 +37,7 @@ class _TensorAnnotation:
 
     def _make(self, shape: Any, dtype: Any, kwargs: dict[str, Any]) -> Any:
         try:
-            dims = check_shape(shape, "T.Tensor(shape, dtype)")
+            dims = check_shape(shape, "T.Tensor(shape, dtype)", allow_zero=True)
             name = _normalize_dtype(dtype)
             # Kernels assume only element alignment of a tensor parameter's data pointer
             # (see docs/language.md): callers' ordinary arrays (numpy's sit 16 bytes past a

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, ShapeMismatchError, UnsupportedError
+from tl_ir.errors import ShapeMismatchError, UnsupportedError
 from tl_ir.language._fetching_atomics import fetching_atomic
 from tl_ir.language._hints import (
     MEMORY_ORDERS,
@@ -17,6 +18,7 @@ from tl_ir.language._hints import (
     check_flag,
     check_hint_types,
 )
+from tl_ir.language._loops import Parallel
 from tl_ir.language._operands import (
     Element,
     anchor,
@@ -66,10 +68,13 @@ def _atomic(kind: str) -> Callable[..., Any]:
             return emit_tile_op(f"tl.atomic_{kind}", d, v)
         d_op = tile_operand(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE)
         if not isinstance(d_op, Element):
-            raise KernelTypeError(
-                f"{where}: a scalar value updates one element: expected dst to be an "
-                f"element access A[i, j], got the tile {d_op.buffer.name}{fmt_extents(d_op.extents)}"
-            )
+            if fetch:
+                raise UnsupportedError(
+                    f"T.atomic_{kind}(return_prev=True): only a scalar update of one "
+                    "element returns its previous value (as in TileLang); dst is the tile "
+                    f"{d_op.buffer.name}{fmt_extents(d_op.extents)}"
+                )
+            return _scalar_onto_tile(kind, d_op, as_value(value, d_op.dtype))
         d = region_of(dst, where, _ops.ACCESS_READ_WRITE)
         if fetch:
             return fetching_atomic(kind, d, as_value(value, d.dtype))
@@ -78,16 +83,30 @@ def _atomic(kind: str) -> Callable[..., Any]:
     atomic.__name__ = f"atomic_{kind}"
     atomic.__doc__ = (
         f"Atomic {kind} of ``value`` into ``dst``: an element ``A[i, j]`` with a scalar "
-        "value, or a tile with a tile value of the same extents (elementwise). "
+        "value (each thread that reaches it updates), or a tile with a tile value of the "
+        "same extents (elementwise) or with a scalar value (every element of the tile "
+        "updated with it), each element of a tile once. "
         "``memory_order`` (checked) is a hint: every target's atomics are at least as "
         "strong as ``relaxed`` and the kernel's barriers order them; ``use_tma`` and "
         "``annotations`` are hints too. With ``return_prev=True`` (a scalar update "
         "only) the call is an expression: ``dst``'s value from just before this "
         "thread's update, read and updated as one atomic step (`fetching_atomic`).\n\n"
-        "Raises:\n    UnsupportedError: ``return_prev=True`` with a tile value, or "
-        "outside a kernel body."
+        "Raises:\n    UnsupportedError: ``return_prev=True`` with a tile value or a "
+        "tile ``dst``, or outside a kernel body."
     )
     return atomic
+
+
+def _scalar_onto_tile(kind: str, dst: Region, value: Any) -> Any:
+    """A scalar onto a tile: each element of the tile updated once (a tile atomic). The
+    front end writes a tile with a non-unit extent as a ``T.Parallel`` loop of element
+    atomics (`tl_ir.run_time_tiles`); a one-element tile (``T.atomic_add(B, 1)`` with
+    ``B`` of shape ``(1,)``) is put in a ``T.Parallel(1)`` loop here, since its encoding
+    cannot be told from an element access's (which every thread runs)."""
+    if any(_ops.const_int(e) != 1 for e in dst.extents) or not IRBuilder.is_in_scope():
+        return emit_tile_op(f"tl.atomic_{kind}", dst, value)
+    with Parallel(1):
+        return emit_tile_op(f"tl.atomic_{kind}", dst, value)
 
 
 atomic_add = _atomic("add")

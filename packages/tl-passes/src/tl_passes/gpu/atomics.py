@@ -1,7 +1,9 @@
-"""``T.atomic_add``/``max``/``min`` on GPU targets, spelled as the backend's
-`GpuTraits.atomics` says (an external helper or a TIR intrinsic per kind).
+"""``T.atomic_add``/``max``/``min``/``or`` and ``T.atomic_load``/``store`` on GPU
+targets, spelled as the backend's `GpuTraits.atomics` says (an external helper or a
+TIR intrinsic per kind, with the dtypes it takes).
 
-A kind the traits lack raises `GpuLoweringError` naming the target.
+A kind the traits lack, or a dtype its `AtomicCall` does not take, raises
+`GpuLoweringError` naming the target.
 
 Who runs what, as in TileLang: a scalar atomic (``T.atomic_add(C[i], v)``,
 one element and a scalar value) is TileLang's per-thread element atomic, a
@@ -39,13 +41,14 @@ def atomic(
     """``buffer[index] <kind>= value`` atomically, as the target's traits spell it.
     With ``prev`` (a `Region` of one thread-private element) the call's result, the
     element's value before the update (what ``atomicAdd`` and the traits' helpers
-    return), is stored there: ``T.atomic_<kind>(..., return_prev=True)``.
+    return), is stored there: ``T.atomic_<kind>(..., return_prev=True)``; for a
+    ``load`` (called with the address only, ``value`` unused) the loaded value.
 
     Raises:
-        GpuLoweringError: the target's `GpuTraits.atomics` has no ``kind``.
+        GpuLoweringError: the target's `GpuTraits.atomics` has no ``kind``, or its
+            spelling does not take ``buffer``'s dtype.
     """
     dtype = str(buffer.ty.dtype)
-    value = cast(value, dtype)
     address = tirx.address_of(tirx.BufferLoad(buffer, index))
     spelling = kernel.traits.atomics.get(kind)
     if spelling is None:
@@ -54,10 +57,16 @@ def atomic(
             f"T.atomic_{kind} is not implemented on target {kernel.traits.name!r} "
             f"(its atomics: {offered})"
         )
+    if spelling.dtypes is not None and dtype not in spelling.dtypes:
+        raise GpuLoweringError(
+            f"T.atomic_{kind} on {buffer.name}: dtype {dtype} is not supported on target "
+            f"{kernel.traits.name!r}; expected one of {sorted(spelling.dtypes)}"
+        )
+    operands = [address] if kind == "load" else [address, cast(value, dtype)]
     if spelling.intrinsic:
-        call = tirx.call_intrin(dtype, spelling.name, address, value)
+        call = tirx.call_intrin(dtype, spelling.name, *operands)
     else:
-        call = tirx.call_extern(dtype, spelling.name, address, value)
+        call = tirx.call_extern(dtype, spelling.name, *operands)
     if prev is None:
         return tirx.Evaluate(call)
     return tirx.BufferStore(prev.buffer, call, list(prev.mins))
@@ -78,6 +87,12 @@ def lower_atomic(kernel: KernelLowering, op: Any, per_element: bool) -> Any:
             f"T.atomic_{op.kind}: destination {dst.name} must be in global or shared memory"
         )
     if not isinstance(op.value, tile.Region):
+        if dst.squeezed:
+            # The front end writes a scalar onto a tile as a loop of element atomics.
+            raise GpuLoweringError(
+                f"T.atomic_{op.kind}: a scalar value onto the tile {dst.name} reached the "
+                "GPU lowering; expected one element (tl_ir.run_time_tiles expands the tile)"
+            )
         origin = [int_imm(0)] * len(dst.extents)
         update = atomic(kernel, op.kind, dst.buffer, dst.full_index(origin), op.value, op.prev)
         return guard(update, dst.inside(origin))

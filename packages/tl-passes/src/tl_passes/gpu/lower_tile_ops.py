@@ -4,7 +4,8 @@ Input: a kernel as ``tl_ir.language`` builds it, after `gpu-insert-barriers`.
 Output: plain TIR over ``threadIdx``/``blockIdx`` that TVM's GPU codegens
 accept. `KernelLowering` holds the kernel's threads, layouts and iteration
 drivers; each tile op is lowered by its own module (`copy`, `fill`, `gemm`,
-`reduce`, `cumsum`, `atomics`, `parallel`; named barriers: `named_barriers`), and
+`reduce`, `cumsum`, `atomics`, `parallel`; named barriers: `named_barriers`; device
+assertions: `device_asserts`), and
 whatever differs between GPU backends comes from the pass's `GpuTraits`.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, ClassVar
 
 from tvm import tirx
 
+from tl_passes.gpu.device_asserts import lower_device_asserts
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.gpu.kernel import KernelLowering
 from tl_passes.gpu.named_barriers import lower_named_barriers
@@ -43,6 +45,8 @@ def lower_gpu_tile_ops(func: Any, traits: GpuTraits, target: Any | None = None) 
         return func
     lowering = KernelLowering(func, traits, target)
     body = lower_named_barriers(lowering.lower(), traits, lowering.num_threads, lowering.warp_size)
+    symbol = func.attrs.get("global_symbol") if func.attrs is not None else None
+    body = lower_device_asserts(body, traits, "" if symbol is None else str(symbol))
     return func.with_body(body)
 
 

@@ -231,6 +231,38 @@ def _combine_with_shuffles(
     return [tirx.AllocBuffer(table), *stmts, publish, barrier(), gather, barrier()]
 
 
+def _fold_in_every_thread(
+    kernel: KernelLowering,
+    partial: Any,
+    count: int,
+    dtype: str,
+    combine: Callable[[Any, Any], Any],
+    table: Any,
+) -> list[Any]:
+    """`_combine_in_shared` one value per round (its table has one row): each thread
+    publishes its partial, then every thread folds the row itself (broadcast reads, no
+    branch). Folded by thread 0 into a shared result under ``tx < 1``, TVM's barrier
+    planner took the fold's accesses for every thread's and refused the kernel ("Cannot
+    insert syncs inside condition": a block whose size is not a multiple of the warp,
+    threads=48 or 16, reducing one row)."""
+    t = kernel.num_threads
+    r, s = kernel.fresh("round"), kernel.fresh("s")
+    acc = kernel.local_array("red_acc", [1], dtype)
+    zero = [int_imm(0)]
+    row = int_imm(0)
+    publish = tirx.BufferStore(table, tirx.BufferLoad(partial, [r]), [row, kernel.tid])
+    step = combine(tirx.BufferLoad(acc, zero), tirx.BufferLoad(table, [row, s + 1]))
+    fold = seq(
+        [
+            tirx.BufferStore(acc, tirx.BufferLoad(table, [row, int_imm(0)]), zero),
+            for_loop(s, t - 1, tirx.BufferStore(acc, step, zero)),
+            tirx.BufferStore(partial, tirx.BufferLoad(acc, zero), [r]),
+        ]
+    )
+    body = seq([publish, barrier(), fold, barrier()])
+    return [tirx.AllocBuffer(table), tirx.AllocBuffer(acc), for_loop(r, count, body)]
+
+
 def _combine_in_shared(
     kernel: KernelLowering, partial: Any, count: int, dtype: str, combine: Callable[[Any, Any], Any]
 ) -> list[Any]:
@@ -238,6 +270,8 @@ def _combine_in_shared(
     bytes_per = max(1, tvm.DataType(dtype).bits // 8)
     chunk = max(1, min(count, t, REDUCE_TABLE_BYTES // (t * bytes_per)))
     table = kernel.shared_array("red_table", [chunk, t], dtype)
+    if chunk == 1:
+        return _fold_in_every_thread(kernel, partial, count, dtype, combine, table)
     result = kernel.shared_array("red_result", [chunk], dtype)
     rounds = -(-count // chunk)
     r, c1, c2, s = kernel.fresh("round"), kernel.fresh("c"), kernel.fresh("c"), kernel.fresh("s")

@@ -12,6 +12,11 @@ program order. Targets without dynamic shared memory (Metal, WebGPU) get
 ``static=True``: the tiles become static ``shared`` arrays and the recorded
 size is 0.
 
+Loops of constant extent 0 (a ``T.Pipelined(T.ceildiv(K, block_K))`` with ``K = 0``) are
+removed first, with the ``shared.dyn`` tiles only they used: TVM drops such loops in its
+own build, after this size was recorded, and its shared memory merge then fails on the
+tiles left without any access.
+
 A ``shared.dyn`` tile the kernel only ever touches at one constant index (a
 one-element flag or accumulator, or a larger tile of which only ``[0]`` is used)
 becomes a static ``shared`` array instead: TVM shrinks such a tile to one element
@@ -160,6 +165,50 @@ def dynamic_shared_bytes(body: Any) -> int:
     return total
 
 
+def drop_zero_trip_loops(body: Any) -> Any:
+    """``body`` with every loop of constant extent 0 replaced by a no-op."""
+
+    def visit(loop: Any) -> Any:
+        if isinstance(loop.extent, tirx.IntImm) and int(loop.extent) <= 0:
+            return tirx.Evaluate(0)
+        return loop
+
+    return tvm_ffi.structural_map(body, (tirx.For, visit), order="post")
+
+
+def drop_unused_dynamic_shared(body: Any) -> Any:
+    """``body`` without the allocations of ``shared.dyn`` tiles nothing else names."""
+    candidates = dynamic_shared_buffers(body)
+    if not candidates:
+        return body
+    mentions = [0] * len(candidates)
+
+    def visit(node: Any) -> None:
+        for index, candidate in enumerate(candidates):
+            if node.same_as(candidate):
+                mentions[index] += 1
+
+    tvm_ffi.structural_walk(body, (tvm.ir.Var, visit), order="pre")
+    # The allocation names its buffer once.
+    unused = [buffer for at, buffer in enumerate(candidates) if mentions[at] <= 1]
+    if not unused:
+        return body
+
+    def sequence(seq: Any) -> Any:
+        kept = [
+            stmt
+            for stmt in seq.seq
+            if not (
+                isinstance(stmt, tirx.AllocBuffer) and any(stmt.buffer.same_as(b) for b in unused)
+            )
+        ]
+        if len(kept) == len(seq.seq):
+            return seq
+        return tirx.SeqStmt(kept) if kept else tirx.Evaluate(0)
+
+    return tvm_ffi.structural_map(body, (tirx.SeqStmt, sequence), order="post")
+
+
 def make_shared_static(body: Any) -> Any:
     """``body`` with every ``shared.dyn`` buffer replaced by a static ``shared`` one."""
     return rescope(body, scopes.SHARED_DYN, scopes.SHARED)
@@ -182,6 +231,7 @@ class GpuPlanSharedMemoryPass(PrimFuncPass):
         """``func`` with ``tl.dynamic_shared_memory_bytes`` recorded (and static tiles)."""
         from tl_passes.gpu.launches import KERNEL_SHARED_ATTR, kernel_functions
 
+        func = func.with_body(drop_unused_dynamic_shared(drop_zero_trip_loops(func.body)))
         if self.static:
             func = func.with_body(make_shared_static(func.body))
         else:

@@ -22,8 +22,9 @@ from tl_passes.gpu.matrix import MatrixInstruction, MatrixLoad
 #: loads and stores); artifacts record at least this parameter alignment.
 DEFAULT_VECTOR_BYTES = 16
 
-#: The tile-level atomic kinds (``T.atomic_add``/``max``/``min``).
-ATOMIC_KINDS = ("add", "max", "min")
+#: The atomic kinds (``T.atomic_add``/``max``/``min``/``or``, ``T.atomic_load``/``store``;
+#: `tl_ir.ops.ATOMIC_KINDS`).
+ATOMIC_KINDS = ("add", "max", "min", "or", "load", "store")
 
 
 class SharedMemoryModel(enum.Enum):
@@ -60,19 +61,32 @@ class WarpShuffle:
         return (1 << self.mask_width) - 1
 
 
+def _dtype_names(value: Any) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not all(isinstance(d, str) and d for d in value):
+        raise TypeError(f"AtomicCall.dtypes: expected a set of dtype names or None, got {value!r}")
+    return frozenset(value)
+
+
 @attrs.frozen
 class AtomicCall:
-    """How one atomic read-modify-write is spelled: ``name(address, value)``.
+    """How one atomic is spelled: ``name(address, value)`` (a read-modify-write or a
+    store, returning the element's previous value, which a ``return_prev`` atomic
+    keeps), ``name(address)`` for a load (returning the value).
 
     Attributes:
         name: the function (``extern``) or TIR intrinsic (``intrinsic``) called.
         intrinsic: True for a TIR intrinsic (``call_intrin``), False for an
             external device function (``call_extern``; a helper the backend's
             `GpuTraits.atomics_prelude` may define).
+        dtypes: the dtypes of the destination the call takes; None: every dtype. A
+            kernel updating another dtype raises `GpuLoweringError` naming them.
     """
 
     name: str
     intrinsic: bool = False
+    dtypes: frozenset[str] | None = attrs.field(default=None, converter=_dtype_names)
 
 
 #: A predicate over the TVM target: whether a feature is there (e.g. the arch has it).
@@ -205,8 +219,9 @@ class GpuTraits:
             whose warp width depends on the device (ROCm wavefronts).
         warp_shuffle: how a warp shuffle is spelled; None: the codegen has
             none and reductions combine partials through shared memory.
-        atomics: atomic kind (``add``, ``max``, ``min``) -> how it is spelled;
-            a kind missing here raises `GpuLoweringError` when a kernel uses it.
+        atomics: atomic kind (one of `ATOMIC_KINDS`) -> how it is spelled and
+            the dtypes it takes; a kind missing here (or a dtype its `AtomicCall`
+            lacks) raises `GpuLoweringError` when a kernel uses it.
         atomics_prelude: device source the ``atomics`` calls need (helper
             functions), which the backend's codegen places before the kernels.
         vector_bytes: bytes of the widest global/shared vector access.
@@ -227,6 +242,10 @@ class GpuTraits:
             ``tvm_storage_sync`` after TVM's barrier planning (`named_barriers`).
             None: the target has none, and only a named barrier that every thread
             of the block takes part in is lowered (as the whole block's barrier).
+        device_assert: the device function ``T.device_assert`` calls as
+            ``name(condition, message)`` (it reports ``message`` and stops the kernel
+            when ``condition`` is false); the backend's codegen defines it. None: the
+            target has none, and a kernel using ``T.device_assert`` is refused.
     """
 
     name: str
@@ -246,6 +265,7 @@ class GpuTraits:
     )
     matrix_load: MatrixLoad | None = attrs.field(default=None, repr=False)
     named_barrier: str | None = None
+    device_assert: str | None = None
 
     def async_copy_for(self, target: Any | None) -> AsyncCopy | None:
         """The `AsyncCopy` usable on ``target`` (None: none, or not on this arch)."""

@@ -16,6 +16,8 @@ cdef object _raise_kernel_error(int rc):
         raise ValueError(message)
     if kind == "TypeError":
         raise TypeError(message)
+    if kind == "AssertionError":  # a failed T.device_assert (tl_codegen_cpu)
+        raise AssertionError(message)
     raise RuntimeError(f"{kind}: {message}")
 
 

@@ -1,0 +1,93 @@
+"""A slice used as a value: ``b = A[0, 0:4]`` then ``A[0, 4:8] = b`` copies four elements.
+
+In TileLang a slice read in an expression is a vector load (``A[0, 0:4]`` is the
+4-lane load of ``A[0, 0]..A[0, 3]``), so storing it into a slice of the same length
+copies the elements (TileLang's ``test_let_vectorize_load``). This TVM keeps such a
+slice as a region (``TensorRegion``), which is what a tile operand is
+(``T.copy(A[0:16, 0:16], S)``) and what a name bound to it must stay; but a region
+stored into elements (``A[...] = region``) failed with TVM's "Expected ir.Expr but got
+ir.TensorRegion". In a kernel parsed by `tl_ir.prim_func`, such a store takes the
+region's elements as a vector load: every dim of extent 1 but at most one, whose
+elements are the lanes. A region of more than one such dim is refused (a store writes
+one element or one vector), and so is a store whose slice has another length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+from tvm.tirx.script import builder as _builder
+
+from tl_ir.errors import KernelTypeError
+from tl_ir.frontend import current_state
+from tl_ir.ops import const_int
+
+__all__ = ["install", "region_as_vector"]
+
+
+def _name(buffer: Any) -> str:
+    return str(getattr(buffer, "name", buffer))
+
+
+def region_as_vector(region: Any) -> Any:
+    """The vector load of ``region`` (a ``TensorRegion`` whose dims all have extent 1
+    but at most one): its elements, in order, as lanes (a scalar load for one element).
+
+    Raises:
+        KernelTypeError: more than one dim has an extent other than 1, or that extent
+            is not a constant.
+    """
+    indices: list[Any] = []
+    lanes = 1
+    for dim, extent_range in enumerate(region.region):
+        extent = const_int(extent_range.extent)
+        if extent == 1:
+            indices.append(extent_range.min)
+            continue
+        if extent is None or lanes != 1:
+            shape = [str(r.extent) for r in region.region]
+            raise KernelTypeError(
+                f"a slice of {_name(region.source)} used as a value must have one dim of "
+                f"constant length (a vector) and extent 1 in the others, got extents "
+                f"[{', '.join(shape)}] (dim {dim}); copy tiles with T.copy"
+            )
+        lanes = extent
+        indices.append(tirx.Ramp(extent_range.min, tirx.const(1, extent_range.min.ty.dtype), lanes))
+    return tirx.BufferLoad(region.source, indices)
+
+
+def _slice_lanes(indices: Any) -> int:
+    """How many elements a store's indices address (slices as TVM's store reads them)."""
+    lanes = 1
+    for index in indices if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]:
+        if isinstance(index, slice):
+            step = 1 if index.step is None else index.step
+            count = const_int(
+                tvm.sym.Analyzer().simplify((index.stop - index.start + step - 1) // step)
+            )
+            lanes *= 0 if count is None else count
+    return lanes
+
+
+def install() -> None:
+    """Wrap the kernel builder's ``buffer_store`` (once per process; see the module)."""
+    original = _builder.buffer_store
+    if getattr(original, "_tl_slice_values", False):
+        return
+
+    def buffer_store(buffer: Any, value: Any, indices: Any) -> Any:
+        if isinstance(value, tvm.ir.TensorRegion) and current_state() is not None:
+            value = region_as_vector(value)
+            value_lanes = int(tvm.DataType(str(value.ty.dtype)).lanes)
+            lanes = _slice_lanes(indices)
+            if lanes and lanes != value_lanes:
+                raise KernelTypeError(
+                    f"{_name(buffer)}[...] = a slice of {value_lanes} element(s): the "
+                    f"target slice has {lanes} element(s); give both the same length"
+                )
+        return original(buffer, value, indices)
+
+    buffer_store._tl_slice_values = True  # type: ignore[attr-defined]
+    _builder.buffer_store = buffer_store
