@@ -352,3 +352,29 @@ def eager_rms_norm(X, W, eps: float = 1e-6, block_M: int = 16):
             x[i, j] = x[i, j] * ss[i] * w[j]
         T.copy(x, Y[bx * block_M, 0])
     return Y
+
+
+# ---------------------------------------------------------------- test_serial_for_with_step
+
+
+@tilelang.jit
+def stepped_serial():
+    A = T.empty((10,), T.int32)
+    with T.Kernel(1) as _:
+        for i in range(0, 10, 2):
+            T.device_assert(0 <= i < 10 and i % 2 == 0, "i out of range")
+            A[i] = 1.0
+        for i in range(1, 10, 2):
+            T.device_assert(1 <= i < 10 and i % 2 == 1, "i out of range")
+            A[i] = 2.0
+    return A
+
+
+@tilelang.jit
+def stepped_serial_neg():
+    A = T.empty((10,), T.int32)
+    with T.Kernel(1) as _:
+        for i in range(10, 0, -1):
+            T.device_assert(0 < i <= 10, "i out of range")
+            A[10 - i] = i
+    return A

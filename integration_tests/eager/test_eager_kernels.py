@@ -5,8 +5,7 @@ needed). The kernels are in eager_programs.py, verbatim from TileLang where port
 
 Not ported: ``test_tilelang_language_eager_ast_signature.py`` (it tests TileLang's
 internal AST mutator, which this front end does not have: eager bodies go through
-the same TVMScript parser as ``@T.prim_func``), and ``test_serial_for_with_step``
-(``T.device_assert`` is not supported yet).
+the same TVMScript parser as ``@T.prim_func``).
 """
 
 from __future__ import annotations
@@ -52,6 +51,15 @@ def randn(*shape: int, dtype: str = "float32") -> np.ndarray:
 
 
 # ---------------------------------------------------------------- TileLang's eager tests
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_serial_for_with_step(target: str) -> None:
+    # T.device_assert inside stepped serial loops (checked on every iteration).
+    got = np.asarray(on(P.stepped_serial, target)())
+    np.testing.assert_array_equal(got, [1, 2, 1, 2, 1, 2, 1, 2, 1, 2])
+    got = np.asarray(on(P.stepped_serial_neg, target)())
+    np.testing.assert_array_equal(got, [10, 9, 8, 7, 6, 5, 4, 3, 2, 1])
 
 
 @pytest.mark.parametrize("target", TARGETS)

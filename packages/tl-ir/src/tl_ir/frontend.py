@@ -36,6 +36,7 @@ from tl_ir.errors import (
     at_users_line,
 )
 from tl_ir.launch import rebuild_loop
+from tl_ir.loop_steps import unit_step_loops
 from tl_ir.negative_indices import wrap_negative_indices
 from tl_ir.thread_binding_launch import launch_thread_binding_nests
 
@@ -357,7 +358,12 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     except TileLangError as err:
         err.locate(filename, lineno, None)
         raise
-    func = func.with_body(launch_thread_binding_nests(wrap_negative_indices(func.body)))
+    try:
+        body = unit_step_loops(func.body)
+    except TileLangError as err:
+        err.locate(filename, lineno, None)
+        raise
+    func = func.with_body(launch_thread_binding_nests(wrap_negative_indices(body)))
     if state.device_asserts:
         from tl_ir.device_asserts import locate_device_asserts
 

@@ -40,11 +40,8 @@ def _bounds(start: Any, stop: Any, step: Any, where: str) -> tuple[Any, Any, Any
                 f"{where}: expected a constant step, got the run-time value {step}; loop "
                 "over range(ceildiv(stop - start, step)) and compute start + k * step"
             )
-        if constant <= 0:
-            raise KernelTypeError(
-                f"{where}: expected a positive step, got {constant}; a loop counts upward "
-                "(index with stop - 1 - i to walk downward)"
-            )
+        if constant == 0:
+            raise KernelTypeError(f"{where}: expected a nonzero step, got 0")
     return _ops.exact_int(start), _ops.exact_int(stop), step
 
 
@@ -52,7 +49,8 @@ def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Any =
     """``for i in T.serial(n)`` / ``T.serial(start, stop, step)``: a sequential loop.
 
     Raises:
-        KernelTypeError: a step that is not a positive constant int.
+        KernelTypeError: a step that is not a nonzero constant int (a negative one
+            counts down, as Python's ``range``).
     """
     start, stop, step = _bounds(start, stop, step, "T.serial(start, stop, step)")
     return _IB.serial(start, stop, step=step, annotations=_loop_annotations("serial", annotations))
@@ -74,7 +72,7 @@ def unroll(
     ``explicit`` and ``unroll_factor`` (TileLang's hints) are accepted and checked.
 
     Raises:
-        KernelTypeError: a step that is not a positive constant int; an ``unroll_factor``
+        KernelTypeError: a step that is not a nonzero constant int; an ``unroll_factor``
             that is not a positive int, or given with ``explicit``.
     """
     where = "T.unroll(start, stop, step)"
