@@ -376,7 +376,9 @@ class _Interpreter:
                 result = fold.reduce(src, axis=op.dim, initial=identity)
             else:
                 fold = np.maximum if larger else np.minimum
-                result = fold.reduce(src, axis=op.dim)
+                # absmax starts from 0 on every target; abs(INT_MIN) wraps to INT_MIN
+                initial = {"initial": 0} if op.kind == "absmax" else {}
+                result = fold.reduce(src, axis=op.dim, **initial)
         if not op.clear:
             old = self.read(op.dst).reshape(result.shape)
             result = fold(old, result)
