@@ -101,6 +101,10 @@ def print_kernel() -> Any:
             T.print(tile, msg="tile")
             T.print(A[1, 2] + T.float32(bx), msg="scalar")
             T.copy(tile, B[0, 0])
+            for i in T.Parallel(3):
+                if A[1, i] > T.float32(3.5):  # llvm printed garbage here (printf's varargs)
+                    T.print(A[1, i], msg="big")
+                    T.print(T.int32(i) - 7, msg="int")
 
     return main
 
@@ -121,6 +125,8 @@ def test_print_writes_every_element_to_stdout(
     assert "tile: tile[1, 2] = 5" in lines
     assert "scalar: 5" in lines
     assert sum(line.startswith("tile: tile[") for line in lines) == 6
+    assert sorted(line for line in lines if line.startswith("big: ")) == ["big: 4", "big: 5"]
+    assert sorted(line for line in lines if line.startswith("int: ")) == ["int: -5", "int: -6"]
 
 
 def language_kernel() -> Any:

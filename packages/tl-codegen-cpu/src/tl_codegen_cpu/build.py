@@ -23,7 +23,7 @@ from pathlib import Path
 import tvm
 
 from tl_backend_api import ToolchainError
-from tl_codegen_cpu.c_headers import atomics_c_source, checked_c_source
+from tl_codegen_cpu.c_headers import atomics_c_source, checked_c_source, print_c_source
 from tl_codegen_cpu.c_source import check_prepared_for_c, generate_c_source
 from tl_codegen_cpu.gcc import C_FLAGS, GccToolchain, tvm_ffi_library, tvm_include_dirs
 from tl_codegen_cpu.lowering import host_cpu_name
@@ -175,6 +175,12 @@ def build_llvm(
         checked_path = out / f"{name}_checked.c"
         checked_path.write_text(checked_c_source('__attribute__((visibility("hidden")))'))
         inputs.append(checked_path)
+        options = ["-O2"]
+    if "tl_print_f64" in source:
+        # T.print of a float: printf called as the variadic function it is (tl_print.h).
+        print_path = out / f"{name}_print.c"
+        print_path.write_text(print_c_source('__attribute__((visibility("hidden")))'))
+        inputs.append(print_path)
         options = ["-O2"]
     library = tool.compile_shared_object(inputs, out / f"{name}.so", options=options)
     tool.check_symbols_resolve(library, [tvm_ffi_library()], source_path=str(source_path))

@@ -12,6 +12,7 @@ read with `importlib.resources`, once per process.
 | ``tl_atomics.h`` | ``tl_atomic_[fetch_]<kind>_<dtype>`` | ``T.atomic_*`` on ``c`` and ``llvm`` |
 | ``tl_workspace.h`` | ``tl_c_alloc_workspace``/``tl_c_free_workspace`` | ``T.alloc_global`` on ``c`` |
 | ``tl_checked.h`` | ``tl_rt_report_out_of_bounds`` and its context slot | checked mode on ``c`` and ``llvm`` |
+| ``tl_print.h`` | ``tl_print_f64`` | ``T.print`` of a float on ``c`` and ``llvm`` (printf called as variadic) |
 
 ``tl_atomics.h`` spells its functions' storage class ``TL_ATOMIC_STORAGE``, the one
 placeholder: `atomics_c_source` substitutes it (``static inline`` on ``c``, a
@@ -31,6 +32,7 @@ C_HEADERS: tuple[str, ...] = (
     "tl_atomics.h",
     "tl_workspace.h",
     "tl_checked.h",
+    "tl_print.h",
 )
 
 #: The token of ``tl_atomics.h`` standing for its functions' storage class.
@@ -67,6 +69,18 @@ def workspace_prelude() -> str:
 def checked_c_source(storage: str = "static") -> str:
     """``tl_checked.h`` with its function's storage class ``storage`` (checked mode)."""
     return f"#define TL_CHECKED_STORAGE {storage}\n" + c_header("tl_checked.h")
+
+
+def print_c_source(storage: str = "static inline") -> str:
+    """``tl_print.h`` with its function's storage class ``storage`` (``T.print`` of a
+    float: ``static inline`` in ``c`` sources, hidden visibility for ``llvm``).
+
+    Raises:
+        ValueError: ``storage`` is empty.
+    """
+    if not storage.strip():
+        raise ValueError("print_c_source storage: expected a C storage class, got ''")
+    return f"#define TL_PRINT_STORAGE {storage}\n" + c_header("tl_print.h")
 
 
 def atomics_c_source(storage: str = "static inline") -> str:

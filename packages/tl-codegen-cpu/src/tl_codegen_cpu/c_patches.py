@@ -19,6 +19,7 @@ from tl_codegen_cpu.c_headers import (
     checked_c_source,
     half_prelude,
     microkernel_prelude,
+    print_c_source,
     workspace_prelude,
 )
 from tl_codegen_cpu.passes import (
@@ -50,7 +51,10 @@ _ATOMIC_DECLARATION = re.compile(
     r"TVM_DLL (?:u?int32_t|u?int64_t|float|double) tl_atomic_\w+\(.*\);\n",
     re.MULTILINE,
 )
-_PRINTF_DECLARATION = re.compile(r"^TVM_DLL int32_t (printf|fflush)\(.*\);\n", re.MULTILINE)
+_PRINTF_DECLARATION = re.compile(
+    r'^(?:#ifdef __cplusplus\nextern "C"\n#endif\n)?TVM_DLL int32_t (printf|fflush|tl_print_f64)\(.*\);\n',
+    re.MULTILINE,
+)
 _EXACT_FLOAT_CALL = re.compile(
     rf"\b{EXACT_FLOAT_PREFIX}f(?:32_[0-9a-f]{{8}}|64_[0-9a-f]{{16}})\(\)"
 )
@@ -165,11 +169,15 @@ def insert_atomics_prelude(source: str) -> str:
 
 
 def insert_stdio(source: str) -> str:
-    """Use ``<stdio.h>``'s ``printf``/``fflush`` (T.print) instead of TVM's extern declarations."""
+    """Use ``<stdio.h>``'s ``printf``/``fflush`` and ``tl_print.h``'s ``tl_print_f64``
+    (T.print) instead of TVM's extern declarations."""
     if not _PRINTF_DECLARATION.search(source):
         return source
     source = _PRINTF_DECLARATION.sub("", source)
-    return _after_includes(source, "#include <stdio.h>\n")
+    prelude = "#include <stdio.h>\n"
+    if "tl_print_f64" in source:
+        prelude += print_c_source()
+    return _after_includes(source, prelude)
 
 
 _WORKSPACE_CALL = re.compile(r"\bTVMBackend(Alloc|Free)Workspace\(")

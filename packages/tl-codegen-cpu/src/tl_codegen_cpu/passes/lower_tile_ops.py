@@ -166,8 +166,23 @@ def _print_call(text: str, values: list[Any]) -> tirx.Stmt:
         for i, byte in enumerate(data)
     ]
     address = tirx.address_of(tirx.BufferLoad(fmt, [0]))
-    call = tirx.Evaluate(tirx.call_extern("int32", "printf", address, *values))
+    *indices, value = values
+    if str(value.ty.dtype) == "float64":
+        # Not printf itself: TVM's LLVM code calls it as a non-variadic function, and a
+        # double then arrives as garbage (include/tl_print.h).
+        count = tirx.const(len(indices), "int32")
+        padded = [tirx.Cast("int64", i) for i in indices]
+        padded += [tirx.const(0, "int64")] * (_PRINTED_INDICES - len(indices))
+        call = tirx.Evaluate(
+            tirx.call_extern("int32", "tl_print_f64", address, count, *padded, value)
+        )
+    else:
+        call = tirx.Evaluate(tirx.call_extern("int32", "printf", address, *values))
     return tirx.SeqStmt([tirx.AllocBuffer(fmt), *fill, call])
+
+
+#: The most tile indices ``tl_print_f64`` prints with a float element.
+_PRINTED_INDICES = 8
 
 
 def _printable(value: Any) -> tuple[str, Any]:
@@ -195,9 +210,14 @@ def _print_stmt(op: PrintOp) -> tirx.Stmt:
     loop_vars = [tirx.Var(f"p{d}", "int32") for d in range(len(tile.extents))]
     index = tile.full_index(loop_vars)
     spec, value = _printable(tirx.BufferLoad(tile.buffer, index))
-    where = ", ".join("%d" for _ in index)
+    if len(index) > _PRINTED_INDICES:
+        raise NotImplementedError(
+            f"T.print: printing a tile of more than {_PRINTED_INDICES} dims is not "
+            f"supported, got {tile.buffer.name} with {len(index)}; print a slice"
+        )
+    where = ", ".join("%lld" for _ in index)
     text = f"{prefix}{tile.buffer.name}[{where}] = {spec}\n"
-    body = _print_call(text, [*index, value])
+    body = _print_call(text, [*(tirx.Cast("int64", i) for i in index), value])
     for var, extent in reversed(list(zip(loop_vars, tile.extents, strict=True))):
         body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
     return _flushed(body)
