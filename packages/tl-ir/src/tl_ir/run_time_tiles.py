@@ -187,23 +187,30 @@ def _paired_axes(src: _ops.Region, dst: _ops.Region, bounds: _Bounds) -> list[_A
     return [axis for axis in axes if axis is not None]
 
 
-def _fill_axes(fill: _ops.FillOp, bounds: _Bounds) -> list[_Axis] | None:
-    """The loops of an expanded fill (as `_paired_axes`)."""
-    dst = fill.dst
+def _tile_axes(dst: _ops.Region, bounds: _Bounds) -> list[_Axis] | None:
+    """The loops over every non-unit dim of ``dst`` (constant or bounded run-time
+    extents), or None when a run-time extent has no bound."""
     axes: list[_Axis] = []
-    dynamic = False
     for dim in _non_unit_dims(dst):
         extent = dst.extents[dim]
         constant = _ops.const_int(extent)
         if constant is not None:
             axes.append(_Axis((dim,), constant, ()))
             continue
-        dynamic = True
         bound = bounds.bound([bounds.upper.of(extent), bounds.destination_room(dst, dim)])
         if bound is None:
             return None
         axes.append(_Axis((dim,), bound, ((dst.mins[dim], extent),)))
-    return axes if dynamic else None
+    return axes
+
+
+def _fill_axes(fill: _ops.FillOp, bounds: _Bounds) -> list[_Axis] | None:
+    """The loops of an expanded fill (as `_paired_axes`): None also when every extent
+    is a constant (no expansion needed)."""
+    axes = _tile_axes(fill.dst, bounds)
+    if axes is None or all(not axis.guards for axis in axes):
+        return None
+    return axes
 
 
 def _loop_nest(axes: list[_Axis], body_of: Any) -> Any:
@@ -296,23 +303,6 @@ def _expand_atomic(atomic: _ops.AtomicOp, value: _ops.Region, axes: list[_Axis])
         return tirx.IfThenElse(tirx.all(*_guards(ivs, axes), *inside), update, None)
 
     return _loop_nest(axes, body)
-
-
-def _tile_axes(dst: _ops.Region, bounds: _Bounds) -> list[_Axis] | None:
-    """The loops over every non-unit dim of ``dst`` (constant or bounded run-time
-    extents), or None when a run-time extent has no bound."""
-    axes: list[_Axis] = []
-    for dim in _non_unit_dims(dst):
-        extent = dst.extents[dim]
-        constant = _ops.const_int(extent)
-        if constant is not None:
-            axes.append(_Axis((dim,), constant, ()))
-            continue
-        bound = bounds.bound([bounds.upper.of(extent), bounds.destination_room(dst, dim)])
-        if bound is None:
-            return None
-        axes.append(_Axis((dim,), bound, ((dst.mins[dim], extent),)))
-    return axes
 
 
 def _expand_scalar_atomic(atomic: _ops.AtomicOp, bounds: _Bounds) -> Any:
