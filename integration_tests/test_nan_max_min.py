@@ -179,3 +179,42 @@ def test_self_comparison_is_a_nan_test(target: str, dtype: str) -> None:
     f = np.array([np.nan, 1.0, -np.inf, -0.0]).astype(DTYPES[dtype])
     nan = np.isnan(f.astype(np.float64))
     np.testing.assert_array_equal(kernel(f), np.stack([~nan, nan]).astype(np.int32))
+
+
+def _atomic_max_min(dtype: str) -> Any:
+    @T.prim_func
+    def atomic_max_min(
+        A: T.Tensor((4, 32), dtype), Mx: T.Tensor((4,), dtype), Mn: T.Tensor((4,), dtype)
+    ):
+        with T.Kernel(4, threads=32) as bx:
+            for j in T.Parallel(32):
+                T.atomic_max(Mx[bx], A[bx, j])
+                T.atomic_min(Mn[bx], A[bx, j])
+
+    return atomic_max_min
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_atomic_max_min_never_write_nan(
+    target: str, dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written only when larger (smaller), as TileLang's CAS loops: a NaN value never
+    # lands, a NaN in memory stays (the interpreter took np.maximum: NaN landed).
+    a = np.arange(128, dtype=dtype).reshape(4, 32) - 40
+    a[0, 3] = np.nan
+    a[1, ::2] = np.nan
+    a[3, :] = np.nan
+    start = np.array([0.0, np.nan, 5.0, 1.0], dtype)
+    mx, mn = start.copy(), start.copy()
+    if target == "interpreter":
+        monkeypatch.setenv("TL_INTERPRET", "1")
+    kernel = tl_jit.compile(
+        _atomic_max_min(dtype), target="c" if target == "interpreter" else target
+    )
+    kernel(a, mx, mn)
+    largest = np.fmax(np.fmax.reduce(a, axis=1, initial=-np.inf), start)
+    smallest = np.fmin(np.fmin.reduce(a, axis=1, initial=np.inf), start)
+    largest[1] = smallest[1] = np.nan
+    np.testing.assert_array_equal(mx, largest)
+    np.testing.assert_array_equal(mn, smallest)

@@ -83,3 +83,40 @@ def test_max_min_ignore_nan_under_emulation() -> None:
     emu.emulate(_row_max_min(), arrays)
     for name, want in expected(a, b).items():
         np.testing.assert_array_equal(arrays[name], want, err_msg=name)
+
+
+def _atomic_max_min(dtype: str) -> Any:
+    @T.prim_func
+    def atomic_max_min(
+        A: T.Tensor((4, 32), dtype), Mx: T.Tensor((4,), dtype), Mn: T.Tensor((4,), dtype)
+    ):
+        with T.Kernel(4, threads=32) as bx:
+            for j in T.Parallel(32):
+                T.atomic_max(Mx[bx], A[bx, j])
+                T.atomic_min(Mn[bx], A[bx, j])
+
+    return atomic_max_min
+
+
+def atomic_nan_cases(dtype: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Float atomic max/min write a value only when it is larger (smaller): a NaN value
+    never lands, a NaN already in memory stays (TileLang's CAS loops; the CPU's)."""
+    a = np.arange(128, dtype=dtype).reshape(4, 32) - 40
+    a[0, 3] = np.nan
+    a[1, ::2] = np.nan
+    a[3, :] = np.nan
+    start = np.array([0.0, np.nan, 5.0, 1.0], dtype)
+    arrays = {"A": a, "Mx": start.copy(), "Mn": start.copy()}
+    largest = np.fmax(np.fmax.reduce(a, axis=1, initial=-np.inf), start)
+    smallest = np.fmin(np.fmin.reduce(a, axis=1, initial=np.inf), start)
+    largest[1] = smallest[1] = np.nan  # NaN in memory stays
+    return arrays, {"Mx": largest, "Mn": smallest}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_atomic_max_min_never_write_nan_under_emulation(dtype: str) -> None:
+    # The CUDA CAS loops wrote a NaN value (and replaced a NaN in memory).
+    arrays, want = atomic_nan_cases(dtype)
+    emu.emulate(_atomic_max_min(dtype), arrays)
+    for name, expected_values in want.items():
+        np.testing.assert_array_equal(arrays[name], expected_values, err_msg=name)

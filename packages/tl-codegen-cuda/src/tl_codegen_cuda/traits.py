@@ -18,16 +18,18 @@ from .features import FEATURES
 from .tensor_cores import CUDA_MATRIX_INSTRUCTIONS, CUDA_MATRIX_LOAD
 
 #: Device helpers the CUDA lowering of the atomics calls (``atomic_max``/``atomic_min``:
-#: CAS loops for floats, the hardware's ``atomicMax``/``atomicMin`` for ints; the
-#: rest, ``include/tl_atomics_more.cuh``: 64-bit and unsigned integers, 16-bit floats,
-#: ``or``, ``load``, ``store``); the cuda codegen puts them before the kernels.
+#: CAS loops for floats, which write ``value`` only when it is larger (smaller), so a
+#: NaN value never lands and a NaN in memory stays, as in TileLang's and the CPU's CAS
+#: loops; the hardware's ``atomicMax``/``atomicMin`` for ints; the rest,
+#: ``include/tl_atomics_more.cuh``: 64-bit and unsigned integers, 16-bit floats, ``or``,
+#: ``load``, ``store``); the cuda codegen puts them before the kernels.
 CUDA_ATOMICS_PRELUDE = r"""
 __device__ __forceinline__ float tl_atomic_max(float* address, float value) {
   int* bits = (int*)address;
   int old = *bits, assumed;
   do {
     assumed = old;
-    if (__int_as_float(assumed) >= value) break;
+    if (!(value > __int_as_float(assumed))) break;
     old = atomicCAS(bits, assumed, __float_as_int(value));
   } while (assumed != old);
   return __int_as_float(old);
@@ -37,7 +39,7 @@ __device__ __forceinline__ float tl_atomic_min(float* address, float value) {
   int old = *bits, assumed;
   do {
     assumed = old;
-    if (__int_as_float(assumed) <= value) break;
+    if (!(value < __int_as_float(assumed))) break;
     old = atomicCAS(bits, assumed, __float_as_int(value));
   } while (assumed != old);
   return __int_as_float(old);
@@ -47,7 +49,7 @@ __device__ __forceinline__ double tl_atomic_max(double* address, double value) {
   unsigned long long old = *bits, assumed;
   do {
     assumed = old;
-    if (__longlong_as_double(assumed) >= value) break;
+    if (!(value > __longlong_as_double(assumed))) break;
     old = atomicCAS(bits, assumed, __double_as_longlong(value));
   } while (assumed != old);
   return __longlong_as_double(old);
@@ -57,7 +59,7 @@ __device__ __forceinline__ double tl_atomic_min(double* address, double value) {
   unsigned long long old = *bits, assumed;
   do {
     assumed = old;
-    if (__longlong_as_double(assumed) <= value) break;
+    if (!(value < __longlong_as_double(assumed))) break;
     old = atomicCAS(bits, assumed, __double_as_longlong(value));
   } while (assumed != old);
   return __longlong_as_double(old);

@@ -143,10 +143,10 @@ class TileOpInterpreter:
         new: Any
         if op.kind == "add":
             new = old + value
-        elif op.kind == "max":
-            new = np.maximum(old, value)
+        elif op.kind == "max":  # written only when larger: a NaN value never lands
+            new = np.where(value > old, value, old)
         elif op.kind == "min":
-            new = np.minimum(old, value)
+            new = np.where(value < old, value, old)
         elif op.kind == "or":
             new = np.bitwise_or(old, converted(np.asarray(value), old.dtype))
         elif op.kind == "store":
