@@ -51,6 +51,7 @@ from tl_codegen_cpu.passes.scalarize_vector_accesses import CpuScalarizeVectorAc
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
 from tl_codegen_cpu.passes.wrap_integer_overflow import CpuWrapIntegerOverflowPass
 from tl_codegen_cpu.passes.wrap_narrow_integers import CpuWrapNarrowIntegersPass
+from tl_codegen_cpu.passes.wrapping_casts import CpuWrappingCastsPass
 from tl_passes import (
     LowerAllocVarPass,
     LowerPipelinedLoopsPass,
@@ -65,6 +66,8 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
     # needs long vectorized loops cut into register-wide chunks.
     split: list[Pass] = [CpuSplitVectorLoopsPass()] if split_vector_loops else []
     return [
+        # First: before any simplification takes a wrapping conversion for its value.
+        CpuWrappingCastsPass(),
         CpuLowerWarpShufflesPass(),
         CpuRejectGpuOpsPass(),
         CpuScalarizeVectorAccessesPass(),

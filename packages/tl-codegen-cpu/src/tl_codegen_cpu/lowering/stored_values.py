@@ -18,10 +18,14 @@ from tvm import tirx
 
 from tl_passes.buffer_rewrite import substitute_vars
 
-__all__ = ["index_buffers", "map_stored_values"]
+__all__ = ["index_buffers", "map_stored_values", "rewrite_outside_indices"]
 
 
-def _rewrite_value(value: Any, node_types: tuple[type, ...], rewrite: Callable[[Any], Any]) -> Any:
+def rewrite_outside_indices(
+    value: Any, node_types: tuple[type, ...], rewrite: Callable[[Any], Any]
+) -> Any:
+    """``value`` with ``rewrite`` applied, bottom-up, to every node of ``node_types``
+    outside the indices of its loads."""
     hidden: dict[Any, Any] = {}
 
     def hide(load: Any) -> Any:
@@ -91,7 +95,7 @@ def map_stored_values(
     def store(node: Any) -> Any:
         if any(b.same_as(node.buffer) for b in skipped):
             return node
-        value = _rewrite_value(node.value, node_types, rewrite)
+        value = rewrite_outside_indices(node.value, node_types, rewrite)
         if value.same_as(node.value):
             return node
         return tirx.BufferStore(node.buffer, value, list(node.indices))

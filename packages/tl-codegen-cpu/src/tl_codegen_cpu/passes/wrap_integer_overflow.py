@@ -28,19 +28,28 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.stored_values import map_stored_values
 from tl_passes.pass_base import PassContext, PrimFuncPass
+from tl_passes.wrapping_casts import wrapping_cast
 
 __all__ = ["CpuWrapIntegerOverflowPass", "wrap_integer_overflow"]
 
 
 def _wider(dtype: str, node: Any, wrap_unsigned: bool) -> str | None:
-    """The 64-bit type the 32-bit ``node`` computes in, where it cannot overflow: a
+    """The type the 8-, 16- or 32-bit ``node`` computes in, where it cannot overflow: a
     difference of unsigned values may be negative (and TVM refuses a negative
-    unsigned constant), a product of two may exceed ``int64``."""
+    unsigned constant), a product of two may exceed the signed type."""
     if dtype == "int32":
         return "int64"
     if dtype == "uint32" and wrap_unsigned:
         return "int64" if isinstance(node, tirx.Sub) else "uint64"
+    if dtype in _NARROW:
+        # Both targets wrap narrow arithmetic already (C by `cpu-wrap-narrow-integers`,
+        # LLVM's i8/i16 instructions), but TVM's bounds took a product of two
+        # non-negative values for non-negative: a remainder became a truncating one.
+        return "uint32" if dtype.startswith("uint") and isinstance(node, tirx.Mul) else "int32"
     return None
+
+
+_NARROW = ("int8", "int16", "uint8", "uint16")
 
 
 def _is_constant(expr: Any) -> bool:
@@ -56,17 +65,39 @@ def _wrapping(node: Any, wrap_unsigned: bool) -> Any:
     if wider is None or (_is_constant(node.a) and _is_constant(node.b)):
         return node
     wide = str(tvm.DataType(wider).with_lanes(dtype.lanes))
-    return tirx.Cast(str(dtype), type(node)(tirx.Cast(wide, node.a), tirx.Cast(wide, node.b)))
+    # Not a plain Cast back: TVM's bounds would take it for the unwrapped value (a
+    # remainder of a wrapped product became a truncating one).
+    return wrapping_cast(str(dtype), type(node)(tirx.Cast(wide, node.a), tirx.Cast(wide, node.b)))
+
+
+def _bitwise_not(node: Any) -> Any:
+    """``~x`` of an 8- or 16-bit ``x``: C computes it on ``x`` promoted to ``int``, so
+    ``~a`` of a uint8 was ``-a - 1`` (not ``255 - a``) on ``c``; wrapped to the type."""
+    dtype = tvm.DataType(str(node.ty.dtype))
+    if str(dtype.with_lanes(1)) not in _NARROW:
+        return node
+    wide = str(tvm.DataType("int32").with_lanes(dtype.lanes))
+    return wrapping_cast(str(dtype), tirx.bitwise_not(tirx.Cast(wide, node.a)))
+
+
+def _rewrite(node: Any, wrap_unsigned: bool) -> Any:
+    if isinstance(node, _BITWISE_NOT):
+        return _bitwise_not(node)
+    return _wrapping(node, wrap_unsigned)
+
+
+_BITWISE_NOT = tirx.BitwiseNot
 
 
 def wrap_integer_overflow(stmt: tirx.Stmt, wrap_unsigned: bool = True) -> tirx.Stmt:
-    """``stmt`` with each stored value's 32-bit ``+``/``-``/``*`` wrapping on overflow
-    (``int32`` always; ``uint32`` too when ``wrap_unsigned``: leave it False only for a
-    code generator whose unsigned arithmetic wraps by itself, as C's does)."""
+    """``stmt`` with each stored value's 8-, 16- and 32-bit ``+``/``-``/``*`` (and 8/16-bit
+    ``~``) wrapping on overflow (``uint32`` only when ``wrap_unsigned``: leave it False
+    only for a code generator whose unsigned arithmetic wraps by itself, as C's does),
+    each written so TVM's bounds see the wrap (`wrapping_cast`)."""
     return map_stored_values(
         stmt,
-        (tirx.Add, tirx.Sub, tirx.Mul),
-        lambda node: _wrapping(node, wrap_unsigned),
+        (tirx.Add, tirx.Sub, tirx.Mul, _BITWISE_NOT),
+        lambda node: _rewrite(node, wrap_unsigned),
         skip_indices=True,
     )
 

@@ -1,0 +1,102 @@
+"""Integer conversions that wrap, written so TVM's bound analysis sees the wrap.
+
+``T.cast(u, "int32")`` of a ``uint32`` value at or above ``2**31`` is negative on every
+target (two's complement: the low 32 bits), and so is an ``int32`` sum computed in 64
+bits and converted back (`cpu-wrap-integer-overflow`). TVM's integer analysis bounds a
+conversion by intersecting the value's range with the target type's, so it took such
+a conversion for the value itself: ``T.cast(u, "int32") < 0`` folded to false,
+``T.max(T.cast(u, "int32"), 0)`` to the conversion, a floor division or remainder by a
+positive constant became a truncating one, and the zero-divisor guard of a remainder
+was dropped (a SIGFPE on llvm). `wrapping_cast` writes a conversion the value may not
+fit as arithmetic whose bounds are honest (the low bits, sign-extended by hand), and
+which the C compilers fold back to the plain conversion; a conversion the value
+provably fits stays as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+__all__ = ["may_wrap", "wrapping_cast"]
+
+
+def _type_code_name(dtype: Any) -> str:
+    text = str(dtype)
+    if text.startswith("uint"):
+        return "uint"
+    if text.startswith("int"):
+        return "int"
+    return "other"
+
+
+def _scalar_range(dtype_text: str) -> tuple[int, int] | None:
+    dtype = tvm.DataType(dtype_text)
+    kind = _type_code_name(dtype.with_lanes(1))
+    bits = int(dtype.bits)
+    if kind == "int":
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if kind == "uint" and bits > 1:
+        return 0, (1 << bits) - 1
+    return None
+
+
+def may_wrap(cast: Any, analyzer: Any) -> bool:
+    """Whether the integer conversion ``cast`` may change its value: its target type
+    cannot hold every value of its source type, and ``analyzer`` cannot prove the value
+    within the target's range."""
+    target = _scalar_range(str(cast.ty.dtype))
+    source = _scalar_range(str(cast.value.ty.dtype))
+    if target is None or source is None:
+        return False
+    if target[0] <= source[0] and source[1] <= target[1]:
+        return False
+    bound = analyzer.const_int_bound(cast.value)
+    # const_int_bound reports the int64 extremes for "unbounded" (a uint64 value's
+    # bound is [0, 2**63 - 1] although it reaches 2**64 - 1).
+    low, high = int(bound.min_value), int(bound.max_value)
+    low = -(1 << 70) if low == -(1 << 63) else low
+    high = 1 << 70 if high == (1 << 63) - 1 else high
+    return not (target[0] <= low and high <= target[1])
+
+
+def _const(value: int, dtype: str, lanes: int) -> Any:
+    scalar = tirx.const(value, dtype)
+    return scalar if lanes == 1 else tirx.Broadcast(scalar, lanes)
+
+
+def wrapping_cast(target: str, value: Any) -> Any:
+    """``Cast(target, value)`` of an integer ``value`` into the integer type ``target``,
+    keeping the low bits (two's complement), written so that the conversion itself never
+    changes the value: the low bits are taken with a mask and sign-extended by
+    arithmetic in 64 bits, whose bounds TVM's analysis follows."""
+    dtype = tvm.DataType(target)
+    lanes = int(dtype.lanes)
+    bits = int(dtype.bits)
+    signed = _type_code_name(dtype.with_lanes(1)) == "int"
+    source = str(tvm.DataType(str(value.ty.dtype)).with_lanes(1))
+    wide_signed = str(tvm.DataType("int64").with_lanes(lanes))
+    wide_unsigned = str(tvm.DataType("uint64").with_lanes(lanes))
+    if bits == 64:
+        if signed:  # uint64 -> int64: x - 2**64 from 2**63 up
+            top = tirx.const(1 << 63, "uint64")
+            top = top if lanes == 1 else tirx.Broadcast(top, lanes)
+            negative = -tirx.Cast(wide_signed, tirx.bitwise_not(value)) - _const(
+                1, "int64", lanes
+            )
+            return tirx.Select(value >= top, negative, tirx.Cast(wide_signed, value))
+        # int64 -> uint64: 2**64 + x below 0
+        zero = _const(0, source, lanes)
+        below = tirx.bitwise_not(tirx.Cast(wide_unsigned, tirx.bitwise_not(value)))
+        return tirx.Select(value < zero, below, tirx.Cast(wide_unsigned, value))
+    mask = (1 << bits) - 1
+    if source == "uint64":
+        low = tirx.Cast(wide_signed, tirx.bitwise_and(value, _const(mask, "uint64", lanes)))
+    else:
+        low = tirx.bitwise_and(tirx.Cast(wide_signed, value), _const(mask, "int64", lanes))
+    if not signed:
+        return tirx.Cast(target, low)
+    sign = _const(1 << (bits - 1), "int64", lanes)
+    return tirx.Cast(target, tirx.bitwise_xor(low, sign) - sign)
