@@ -1,5 +1,5 @@
 """Integer conversions and narrow arithmetic that wrap keep their wrapped values on
-every target (`cpu-wrapping-casts`, `cpu-wrap-integer-overflow`).
+every target (`wrapping-casts`, `cpu-wrap-integer-overflow`).
 
 TVM bounds a conversion by the value's range intersected with the target type's, so it
 took a wrapping conversion for its value: ``T.cast(u32, "int32") < 0`` was false on c

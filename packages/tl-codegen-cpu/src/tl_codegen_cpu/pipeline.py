@@ -51,7 +51,6 @@ from tl_codegen_cpu.passes.scalarize_vector_accesses import CpuScalarizeVectorAc
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
 from tl_codegen_cpu.passes.wrap_integer_overflow import CpuWrapIntegerOverflowPass
 from tl_codegen_cpu.passes.wrap_narrow_integers import CpuWrapNarrowIntegersPass
-from tl_codegen_cpu.passes.wrapping_casts import CpuWrappingCastsPass
 from tl_passes import (
     LowerAllocVarPass,
     LowerPipelinedLoopsPass,
@@ -59,6 +58,7 @@ from tl_passes import (
     RemoveNoOpPass,
     SimplifyPass,
 )
+from tl_passes.wrapping_casts import WrappingCastsPass
 
 
 def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]:
@@ -67,7 +67,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
     split: list[Pass] = [CpuSplitVectorLoopsPass()] if split_vector_loops else []
     return [
         # First: before any simplification takes a wrapping conversion for its value.
-        CpuWrappingCastsPass(),
+        WrappingCastsPass(),
         CpuLowerWarpShufflesPass(),
         CpuRejectGpuOpsPass(),
         CpuScalarizeVectorAccessesPass(),

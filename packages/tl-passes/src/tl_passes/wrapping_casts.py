@@ -10,17 +10,31 @@ positive constant became a truncating one, and the zero-divisor guard of a remai
 was dropped (a SIGFPE on llvm). `wrapping_cast` writes a conversion the value may not
 fit as arithmetic whose bounds are honest (the low bits, sign-extended by hand), and
 which the C compilers fold back to the plain conversion; a conversion the value
-provably fits stays as it is.
+provably fits stays as it is. `WrappingCastsPass` (``wrapping-casts``) applies it to
+the conversions of stored values, branch conditions and bound values, before any
+simplification, in the CPU and GPU pipelines; indices and loop bounds are left alone.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
-__all__ = ["may_wrap", "wrapping_cast"]
+from tl_passes.buffer_rewrite import substitute_vars
+from tl_passes.pass_base import PassContext, PrimFuncPass
+
+__all__ = [
+    "WrappingCastsPass",
+    "may_wrap",
+    "rewrite_outside_indices",
+    "wrap_integer_casts",
+    "wrapping_cast",
+]
 
 
 def _type_code_name(dtype: Any) -> str:
@@ -83,9 +97,7 @@ def wrapping_cast(target: str, value: Any) -> Any:
         if signed:  # uint64 -> int64: x - 2**64 from 2**63 up
             top = tirx.const(1 << 63, "uint64")
             top = top if lanes == 1 else tirx.Broadcast(top, lanes)
-            negative = -tirx.Cast(wide_signed, tirx.bitwise_not(value)) - _const(
-                1, "int64", lanes
-            )
+            negative = -tirx.Cast(wide_signed, tirx.bitwise_not(value)) - _const(1, "int64", lanes)
             return tirx.Select(value >= top, negative, tirx.Cast(wide_signed, value))
         # int64 -> uint64: 2**64 + x below 0
         zero = _const(0, source, lanes)
@@ -100,3 +112,76 @@ def wrapping_cast(target: str, value: Any) -> Any:
         return tirx.Cast(target, low)
     sign = _const(1 << (bits - 1), "int64", lanes)
     return tirx.Cast(target, tirx.bitwise_xor(low, sign) - sign)
+
+
+def rewrite_outside_indices(
+    value: Any, node_types: tuple[type, ...], rewrite: Callable[[Any], Any]
+) -> Any:
+    """``value`` with ``rewrite`` applied, bottom-up, to every node of ``node_types``
+    outside the indices of its loads."""
+    hidden: dict[Any, Any] = {}
+
+    def hide(load: Any) -> Any:
+        placeholder = tirx.Var("load", load.ty.dtype)
+        hidden[placeholder] = load
+        return placeholder
+
+    masked = tvm_ffi.structural_map(value, (tvm.ir.TensorLoad, hide), order="post")
+    rewritten = tvm_ffi.structural_map(masked, (node_types, rewrite), order="post")
+    if rewritten.same_as(masked):
+        return value
+    while True:  # a hidden load may hold the placeholder of a load in its indices
+        restored = substitute_vars(rewritten, hidden)
+        if restored.same_as(rewritten):
+            return restored
+        rewritten = restored
+
+
+def wrap_integer_casts(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with each integer conversion that may wrap, in a stored value, a branch
+    condition or a bound value, written as `wrapping_cast`."""
+    analyzer = tvm.sym.Analyzer()
+
+    def cast(node: Any) -> Any:
+        if not may_wrap(node, analyzer):
+            return node
+        return wrapping_cast(str(node.ty.dtype), node.value)
+
+    def in_value(value: Any) -> Any:
+        return rewrite_outside_indices(value, (tirx.Cast,), cast)
+
+    def store(node: Any) -> Any:
+        value = in_value(node.value)
+        if value.same_as(node.value):
+            return node
+        return tirx.BufferStore(node.buffer, value, list(node.indices))
+
+    def branch(node: Any) -> Any:
+        condition = in_value(node.condition)
+        if condition.same_as(node.condition):
+            return node
+        return tirx.IfThenElse(condition, node.then_case, node.else_case)
+
+    def bind(node: Any) -> Any:
+        value = in_value(node.value)
+        if value.same_as(node.value):
+            return node
+        return tirx.Bind(node.var, value)
+
+    return tvm_ffi.structural_map(
+        stmt,
+        [(tirx.BufferStore, store), (tirx.IfThenElse, branch), (tirx.Bind, bind)],
+        order="post",
+    )
+
+
+@dataclass(frozen=True)
+class WrappingCastsPass(PrimFuncPass):
+    """Keep wrapping integer conversions wrapping through simplification (module
+    docstring)."""
+
+    name: ClassVar[str] = "wrapping-casts"
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with its integer conversions that may wrap made explicit."""
+        return wrap_integer_casts(body)

@@ -16,32 +16,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_passes.buffer_rewrite import substitute_vars
+from tl_passes.wrapping_casts import rewrite_outside_indices
 
 __all__ = ["index_buffers", "map_stored_values", "rewrite_outside_indices"]
-
-
-def rewrite_outside_indices(
-    value: Any, node_types: tuple[type, ...], rewrite: Callable[[Any], Any]
-) -> Any:
-    """``value`` with ``rewrite`` applied, bottom-up, to every node of ``node_types``
-    outside the indices of its loads."""
-    hidden: dict[Any, Any] = {}
-
-    def hide(load: Any) -> Any:
-        placeholder = tirx.Var("load", load.ty.dtype)
-        hidden[placeholder] = load
-        return placeholder
-
-    masked = tvm_ffi.structural_map(value, (tvm.ir.TensorLoad, hide), order="post")
-    rewritten = tvm_ffi.structural_map(masked, (node_types, rewrite), order="post")
-    if rewritten.same_as(masked):
-        return value
-    while True:  # a hidden load may hold the placeholder of a load in its indices
-        restored = substitute_vars(rewritten, hidden)
-        if restored.same_as(rewritten):
-            return restored
-        rewritten = restored
 
 
 def index_buffers(stmt: tirx.Stmt) -> list[Any]:

@@ -47,7 +47,6 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-max-min-ignore-nan": _cpu("max_min_ignore_nan", "CpuMaxMinIgnoreNanPass"),
         "cpu-saturate-float-to-int": _cpu("saturate_float_to_int", "CpuSaturateFloatToIntPass"),
         "cpu-wrap-integer-overflow": _cpu("wrap_integer_overflow", "CpuWrapIntegerOverflowPass"),
-        "cpu-wrapping-casts": _cpu("wrapping_casts", "CpuWrappingCastsPass"),
         "cpu-wrap-narrow-integers": _cpu("wrap_narrow_integers", "CpuWrapNarrowIntegersPass"),
         "cpu-vectorize-exp": _cpu("vectorize_exp", "CpuVectorizeExpPass"),
         "cpu-legalize-intrinsics": _cpu("legalize_intrinsics", "CpuLegalizeIntrinsicsPass"),
