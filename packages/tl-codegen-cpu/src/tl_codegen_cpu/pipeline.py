@@ -43,6 +43,7 @@ from tl_codegen_cpu.passes.integer_division import CpuIntegerDivisionWithoutTrap
 from tl_codegen_cpu.passes.interchange_grid_rows import CpuInterchangeGridRowsPass
 from tl_codegen_cpu.passes.interchange_reductions import CpuInterchangeReductionsPass
 from tl_codegen_cpu.passes.max_min_ignore_nan import CpuMaxMinIgnoreNanPass
+from tl_codegen_cpu.passes.minimum_divisors import CpuMinimumDivisorsPass
 from tl_codegen_cpu.passes.nan_self_comparisons import CpuNanSelfComparisonsPass
 from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.saturate_float_to_int import CpuSaturateFloatToIntPass
@@ -93,6 +94,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuSaturateFloatToIntPass(),
         CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),
         CpuIntegerDivisionWithoutTrapsPass(),
+        CpuMinimumDivisorsPass(),  # a // MIN, a % MIN: TVM's llvm lowering negated MIN
         # After the division pass, whose -a may overflow. C wraps unsigned arithmetic.
         CpuWrapIntegerOverflowPass(wrap_unsigned=llvm),
         CpuNanSelfComparisonsPass(),

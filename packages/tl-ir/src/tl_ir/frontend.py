@@ -219,6 +219,12 @@ def _classify(cause: BaseException | None, message: str) -> TileLangError:
             "got a float one; for floats write T.floor(a / b) (and a - b * T.floor(a / b) "
             f"for the remainder). TVM: {text.splitlines()[0][:200]}"
         )
+    if "Divide by zero" in text:  # TVM folds a constant divisor of 0 (as in TileLang)
+        return KernelTypeError(
+            "invalid operand: the divisor of //, %, T.floordiv, T.floormod, T.truncdiv or "
+            "T.truncmod is the constant 0; expected a non-zero constant or a value known at "
+            "run time (a divisor of 0 at run time gives quotient 0, remainder the dividend)"
+        )
     if isinstance(cause, TypeError | ValueError):
         return KernelTypeError(f"invalid operand: {text}")
     return KernelSyntaxError(f"cannot parse this kernel statement: {text}")

@@ -359,9 +359,11 @@ def _mentions(expr: Any, variables: list[Any]) -> bool:
     return found
 
 
-def serialize_uniform_float8_stores(stmt: tirx.Stmt) -> tirx.Stmt:
+def serialize_uniform_float8_stores(
+    stmt: tirx.Stmt, dtypes: frozenset[str] = frozenset(FLOAT8_FORMATS)
+) -> tirx.Stmt:
     """Return ``stmt`` with every vectorized loop that stores a lane-uniform value into a
-    `FLOAT8_FORMATS` buffer made serial.
+    buffer of one of ``dtypes`` (by default the `FLOAT8_FORMATS`) made serial.
 
     A value is lane-uniform when it mentions neither the loop variable nor a variable
     bound inside the loop (TVM's vectorizer would broadcast it, see the module). Other
@@ -377,7 +379,7 @@ def serialize_uniform_float8_stores(stmt: tirx.Stmt) -> tirx.Stmt:
         def store(candidate: Any) -> None:
             nonlocal uniform
             dtype = str(candidate.buffer.ty.dtype)
-            if _scalar(dtype) in FLOAT8_FORMATS and not _mentions(candidate.value, varying):
+            if _scalar(dtype) in dtypes and not _mentions(candidate.value, varying):
                 uniform = True
 
         tvm_ffi.structural_walk(node.body, (tirx.BufferStore, store), order="pre")

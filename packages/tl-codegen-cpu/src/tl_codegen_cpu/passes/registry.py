@@ -42,6 +42,7 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-integer-division-without-traps": _cpu(
             "integer_division", "CpuIntegerDivisionWithoutTrapsPass"
         ),
+        "cpu-minimum-divisors": _cpu("minimum_divisors", "CpuMinimumDivisorsPass"),
         "cpu-nan-self-comparisons": _cpu("nan_self_comparisons", "CpuNanSelfComparisonsPass"),
         "cpu-inline-bfloat16-lets": _cpu("inline_bfloat16_lets", "CpuInlineBfloat16LetsPass"),
         "cpu-max-min-ignore-nan": _cpu("max_min_ignore_nan", "CpuMaxMinIgnoreNanPass"),

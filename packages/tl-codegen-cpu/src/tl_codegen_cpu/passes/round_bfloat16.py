@@ -12,7 +12,10 @@ exact too. This pass, which runs after `cpu-legalize-half-precision`, rewrites e
 written out on the float32 bits (round to nearest, ties to even; NaN kept; ``v``
 converted to float32 first), so whatever storage TVM gives the value, it is already
 a bfloat16 value. Stores into bfloat16 memory, which TVM rounds itself, then round an
-exact value: the same result.
+exact value: the same result. Before, casts of constants are computed and stored
+bfloat16 constants written as their codes (`bfloat16_constants`); on ``llvm``, after,
+a vector loop storing one bfloat16 value to every lane is made serial (TVM's
+legalization refused the broadcast).
 
 The rounding reads its operand four times, so written out in place, nested bfloat16
 arithmetic (``x * a + a`` repeated) grew fourfold per level: four levels took minutes
@@ -32,6 +35,8 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.math_functions import bfloat16_next_after
+from tl_codegen_cpu.passes.bfloat16_constants import bfloat16_constants_as_codes
+from tl_codegen_cpu.passes.legalize_float8 import serialize_uniform_float8_stores
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -222,5 +227,11 @@ class CpuRoundBfloat16Pass(PrimFuncPass):
     bind_nested: bool = False
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
-        """Return ``body`` with every conversion to bfloat16 rounded on the bits."""
-        return round_bfloat16_conversions(body, self.bind_nested)
+        """Return ``body`` with its bfloat16 constants converted and stored as codes
+        (`bfloat16_constants`), every conversion to bfloat16 rounded on the bits and, on
+        ``llvm``, its vector loops that store one bfloat16 value to every lane serial."""
+        body = round_bfloat16_conversions(bfloat16_constants_as_codes(body), self.bind_nested)
+        target = ctx.target
+        if target is not None and str(target.kind.name) == "llvm":
+            body = serialize_uniform_float8_stores(body, frozenset({"bfloat16"}))
+        return body

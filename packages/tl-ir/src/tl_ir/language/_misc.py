@@ -11,6 +11,7 @@ from tvm.script import tirx as _tvm_T
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
+from tl_ir.constant_casts import constant_cast as _constant_cast
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
 from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
@@ -118,8 +119,10 @@ def round(x: Any, rounding_mode: str | None = "ties-to-even", span: Any = None) 
 
 
 def cast(value: Any, dtype: Any) -> Any:
-    """``value`` converted to ``dtype``."""
-    return tirx.Cast(_normalize_dtype(dtype), value)
+    """``value`` converted to ``dtype``; a constant is converted now, as every target
+    converts a value (`tl_ir.constant_casts`: integers wrap, floats saturate to an
+    integer type, beyond a float type's range is infinity)."""
+    return _constant_cast(value, _normalize_dtype(dtype))
 
 
 def infinity(dtype: Any) -> Any:

@@ -1,0 +1,92 @@
+"""Conversions of constants, computed when the kernel is parsed.
+
+TVM's simplifier folds ``Cast(dtype, constant)`` into a constant of ``dtype`` and
+refuses one the type cannot hold (``T.cast(200, "int8")``: "Literal value 200 exceeds
+range of int8"; ``T.cast(-1, "uint16")``: "cannot make uint from negative value";
+``T.cast(1e6, "float16")``: "exceeds maximum of float16"), so a legal program failed to
+build on every compiled target while the reference interpreter computed it. `T.cast`
+of a constant is therefore computed here, with the conversion every target applies to
+a value known only at run time (`tl_ir.interpret_scalars.cast_value`, what the
+interpreter computes):
+
+* an integer converted to a narrower (or unsigned) integer type wraps modulo
+  ``2**bits`` (``T.cast(200, "int8")`` is -56, ``T.cast(-1, "uint16")`` 65535);
+* a float converted to an integer type truncates toward zero and saturates to the
+  type's range, NaN giving 0 (``T.cast(3e9, "int32")`` is 2147483647);
+* a value converted to ``float16``, ``float32`` or ``bfloat16`` rounds to nearest,
+  ties to even, and one beyond the type's largest finite value is infinity
+  (``T.cast(1e6, "float16")`` is ``inf``);
+* a value converted to ``bool`` is whether it is non-zero.
+
+Vector dtypes and the float8 types are left to the backends (the CPU's
+`cpu-legalize-float8` computes a float8 cast of a constant itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm import tirx
+
+from tl_ir.interpret_scalars import cast_value, dtype_of
+
+__all__ = ["FOLDED_DTYPES", "constant_cast", "fold_constant_cast"]
+
+#: The scalar dtypes a cast of a constant is computed to.
+FOLDED_DTYPES = frozenset(
+    {
+        "bool",
+        *(f"int{bits}" for bits in (8, 16, 32, 64)),
+        *(f"uint{bits}" for bits in (8, 16, 32, 64)),
+        "float16",
+        "float32",
+        "float64",
+        "bfloat16",
+    }
+)
+
+
+def _constant_value(expr: Any) -> int | float | None:
+    """The value of the scalar constant ``expr`` as its dtype holds it, or None."""
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value)
+    if isinstance(expr, tirx.FloatImm):
+        source = dtype_of(expr)
+        if source not in FOLDED_DTYPES:
+            return None  # a float8 constant: its value is the backend's business
+        value: float = cast_value(float(expr.value), source)
+        return value
+    return None
+
+
+def fold_constant_cast(cast: Any) -> Any:
+    """``cast`` (a ``tirx.Cast``) as the constant it computes when its operand is a
+    scalar constant and its dtype one of `FOLDED_DTYPES` (module docstring); ``cast``
+    itself otherwise."""
+    if not isinstance(cast, tirx.Cast):
+        return cast
+    target = dtype_of(cast)
+    if target not in FOLDED_DTYPES:
+        return cast
+    value = _constant_value(cast.value)
+    if value is None:
+        return cast
+    converted = cast_value(value, target)
+    if target == "bool":
+        return tirx.IntImm("bool", int(bool(converted)))
+    if tvm.DataType(target).type_code in (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT):
+        return tirx.IntImm(target, int(converted))
+    return tirx.FloatImm(target, float(converted))
+
+
+def constant_cast(value: Any, dtype: str) -> Any:
+    """``T.cast(value, dtype)``: ``value`` (an expression or a Python number) converted to
+    the normalized ``dtype``, computed now when ``value`` is a scalar constant
+    (`fold_constant_cast`). A Python float is read as the float64 it is (TVM would
+    read it as a float32 constant, refuse one beyond float32's range, and fold
+    ``T.cast(0.1, "float64")`` to the double 0.1 anyway: the value the kernel's
+    author wrote, as TileLang computes it)."""
+    if isinstance(value, float):
+        value = tirx.FloatImm("float64", value)
+    return fold_constant_cast(tirx.Cast(dtype, value))
