@@ -127,3 +127,26 @@ def test_narrow_complement_wraps(target: str, monkeypatch: pytest.MonkeyPatch) -
     np.testing.assert_array_equal(out[1], (na < a).astype(np.int32))
     np.testing.assert_array_equal(out[2], na.astype(np.int32))
     np.testing.assert_array_equal(out[3], ((~h) >> 8).astype(np.int32))
+
+
+def _minimum_comparisons() -> Any:
+    @T.prim_func
+    def minimum_comparisons(A: T.Tensor((8,), "int32"), Out: T.Tensor((4, 8), "int32")):
+        with T.Kernel(1, threads=8) as _bx:
+            for i in T.Parallel(8):
+                Out[0, i] = T.if_then_else(A[i] == T.int32(-2147483648), 1, 0)
+                Out[1, i] = T.if_then_else(A[i] <= T.int32(-2147483648), 1, 0)
+                Out[2, i] = T.if_then_else(T.int32(-2147483648) == A[i], 1, 0)
+                Out[3, i] = T.if_then_else(T.int32(-2147483648) >= A[i], 1, 0)
+
+    return minimum_comparisons
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_comparisons_with_the_int32_minimum(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # TVM's simplifier folded x == INT32_MIN and x <= INT32_MIN to false.
+    a = np.array([-(2**31), 0, 5, -(2**31) + 1, 2**31 - 1, -(2**31), -1, 7], np.int32)
+    out = np.zeros((4, 8), np.int32)
+    _run(_minimum_comparisons(), target, monkeypatch, a, out)
+    is_minimum = (a == np.iinfo(np.int32).min).astype(np.int32)
+    np.testing.assert_array_equal(out, np.stack([is_minimum] * 4))

@@ -59,6 +59,7 @@ from tl_passes import (
     RemoveNoOpPass,
     SimplifyPass,
 )
+from tl_passes.minimum_comparisons import Int32MinimumComparisonsPass
 from tl_passes.wrapping_casts import WrappingCastsPass
 
 
@@ -69,6 +70,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
     return [
         # First: before any simplification takes a wrapping conversion for its value.
         WrappingCastsPass(),
+        Int32MinimumComparisonsPass(),
         CpuLowerWarpShufflesPass(),
         CpuRejectGpuOpsPass(),
         CpuScalarizeVectorAccessesPass(),

@@ -92,6 +92,9 @@ PASS_REGISTRY = PassRegistry(
         "simplify": _lazy("tl_passes.simplify", "SimplifyPass"),
         "remove-no-op": _lazy("tl_passes.remove_no_op", "RemoveNoOpPass"),
         "wrapping-casts": _lazy("tl_passes.wrapping_casts", "WrappingCastsPass"),
+        "int32-minimum-comparisons": _lazy(
+            "tl_passes.minimum_comparisons", "Int32MinimumComparisonsPass"
+        ),
         "gpu-infer-layouts": _lazy("tl_passes.gpu.layout", "GpuInferLayoutsPass"),
         "gpu-insert-barriers": _lazy("tl_passes.gpu.barriers", "GpuInsertBarriersPass"),
         "gpu-lower-tile-ops": _lazy("tl_passes.gpu.lower_tile_ops", "GpuLowerTileOpsPass"),

@@ -30,6 +30,7 @@ from tl_passes.pass_base import PassContext, PrimFuncPass
 
 __all__ = [
     "WrappingCastsPass",
+    "map_values",
     "may_wrap",
     "rewrite_outside_indices",
     "wrap_integer_casts",
@@ -137,18 +138,15 @@ def rewrite_outside_indices(
         rewritten = restored
 
 
-def wrap_integer_casts(stmt: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with each integer conversion that may wrap, in a stored value, a branch
-    condition or a bound value, written as `wrapping_cast`."""
-    analyzer = tvm.sym.Analyzer()
-
-    def cast(node: Any) -> Any:
-        if not may_wrap(node, analyzer):
-            return node
-        return wrapping_cast(str(node.ty.dtype), node.value)
+def map_values(
+    stmt: tirx.Stmt, node_types: tuple[type, ...], rewrite: Callable[[Any], Any]
+) -> tirx.Stmt:
+    """``stmt`` with ``rewrite`` applied, bottom-up, to every node of ``node_types`` in
+    its stored values, branch conditions and bound values, outside load indices (loop
+    bounds and indices are left alone)."""
 
     def in_value(value: Any) -> Any:
-        return rewrite_outside_indices(value, (tirx.Cast,), cast)
+        return rewrite_outside_indices(value, node_types, rewrite)
 
     def store(node: Any) -> Any:
         value = in_value(node.value)
@@ -173,6 +171,19 @@ def wrap_integer_casts(stmt: tirx.Stmt) -> tirx.Stmt:
         [(tirx.BufferStore, store), (tirx.IfThenElse, branch), (tirx.Bind, bind)],
         order="post",
     )
+
+
+def wrap_integer_casts(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with each integer conversion that may wrap, in a stored value, a branch
+    condition or a bound value, written as `wrapping_cast`."""
+    analyzer = tvm.sym.Analyzer()
+
+    def cast(node: Any) -> Any:
+        if not may_wrap(node, analyzer):
+            return node
+        return wrapping_cast(str(node.ty.dtype), node.value)
+
+    return map_values(stmt, (tirx.Cast,), cast)
 
 
 @dataclass(frozen=True)
