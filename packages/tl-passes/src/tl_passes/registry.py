@@ -109,6 +109,9 @@ PASS_REGISTRY = PassRegistry(
         "gpu-shared-conditions": _lazy(
             "tl_passes.gpu.shared_conditions", "GpuSharedConditionsPass"
         ),
+        "gpu-wrap-narrow-integers": _lazy(
+            "tl_passes.gpu.narrow_integers", "GpuWrapNarrowIntegersPass"
+        ),
         "lower-pipelined-loops": _lazy(
             "tl_passes.lower_pipelined_loops", "LowerPipelinedLoopsPass"
         ),
