@@ -86,7 +86,8 @@ def wrapping_cast(target: str, value: Any) -> Any:
     """``Cast(target, value)`` of an integer ``value`` into the integer type ``target``,
     keeping the low bits (two's complement), written so that the conversion itself never
     changes the value: the low bits are taken with a mask and sign-extended by
-    arithmetic in 64 bits, whose bounds TVM's analysis follows."""
+    arithmetic in 64 bits (``low - ((low >> (bits - 1)) << bits)``), whose bounds TVM's
+    analysis follows and which the C compilers fold back to the plain truncation."""
     dtype = tvm.DataType(target)
     lanes = int(dtype.lanes)
     bits = int(dtype.bits)
@@ -111,8 +112,12 @@ def wrapping_cast(target: str, value: Any) -> Any:
         low = tirx.bitwise_and(tirx.Cast(wide_signed, value), _const(mask, "int64", lanes))
     if not signed:
         return tirx.Cast(target, low)
-    sign = _const(1 << (bits - 1), "int64", lanes)
-    return tirx.Cast(target, tirx.bitwise_xor(low, sign) - sign)
+    # low - 2**bits where the sign bit is set: shifts rather than an xor, which gcc
+    # kept in the vector loop (the shifted term truncates to 0 and folds away).
+    top = tirx.shift_left(
+        tirx.shift_right(low, _const(bits - 1, "int64", lanes)), _const(bits, "int64", lanes)
+    )
+    return tirx.Cast(target, low - top)
 
 
 def rewrite_outside_indices(

@@ -58,11 +58,35 @@ def _is_constant(expr: Any) -> bool:
     return isinstance(expr, tirx.IntImm)
 
 
+def _fits(node: Any, dtype: str) -> bool:
+    """Whether the operands' bounds prove ``node`` within the narrow ``dtype`` (an "is a
+    number" flag times a value, a sum of two bytes widened...): no wrap to write."""
+    a, b = (_ANALYZER.const_int_bound(operand) for operand in (node.a, node.b))
+    a_lo, a_hi, b_lo, b_hi = (int(v) for v in (a.min_value, a.max_value, b.min_value, b.max_value))
+    if isinstance(node, tirx.Add):
+        low, high = a_lo + b_lo, a_hi + b_hi
+    elif isinstance(node, tirx.Sub):
+        low, high = a_lo - b_hi, a_hi - b_lo
+    else:
+        products = [a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi]
+        low, high = min(products), max(products)
+    bits = int(tvm.DataType(dtype).bits)
+    if dtype.startswith("uint"):
+        return low >= 0 and high < (1 << bits)
+    return -(1 << (bits - 1)) <= low and high < (1 << (bits - 1))
+
+
+_ANALYZER = tvm.sym.Analyzer()
+
+
 def _wrapping(node: Any, wrap_unsigned: bool) -> Any:
     dtype = tvm.DataType(str(node.ty.dtype))
-    wider = _wider(str(dtype.with_lanes(1)), node, wrap_unsigned)
+    scalar = str(dtype.with_lanes(1))
+    wider = _wider(scalar, node, wrap_unsigned)
     # Constants on both sides are TVM's to fold.
     if wider is None or (_is_constant(node.a) and _is_constant(node.b)):
+        return node
+    if scalar in _NARROW and _fits(node, scalar):
         return node
     wide = str(tvm.DataType(wider).with_lanes(dtype.lanes))
     # Not a plain Cast back: TVM's bounds would take it for the unwrapped value (a
