@@ -33,36 +33,11 @@ from tvm import tirx
 
 from tl_passes.gpu.errors import GpuLoweringError
 from tl_passes.pass_base import PassContext, PrimFuncPass
+from tl_passes.vector_lanes import LaneSplitError, lane_of
 
 __all__ = ["CudaLegalizeVectorsPass", "lanes_supported", "legalize_vectors"]
 
 _CANDIDATE_LANES = (16, 8, 4, 2)
-
-_BINARY = (
-    tirx.Add,
-    tirx.Sub,
-    tirx.Mul,
-    tirx.Div,
-    tirx.Mod,
-    tirx.FloorDiv,
-    tirx.FloorMod,
-    tirx.Min,
-    tirx.Max,
-    tirx.EQ,
-    tirx.NE,
-    tirx.LT,
-    tirx.LE,
-    tirx.GT,
-    tirx.GE,
-    tirx.And,
-    tirx.Or,
-    tirx.LShift,
-    tirx.RShift,
-    tirx.BitwiseAnd,
-    tirx.BitwiseOr,
-    tirx.BitwiseXor,
-)
-
 
 def lanes_supported(dtype: str, lanes: int, *, in_memory: bool) -> bool:
     """Whether a vector of ``lanes`` elements of scalar ``dtype`` is printed correctly by
@@ -178,35 +153,14 @@ def _split_loop(loop: tirx.For) -> tirx.Stmt:
 
 def _lane(expr: Any, k: Any) -> Any:
     """Lane ``k`` (a scalar index expression) of vector ``expr``."""
-    dtype = _dtype(expr)
-    if dtype is None or tvm.DataType(dtype).lanes == 1:
-        return expr
-    if isinstance(expr, tirx.Ramp):
-        return expr.base + expr.stride * k
-    if isinstance(expr, tirx.Broadcast):
-        return expr.value
-    if isinstance(expr, tvm.ir.TensorLoad):
-        return tirx.BufferLoad(expr.source, [_lane(i, k) for i in expr.indices])
-    if isinstance(expr, tirx.Cast):
-        return tirx.Cast(_scalar(dtype), _lane(expr.value, k))
-    if isinstance(expr, _BINARY):
-        return type(expr)(_lane(expr.a, k), _lane(expr.b, k))
-    if isinstance(expr, (tirx.Not, tirx.BitwiseNot)):
-        return type(expr)(_lane(expr.a, k))
-    if isinstance(expr, tirx.Select):
-        return tirx.Select(
-            _lane(expr.condition, k), _lane(expr.true_value, k), _lane(expr.false_value, k)
-        )
-    lanes = tvm.DataType(dtype).lanes
-    same_lanes = all(tvm.DataType(_dtype(a) or "int32").lanes in (1, lanes) for a in expr.args)
-    if isinstance(expr, tvm.ir.Call) and isinstance(expr.op, tvm.ir.Op) and same_lanes:
-        args = [_lane(a, k) for a in expr.args]
-        return tirx.call_intrin(_scalar(dtype), str(expr.op.name), *args)
-    raise GpuLoweringError(
-        f"cuda-legalize-vectors: cannot split a {dtype} vector {type(expr).__name__} "
-        f"into lanes (expected a load, ramp, broadcast, cast, arithmetic, select or "
-        f"intrinsic call): {expr}"
-    )
+    try:
+        return lane_of(expr, k)
+    except LaneSplitError as error:
+        raise GpuLoweringError(
+            f"cuda-legalize-vectors: cannot split a {_dtype(error.node)} vector "
+            f"{type(error.node).__name__} into lanes (expected a load, ramp, broadcast, "
+            f"cast, arithmetic, select or intrinsic call): {error.node}"
+        ) from None
 
 
 def _lanes_of(indices: Any) -> int:

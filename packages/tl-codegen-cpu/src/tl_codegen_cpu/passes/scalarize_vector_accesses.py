@@ -30,71 +30,25 @@ from tvm import tirx
 from tl_ir import scopes
 from tl_ir.launch import LOOP_KIND_KEY
 from tl_passes.pass_base import PassContext, PrimFuncPass
+from tl_passes.vector_lanes import LaneSplitError, expression_lanes, lane_of
 
 __all__ = ["CpuScalarizeVectorAccessesPass", "scalarize_vector_accesses"]
 
-_BINARY = (
-    tirx.Add,
-    tirx.Sub,
-    tirx.Mul,
-    tirx.Div,
-    tirx.Mod,
-    tirx.FloorDiv,
-    tirx.FloorMod,
-    tirx.Min,
-    tirx.Max,
-    tirx.EQ,
-    tirx.NE,
-    tirx.LT,
-    tirx.LE,
-    tirx.GT,
-    tirx.GE,
-    tirx.And,
-    tirx.Or,
-)
-
-
-def _lanes(expr: Any) -> int:
-    dtype = getattr(expr, "dtype", None)
-    if dtype is None:
-        return 1
-    return int(tvm.DataType(str(dtype)).lanes)
+def _lane_of(expr: Any, lane: Any) -> Any:
+    """Lane ``lane`` of the vector expression ``expr``, refused with the spelling the
+    CPU targets take instead."""
+    try:
+        return lane_of(expr, lane)
+    except LaneSplitError as error:
+        raise NotImplementedError(
+            f"cpu-scalarize-vector-accesses: the CPU targets cannot take the vector "
+            f"expression {type(error.node).__name__} ({error.node}) lane by lane; write "
+            "it as a T.vectorized loop over scalar elements"
+        ) from None
 
 
 def _scalar_type(expr: Any) -> str:
     return str(tvm.DataType(str(expr.dtype)).with_lanes(1))
-
-
-def _lane_of(expr: Any, lane: Any) -> Any:
-    """Lane ``lane`` of the vector expression ``expr`` (a scalar is the same in every
-    lane)."""
-    if _lanes(expr) == 1:
-        return expr
-    if isinstance(expr, tirx.Ramp):
-        return expr.base + expr.stride * tirx.Cast(str(expr.base.dtype), lane)
-    if isinstance(expr, tirx.Broadcast):
-        return expr.value
-    if isinstance(expr, tvm.ir.TensorLoad):
-        return tirx.BufferLoad(expr.source, [_lane_of(i, lane) for i in expr.indices])
-    if isinstance(expr, _BINARY):
-        return type(expr)(_lane_of(expr.a, lane), _lane_of(expr.b, lane))
-    if isinstance(expr, tirx.Not):
-        return tirx.Not(_lane_of(expr.a, lane))
-    if isinstance(expr, tirx.Cast):
-        return tirx.Cast(_scalar_type(expr), _lane_of(expr.value, lane))
-    if isinstance(expr, tirx.Select):
-        return tirx.Select(
-            _lane_of(expr.condition, lane),
-            _lane_of(expr.true_value, lane),
-            _lane_of(expr.false_value, lane),
-        )
-    if isinstance(expr, tvm.ir.Call):
-        return tirx.Call(_scalar_type(expr), expr.op, [_lane_of(a, lane) for a in expr.args])
-    raise NotImplementedError(
-        f"cpu-scalarize-vector-accesses: the CPU targets cannot take the vector "
-        f"expression {type(expr).__name__} ({expr}) lane by lane; write it as a "
-        "T.vectorized loop over scalar elements"
-    )
 
 
 def _reads(expr: Any, buffer: Any) -> bool:
@@ -117,7 +71,7 @@ def _lane_loop(lanes: int, make_body: Any) -> Any:
 
 
 def _scalarized(store: Any) -> Any:
-    lanes = max([_lanes(store.value), *(_lanes(i) for i in store.indices)])
+    lanes = max([expression_lanes(store.value), *(expression_lanes(i) for i in store.indices)])
     if lanes == 1:
         return store
 
