@@ -75,3 +75,16 @@ def test_the_pipeline_lowers_with_this_packages_traits() -> None:
     assert lowering.traits is HIP_TRAITS
     (planning,) = [s for s in stages if isinstance(s, GpuPlanSharedMemoryPass)]
     assert planning.static is (HIP_TRAITS.shared_memory is SharedMemoryModel.STATIC)
+
+
+def test_integer_conversions_and_comparisons_keep_their_meaning() -> None:
+    """The simplifier folded ``cast(u32, int32) < 0`` and ``M == INT32_MIN`` to 0 (``M``
+    was not even read): the rocm pipeline runs ``wrapping-casts`` and
+    ``int32-minimum-comparisons`` first."""
+    import tl_jit
+    from integration_tests.integer_rule_kernel import integer_rule_kernel
+
+    files = tl_jit.lower(integer_rule_kernel(), target="rocm").files
+    text = next(body for name, body in files.items() if name.endswith(".ll"))
+    assert "-2147483648" in text or "-2147483647" in text
+    assert "store i32 0," not in text

@@ -65,3 +65,17 @@ def test_the_pipeline_lowers_with_this_packages_traits() -> None:
     assert lowering.traits is METAL_TRAITS
     (planning,) = [s for s in stages if isinstance(s, GpuPlanSharedMemoryPass)]
     assert planning.static is (METAL_TRAITS.shared_memory is SharedMemoryModel.STATIC)
+
+
+def test_integer_conversions_comparisons_and_narrow_arithmetic_keep_their_meaning() -> None:
+    """The simplifier folded ``cast(u32, int32) < 0`` and ``M == INT32_MIN`` to 0 (``M``
+    was not even read), and ``B + B`` on ``char`` was computed in ``int``: the metal
+    pipeline runs ``wrapping-casts``, ``int32-minimum-comparisons`` and
+    ``gpu-wrap-narrow-integers``."""
+    import tl_jit
+    from integration_tests.integer_rule_kernel import integer_rule_kernel
+
+    text = tl_jit.lower(integer_rule_kernel(), target="metal").files["integer_rules.metal"]
+    assert "Out_ptr[((int)threadIdx)] = 0;" not in text
+    assert "M_ptr[" in text
+    assert "(char)(((int)B_ptr[((int)threadIdx)]) * 2)" in text

@@ -70,3 +70,18 @@ def test_the_pipeline_lowers_with_this_packages_traits() -> None:
     assert lowering.traits is WEBGPU_TRAITS
     (planning,) = [s for s in stages if isinstance(s, GpuPlanSharedMemoryPass)]
     assert planning.static is (WEBGPU_TRAITS.shared_memory is SharedMemoryModel.STATIC)
+
+
+def test_integer_conversions_and_comparisons_keep_their_meaning_in_32_bits() -> None:
+    """The simplifier folded ``cast(u32, int32) < 0`` and ``M == INT32_MIN`` to 0 (``M``
+    was not even read): the webgpu pipeline runs ``wrapping-casts`` with 32-bit
+    arithmetic only (WGSL has no 64-bit integer) and ``int32-minimum-comparisons``."""
+    import tl_jit
+    from integration_tests.integer_rule_kernel import integer_rule_kernel
+
+    kernel = integer_rule_kernel(narrow=False)
+    files = tl_jit.lower(kernel, target="webgpu").files
+    text = next(body for name, body in files.items() if name.endswith(".wgsl"))
+    assert "Out_ptr[i32(threadIdx.x)] = 0i;" not in text
+    assert "M_ptr[" in text
+    assert "i64" not in text and "u64" not in text

@@ -82,40 +82,51 @@ def _const(value: int, dtype: str, lanes: int) -> Any:
     return scalar if lanes == 1 else tirx.Broadcast(scalar, lanes)
 
 
-def wrapping_cast(target: str, value: Any) -> Any:
+def wrapping_cast(target: str, value: Any, *, wide_bits: int = 64) -> Any:
     """``Cast(target, value)`` of an integer ``value`` into the integer type ``target``,
     keeping the low bits (two's complement), written so that the conversion itself never
-    changes the value: the low bits are taken with a mask and sign-extended by
-    arithmetic in 64 bits (``low - ((low >> (bits - 1)) << bits)``), whose bounds TVM's
-    analysis follows and which the C compilers fold back to the plain truncation."""
+    changes the value. ``wide_bits`` (64, or 32 for a language without 64-bit integers)
+    is the widest integer the target language has: a narrower ``target`` takes the low
+    bits with a mask and sign-extends them by arithmetic at that width
+    (``low - ((low >> (bits - 1)) << bits)``), whose bounds TVM's analysis follows and
+    which the C compilers fold back to the plain truncation; a ``target`` of that width
+    selects between the value and its complement's complement (``-(~x) - 1`` for a
+    negative result), each of which the conversion provably keeps."""
     dtype = tvm.DataType(target)
     lanes = int(dtype.lanes)
     bits = int(dtype.bits)
     signed = _type_code_name(dtype.with_lanes(1)) == "int"
     source = str(tvm.DataType(str(value.ty.dtype)).with_lanes(1))
-    wide_signed = str(tvm.DataType("int64").with_lanes(lanes))
-    wide_unsigned = str(tvm.DataType("uint64").with_lanes(lanes))
-    if bits == 64:
-        if signed:  # uint64 -> int64: x - 2**64 from 2**63 up
-            top = tirx.const(1 << 63, "uint64")
-            top = top if lanes == 1 else tirx.Broadcast(top, lanes)
-            negative = -tirx.Cast(wide_signed, tirx.bitwise_not(value)) - _const(1, "int64", lanes)
+    if int(tvm.DataType(source).bits) > wide_bits or bits > wide_bits:
+        raise NotImplementedError(
+            f"wrapping-casts: a conversion from {source} to {target} is wider than the "
+            f"target language's {wide_bits}-bit integers"
+        )
+    wide_signed = str(tvm.DataType(f"int{wide_bits}").with_lanes(lanes))
+    wide_unsigned = str(tvm.DataType(f"uint{wide_bits}").with_lanes(lanes))
+    if bits == wide_bits:
+        if signed:  # unsigned -> signed: x - 2**bits from 2**(bits - 1) up
+            top = _const(1 << (bits - 1), source, lanes)
+            minus_one = _const(1, wide_signed, lanes)
+            negative = -tirx.Cast(wide_signed, tirx.bitwise_not(value)) - minus_one
             return tirx.Select(value >= top, negative, tirx.Cast(wide_signed, value))
-        # int64 -> uint64: 2**64 + x below 0
+        # signed -> unsigned: 2**bits + x below 0
         zero = _const(0, source, lanes)
         below = tirx.bitwise_not(tirx.Cast(wide_unsigned, tirx.bitwise_not(value)))
         return tirx.Select(value < zero, below, tirx.Cast(wide_unsigned, value))
     mask = (1 << bits) - 1
-    if source == "uint64":
-        low = tirx.Cast(wide_signed, tirx.bitwise_and(value, _const(mask, "uint64", lanes)))
+    if source.startswith("uint") and int(tvm.DataType(source).bits) == wide_bits:
+        # an unsigned source of the wide width: converting it first could wrap
+        low = tirx.Cast(wide_signed, tirx.bitwise_and(value, _const(mask, source, lanes)))
     else:
-        low = tirx.bitwise_and(tirx.Cast(wide_signed, value), _const(mask, "int64", lanes))
+        low = tirx.bitwise_and(tirx.Cast(wide_signed, value), _const(mask, wide_signed, lanes))
     if not signed:
         return tirx.Cast(target, low)
     # low - 2**bits where the sign bit is set: shifts rather than an xor, which gcc
     # kept in the vector loop (the shifted term truncates to 0 and folds away).
     top = tirx.shift_left(
-        tirx.shift_right(low, _const(bits - 1, "int64", lanes)), _const(bits, "int64", lanes)
+        tirx.shift_right(low, _const(bits - 1, wide_signed, lanes)),
+        _const(bits, wide_signed, lanes),
     )
     return tirx.Cast(target, low - top)
 
@@ -178,15 +189,15 @@ def map_values(
     )
 
 
-def wrap_integer_casts(stmt: tirx.Stmt) -> tirx.Stmt:
+def wrap_integer_casts(stmt: tirx.Stmt, *, wide_bits: int = 64) -> tirx.Stmt:
     """``stmt`` with each integer conversion that may wrap, in a stored value, a branch
-    condition or a bound value, written as `wrapping_cast`."""
+    condition or a bound value, written as `wrapping_cast` (with ``wide_bits``)."""
     analyzer = tvm.sym.Analyzer()
 
     def cast(node: Any) -> Any:
         if not may_wrap(node, analyzer):
             return node
-        return wrapping_cast(str(node.ty.dtype), node.value)
+        return wrapping_cast(str(node.ty.dtype), node.value, wide_bits=wide_bits)
 
     return map_values(stmt, (tirx.Cast,), cast)
 
@@ -198,6 +209,9 @@ class WrappingCastsPass(PrimFuncPass):
 
     name: ClassVar[str] = "wrapping-casts"
 
+    #: The widest integer of the target language (32 where it has no 64-bit integers).
+    wide_bits: int = 64
+
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its integer conversions that may wrap made explicit."""
-        return wrap_integer_casts(body)
+        return wrap_integer_casts(body, wide_bits=self.wide_bits)
