@@ -62,6 +62,11 @@ def test_missing_capabilities_names_each_dtype_and_atomic() -> None:
     assert missing_capabilities(needs, no_atomics) == [
         "updates float32 atomically in global memory; the device's global atomics take none"
     ]
+    assert kernel_needs(suite_kernel("softmax")).integer_dtypes == {"int32"}
+    narrow = Capabilities(integer_dtypes={"int8"})
+    assert missing_capabilities(kernel_needs(suite_kernel("softmax")), narrow) == [
+        "computes in int32; the device's integers are ['int8'] only"
+    ]
     half = Capabilities(float_dtypes={"float32"})
     assert missing_capabilities(kernel_needs(suite_kernel("gemm")), half) == [
         "computes in float16; the device computes in ['float32'] only"
@@ -73,6 +78,9 @@ def test_missing_capabilities_names_each_dtype_and_atomic() -> None:
     [
         ({"float_dtypes": "float32"}, "float_dtypes: expected a set of dtype names"),
         ({"float_dtypes": {"int32"}}, "expected floating-point dtypes, got 'int32'"),
+        ({"integer_dtypes": {"float32"}}, "expected integer dtypes, got 'float32'"),
+        ({"integer_dtypes": {"bool"}}, "expected integer dtypes, got 'bool'"),
+        ({"integer_dtypes": "int32"}, "integer_dtypes: expected a set of dtype names"),
         ({"atomics": ["global"]}, "atomics: expected a mapping"),
         ({"atomics": {"texture": {"int32"}}}, "expected memory spaces among"),
         ({"atomics": {"global": {3}}}, r"atomics\['global'\]: expected dtype names"),

@@ -85,3 +85,21 @@ def test_integer_conversions_and_comparisons_keep_their_meaning_in_32_bits() -> 
     assert "Out_ptr[i32(threadIdx.x)] = 0i;" not in text
     assert "M_ptr[" in text
     assert "i64" not in text and "u64" not in text
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int64"])
+def test_integers_wgsl_has_not_are_refused_before_lowering(dtype: str) -> None:
+    """WGSL's integers are i32 and u32: an int8 buffer was printed as ``array<i8>``, a
+    shader no WebGPU implementation compiles."""
+    import tl_ir.language as T
+    import tl_jit
+    from tl_backend_api import MissingCapabilityError
+
+    @T.prim_func
+    def copy_narrow(A: T.Tensor((8,), dtype), B: T.Tensor((8,), dtype)):
+        with T.Kernel(1, threads=8) as _bx:
+            for i in T.Parallel(8):
+                B[i] = A[i]
+
+    with pytest.raises(MissingCapabilityError, match=f"computes in {dtype}"):
+        tl_jit.lower(copy_narrow, target="webgpu")

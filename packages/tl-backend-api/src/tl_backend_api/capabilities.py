@@ -34,6 +34,7 @@ from tl_ir import scopes
 MEMORY_SPACES: tuple[str, ...] = (scopes.GLOBAL, scopes.SHARED, scopes.LOCAL)
 
 _FLOAT_CODES = (tvm.DataTypeCode.FLOAT, tvm.DataTypeCode.BFLOAT)
+_INTEGER_CODES = (tvm.DataTypeCode.INT, tvm.DataTypeCode.UINT)
 
 
 class MissingCapabilityError(BackendError, NotImplementedError):
@@ -48,6 +49,15 @@ def is_float_dtype(dtype: str) -> bool:
     """True for floating-point dtypes (``float16``, ``bfloat16``, ``float8_e4m3fn``...)."""
     try:
         return tvm.DataType(dtype).type_code in _FLOAT_CODES or dtype.startswith("float")
+    except Exception:
+        return False
+
+
+def is_integer_dtype(dtype: str) -> bool:
+    """True for signed and unsigned integer dtypes (``int8`` ... ``uint64``), not
+    ``bool``."""
+    try:
+        return tvm.DataType(dtype).type_code in _INTEGER_CODES
     except Exception:
         return False
 
@@ -93,6 +103,16 @@ def _float_dtypes(value: Iterable[str] | None) -> frozenset[str] | None:
     return names
 
 
+def _integer_dtypes(value: Iterable[str] | None) -> frozenset[str] | None:
+    names = _dtype_set("integer_dtypes", value)
+    for name in names or ():
+        if not is_integer_dtype(name):
+            raise BackendValidationError(
+                f"Capabilities.integer_dtypes: expected integer dtypes, got {name!r}"
+            )
+    return names
+
+
 def _atomics(
     value: Mapping[str, Iterable[str]] | None,
 ) -> Mapping[str, frozenset[str]] | None:
@@ -121,7 +141,9 @@ class Capabilities:
         float_dtypes: the floating-point dtypes the device computes in (loads,
             stores, arithmetic): e.g. ``{"float32"}`` for an OpenCL device without
             ``cl_khr_fp16``, ``{"float16", "float32"}`` for WGSL without f64.
-            Integer and bool dtypes are not restricted.
+        integer_dtypes: the integer dtypes the device computes in (loads, stores,
+            arithmetic): ``{"int32", "uint32"}`` for WGSL. ``bool`` is not
+            restricted.
         atomics: memory space (``"global"``, ``"shared"``, ``"local"``) -> the
             dtypes ``T.atomic_*`` may update there; a space absent from the
             mapping has no atomics. Which operations exist (add, max, min) and
@@ -138,6 +160,7 @@ class Capabilities:
     """
 
     float_dtypes: frozenset[str] | None = attrs.field(default=None, converter=_float_dtypes)
+    integer_dtypes: frozenset[str] | None = attrs.field(default=None, converter=_integer_dtypes)
     atomics: Mapping[str, frozenset[str]] | None = attrs.field(default=None, converter=_atomics)
     checked_mode: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
@@ -156,11 +179,13 @@ class KernelNeeds:
 
     Attributes:
         float_dtypes: every floating-point dtype of a value, buffer or parameter.
+        integer_dtypes: every integer dtype of a value, buffer or parameter.
         atomics: ``(memory space, dtype)`` of every atomic update's destination.
     """
 
     float_dtypes: frozenset[str]
     atomics: frozenset[tuple[str, str]]
+    integer_dtypes: frozenset[str] = frozenset()
 
 
 def kernel_needs(kernel: tirx.PrimFunc | IRModule) -> KernelNeeds:
@@ -191,6 +216,7 @@ def kernel_needs(kernel: tirx.PrimFunc | IRModule) -> KernelNeeds:
                 atomics.add((memory_space(op.dst.scope), op.dst.dtype))
     return KernelNeeds(
         float_dtypes=frozenset(d for d in dtypes if d and is_float_dtype(d)),
+        integer_dtypes=frozenset(d for d in dtypes if d and is_integer_dtype(d)),
         atomics=frozenset(atomics),
     )
 
@@ -203,6 +229,12 @@ def missing_capabilities(needs: KernelNeeds, capabilities: Capabilities) -> list
             missing.append(
                 f"computes in {dtype}; the device computes in "
                 f"{sorted(capabilities.float_dtypes)} only"
+            )
+    if capabilities.integer_dtypes is not None:
+        for dtype in sorted(needs.integer_dtypes - capabilities.integer_dtypes):
+            missing.append(
+                f"computes in {dtype}; the device's integers are "
+                f"{sorted(capabilities.integer_dtypes)} only"
             )
     if capabilities.atomics is not None:
         for space, dtype in sorted(needs.atomics):

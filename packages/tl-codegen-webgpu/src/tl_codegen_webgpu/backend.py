@@ -32,9 +32,13 @@ BACKEND = Backend(
             build_hint="nothing: WGSL is generated anywhere; no runtime here runs it",
         ),
     ),
-    # WGSL has no f64 (and no fp8 or bf16): a kernel computing in another float dtype is refused
-    # before lowering (MissingCapabilityError), not by the shader compiler.
-    capabilities=Capabilities(float_dtypes=frozenset({"float16", "float32"})),
+    # WGSL has no f64 (and no fp8 or bf16) and its integers are i32 and u32 only: a kernel
+    # computing in another dtype is refused before lowering (MissingCapabilityError), not by
+    # the shader compiler.
+    capabilities=Capabilities(
+        float_dtypes=frozenset({"float16", "float32"}),
+        integer_dtypes=frozenset({"int32", "uint32"}),
+    ),
     # No auto_kind: nothing here runs WGSL, so target="auto" never picks it.
     host_kind=HOST_TARGET,
     argument_alignment=WEBGPU_TRAITS.vector_bytes,
