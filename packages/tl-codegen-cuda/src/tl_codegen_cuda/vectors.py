@@ -39,6 +39,7 @@ __all__ = ["CudaLegalizeVectorsPass", "lanes_supported", "legalize_vectors"]
 
 _CANDIDATE_LANES = (16, 8, 4, 2)
 
+
 def lanes_supported(dtype: str, lanes: int, *, in_memory: bool) -> bool:
     """Whether a vector of ``lanes`` elements of scalar ``dtype`` is printed correctly by
     TVM's CUDA codegen: as a value (``in_memory=False``) or as a load/store of that many

@@ -56,6 +56,10 @@ from tl_ir.language._alloc import (
     alloc_shared,
     alloc_var,
 )
+from tl_ir.language._bfloat16_math import isfinite as isfinite
+from tl_ir.language._bfloat16_math import isinf as isinf
+from tl_ir.language._bfloat16_math import isnan as isnan
+from tl_ir.language._bfloat16_math import pow
 from tl_ir.language._compat import UNSUPPORTED_REASONS as _UNSUPPORTED_REASONS
 from tl_ir.language._compat import UnsupportedDtype as _UnsupportedDtype
 from tl_ir.language._compat import unsupported_dtype_names as _unsupported_dtype_names
