@@ -13,6 +13,7 @@ from tl_ir.errors import (
     TileLangError,
     TileLangInternalError,
     UnknownDtypeError,
+    UnsupportedDtypeError,
     UnsupportedError,
 )
 from tl_ir.launch import (
@@ -100,6 +101,7 @@ __all__ = [
     "TileLangInternalError",
     "TileOp",
     "UnknownDtypeError",
+    "UnsupportedDtypeError",
     "UnsupportedError",
     "bits",
     "buffer_scope",

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from tl_ir.errors import UnknownDtypeError
+from tl_ir.errors import UnknownDtypeError, UnsupportedDtypeError
 
 __all__ = [
     "DTYPE_NAMES",
@@ -80,6 +80,12 @@ def normalize_dtype(dtype: Any) -> str:
         name = _ALIASES.get(dtype, dtype)
         if name in _BITS:
             return name
+        if _is_tilelang_dtype(name):
+            raise UnsupportedDtypeError(
+                f"dtype {name!r} is a TileLang dtype that this implementation does not "
+                f"support as a storage type (sub-byte, scaling-factor and vector "
+                f"dtypes are not implemented); expected one of {', '.join(DTYPE_NAMES)}"
+            )
         raise UnknownDtypeError(
             f"dtype {dtype!r} does not exist; expected one of {', '.join(DTYPE_NAMES)}"
         )
@@ -103,6 +109,14 @@ def normalize_dtype(dtype: Any) -> str:
         f"expected a dtype (one of {', '.join(DTYPE_NAMES)}), got {dtype!r} "
         f"of type {type(dtype).__name__}"
     )
+
+
+def _is_tilelang_dtype(name: str) -> bool:
+    """Whether ``name`` is one of the dtype names TileLang's language exports."""
+    # Imported here: the language package builds on this module.
+    from tl_ir.language._tilelang_names import TILELANG_NAMES
+
+    return name in TILELANG_NAMES["dtypes"]
 
 
 def bits(dtype: Any) -> int:

@@ -15,6 +15,7 @@ __all__ = [
     "TileLangError",
     "TileLangInternalError",
     "UnknownDtypeError",
+    "UnsupportedDtypeError",
     "UnsupportedError",
 ]
 
@@ -89,6 +90,12 @@ class ScopeError(TileLangError):
 class UnsupportedError(TileLangError, NotImplementedError):
     """A construct that is valid TileLang but not supported by this implementation (also a
     `NotImplementedError`, naming the missing feature)."""
+
+
+class UnsupportedDtypeError(UnknownDtypeError, UnsupportedError):
+    """A TileLang dtype (``int4``, ``float4_e2m1fn``, ``int8x4``...) that this language
+    does not support as a storage type: both an `UnknownDtypeError` (it names no dtype
+    of the language) and an `UnsupportedError` (a `NotImplementedError`)."""
 
 
 class TileLangInternalError(TileLangError):

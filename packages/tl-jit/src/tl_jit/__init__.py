@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from tl_jit.parallel import par_compile
     from tl_jit.pass_configs import PassConfigKey
     from tl_jit.profiler import Profiler, do_bench
+    from tl_jit.tensor_supply import TensorSupplyType
 
 __version__ = "0.1.0"
 
@@ -58,6 +59,7 @@ _LAZY = {
     "CacheWarning": ("tl_jit.cache", "CacheWarning"),
     "Profiler": ("tl_jit.profiler", "Profiler"),
     "do_bench": ("tl_jit.profiler", "do_bench"),
+    "TensorSupplyType": ("tl_jit.tensor_supply", "TensorSupplyType"),
     "JITError": ("tl_jit.errors", "JITError"),
     "CacheError": ("tl_jit.errors", "CacheError"),
     "AutotuneError": ("tl_jit.errors", "AutotuneError"),
@@ -107,6 +109,7 @@ __all__ = [
     "JITKernel",
     "PassConfigKey",
     "Profiler",
+    "TensorSupplyType",
     "autotune",
     "autotuner",
     "cache",

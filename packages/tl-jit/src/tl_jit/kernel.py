@@ -14,6 +14,7 @@ from tl_jit.profiler import Profiler
 if TYPE_CHECKING:
     import tl_runtime
     from tl_backend_api import BackendContext
+    from tl_jit.tensor_supply import TensorSupplyType
 
 
 class JITKernel(functools.partial):  # type: ignore[type-arg]
@@ -168,19 +169,28 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
 
         return copy_artifact(self.artifact_dir, path, force=force)
 
-    def get_profiler(self, dims: dict[str, int] | None = None, seed: int | None = 0) -> Profiler:
+    def get_profiler(
+        self,
+        dims: dict[str, int] | None = None,
+        seed: int | None = 0,
+        tensor_supply_type: TensorSupplyType | str | None = None,
+    ) -> Profiler:
         """A `Profiler` for this kernel (inputs generated from the params).
 
         Args:
             dims: sizes of the symbolic dims (``{"M": 1024}``), needed when params use any.
             seed: the random seed of the generated inputs: a non-negative int, or None
                 for different inputs on every draw.
+            tensor_supply_type: TileLang's kind of generated values
+                (``tl_jit.TensorSupplyType.Randn``, ``.Integer``, ``.Auto``...; see
+                `tl_jit.tensor_supply`); None: the profiler's own.
 
         Raises:
             TypeError, ValueError: ``dims`` is not a mapping of names to non-negative
-                ints; ValueError: ``seed`` is neither None nor a non-negative int.
+                ints, or ``tensor_supply_type`` is not a `TensorSupplyType`, its name
+                or None; ValueError: ``seed`` is neither None nor a non-negative int.
         """
-        return Profiler(self, dims=dims, seed=seed)
+        return Profiler(self, dims=dims, seed=seed, tensor_supply_type=tensor_supply_type)
 
     def as_torch_op(self, name: str, *, mutates: Sequence[str] | None = None) -> Any:
         """Register this kernel as a ``torch.library`` custom op, so that

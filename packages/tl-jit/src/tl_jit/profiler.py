@@ -23,6 +23,7 @@ from tl_jit.profiler_inputs import (
     random_array,
     scalar_input,
 )
+from tl_jit.tensor_supply import TensorSupplyType, checked_supply
 from tl_jit.timing import (
     FLUSH_BYTES,
     HOST_DEVICE,
@@ -178,9 +179,14 @@ class Profiler:
         dims: sizes of symbolic dims (``{"M": 1024}``); required for params that use them.
         seed: random seed of the generated inputs: a non-negative int, or None for
             different inputs on every `make_inputs`.
+        tensor_supply_type: TileLang's kind of generated values (a
+            `tl_jit.TensorSupplyType` or its name); None: this profiler's own
+            (`random_array`). With a kind given, the inputs of a host kernel are torch
+            tensors when torch is installed, as TileLang's are (numpy arrays otherwise).
 
     Raises:
-        TypeError, ValueError: ``dims`` is not a mapping of names to non-negative ints.
+        TypeError, ValueError: ``dims`` is not a mapping of names to non-negative ints;
+            ``tensor_supply_type`` is not a `TensorSupplyType`, its name or None.
         ValueError: ``seed`` is neither None nor a non-negative int.
     """
 
@@ -189,11 +195,17 @@ class Profiler:
         kernel: ProfiledKernel,
         dims: Mapping[str, int] | None = None,
         seed: int | None = 0,
+        tensor_supply_type: TensorSupplyType | str | None = None,
     ):
         self.kernel = kernel
         self.dims = checked_dims(dims)
         self.seed = checked_seed(seed)
+        self.tensor_supply_type = checked_supply(tensor_supply_type)
         self._like, self._device = _input_placement(kernel.manifest.argument_device_types)
+        if self.tensor_supply_type is not None and self._like == "numpy" and _has_torch():
+            # TileLang's supply kinds make torch tensors (its reference functions use
+            # torch methods): host tensors here, which a host kernel takes as they are.
+            self._like = "torch"
         self._inputs: list[Any] | None = None
 
     def _shape(self, param: Any, dims: Mapping[str, int]) -> tuple[int, ...]:
@@ -281,7 +293,14 @@ class Profiler:
             if shape is None:
                 inputs.append(scalar_input(param.dtype))
                 continue
-            data = random_array(shape, param.dtype, rng, like=self._like, device=self._device)
+            data = random_array(
+                shape,
+                param.dtype,
+                rng,
+                like=self._like,
+                device=self._device,
+                supply=self.tensor_supply_type,
+            )
             if isinstance(data, np.ndarray):
                 data = aligned(data, param.alignment)
             inputs.append(data)
@@ -435,6 +454,13 @@ def _input_placement(device_types: Sequence[int]) -> tuple[str, Any]:
     if "torch" in sys.modules:
         return "torch", None
     return "numpy", None  # no torch: host arrays, which the adapter moves or refuses
+
+
+def _has_torch() -> bool:
+    """Whether torch can be imported (imported here only when it is installed)."""
+    import importlib.util
+
+    return "torch" in sys.modules or importlib.util.find_spec("torch") is not None
 
 
 def _to_numpy(value: Any) -> Any:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tl_jit.tensor_supply import TensorSupplyType, supplied_values
 from tl_jit.timing import torch_accelerator
 
 if TYPE_CHECKING:
@@ -74,19 +75,32 @@ def random_array(
     *,
     like: str = "numpy",
     device: Any = "auto",
+    supply: TensorSupplyType | None = None,
 ) -> Any:
     """A random array: standard normal for floats, small ints (-4..4, 0..8 unsigned), bools.
     bfloat16 and float8 numpy arrays are ml_dtypes'.
 
     ``like="torch"`` gives a torch tensor on ``device``: a torch device, None
-    (host memory) or ``"auto"`` (torch's accelerator when it has one).
+    (host memory) or ``"auto"`` (torch's accelerator when it has one). ``supply`` (a
+    `tl_jit.TensorSupplyType`) draws TileLang's values of that kind instead.
     """
     import numpy as np
 
     # Drawn in the narrowest type that holds the values (int8, float32), then cast: an
     # input of N elements costs N of its own elements plus N of the draw, never 8N bytes.
-    if dtype == "bool":
-        data: Any = rng.integers(0, 2, size=shape, dtype=np.uint8).astype(np.bool_)
+    data: Any
+    if supply is not None:
+        data = supplied_values(supply, shape, dtype, rng)
+        if dtype == "bfloat16":
+            data = data.astype(np.float32, copy=False)
+            if like != "torch":
+                import ml_dtypes
+
+                data = data.astype(ml_dtypes.bfloat16)
+        else:
+            data = data.astype(dtype, copy=False)
+    elif dtype == "bool":
+        data = rng.integers(0, 2, size=shape, dtype=np.uint8).astype(np.bool_)
     elif dtype.startswith("uint"):
         data = rng.integers(0, 9, size=shape, dtype=np.uint8).astype(dtype, copy=False)
     elif dtype.startswith("int"):

@@ -1,0 +1,141 @@
+"""Spellings found by porting TileLang's example programs (imports changed only).
+
+* ``kernel.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Normal)``: TileLang's
+  examples (flash decoding, persistent GEMM, convolution autotuning...) choose the kind of
+  generated inputs this way, and their reference functions use torch methods
+  (``Q.size(-1)``), as TileLang's supplied inputs are torch tensors.
+* ``T.Tensor(shape, T.int4)`` (TileLang's int4 GEMM example): a TileLang dtype this
+  language lacks is refused as not supported (a ``NotImplementedError``), not as a dtype
+  that does not exist. (This module has no ``from __future__ import annotations``: the
+  example's parameter annotations are evaluated as TileLang evaluates them.)
+"""
+
+import numpy as np
+import pytest
+
+import tl_ir
+import tl_jit as tilelang
+import tl_jit.language as T
+from tl_jit.tensor_supply import TensorSupplyType, supplied_values
+
+
+@tilelang.jit(out_idx=[1], target="c")
+def _scale_rows(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, 8), threads=32) as bx:
+            tile = T.alloc_fragment((8, N), "float32")
+            T.copy(A[bx * 8, 0], tile)
+            for i, j in T.Parallel(8, N):
+                tile[i, j] = tile[i, j] * 2.0
+            T.copy(tile, B[bx * 8, 0])
+
+    return main
+
+
+@pytest.fixture(scope="module")
+def scale_rows():
+    return _scale_rows(16, 32)
+
+
+def test_tensor_supply_type_is_tilelangs_enum() -> None:
+    assert tilelang.TensorSupplyType is TensorSupplyType
+    names = ["Integer", "Uniform", "Normal", "Randn", "Zero", "One", "Auto"]
+    assert [member.name for member in TensorSupplyType] == names
+    assert [member.value for member in TensorSupplyType] == list(range(1, 8))
+
+
+@pytest.mark.parametrize(
+    ("kind", "check"),
+    [
+        (TensorSupplyType.Zero, lambda a: (a == 0).all()),
+        (TensorSupplyType.One, lambda a: (a == 1).all()),
+        (TensorSupplyType.Integer, lambda a: set(np.unique(a)) <= {-2, -1, 0, 1, 2}),
+        (TensorSupplyType.Auto, lambda a: (a >= -1).all() and (a < 1).all() and a.std() > 0.3),
+        (TensorSupplyType.Uniform, lambda a: (a >= -1).all() and (a < 1).all()),
+        (TensorSupplyType.Normal, lambda a: abs(a.mean() + 1) < 0.2),
+        (TensorSupplyType.Randn, lambda a: abs(a.mean()) < 0.2 and abs(a.std() - 1) < 0.2),
+    ],
+)
+def test_profiler_draws_the_supply_kind(scale_rows, kind, check) -> None:
+    profiler = scale_rows.get_profiler(tensor_supply_type=kind)
+    (a,) = profiler.make_inputs()
+    values = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
+    assert values.shape == (16, 32)
+    assert str(values.dtype) == "float32"
+    assert check(values), (kind, values[:2])
+
+
+def test_supply_values_follow_the_dtype() -> None:
+    rng = np.random.default_rng(0)
+    assert set(np.unique(supplied_values(TensorSupplyType.Auto, (64,), "uint8", rng))) <= {0, 1, 2}
+    assert (supplied_values(TensorSupplyType.Normal, (8,), "int8", rng) == 1).all()
+    flags = supplied_values(TensorSupplyType.Integer, (64,), "bool", rng)
+    assert flags.dtype == np.bool_
+
+
+def test_profiler_supply_by_name_and_refusals(scale_rows) -> None:
+    assert scale_rows.get_profiler(tensor_supply_type="Randn").tensor_supply_type is (
+        TensorSupplyType.Randn
+    )
+    with pytest.raises(ValueError, match="tensor_supply_type"):
+        scale_rows.get_profiler(tensor_supply_type="Gaussian")
+    with pytest.raises(TypeError, match="tensor_supply_type"):
+        scale_rows.get_profiler(tensor_supply_type=3)
+
+
+def test_supplied_inputs_are_torch_tensors_for_torch_references(scale_rows) -> None:
+    torch = pytest.importorskip("torch")
+    profiler = scale_rows.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Normal)
+    (a,) = profiler.make_inputs()
+    assert isinstance(a, torch.Tensor) and a.device.type == "cpu"
+
+    def ref_program(x):  # a TileLang example's reference: torch methods
+        assert x.size(-1) == 32
+        return x.mul(2.0)
+
+    profiler.assert_allclose(ref_program, rtol=1e-6, atol=1e-6)
+
+
+def test_profiler_without_supply_keeps_numpy_inputs(scale_rows) -> None:
+    (a,) = scale_rows.get_profiler().make_inputs()
+    assert isinstance(a, np.ndarray)
+
+
+@pytest.mark.parametrize("dtype", ["int4", "float16x2", "float4_e2m1fn", "int8x4"])
+def test_tilelang_dtype_lacking_here_is_not_supported(dtype) -> None:
+    with pytest.raises(tl_ir.UnsupportedDtypeError, match=f"'{dtype}' is a TileLang dtype"):
+        tl_ir.normalize_dtype(T.int4 if dtype == "int4" else dtype)
+    err = tl_ir.UnsupportedDtypeError
+    assert issubclass(err, NotImplementedError) and issubclass(err, tl_ir.UnknownDtypeError)
+
+
+def test_int4_gemm_example_is_refused_as_not_supported() -> None:
+    def matmul_nt_int4(M, N, K, block_M, block_N, block_K):
+        @T.prim_func
+        def main(
+            A: T.Tensor((M, K), T.int4),
+            B: T.Tensor((N, K), T.int4),
+            C: T.Tensor((M, N), T.int32),
+        ):
+            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+                A_shared = T.alloc_shared((block_M, block_K), T.int4)
+                B_shared = T.alloc_shared((block_N, block_K), T.int4)
+                C_local = T.alloc_fragment((block_M, block_N), T.int32)
+                T.clear(C_local)
+                for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                    T.copy(A[by * block_M, ko * block_K], A_shared)
+                    T.copy(B[bx * block_N, ko * block_K], B_shared)
+                    T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+                T.copy(C_local, C[by * block_M, bx * block_N])
+
+        return main
+
+    with pytest.raises(NotImplementedError, match="'int4' is a TileLang dtype"):
+        matmul_nt_int4(64, 64, 128, 32, 32, 64)
+
+
+def test_unknown_dtype_still_does_not_exist() -> None:
+    with pytest.raises(tl_ir.UnknownDtypeError, match="'float17' does not exist") as info:
+        tl_ir.normalize_dtype("float17")
+    assert not isinstance(info.value, NotImplementedError)
