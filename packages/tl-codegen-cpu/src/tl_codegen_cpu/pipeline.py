@@ -91,7 +91,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLocalizeTilesPass(),
         CpuLegalizeHalfPrecisionPass(),
         CpuLegalizeFloat8Pass(),
-        CpuRoundBfloat16Pass(bind_nested=not llvm),
+        CpuRoundBfloat16Pass(),
         # Before cpu-max-min-ignore-nan, which then sees a kernel's own clamps as written.
         CpuSaturateFloatToIntPass(),
         CpuMaxMinIgnoreNanPass(llvm_intrinsics=llvm),

@@ -24,6 +24,7 @@ Vector dtypes and the float8 types are left to the backends (the CPU's
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tvm
@@ -31,7 +32,7 @@ from tvm import tirx
 
 from tl_ir.interpret_scalars import cast_value, dtype_of
 
-__all__ = ["FOLDED_DTYPES", "constant_cast", "fold_constant_cast"]
+__all__ = ["FOLDED_DTYPES", "constant_cast", "fold_constant_cast", "out_of_range_message"]
 
 #: The scalar dtypes a cast of a constant is computed to.
 FOLDED_DTYPES = frozenset(
@@ -90,3 +91,33 @@ def constant_cast(value: Any, dtype: str) -> Any:
     if isinstance(value, float):
         value = tirx.FloatImm("float64", value)
     return fold_constant_cast(tirx.Cast(dtype, value))
+
+
+_LITERAL_RANGE = re.compile(r"Literal value (-?\d+) exceeds (?:range|maximum) of (u?)int(\d+)")
+_NEGATIVE_UNSIGNED = re.compile(r"cannot make uint from negative value (-?\d+)")
+
+
+def out_of_range_message(text: str) -> str | None:
+    """The parser's message for TVM's refusal ``text`` of an integer constant its type
+    cannot hold (``O[i] = 200`` into int8, ``T.int8(200)``, ``T.uint8(-1)``; TileLang
+    refuses them too, while ``T.cast(200, "int8")`` wraps), or None for another error."""
+    match = _LITERAL_RANGE.search(text)
+    if match is not None:
+        value, unsigned, bits = int(match.group(1)), match.group(2) == "u", int(match.group(3))
+        dtype = f"{match.group(2)}int{bits}"
+        low = 0 if unsigned else -(1 << (bits - 1))
+        high = low + (1 << bits) - 1
+        wrapped = (value - low) % (1 << bits) + low
+        return (
+            f"invalid operand: the constant {value} does not fit {dtype} ({low} to {high}); "
+            f'write T.cast({value}, "{dtype}") for its wrapped value ({wrapped})'
+        )
+    match = _NEGATIVE_UNSIGNED.search(text)
+    if match is not None:
+        value = int(match.group(1))
+        return (
+            f"invalid operand: the constant {value} is negative and does not fit an unsigned "
+            f"integer type; write T.cast({value}, dtype) for its wrapped value "
+            f'(T.cast(-1, "uint8") is 255)'
+        )
+    return None

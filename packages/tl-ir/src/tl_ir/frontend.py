@@ -28,6 +28,7 @@ from tvm.script.parser.core.parser import Parser
 
 from tl_ir import ops as _ops
 from tl_ir.bounds import check_constant_bounds
+from tl_ir.constant_casts import out_of_range_message
 from tl_ir.errors import (
     KernelSyntaxError,
     KernelTypeError,
@@ -219,6 +220,9 @@ def _classify(cause: BaseException | None, message: str) -> TileLangError:
             "got a float one; for floats write T.floor(a / b) (and a - b * T.floor(a / b) "
             f"for the remainder). TVM: {text.splitlines()[0][:200]}"
         )
+    out_of_range = out_of_range_message(text)
+    if out_of_range is not None:
+        return KernelTypeError(out_of_range)
     if "Divide by zero" in text:  # TVM folds a constant divisor of 0 (as in TileLang)
         return KernelTypeError(
             "invalid operand: the divisor of //, %, T.floordiv, T.floormod, T.truncdiv or "

@@ -19,10 +19,14 @@ legalization refused the broadcast).
 
 The rounding reads its operand four times, so written out in place, nested bfloat16
 arithmetic (``x * a + a`` repeated) grew fourfold per level: four levels took minutes
-to build. On ``c`` a rounding nested in another one is bound to a variable first
-(its value reading bfloat16 memory through the bits, since TVM's legalization skips
-bound values), so the code grows linearly. On ``llvm`` TVM's vectorizer miscompiled
-that binding, and nesting still grows the code (documented in docs/cpu.md).
+to build (a depth-3 chain about 100 s on ``llvm``). A rounding nested in another one
+is bound to a variable first (its value reading the kernel's bfloat16 parameters
+through the bits, since TVM's legalization skips bound values; a value reading a
+bfloat16 scalar the kernel declares stays in place), so the code grows linearly. On
+``llvm`` a nested rounding of a value that holds no other rounding stays in place
+(``a * b + c`` keeps its vectorized loop), and a vectorized loop that binds a rounding
+is made serial (`serialize_bound_roundings`: TVM's vectorizer split such a body into
+one loop per statement, out of the bindings' scope).
 """
 
 from __future__ import annotations
@@ -37,10 +41,16 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.math_functions import bfloat16_next_after
 from tl_codegen_cpu.passes.bfloat16_constants import bfloat16_constants_as_codes
 from tl_codegen_cpu.passes.legalize_float8 import serialize_uniform_float8_stores
+from tl_ir.launch import rebuild_loop
 from tl_passes.buffer_rewrite import substitute_vars
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
-__all__ = ["CpuRoundBfloat16Pass", "round_to_bfloat16"]
+__all__ = [
+    "CpuRoundBfloat16Pass",
+    "round_bfloat16_conversions",
+    "round_to_bfloat16",
+    "serialize_bound_roundings",
+]
 
 
 def _dtype(expr: Any) -> str:
@@ -124,8 +134,11 @@ def _without_bfloat16(value: Any) -> Any:
     return tvm_ffi.structural_map(value, (tirx.Cast, rewrite), order="post")
 
 
-def _legal_to_bind(value: Any) -> bool:
-    """Whether every bfloat16 node of ``value`` is a load read through its bits."""
+def _legal_to_bind(value: Any, declared: list[Any]) -> bool:
+    """Whether every bfloat16 node of ``value`` is a load of a parameter read through
+    its bits: TVM's legalization moves a buffer the kernel declares (a ``local``
+    scalar, ``y = a * a + a``) to float32 storage and would not rename it inside a
+    bound value ("variables (a, y) are used, but are not passed in as API arguments")."""
     loads, read_as_bits, others = 0, 0, 0
 
     def visit(node: Any) -> None:
@@ -136,6 +149,8 @@ def _legal_to_bind(value: Any) -> bool:
         ):
             read_as_bits += sum(_dtype(a) == "bfloat16" for a in node.args)
         elif isinstance(node, tvm.ir.TensorLoad) and _dtype(node) == "bfloat16":
+            if any(node.source.same_as(buffer) for buffer in declared):
+                others += 1
             loads += 1
         elif isinstance(getattr(node, "ty", None), tirx.BufferType):
             pass  # a buffer's handle, not a value
@@ -146,11 +161,13 @@ def _legal_to_bind(value: Any) -> bool:
     return others == 0 and loads == read_as_bits
 
 
-def _round_in_store(store: Any) -> Any:
+def _round_in_store(store: Any, declared: list[Any], bind_leaves: bool) -> Any:
     """``store`` with its conversions to bfloat16 rounded; a rounding nested in another
-    one is computed first into a one-element local, so its value is written once (the
-    rounding reads its operand four times: inlined, nested bfloat16 arithmetic grew
-    fourfold per level, and a chain of eight operations took minutes to build)."""
+    one is bound to a variable first, so its value is written once (the rounding reads
+    its operand four times: inlined, nested bfloat16 arithmetic grew fourfold per
+    level, and a chain of eight operations took minutes to build). Unless
+    ``bind_leaves``, a nested rounding of a value that holds no other rounding (``a *
+    b`` in ``a * b + c``) is written in place: fourfold once, not per level."""
     roundings: list[tuple[Any, Any]] = []  # (placeholder, float32 value to round)
 
     def name(node: Any) -> Any:
@@ -176,7 +193,9 @@ def _round_in_store(store: Any) -> Any:
         rounded = round_to_bfloat16(substitute_vars(value, replacement))
         plain = _without_bfloat16(rounded)
         # A bound value must hold no bfloat16 node TVM would have to legalize.
-        if any(n.same_as(placeholder) for n in nested) and _legal_to_bind(plain):
+        is_nested = any(n.same_as(placeholder) for n in nested)
+        is_leaf = not _mentions(value, placeholders)
+        if is_nested and (bind_leaves or not is_leaf) and _legal_to_bind(plain, declared):
             bound.append((placeholder, plain))
         else:
             replacement[placeholder] = rounded
@@ -196,18 +215,69 @@ def _already_rounded(value: Any) -> bool:
     return str(getattr(value.false_value.op, "name", "")) == "tirx.reinterpret"
 
 
-def round_bfloat16_conversions(stmt: tirx.Stmt, bind_nested: bool = False) -> tirx.Stmt:
+def _declared_buffers(stmt: tirx.Stmt) -> list[Any]:
+    """The buffers ``stmt`` allocates or declares (not the kernel's parameters)."""
+    found: list[Any] = []
+
+    def visit(node: Any) -> None:
+        found.append(node.buffer)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.AllocBuffer, visit), (tirx.DeclBuffer, visit)])
+    return found
+
+
+def _binds_rounding(stmt: tirx.Stmt) -> bool:
+    found = False
+
+    def visit(node: Any) -> None:
+        nonlocal found
+        found = found or str(node.var.name).startswith(_LOCAL_PREFIX)
+
+    tvm_ffi.structural_walk(stmt, (tirx.Bind, visit), order="pre")
+    return found
+
+
+def serialize_bound_roundings(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with every vectorized loop that binds a nested rounding made serial.
+
+    TVM's vectorizer (``llvm``) cannot vectorize the bit arithmetic of a rounding and
+    falls back to one scalar loop per statement of the body, so a binding ended its
+    scope at the end of its own loop and the store read the last lane's value. A serial
+    loop keeps each binding with its store (LLVM's own loop vectorizer may still
+    vectorize it).
+    """
+
+    def loop(node: Any) -> Any:
+        if node.kind != tirx.ForKind.VECTORIZED or not _binds_rounding(node.body):
+            return node
+        return rebuild_loop(node, kind=tirx.ForKind.SERIAL)
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, loop), order="post")
+
+
+def round_bfloat16_conversions(
+    stmt: tirx.Stmt, bind_nested: bool = True, bind_leaves: bool = True
+) -> tirx.Stmt:
     """``stmt`` with every conversion to bfloat16 reading an explicitly rounded value.
 
     Args:
         stmt: the statement to rewrite.
-        bind_nested: bind a rounding nested in another one to a variable (`c`); on
-            `llvm`, TVM's vectorizer miscompiles such a binding of bfloat16 bits, and
-            nested roundings are written out in place.
+        bind_nested: bind a rounding nested in another one to a variable, so nested
+            bfloat16 arithmetic grows linearly (on ``llvm`` the vectorized loops holding
+            such a binding must then be made serial: `serialize_bound_roundings`);
+            False writes nested roundings out in place (fourfold growth per level).
+        bind_leaves: bind a nested rounding whose value holds no other rounding too
+            (``c``); False (``llvm``) writes it in place, so an expression with one
+            level of nesting (``a * b + c``) keeps its vectorized loop.
     """
     stmt = tvm_ffi.structural_map(stmt, (tirx.Cast, _bfloat16_next_after), order="post")
     if bind_nested:
-        stmt = tvm_ffi.structural_map(stmt, (tirx.BufferStore, _round_in_store), order="post")
+        declared = _declared_buffers(stmt)
+        stmt = tvm_ffi.structural_map(
+            stmt,
+            (tirx.BufferStore, lambda store: _round_in_store(store, declared, bind_leaves)),
+            order="post",
+        )
 
     def rewrite(node: Any) -> Any:  # conversions outside stored values (conditions, ...)
         value = _rounding(node)
@@ -223,15 +293,20 @@ class CpuRoundBfloat16Pass(PrimFuncPass):
     """Round every conversion to bfloat16 explicitly (module docstring)."""
 
     name: ClassVar[str] = "cpu-round-bfloat16"
-    #: Bind nested roundings to variables (``c``; see `round_bfloat16_conversions`).
-    bind_nested: bool = False
+    #: Bind nested roundings to variables (see `round_bfloat16_conversions`).
+    bind_nested: bool = True
 
     def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
         """Return ``body`` with its bfloat16 constants converted and stored as codes
         (`bfloat16_constants`), every conversion to bfloat16 rounded on the bits and, on
-        ``llvm``, its vector loops that store one bfloat16 value to every lane serial."""
-        body = round_bfloat16_conversions(bfloat16_constants_as_codes(body), self.bind_nested)
+        ``llvm``, its vector loops that store one bfloat16 value to every lane or bind
+        a rounding serial."""
         target = ctx.target
-        if target is not None and str(target.kind.name) == "llvm":
+        llvm = target is not None and str(target.kind.name) == "llvm"
+        body = round_bfloat16_conversions(
+            bfloat16_constants_as_codes(body), self.bind_nested, bind_leaves=not llvm
+        )
+        if llvm:
             body = serialize_uniform_float8_stores(body, frozenset({"bfloat16"}))
+            body = serialize_bound_roundings(body)
         return body

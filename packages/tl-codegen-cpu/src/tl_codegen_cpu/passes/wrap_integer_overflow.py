@@ -12,10 +12,16 @@ modulo 2**32; LLVM folds the pair into the plain 32-bit instruction without the
 no-wrap assumption, gcc's vectorizer narrows it the same way). Index arithmetic
 (buffer indices, loop bounds, and values stored into a local an index reads, such as
 ``k = bx * 64 + i``) is left alone: it stays affine for the vectorizer, and an index
-that overflows addresses outside the buffer anyway. 64-bit arithmetic has no wider
-type to go through and keeps C's rules (an overflow is undefined). C defines unsigned
-arithmetic to wrap, so on ``c`` (``wrap_unsigned=False``) ``uint32`` is left as written;
-TVM's LLVM code marks it no-wrap too, so ``llvm`` routes it through 64 bits as well.
+that overflows addresses outside the buffer anyway. C defines unsigned arithmetic to
+wrap, so on ``c`` (``wrap_unsigned=False``) ``uint32`` and ``uint64`` are left as
+written and an ``int64`` ``+ - *`` is computed in ``uint64`` and converted back. TVM's
+LLVM code marks 64-bit arithmetic no-wrap too (``T.uint64(0) - x`` was 0, ``x + 5 <
+x`` false), and LLVM has no wider native type, so on ``llvm`` ``uint32`` goes through
+64 bits and ``int64``/``uint64`` through 128 (``int128``; ``uint128`` for a ``uint64``
+product): LLVM narrows the truncated 128-bit operation back to the 64-bit instruction,
+without the no-wrap flags. A ``uint64`` constant from ``2**63`` up is written as its
+negative equivalent modulo ``2**64`` (TVM's LLVM code takes no immediate beyond
+int64), and its product in ``int128``.
 """
 
 from __future__ import annotations
@@ -34,11 +40,16 @@ __all__ = ["CpuWrapIntegerOverflowPass", "wrap_integer_overflow"]
 
 
 def _wider(dtype: str, node: Any, wrap_unsigned: bool) -> str | None:
-    """The type the 8-, 16- or 32-bit ``node`` computes in, where it cannot overflow: a
+    """The type the 8-, 16-, 32- or 64-bit ``node`` computes in, where it cannot
+    overflow (for ``int64`` on ``c``: ``uint64``, where C defines the wrap): a
     difference of unsigned values may be negative (and TVM refuses a negative
     unsigned constant), a product of two may exceed the signed type."""
     if dtype == "int32":
         return "int64"
+    if dtype == "int64":
+        return "int128" if wrap_unsigned else "uint64"
+    if dtype == "uint64" and wrap_unsigned:
+        return "uint128" if isinstance(node, tirx.Mul) and not _has_constant(node) else "int128"
     if dtype == "uint32" and wrap_unsigned:
         return "int64" if isinstance(node, tirx.Sub) else "uint64"
     if dtype in _NARROW:
@@ -56,6 +67,31 @@ def _is_constant(expr: Any) -> bool:
     if isinstance(expr, tirx.Broadcast):
         expr = expr.value
     return isinstance(expr, tirx.IntImm)
+
+
+def _has_constant(node: Any) -> bool:
+    return _is_constant(node.a) or _is_constant(node.b)
+
+
+def _widened(operand: Any, wide: str) -> Any:
+    """``operand`` converted to the integer type ``wide``; a constant is written as a
+    constant of ``wide`` with the same value modulo ``2**64`` (a ``uint64`` from
+    ``2**63`` up as its negative equivalent in ``int128``, an ``int64`` below 0 as
+    its ``uint64`` equivalent), so no conversion of a constant is left to fold into an
+    immediate TVM refuses."""
+    inner = operand.value if isinstance(operand, tirx.Broadcast) else operand
+    scalar_wide = str(tvm.DataType(wide).with_lanes(1))
+    if not isinstance(inner, tirx.IntImm) or scalar_wide not in ("int128", "uint64"):
+        return tirx.Cast(wide, operand)
+    value = int(inner.value)
+    if scalar_wide == "int128" and str(inner.ty.dtype) == "uint64" and value >= 1 << 63:
+        value -= 1 << 64
+    elif scalar_wide == "uint64" and value < 0:
+        value += 1 << 64
+    constant = tirx.IntImm(scalar_wide, value)
+    if isinstance(operand, tirx.Broadcast):
+        return tirx.Broadcast(constant, operand.lanes)
+    return constant
 
 
 def _fits(node: Any, dtype: str) -> bool:
@@ -89,9 +125,13 @@ def _wrapping(node: Any, wrap_unsigned: bool) -> Any:
     if scalar in _NARROW and _fits(node, scalar):
         return node
     wide = str(tvm.DataType(wider).with_lanes(dtype.lanes))
+    computed = type(node)(_widened(node.a, wide), _widened(node.b, wide))
+    if wider in ("int128", "uint128"):
+        # The truncation LLVM narrows back to the 64-bit instruction.
+        return tirx.Cast(str(dtype), computed)
     # Not a plain Cast back: TVM's bounds would take it for the unwrapped value (a
     # remainder of a wrapped product became a truncating one).
-    return wrapping_cast(str(dtype), type(node)(tirx.Cast(wide, node.a), tirx.Cast(wide, node.b)))
+    return wrapping_cast(str(dtype), computed)
 
 
 def _bitwise_not(node: Any) -> Any:
