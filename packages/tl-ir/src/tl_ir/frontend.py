@@ -36,6 +36,7 @@ from tl_ir.errors import (
     TileLangInternalError,
     at_users_line,
 )
+from tl_ir.global_access_guards import guard_global_accesses
 from tl_ir.launch import rebuild_loop
 from tl_ir.loop_steps import unit_step_loops
 from tl_ir.negative_indices import wrap_negative_indices
@@ -78,7 +79,11 @@ class ParseState:
         legacy_reducers: the reducers of TileLang's legacy form (``replication=``).
         rng_states: each ``T.rng_init``'s per-thread generator state (the last is the
             one ``T.rng_rand`` draws from).
-        safe_values: ``T.annotate_safe_value`` pairs (buffer, value read outside it).
+        safe_values: ``T.annotate_safe_value`` pairs (buffer, value read outside it)
+            in force at this point of the kernel (tile copies read them).
+        safe_value_record: every ``T.annotate_safe_value`` pair of the kernel, the
+            last per buffer (guarded element loads read them,
+            `tl_ir.global_access_guards`).
         dynamic_parallel: ``T.Parallel`` loop Vars with a run-time extent, and the extent.
         kernel_tuple_target: the ``with`` being parsed unpacks ``T.Kernel``'s block
             indices into a one-element tuple (``as (bx,)``).
@@ -103,6 +108,7 @@ class ParseState:
     legacy_reducers: list[Any] = field(default_factory=list)
     rng_states: list[Any] = field(default_factory=list)
     safe_values: list[tuple[Any, Any]] = field(default_factory=list)
+    safe_value_record: list[tuple[Any, Any]] = field(default_factory=list)
     dynamic_parallel: dict[Any, Any] = field(default_factory=dict)
     kernel_tuple_target: bool = False
     device_asserts: bool = False
@@ -373,7 +379,8 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
     except TileLangError as err:
         err.locate(filename, lineno, None)
         raise
-    func = func.with_body(launch_thread_binding_nests(wrap_negative_indices(body)))
+    body = guard_global_accesses(wrap_negative_indices(body), state.safe_value_record)
+    func = func.with_body(launch_thread_binding_nests(body))
     if state.device_asserts:
         from tl_ir.device_asserts import locate_device_asserts
 

@@ -22,32 +22,10 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.index_ranges import proves as _proves
+from tl_ir.index_ranges import range_analyzer
+
 __all__ = ["wrap_negative_indices"]
-
-
-def _analyzer(body: Any) -> Any:
-    """An analyzer that knows every loop's and launched index's range in ``body``.
-
-    Loop variables are unique objects in the IR, so binding all of them at once is
-    sound for each access: an access only ever sees the loops around it."""
-    analyzer = tvm.sym.Analyzer()
-
-    def visit_for(loop: Any) -> None:
-        analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
-
-    def visit_attr(attr: Any) -> None:
-        if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar):
-            analyzer.bind(attr.node.var, tvm.ir.Range.from_min_extent(0, attr.value))
-
-    tvm_ffi.structural_walk(body, [(tirx.For, visit_for), (tirx.AttrStmt, visit_attr)])
-    return analyzer
-
-
-def _proves(analyzer: Any, condition: Any) -> bool:
-    try:
-        return bool(analyzer.can_prove(condition))
-    except tvm.error.TVMError:  # an index TVM cannot reason about: leave it alone
-        return False
 
 
 def _wrapped(analyzer: Any, index: Any, extent: Any) -> Any:
@@ -97,7 +75,7 @@ def wrap_negative_indices(body: Any) -> Any:
     Returns:
         the body, rewritten where an index is negative (the same object otherwise).
     """
-    analyzer = _analyzer(body)
+    analyzer = range_analyzer(body)
     anchors: list[Any] = []
 
     def visit_call(call: Any) -> None:

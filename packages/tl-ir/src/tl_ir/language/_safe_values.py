@@ -51,6 +51,8 @@ def annotate_safe_value(safe_value_map: dict[Any, Any]) -> None:
             ) from None
         state.safe_values = [(b, v) for b, v in state.safe_values if not b.same_as(buffer)]
         state.safe_values.append((buffer, expr))
+        record = [(b, v) for b, v in state.safe_value_record if not b.same_as(buffer)]
+        state.safe_value_record = [*record, (buffer, expr)]
 
 
 def safe_value_of(buffer: Any) -> Any:

@@ -1,0 +1,133 @@
+"""Element accesses of global buffers are guarded by the buffer's bounds, as TileLang's
+safe-memory legalization guards them (`tl_ir.global_access_guards`): a grid of
+``T.ceildiv(M, block)`` blocks storing ``C[bx * block + i]`` from a ``T.Parallel`` loop
+wrote past the end of ``C`` (a heap overwrite on ``c`` and ``llvm``; TileLang's top-k
+example at M = 40 crashed), a load outside read what lay there, and
+``T.annotate_safe_value`` applied to tile copies only."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tl_jit
+import tl_jit.language as T
+
+TARGETS = ["c", "llvm", "interpreter"]
+
+
+def _compile(func: Any, target: str, **kwargs: Any) -> Any:
+    if target == "interpreter":
+        os.environ["TL_INTERPRET"] = "1"
+        try:
+            return tl_jit.compile(func, target="c", **kwargs)
+        finally:
+            del os.environ["TL_INTERPRET"]
+    return tl_jit.compile(func, target=target, **kwargs)
+
+
+def _padded_blocks(m: int, block: int) -> Any:
+    @T.prim_func
+    def padded_blocks(
+        A: T.Tensor((m,), "float32"), C: T.Tensor((m,), "float32"), S: T.Tensor((1,), "float32")
+    ):
+        with T.Kernel(T.ceildiv(m, block), threads=32) as bx:
+            for i in T.Parallel(block):
+                C[bx * block + i] = A[bx * block + i] + 1.0
+            for i in T.serial(block):
+                # a load past the end reads 0, an atomic onto a place past the end is dropped
+                T.atomic_add(S[0], A[bx * block + i + 1])
+
+    return padded_blocks
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_grid_rounded_up_to_the_block_neither_writes_nor_reads_past_the_end(
+    target: str,
+) -> None:
+    kernel = _compile(_padded_blocks(40, 16), target)
+    a = np.arange(40, dtype=np.float32)
+    backing = np.full(64, -7.0, dtype=np.float32)
+    a_backing = np.full(64, 1000.0, dtype=np.float32)
+    a_backing[:40] = a
+    c = backing[:40]
+    s = np.zeros(1, np.float32)
+    kernel(a_backing[:40], c, s)
+    np.testing.assert_array_equal(c, a + 1)
+    np.testing.assert_array_equal(backing[40:], -7.0)
+    assert s[0] == 32 * a[1:].sum()  # every one of the 32 threads runs the serial loop
+
+
+def _shifted_rows(m: int, n: int, block: int, pad: float) -> Any:
+    @T.prim_func
+    def shifted_rows(A: T.Tensor((m, n), "float32"), B: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(n, block), T.ceildiv(m, block), threads=32) as (bx, by):
+            A_shared = T.alloc_shared((block, block), "float32")
+            T.annotate_safe_value({A: pad})
+            for i, j in T.Parallel(block, block):
+                A_shared[i, j] = A[by * block + i - 3, bx * block + j]
+            for i, j in T.Parallel(block, block):
+                B[by * block + i, bx * block + j] = A_shared[i, j]
+
+    return shifted_rows
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_loads_outside_read_the_annotated_safe_value(target: str) -> None:
+    """TileLang's own ``annotate_safe_value`` test, at a size of two by two blocks: rows
+    shifted down by 3 read the pad value above the first row."""
+    kernel = _compile(_shifted_rows(20, 24, 16, 10.0), target, out_idx=[1])
+    a = np.random.default_rng(0).standard_normal((20, 24)).astype(np.float32)
+    expected = np.full_like(a, 10.0)
+    expected[3:] = a[:-3]
+    np.testing.assert_array_equal(kernel(a), expected)
+
+
+def _gather() -> Any:
+    @T.prim_func
+    def gather(
+        A: T.Tensor((8,), "float32"), Idx: T.Tensor((6,), "int32"), B: T.Tensor((6,), "float32")
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(6):
+                B[i] = A[Idx[i]] * 2.0
+            for i in T.serial(6):
+                A[Idx[i]] = -1.0
+
+    return gather
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_indices_read_from_memory_are_guarded(target: str) -> None:
+    kernel = _compile(_gather(), target)
+    backing = np.full(16, -7.0, np.float32)
+    a = backing[4:12]
+    a[:] = np.arange(1, 9, dtype=np.float32)
+    idx = np.array([0, 7, -1, 6, 8, 1 << 20], np.int32)
+    b = np.zeros(6, np.float32)
+    kernel(a, idx, b)
+    np.testing.assert_array_equal(b, [2.0, 16.0, 0.0, 14.0, 0.0, 0.0])
+    np.testing.assert_array_equal(a, [-1, 2, 3, 4, 5, 6, -1, -1])
+    np.testing.assert_array_equal(backing[:4], -7.0)
+    np.testing.assert_array_equal(backing[12:], -7.0)
+
+
+def test_an_access_proved_inside_gets_no_guard() -> None:
+    """The guard costs nothing where the analyzer proves the index inside: the loops'
+    and block indices' ranges, and the ``if`` around an access, are known to it."""
+
+    @T.prim_func
+    def exact(A: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32"), n: T.int32):
+        with T.Kernel(T.ceildiv(64, 16), threads=32) as bx:
+            for i in T.Parallel(16):
+                C[bx * 16 + i] = A[bx * 16 + i] * 2.0
+            for i in T.serial(64):
+                if i < n and i >= 0:
+                    C[i] = A[i] + C[i]
+
+    body = exact.body.script()
+    assert "if_then_else" not in body
+    assert body.count("if ") == 1
