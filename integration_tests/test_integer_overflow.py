@@ -81,3 +81,35 @@ def test_integer_absmax_starts_from_zero(target: str, monkeypatch: pytest.Monkey
     b = np.full(4, 7, np.int32)
     kernel(a, b)
     assert b.tolist() == [30, 14, 17, 0]
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_arithmetic_the_loop_ranges_bound_is_not_widened(target: str) -> None:
+    """An im2col's bounds test in a stored value (``by * 16 + v < 24``, its floor
+    divisions and remainders) cannot overflow: widened to 64 bits and wrapped back, its
+    tile took 130 s to build (TVM's simplifier on 55 kB of IR) and vectorized badly."""
+    from tl_backend_api import create_backend_context
+    from tl_backend_api.artifact import kernel_module
+
+    @T.prim_func
+    def shifted(A: T.Tensor((24, 27), "float32"), B: T.Tensor((32, 32), "float32")):
+        with T.Kernel(2, 2, threads=64) as (bx, by):
+            for v, w in T.Parallel(16, 16):
+                row = by * 16 + v
+                col = bx * 16 + w
+                B[row, col] = T.if_then_else(
+                    row < 24 and col < 27 and (row % 12) // 3 * 2 + col // 9 - 2 >= 0,
+                    A[T.min(row, 23), T.min(col, 26)],
+                    T.float32(0),
+                )
+
+    lowered = create_backend_context(target).lower(kernel_module(shifted, "shifted")).script()
+    assert 'T.Cast("int64"' not in lowered
+    kernel = tl_jit.compile(shifted, target=target)
+    a = np.arange(24 * 27, dtype=np.float32).reshape(24, 27)
+    b = np.full((32, 32), np.nan, np.float32)
+    kernel(a, b)
+    rows, cols = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    inside = (rows < 24) & (cols < 27) & ((rows % 12) // 3 * 2 + cols // 9 - 2 >= 0)
+    expected = np.where(inside, a[np.minimum(rows, 23), np.minimum(cols, 26)], 0)
+    np.testing.assert_array_equal(b, expected)

@@ -26,6 +26,7 @@ int64), and its product in ``int128``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -33,6 +34,7 @@ import tvm
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.stored_values import map_stored_values
+from tl_ir.index_ranges import range_analyzer
 from tl_passes.pass_base import PassContext, PrimFuncPass
 from tl_passes.wrapping_casts import wrapping_cast
 
@@ -94,16 +96,31 @@ def _widened(operand: Any, wide: str) -> Any:
     return constant
 
 
-def _fits(node: Any, dtype: str) -> bool:
-    """Whether the operands' bounds prove ``node`` within the narrow ``dtype`` (an "is a
-    number" flag times a value, a sum of two bytes widened...): no wrap to write."""
-    a, b = (_ANALYZER.const_int_bound(operand) for operand in (node.a, node.b))
-    a_lo, a_hi, b_lo, b_hi = (int(v) for v in (a.min_value, a.max_value, b.min_value, b.max_value))
+#: What `tvm.sym.Analyzer.const_int_bound` reports for an unbounded side.
+_UNBOUNDED_LOW, _UNBOUNDED_HIGH = -(1 << 63), (1 << 63) - 1
+
+
+def _bound(analyzer: Any, operand: Any) -> tuple[float, float]:
+    bound = analyzer.const_int_bound(operand)
+    low, high = int(bound.min_value), int(bound.max_value)
+    return (
+        -math.inf if low == _UNBOUNDED_LOW else low,
+        math.inf if high == _UNBOUNDED_HIGH else high,
+    )
+
+
+def _fits(node: Any, dtype: str, analyzer: Any) -> bool:
+    """Whether the operands' bounds prove ``node`` within ``dtype`` (an "is a number"
+    flag times a value, a sum of two bytes widened, an index-like ``bx * 16 + i`` in a
+    condition, with ``analyzer`` knowing the loops' ranges): no wrap to write."""
+    (a_lo, a_hi), (b_lo, b_hi) = (_bound(analyzer, operand) for operand in (node.a, node.b))
     if isinstance(node, tirx.Add):
         low, high = a_lo + b_lo, a_hi + b_hi
     elif isinstance(node, tirx.Sub):
         low, high = a_lo - b_hi, a_hi - b_lo
     else:
+        if math.inf in (abs(a_lo), a_hi, abs(b_lo), b_hi):
+            return False
         products = [a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi]
         low, high = min(products), max(products)
     bits = int(tvm.DataType(dtype).bits)
@@ -112,17 +129,14 @@ def _fits(node: Any, dtype: str) -> bool:
     return -(1 << (bits - 1)) <= low and high < (1 << (bits - 1))
 
 
-_ANALYZER = tvm.sym.Analyzer()
-
-
-def _wrapping(node: Any, wrap_unsigned: bool) -> Any:
+def _wrapping(node: Any, wrap_unsigned: bool, analyzer: Any) -> Any:
     dtype = tvm.DataType(str(node.ty.dtype))
     scalar = str(dtype.with_lanes(1))
     wider = _wider(scalar, node, wrap_unsigned)
     # Constants on both sides are TVM's to fold.
     if wider is None or (_is_constant(node.a) and _is_constant(node.b)):
         return node
-    if scalar in _NARROW and _fits(node, scalar):
+    if _fits(node, scalar, analyzer):
         return node
     wide = str(tvm.DataType(wider).with_lanes(dtype.lanes))
     computed = type(node)(_widened(node.a, wide), _widened(node.b, wide))
@@ -144,10 +158,10 @@ def _bitwise_not(node: Any) -> Any:
     return wrapping_cast(str(dtype), tirx.bitwise_not(tirx.Cast(wide, node.a)))
 
 
-def _rewrite(node: Any, wrap_unsigned: bool) -> Any:
+def _rewrite(node: Any, wrap_unsigned: bool, analyzer: Any) -> Any:
     if isinstance(node, _BITWISE_NOT):
         return _bitwise_not(node)
-    return _wrapping(node, wrap_unsigned)
+    return _wrapping(node, wrap_unsigned, analyzer)
 
 
 _BITWISE_NOT = tirx.BitwiseNot
@@ -157,11 +171,14 @@ def wrap_integer_overflow(stmt: tirx.Stmt, wrap_unsigned: bool = True) -> tirx.S
     """``stmt`` with each stored value's 8-, 16- and 32-bit ``+``/``-``/``*`` (and 8/16-bit
     ``~``) wrapping on overflow (``uint32`` only when ``wrap_unsigned``: leave it False
     only for a code generator whose unsigned arithmetic wraps by itself, as C's does),
-    each written so TVM's bounds see the wrap (`wrapping_cast`)."""
+    each written so TVM's bounds see the wrap (`wrapping_cast`); an operation whose
+    operands' bounds (the loops' ranges known) prove it cannot overflow is left as it
+    is."""
+    analyzer = range_analyzer(stmt)
     return map_stored_values(
         stmt,
         (tirx.Add, tirx.Sub, tirx.Mul, _BITWISE_NOT),
-        lambda node: _rewrite(node, wrap_unsigned),
+        lambda node: _rewrite(node, wrap_unsigned, analyzer),
         skip_indices=True,
     )
 
