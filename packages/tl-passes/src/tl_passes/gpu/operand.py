@@ -84,6 +84,11 @@ class Operand:
             s, n = const_int(start), const_int(size)
             if s is not None and n is not None and s >= 0 and s + extent <= n:
                 continue
+            if s is None or s < 0:
+                # an anchor below 0 (``X[by * 8 - 2, 0]``): rows before the buffer are
+                # outside too (the simplifier drops the test where the anchor is provably
+                # non-negative, as ``by * 8`` is)
+                condition = both(condition, start + i >= 0)
             condition = both(condition, start + i < size)
         return condition
 
