@@ -1,7 +1,8 @@
 """``T.cumsum`` and ``T.cummax`` (inclusive scans, `tl_ir.ops.scan_parts`) on GPU targets.
 
-Operands every thread holds are scanned by every thread. Shared/global tiles
-are scanned cooperatively: rows split over the block, each thread scans its
+A destination every thread holds (replicated fragment, local array) is
+scanned whole by every thread, whatever the source's scope (a shared/global
+source is only read). Shared/global destinations are scanned cooperatively: rows split over the block, each thread scans its
 row into registers, a barrier, then writes it back (so reads and writes of a
 shared tile never race and no barrier sits under the per-thread row guard).
 """
@@ -51,7 +52,9 @@ def lower_cumsum(kernel: KernelLowering, op: Any) -> Any:
             ]
         )
 
-    if src.per_thread and dst.per_thread:
+    if dst.per_thread:
+        # Every thread holds all of the destination, so every thread scans all
+        # of it; a shared/global source is only read, so nothing races.
         return seq([tirx.AllocBuffer(running), kernel.every(rows, per_row)])
     return seq([tirx.AllocBuffer(running), _cooperative_scan(kernel, src, dst, op, rows)])
 
