@@ -47,7 +47,7 @@ stage. Other schedules raise `NotImplementedError` naming the annotation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import tvm
@@ -200,8 +200,23 @@ def _substitute(stmt: Any, var: Any, value: Any) -> Any:
 
 def _ring_rewrite(stmt: Any, rings: dict[Any, Any], slot: Any) -> Any:
     """``stmt`` with every access of a ringed tile on its ``slot`` (regions get a unit
-    stage dim, element accesses a leading index)."""
+    stage dim, element accesses a leading index).
+
+    The ``dim`` of a ``T.reduce_*``/``T.cum*`` reading a ringed tile counts the dims of
+    its source region, so it moves up by one with the stage dim. `gpu.reduce` maps the
+    destination by the source's non-unit dims, so the unit stage dim drops out (the
+    ``T.cum*`` lowering does not yet: a scan of a ringed tile still fails to lower)."""
     from tl_ir import ops as tile
+
+    def along(call: Any) -> Any:
+        if not tile.is_tile_op(call):
+            return call
+        op = tile.describe(call)
+        if not isinstance(op, (tile.ReduceOp, tile.CumsumOp)):
+            return call
+        if not any(op.src.buffer.same_as(old) for old in rings):
+            return call
+        return tile.encode(replace(op, dim=op.dim + 1))
 
     def region(call: Any) -> Any:
         if str(getattr(call.op, "name", "")) != "tl.region":
@@ -230,6 +245,7 @@ def _ring_rewrite(stmt: Any, rings: dict[Any, Any], slot: Any) -> Any:
                     return tirx.BufferStore(new, node.value, [slot, *node.indices])
         return node
 
+    stmt = tvm_ffi.structural_map(stmt, (tvm.ir.Call, along), order="post")
     stmt = tvm_ffi.structural_map(stmt, (tvm.ir.Call, region), order="post")
     return tvm_ffi.structural_map(stmt, element, order="post")
 

@@ -67,10 +67,7 @@ def lower_reduce(kernel: KernelLowering, op: Any) -> Any:
     out_count = math.prod(out_extents)
     absolute = op.kind in ("abssum", "absmax")
 
-    def dst_index(out_index: list[Any]) -> list[Any]:
-        if len(dst.extents) == len(src.extents):
-            return [*out_index[:dim], int_imm(0), *out_index[dim:]]
-        return out_index
+    dst_index = _dst_mapping(src, dst, dim, out_extents)
 
     def element(value: Any) -> Any:
         value = cast(value, acc_dtype)
@@ -138,6 +135,33 @@ def lower_reduce(kernel: KernelLowering, op: Any) -> Any:
 
     stmts.append(_writer_loop(kernel, dst, out_extents, write))
     return seq(stmts)
+
+
+def _dst_mapping(
+    src: Operand, dst: Operand, dim: int, out_extents: list[int]
+) -> Callable[[list[Any]], list[Any]]:
+    """The destination index of an output index (over ``out_extents``, the source's
+    extents without ``dim``): the non-unit output dims in order are the destination's
+    non-unit dims, its unit dims are 0. Besides ``dst``'s own shape (with or without
+    ``dim`` kept as a unit dim) this covers a source region with extra leading unit dims:
+    the stage dim of a tile in a ``T.Pipelined`` ring (`gpu.pipelined_ring`).
+
+    Raises:
+        GpuLoweringError: the non-unit extents of the output and of ``dst`` differ.
+    """
+    kept = [d for d, e in enumerate(out_extents) if e != 1]
+    wanted = [e for e in dst.extents if e != 1]
+    if [out_extents[d] for d in kept] != wanted:
+        raise GpuLoweringError(
+            f"T.reduce: reducing {src.name} {src.extents} along dim {dim} gives "
+            f"{out_extents}, which does not fit the destination {dst.name} {dst.extents}"
+        )
+
+    def mapping(out_index: list[Any]) -> list[Any]:
+        picked = iter(out_index[d] for d in kept)
+        return [int_imm(0) if e == 1 else next(picked) for e in dst.extents]
+
+    return mapping
 
 
 def _writer_loop(
