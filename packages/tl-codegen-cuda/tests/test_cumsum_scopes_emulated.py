@@ -57,3 +57,25 @@ def test_cumsum_from_shared_runs_correctly_under_emulation(
     else:
         expected = np.cumsum(x, axis=dim)
     np.testing.assert_array_equal(arrays["Out"], expected)
+
+
+def test_a_scan_of_a_tile_in_a_pipelined_ring() -> None:
+    """A shared tile filled inside ``T.Pipelined(num_stages=2)`` gains the ring's stage
+    dim: the scan paired the source's index with the destination's dims one for one
+    and failed with a raw ``zip()`` ValueError."""
+
+    @T.prim_func
+    def ring_scan(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
+        with T.Kernel(1, threads=32) as _by:
+            S = T.alloc_shared((8, 32), "float32")
+            F = T.alloc_fragment((8, 32), "float32")
+            for ko in T.Pipelined(2, num_stages=2):
+                T.copy(X[0, ko * 32], S)
+                T.cumsum(S, F, dim=1)
+                T.copy(F, Y[0, ko * 32])
+
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    arrays = {"X": x, "Y": np.full((8, 64), np.nan, np.float32)}
+    emu.emulate(ring_scan, arrays, name="ring_scan")
+    expected = np.concatenate([np.cumsum(x[:, :32], 1), np.cumsum(x[:, 32:], 1)], 1)
+    np.testing.assert_allclose(arrays["Y"], expected, rtol=1e-5, atol=1e-5)

@@ -10,6 +10,7 @@ shared tile never race and no barrier sits under the per-thread row guard).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tvm import tirx
@@ -33,6 +34,7 @@ def lower_cumsum(kernel: KernelLowering, op: Any) -> Any:
     dim = op.dim
     length = src.extents[dim]
     rows = [e for d, e in enumerate(src.extents) if d != dim]
+    to_dst = _dst_index(src, dst, op.kind)
     running = kernel.local_array("scan", [1], dst.dtype)
     jv = kernel.fresh("j")
 
@@ -44,7 +46,8 @@ def lower_cumsum(kernel: KernelLowering, op: Any) -> Any:
         if inside is not None:
             value = tirx.if_then_else(inside, value, identity)
         add = tirx.BufferStore(running, combine(tirx.BufferLoad(running, [0]), value), [0])
-        out = guard(dst.store(full, tirx.BufferLoad(running, [0])), dst.inside(full))
+        at = to_dst(full)
+        out = guard(dst.store(at, tirx.BufferLoad(running, [0])), dst.inside(at))
         return seq(
             [
                 tirx.BufferStore(running, identity, [0]),
@@ -56,11 +59,36 @@ def lower_cumsum(kernel: KernelLowering, op: Any) -> Any:
         # Every thread holds all of the destination, so every thread scans all
         # of it; a shared/global source is only read, so nothing races.
         return seq([tirx.AllocBuffer(running), kernel.every(rows, per_row)])
-    return seq([tirx.AllocBuffer(running), _cooperative_scan(kernel, src, dst, op, rows)])
+    scan = _cooperative_scan(kernel, src, dst, op, rows, to_dst)
+    return seq([tirx.AllocBuffer(running), scan])
+
+
+def _dst_index(src: Operand, dst: Operand, kind: str) -> Callable[[list[Any]], list[Any]]:
+    """The destination index of a source index: the tiles' non-unit dims pair up in
+    order, the destination's unit dims are 0 (a source with extra leading unit dims,
+    such as the stage dim of a tile in a ``T.Pipelined`` ring, `gpu.pipelined_ring`).
+
+    Raises:
+        GpuLoweringError: the tiles' non-unit extents differ.
+    """
+    if src.squeezed != dst.squeezed:
+        raise GpuLoweringError(
+            f"T.cum{kind}: the source {src.name} {src.extents} and the destination "
+            f"{dst.name} {dst.extents} must have the same extents"
+        )
+    if list(src.extents) == list(dst.extents):
+        return lambda index: list(index)
+    kept = [d for d, e in enumerate(src.extents) if e != 1]
+    return lambda index: dst.expand([index[d] for d in kept])
 
 
 def _cooperative_scan(
-    kernel: KernelLowering, src: Operand, dst: Operand, op: Any, rows: list[int]
+    kernel: KernelLowering,
+    src: Operand,
+    dst: Operand,
+    op: Any,
+    rows: list[int],
+    to_dst: Callable[[list[Any]], list[Any]],
 ) -> Any:
     """Rows split over threads: scan each row into registers, barrier, write back.
 
@@ -102,7 +130,7 @@ def _cooperative_scan(
             ),
         ]
     )
-    full2 = [*row_index[:dim], j2, *row_index[dim:]]
+    full2 = to_dst([*row_index[:dim], j2, *row_index[dim:]])
     write = for_loop(
         j2,
         length,
