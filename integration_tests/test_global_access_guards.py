@@ -7,26 +7,15 @@ example at M = 40 crashed), a load outside read what lay there, and
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import pytest
 
-import tl_jit
 import tl_jit.language as T
+from integration_tests.interpreter_target import compile_for
 
 TARGETS = ["c", "llvm", "interpreter"]
-
-
-def _compile(func: Any, target: str, **kwargs: Any) -> Any:
-    if target == "interpreter":
-        os.environ["TL_INTERPRET"] = "1"
-        try:
-            return tl_jit.compile(func, target="c", **kwargs)
-        finally:
-            del os.environ["TL_INTERPRET"]
-    return tl_jit.compile(func, target=target, **kwargs)
 
 
 def _padded_blocks(m: int, block: int) -> Any:
@@ -48,7 +37,7 @@ def _padded_blocks(m: int, block: int) -> Any:
 def test_a_grid_rounded_up_to_the_block_neither_writes_nor_reads_past_the_end(
     target: str,
 ) -> None:
-    kernel = _compile(_padded_blocks(40, 16), target)
+    kernel = compile_for(_padded_blocks(40, 16), target)
     a = np.arange(40, dtype=np.float32)
     backing = np.full(64, -7.0, dtype=np.float32)
     a_backing = np.full(64, 1000.0, dtype=np.float32)
@@ -79,7 +68,7 @@ def _shifted_rows(m: int, n: int, block: int, pad: float) -> Any:
 def test_loads_outside_read_the_annotated_safe_value(target: str) -> None:
     """TileLang's own ``annotate_safe_value`` test, at a size of two by two blocks: rows
     shifted down by 3 read the pad value above the first row."""
-    kernel = _compile(_shifted_rows(20, 24, 16, 10.0), target, out_idx=[1])
+    kernel = compile_for(_shifted_rows(20, 24, 16, 10.0), target, out_idx=[1])
     a = np.random.default_rng(0).standard_normal((20, 24)).astype(np.float32)
     expected = np.full_like(a, 10.0)
     expected[3:] = a[:-3]
@@ -102,7 +91,7 @@ def _gather() -> Any:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_indices_read_from_memory_are_guarded(target: str) -> None:
-    kernel = _compile(_gather(), target)
+    kernel = compile_for(_gather(), target)
     backing = np.full(16, -7.0, np.float32)
     a = backing[4:12]
     a[:] = np.arange(1, 9, dtype=np.float32)

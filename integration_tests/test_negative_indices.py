@@ -6,7 +6,6 @@ build on ``c`` (``int32_t4``) and stored one lane per iteration on ``llvm``."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -14,19 +13,10 @@ import pytest
 
 import tl_jit
 import tl_jit.language as T
+from integration_tests.interpreter_target import compile_for
 from tl_ir.errors import KernelTypeError
 
 TARGETS = ["c", "llvm"]
-
-
-def _compile(func: Any, target: str, **kwargs: Any) -> Any:
-    if target == "interpreter":
-        os.environ["TL_INTERPRET"] = "1"
-        try:
-            return tl_jit.compile(func, target="c", **kwargs)
-        finally:
-            del os.environ["TL_INTERPRET"]
-    return tl_jit.compile(func, target=target, **kwargs)
 
 
 def _backwards() -> Any:
@@ -45,7 +35,7 @@ def _backwards() -> Any:
 
 @pytest.mark.parametrize("target", [*TARGETS, "interpreter"])
 def test_negative_indices_count_from_the_end(target: str) -> None:
-    kernel = _compile(_backwards(), target, out_idx=[-1])
+    kernel = compile_for(_backwards(), target, out_idx=[-1])
     a = np.arange(16, dtype=np.float32)
     m = np.arange(15, dtype=np.int32).reshape(3, 5) * 10
     got = kernel(a, m)
@@ -73,13 +63,13 @@ def test_vector_indices_wrap_lane_by_lane(target: str) -> None:
     gather, scatter = _mixed_sign_ramps()
     a = np.arange(1024, dtype=np.float32)
     b = np.zeros((4, 4), np.float32)
-    _compile(gather, target)(a, b)
+    compile_for(gather, target)(a, b)
     want = np.array([[1022, 1023, 0, 1], [1023, 0, 1, 2], [0, 1, 2, 3], [1, 2, 3, 4]])
     np.testing.assert_array_equal(b, want)
 
     b = np.arange(16, dtype=np.float32).reshape(4, 4)
     a = np.full(1024, -1.0, np.float32)
-    _compile(scatter, target)(b, a)
+    compile_for(scatter, target)(b, a)
     want_a = np.full(1024, -1.0, np.float32)
     for t in range(4):
         for lane in range(4):
@@ -102,7 +92,7 @@ def _vector_stores() -> Any:
 def test_hand_written_vector_stores(target: str) -> None:
     x = np.zeros(32, np.int8)
     a = np.arange(8, dtype=np.float32)
-    _compile(_vector_stores(), target)(x, a, 7)
+    compile_for(_vector_stores(), target)(x, a, 7)
     np.testing.assert_array_equal(x, np.full(32, 7, np.int8))
     np.testing.assert_array_equal(a, [0, 0, 2, 4, 6, 5, 6, 7])
 

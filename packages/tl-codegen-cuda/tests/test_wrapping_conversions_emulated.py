@@ -8,39 +8,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 import cuda_emulation as emu
 
-import tl_ir.language as T
+from integration_tests.integer_rule_kernel import integer_rule_kernel
 
 pytestmark = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
-
-
-def _kernel() -> Any:
-    @T.prim_func
-    def signs(
-        A: T.Tensor((8,), "uint32"), M: T.Tensor((8,), "int32"), Out: T.Tensor((3, 8), "int32")
-    ):
-        with T.Kernel(1, threads=8) as _bx:
-            for i in T.Parallel(8):
-                Out[0, i] = T.if_then_else(T.cast(A[i], "int32") < 0, 1, 0)
-                Out[1, i] = T.max(T.cast(A[i], "int32"), 0)
-                Out[2, i] = T.if_then_else(M[i] == T.int32(-2147483648), 1, 0)
-
-    return signs
 
 
 def test_wrapping_conversions_and_minimum_comparisons_under_emulation() -> None:
     a = np.array([0, 1, 2**32 - 1, 2**31, 5, 7, 0, 3], np.uint32)
     m = np.array([-(2**31), 0, 5, -(2**31) + 1, 2**31 - 1, -(2**31), -1, 7], np.int32)
     arrays = {"A": a, "M": m, "Out": np.zeros((3, 8), np.int32)}
-    emu.emulate(_kernel(), arrays)
+    emu.emulate(integer_rule_kernel(narrow=False), arrays, name="integer_rules_32")
     signed = a.view(np.int32)
     np.testing.assert_array_equal(arrays["Out"][0], (signed < 0).astype(np.int32))
     np.testing.assert_array_equal(arrays["Out"][1], np.maximum(signed, 0))

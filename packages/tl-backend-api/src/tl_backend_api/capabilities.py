@@ -93,24 +93,26 @@ def _dtype_set(field: str, value: Iterable[str] | None) -> frozenset[str] | None
     return names
 
 
-def _float_dtypes(value: Iterable[str] | None) -> frozenset[str] | None:
-    names = _dtype_set("float_dtypes", value)
+def _dtypes_of_kind(
+    field: str, kind: str, test: Callable[[str], bool], value: Iterable[str] | None
+) -> frozenset[str] | None:
+    """``value`` as the dtype names of the `Capabilities` field ``field``, each one
+    ``test`` accepts (``kind`` names them in the error)."""
+    names = _dtype_set(field, value)
     for name in names or ():
-        if not is_float_dtype(name):
+        if not test(name):
             raise BackendValidationError(
-                f"Capabilities.float_dtypes: expected floating-point dtypes, got {name!r}"
+                f"Capabilities.{field}: expected {kind} dtypes, got {name!r}"
             )
     return names
+
+
+def _float_dtypes(value: Iterable[str] | None) -> frozenset[str] | None:
+    return _dtypes_of_kind("float_dtypes", "floating-point", is_float_dtype, value)
 
 
 def _integer_dtypes(value: Iterable[str] | None) -> frozenset[str] | None:
-    names = _dtype_set("integer_dtypes", value)
-    for name in names or ():
-        if not is_integer_dtype(name):
-            raise BackendValidationError(
-                f"Capabilities.integer_dtypes: expected integer dtypes, got {name!r}"
-            )
-    return names
+    return _dtypes_of_kind("integer_dtypes", "integer", is_integer_dtype, value)
 
 
 def _atomics(
