@@ -1,5 +1,8 @@
 """Kernels with out-of-bounds accesses, for the checked-mode and interpreter tests.
 
+The accesses are to shared tiles: an element access of a global buffer is guarded by
+its bounds (as in TileLang), so it cannot leave the buffer.
+
 The line numbers of the faulty accesses are part of what the tests check: keep them.
 """
 
@@ -8,20 +11,24 @@ import tl_jit.language as T
 
 def writes_past_the_end(N):
     @T.prim_func
-    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+    def main(A: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
         with T.Kernel(1, threads=1) as _bx:
+            B = T.alloc_shared((N,), "float32")
             for i in T.serial(N + 4):
-                B[i] = A[i] * 2.0  # line 14: i reaches N + 3
+                B[i] = A[i] * 2.0  # line 18: i reaches N + 3 (a tile: not guarded)
+            T.copy(B, C)
 
     return main
 
 
 def reads_before_the_start(M, N):
     @T.prim_func
-    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+    def main(X: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
         with T.Kernel(M, threads=1) as bx:
+            A = T.alloc_shared((M, N), "float32")
+            T.copy(X, A)
             for j in T.Parallel(N):
-                B[bx, j] = A[bx, j - 1]  # line 24: j - 1 is -1 at j = 0
+                B[bx, j] = A[bx, j - 1]  # line 31: j - 1 is -1 at j = 0 (a tile)
 
     return main
 

@@ -32,7 +32,7 @@ __all__ = ["guard_global_accesses"]
 
 #: Calls whose buffer-element arguments name an address or a tile, not a value read.
 _ADDRESS_CALLS = ("tl.region", "tirx.address_of", "tl.access_ptr")
-_IF_THEN_ELSE = ("prim.if_then_else", "tirx.if_then_else")
+_IF_THEN_ELSE = ("prim.if_then_else",)
 
 
 def _handle(node: Any) -> int:
