@@ -34,6 +34,7 @@ from tl_passes.vector_lanes import LaneSplitError, expression_lanes, lane_of
 
 __all__ = ["CpuScalarizeVectorAccessesPass", "scalarize_vector_accesses"]
 
+
 def _lane_of(expr: Any, lane: Any) -> Any:
     """Lane ``lane`` of the vector expression ``expr``, refused with the spelling the
     CPU targets take instead."""
