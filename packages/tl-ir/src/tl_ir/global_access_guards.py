@@ -26,7 +26,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_ir import scopes
-from tl_ir.index_ranges import proves, range_analyzer
+from tl_ir.index_ranges import TVM_ERRORS, proves, range_analyzer
 
 __all__ = ["guard_global_accesses"]
 
@@ -114,7 +114,7 @@ def _proved(analyzer: Any, condition: Any, context: Sequence[Any]) -> bool:
     try:
         with analyzer.constraint_scope(tirx.all(*context)):
             return proves(analyzer, condition)
-    except tvm.error.TVMError:
+    except TVM_ERRORS:
         return False
 
 

@@ -140,7 +140,7 @@ def element_dtype(dtype: str) -> str:
         return dtype
     try:
         parsed = tvm.DataType(dtype)
-    except (ValueError, TypeError, tvm.error.TVMError):
+    except (ValueError, TypeError, RuntimeError):
         return dtype
     return str(parsed.with_lanes(1)) if int(parsed.lanes) > 1 else dtype
 
