@@ -164,6 +164,25 @@ static inline double min(double a, double b) { return std::fmin(a, b); }
 EMULATION_HEADER += (Path(__file__).resolve().parent / "cuda_emulation_tensor_core.h").read_text()
 
 
+def check_nvcc_builds(source: str, workdir: Path, arch: str = "sm_80") -> bool:
+    """Compile CUDA ``source`` to a cubin for ``arch`` with nvcc in ``workdir`` and
+    assert it builds (nvcc's error tail in the message); False, having done nothing,
+    where nvcc is not installed."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return False
+    path = workdir / "main.cu"
+    path.write_text(source)
+    done = subprocess.run(
+        [nvcc, "-cubin", f"-arch={arch}", "-o", str(workdir / "main.cubin"), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return True
+
+
 def gxx_available() -> bool:
     """Whether g++ (C++20, for std::barrier) and the CUDA headers are at hand."""
     return shutil.which("g++") is not None and _cuda_include() is not None

@@ -6,8 +6,6 @@ inverted). Values under the CPU emulation against numpy; the source compiles wit
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,6 @@ import cuda_emulation as emu
 import tl_ir.language as T
 
 pytestmark = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
-NVCC = shutil.which("nvcc")
 N = 8
 
 
@@ -108,14 +105,5 @@ def test_not_difference_product_and_min_wrap_at_their_width() -> None:
 def test_the_source_casts_narrow_results_back_and_compiles(tmp_path: Path) -> None:
     source = emu.lower_for_cuda(_uint8_max_div()).files["main.cu"]
     assert "((uchar)(((uint)A_ptr" in source
-    if NVCC is None:
+    if not emu.check_nvcc_builds(source, tmp_path):
         pytest.skip("nvcc is not installed here")
-    path = tmp_path / "main.cu"
-    path.write_text(source)
-    done = subprocess.run(
-        [NVCC, "-cubin", "-arch=sm_80", "-o", str(tmp_path / "main.cubin"), str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]

@@ -8,8 +8,6 @@ output), the generated source, and nvcc compiling it."""
 from __future__ import annotations
 
 import importlib.util
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,6 @@ import cuda_emulation as emu
 import tl_ir.language as T
 
 pytestmark = pytest.mark.skipif(not emu.gxx_available(), reason="g++ or cuda.h missing")
-NVCC = shutil.which("nvcc")
 _NUMPY = {"bool": np.bool_, "bfloat16": ml_dtypes.bfloat16}
 
 
@@ -62,17 +59,7 @@ def kern(A: T.Tensor((2, {lanes}), "{dtype}"), B: T.Tensor((2, {lanes}), "{dtype
 
 
 def _nvcc(source: str, tmp_path: Path) -> None:
-    if NVCC is None:
-        return
-    path = tmp_path / "main.cu"
-    path.write_text(source)
-    done = subprocess.run(
-        [NVCC, "-cubin", "-arch=sm_80", "-o", str(tmp_path / "main.cubin"), str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    emu.check_nvcc_builds(source, tmp_path)
 
 
 def test_bool_vector_store_writes_one_byte_per_element(tmp_path: Path) -> None:
