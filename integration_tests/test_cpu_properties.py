@@ -24,10 +24,13 @@ SETTINGS = settings(
 dims = st.integers(min_value=1, max_value=70)
 blocks = st.sampled_from([1, 3, 8, 16, 32])
 
+# Builds of this module, removed when the process exits.
+_SCRATCH = tempfile.TemporaryDirectory(prefix="tl-cpu-prop-")
+
 
 def _compile(func: Any, target: str, out_idx: list[int], adapter: str) -> Any:
     context = create_backend_context(target, execution_backend="tvm_ffi")
-    directory = Path(tempfile.mkdtemp(prefix="tl-cpu-prop-")) / "artifact"
+    directory = Path(tempfile.mkdtemp(dir=_SCRATCH.name)) / "artifact"
     build_artifact(context, func, directory, out_idx=out_idx)
     return tl_runtime.load(directory, adapter=adapter)
 

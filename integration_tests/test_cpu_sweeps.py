@@ -20,6 +20,9 @@ from tl_backend_api import build_artifact, create_backend_context
 
 pytestmark = pytest.mark.slow
 
+# Builds of this module, removed when the process exits.
+_SCRATCH = tempfile.TemporaryDirectory(prefix="tl-cpu-sweep-")
+
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -31,7 +34,7 @@ def test_larger_gemms_over_block_configs(target: str, dtype: str, block: Any) ->
     func = module.KERNEL(
         M=M, N=N, K=K, block_M=bm, block_N=bn, block_K=bk, dtype=dtype, accum_dtype="float32"
     )
-    directory = Path(tempfile.mkdtemp(prefix="tl-cpu-sweep-")) / "a"
+    directory = Path(tempfile.mkdtemp(dir=_SCRATCH.name)) / "a"
     kernel = tl_runtime.load(
         build_artifact(create_backend_context(target), func, directory, out_idx=[-1])
     )
@@ -51,7 +54,7 @@ def test_symbolic_rows_sweep(target: str, rows: int, adapter: str) -> None:
     module = load("symbolic_scale")
     base = module.CASES[3]
     case = {"args": base["args"], "runtime": {**base["runtime"], "M": rows}}
-    directory = Path(tempfile.mkdtemp(prefix="tl-cpu-sweep-")) / "a"
+    directory = Path(tempfile.mkdtemp(dir=_SCRATCH.name)) / "a"
     build_artifact(
         create_backend_context(target), module.KERNEL(**case["args"]), directory, out_idx=[-1]
     )

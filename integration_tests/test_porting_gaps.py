@@ -333,3 +333,50 @@ def test_two_dimensional_slice_value_is_refused() -> None:
             with T.Kernel(1, threads=1):
                 b = A[0:2, 0:4]
                 A[4, 0:8] = b
+
+
+def test_unsupported_dtype_in_a_string_annotation_is_named() -> None:
+    """Under ``from __future__ import annotations`` (this module) a parameter's type is a
+    string; an unsupported dtype in it is reported as such, not as TVM's
+    "Unexpected type for TIR Arg"."""
+    from tl_ir import UnsupportedDtypeError
+
+    def build(M: int) -> Any:
+        @T.prim_func
+        def main(A: T.Tensor((M,), T.int4), B: T.Tensor((M,), T.int32)):
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(M):
+                    B[i] = A[i]
+
+        return main
+
+    with pytest.raises(UnsupportedDtypeError, match="'int4' is a TileLang dtype"):
+        build(16)
+
+
+def test_mma_swizzle_layout_is_a_hint() -> None:
+    """TileLang's hadamard example annotates ``make_mma_swizzle_layout(shared)``: a
+    swizzle where rows are whole 64-byte groups, the linear layout otherwise."""
+    from tl_jit.layout import make_mma_swizzle_layout
+
+    assert make_mma_swizzle_layout is T.make_mma_swizzle_layout
+
+    def build(N: int, dtype: str, smooth: bool) -> Any:
+        @T.prim_func
+        def main(A: T.Tensor((16, N), dtype), B: T.Tensor((16, N), dtype)):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_shared((16, N), dtype)
+                T.annotate_layout({s: T.make_mma_swizzle_layout(s, is_smooth=smooth)})
+                T.copy(A, s)
+                T.copy(s, B)
+
+        return main
+
+    cases = [(32, "float16", False, "swizzled"), (24, "float16", False, "linear")]
+    cases += [(32, "float16", True, "linear"), (16, "float32", False, "swizzled")]
+    for N, dtype, smooth, kind in cases:
+        func = build(N, dtype, smooth)
+        assert dict(func.attrs["tl.shared_layouts"]) == {"s": kind}
+        kernel = tl_jit.compile(func, out_idx=[1], target="c")
+        a = np.arange(16 * N).reshape(16, N).astype(dtype)
+        np.testing.assert_array_equal(kernel(a), a)

@@ -139,3 +139,99 @@ def test_unknown_dtype_still_does_not_exist() -> None:
     with pytest.raises(tl_ir.UnknownDtypeError, match="'float17' does not exist") as info:
         tl_ir.normalize_dtype("float17")
     assert not isinstance(info.value, NotImplementedError)
+
+
+# A TileLang example's module imports torch and its reference uses torch methods
+# (TileLang's rms_norm: ``A.pow(2).mean(dim=1, keepdim=True)``), with no supply kind.
+_TORCH_REFERENCE_MODULE = """
+import torch
+
+def ref_program(x):
+    return x.pow(2).mul(0.5) if x.size(-1) == 32 else None
+
+def numpy_like(x):
+    return x * x * 0.5
+"""
+
+
+def _square_half(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, 8), threads=32) as bx:
+            tile = T.alloc_fragment((8, N), "float32")
+            T.copy(A[bx * 8, 0], tile)
+            for i, j in T.Parallel(8, N):
+                tile[i, j] = tile[i, j] * tile[i, j] * 0.5
+            T.copy(tile, B[bx * 8, 0])
+
+    return main
+
+
+def test_torch_reference_gets_torch_tensors_without_a_supply_kind() -> None:
+    torch = pytest.importorskip("torch")
+    namespace: dict = {}
+    exec(_TORCH_REFERENCE_MODULE, namespace)  # a stand-in example module
+    kernel = tilelang.compile(_square_half(16, 32), out_idx=[1], target="c")
+    profiler = kernel.get_profiler()
+    (a,) = profiler.make_inputs()
+    assert isinstance(a, np.ndarray)  # the profiler's own inputs stay numpy
+    profiler.assert_allclose(namespace["ref_program"], rtol=1e-6, atol=1e-6)
+    # A reference from a module without torch still gets numpy arrays.
+    seen = []
+
+    def numpy_reference(x):
+        seen.append(type(x))
+        return x * x * 0.5
+
+    profiler.assert_allclose(numpy_reference, rtol=1e-6, atol=1e-6)
+    assert seen == [np.ndarray]
+    # TileLang's keyword for given inputs.
+    given = torch.ones(16, 32)
+    profiler.assert_allclose(namespace["ref_program"], input_tensors=[given], atol=1e-6)
+
+
+def test_assert_allclose_allows_the_given_share_of_mismatches(scale_rows) -> None:
+    profiler = scale_rows.get_profiler()
+
+    def one_off(x):
+        expected = x * 2.0
+        expected.reshape(-1)[:3] += 1.0  # 3 of 512 elements wrong
+        return expected
+
+    with pytest.raises(AssertionError, match=r"3 of 512 elements differ .*first at index \[0, 0\]"):
+        profiler.assert_allclose(one_off)
+    profiler.assert_allclose(one_off, max_mismatched_ratio=0.01)
+    with pytest.raises(AssertionError, match="allowed: 2"):
+        profiler.assert_allclose(one_off, max_mismatched_ratio=0.005)
+    with pytest.raises(ValueError, match="max_mismatched_ratio"):
+        profiler.assert_allclose(one_off, max_mismatched_ratio=2)
+
+
+def test_tilelang_utils_tensor_names() -> None:
+    torch = pytest.importorskip("torch")
+    from tl_jit.utils.tensor import TensorSupplyType as Supply
+    from tl_jit.utils.tensor import get_tensor_supply, torch_assert_close
+
+    assert Supply is TensorSupplyType
+    kernel = tilelang.compile(_square_half(16, 32), out_idx=[1], target="c")
+    supply = get_tensor_supply(Supply.Auto)
+    torch.manual_seed(7)
+    first = supply(kernel.params[0])
+    torch.manual_seed(7)
+    assert torch.equal(first, supply(kernel.params[0]))
+    assert first.dtype == torch.float32 and tuple(first.shape) == (16, 32)
+    assert float(first.abs().max()) <= 1.0
+    assert torch_assert_close(kernel(first), first * first * 0.5, rtol=1e-6, atol=1e-6)
+    wrong = first * first * 0.5
+    wrong[0, 0] += 1
+    torch_assert_close(kernel(first), wrong, max_mismatched_ratio=0.01)
+    with pytest.raises(AssertionError, match="1 of 512 elements differ"):
+        torch_assert_close(kernel(first), wrong, max_mismatched_ratio=0.001)
+    with pytest.raises(AssertionError, match="dtype"):
+        torch_assert_close(first, first.double())
+
+    class Symbolic:
+        name, shape, dtype = "A", ("M", 4), "float32"
+
+    with pytest.raises(ValueError, match=r"param 'A': expected a static shape.*'M'"):
+        supply(Symbolic())

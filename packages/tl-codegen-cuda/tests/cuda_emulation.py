@@ -373,9 +373,16 @@ def run_emulated(
         raise RuntimeError(f"emulated kernel {launch.kernel_name} faulted: {fault.decode()}")
 
 
+@functools.cache
+def _scratch_root() -> tempfile.TemporaryDirectory[str]:
+    # One root per process, removed at exit: the builds are not needed afterwards.
+    return tempfile.TemporaryDirectory(prefix="tl-cuda-emu-")
+
+
 def scratch_dir() -> Path:
-    """A fresh temporary directory for emulation builds."""
-    return Path(tempfile.mkdtemp(prefix="tl-cuda-emu-"))
+    """A fresh temporary directory for emulation builds (under one per-process root
+    removed when the process exits)."""
+    return Path(tempfile.mkdtemp(dir=_scratch_root().name))
 
 
 @functools.cache

@@ -287,3 +287,36 @@ def test_a_failure_whose_first_line_introduces_the_reason_keeps_it() -> None:
         "ValueError: no configuration builds for block 0"
     )
     assert describe_failure(RuntimeError()) == "RuntimeError"
+
+
+def test_timing_scratch_of_dead_workers_is_removed() -> None:
+    """A timing worker killed inside its task leaves its scratch folder; the next task
+    removes it, and never a live worker's or a folder that is not a worker's."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from tl_jit import tune_tasks
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead_pid = int(gone.stdout)
+    root = Path(tempfile.gettempdir())
+    dead = Path(tempfile.mkdtemp(prefix=f"tl-timing-{dead_pid}-", dir=root))
+    (dead / "artifact").mkdir()
+    live = Path(tempfile.mkdtemp(prefix=f"tl-timing-{os.getppid()}-", dir=root))
+    other = Path(tempfile.mkdtemp(prefix="tl-timing-notapid-", dir=root))
+    try:
+        tune_tasks._remove_dead_workers_scratch()
+        assert not dead.exists()
+        assert live.exists() and other.exists()
+    finally:
+        for folder in (dead, live, other):
+            if folder.exists():
+                folder.rmdir()

@@ -302,7 +302,12 @@ def _parse(func: Callable[..., Any], extra_vars: dict[str, Any], check_well_form
             lineno=first_line,
         ) from err
     _reject_try_statements(source, filename)
-    parser = Parser(source, {func.__name__: func.__annotations__})
+    # The parser evaluates each parameter annotation from the source and, when that
+    # fails, falls back to the function's own annotation. Under ``from __future__
+    # import annotations`` those are strings, which would hide the evaluation's error
+    # (an unsupported dtype) behind "Unexpected type for TIR Arg: ffi.String".
+    evaluated = {k: v for k, v in func.__annotations__.items() if not isinstance(v, str)}
+    parser = Parser(source, {func.__name__: evaluated})
     parser.diag = _KernelDiagnostics(source)
     try:
         with IRBuilder() as builder:

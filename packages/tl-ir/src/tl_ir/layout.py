@@ -37,6 +37,7 @@ __all__ = [
     "make_gemm_fragment_8x8_transposed",
     "make_half_bank_swizzled_layout",
     "make_linear_layout",
+    "make_mma_swizzle_layout",
     "make_quarter_bank_swizzled_layout",
     "make_swizzled_layout",
     "make_tcgen05mma_swizzled_layout",
@@ -114,6 +115,20 @@ def make_quarter_bank_swizzled_layout(buffer: Any) -> MemoryLayout:
 def make_linear_layout(buffer: Any) -> MemoryLayout:
     """The plain row-major layout of ``buffer`` (what every target uses unless told)."""
     return MemoryLayout(_buffer_name(buffer, "make_linear_layout(buffer)"), "linear")
+
+
+def make_mma_swizzle_layout(shared_buf: Any, is_smooth: bool = False) -> MemoryLayout:
+    """TileLang's swizzle of a shared tile feeding tensor-core instructions (a hint).
+
+    As in TileLang, a tile whose rows are not a whole number of 64-byte groups, or
+    ``is_smooth=True``, keeps the linear layout; any other gets the default swizzle.
+    """
+    name = _buffer_name(shared_buf, "make_mma_swizzle_layout(shared_buf)")
+    source = shared_buf.source if isinstance(shared_buf, tvm.ir.TensorRegion) else shared_buf
+    row = source.ty.shape[-1] if len(source.ty.shape) else 1
+    bits = tvm.DataType(str(source.ty.dtype)).bits
+    swizzles = isinstance(row, tirx.IntImm | int) and int(row) * bits % 512 == 0
+    return MemoryLayout(name, "swizzled" if swizzles and not is_smooth else "linear")
 
 
 def _fragment_unsupported(name: str) -> UnsupportedError:

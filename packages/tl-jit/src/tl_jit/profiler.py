@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tl_jit.profiler_compare import assert_close, reference_arguments
 from tl_jit.profiler_inputs import (
     aligned,
     available_memory,
@@ -375,12 +376,17 @@ class Profiler:
         *,
         dims: Mapping[str, int] | None = None,
         inputs: Sequence[Any] | None = None,
+        input_tensors: Sequence[Any] | None = None,
+        max_mismatched_ratio: float = 0.0,
     ) -> None:
         """Run the kernel and ``ref_fn`` on the same inputs and compare what the kernel
         writes with what ``ref_fn`` returns.
 
         ``ref_fn`` receives copies of the inputs (the params not in ``out_idx``, in
-        order) and returns the expected values of the parameters the kernel writes: first
+        order; ``inputs``, or TileLang's name ``input_tensors``, else `make_inputs`).
+        Host arrays reach a reference whose module imports torch as torch CPU tensors
+        (TileLang's references use torch methods), any other reference as numpy
+        arrays. ``ref_fn`` returns the expected values of the parameters the kernel writes: first
         the ``out_idx`` outputs in the order the kernel returns them, then the parameters
         it writes in place (role ``"output"`` or ``"inout"`` in the manifest, not in
         ``out_idx``) in parameter order. One value is returned as one array, several as a
@@ -388,15 +394,18 @@ class Profiler:
         on the ones it only reads; a kernel with ``out_idx`` may also be given its
         ``out_idx`` outputs alone (its in-place writes then go unchecked).
 
+        Every element must agree within ``atol + rtol * |expected|``, except at most a
+        ``max_mismatched_ratio`` share of each value's elements (default 0: all of
+        them; TileLang's profiler allows 1% unless told otherwise).
+
         Raises:
-            AssertionError: a value differs beyond ``rtol``/``atol`` (says which output,
-                which parameter, and by how much), or ``ref_fn`` returned a number of
-                values that matches neither form above.
+            AssertionError: more elements of a value differ beyond ``rtol``/``atol``
+                than allowed (says which output, which parameter, how many, where and
+                by how much), or ``ref_fn`` returned a number of values that matches
+                neither form above.
             ValueError: the kernel writes no parameter (nothing to compare); a symbolic
                 dim has no size in ``dims`` (and the other refusals of `make_inputs`).
         """
-        import numpy as np
-
         kernel = self.kernel
         params = kernel.params
         out_idx = tuple(kernel.out_idx)
@@ -407,8 +416,11 @@ class Profiler:
                 "output, or a parameter with role 'output' or 'inout'), got roles "
                 f"{ {p.name: p.role for p in params}!r}: there is nothing to compare"
             )
-        args = list(inputs) if inputs is not None else self.make_inputs(dims)
-        reference_args = [a.clone() if hasattr(a, "clone") else np.copy(a) for a in args]
+        if inputs is not None and input_tensors is not None:
+            raise TypeError("assert_allclose: give inputs or input_tensors, not both")
+        given = inputs if inputs is not None else input_tensors
+        args = list(given) if given is not None else self.make_inputs(dims)
+        reference_args = reference_arguments(args, ref_fn)
         returned = kernel(*args)
         expected = ref_fn(*reference_args)
         # The kernel's arguments are the params not in out_idx, in order.
@@ -430,7 +442,15 @@ class Profiler:
             )
         for index, ((name, g), e) in enumerate(zip(got, expected_list, strict=True)):
             try:
-                np.testing.assert_allclose(_to_numpy(g), _to_numpy(e), rtol=rtol, atol=atol)
+                assert_close(
+                    g,
+                    e,
+                    rtol=rtol,
+                    atol=atol,
+                    max_mismatched_ratio=max_mismatched_ratio,
+                    got_name="kernel",
+                    expected_name="ref_fn",
+                )
             except AssertionError as exc:
                 raise AssertionError(
                     f"kernel {kernel.name!r} output {index} differs from ref_fn "
@@ -461,17 +481,6 @@ def _has_torch() -> bool:
     import importlib.util
 
     return "torch" in sys.modules or importlib.util.find_spec("torch") is not None
-
-
-def _to_numpy(value: Any) -> Any:
-    import numpy as np
-
-    if hasattr(value, "detach"):
-        value = value.detach().float().cpu().numpy()
-    array = np.asarray(value)
-    if array.dtype == np.float16:
-        array = array.astype(np.float32)
-    return array
 
 
 class TimingWarning(UserWarning):

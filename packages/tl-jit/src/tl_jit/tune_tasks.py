@@ -298,6 +298,35 @@ def check_and_time(
     return samples, inputs
 
 
+_TIMING_SCRATCH = "tl-timing-"
+"""Prefix of a timing worker's scratch folder, followed by the worker's pid."""
+
+
+def _remove_dead_workers_scratch() -> None:
+    """Remove the scratch folders of timing workers that are gone.
+
+    A worker killed inside a task (a kernel that crashed it, or ran past the search's
+    time limit) never reaches its own clean-up; the next timing task on this machine
+    removes what it left. Only folders named `_TIMING_SCRATCH` + pid + ``-`` whose pid
+    is no running process are touched.
+    """
+    root = Path(tempfile.gettempdir())
+    try:
+        leftovers = list(root.glob(f"{_TIMING_SCRATCH}*-*"))
+    except OSError:
+        return
+    for folder in leftovers:
+        pid_text = folder.name[len(_TIMING_SCRATCH) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, OverflowError):
+            continue  # alive under another user, or not a pid: leave it
+
+
 def time_artifact_task(
     shipped: ShippedArtifact, request: TimingRequest, config: Mapping[str, Any]
 ) -> list[float]:
@@ -306,7 +335,8 @@ def time_artifact_task(
     artifact (verified), check and time it; returns the per-round latencies in ms."""
     import tl_runtime
 
-    scratch = Path(tempfile.mkdtemp(prefix="tl-timing-"))
+    _remove_dead_workers_scratch()
+    scratch = Path(tempfile.mkdtemp(prefix=f"{_TIMING_SCRATCH}{os.getpid()}-"))
     try:
         kernel = JITKernel(tl_runtime.load(shipped.unpack(scratch / "artifact")))
         samples, _ = check_and_time(kernel, request, None, config)

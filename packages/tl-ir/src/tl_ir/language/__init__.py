@@ -155,6 +155,7 @@ from tl_ir.language._tile_reductions import (
 from tl_ir.language._views import reshape, view
 from tl_ir.language.gpu import *  # the GPU language: exactly gpu.__all__
 from tl_ir.layout import IndexLayout as Layout  # TileLang's T.Layout(shape, index_fn)
+from tl_ir.layout import make_mma_swizzle_layout as make_mma_swizzle_layout
 
 _tvm_compat.install()
 _chained_assign.install()

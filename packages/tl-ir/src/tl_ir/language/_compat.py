@@ -119,7 +119,7 @@ _REASONS: list[tuple[str, str]] = [
         "stg32 stg64 stg128 stg256 sts32 sts64 sts128 TensorCoreIntrinEmitter "
         "TensorCoreIntrinEmitterSM120 TensorCoreIntrinEmitterWithLadderTransform "
         "SparseTensorCoreIntrinEmitter get_ldmatrix_offset get_mma_micro_size "
-        "get_swizzle_layout make_mma_swizzle_layout mma_store_index_map",
+        "get_swizzle_layout mma_store_index_map",
     ),
     ("sparse tensor-core GEMM is NVIDIA-only", "gemm_sp"),
     ("a kernel written as CUDA source is not a tile program", "CUDASourceCodeKernel"),
