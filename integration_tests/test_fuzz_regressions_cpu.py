@@ -227,3 +227,34 @@ def test_a_cast_of_an_out_of_range_constant_wraps(
     _compile(_store_int8(T.Cast("int8", 300)), target, monkeypatch)(out)
     # 300 -> 44; -56 + 127 = 71
     np.testing.assert_array_equal(out, np.array([44, 71], np.int8))
+
+
+def _store_integer_constants() -> Any:
+    @T.prim_func
+    def store_integer_constants(U: T.Tensor((2,), "uint64"), S: T.Tensor((2,), "int64")):
+        with T.Kernel(1, threads=1) as _bx:
+            U[0] = 18446744073709551615  # 2**64 - 1: above int64, which TVM built ints as
+            U[1] = 9223372036854775808
+            S[0] = -9223372036854775808
+            S[1] = 9223372036854775807
+
+    return store_integer_constants
+
+
+@pytest.mark.parametrize("target", [*TARGETS, "interpreter"])
+def test_integer_constants_of_the_whole_64_bit_range_are_stored(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    u, s = np.zeros(2, np.uint64), np.zeros(2, np.int64)
+    _compile(_store_integer_constants(), target, monkeypatch)(u, s)
+    np.testing.assert_array_equal(u, np.array([2**64 - 1, 2**63], np.uint64))
+    np.testing.assert_array_equal(s, np.array([-(2**63), 2**63 - 1], np.int64))
+
+
+def test_an_integer_constant_beyond_64_bits_is_refused_by_range() -> None:
+    with pytest.raises(KernelTypeError, match=r"U\[...\] = the constant 18446744073709551616 "):
+
+        @T.prim_func
+        def too_big(U: T.Tensor((1,), "uint64")):
+            with T.Kernel(1, threads=1) as _bx:
+                U[0] = 18446744073709551616

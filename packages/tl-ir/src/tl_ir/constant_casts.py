@@ -32,7 +32,14 @@ from tvm import tirx
 
 from tl_ir.interpret_scalars import cast_value, dtype_of
 
-__all__ = ["FOLDED_DTYPES", "constant_cast", "fold_constant_cast", "out_of_range_message"]
+__all__ = [
+    "FOLDED_DTYPES",
+    "constant_cast",
+    "fold_constant_cast",
+    "integer_range",
+    "out_of_range_message",
+    "stored_integer",
+]
 
 #: The scalar dtypes a cast of a constant is computed to.
 FOLDED_DTYPES = frozenset(
@@ -121,3 +128,30 @@ def out_of_range_message(text: str) -> str | None:
             f'(T.cast(-1, "uint8") is 255)'
         )
     return None
+
+
+def integer_range(dtype: str) -> tuple[int, int]:
+    """The smallest and largest value of the integer dtype ``dtype`` (``"uint8"``...)."""
+    bits = int(tvm.DataType(dtype).bits)
+    if dtype.startswith("uint"):
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def stored_integer(value: int, dtype: str) -> Any:
+    """The constant a Python int ``value`` stored into an element of integer dtype
+    ``dtype`` is: a constant of ``dtype`` (TVM would build a plain int as int32 or int64
+    and cannot hold a uint64 above ``2**63 - 1`` at all).
+
+    Raises:
+        ValueError: ``value`` does not fit ``dtype``; the message gives the range and
+            the ``T.cast`` spelling of the wrapped value.
+    """
+    low, high = integer_range(dtype)
+    if not low <= value <= high:
+        wrapped = (value - low) % (high - low + 1) + low
+        raise ValueError(
+            f"the constant {value} does not fit {dtype} ({low} to {high}); write "
+            f'T.cast({value}, "{dtype}") for its wrapped value ({wrapped})'
+        )
+    return tirx.const(value, dtype)

@@ -1,4 +1,7 @@
-"""A slice used as a value: ``b = A[0, 0:4]`` then ``A[0, 4:8] = b`` copies four elements.
+"""The kernel builder's element store: a slice used as a value, and a Python int stored
+into an integer element (a constant of the element's dtype, `tl_ir.constant_casts.stored_integer`).
+
+A slice used as a value: ``b = A[0, 0:4]`` then ``A[0, 4:8] = b`` copies four elements.
 
 In TileLang a slice read in an expression is a vector load (``A[0, 0:4]`` is the
 4-lane load of ``A[0, 0]..A[0, 3]``), so storing it into a slice of the same length
@@ -20,6 +23,7 @@ import tvm
 from tvm import tirx
 from tvm.tirx.script import builder as _builder
 
+from tl_ir.constant_casts import stored_integer
 from tl_ir.errors import KernelTypeError
 from tl_ir.frontend import current_state
 from tl_ir.ops import const_int
@@ -78,6 +82,13 @@ def install() -> None:
         return
 
     def buffer_store(buffer: Any, value: Any, indices: Any) -> Any:
+        if type(value) is int and current_state() is not None:
+            dtype = str(buffer.ty.dtype)
+            if tvm.DataType(dtype).lanes == 1 and dtype.startswith(("int", "uint")):
+                try:
+                    value = stored_integer(value, dtype)
+                except ValueError as exc:
+                    raise KernelTypeError(f"{_name(buffer)}[...] = {exc}") from None
         if isinstance(value, tvm.ir.TensorRegion) and current_state() is not None:
             value = region_as_vector(value)
             value_lanes = int(tvm.DataType(str(value.ty.dtype)).lanes)
