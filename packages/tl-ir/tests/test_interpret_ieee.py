@@ -484,3 +484,68 @@ def test_a_vector_store_out_of_bounds_writes_no_lane() -> None:
     with pytest.raises(IndexError, match="index 4 is out of bounds"):
         run(spill, [a])
     assert a.tolist() == [0, 0, 0, 0]
+
+
+# ---------------------------------------------------------------- fused multiply-add
+def _fma(dtype: str) -> Any:
+    @T.prim_func
+    def fma(
+        A: T.Tensor((64,), dtype),
+        B: T.Tensor((64,), dtype),
+        C: T.Tensor((64,), dtype),
+        D: T.Tensor((64,), dtype),
+    ):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(64):
+                D[i] = T.fma(A[i], B[i], C[i])
+
+    return fma
+
+
+def _fma_operands(dtype: str) -> tuple[Any, Any, Any]:
+    """Random triples, cases where ``a * b + c`` rounded twice differs from once
+    (a product just off a midpoint of the result's precision), signed zeros, inf, NaN."""
+    kind = np.dtype(dtype)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(64).astype(kind)
+    b = rng.standard_normal(64).astype(kind)
+    c = rng.standard_normal(64).astype(kind)
+    bits = np.finfo(kind).nmant + 1
+    one_plus = 1 + 2.0 ** (1 - bits)  # 1 + ulp(1)
+    for row, (x, y, z) in enumerate(
+        [
+            (one_plus, one_plus, -1.0),  # 2 ulp + ulp**2: the square's tail decides
+            (1 - 2.0**-bits, 1 + 2.0**-bits, -1.0),  # -2**-(2 bits): only the fused form sees it
+            (0.0, -3.0, -0.0),
+            (-0.0, 2.0, 0.0),
+            (np.inf, 0.0, 1.0),
+            (np.inf, 1.0, -np.inf),
+            (np.finfo(kind).max, 2.0, -np.finfo(kind).max),
+            (np.nan, 1.0, 1.0),
+        ]
+    ):
+        a[row], b[row], c[row] = x, y, z
+    return a, b, c
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("target", ["interpreter", "c", "llvm"])
+def test_fma_rounds_once_as_the_c_library(
+    dtype: str, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctypes
+    import ctypes.util
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    fused = libm.fmaf if dtype == "float32" else libm.fma
+    scalar = ctypes.c_float if dtype == "float32" else ctypes.c_double
+    fused.restype, fused.argtypes = scalar, [scalar, scalar, scalar]
+    a, b, c = _fma_operands(dtype)
+    want = np.array(
+        [fused(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())], dtype=dtype
+    )
+    if target == "interpreter":
+        kernel = _interpreted(_fma(dtype), [3], monkeypatch)
+    else:
+        kernel = tl_jit.compile(_fma(dtype), out_idx=[3], target=target)
+    _same_bits(kernel(a, b, c), want)

@@ -13,6 +13,7 @@ operations (``sqrt``, ``fmod``, ``copysign``, ``ldexp``, ``floor``...) agree wit
 targets bit for bit; the transcendental ones are correctly rounded here (up to a rare
 double rounding), where the targets call the C library's ``expf``/``log10f``...,
 which may differ from it by an ulp or two (and from each other: c and llvm).
+``fma`` is ``a * b + c`` rounded once to the math dtype (C's ``fmaf``/``fma``).
 Integer calls (``clz``, ``popcount``) work on the operand's two's-complement bits at
 its width; ``clz(0)`` is the width.
 """
@@ -20,6 +21,7 @@ its width; ``clz(0)`` is the width.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -92,8 +94,41 @@ MATH_CALLS: frozenset[str] = frozenset(
         "clz",
         "popcount",
         "assume",
+        "fma",
     }
 )
+
+
+def _round_to_odd(exact: Fraction) -> float:
+    """``exact`` as a float64 rounded to odd: truncated, with the last bit set when
+    inexact. Rounding that to a type at least 2 bits narrower is rounding ``exact``
+    itself (no double rounding)."""
+    nearest = float(exact)
+    if Fraction(nearest) == exact:
+        return nearest
+    truncated = nearest if abs(Fraction(nearest)) < abs(exact) else math.nextafter(nearest, 0.0)
+    if int(np.float64(truncated).view(np.int64)) & 1 == 0:
+        truncated = math.nextafter(truncated, math.copysign(math.inf, truncated))
+    return truncated
+
+
+def _fused_multiply_add(a: Any, b: Any, c: Any, inner: str) -> float:
+    """``a * b + c`` rounded once to ``inner`` (float32 or float64), as C's ``fmaf``/``fma``;
+    special values (inf, NaN) as IEEE 754 gives them."""
+    x, y, z = float(a), float(b), float(c)
+    if not all(math.isfinite(v) for v in (x, y, z)):
+        with np.errstate(all="ignore"):
+            return float(np.float64(x) * np.float64(y) + np.float64(z))
+    exact = Fraction(x) * Fraction(y) + Fraction(z)
+    if exact == 0:  # the sign of an exact zero: IEEE 754's rule for x*y + z
+        product_sign = math.copysign(1.0, x) * math.copysign(1.0, y)
+        negative = product_sign < 0 and math.copysign(1.0, z) < 0
+        return -0.0 if negative else 0.0
+    try:
+        value = float(exact) if inner == "float64" else _round_to_odd(exact)
+    except OverflowError:
+        value = math.copysign(math.inf, exact)
+    return cast_value(value, inner)
 
 
 def _math_dtype(dtype: str) -> str:
@@ -122,6 +157,8 @@ def math_call(name: str, args: Sequence[Any], arg_dtypes: Sequence[str], dtype: 
     if name in ("abs", "fabs") and int_width(dtype) is not None:
         return wrap(abs(int(args[0])), dtype)
     inner = _math_dtype(dtype)
+    if name == "fma":
+        return cast_value(_fused_multiply_add(*args[:3], inner), dtype)
     with np.errstate(all="ignore"):
         if name in _UNARY:
             value = _UNARY[name](np.float64(args[0]))
