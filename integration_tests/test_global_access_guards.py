@@ -120,3 +120,64 @@ def test_an_access_proved_inside_gets_no_guard() -> None:
     body = exact.body.script()
     assert "if_then_else" not in body
     assert body.count("if ") == 1
+
+
+def _rows_by_name(m: int, block: int) -> Any:
+    @T.prim_func
+    def rows_by_name(A: T.Tensor((m, 8), "float32"), C: T.Tensor((m, 8), "float32")):
+        with T.Kernel(T.ceildiv(m, block), threads=32) as bx:
+            for i, j in T.Parallel(block, 8):
+                row = bx * block + i  # a scalar name: a one-element local stored once
+                C[row, j] = A[row, j] * 2.0
+
+    return rows_by_name
+
+
+def test_a_scalar_name_stored_once_is_known_to_the_guards() -> None:
+    """``row = bx * block + i``: a grid that divides the shape gets no guard; one that
+    rounds up gets the one bound it cannot prove, on the store only (the store's load is
+    read inside that guard)."""
+    exact = _rows_by_name(64, 16).body.script()
+    assert "if " not in exact and "if_then_else" not in exact
+    padded = _rows_by_name(60, 16).body.script()
+    assert padded.count("if row < 60:") == 1
+    assert "if_then_else" not in padded and "row >= 0" not in padded
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_scalar_name_rounded_up_grid_writes_only_inside(target: str) -> None:
+    kernel = compile_for(_rows_by_name(60, 16), target)
+    a = np.arange(60 * 8, dtype=np.float32).reshape(60, 8)
+    backing = np.full((64, 8), -7.0, dtype=np.float32)
+    c = backing[:60]
+    kernel(a, c)
+    np.testing.assert_array_equal(c, a * 2)
+    np.testing.assert_array_equal(backing[60:], -7.0)
+
+
+def _name_read_from_written_memory() -> Any:
+    @T.prim_func
+    def name_read_from_written_memory(
+        Idx: T.Tensor((2,), "int32"), C: T.Tensor((6,), "float32")
+    ):
+        with T.Kernel(1, threads=1):
+            row = Idx[0]  # the value before the write below
+            Idx[0] = 1
+            if Idx[0] >= 0 and Idx[0] < 6:  # says nothing about row
+                C[row] = 1.0
+
+    return name_read_from_written_memory
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_scalar_name_of_written_memory_stays_guarded(target: str) -> None:
+    """Substituting ``Idx[0]`` for ``row`` would read ``Idx`` after its write and prove
+    the store inside; it stays guarded."""
+    kernel = compile_for(_name_read_from_written_memory(), target)
+    for first, expected in ((3, [-7, -7, -7, 1, -7, -7]), (7, [-7] * 6), (-1, [-7] * 6)):
+        backing = np.full(12, -7.0, dtype=np.float32)
+        c = backing[3:9]
+        kernel(np.array([first, 0], np.int32), c)
+        np.testing.assert_array_equal(c, expected)
+        np.testing.assert_array_equal(backing[:3], -7.0)
+        np.testing.assert_array_equal(backing[9:], -7.0)

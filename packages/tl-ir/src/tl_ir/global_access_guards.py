@@ -27,6 +27,7 @@ from tvm import tirx
 
 from tl_ir import scopes
 from tl_ir.index_ranges import TVM_ERRORS, proves, range_analyzer
+from tl_ir.scalar_bindings import ScalarBindings
 
 __all__ = ["guard_global_accesses"]
 
@@ -103,7 +104,20 @@ def _conjuncts(condition: Any) -> list[Any]:
     return [condition]
 
 
-def _proved(analyzer: Any, condition: Any, context: Sequence[Any]) -> bool:
+def _proved(
+    analyzer: Any, condition: Any, context: Sequence[Any], bindings: ScalarBindings
+) -> bool:
+    if _proved_as_written(analyzer, condition, context):
+        return True
+    # A scalar name (``row = bx * block + i``, a one-element local stored once) read in
+    # the index: its value, unless that reads memory the kernel writes.
+    resolved = bindings.resolve(condition)
+    if resolved.same_as(condition) or bindings.reads_assigned(resolved):
+        return False
+    return _proved_as_written(analyzer, resolved, [bindings.resolve(c) for c in context])
+
+
+def _proved_as_written(analyzer: Any, condition: Any, context: Sequence[Any]) -> bool:
     if not context:
         return proves(analyzer, condition)
     # The kernel's own guard, written as this one (TVM's analyzer does not use a
@@ -118,7 +132,9 @@ def _proved(analyzer: Any, condition: Any, context: Sequence[Any]) -> bool:
         return False
 
 
-def _bounds_guard(analyzer: Any, buffer: Any, indices: Any, context: Sequence[Any]) -> Any:
+def _bounds_guard(
+    analyzer: Any, bindings: ScalarBindings, buffer: Any, indices: Any, context: Sequence[Any]
+) -> Any:
     """The conjunction of the bounds of ``buffer[indices]`` not proved, or None."""
     ty = getattr(buffer, "ty", None)
     if not isinstance(ty, tirx.BufferType) or scopes.buffer_scope(buffer) != scopes.GLOBAL:
@@ -134,7 +150,7 @@ def _bounds_guard(analyzer: Any, buffer: Any, indices: Any, context: Sequence[An
         index_type = str(dtype)
         bound = extent if str(extent.dtype) == index_type else tirx.Cast(index_type, extent)
         for condition in (index >= tirx.const(0, index_type), index < bound):
-            if not _proved(analyzer, condition, context):
+            if not _proved(analyzer, condition, context, bindings):
                 needed.append(condition)
     if not needed:
         return None
@@ -162,22 +178,27 @@ def guard_global_accesses(body: Any, safe_values: Sequence[tuple[Any, Any]] = ()
         outside it skipped (the same object when every access is proved inside).
     """
     analyzer = range_analyzer(body)
+    bindings = ScalarBindings(body)
     context = _branch_conditions(body)
     skipped = _address_operands(body)
 
     def guard_load(load: Any) -> Any:
         if _handle(load) in skipped:
             return load
-        guard = _bounds_guard(analyzer, load.source, load.indices, context.get(_handle(load), []))
+        conditions = context.get(_handle(load), [])
+        guard = _bounds_guard(analyzer, bindings, load.source, load.indices, conditions)
         if guard is None:
             return load
         return tirx.if_then_else(guard, load, _safe_value(load.source, safe_values))
 
     def guard_store(store: Any) -> Any:
         conditions = context.get(_handle(store), [])
-        guard = _bounds_guard(analyzer, store.buffer, store.indices, conditions)
+        guard = _bounds_guard(analyzer, bindings, store.buffer, store.indices, conditions)
         if guard is None:
             return store
+        # What the store reads is read only inside its guard.
+        for access in _accesses(store.value) + [i for x in store.indices for i in _accesses(x)]:
+            context.setdefault(_handle(access), []).append(guard)
         return tirx.IfThenElse(guard, store, None)
 
     def keep_address_operands(call: Any) -> Any:
