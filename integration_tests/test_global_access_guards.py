@@ -157,9 +157,7 @@ def test_a_scalar_name_rounded_up_grid_writes_only_inside(target: str) -> None:
 
 def _name_read_from_written_memory() -> Any:
     @T.prim_func
-    def name_read_from_written_memory(
-        Idx: T.Tensor((2,), "int32"), C: T.Tensor((6,), "float32")
-    ):
+    def name_read_from_written_memory(Idx: T.Tensor((2,), "int32"), C: T.Tensor((6,), "float32")):
         with T.Kernel(1, threads=1):
             row = Idx[0]  # the value before the write below
             Idx[0] = 1

@@ -542,7 +542,8 @@ def test_fma_rounds_once_as_the_c_library(
     fused.restype, fused.argtypes = scalar, [scalar, scalar, scalar]
     a, b, c = _fma_operands(dtype)
     want = np.array(
-        [fused(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())], dtype=dtype
+        [fused(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist(), strict=True)],
+        dtype=dtype,
     )
     if target == "interpreter":
         kernel = _interpreted(_fma(dtype), [3], monkeypatch)

@@ -21,8 +21,8 @@ its width; ``clz(0)`` is the width.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
