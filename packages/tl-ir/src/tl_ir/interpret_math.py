@@ -128,7 +128,8 @@ def _fused_multiply_add(a: Any, b: Any, c: Any, inner: str) -> float:
         value = float(exact) if inner == "float64" else _round_to_odd(exact)
     except OverflowError:
         value = math.copysign(math.inf, exact)
-    return cast_value(value, inner)
+    rounded: float = cast_value(value, inner)
+    return rounded
 
 
 def _math_dtype(dtype: str) -> str:
@@ -158,7 +159,7 @@ def math_call(name: str, args: Sequence[Any], arg_dtypes: Sequence[str], dtype: 
         return wrap(abs(int(args[0])), dtype)
     inner = _math_dtype(dtype)
     if name == "fma":
-        return cast_value(_fused_multiply_add(*args[:3], inner), dtype)
+        return cast_value(_fused_multiply_add(args[0], args[1], args[2], inner), dtype)
     with np.errstate(all="ignore"):
         if name in _UNARY:
             value = _UNARY[name](np.float64(args[0]))
