@@ -231,16 +231,27 @@ def test_nan_calls_reuse_one_kernel_and_add_no_entries(cache_dir: Path) -> None:
 
 
 # ------------------------------------------------------------------ environment variables
-def test_a_builder_reading_an_environment_variable_rebuilds_when_it_changes(
-    fake_backend: Any, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _read_factor(form: str) -> float:
     import os
 
+    if form == "item":
+        return float(os.environ["KS_FACTOR"])
+    if form == "get":
+        return float(os.environ.get("KS_FACTOR", "0"))
+    if form == "getenv":
+        return float(os.getenv("KS_FACTOR") or "0")
+    raise AssertionError(form)
+
+
+@pytest.mark.parametrize("form", ["item", "get", "getenv"])
+def test_a_builder_reading_an_environment_variable_rebuilds_when_it_changes(
+    fake_backend: Any, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
     monkeypatch.setenv("KS_FACTOR", "2")
 
     @tl_jit.jit(out_idx=-1, target="llvm")
     def scale(n: int) -> Any:
-        return fake_backend.make_scale(n, float(os.environ["KS_FACTOR"]))
+        return fake_backend.make_scale(n, _read_factor(form))
 
     a = np.ones(16, np.float32)
     np.testing.assert_allclose(scale(16)(a), 2 * a)
@@ -251,6 +262,25 @@ def test_a_builder_reading_an_environment_variable_rebuilds_when_it_changes(
     monkeypatch.setenv("KS_FACTOR", "2")
     scale._kernels.clear()
     np.testing.assert_allclose(scale(16)(a), 2 * a)
+
+
+def test_a_builder_testing_whether_a_variable_is_set_rebuilds_when_it_changes(
+    fake_backend: Any, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.delenv("KS_TRIPLE", raising=False)
+
+    @tl_jit.jit(out_idx=-1, target="llvm")
+    def scale(n: int) -> Any:
+        return fake_backend.make_scale(n, 3.0 if "KS_TRIPLE" in os.environ else 2.0)
+
+    a = np.ones(16, np.float32)
+    np.testing.assert_allclose(scale(16)(a), 2 * a)
+    monkeypatch.setenv("KS_TRIPLE", "")
+    np.testing.assert_allclose(scale(16)(a), 3 * a)
+    scale._kernels.clear()
+    np.testing.assert_allclose(scale(16)(a), 3 * a)
 
 
 def test_a_builder_reading_no_variable_keeps_its_memo(fake_backend: Any, cache_dir: Path) -> None:

@@ -39,7 +39,9 @@ _original_getitem: Callable[[Any, str], str] | None = None
 
 
 #: Modules between a read and its reader (``os.getenv`` -> ``Mapping.get`` -> here).
-_PLUMBING = frozenset({"os", "_collections_abc", __name__})
+#: ``Mapping.get`` and ``__contains__`` run with the module name ``collections.abc``
+#: (``_collections_abc`` renames itself) on the Pythons this supports.
+_PLUMBING = frozenset({"os", "_collections_abc", "collections.abc", __name__})
 
 
 def _read_by_user_code() -> bool:
