@@ -148,6 +148,18 @@ def strided_rows(a: T.handle, c: T.handle):
         C[i, j] = A[i, j] * T.float32(2)
 
 
+@T.prim_func
+def strided_out(a: T.handle, c: T.handle):
+    # A written parameter with a row stride the caller chooses: C = 2 * A.
+    T.func_attr({"tir.noalias": True})
+    m = T.int32()
+    s = T.int32()
+    A = T.match_buffer(a, (m, 8), "float32", align=4)
+    C = T.match_buffer(c, (m, 8), "float32", strides=(s, 1), align=4)
+    for i, j in T.grid(m, 8):
+        C[i, j] = A[i, j] * T.float32(2)
+
+
 def _tensor(
     name: str,
     dtype: str,
@@ -239,6 +251,13 @@ KERNELS: dict[str, tuple[Any, list[ParamSpec]]] = {
         [
             _tensor("A", "float32", ("m", 8), alignment=4, strides=("s", 1)),
             _tensor("C", "float32", ("m", 8), "output", alignment=4),
+        ],
+    ),
+    "strided_out": (
+        strided_out,
+        [
+            _tensor("A", "float32", ("m", 8), alignment=4),
+            _tensor("C", "float32", ("m", 8), "output", alignment=4, strides=("s", 1)),
         ],
     ),
     "axpb": (

@@ -172,3 +172,37 @@ def test_out_idx_parameter_with_declared_strides_is_refused_at_load(artifact: Ar
     kernel = tl_runtime.load(artifact("strided_rows", out_idx=(1,)))
     a = np.arange(32, dtype=np.float32).reshape(4, 8)
     np.testing.assert_array_equal(kernel(a), 2 * a)
+
+
+def test_a_written_array_whose_elements_share_memory_is_refused(
+    artifact: Artifact, adapter: str
+) -> None:
+    """A broadcast or expanded view as a written parameter: the writes of different
+    elements would land on one place (torch refuses writing such a tensor too)."""
+    kernel = tl_runtime.load(artifact("strided_out"), adapter=adapter)
+    a = runtime_kernels.aligned_array(np, (4, 8), "float32")
+    a[...] = np.arange(32).reshape(4, 8)
+    wide = runtime_kernels.aligned_array(np, (4, 12), "float32")
+    kernel(a, wide[:, :8])  # rows 12 apart: no element shared
+    np.testing.assert_array_equal(wide[:, :8], 2 * a)
+    row = runtime_kernels.aligned_array(np, (16,), "float32")
+    for strides in ((0, 4), (16, 4)):  # every row on one row; rows 4 apart, 8 long
+        with pytest.raises(ValueError, match="'C': expected a written array whose elements"):
+            kernel(a, as_strided(row, (4, 8), strides))
+        kernel(a, wide[:, :8])  # the fast path's cache does not keep the refused view
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match="'C': expected a written array whose elements"):
+        kernel(torch.from_numpy(a), torch.zeros(8).expand(4, 8))
+
+
+def test_the_overlap_tests_of_a_layout() -> None:
+    from tl_runtime.argument_memory import layout_overlaps, strides_separate
+
+    assert strides_separate((4, 8), (12, 1)) and layout_overlaps((4, 8), (12, 1)) is False
+    assert not strides_separate((4, 8), (4, 1)) and layout_overlaps((4, 8), (4, 1))
+    assert layout_overlaps((4, 8), (0, 1)) and layout_overlaps((2, 2), (1, 1))
+    assert layout_overlaps((1, 8), (0, 1)) is False  # a dim of extent 1 addresses once
+    # interleaved strides: the quick test cannot prove it, the enumeration can
+    assert not strides_separate((2, 3), (3, 2)) and layout_overlaps((2, 3), (3, 2)) is False
+    assert layout_overlaps((3000, 3000), (2, 3)) is None  # too many to enumerate
+    assert layout_overlaps((4, 0), (0, 0)) is False

@@ -11,8 +11,11 @@ A compiled kernel assumes, for every tensor argument:
   field; the kernel reads raw bytes).
 * aliasing: a parameter the kernel writes (role ``output`` or ``inout``) shares no byte
   with any other parameter (kernels are compiled assuming no aliasing: an output shifted
-  into an input would read values the kernel already overwrote). An ``inout`` parameter is
-  the kernel's declared in-place update: it is read and written through the one pointer.
+  into an input would read values the kernel already overwrote), and no two of its own
+  elements share memory (a broadcast view, a stride-0 dim: the writes of different
+  elements would land on one place, racing when blocks run in parallel). An ``inout``
+  parameter is the kernel's declared in-place update: it is read and written through the
+  one pointer.
 
 ``ArgumentChecker.prepare`` refuses arguments breaking any of these with an error naming
 the parameter; the adapters' fast paths decline such calls to it (a per-call address
@@ -22,6 +25,7 @@ the shapes they bind).
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 
@@ -132,3 +136,60 @@ def check_no_overlap(
                     f"parameter {params[other].name!r} at [{other_low:#x}, {other_high:#x}); "
                     "pass separate arrays (a copy of the input)"
                 )
+
+
+#: Above this many elements, a layout that fails the sorted-strides test is not
+#: enumerated to find out whether it really overlaps: it is refused as possibly so.
+_ENUMERATED_ELEMENTS = 1 << 22
+
+
+def strides_separate(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """The quick test that no two elements of ``shape``/``strides`` share memory: with the
+    dims of extent > 1 sorted by ``|stride|``, each stride exceeds the reach of the
+    smaller ones (``sum((extent - 1) * |stride|)``). True proves it; False may still be a
+    layout without overlap (interleaved strides), which `layout_overlaps` enumerates.
+    The Cython launcher and the ``tvm_ffi`` fast path apply the same test."""
+    dims = sorted((abs(s), e) for e, s in zip(shape, strides, strict=True) if e > 1)
+    reach = 0
+    for stride, extent in dims:
+        if stride <= reach:
+            return False
+        reach += (extent - 1) * stride
+    return True
+
+
+def layout_overlaps(shape: Sequence[int], strides: Sequence[int]) -> bool | None:
+    """Whether two elements of ``shape``/``strides`` (in elements) share memory: False,
+    True, or None where it is too large to find out (`strides_separate` failed and the
+    layout has more than ``2**22`` elements)."""
+    if 0 in shape or strides_separate(shape, strides):
+        return False
+    count = math.prod(shape)
+    if count > _ENUMERATED_ELEMENTS:
+        return None
+    import numpy as np
+
+    offsets = np.zeros(1, dtype=np.int64)
+    for extent, stride in zip(shape, strides, strict=True):
+        offsets = np.add.outer(offsets, np.arange(extent, dtype=np.int64) * stride).reshape(-1)
+    return bool(np.unique(offsets).size != offsets.size)
+
+
+def check_no_self_overlap(where: str, shape: Sequence[int], strides: Sequence[int]) -> None:
+    """Refuse a written tensor two of whose elements share memory (or may: one too large to
+    enumerate that fails `strides_separate`).
+
+    Raises:
+        ValueError: naming ``where``, the shape and the strides.
+    """
+    overlaps = layout_overlaps(shape, strides)
+    if overlaps is False:
+        return
+    certainty = "share memory" if overlaps else "may share memory (too many to check)"
+    raise ValueError(
+        f"{where}: expected a written array whose elements do not share memory, got shape "
+        f"{list(shape)} with strides {list(strides)} (elements), whose elements {certainty}: "
+        "the kernel's writes of different elements would land on one place; pass an array "
+        "with its own memory for every element (a broadcast or expanded view cannot be "
+        "written)"
+    )

@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, SupportsFloat, SupportsIndex, cast
 
-from tl_runtime.argument_memory import check_index_range, check_no_overlap, element_span
+from tl_runtime.argument_memory import (
+    check_index_range,
+    check_no_overlap,
+    check_no_self_overlap,
+    element_span,
+)
 from tl_runtime.call_plan import ALIGNMENT, DLPACK_CPU, CallPlan, ParamPlan, call_plan
 from tl_runtime.dtypes import dtype_info, numpy_dtype, optional_ml_dtypes, torch_dtype
 from tl_runtime.manifest import Manifest, ParamSpec
@@ -384,6 +389,8 @@ class ArgumentChecker:
                 if empty and (isinstance(want, int) or want in bindings):
                     continue
                 self._bind(where, f"stride {axis}", want, got, bindings, bound_by, param.name)
+            if param.written:
+                check_no_self_overlap(where, view.shape, view.strides)
 
     @staticmethod
     def _bind(

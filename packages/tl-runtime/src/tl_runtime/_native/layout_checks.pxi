@@ -89,7 +89,29 @@ cdef int _check_strided(ParamInfo* p, CallState* st, int j, const int64_t* shape
         st.strides[j][k] = stride
     if reach > 0x0FFFFFFFFFFFFFFF:
         return 0   # its byte range would overflow the overlap check's arithmetic
+    if p.written and not _strides_separate(p.ndim, st.shapes[j], st.strides[j]):
+        return 0   # elements that may share memory: the slow path decides (and refuses)
     st.spans[j] = reach + 1
+    return 1
+
+
+cdef int _strides_separate(int ndim, const int64_t* shape, const int64_t* strides) noexcept:
+    """``tl_runtime.argument_memory.strides_separate``: with the dims of extent > 1 in
+    increasing stride order, each stride exceeds the reach of the smaller ones (strides
+    here are non-negative). 1 proves that no two elements share memory; 0 may be wrong."""
+    cdef int64_t reach
+    cdef int a, b
+    for a in range(ndim):
+        if shape[a] <= 1:
+            continue
+        reach = 0   # of the dims before this one in stride order (ties: by position)
+        for b in range(ndim):
+            if b == a or shape[b] <= 1:
+                continue
+            if strides[b] < strides[a] or (strides[b] == strides[a] and b < a):
+                reach += (shape[b] - 1) * strides[b]
+        if strides[a] <= reach:
+            return 0
     return 1
 
 

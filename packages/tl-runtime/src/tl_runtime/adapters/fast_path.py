@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from tl_runtime.argument_memory import strides_separate
 from tl_runtime.call_plan import CallPlan, ParamPlan
 from tl_runtime.checking import ArgumentChecker
 
@@ -73,6 +74,7 @@ def build_fast_path(
         "uint8": np.dtype("uint8"),
         "from_dlpack": tvm_ffi.from_dlpack,
         "launch": launch,
+        "separate": strides_separate,
         # (array, view) pairs in one slot each: a single store is atomic under the GIL, so
         # concurrent callers never pair one array with another array's view.
         "last": [(None, None, None, None)] * len(params),
@@ -388,6 +390,15 @@ def _tensor_lines(
         # Zero-size arrays carry zero strides in numpy: the full path re-views them.
         f"        if not a{i}.size:",
         "            return slow(args)",
+        # A written array two of whose elements may share memory: the full path decides.
+        *(
+            [
+                f"        if not separate(a{i}.shape, a{i}.strides):",
+                "            return slow(args)",
+            ]
+            if strided and spec.written
+            else []
+        ),
         *(
             []
             if static
