@@ -195,6 +195,33 @@ def test_the_dispatcher_keeps_one_true_and_one_point_zero_apart(cache_dir: Path)
     assert len(typed._specializations) == 3
 
 
+def test_the_dispatcher_keeps_equal_tuples_of_other_element_types_apart(
+    cache_dir: Path,
+) -> None:
+    """(1,) == (True,) == (1.0,): a tuple's elements are keyed by their classes too."""
+
+    @tl_jit.jit(target="c")
+    def flagged(A, flags=(1,)):
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        first = flags[0]
+        step = 100.0 if first is True else (10.0 if isinstance(first, float) else 1.0)
+        C = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] + step
+        return C
+
+    a = np.zeros(4, np.float32)
+    for _ in range(2):  # the second round runs through the generated dispatcher
+        np.testing.assert_array_equal(flagged(a, (1,)), a + 1)
+        np.testing.assert_array_equal(flagged(a, (True,)), a + 100)
+        np.testing.assert_array_equal(flagged(a, (1.0,)), a + 10)
+        np.testing.assert_array_equal(flagged(a, (True, "x")), a + 100)
+        np.testing.assert_array_equal(flagged(a, (1, "x")), a + 1)
+    assert len(flagged._specializations) == 5
+
+
 def _fill_kernel() -> Any:
     @tl_jit.jit(target="c")
     def fill(A, value=1.0):

@@ -193,9 +193,13 @@ class EagerBinder:
 
         def key_of(names: Mapping[str, str]) -> str:
             # Each template value with its class: 1, 1.0 and True are equal dict keys but
-            # may build different kernels (see `exact_key` for what else is kept out).
+            # may build different kernels (see `exact_key` for what else is kept out);
+            # a tuple with its elements' classes, since (1,) == (True,) == (1.0,).
             local = [names.get(p, p) for p in analysis.template_params]
-            items = [f"{v}, {v}.__class__" for v in local]
+            items = [
+                f"{v}, ({v}.__class__ if {v}.__class__ is not tuple else tuple(map(type, {v})))"
+                for v in local
+            ]
             for binding in analysis.bindings:
                 value = names.get(binding.param, binding.param)
                 if binding.where == "shape":
