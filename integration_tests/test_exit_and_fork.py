@@ -70,6 +70,33 @@ def test_exit_with_daemon_threads_in_kernel_calls_is_clean(tmp_path: Path, adapt
         assert "exiting" in proc.stdout
 
 
+COMPILING_DAEMON = textwrap.dedent(
+    f"""
+    import sys, threading, time
+    sys.path.insert(0, {str(HERE)!r})
+    import tl_jit, checked_kernels
+    tl_jit.compile(checked_kernels.in_bounds(4, 8), target="llvm")  # tvm is loaded
+    for rows in (24, 40):  # compiles in flight when the main thread returns
+        threading.Thread(
+            target=lambda r=rows: tl_jit.compile(checked_kernels.in_bounds(r, 96), target="llvm"),
+            daemon=True,
+        ).start()
+    time.sleep({{delay}})
+    print("exiting")
+    """
+)
+
+
+def test_exit_with_daemon_threads_compiling_is_clean(tmp_path: Path) -> None:
+    """A daemon thread inside a compile at exit: exit waits for it (it aborted in tvm's
+    or LLVM's static destructors), and parks a compile started after exit began."""
+    for delay in (0.02, 0.1, 0.3):
+        proc = _python(COMPILING_DAEMON.format(delay=delay), tmp_path)
+        assert "terminate called" not in proc.stderr
+        assert proc.returncode == 0, proc.stderr
+        assert "exiting" in proc.stdout
+
+
 def test_exit_parks_the_adapters(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

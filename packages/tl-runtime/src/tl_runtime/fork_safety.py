@@ -26,10 +26,18 @@ before any ``before`` handler runs; the ``before`` handler registered by `instal
 only for a fork that event did not announce (an import in progress in a process that
 never compiled). An audit hook cannot be removed and is called on every audited event
 (``id()``, ``open()``, ...), which is why only processes that compile get it.
+
+Interpreter exit waits for the same sections: a daemon thread still compiling when the
+process ends would be inside tvm or LLVM while their static objects are destroyed
+(``terminate called without an active exception``, an abort). The first section of a
+process registers an exit handler that waits (at most `EXIT_WAIT_SECONDS`) for the
+sections of other threads to end, and from then on parks any other thread that starts
+one (it waits for the process to end, holding nothing native).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
@@ -43,8 +51,15 @@ WAIT_SECONDS = 300.0
 """How long a fork waits for other threads' compiles and imports before it goes ahead
 anyway (a compile on a busy machine takes tens of seconds)."""
 
+EXIT_WAIT_SECONDS = 60.0
+"""How long interpreter exit waits for other threads' compiles to end."""
+
 _installed = False
 _install_lock = threading.Lock()
+# The thread running the exit handlers once exit has begun: any other thread starting a
+# section from then on is parked.
+_exiting_thread: int | None = None
+_exit_wait_registered = False
 
 
 class ForkSafeLock:
@@ -219,7 +234,9 @@ def fork_waits_for_this() -> Iterator[None]:
     with _sections_lock:
         nested = _sections.get(ident, 0) > 0
     if not nested:
-        if not _audit_hook_added:
+        if _exiting_thread is not None and _exiting_thread != ident:
+            threading.Event().wait()  # exit has begun: wait for the process to end
+        if not _exit_wait_registered:
             _add_audit_hook()
         # The gate: not while a fork is under way. A fork that its audit event announced
         # but that never happened (a later audit hook refused it) left the gate closed:
@@ -288,13 +305,34 @@ def _audit_fork(event: str, _args: tuple[Any, ...]) -> None:
 
 
 def _add_audit_hook() -> None:
-    global _audit_hook_added
+    """Once per process, at its first section: the exit wait and the fork audit hook."""
+    global _audit_hook_added, _exit_wait_registered
     install()  # the after-fork handlers that release the gate the hook closes
     with _install_lock:
+        if not _exit_wait_registered:
+            atexit.register(wait_for_sections_at_exit)
+            _exit_wait_registered = True
         if _audit_hook_added or not hasattr(os, "register_at_fork"):
             return
         sys.addaudithook(_audit_fork)
         _audit_hook_added = True
+
+
+def wait_for_sections_at_exit(timeout: float = EXIT_WAIT_SECONDS) -> bool:
+    """Park every later section of another thread, then wait up to ``timeout`` s for
+    those in progress to end (the exit handler; module docstring).
+
+    Returns:
+        True when no other thread was left inside a section.
+    """
+    global _exiting_thread
+    _exiting_thread = threading.get_ident()
+    deadline = time.monotonic() + timeout
+    while sections_in_progress():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def _before_fork() -> None:
@@ -312,7 +350,8 @@ def _after_fork_in_parent() -> None:
 
 
 def _forget_sections_in_child() -> None:
-    global _sections_lock, _gate, _gate_holder, _gate_caller
+    global _sections_lock, _gate, _gate_holder, _gate_caller, _exiting_thread
+    _exiting_thread = None  # the child's own exit parks its own threads
     _sections.clear()
     _sections_lock = threading.Lock()
     _gate = threading.Lock()
