@@ -85,3 +85,15 @@ def test_a_rebound_name_is_refused() -> None:
             pickle.dumps(original)
     finally:
         tljit_scale_kernel.scale = original
+
+
+def test_a_compiled_kernel_copies_as_itself_and_refuses_pickling(tmp_path: Any) -> None:
+    """``copy.deepcopy`` of an object holding a kernel (a torch module) works; pickling
+    a loaded library does not, and says what to send instead."""
+    kernel = tljit_scale_kernel.scale(16, 2.0)
+    holder = {"kernel": kernel, "weights": [1.0]}
+    copied = copy.deepcopy(holder)
+    assert copied["kernel"] is kernel and copied["weights"] is not holder["weights"]
+    assert copy.copy(kernel) is kernel
+    with pytest.raises(TypeError, match="a JITKernel cannot be pickled .*artifact"):
+        pickle.dumps(kernel)

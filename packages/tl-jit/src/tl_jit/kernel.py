@@ -74,10 +74,18 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
 
     def __reduce__(self) -> Any:
         raise TypeError(
-            f"a JITKernel cannot be pickled or copied ({self.name}); pass its artifact "
+            f"a JITKernel cannot be pickled ({self.name}); pass its artifact "
             "directory (kernel.artifact_dir, or kernel.export(path)) and load it with "
             "JITKernel.from_artifact"
         )
+
+    def __copy__(self) -> JITKernel:
+        # A loaded kernel does not change: a copy (copy.deepcopy of a module holding
+        # one, as tl_runtime.Kernel's) is the same kernel.
+        return self
+
+    def __deepcopy__(self, _memo: dict[int, Any]) -> JITKernel:
+        return self
 
     @classmethod
     def from_artifact(cls, path: str | os.PathLike[str], adapter: str | None = None) -> JITKernel:
