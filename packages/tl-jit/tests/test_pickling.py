@@ -95,5 +95,5 @@ def test_a_compiled_kernel_copies_as_itself_and_refuses_pickling(tmp_path: Any) 
     copied = copy.deepcopy(holder)
     assert copied["kernel"] is kernel and copied["weights"] is not holder["weights"]
     assert copy.copy(kernel) is kernel
-    with pytest.raises(TypeError, match="a JITKernel cannot be pickled .*artifact"):
+    with pytest.raises(TypeError, match=r"a JITKernel cannot be pickled .*artifact"):
         pickle.dumps(kernel)
