@@ -235,3 +235,38 @@ def test_tilelang_utils_tensor_names() -> None:
 
     with pytest.raises(ValueError, match=r"param 'A': expected a static shape.*'M'"):
         supply(Symbolic())
+
+
+def test_second_sweep_porting_names(scale_rows) -> None:
+    """Names TileLang's examples use (second sweep): ``T.dynamic("n, m")`` gives a tuple,
+    ``get_profiler(TensorSupplyType.Integer)`` takes the kind first, ``run_once``,
+    ``do_bench(ref_program)`` with a torch reference, ``compile_flags=``,
+    ``tilelang.DataType`` and ``tilelang.testing`` without its own import."""
+    torch = pytest.importorskip("torch")
+    n, m = T.dynamic("n, m")
+    assert (str(n), str(m)) == ("n", "m")
+    assert [str(v) for v in T.dynamic("a b c")] == ["a", "b", "c"]
+    with pytest.raises(tl_ir.KernelTypeError, match="several separated by commas"):
+        T.dynamic("a, 2b")
+    profiler = scale_rows.get_profiler(TensorSupplyType.Integer)
+    assert profiler.tensor_supply_type is TensorSupplyType.Integer
+    with pytest.raises(TypeError, match="supply kind is given twice"):
+        scale_rows.get_profiler(TensorSupplyType.Integer, tensor_supply_type="Zero")
+    (a,) = profiler.inputs
+    np.testing.assert_array_equal(np.asarray(profiler.run_once()), np.asarray(a) * 2)
+    namespace: dict = {}
+    exec(_TORCH_REFERENCE_MODULE, namespace)  # a stand-in example module using torch
+    assert torch.equal(profiler.run_once(namespace["ref_program"]), torch.as_tensor(a).pow(2) / 2)
+    assert scale_rows.get_profiler().do_bench(namespace["ref_program"], warmup=1, rep=2) > 0
+    assert tilelang.DataType("float16").bits == 16
+    assert tilelang.testing.torch_assert_close is not None
+
+    @tilelang.jit(out_idx=[1], target="c", compile_flags=["-O3", "--use_fast_math"])
+    def flagged(M):
+        return _square_half(M, 32)
+
+    assert flagged(16) is not None
+    with pytest.raises(TypeError, match="compile_flags: expected None, a string or a list"):
+        tilelang.jit(out_idx=[1], compile_flags=3)
+    with pytest.raises(TypeError, match="compile_flags"):
+        tilelang.compile(_square_half(16, 32), out_idx=[1], target="c", compile_flags=[1])

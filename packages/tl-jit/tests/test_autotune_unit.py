@@ -28,8 +28,11 @@ def test_in_process_picks_the_cheap_config(fake_backend: Any, cache_dir: Path) -
     best = scale(4096, 2.0)
     assert best.config == {"repeat": 1}
     assert best.latency is not None and best.latency > 0
+    assert best.ref_latency is not None and best.ref_latency > 0  # TileLang's ref_latency
     assert len(scale.results) == 2
     assert len(list((cache_dir / "autotune").glob("*.json"))) == 1
+    scale._best.clear()  # as in a new process: the saved record keeps the figure
+    assert scale(4096, 2.0).ref_latency == best.ref_latency
 
 
 def test_worker_processes_skip_a_failing_config(fake_backend: Any, cache_dir: Path) -> None:

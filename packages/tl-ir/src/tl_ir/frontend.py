@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import numbers
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -133,21 +134,22 @@ def current_state() -> ParseState | None:
 
 def symbolic(name: str, dtype: str = "int32", *, spelled: str = "T.symbolic") -> Any:
     """A named symbolic dim (an ``int32`` ``tirx.Var``); the same name within one kernel
-    build gives the same Var. ``spelled``: the name the kernel called (for messages).
+    build gives the same Var. Several names separated by commas or spaces
+    (``T.dynamic("M, N")``, as TileLang) give a tuple of Vars. ``spelled``: the name the
+    kernel called (for messages).
 
     Raises:
-        KernelTypeError: ``name`` is not a non-empty identifier string, or the name was
-            already used with another dtype.
+        KernelTypeError: ``name`` is not a string of identifiers, or a name was already
+            used with another dtype.
     """
+    if isinstance(name, str) and not name.isidentifier():
+        parts = re.split(r"\s*,\s*|\s+", name.strip())
+        if len(parts) > 1 and all(part.isidentifier() for part in parts):
+            return tuple(symbolic(part, dtype, spelled=spelled) for part in parts)
     if not isinstance(name, str) or not name.isidentifier():
-        several = isinstance(name, str) and all(part.isidentifier() for part in name.split())
         raise KernelTypeError(
-            f"{spelled}(name): expected a Python identifier string (one name), got {name!r}"
-            + (
-                f"; declare each on its own ({', '.join(f'{spelled}({p!r})' for p in name.split())})"
-                if several and len(name.split()) > 1
-                else ""
-            )
+            f"{spelled}(name): expected a Python identifier string, or several separated by "
+            f"commas or spaces, got {name!r}"
         )
     state = current_state()
     table = state.symbolic if state is not None else _LOCAL.pending_symbolic

@@ -77,6 +77,10 @@ _LAZY = {
     "sweep": ("tl_jit.sweep", None),
     "language": ("tl_jit.language", None),
     "layout": ("tl_jit.layout", None),
+    "testing": ("tl_jit.testing", None),
+    "utils": ("tl_jit.utils", None),
+    # ``tilelang.DataType(dtype).bits``: TVM's dtype descriptor.
+    "DataType": ("tvm", "DataType"),
     # ``tilelang.math.next_power_of_2``; left out of __all__ so that ``from tl_jit import *``
     # does not hide the standard library's math.
     "math": ("tl_jit.math", None),

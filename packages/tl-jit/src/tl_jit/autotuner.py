@@ -25,6 +25,7 @@ from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
 from tl_jit.profiler_inputs import checked_dims
 from tl_jit.tune_executor import Executor, TaskFailure
+from tl_jit.tune_measure import reference_latency
 from tl_jit.tune_options import check_measurement, check_options
 from tl_jit.tune_search import SearchPlacement, compile_all, time_all
 from tl_jit.tune_tasks import TimingRequest, compile_jit_function
@@ -308,6 +309,7 @@ class AutoTuner(CopiedAsItself):
                 target=str(self.jit_function._frontend_options({}).get("target")),
                 best_config=kernel.config,
                 latency=kernel.latency,
+                ref_latency=kernel.ref_latency,
                 results=[
                     {"config": r.config, "latency": r.latency, "error": r.error}
                     for r in self.results
@@ -324,6 +326,8 @@ class AutoTuner(CopiedAsItself):
             dict(config),
             float(latency) if isinstance(latency, int | float) else None,
         )
+        ref_latency = record.get("ref_latency")
+        kernel.ref_latency = float(ref_latency) if isinstance(ref_latency, int | float) else None
         self.results = [
             ConfigResult(dict(r["config"]), r.get("latency"), r.get("error"))
             for r in record.get("results", [])
@@ -402,7 +406,9 @@ class AutoTuner(CopiedAsItself):
                 f"autotune {self.jit_function.func.__qualname__}: every configuration "
                 f"failed:\n{detail}"
             )
-        return _tuned(built[winner][0], configs[winner], latencies[winner])
+        tuned = _tuned(built[winner][0], configs[winner], latencies[winner])
+        tuned.ref_latency = reference_latency(tuned, self._request(dims, 1, captured))
+        return tuned
 
     def _skip(self, config: dict[str, Any], failure: TaskFailure) -> ConfigResult:
         message = failure.reason

@@ -22,7 +22,12 @@ from tl_jit.cache import default_cache
 from tl_jit.interpreted import InterpretedKernel, interpret_requested
 from tl_jit.kernel import JITKernel
 from tl_jit.keys import ir_key
-from tl_jit.pass_configs import dump_dir, normalize_pass_configs, split_pass_configs
+from tl_jit.pass_configs import (
+    check_compile_flags,
+    dump_dir,
+    normalize_pass_configs,
+    split_pass_configs,
+)
 from tl_runtime.fork_safety import fork_waits_for_this
 
 if TYPE_CHECKING:
@@ -269,6 +274,7 @@ def compile(
     pass_configs: Mapping[str, object] | None = None,
     verbose: bool = False,
     debug: bool | None = None,
+    compile_flags: list[str] | str | None = None,
 ) -> JITKernel:
     """Compile a PrimFunc into a callable `JITKernel` (or load it from the disk cache).
 
@@ -289,6 +295,8 @@ def compile(
         debug: checked mode (tl_jit.checked): an out-of-bounds access raises
             `IndexError` naming the buffer, the index, the extent and the kernel's
             file:line, instead of touching memory. None: ``TL_DEBUG`` decides.
+        compile_flags: TileLang's device compiler flags: checked (a string or a list of
+            strings) and not applied, as ``tl.device_compile_flags``.
 
     Returns:
         The `JITKernel` (with ``TL_INTERPRET=1``: a `tl_jit.interpreted.InterpretedKernel`,
@@ -306,6 +314,7 @@ def compile(
         NotImplementedError: ``debug`` on a backend without checked mode.
     """
     _require_prim_func(func, "func")
+    check_compile_flags(compile_flags)
     context = create_context(target, target_host, execution_backend)
     return compile_with_context(
         func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose, debug=debug

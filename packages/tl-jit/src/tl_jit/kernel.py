@@ -39,12 +39,15 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
         cache_key: the ir key of its cache entry, or None.
         config: the winning configuration when returned by `autotune`, else None.
         latency: the measured latency in ms when returned by `autotune`, else None.
+        ref_latency: the reference program's latency in ms on the winner's inputs when
+            returned by `autotune` with a ``ref_prog``, else None.
         debug: whether it was built in checked mode (tl_jit.checked): an out-of-bounds
             access raises `IndexError` after the call.
     """
 
     config: dict[str, Any] | None
     latency: float | None
+    ref_latency: float | None
 
     def __new__(cls, runtime_kernel: tl_runtime.Kernel, **_options: Any) -> JITKernel:
         """A kernel whose call is ``runtime_kernel``'s call path (wrapped to look at the
@@ -70,6 +73,7 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
         self.cache_key = cache_key
         self.config = None
         self.latency = None
+        self.ref_latency = None
         self.debug = runtime_kernel.manifest.versions.get(checked.MARKER) is not None
 
     def __reduce__(self) -> Any:
@@ -179,7 +183,7 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
 
     def get_profiler(
         self,
-        dims: dict[str, int] | None = None,
+        dims: dict[str, int] | TensorSupplyType | None = None,
         seed: int | None = 0,
         tensor_supply_type: TensorSupplyType | str | None = None,
     ) -> Profiler:
@@ -187,6 +191,8 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
 
         Args:
             dims: sizes of the symbolic dims (``{"M": 1024}``), needed when params use any.
+                A `TensorSupplyType` here is the supply kind (TileLang's
+                ``get_profiler(TensorSupplyType.Integer)`` gives it first).
             seed: the random seed of the generated inputs: a non-negative int, or None
                 for different inputs on every draw.
             tensor_supply_type: TileLang's kind of generated values
@@ -198,6 +204,15 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
                 ints, or ``tensor_supply_type`` is not a `TensorSupplyType`, its name
                 or None; ValueError: ``seed`` is neither None nor a non-negative int.
         """
+        from tl_jit.tensor_supply import TensorSupplyType as Supply
+
+        if isinstance(dims, Supply):
+            if tensor_supply_type is not None:
+                raise TypeError(
+                    "get_profiler: the supply kind is given twice (first argument "
+                    f"{dims!r} and tensor_supply_type={tensor_supply_type!r})"
+                )
+            dims, tensor_supply_type = None, dims
         return Profiler(self, dims=dims, seed=seed, tensor_supply_type=tensor_supply_type)
 
     def as_torch_op(self, name: str, *, mutates: Sequence[str] | None = None) -> Any:

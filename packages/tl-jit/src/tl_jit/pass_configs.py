@@ -176,6 +176,26 @@ def normalize_pass_configs(
     return merged or None
 
 
+def check_compile_flags(compile_flags: object) -> None:
+    """Check TileLang's ``compile_flags=`` of ``jit``/``compile``: None, a string or a
+    list/tuple of strings. Like ``tl.device_compile_flags`` they are not applied: each
+    backend chooses its compiler's flags (and math follows IEEE on every target).
+
+    Raises:
+        TypeError: anything else (the message says what came).
+    """
+    if compile_flags is None or isinstance(compile_flags, str):
+        return
+    if isinstance(compile_flags, list | tuple) and all(
+        isinstance(flag, str) for flag in compile_flags
+    ):
+        return
+    raise TypeError(
+        "compile_flags: expected None, a string or a list of strings (device compiler "
+        f"flags, not applied here), got {compile_flags!r:.120}"
+    )
+
+
 def dump_dir(tl_configs: Mapping[str, object]) -> Path | None:
     """Where ``tl.enable_dump_ir`` + ``tl.dump_ir_path`` ask the IR to be dumped, or None.
 

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tl_jit.profiler_compare import assert_close, reference_arguments
+from tl_jit.profiler_compare import assert_close, reference_arguments, reference_uses_torch
 from tl_jit.profiler_inputs import (
     aligned,
     available_memory,
@@ -334,6 +334,8 @@ class Profiler:
         """
         target = func if func is not None else self.kernel
         args = list(inputs) if inputs is not None else self.inputs
+        if func is not None and reference_uses_torch(func):
+            args = reference_arguments(args, func)  # a reference written against torch
         device = HOST_DEVICE if self._device is None else str(self._device.type)
         _warn_if_workers_spin()
         return measure(
@@ -346,6 +348,16 @@ class Profiler:
             device=device,
         )
 
+    def run_once(self, func: Callable[..., Any] | None = None) -> Any:
+        """Run the kernel (or ``func``, as `do_bench` gives it the inputs) once on this
+        profiler's inputs and return what it returns (TileLang's ``run_once``)."""
+        args = self.inputs
+        if func is None:
+            return self.kernel(*args)
+        if reference_uses_torch(func):
+            args = reference_arguments(args, func)
+        return func(*args)
+
     def do_bench(
         self,
         func: Callable[..., Any] | None = None,
@@ -357,7 +369,8 @@ class Profiler:
         flush_cache: bool = False,
         inputs: Sequence[Any] | None = None,
     ) -> float | list[float]:
-        """Time the kernel (or ``func``, called with the same inputs); milliseconds per call.
+        """Time the kernel (or ``func``, called with the same inputs, as torch tensors
+        for a function whose module imports torch); milliseconds per call.
 
         One figure of `measure` (the median by default); arguments as in
         `tl_jit.profiler.do_bench`; ``inputs`` replaces the generated ones.

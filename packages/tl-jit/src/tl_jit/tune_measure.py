@@ -125,3 +125,24 @@ def time_on_device(
         return {i: list(v) for i, v in found.items() if not isinstance(v, TaskFailure)}
 
     return timings, failures, remeasure
+
+
+def reference_latency(kernel: JITKernel, request: TimingRequest) -> float | None:
+    """The reference program's time per call in ms on the winner's inputs (TileLang's
+    ``ref_latency``), timed here with the search's ``warmup``/``rep``; None without a
+    reference, or when it fails (the search's result does not depend on it)."""
+    if request.ref_prog is None:
+        return None
+    try:
+        profiler = kernel.get_profiler(dims=request.dims)
+        inputs = (
+            list(request.supply_prog(kernel.params))
+            if request.supply_prog is not None
+            else profiler.make_inputs()
+        )
+        value = profiler.do_bench(
+            request.ref_prog, warmup=request.warmup, rep=request.rep, inputs=inputs
+        )
+    except Exception:  # a reference that cannot be timed alone: no figure
+        return None
+    return float(value) if isinstance(value, int | float) else None

@@ -84,6 +84,7 @@ def save(
     latency: float | None,
     results: list[dict[str, Any]],
     cache: KernelCache | None = None,
+    ref_latency: float | None = None,
 ) -> None:
     """Store one search's result under ``key``, signed with the cache root's secret
     (failures only warn, as cache writes do; without a usable secret nothing is stored)."""
@@ -93,6 +94,7 @@ def save(
         "target": target,
         "best_config": best_config,
         "latency": latency,
+        "ref_latency": ref_latency,
         "results": results,
         "machine": machine(),
         "versions": versions(),
