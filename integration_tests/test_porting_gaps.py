@@ -380,3 +380,46 @@ def test_mma_swizzle_layout_is_a_hint() -> None:
         kernel = tl_jit.compile(func, out_idx=[1], target="c")
         a = np.arange(16 * N).reshape(16, N).astype(dtype)
         np.testing.assert_array_equal(kernel(a), a)
+
+
+def _half_accumulating_gemm(dtype: str, transpose_b: bool) -> Any:
+    b_shape = (16, 24) if transpose_b else (24, 16)
+
+    @T.prim_func
+    def half_gemm(
+        A: T.Tensor((8, 24), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((8, 16), dtype)
+    ):
+        with T.Kernel(1, threads=32):
+            a_tile = T.alloc_shared((8, 24), dtype)
+            b_tile = T.alloc_shared(b_shape, dtype)
+            acc = T.alloc_fragment((8, 16), dtype)
+            T.copy(A, a_tile)
+            T.copy(B, b_tile)
+            T.clear(acc)
+            T.gemm(a_tile, b_tile, acc, transpose_B=transpose_b)
+            T.copy(acc, C)
+
+    return half_gemm
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_a_gemm_accumulating_in_float16(target: str, transpose_b: bool) -> None:
+    """TileLang's fine-grained dequantize example runs ``T.gemm`` into a float16
+    fragment; the CPU micro-kernel has no fp16 accumulator, so the CPU targets ran
+    none (a ValueError from cpu-lower-tile-ops). The sum runs in float16, k ascending;
+    where each product is rounded is the target's (llvm fuses ``c + a * b`` into one
+    rounding, c rounds the product first, the interpreter's gemm sums in float32), so
+    the check is against the float32 product within float16 accumulation's error."""
+    from integration_tests.interpreter_target import compile_for
+
+    kernel = compile_for(_half_accumulating_gemm("float16", transpose_b), target)
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (8, 24)).astype(np.float16)
+    b = rng.uniform(-1, 1, (16, 24) if transpose_b else (24, 16)).astype(np.float16)
+    c = np.zeros((8, 16), np.float16)
+    kernel(a, b, c)
+    bk = b.T if transpose_b else b
+    expected = a.astype(np.float32) @ bk.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), expected, atol=0.05)
+    assert np.abs(c.astype(np.float32) - expected).mean() < 0.01

@@ -10,6 +10,11 @@ operands come out contiguous too): ``k * (m + n)`` conversions per call, in
 vectorized loops, against ``m * n * k`` multiply-adds. The products are the same
 (fp16 and bf16 convert to fp32 exactly; the micro-kernel multiplies in fp32 either
 way).
+
+Accumulator and operand dtypes the micro-kernel has no code for (an fp16 or bf16
+accumulator, as TileLang's fp16-accumulating GEMMs use; narrow unsigned integers)
+get the plain loop nest ``C[i, j] = C[i, j] + A[i, k] * B[k, j]`` in C's dtype
+(`scalar_tile_gemm`), which the later passes legalize and vectorize like any loop.
 """
 
 from __future__ import annotations
@@ -18,7 +23,11 @@ from typing import Any
 
 from tvm import tirx
 
-from tl_codegen_cpu.lowering.gemm_microkernel import GemmOperand, emit_gemm_microkernel
+from tl_codegen_cpu.lowering.gemm_microkernel import (
+    SUPPORTED_OPERAND_DTYPES,
+    GemmOperand,
+    emit_gemm_microkernel,
+)
 from tl_codegen_cpu.lowering.half_conversions import transpose_call
 from tl_codegen_cpu.lowering.tile_transpose import emit_block_transpose, transposes_in_blocks
 from tl_codegen_cpu.lowering.vector_isa import VectorISA
@@ -112,6 +121,9 @@ def emit_tile_gemm(
             dtype mixes).
     """
     c_dtype = str(c.buffer.dtype)
+    allowed = SUPPORTED_OPERAND_DTYPES.get(c_dtype, ())
+    if product_dtype is None and not all(str(o.buffer.dtype) in allowed for o in (a, b)):
+        return scalar_tile_gemm(a, b, c, m, n, k, transpose_a=transpose_a, transpose_b=transpose_b)
     rounded = product_dtype is not None and product_dtype != c_dtype
     widen = [
         c_dtype == "float32" and not rounded and str(operand.buffer.dtype) in WIDENED_DTYPES
@@ -150,4 +162,39 @@ def emit_tile_gemm(
     return tirx.SeqStmt([*allocations, *prologue, kernel])
 
 
-__all__ = ["WIDENED_DTYPES", "emit_tile_gemm"]
+def scalar_tile_gemm(
+    a: GemmOperand,
+    b: GemmOperand,
+    c: GemmOperand,
+    m: int,
+    n: int,
+    k: int,
+    *,
+    transpose_a: bool,
+    transpose_b: bool,
+) -> tirx.Stmt:
+    """``C[m x n] += op(A) @ op(B)`` as three loops, each product and sum in C's dtype
+    (operands converted to it), ``k`` ascending for every element of C."""
+    acc = str(c.buffer.dtype)
+    i, j, kk = (tirx.Var(name, "int32") for name in ("gemm_i", "gemm_j", "gemm_k"))
+
+    def element(operand: GemmOperand, row: Any, col: Any) -> list[Any]:
+        index = list(operand.offset)
+        index[-2] = index[-2] + row
+        index[-1] = index[-1] + col
+        return index
+
+    def value(operand: GemmOperand, row: Any, col: Any) -> Any:
+        load = tirx.BufferLoad(operand.buffer, element(operand, row, col))
+        return load if str(operand.buffer.dtype) == acc else tirx.Cast(acc, load)
+
+    product = value(a, kk, i) if transpose_a else value(a, i, kk)
+    product = product * (value(b, j, kk) if transpose_b else value(b, kk, j))
+    at = element(c, i, j)
+    body: tirx.Stmt = tirx.BufferStore(c.buffer, tirx.BufferLoad(c.buffer, at) + product, at)
+    for var, extent in ((kk, k), (j, n), (i, m)):
+        body = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, body)
+    return body
+
+
+__all__ = ["WIDENED_DTYPES", "emit_tile_gemm", "scalar_tile_gemm"]
