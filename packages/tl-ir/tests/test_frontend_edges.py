@@ -84,7 +84,7 @@ def test_bad_kernel_arguments_are_type_errors():
     with pytest.raises(tl_ir.KernelTypeError, match="2 order entries and 1 stage entries"):
         T.Pipelined(4, num_stages=2, order=[0, 1], stage=[0])
     with pytest.raises(tl_ir.KernelTypeError, match="identifier"):
-        T.symbolic("not a name")
+        T.symbolic("not-a-name")
     with pytest.raises(tl_ir.UnknownDtypeError):
         T.Tensor((4,), "complex64")
     with pytest.raises(tl_ir.KernelTypeError, match="non-negative dims"):

@@ -38,6 +38,7 @@ from tl_ir.errors import (
     at_users_line,
 )
 from tl_ir.global_access_guards import guard_global_accesses
+from tl_ir.tile_bounds import check_tile_bounds
 from tl_ir.launch import rebuild_loop
 from tl_ir.loop_steps import unit_step_loops
 from tl_ir.negative_indices import wrap_negative_indices
@@ -383,6 +384,7 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
         raise
     try:
         body = unit_step_loops(func.body)
+        check_tile_bounds(body)
     except TileLangError as err:
         err.locate(filename, lineno, None)
         raise

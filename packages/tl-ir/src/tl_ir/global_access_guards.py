@@ -29,7 +29,7 @@ from tl_ir import scopes
 from tl_ir.index_ranges import TVM_ERRORS, proves, range_analyzer
 from tl_ir.scalar_bindings import ScalarBindings
 
-__all__ = ["guard_global_accesses"]
+__all__ = ["branch_conditions", "guard_global_accesses"]
 
 #: Calls whose buffer-element arguments name an address or a tile, not a value read.
 _ADDRESS_CALLS = ("tl.region", "tirx.address_of", "tl.access_ptr")
@@ -52,7 +52,7 @@ def _accesses(node: Any) -> list[Any]:
     return found
 
 
-def _branch_conditions(body: Any) -> dict[int, list[Any]]:
+def branch_conditions(body: Any) -> dict[int, list[Any]]:
     """Access handle -> the conditions of the branches around it (``if`` statements'
     then and else cases, ``T.if_then_else``'s true and false values)."""
     conditions: dict[int, list[Any]] = {}
@@ -179,7 +179,7 @@ def guard_global_accesses(body: Any, safe_values: Sequence[tuple[Any, Any]] = ()
     """
     analyzer = range_analyzer(body)
     bindings = ScalarBindings(body)
-    context = _branch_conditions(body)
+    context = branch_conditions(body)
     skipped = _address_operands(body)
 
     def guard_load(load: Any) -> Any:
