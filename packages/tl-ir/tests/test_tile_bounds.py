@@ -15,7 +15,7 @@ from tl_ir.errors import KernelTypeError
 
 def _sinks(size: int, guarded: bool) -> Any:
     @T.prim_func
-    def sinks_kernel(S: T.Tensor((4,), "float32"), O: T.Tensor((4, 64), "float32")):
+    def sinks_kernel(S: T.Tensor((4,), "float32"), Out: T.Tensor((4, 64), "float32")):
         with T.Kernel(4, threads=64) as by:
             acc = T.alloc_fragment([64], "float32")
             sinks = T.alloc_fragment([size], "float32")
@@ -28,7 +28,7 @@ def _sinks(size: int, guarded: bool) -> Any:
                     sinks[i] = S[by]
             for i in T.Parallel(64):
                 acc[i] = acc[i] + T.if_then_else(i < size, sinks[T.min(i, size - 1)], 0.0)
-            T.copy(acc, O[by, :])
+            T.copy(acc, Out[by, :])
 
     return sinks_kernel
 

@@ -38,11 +38,11 @@ from tl_ir.errors import (
     at_users_line,
 )
 from tl_ir.global_access_guards import guard_global_accesses
-from tl_ir.tile_bounds import check_tile_bounds
 from tl_ir.launch import rebuild_loop
 from tl_ir.loop_steps import unit_step_loops
 from tl_ir.negative_indices import wrap_negative_indices
 from tl_ir.thread_binding_launch import launch_thread_binding_nests
+from tl_ir.tile_bounds import check_tile_bounds
 
 __all__ = ["ParseState", "current_state", "prim_func", "symbolic"]
 
