@@ -266,3 +266,68 @@ def test_kill_during_a_build_leaves_nothing_in_use(tmp_path: Path) -> None:
     assert (entry / "manifest.json").read_text() == "{}"
     store.clear()
     assert not any((root / "tmp").iterdir()), "the dead build's staging directory remains"
+
+
+class _Hung(Exception):
+    pass
+
+
+def _within(seconds: float) -> Any:
+    """A context that fails the test (instead of hanging the suite) when its body blocks."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard() -> Iterator[None]:
+        def expire(_signum: int, _frame: Any) -> None:
+            raise _Hung(f"blocked for more than {seconds} s")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    return guard()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_special_files_in_the_cache_are_never_waited_on(fake_backend: Any, cache_dir: Path) -> None:
+    """A FIFO put where a front-end record, the memo secret, a kernel entry or a lock
+    belongs: each read or removal blocked forever (open() of a FIFO waits for a writer)."""
+    import tljit_scale_kernel as module
+
+    two = _fresh(module, 64, 2.0)
+    memo = _memo_of(cache_dir, two.cache_key)
+    a = np.ones(64, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWarning)
+        memo.unlink()
+        os.mkfifo(memo)
+        with _within(60):
+            np.testing.assert_allclose(_fresh(module, 64, 2.0)(a), 2 * a)  # rebuilt key
+        memo.unlink()
+        secret = cache_dir / "memo.key"
+        secret.unlink()
+        os.mkfifo(secret)
+        from tl_jit import record_proof
+
+        record_proof._secrets.clear()
+        with _within(60):
+            np.testing.assert_allclose(_fresh(module, 64, 2.0)(a), 2 * a)  # memo off
+        secret.unlink()
+        record_proof._secrets.clear()
+        lock = cache_dir / "locks" / f"{two.cache_key}.lock"
+        if lock.exists():
+            lock.unlink()
+        lock.mkdir()  # a lock replaced by a directory: filelock's raw IsADirectoryError
+        shutil.rmtree(cache_dir / "kernels" / two.cache_key)
+        with _within(60):
+            np.testing.assert_allclose(_fresh(module, 64, 2.0)(a), 2 * a)
+        fifo_entry = cache_dir / "kernels" / ("3" * 64)
+        os.mkfifo(fifo_entry)
+        with _within(60):
+            assert KernelCache(cache_dir).clear() >= 2
+        assert not os.path.lexists(fifo_entry)
+        assert not list((cache_dir / "tmp").glob("trash-*"))

@@ -126,6 +126,22 @@ def test_a_world_writable_artifact_directory_is_refused(artifact_copy: Artifact)
     assert tl_runtime.load(directory).name == "vadd"
 
 
+def test_world_writable_files_of_an_artifact_are_refused(artifact_copy: Artifact) -> None:
+    """Its files' modes count as its directory's: anyone could rewrite the library and
+    the manifest's hashes together."""
+    directory = artifact_copy("vadd", out_idx=(2,))
+    files = sorted(p for p in directory.rglob("*") if p.is_file())
+    assert any(p.name == "manifest.json" for p in files) and len(files) >= 2
+    for path in files:
+        os.chmod(path, 0o666)
+        with pytest.raises(
+            InsecureArtifactError, match=rf"'{path.name}' is writable by every user \(mode 0666\)"
+        ):
+            tl_runtime.load(directory)
+        os.chmod(path, 0o644)
+    assert tl_runtime.load(directory).name == "vadd"
+
+
 def test_an_artifact_inside_a_world_writable_directory_is_refused(
     artifact_copy: Artifact, tmp_path: Path
 ) -> None:

@@ -308,18 +308,37 @@ class KernelCache:
             os.rename(path, trash)
         except OSError:
             trash = path
-        if os.path.islink(trash):  # remove the link itself, never what it points to
-            os.unlink(trash)
-        else:
+        try:
+            directory = stat.S_ISDIR(os.lstat(trash).st_mode)
+        except FileNotFoundError:
+            return
+        if directory:
             shutil.rmtree(trash, ignore_errors=True)
+        else:  # a link (never what it points to), a file, a FIFO: rmtree would open it
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(trash)
 
     def _lock(self, key: str) -> Any:
         import filelock
 
         locks = self._ensure("locks")
-        return filelock.FileLock(
-            str(locks / f"{_require_key(key)}.lock"), timeout=LOCK_TIMEOUT_S, mode=0o600
-        )
+        path = locks / f"{_require_key(key)}.lock"
+        with contextlib.suppress(FileNotFoundError):
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISREG(mode):
+                # Not a lock file (a directory, a link, a FIFO put there): no process can
+                # hold it as a lock, so it is removed, as a damaged entry would be.
+                warnings.warn(
+                    f"tl_jit cache: removing {path}: expected a lock file, got "
+                    f"{'a directory' if stat.S_ISDIR(mode) else 'a special file or link'}",
+                    CacheWarning,
+                    stacklevel=3,
+                )
+                if stat.S_ISDIR(mode):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+        return filelock.FileLock(str(path), timeout=LOCK_TIMEOUT_S, mode=0o600)
 
     def get_or_build(
         self,
@@ -395,7 +414,7 @@ class KernelCache:
         path = self._dir(kind) / f"{_require_key(key)}.json"
         self.check_root()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular_file(path).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(data, dict) or data.get(_RECORD_KEY_FIELD) != key:
@@ -514,6 +533,28 @@ class KernelCache:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.unlink(path)
+
+
+def read_regular_file(path: Path | str) -> bytes:
+    """The bytes of the regular file at ``path`` (not through a symlink).
+
+    Opened without blocking and checked after opening, so a FIFO or device put where a
+    cache file belongs is refused instead of waited on forever.
+
+    Raises:
+        OSError: ``path`` is missing, a symlink, or not a regular file.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def default_cache() -> KernelCache:

@@ -31,7 +31,8 @@ _secrets: dict[str, bytes] = {}
 
 
 def _read_secret(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    # Without blocking: a FIFO in the secret's place is refused below, not waited on.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -97,6 +97,7 @@ def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> by
                     ) from None
                 raise ArtifactError(f"artifact file {name!r} cannot be opened: {exc}") from None
             opened.append(current)
+            _refuse_writable_by_all(name, os.fstat(current), f"directory {part!r} of")
         leaf = parts[-1]
         try:
             before = os.stat(leaf, dir_fd=current, follow_symlinks=False)
@@ -123,6 +124,7 @@ def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> by
                 raise ArtifactError(
                     f"artifact file {name!r}: expected a regular file, got {file_kind(after.st_mode)}"
                 )
+            _refuse_writable_by_all(name, after, "file")
             chunks = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
@@ -132,6 +134,18 @@ def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> by
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _refuse_writable_by_all(name: str, info: os.stat_result, what: str) -> None:
+    """Refuse a file (or a directory on its way) of an artifact that every user can
+    write: anyone could rewrite it and the manifest's hashes together."""
+    if hasattr(os, "getuid") and info.st_mode & stat.S_IWOTH:
+        raise InsecureArtifactError(
+            f"artifact {what} {name!r} is writable by every user (mode "
+            f"{stat.S_IMODE(info.st_mode):04o}), so anyone could replace the code with "
+            "matching hashes; run chmod o-w on it (an artifact should be writable only "
+            "by who deploys it)"
+        )
 
 
 def check_not_world_writable(directory: Path, info: os.stat_result) -> None:
