@@ -273,6 +273,26 @@ def test_a_kernel_file_calling_os_exit_fails(tl, tmp_path: Path) -> None:
     assert not (tmp_path / "art").exists()
 
 
+def test_a_kernel_file_crashing_the_interpreter_says_where(tmp_path: Path) -> None:
+    """A builder that segfaults (its own native code) ends the process; the crash is
+    reported on stderr with a stack, never a silent exit."""
+    kernel = tmp_path / "crashes.py"
+    kernel.write_text("import ctypes\n\ndef build(n):\n    ctypes.string_at(0)\n")
+    command = ["compile", f"{kernel}:build", "--arg", "n=4", "--out", str(tmp_path / "a")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONFAULTHANDLER")}
+    result = subprocess.run(  # in a process of its own: it crashes
+        [sys.executable, "-m", "tl_jit.cli", *command],
+        capture_output=True,
+        text=True,
+        env={**env, "TL_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert "egmentation fault" in result.stderr or "Segfault" in result.stderr
+    assert "string_at" in result.stderr
+    assert not (tmp_path / "a").exists()
+
+
 def test_every_option_has_help() -> None:
     from tl_jit.cli import build_parser
 

@@ -327,3 +327,24 @@ def test_meta_tensors_get_a_short_error_naming_the_parameter(
     with pytest.raises(TypeError, match="parameter 'A'") as info:
         kernel(meta, meta)
     assert len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("adapter", ["tvm_ffi", "cython"])
+def test_a_numpy_masked_array_is_refused_by_name(adapter: str) -> None:
+    """A masked array's buffer holds the masked elements' data: the kernel read them and
+    the result carried no mask. Other ndarray subclasses (a memmap, a view class) run."""
+    vadd = tl_runtime.load(rk.cached_artifact("vadd_elem"), adapter=adapter)
+    a = np.arange(1024, dtype=np.float32)
+    b = np.ones(1024, np.float32)
+    c = np.zeros(1024, np.float32)
+    vadd(a, b, c)  # the plain type first: the launcher remembers it
+    masked = np.ma.array(a, mask=a % 2 == 0)
+    for args in ((masked, b, c), (a, np.ma.array(b), c), (a, b, np.ma.array(c))):
+        with pytest.raises(TypeError, match="expected an array without a mask, got a numpy masked"):
+            vadd(*args)
+
+    class Tagged(np.ndarray):
+        pass
+
+    vadd(a.view(Tagged), b, c)
+    np.testing.assert_array_equal(c, a + 1)

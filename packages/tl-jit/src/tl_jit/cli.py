@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import faulthandler
 import os
 import sys
 import traceback
@@ -296,6 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         with contextlib.ExitStack() as scope:
+            # A kernel file that crashes the interpreter (a segfault in its own native
+            # code) ends the process: say where, instead of exiting 139 with nothing
+            # printed (for this command only: an in-process caller keeps its setting).
+            if not faulthandler.is_enabled():
+                faulthandler.enable()
+                scope.callback(faulthandler.disable)
             scope.enter_context(
                 exits_refused(
                     f"the kernel code called os._exit({{status}}) before 'tl {args.command}' "

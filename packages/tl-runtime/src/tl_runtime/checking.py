@@ -327,6 +327,12 @@ class ArgumentChecker:
     def _read_view(self, param: ParamPlan, value: object) -> TensorView:
         np = self._np
         if np is not None and isinstance(value, np.ndarray):
+            if isinstance(value, np.ma.MaskedArray):
+                raise TypeError(
+                    f"{param.where}: expected an array without a mask, got a numpy masked "
+                    "array (the kernel would read the masked elements' data and its result "
+                    "would carry no mask); pass a.filled(value) or np.ma.getdata(a)"
+                )
             return numpy_view(param, value)
         if not hasattr(value, "__dlpack__"):
             raise TypeError(

@@ -31,6 +31,15 @@ include "prepared_launch.pxi"     # launch_prepared: arguments the Python checke
 include "source_digest.pxi"       # SOURCE_DIGEST: written by the build, not part of the source
 
 
+cdef int _is_masked_type(object kind) except -1:
+    """Whether ``kind`` is a numpy masked array type (``numpy.ma``): its buffer holds the
+    masked elements' data too, and a kernel would read them and drop the mask."""
+    for base in kind.__mro__:
+        if str(getattr(base, "__module__", "")).startswith("numpy.ma"):
+            return 1
+    return 0
+
+
 cdef class Launcher:
     """``Launcher(address, specs, n_symbols, slow, outputs_follow, alloc_alignment, delegate,
     negative_bit_layout, write_marker, version_count_layout)``.
@@ -55,6 +64,7 @@ cdef class Launcher:
     cdef int n_out
     cdef ParamInfo info[MAX_PARAMS]
     cdef object slow
+    cdef object plain_buffer_type   # the last buffer type found not to be a masked array
     cdef object outputs_follow
     cdef object delegate
     cdef list dtype_names
@@ -246,6 +256,10 @@ cdef class Launcher:
             if PyObject_CheckBuffer(obj):
                 if check_only:
                     return 0   # numpy: the tvm_ffi adapter's generated path; others: slow
+                if type(obj) is not self.plain_buffer_type:
+                    if _is_masked_type(type(obj)):
+                        return 0   # its mask would be dropped: the slow path refuses it
+                    self.plain_buffer_type = type(obj)
                 if not _buffer_argument(p, st, j, obj):
                     return 0
                 continue
