@@ -1,7 +1,9 @@
 """Kernels with out-of-bounds accesses, for the checked-mode and interpreter tests.
 
 The accesses are to shared tiles: an element access of a global buffer is guarded by
-its bounds (as in TileLang), so it cannot leave the buffer.
+its bounds (as in TileLang), so it cannot leave the buffer. The index that leaves its tile
+is one the build cannot bound exactly (``T.min``): an index that certainly leaves it is
+refused when the kernel is built (`tl_ir.tile_bounds`).
 
 The line numbers of the faulty accesses are part of what the tests check: keep them.
 """
@@ -15,7 +17,7 @@ def writes_past_the_end(N):
         with T.Kernel(1, threads=1) as _bx:
             B = T.alloc_shared((N,), "float32")
             for i in T.serial(N + 4):
-                B[i] = A[i] * 2.0  # line 18: i reaches N + 3 (a tile: not guarded)
+                B[T.min(i, N + 3)] = A[i] * 2.0  # line 20: i reaches N + 3 (a tile)
             T.copy(B, C)
 
     return main
@@ -28,7 +30,7 @@ def reads_before_the_start(M, N):
             A = T.alloc_shared((M, N), "float32")
             T.copy(X, A)
             for j in T.Parallel(N):
-                B[bx, j] = A[bx, j - 1]  # line 31: j - 1 is -1 at j = 0 (a tile)
+                B[bx, j] = A[bx, j - 1]  # line 33: j - 1 is -1 at j = 0 (a tile)
 
     return main
 

@@ -42,7 +42,7 @@ def test_an_out_of_bounds_store_raises_index_error(target: str) -> None:
         kernel(a, b)
     message = str(caught.value)
     assert "buffer 'B'" in message and "index 16" in message and "extent 16" in message
-    assert f"{KERNELS}:18" in message and "4 out-of-bounds accesses" in message
+    assert f"{KERNELS}:20" in message and "4 out-of-bounds accesses" in message
     np.testing.assert_array_equal(b, 2 * a)  # the in-bounds part ran; nothing else written
     assert kernel.debug
 
@@ -52,7 +52,7 @@ def test_an_out_of_bounds_read_raises_index_error(target: str) -> None:
     kernel = tl_jit.compile(checked_kernels.reads_before_the_start(4, 8), target=target, debug=True)
     a = np.ones((4, 8), dtype=np.float32)
     with pytest.raises(
-        IndexError, match=rf"index -1 .* buffer 'A' \(dim 1, extent 8\) at {KERNELS}:31"
+        IndexError, match=rf"index -1 .* buffer 'A' \(dim 1, extent 8\) at {KERNELS}:33"
     ):
         kernel(a, np.zeros_like(a))
 
@@ -99,7 +99,7 @@ def test_a_checked_kernel_from_the_cache_is_still_checked(tmp_path: Path) -> Non
             [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
         )
         assert proc.returncode == 0, proc.stderr
-        assert "RAISED" in proc.stdout and f"{KERNELS}:18" in proc.stdout
+        assert "RAISED" in proc.stdout and f"{KERNELS}:20" in proc.stdout
 
 
 def test_backends_without_checked_mode_refuse_it() -> None:
@@ -121,7 +121,7 @@ def test_tl_interpret_runs_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> N
     np.testing.assert_array_equal(kernel(a), a[:, ::-1] + 1)
     oob = tl_jit.jit(checked_kernels.reads_before_the_start)(2, 4)
     with pytest.raises(
-        IndexError, match=rf"index -1 .* buffer 'A' \(dim 1, extent 4\) at {KERNELS}:31"
+        IndexError, match=rf"index -1 .* buffer 'A' \(dim 1, extent 4\) at {KERNELS}:33"
     ):
         oob(a, np.zeros_like(a))  # numpy alone would have read A[bx, -1] (the last column)
 
