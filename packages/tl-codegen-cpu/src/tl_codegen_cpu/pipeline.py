@@ -49,6 +49,7 @@ from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.saturate_float_to_int import CpuSaturateFloatToIntPass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.scalarize_vector_accesses import CpuScalarizeVectorAccessesPass
+from tl_codegen_cpu.passes.vector_loop_binds import CpuInlineVectorLoopBindsPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
 from tl_codegen_cpu.passes.wrap_integer_overflow import CpuWrapIntegerOverflowPass
 from tl_codegen_cpu.passes.wrap_narrow_integers import CpuWrapNarrowIntegersPass
@@ -102,6 +103,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuNanSelfComparisonsPass(),
         CpuVectorizeExpPass(),
         CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let
+        CpuInlineVectorLoopBindsPass(),  # TVM's vectorizer kept a Bind as one lane
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),
         RemoveNoOpPass(),
