@@ -90,3 +90,30 @@ def test_a_scalar_of_memory_the_loop_writes_keeps_its_order(target: str) -> None
     compile_for(_scalar_of_memory_the_loop_writes(), target)(x, y)
     np.testing.assert_allclose(x, before + 1, rtol=1e-6)
     np.testing.assert_allclose(y, before * 3 + before + 1, rtol=1e-5)
+
+
+def _bool_mask(rows: int, width: int) -> Any:
+    @T.prim_func
+    def bool_mask(Idx: T.Tensor((width,), "int32"), Out: T.Tensor((rows, width), "float32")):
+        with T.Kernel(1, threads=128):
+            mask = T.alloc_fragment([width], "bool")
+            acc = T.alloc_fragment([rows, width], "float32")
+            for i in T.Parallel(width):
+                mask[i] = Idx[i] <= 10
+            for h, i in T.Parallel(rows, width):
+                acc[h, i] = T.if_then_else(mask[i], 0, -T.infinity("float32"))
+            T.copy(acc, Out)
+
+    return bool_mask
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_bool_fragment_read_in_a_vectorized_loop(target: str) -> None:
+    """TileLang's sparse MLA kernels: a bool fragment filled by a comparison and read by
+    ``T.if_then_else`` over a 2-D ``T.Parallel`` failed to build on llvm ("Check failed:
+    a_ty.MatchesCode(kDLBool)"; `cpu-vector-bool-loads`)."""
+    idx = np.arange(32, dtype=np.int32)
+    out = np.zeros((16, 32), np.float32)
+    compile_for(_bool_mask(16, 32), target)(idx, out)
+    expected = np.where(idx <= 10, 0, -np.inf).astype(np.float32)
+    np.testing.assert_array_equal(out, np.tile(expected, (16, 1)))

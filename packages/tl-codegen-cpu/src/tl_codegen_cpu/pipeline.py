@@ -49,6 +49,7 @@ from tl_codegen_cpu.passes.round_bfloat16 import CpuRoundBfloat16Pass
 from tl_codegen_cpu.passes.saturate_float_to_int import CpuSaturateFloatToIntPass
 from tl_codegen_cpu.passes.scalar_gemms import CpuLowerScalarGemmsPass
 from tl_codegen_cpu.passes.scalarize_vector_accesses import CpuScalarizeVectorAccessesPass
+from tl_codegen_cpu.passes.vector_bool_loads import CpuVectorBoolLoadsPass
 from tl_codegen_cpu.passes.vector_loop_binds import CpuInlineVectorLoopBindsPass
 from tl_codegen_cpu.passes.widen_scalar_params import CpuWidenScalarParamsPass
 from tl_codegen_cpu.passes.wrap_integer_overflow import CpuWrapIntegerOverflowPass
@@ -107,6 +108,8 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLegalizeIntrinsicsPass(),
         SimplifyPass(),
         RemoveNoOpPass(),
+        # After simplification, which would fold the int8 test back into the bool.
+        *([CpuVectorBoolLoadsPass()] if llvm else []),
         # T.device_assert: a failure flag, checked by the call after the body.
         CpuLowerDeviceAssertsPass(),
         # Last, on the lowered accesses: checked mode's guards (nothing when it is off).
