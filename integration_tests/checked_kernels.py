@@ -43,3 +43,19 @@ def in_bounds(M, N):
                 B[bx, j] = A[bx, N - 1 - j] + 1.0
 
     return main
+
+
+def atomic_rows_at_an_offset(M, N, block):
+    @T.prim_func
+    def main(
+        X: T.Tensor((M, N), "float32"),
+        Offs: T.Tensor((2,), "int32"),
+        Y: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(M, block), 2, threads=32) as (bx, bz):
+            start = Offs[bz]
+            f = T.alloc_fragment((block, N), "float32")
+            T.copy(X[bx * block : (bx + 1) * block, :], f)
+            T.atomic_add(Y[start + bx * block : start + (bx + 1) * block, :], f)
+
+    return main

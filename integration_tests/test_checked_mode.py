@@ -152,3 +152,25 @@ def test_tl_interpret_runs_eager_kernels_and_names_what_it_lacks(
         kernel.get_profiler()
     monkeypatch.delenv("TL_INTERPRET")
     assert type(double.compile(N=5)).__name__ == "JITKernel"  # nothing interpreted was kept
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_an_atomic_at_a_run_time_offset_builds_checked(target: str) -> None:
+    """The atomic's destination is an address (``address_of(Y[...])``): checked mode
+    guards its statement, where it had wrapped the load and the build failed (c:
+    "address_of() expects a TensorLoad"; llvm: "args.size() == 1 && load"), so no
+    flash-attention backward with atomic dQ could run checked."""
+    x = np.ones((40, 8), np.float32)
+    offsets = np.array([0, 3], np.int32)
+    results = []
+    for debug in (False, True):
+        kernel = tl_jit.compile(
+            checked_kernels.atomic_rows_at_an_offset(40, 8, 16), target=target, debug=debug
+        )
+        y = np.zeros((40, 8), np.float32)
+        kernel(x, offsets, y)
+        results.append(y)
+    expected = np.ones((40, 8), np.float32)
+    expected[3:] += 1  # the second grid row adds again from row 3; rows past 40 are dropped
+    np.testing.assert_array_equal(results[0], expected)
+    np.testing.assert_array_equal(results[1], expected)

@@ -98,6 +98,35 @@ class _Instrument:
             report_expr = tirx.if_then_else(inside, report_expr, report)
         return condition, report_expr
 
+    @staticmethod
+    def address_statement(stmt: Any) -> Any:
+        """An ``Evaluate`` taking ``address_of`` of a guarded load (an atomic onto
+        ``A[i]``: an address needs the load itself) takes the address of the load and
+        runs only when its guard holds; else it reports instead."""
+        guards: list[tuple[Any, Any]] = []
+
+        def unwrap(call: Any) -> Any:
+            if not (isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tirx.address_of"):
+                return call
+            (arg,) = call.args
+            guarded = isinstance(arg, tvm.ir.Call) and str(getattr(arg.op, "name", "")) == (
+                "prim.if_then_else"
+            )
+            if not guarded or not isinstance(arg.args[1], tvm.ir.TensorLoad):
+                return call
+            condition, load, report = arg.args
+            guards.append((condition, report.value if isinstance(report, tirx.Cast) else report))
+            return tirx.address_of(load)
+
+        value = tvm_ffi.structural_map(stmt.value, (tvm.ir.Call, unwrap), order="post")
+        if not guards:
+            return stmt
+        condition = tirx.all(*[inside for inside, _ in guards])
+        report = guards[-1][1]
+        for inside, earlier in reversed(guards[:-1]):
+            report = tirx.if_then_else(inside, report, earlier)
+        return tirx.IfThenElse(condition, tirx.Evaluate(value), tirx.Evaluate(report))
+
     def load(self, load: Any) -> Any:
         dtype = str(load.ty.dtype)
         if "x" in dtype:  # a vector load (a generated micro-kernel's): not checked
@@ -125,6 +154,7 @@ def instrument_bounds(body: tirx.Stmt) -> tirx.Stmt:
     """``body`` with every element access guarded (see the module docstring)."""
     instrument = _Instrument()
     body = tvm_ffi.structural_map(body, (tvm.ir.TensorLoad, instrument.load), order="post")
+    body = tvm_ffi.structural_map(body, (tirx.Evaluate, instrument.address_statement), order="post")
     body = tvm_ffi.structural_map(body, (tirx.BufferStore, instrument.store), order="post")
     result: tirx.Stmt = tvm_ffi.structural_map(body, (tirx.For, instrument.loop), order="post")
     return result
