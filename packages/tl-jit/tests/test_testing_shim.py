@@ -38,6 +38,8 @@ def test_compute_version_marks() -> None:
     assert never.pytestmark[-1].args == (True,)
     with pytest.raises(ValueError, match="mode: expected one of"):
         testing.requires_cuda_compute_version(8, 0, mode="newer")
+    host = testing.requires_compute_version("llvm", 0, 0)(_a_test)
+    assert host.pytestmark[-1].args == (True,)  # a CPU reports no compute version
 
 
 def test_package_marks_and_missing_names() -> None:
@@ -46,8 +48,10 @@ def test_package_marks_and_missing_names() -> None:
     assert missing.args == (True,) and "no_such_package_here" in missing.kwargs["reason"]
     with pytest.raises(AttributeError, match="performance-regression harness"):
         testing.process_func  # noqa: B018
-    with pytest.raises(AttributeError, match="no attribute 'requires_nothing'"):
-        testing.requires_nothing  # noqa: B018
+    unknown = testing.requires_nothing  # a kind no backend serves: skipped, saying so
+    assert unknown.args == (True,) and "'nothing'" in unknown.kwargs["reason"]
+    with pytest.raises(AttributeError, match="no attribute 'not_a_mark'"):
+        testing.not_a_mark  # noqa: B018
 
 
 def test_set_random_seed_repeats_every_generator() -> None:

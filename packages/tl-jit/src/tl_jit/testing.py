@@ -4,11 +4,13 @@
 * `main` runs pytest on the calling file (``if __name__ == "__main__":
   tilelang.testing.main()``); `set_random_seed` seeds ``random``, numpy and torch;
   `torch_assert_close` is `tl_jit.utils.tensor.torch_assert_close`.
-* ``requires_cuda``, ``requires_rocm``, ``requires_metal``, ``requires_llvm`` are pytest
-  marks that skip a test unless a backend serving that target kind is installed and its
-  device probe finds a device (`requires_target` for any other kind);
-  `requires_cuda_compute_version` and its ``_ge/_gt/_eq/_lt/_le`` forms also compare the
-  device's compute version; `requires_package` skips unless the packages import.
+* ``requires_<kind>`` (TileLang's ``requires_cuda``, ``requires_rocm``,
+  ``requires_metal``, ``requires_llvm``; any target kind) is a pytest mark that skips a
+  test unless a backend serving that kind is installed and its device probe finds a
+  device (`requires_target`); ``requires_<kind>_compute_version(major, minor, mode)``
+  and its ``_ge/_gt/_eq/_lt/_le`` forms also compare the first device's compute
+  version (`requires_compute_version`); `requires_package` skips unless the packages
+  import. The kind is the one the name spells: nothing here names a target.
 
 The marks probe the device when first looked up, not when this module is imported.
 TileLang's performance-regression harness (``process_func``, ``regression``) is not
@@ -21,6 +23,7 @@ import functools
 import importlib.util
 import inspect
 import random
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -29,12 +32,7 @@ from tl_jit.utils.tensor import torch_assert_close
 
 __all__ = [
     "main",
-    "requires_cuda_compute_version",
-    "requires_cuda_compute_version_eq",
-    "requires_cuda_compute_version_ge",
-    "requires_cuda_compute_version_gt",
-    "requires_cuda_compute_version_le",
-    "requires_cuda_compute_version_lt",
+    "requires_compute_version",
     "requires_package",
     "requires_target",
     "set_random_seed",
@@ -48,12 +46,8 @@ _COMPARISONS: dict[str, Callable[[tuple[int, int], tuple[int, int]], bool]] = {
     "lt": lambda have, want: have < want,
     "eq": lambda have, want: have == want,
 }
-_KIND_MARKS = {
-    "requires_cuda": "cuda",
-    "requires_rocm": "rocm",
-    "requires_metal": "metal",
-    "requires_llvm": "llvm",
-}
+#: ``requires_<kind>_compute_version[_<mode>]``, TileLang's spelling.
+_COMPUTE_VERSION = re.compile(r"requires_(\w+?)_compute_version(?:_(ge|gt|le|lt|eq))?")
 
 
 def main() -> None:
@@ -103,29 +97,30 @@ def requires_target(kind: str) -> Any:
 
 
 @functools.cache
-def _compute_version() -> tuple[int, int] | None:
-    """The compute version (major, minor) of the first device of target kind cuda."""
-    if not _device_answer("cuda")[0]:
+def _compute_version(kind: str) -> tuple[int, int] | None:
+    """The compute version (major, minor) of the first device of target kind ``kind``."""
+    if not _device_answer(kind)[0]:
         return None
     import tvm
 
     from tl_backend_api import resolve_target
 
     try:
-        device_type = int(resolve_target("cuda").get_target_device_type())
+        device_type = int(resolve_target(kind).get_target_device_type())
         text = str(tvm.runtime.device(device_type, 0).compute_version)
         major, minor = text.split(".")[:2]
         return int(major), int(minor)
-    except Exception:  # a driver that answers nothing: treated as no device
+    except Exception:  # a driver (or a device kind) without one: treated as no device
         return None
 
 
-def requires_cuda_compute_version(
-    major_version: int, minor_version: int = 0, mode: str = "ge"
+def requires_compute_version(
+    kind: str, major_version: int, minor_version: int = 0, mode: str = "ge"
 ) -> Callable[[Any], Any]:
-    """A decorator that skips a test unless a cuda device is present and its compute
-    version compares with ``(major_version, minor_version)`` by ``mode`` (``"ge"``,
-    ``"gt"``, ``"le"``, ``"lt"``, ``"eq"``).
+    """A decorator that skips a test unless a device of target kind ``kind`` is present
+    and its compute version compares with ``(major_version, minor_version)`` by ``mode``
+    (``"ge"``, ``"gt"``, ``"le"``, ``"lt"``, ``"eq"``). TileLang spells it
+    ``requires_cuda_compute_version(8, 0)`` (and ``_ge``...): available under that name.
 
     Raises:
         ValueError: ``mode`` is none of those.
@@ -135,44 +130,20 @@ def requires_cuda_compute_version(
     if mode not in _COMPARISONS:
         raise ValueError(f"mode: expected one of {sorted(_COMPARISONS)}, got {mode!r}")
     wanted = (major_version, minor_version)
-    have = _compute_version()
+    have = _compute_version(kind)
     if have is None:
-        mark = pytest.mark.skipif(True, reason=_device_answer("cuda")[1] or "no cuda device")
+        reason = _device_answer(kind)[1] or f"no {kind!r} device reports a compute version"
+        mark = pytest.mark.skipif(True, reason=reason)
     else:
         mark = pytest.mark.skipif(
             not _COMPARISONS[mode](have, wanted),
-            reason=f"requires cuda compute version {mode} {wanted}, the device has {have}",
+            reason=f"requires {kind} compute version {mode} {wanted}, the device has {have}",
         )
 
     def decorate(test: Any) -> Any:
         return mark(test)
 
     return decorate
-
-
-def requires_cuda_compute_version_ge(major: int, minor: int = 0) -> Callable[[Any], Any]:
-    """`requires_cuda_compute_version` with ``mode="ge"``."""
-    return requires_cuda_compute_version(major, minor, "ge")
-
-
-def requires_cuda_compute_version_gt(major: int, minor: int = 0) -> Callable[[Any], Any]:
-    """`requires_cuda_compute_version` with ``mode="gt"``."""
-    return requires_cuda_compute_version(major, minor, "gt")
-
-
-def requires_cuda_compute_version_eq(major: int, minor: int = 0) -> Callable[[Any], Any]:
-    """`requires_cuda_compute_version` with ``mode="eq"``."""
-    return requires_cuda_compute_version(major, minor, "eq")
-
-
-def requires_cuda_compute_version_lt(major: int, minor: int = 0) -> Callable[[Any], Any]:
-    """`requires_cuda_compute_version` with ``mode="lt"``."""
-    return requires_cuda_compute_version(major, minor, "lt")
-
-
-def requires_cuda_compute_version_le(major: int, minor: int = 0) -> Callable[[Any], Any]:
-    """`requires_cuda_compute_version` with ``mode="le"``."""
-    return requires_cuda_compute_version(major, minor, "le")
 
 
 def requires_package(*names: str) -> Any:
@@ -184,11 +155,21 @@ def requires_package(*names: str) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    if name in _KIND_MARKS:
-        return requires_target(_KIND_MARKS[name])
     if name in ("process_func", "regression"):
         raise AttributeError(
             f"tl_jit.testing.{name}: TileLang's performance-regression harness is not "
             "provided; time kernels with tl_jit.profiler.do_bench"
         )
+    found = _COMPUTE_VERSION.fullmatch(name)
+    if found is not None:
+        kind, fixed_mode = found.group(1), found.group(2)
+        if fixed_mode is None:
+            return functools.partial(requires_compute_version, kind)
+
+        def compare(major: int, minor: int = 0) -> Callable[[Any], Any]:
+            return requires_compute_version(kind, major, minor, fixed_mode)
+
+        return compare
+    if name.startswith("requires_") and name[len("requires_") :].isidentifier():
+        return requires_target(name[len("requires_") :])
     raise AttributeError(f"module 'tl_jit.testing' has no attribute {name!r}")
