@@ -87,7 +87,9 @@ def test_a_rebound_name_is_refused() -> None:
         tljit_scale_kernel.scale = original
 
 
-def test_a_compiled_kernel_copies_as_itself_and_refuses_pickling(tmp_path: Any) -> None:
+def test_a_compiled_kernel_copies_as_itself_and_refuses_pickling(
+    fake_backend: Any, cache_dir: Any
+) -> None:
     """``copy.deepcopy`` of an object holding a kernel (a torch module) works; pickling
     a loaded library does not, and says what to send instead."""
     kernel = tljit_scale_kernel.scale(16, 2.0)
