@@ -23,6 +23,7 @@ from pathlib import Path
 import tvm
 
 from tl_backend_api import ToolchainError
+from tl_backend_api.tvm_lowering import sound_lowering
 from tl_codegen_cpu.c_headers import atomics_c_source, checked_c_source, print_c_source
 from tl_codegen_cpu.c_source import check_prepared_for_c, generate_c_source
 from tl_codegen_cpu.gcc import C_FLAGS, GccToolchain, tvm_ffi_library, tvm_include_dirs
@@ -151,7 +152,8 @@ def build_llvm(
     target = llvm_host_target(mcpu)
     source_path = out / f"{name}.ll"
     try:
-        lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target=target)
+        with sound_lowering():
+            lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target=target)
     except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
         raise ToolchainError(
             f"TVM's LLVM code generation failed for mcpu={target.attrs['mcpu']}: "

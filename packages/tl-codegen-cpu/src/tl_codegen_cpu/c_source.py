@@ -12,6 +12,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_backend_api import ToolchainError
+from tl_backend_api.tvm_lowering import sound_lowering
 from tl_codegen_cpu.c_patches import patch_c_source
 from tl_codegen_cpu.module_info import check_module
 from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER
@@ -94,7 +95,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
     # into new allocations without their disable_lower_builtin annotation.
     config = {"tirx.disable_vectorize": True, "tirx.disable_storage_rewrite": True}
     try:
-        with tvm.transform.PassContext(opt_level=3, config=config):
+        with sound_lowering(config, opt_level=3):
             lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target="c")
     except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
         raise ToolchainError(

@@ -17,6 +17,7 @@ from tvm import IRModule
 from tvm.target import Target
 
 from tl_backend_api import DeviceBuildResult, KernelSources, ToolchainError
+from tl_backend_api.tvm_lowering import sound_lowering
 from tl_codegen_cpu.build import CpuBuildResult, build_c, build_llvm, llvm_host_target
 from tl_codegen_cpu.c_source import generate_c_source
 from tl_codegen_cpu.module_info import function_names
@@ -110,7 +111,8 @@ class CpuDeviceCodegen:
             )
         llvm_target = llvm_host_target(_mcpu(target))
         try:
-            lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target=llvm_target)
+            with sound_lowering():
+                lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target=llvm_target)
         except Exception as error:  # TVM raises several exception types
             raise ToolchainError(
                 f"TVM's LLVM code generation failed: {type(error).__name__}", output=str(error)

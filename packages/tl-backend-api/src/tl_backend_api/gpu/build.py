@@ -23,6 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_backend_api.tvm_lowering import UNSOUND_TVM_PASSES
 from tl_ir import scopes
 from tl_passes.gpu import DYNAMIC_SHARED_ATTR, KERNEL_SHARED_ATTR
 from tl_passes.whole_tiles import keep_data_indexed_tiles_whole
@@ -239,10 +240,12 @@ def _without_host_cse() -> Any:
     current = tvm.transform.PassContext.current()
     config = dict(current.config)
     config.setdefault(_DISABLE_CSE, True)
+    disabled = list(current.disabled_pass)
+    disabled += [name for name in UNSOUND_TVM_PASSES if name not in disabled]
     return tvm.transform.PassContext(
         opt_level=current.opt_level,
         required_pass=list(current.required_pass),
-        disabled_pass=list(current.disabled_pass),
+        disabled_pass=disabled,
         config=config,
     )
 
