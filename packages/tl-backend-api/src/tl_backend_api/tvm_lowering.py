@@ -25,15 +25,18 @@ UNSOUND_TVM_PASSES: tuple[str, ...] = ("s_tir.HoistIfThenElse",)
 
 @contextlib.contextmanager
 def sound_lowering(
-    config: dict[str, Any] | None = None, opt_level: int | None = None
+    config: dict[str, Any] | None = None,
+    opt_level: int | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> Iterator[None]:
     """Enter the current pass context again with `UNSOUND_TVM_PASSES` disabled and
-    ``config`` merged into its config (required passes and instruments kept; the opt
-    level kept unless ``opt_level`` is given)."""
+    ``config`` merged into its config, ``defaults`` only where the current context
+    sets no value (required passes and instruments kept; the opt level kept unless
+    ``opt_level`` is given)."""
     current = tvm.transform.PassContext.current()
     disabled = list(current.disabled_pass)
     disabled += [name for name in UNSOUND_TVM_PASSES if name not in disabled]
-    merged = {**dict(current.config), **(config or {})}
+    merged = {**(defaults or {}), **dict(current.config), **(config or {})}
     with tvm.transform.PassContext(
         opt_level=current.opt_level if opt_level is None else opt_level,
         required_pass=list(current.required_pass),

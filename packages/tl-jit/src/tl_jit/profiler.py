@@ -335,7 +335,7 @@ class Profiler:
         target = func if func is not None else self.kernel
         args = list(inputs) if inputs is not None else self.inputs
         if func is not None and reference_uses_torch(func):
-            args = reference_arguments(args, func)  # a reference written against torch
+            args = reference_arguments(args, func, wants_torch=True)  # written against torch
         device = HOST_DEVICE if self._device is None else str(self._device.type)
         _warn_if_workers_spin()
         return measure(
@@ -355,7 +355,7 @@ class Profiler:
         if func is None:
             return self.kernel(*args)
         if reference_uses_torch(func):
-            args = reference_arguments(args, func)
+            args = reference_arguments(args, func, wants_torch=True)
         return func(*args)
 
     def do_bench(

@@ -58,14 +58,18 @@ def _as_torch(array: Any) -> Any:
     return torch.from_numpy(copy)
 
 
-def reference_arguments(args: Sequence[Any], ref_fn: Callable[..., Any]) -> list[Any]:
+def reference_arguments(
+    args: Sequence[Any], ref_fn: Callable[..., Any], wants_torch: bool | None = None
+) -> list[Any]:
     """Copies of ``args`` for ``ref_fn``: torch tensors stay torch (cloned); numpy
     arrays become torch CPU tensors when `reference_uses_torch` (else numpy copies);
-    scalars pass as they are. The kernel's own arguments are never handed to the
-    reference, so a reference that writes its inputs changes nothing the kernel saw."""
+    scalars pass as they are (``wants_torch``: `reference_uses_torch`'s answer when the
+    caller has it). The kernel's own arguments are never handed to the reference, so a
+    reference that writes its inputs changes nothing the kernel saw."""
     import numpy as np
 
-    wants_torch = reference_uses_torch(ref_fn)
+    if wants_torch is None:
+        wants_torch = reference_uses_torch(ref_fn)
     copies: list[Any] = []
     for arg in args:
         if hasattr(arg, "clone"):

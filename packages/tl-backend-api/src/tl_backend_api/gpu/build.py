@@ -23,7 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tl_backend_api.tvm_lowering import UNSOUND_TVM_PASSES
+from tl_backend_api.tvm_lowering import sound_lowering
 from tl_ir import scopes
 from tl_passes.gpu import DYNAMIC_SHARED_ATTR, KERNEL_SHARED_ATTR
 from tl_passes.whole_tiles import keep_data_indexed_tiles_whole
@@ -231,23 +231,13 @@ def _arguments(device_func: Any, host_func: Any) -> tuple[DeviceArgument, ...]:
 
 
 def _without_host_cse() -> Any:
-    """The current pass context with TVM's common-subexpression elimination off (unless
-    the caller set it): CSE binds an expression two launches share (``n - 1`` of
+    """`sound_lowering` with TVM's common-subexpression elimination off (unless the
+    caller set it): CSE binds an expression two launches share (``n - 1`` of
     ``T.ceildiv(n, 64)`` and ``T.ceildiv(n, 128)``) to a host variable, which then
     reaches a device kernel as a parameter that is neither a kernel parameter nor a
     symbolic dim, and no launch could pass it. The device compiler eliminates common
     subexpressions itself."""
-    current = tvm.transform.PassContext.current()
-    config = dict(current.config)
-    config.setdefault(_DISABLE_CSE, True)
-    disabled = list(current.disabled_pass)
-    disabled += [name for name in UNSOUND_TVM_PASSES if name not in disabled]
-    return tvm.transform.PassContext(
-        opt_level=current.opt_level,
-        required_pass=list(current.required_pass),
-        disabled_pass=disabled,
-        config=config,
-    )
+    return sound_lowering(defaults={_DISABLE_CSE: True})
 
 
 _DISABLE_CSE = "tirx.disable_cse_tir"
