@@ -113,3 +113,77 @@ def test_arithmetic_the_loop_ranges_bound_is_not_widened(target: str) -> None:
     inside = (rows < 24) & (cols < 27) & ((rows % 12) // 3 * 2 + cols // 9 - 2 >= 0)
     expected = np.where(inside, a[np.minimum(rows, 23), np.minimum(cols, 26)], 0)
     np.testing.assert_array_equal(b, expected)
+
+
+def _chains() -> Any:
+    @T.prim_func
+    def chains(
+        A: T.Tensor((6,), "int32"),
+        B: T.Tensor((6,), "int32"),
+        C: T.Tensor((6,), "int32"),
+        Out: T.Tensor((4, 6), "int32"),
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(6):
+                # Each step overflows int32; the whole chain stays inside int64.
+                Out[0, i] = A[i] * 65537 + B[i] * 3 - C[i] + A[i] + B[i] - 7
+                # A product of products leaves int64: wrapped again on the way.
+                Out[1, i] = A[i] * B[i] * C[i] * A[i] + B[i]
+                # A wrapped sum read by a comparison and a division must be the wrapped value.
+                Out[2, i] = T.if_then_else(A[i] + B[i] + C[i] < 0, 1, 0)
+                Out[3, i] = (A[i] * B[i] + C[i]) // 3
+
+    return chains
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+def test_chained_arithmetic_wraps_like_each_step(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain of ``+ - *`` wraps once at its end when its 64-bit computation cannot
+    overflow (same low 32 bits as wrapping every step), and step by step where it could."""
+    if target == "interpreter":
+        monkeypatch.setenv("TL_INTERPRET", "1")
+    kernel = tl_jit.compile(_chains(), target="c" if target == "interpreter" else target)
+    big, small = 2**31 - 1, -(2**31)
+    a = np.array([big, small, 123456789, -5, 65535, 1], np.int32)
+    b = np.array([big, -1, 987654321, big, 65537, small], np.int32)
+    c = np.array([small, big, -192837465, 3, -65536, big], np.int32)
+    out = np.zeros((4, 6), np.int32)
+    kernel(a, b, c, out)
+    with np.errstate(over="ignore"):
+        want = [
+            a * np.int32(65537) + b * np.int32(3) - c + a + b - np.int32(7),
+            a * b * c * a + b,
+            (a + b + c < 0).astype(np.int32),
+            np.floor_divide(a * b + c, np.int32(3)),
+        ]
+    np.testing.assert_array_equal(out, np.array(want))
+
+
+def test_a_chain_wraps_once() -> None:
+    """Wrapping every step of ``q0 + bx * 64 + i`` named each operand twice per level
+    (the mask and the sign bit), doubling the expression per level: with a run-time
+    grid extent in every use of the block index, a varlen attention's guards grew to
+    kilobytes and took most of a minute to build. The chain now wraps once at its end."""
+    from tl_backend_api import create_backend_context
+    from tl_backend_api.artifact import kernel_module
+
+    @T.prim_func
+    def offsets(Start: T.Tensor((4,), "int32"), M: T.int32, Out: T.Tensor((4, 256), "int32")):
+        with T.Kernel(T.ceildiv(M, 64), 4, threads=64) as (bx, by):
+            q0 = Start[by]
+            for i in T.Parallel(64):
+                Out[by, T.min(bx * 64 + i, 255)] = q0 + bx * 64 + i + by * 1000 - 3
+
+    lowered = create_backend_context("c").lower(kernel_module(offsets, "offsets")).script()
+    # One wrap (its mask named twice) for the whole chain.
+    assert lowered.count("4294967295") == 2, lowered
+    kernel = tl_jit.compile(offsets, target="c")
+    start = np.array([2**31 - 100, 5, -(2**31), 0], np.int32)
+    out = np.zeros((4, 256), np.int32)
+    kernel(start, 256, out)
+    rows, cols = np.meshgrid(np.arange(4), np.arange(256), indexing="ij")
+    with np.errstate(over="ignore"):
+        want = start[:, None] + (cols + rows * 1000 - 3).astype(np.int32)
+    np.testing.assert_array_equal(out, want)

@@ -256,14 +256,29 @@ def _grid_loop(
     if len(blocks) == 1:
         var, extent = blocks[0]
         return tirx.For(var, 0, extent, tirx.ForKind.PARALLEL, body)
+    # A run-time extent (``T.ceildiv(max_seqlen, 64)``) is named once before the loop:
+    # substituted into every use of the block indices, its expression was repeated in
+    # each index and guard, and the later integer passes multiplied it (a varlen flash
+    # attention's IR grew fivefold and took most of a minute to build).
+    extent_names: list[tuple[Any, Any]] = []
+    named_blocks: list[tuple[Any, Any]] = []
+    for var, extent in blocks:
+        if not isinstance(extent, tirx.IntImm):
+            name = tirx.Var(f"{var.name}_extent", extent.ty.dtype)
+            extent_names.append((name, extent))
+            extent = name
+        named_blocks.append((var, extent))
     block = tirx.Var("block_id", "int32")
     mapping: dict[Any, Any] = {}
     stride: Any = tirx.const(1, "int32")
-    for position, (var, extent) in enumerate(blocks):
+    for position, (var, extent) in enumerate(named_blocks):
         index = block if position == 0 else tirx.floordiv(block, stride)
-        mapping[var] = index if position == len(blocks) - 1 else tirx.floormod(index, extent)
+        mapping[var] = index if position == len(named_blocks) - 1 else tirx.floormod(index, extent)
         stride = stride * extent
-    return tirx.For(block, 0, stride, tirx.ForKind.PARALLEL, substitute_vars(body, mapping))
+    loop = tirx.For(block, 0, stride, tirx.ForKind.PARALLEL, substitute_vars(body, mapping))
+    if not extent_names:
+        return loop
+    return tirx.SeqStmt([*(tirx.Bind(name, extent) for name, extent in extent_names), loop])
 
 
 def lower_launch(

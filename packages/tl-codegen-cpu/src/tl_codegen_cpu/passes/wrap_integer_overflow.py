@@ -129,7 +129,58 @@ def _fits(node: Any, dtype: str, analyzer: Any) -> bool:
     return -(1 << (bits - 1)) <= low and high < (1 << (bits - 1))
 
 
-def _wrapping(node: Any, wrap_unsigned: bool, analyzer: Any) -> Any:
+@dataclass
+class _WideResults:
+    """The wrapped results this pass wrote, each with the wide computation it wraps and
+    that computation's bounds, so that an operation on a wrapped result can continue
+    the wide computation instead of widening the wrapped value again.
+
+    Arithmetic modulo ``2**bits`` gives the same low bits whether each step wraps or
+    only the last one does, so ``a + b * c`` wraps once when its wide computation
+    provably stays inside the wide type. Each wrap names its operand twice (the mask
+    and the sign bit), so wrapping every step of a nest doubled the expression per
+    level: a varlen attention's guard ``q_start + bx * 64 + i`` grew to kilobytes."""
+
+    computations: dict[Any, tuple[Any, float, float]]
+
+
+def _operand_in(
+    operand: Any, wide: str, analyzer: Any, results: _WideResults
+) -> tuple[Any, float, float]:
+    """``operand`` as a value of ``wide`` with its bounds: the wide computation behind
+    a wrapped result when it is of that type, else the operand converted."""
+    found = results.computations.get(operand)
+    if found is not None and str(found[0].ty.dtype) == wide:
+        return found
+    low, high = _bound(analyzer, operand)
+    return _widened(operand, wide), low, high
+
+
+def _combined_bounds(
+    node: Any, a: tuple[Any, float, float], b: tuple[Any, float, float]
+) -> tuple[float, float]:
+    (_, a_lo, a_hi), (_, b_lo, b_hi) = a, b
+    if isinstance(node, tirx.Add):
+        return a_lo + b_lo, a_hi + b_hi
+    if isinstance(node, tirx.Sub):
+        return a_lo - b_hi, a_hi - b_lo
+    if math.inf in (abs(a_lo), a_hi, abs(b_lo), b_hi):
+        return -math.inf, math.inf
+    products = [a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi]
+    return min(products), max(products)
+
+
+def _exact_in(wide: str, low: float, high: float) -> bool:
+    """Whether every value in ``[low, high]`` is a value of the integer type ``wide``
+    (the wide computation then neither wraps nor overflows)."""
+    scalar = tvm.DataType(wide).with_lanes(1)
+    bits = int(scalar.bits)
+    if str(scalar).startswith("uint"):
+        return low >= 0 and high < (1 << bits)
+    return -(1 << (bits - 1)) <= low and high < (1 << (bits - 1))
+
+
+def _wrapping(node: Any, wrap_unsigned: bool, analyzer: Any, results: _WideResults) -> Any:
     dtype = tvm.DataType(str(node.ty.dtype))
     scalar = str(dtype.with_lanes(1))
     wider = _wider(scalar, node, wrap_unsigned)
@@ -139,13 +190,26 @@ def _wrapping(node: Any, wrap_unsigned: bool, analyzer: Any) -> Any:
     if _fits(node, scalar, analyzer):
         return node
     wide = str(tvm.DataType(wider).with_lanes(dtype.lanes))
-    computed = type(node)(_widened(node.a, wide), _widened(node.b, wide))
     if wider in ("int128", "uint128"):
         # The truncation LLVM narrows back to the 64-bit instruction.
-        return tirx.Cast(str(dtype), computed)
+        return tirx.Cast(str(dtype), type(node)(_widened(node.a, wide), _widened(node.b, wide)))
+    a, b = (_operand_in(operand, wide, analyzer, results) for operand in (node.a, node.b))
+    low, high = _combined_bounds(node, a, b)
+    if not _exact_in(wide, low, high):
+        # The continued computation could overflow the wide type: start from the
+        # wrapped operands, whose bounds are the narrow type's.
+        a, b = (_operand_in(operand, wide, analyzer, _NO_RESULTS) for operand in (node.a, node.b))
+        low, high = _combined_bounds(node, a, b)
+    computed = type(node)(a[0], b[0])
     # Not a plain Cast back: TVM's bounds would take it for the unwrapped value (a
     # remainder of a wrapped product became a truncating one).
-    return wrapping_cast(str(dtype), computed)
+    wrapped = wrapping_cast(str(dtype), computed)
+    if _exact_in(wide, low, high):
+        results.computations[wrapped] = (computed, low, high)
+    return wrapped
+
+
+_NO_RESULTS = _WideResults({})
 
 
 def _bitwise_not(node: Any) -> Any:
@@ -158,10 +222,10 @@ def _bitwise_not(node: Any) -> Any:
     return wrapping_cast(str(dtype), tirx.bitwise_not(tirx.Cast(wide, node.a)))
 
 
-def _rewrite(node: Any, wrap_unsigned: bool, analyzer: Any) -> Any:
+def _rewrite(node: Any, wrap_unsigned: bool, analyzer: Any, results: _WideResults) -> Any:
     if isinstance(node, _BITWISE_NOT):
         return _bitwise_not(node)
-    return _wrapping(node, wrap_unsigned, analyzer)
+    return _wrapping(node, wrap_unsigned, analyzer, results)
 
 
 _BITWISE_NOT = tirx.BitwiseNot
@@ -175,10 +239,11 @@ def wrap_integer_overflow(stmt: tirx.Stmt, wrap_unsigned: bool = True) -> tirx.S
     operands' bounds (the loops' ranges known) prove it cannot overflow is left as it
     is."""
     analyzer = range_analyzer(stmt)
+    results = _WideResults({})
     return map_stored_values(
         stmt,
         (tirx.Add, tirx.Sub, tirx.Mul, _BITWISE_NOT),
-        lambda node: _rewrite(node, wrap_unsigned, analyzer),
+        lambda node: _rewrite(node, wrap_unsigned, analyzer, results),
         skip_indices=True,
     )
 
