@@ -272,3 +272,17 @@ def test_a_constant_zero_divisor_is_refused_at_its_line() -> None:
                     Out[i] = A[i] // T.int32(0)
 
     assert "Out[i] = A[i] // T.int32(0)" in str(info.value)
+
+
+def test_a_negative_difference_of_unsigned_constants_is_refused_at_its_line() -> None:
+    # TVM folds it and stops with "Check failed ... Minuend 's value is 0U": named now.
+    with pytest.raises(KernelTypeError, match=r"difference of two unsigned constants") as info:
+
+        @T.prim_func
+        def subtract(A: T.Tensor((4,), "uint8"), Out: T.Tensor((4,), "uint8")):
+            with T.Kernel(1, threads=1):
+                for i in T.serial(4):
+                    Out[i] = A[i] + (T.uint8(0) - T.uint8(255))
+
+    assert "T.uint8(0) - T.uint8(255)" in str(info.value)
+    assert "Check failed" not in str(info.value)

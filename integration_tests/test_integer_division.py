@@ -64,3 +64,29 @@ def test_division_by_zero_and_minus_one_gives_values(target: str, dtype: str) ->
     b = np.array([-1 if signed else 1, 0, 2, 0, 3, 3, 0, -4 if signed else 4], dtype)
     kernel = tl_jit.compile(_divisions(dtype), out_idx=[2], target=target)
     np.testing.assert_array_equal(kernel(a, b), _expected(a, b, dtype))
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+def test_a_divisor_provably_zero_builds_and_gives_the_defined_result(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``x % (T.uint8(0) // y % i)``: the divisor is 0 whatever the data (the front end
+    does not fold it), and TVM's bound analysis stopped the build with an internal
+    error ("Find divide by zero") once a simplification exposed it (random integer
+    expressions). The division takes its defined result (quotient 0, remainder the
+    dividend) with no division left."""
+    if target == "interpreter":
+        monkeypatch.setenv("TL_INTERPRET", "1")
+
+    @T.prim_func
+    def zero_divisor(A: T.Tensor((2, 16), "uint8"), Out: T.Tensor((2, 16), "uint8")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(16):
+                Out[0, i] = A[1, i] % ((T.uint8(0) // A[0, i]) % T.cast(i, "uint8"))
+                Out[1, i] = A[1, i] // ((T.uint8(0) // A[0, i]) % T.cast(i, "uint8"))
+
+    kernel = tl_jit.compile(zero_divisor, target="c" if target == "interpreter" else target)
+    a = (np.arange(32, dtype=np.uint8) + 1).reshape(2, 16)
+    out = np.full((2, 16), 99, np.uint8)
+    kernel(a, out)
+    np.testing.assert_array_equal(out, [a[1], np.zeros(16, np.uint8)])

@@ -238,6 +238,14 @@ def _classify(cause: BaseException | None, message: str) -> TileLangError:
             "T.truncmod is the constant 0; expected a non-zero constant or a value known at "
             "run time (a divisor of 0 at run time gives quotient 0, remainder the dividend)"
         )
+    if "Minuend" in text and "negative uint" in text:
+        # TVM folds a difference of two unsigned constants and refuses a negative one
+        return KernelTypeError(
+            "invalid operand: a difference of two unsigned constants is negative (such as "
+            "T.uint8(0) - T.uint8(255)); constants are folded when the kernel is built and "
+            "an unsigned constant cannot be negative: write the wrapped value (T.uint8(1)) "
+            "or subtract in a signed type"
+        )
     if isinstance(cause, TypeError | ValueError):
         return KernelTypeError(f"invalid operand: {text}")
     return KernelSyntaxError(f"cannot parse this kernel statement: {text}")

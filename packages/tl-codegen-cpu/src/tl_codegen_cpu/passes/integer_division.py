@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.stored_values import map_stored_values
+from tl_ir.index_ranges import range_analyzer
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
 __all__ = ["CpuIntegerDivisionWithoutTrapsPass", "division_without_traps"]
@@ -36,9 +37,14 @@ def _is_integer(dtype: str) -> bool:
     return dtype.startswith(("int", "uint"))
 
 
-def division_without_traps(node: Any) -> Any:
+def division_without_traps(node: Any, analyzer: Any = None) -> Any:
     """The integer division/modulo ``node`` with a defined result for a divisor of 0 or
-    -1 (module docstring); ``node`` unchanged for floats and safe constant divisors."""
+    -1 (module docstring); ``node`` unchanged for floats and safe constant divisors.
+
+    ``analyzer`` (a ``tvm.sym.Analyzer``, optional): a divisor it bounds to exactly 0
+    (``x % (T.uint8(0) // y)``) gives the defined result with no division left, since
+    TVM's bound analysis stops with an internal error on a division by a provable 0
+    (even in a branch that never runs)."""
     dtype = str(node.ty.dtype)
     if not _is_integer(dtype):
         return node
@@ -48,6 +54,8 @@ def division_without_traps(node: Any) -> Any:
     if constant is not None and constant != 0 and (not signed or constant != -1):
         return node
     zero, one = tirx.const(0, dtype), tirx.const(1, dtype)
+    if analyzer is not None and constant is None and _is_exactly_zero(analyzer, divisor):
+        return zero if isinstance(node, _QUOTIENTS) else node.a
     # The operands are repeated, not bound by a Let: TVM's later passes copy
     # expressions (a loop partition, the vectorizer) and refuse a Let variable
     # bound in two places. Divisions by run-time values are rarely nested.
@@ -66,9 +74,21 @@ def division_without_traps(node: Any) -> Any:
     return result
 
 
+def _is_exactly_zero(analyzer: Any, value: Any) -> bool:
+    if value.ty.dtype.lanes != 1:
+        return False
+    bound = analyzer.const_int_bound(value)
+    return int(bound.min_value) == 0 and int(bound.max_value) == 0
+
+
 def rewrite_divisions(stmt: tirx.Stmt) -> tirx.Stmt:
     """``stmt`` with every stored value's integer divisions unable to trap."""
-    return map_stored_values(stmt, (*_QUOTIENTS, *_REMAINDERS), division_without_traps)
+    analyzer = range_analyzer(stmt)
+    return map_stored_values(
+        stmt,
+        (*_QUOTIENTS, *_REMAINDERS),
+        lambda node: division_without_traps(node, analyzer),
+    )
 
 
 @dataclass(frozen=True)
