@@ -185,6 +185,47 @@ def test_keys_follow_what_they_cover(fake_backend: Any) -> None:
     assert canonical_value(big) == canonical_value(big.copy())
 
 
+def _one_element_accumulator(scope: str) -> Any:
+    import tl_jit.language as T
+
+    alloc = {"local": T.alloc_local, "fragment": T.alloc_fragment, "shared": T.alloc_shared}
+
+    @T.prim_func
+    def accumulate(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=8):
+            total = alloc[scope]((1,), "float32")
+            T.fill(total, 0.0)
+            for i in T.serial(8):
+                total[0] += A[i]
+            B[0] = total[0]
+
+    return accumulate
+
+
+def test_ir_keys_tell_one_element_buffers_of_other_scopes_apart() -> None:
+    # The script prints a (1,) buffer as a scalar whatever its scope: the local,
+    # fragment and shared versions shared one key and ran one another's code.
+    from tl_jit.compiler import create_context
+    from tl_jit.keys import ir_key
+
+    context = create_context("c")
+    funcs = {scope: _one_element_accumulator(scope) for scope in ("local", "fragment", "shared")}
+    assert len({func.script() for func in funcs.values()}) == 1
+    keys = {
+        scope: ir_key(func, context, out_idx=None, pass_configs=None, toolchain_versions={})
+        for scope, func in funcs.items()
+    }
+    assert len(set(keys.values())) == 3
+    again = ir_key(
+        _one_element_accumulator("local"),
+        context,
+        out_idx=None,
+        pass_configs=None,
+        toolchain_versions={},
+    )
+    assert again == keys["local"]
+
+
 def test_a_root_to_be_made_in_a_world_writable_directory_is_refused_by_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

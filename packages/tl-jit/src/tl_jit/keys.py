@@ -1,8 +1,9 @@
 """Cache keys: the ir key (sha256 over the kernel IR and everything that shapes the build)
 and the front-end key (sha256 over a ``@jit`` function's code and arguments; no tvm needed).
 
-Both are stable across processes: they hash only canonical text, never ``id()``
-or ``hash()`` values (docs/cache.md).
+Both are stable across processes: they hash only canonical text and TVM's structural
+hash (a function of the IR's content), never ``id()`` or ``hash()`` values
+(docs/cache.md).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import platform
 import types
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import tvm_ffi
 
 from tl_jit.canonical import Unkeyable, canonical_value, function_digest, sha_of
 from tl_jit.versions import compiler_versions
@@ -27,7 +30,7 @@ __all__ = [
     "ir_key",
 ]
 
-KEY_FORMAT = 4
+KEY_FORMAT = 5
 """Bumped whenever what a key covers changes, so old entries are never reused by mistake."""
 
 
@@ -64,13 +67,21 @@ def ir_key(
     pass_configs: Mapping[str, object] | None,
     toolchain_versions: Mapping[str, str],
 ) -> str:
-    """The ir key: the PrimFunc's TVM script text, target, host, execution backend,
-    out_idx, pass configs and every version (compiler packages, apache-tvm, toolchain)."""
+    """The ir key: the PrimFunc's TVM script text and structural hash, target, host,
+    execution backend, out_idx, pass configs and every version (compiler packages,
+    apache-tvm, toolchain).
+
+    The script alone does not determine the kernel: it prints a one-element buffer as a
+    scalar whatever its scope, so a ``(1,)`` local, fragment and shared accumulator
+    printed alike and shared one cache entry (the second kernel ran the first's code).
+    TVM's structural hash covers every field of the IR (scopes included) and is the
+    same in every process for the same apache-tvm."""
     return sha_of(
         {
             "format": KEY_FORMAT,
             "kind": "ir",
             "ir": func.script(),
+            "structure": f"{tvm_ffi.structural_hash(func):016x}",
             "target": str(context.target),
             "target_host": str(context.target_host),
             "backend": context.backend.name,
