@@ -38,6 +38,7 @@ from tl_ir.errors import (
     at_users_line,
 )
 from tl_ir.global_access_guards import guard_global_accesses
+from tl_ir.host_assumes import check_host_assumes
 from tl_ir.launch import rebuild_loop
 from tl_ir.loop_steps import unit_step_loops
 from tl_ir.negative_indices import wrap_negative_indices
@@ -452,7 +453,7 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
         attrs[IMPORTED_SOURCE_ATTR] = list(state.imported_sources)
     if attrs:
         func = func.with_attrs(attrs)
-    return func
+    return check_host_assumes(func)
 
 
 def prim_func(func: Callable[..., Any] | None = None, *, check_well_formed: bool = True) -> Any:

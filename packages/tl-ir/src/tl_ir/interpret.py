@@ -62,6 +62,14 @@ from tl_ir.ops import (
 __all__ = ["run"]
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+#: The exception an ``AssertStmt`` of each kind raises, as tvm-ffi raises it from a
+#: compiled call.
+_ASSERTION_KINDS: dict[str, type[Exception]] = {
+    "RuntimeError": RuntimeError,
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "AssertionError": AssertionError,
+}
 
 
 class _Interpreter(TileOpInterpreter):
@@ -232,6 +240,12 @@ class _Interpreter(TileOpInterpreter):
                 self.stmt(node.body)
         finally:
             self.parallel_depth -= parallel
+
+    def _stmt_AssertStmt(self, node: Any) -> None:
+        # A host check (`tl_ir.host_assumes`): raised as the compiled call raises it.
+        if not self.value(node.condition):
+            text = " ".join(str(part.value) for part in node.message_parts)
+            raise _ASSERTION_KINDS.get(str(node.error_kind.value), RuntimeError)(text)
 
     def _stmt_While(self, node: Any) -> None:
         while self.value(node.condition):
