@@ -423,3 +423,29 @@ def test_a_gemm_accumulating_in_float16(target: str, transpose_b: bool) -> None:
     expected = a.astype(np.float32) @ bk.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), expected, atol=0.05)
     assert np.abs(c.astype(np.float32) - expected).mean() < 0.01
+
+
+def test_ieee_math_takes_the_rounding_mode_after_its_operands() -> None:
+    # TileLang's test_math_ieee_math passes the mode positionally; it was taken for an
+    # extra operand (an internal error). An unknown mode is a ValueError, as in TileLang.
+    @T.prim_func
+    def ieee(
+        A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32"), C: T.Tensor((3, 4), "float32")
+    ):
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                C[0, i] = T.ieee_add(A[i], B[i], "rn")
+                C[1, i] = T.ieee_fmaf(A[i], B[i], A[i], "rn")
+                C[2, i] = T.ieee_fsqrt(A[i], rounding_mode="rn")
+
+    a = np.array([1.0, 2.0, 4.0, 9.0], np.float32)
+    b = np.array([0.5, 0.25, 3.0, -1.0], np.float32)
+    c = np.zeros((3, 4), np.float32)
+    tl_jit.compile(ieee, target="c")(a, b, c)
+    np.testing.assert_allclose(c, [a + b, a * b + a, np.sqrt(a)], rtol=1e-6)
+    with pytest.raises(ValueError, match="invalid rounding mode 'up'"):
+        T.ieee_add(1.0, 2.0, "up")
+    with pytest.raises(NotImplementedError, match="'rz'"):
+        T.ieee_mul(1.0, 2.0, "rz")
+    with pytest.raises(KernelTypeError, match="takes 2 operand"):
+        T.ieee_sub(1.0, 2.0, 3.0, "rn")

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "KernelSyntaxError",
     "KernelTypeError",
+    "KernelValueError",
     "ScopeError",
     "ShapeMismatchError",
     "TileLangError",
@@ -73,6 +74,11 @@ class KernelSyntaxError(TileLangError):
 class KernelTypeError(TileLangError):
     """An operand of the wrong kind: a wrong dtype, a non-buffer where a tile is needed,
     a run-time value where a compile-time constant is needed."""
+
+
+class KernelValueError(KernelTypeError, ValueError):
+    """An operand of the right kind with a value the operation does not take (an
+    unknown rounding mode): also a ``ValueError``, as TileLang raises it."""
 
 
 class UnknownDtypeError(KernelTypeError):

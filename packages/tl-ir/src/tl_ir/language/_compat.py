@@ -217,7 +217,22 @@ def _dtype_status(name: str) -> tuple[str, str]:
     return UNSUPPORTED, "dtype not supported (storage types: " + ", ".join(DTYPE_NAMES) + ")"
 
 
+_IEEE_NOTE = (
+    "round-to-nearest ('rn', the default; the mode after the operands or by keyword); "
+    "the directed modes 'rz', 'ru', 'rd' raise UnsupportedError"
+)
+
 SUPPORTED_NOTES: dict[str, str] = {
+    "assume": (
+        "a condition on what the caller passes (scalar parameters, symbolic dims) is "
+        "checked at each call: RuntimeError('Assume: ...') on c, llvm and the "
+        "interpreter (the CUDA launcher does not evaluate it yet); any other condition "
+        "is an optimizer hint"
+    ),
+    **{
+        f"ieee_{op}": _IEEE_NOTE
+        for op in ("add", "sub", "mul", "fmaf", "frcp", "fsqrt", "frsqrt", "fdiv")
+    },
     "access_ptr": (
         "the address of a tile or element ('r', 'w', 'rw'), for the T.call_extern device "
         "helpers T.import_source brings"

@@ -27,7 +27,7 @@ from tvm.script import tirx as _tvm_T
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, UnsupportedError
+from tl_ir.errors import KernelTypeError, KernelValueError, UnsupportedError
 from tl_ir.language._dtypes import dtype
 from tl_ir.language._launch import Kernel
 from tl_ir.language._loops import serial, unroll, vectorized
@@ -190,16 +190,38 @@ _IEEE_OPS: dict[str, Any] = {
 }
 
 
-def ieee_math(name: str) -> Any:
-    """TileLang's ``ieee_<name>(*operands, rounding_mode="rn")``: round-to-nearest is
-    the plain operation; other rounding modes raise `UnsupportedError`."""
-    operation = _IEEE_OPS[name]
+#: The operands of each ``ieee_*`` name (the others take one).
+_IEEE_ARITY = {"add": 2, "sub": 2, "mul": 2, "fdiv": 2, "fmaf": 3}
 
-    def ieee(*operands: Any, rounding_mode: str = "rn") -> Any:
-        if rounding_mode != "rn":
+#: The rounding modes TileLang's ``ieee_*`` names take (CUDA's ``__fadd_rn`` & co.).
+_ROUNDING_MODES = ("rn", "rz", "ru", "rd")
+
+
+def ieee_math(name: str) -> Any:
+    """TileLang's ``ieee_<name>(*operands, rounding_mode="rn")``, the mode positional
+    after the operands or by keyword: round-to-nearest is the plain operation; the
+    directed modes raise `UnsupportedError`, any other mode ``ValueError``."""
+    operation = _IEEE_OPS[name]
+    arity = _IEEE_ARITY.get(name, 1)
+    spelled = f"T.ieee_{name}"
+
+    def ieee(*arguments: Any, rounding_mode: Any = None) -> Any:
+        operands, rest = arguments[:arity], arguments[arity:]
+        if len(operands) != arity or len(rest) > 1 or (rest and rounding_mode is not None):
+            raise KernelTypeError(
+                f"{spelled} takes {arity} operand(s) and an optional rounding mode, "
+                f"got {len(arguments)} positional argument(s)"
+                + (" and rounding_mode=" if rounding_mode is not None else "")
+            )
+        mode = rest[0] if rest else ("rn" if rounding_mode is None else rounding_mode)
+        if not isinstance(mode, str) or mode not in _ROUNDING_MODES:
+            raise KernelValueError(
+                f"{spelled}: invalid rounding mode {mode!r}; expected one of {_ROUNDING_MODES}"
+            )
+        if mode != "rn":
             raise UnsupportedError(
-                f"T.ieee_{name}(rounding_mode={rounding_mode!r}): only round-to-nearest "
-                "('rn') is supported"
+                f"{spelled}(rounding_mode={mode!r}): only round-to-nearest ('rn') is "
+                "supported; the directed modes are not implemented"
             )
         return operation(*operands)
 
