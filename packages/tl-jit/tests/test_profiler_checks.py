@@ -254,3 +254,20 @@ def test_generated_numpy_inputs_have_the_declared_alignment() -> None:
     assert [a.ctypes.data % 256 for a in inputs] == [0] * len(params)
     assert [a.shape for a in inputs] == [(n,) for n in (1, 3, 5, 7, 9, 11, 13)]
     np.testing.assert_array_equal(inputs[1], Profiler(kernel).make_inputs()[1])  # type: ignore[arg-type]
+
+
+def test_tilelang_timing_backends_and_input_tensors_are_taken(fake_backend: Any) -> None:
+    # TileLang's examples pass backend="cupti" (78 calls) and input_tensors=; both were
+    # a TypeError. Every backend times the calls the same way here.
+    for backend in ("event", "cupti", "cudagraph"):
+        assert isinstance(do_bench(lambda: None, warmup=0, rep=1, backend=backend), float)
+    with pytest.raises(ValueError, match=r"backend: expected one of .* got 'nvtx'"):
+        do_bench(lambda: None, rep=1, backend="nvtx")
+    kernel = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    profiler = kernel.get_profiler()
+    inputs = [np.ones(p.shape, np.float32) for p in kernel.params[:-1]]
+    assert isinstance(
+        profiler.do_bench(warmup=1, rep=1, backend="cupti", input_tensors=inputs), float
+    )
+    with pytest.raises(TypeError, match="not both"):
+        profiler.do_bench(warmup=1, rep=1, inputs=inputs, input_tensors=inputs)

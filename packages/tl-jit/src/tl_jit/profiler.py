@@ -29,6 +29,7 @@ from tl_jit.timing import (
     FLUSH_BYTES,
     HOST_DEVICE,
     TimingStats,
+    check_timing_backend,
     measure,
     torch_accelerator,
 )
@@ -96,6 +97,7 @@ def do_bench(
     flush_cache: bool = False,
     device: str = "auto",
     max_repeats: int = 100_000,
+    backend: str = "event",
 ) -> float | list[float]:
     """Time ``fn()`` and return milliseconds per call (one figure of `tl_jit.timing.measure`).
 
@@ -116,6 +118,8 @@ def do_bench(
             ``"auto"``: the accelerator when torch is already imported and has one,
             else the wall clock.
         max_repeats: upper bound on the number of timed calls.
+        backend: TileLang's ``"event"``, ``"cupti"`` or ``"cudagraph"``; each times
+            the calls as above (`tl_jit.timing.check_timing_backend`).
 
     Returns:
         A float (ms), or a list of floats for ``quantiles``.
@@ -126,6 +130,7 @@ def do_bench(
         TypeError: ``quantiles`` is not a sequence (a lone ``0.5``, say).
         whatever ``fn`` raises.
     """
+    check_timing_backend(backend)
     checked_quantiles = _validate_mode(return_mode, quantiles)
     stats = measure(
         fn,
@@ -368,13 +373,21 @@ class Profiler:
         *,
         flush_cache: bool = False,
         inputs: Sequence[Any] | None = None,
+        input_tensors: Sequence[Any] | None = None,
+        backend: str = "event",
     ) -> float | list[float]:
         """Time the kernel (or ``func``, called with the same inputs, as torch tensors
         for a function whose module imports torch); milliseconds per call.
 
         One figure of `measure` (the median by default); arguments as in
-        `tl_jit.profiler.do_bench`; ``inputs`` replaces the generated ones.
+        `tl_jit.profiler.do_bench`; ``inputs`` (TileLang's ``input_tensors``) replaces
+        the generated ones.
         """
+        check_timing_backend(backend)
+        if input_tensors is not None:
+            if inputs is not None:
+                raise TypeError("do_bench: pass inputs= or input_tensors=, not both")
+            inputs = input_tensors
         checked_quantiles = _validate_mode(return_mode, quantiles)
         stats = self.measure(func, warmup, rep, flush_cache=flush_cache, inputs=inputs)
         if checked_quantiles is not None:

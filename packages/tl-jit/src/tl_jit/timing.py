@@ -227,6 +227,22 @@ def validate_window(
         raise ValueError(f"max_repeats: expected an int >= 1, got {max_repeats!r}")
 
 
+#: TileLang's ``do_bench(backend=...)`` names: how a GPU call is timed (CUDA events,
+#: CUPTI's kernel records, a replayed CUDA graph). Every one times the same calls here.
+TIMING_BACKENDS = ("event", "cupti", "cudagraph")
+
+
+def check_timing_backend(backend: object) -> None:
+    """Accept TileLang's ``backend=`` of ``do_bench``: each of `TIMING_BACKENDS` times
+    the calls as `measure` does (the device's events, or the wall clock on the CPU).
+
+    Raises:
+        ValueError: ``backend`` is not one of `TIMING_BACKENDS`.
+    """
+    if not isinstance(backend, str) or backend not in TIMING_BACKENDS:
+        raise ValueError(f"backend: expected one of {TIMING_BACKENDS}, got {backend!r}")
+
+
 def torch_accelerator(*, import_torch: bool = False) -> Any:
     """The ``torch.device`` of the accelerator torch reports, or None.
 
