@@ -286,3 +286,21 @@ def test_a_negative_difference_of_unsigned_constants_is_refused_at_its_line() ->
 
     assert "T.uint8(0) - T.uint8(255)" in str(info.value)
     assert "Check failed" not in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_an_unsigned_mask_literal_past_int32_takes_the_operands_type(target: str) -> None:
+    # TileLang's test_tilelang_intimm: a & 0xFFFFFFFF on uint32 was refused ("the
+    # constant -1 is negative"): TVM made the literal int32 -1 first.
+    @T.prim_func
+    def masks(A: T.Tensor((4,), "uint32"), B: T.Tensor((3, 4), "uint32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(4):
+                B[0, i] = A[i] & 0xFFFFFFFF
+                B[1, i] = A[i] ^ 0x80000000
+                B[2, i] = 0x80000001 | A[i]
+
+    a = np.array([1, 2, 0xFFFFFFFF, 0x80000000], np.uint32)
+    b = np.zeros((3, 4), np.uint32)
+    tl_jit.compile(masks, target=target)(a, b)
+    np.testing.assert_array_equal(b, [a, a ^ np.uint32(0x80000000), a | np.uint32(0x80000001)])
