@@ -314,6 +314,30 @@ def test_set_autotune_inputs_gives_the_inputs_of_every_timing(
     assert seen and not np.array_equal(seen[0], given)
 
 
+def test_supply_prog_gets_the_parameters_a_call_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TileLang hands supply_prog the inputs only (not the out_idx outputs); TileLang's
+    # fp8 GEMM example unpacks `a_param, b_param = args`: every configuration failed.
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "cache"))
+    given: list[list[str]] = []
+
+    def supply(params: Any) -> list[np.ndarray]:
+        given.append([param.name for param in params])
+        (x,) = params
+        return [np.ones(x.shape, np.float32)]
+
+    tuned = tl_jit.autotune(
+        configs=[{"threads": 8}, {"threads": 16}],
+        ref_prog=lambda x: x * 2.0,
+        supply_prog=supply,
+        max_workers=1,
+        cache_results=False,
+    )(_tunable(16))
+    assert tuned().config in ({"threads": 8}, {"threads": 16})
+    assert given and all(names == ["x"] for names in given)
+
+
 def test_set_autotune_inputs_replaces_supply_prog_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

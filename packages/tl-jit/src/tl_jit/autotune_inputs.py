@@ -13,6 +13,7 @@ __all__ = [
     "CapturedInputs",
     "describe_input",
     "get_autotune_inputs",
+    "input_params",
     "set_autotune_inputs",
 ]
 
@@ -85,6 +86,13 @@ class CapturedInputs:
 
     def __call__(self, params: Sequence[Any]) -> list[Any]:
         return [_copied(value) for value in self.inputs]
+
+
+def input_params(kernel: Any) -> list[Any]:
+    """What ``supply_prog`` is given: the kernel's parameters not in ``out_idx`` (the
+    ones a call takes), as TileLang passes them; it returns one input for each."""
+    outputs = set(kernel.out_idx)
+    return [param for index, param in enumerate(kernel.params) if index not in outputs]
 
 
 def _copied(value: Any) -> Any:

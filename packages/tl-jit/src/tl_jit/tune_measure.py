@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tl_jit.autotune_inputs import input_params
 from tl_jit.kernel import JITKernel
 from tl_jit.tune_executor import TaskFailure, describe_failure, progress, run_tasks
 from tl_jit.tune_tasks import ShippedArtifact, TimingRequest, check_and_time, time_artifact_task
@@ -136,7 +137,7 @@ def reference_latency(kernel: JITKernel, request: TimingRequest) -> float | None
     try:
         profiler = kernel.get_profiler(dims=request.dims)
         inputs = (
-            list(request.supply_prog(kernel.params))
+            list(request.supply_prog(input_params(kernel)))
             if request.supply_prog is not None
             else profiler.make_inputs()
         )

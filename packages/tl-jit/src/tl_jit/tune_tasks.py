@@ -24,6 +24,7 @@ from typing import Any
 
 from tl_jit import env
 from tl_jit.errors import AutotuneError
+from tl_jit.autotune_inputs import input_params
 from tl_jit.kernel import JITKernel
 
 FunctionReference = tuple[str, str, str]
@@ -275,7 +276,7 @@ def check_and_time(
     if inputs is None:
         inputs = profiler.make_inputs()
         if request.supply_prog is not None:
-            inputs = list(request.supply_prog(kernel.params))
+            inputs = list(request.supply_prog(input_params(kernel)))
     if request.ref_prog is not None and not request.skip_check:
         profiler.assert_allclose(
             request.ref_prog, rtol=request.rtol, atol=request.atol, inputs=list(inputs)
