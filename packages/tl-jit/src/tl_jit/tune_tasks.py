@@ -23,8 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tl_jit import env
-from tl_jit.errors import AutotuneError
 from tl_jit.autotune_inputs import input_params
+from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
 
 FunctionReference = tuple[str, str, str]
