@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import tl_jit
+import tl_jit.language as T
 from integration_tests.kernels import ALL_KERNELS, load
 from integration_tests.kernels.suite import build_case, build_key, run_case
 from tl_backend_api import create_backend_context
@@ -202,3 +205,24 @@ def test_a_tier2_warp_shuffle_runs_on_the_cpu(target: str, tmp_path: Path) -> No
     a = np.arange(32, dtype=np.float32)
     tl_runtime.load(artifact)(a)
     np.testing.assert_array_equal(a, np.arange(32).reshape(16, 2)[:, ::-1].reshape(32))
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_nested_lowercase_parallel_loops_build_and_run(target: str) -> None:
+    # TileLang's fp8 block mean pooling: T.parallel in T.parallel failed to build on
+    # llvm ("Nested parallel loop is not supported by threadpool").
+    @T.prim_func
+    def zero_rows(A: T.Tensor((16, 32), "float32"), lim: T.int32, B: T.Tensor((16, 32), "float32")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_fragment((16, 32), "float32")
+            T.copy(A, tile)
+            for i in T.parallel(16):
+                for j in T.parallel(32):
+                    if i >= lim:
+                        tile[i, j] = T.float32(0)
+            T.copy(tile, B)
+
+    a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    b = np.zeros_like(a)
+    tl_jit.compile(zero_rows, target=target)(a, 5, b)
+    np.testing.assert_array_equal(b, np.where(np.arange(16)[:, None] >= 5, 0, a))

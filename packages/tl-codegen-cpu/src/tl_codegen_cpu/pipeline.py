@@ -31,6 +31,7 @@ from tl_codegen_cpu.passes import (
     CpuMarkIndependentLoopsPass,
     CpuMarkParallelLoopsPass,
     CpuRejectGpuOpsPass,
+    CpuSerializeNestedParallelLoopsPass,
     CpuSplitVectorLoopsPass,
     CpuStackBlockLocalsPass,
     CpuVectorizeExpPass,
@@ -114,6 +115,8 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLowerDeviceAssertsPass(),
         # Last, on the lowered accesses: checked mode's guards (nothing when it is off).
         CpuCheckBoundsPass(),
+        # TVM's LLVM code refuses a parallel loop in a parallel loop (c: when marking).
+        *([CpuSerializeNestedParallelLoopsPass()] if llvm else []),
     ]
 
 

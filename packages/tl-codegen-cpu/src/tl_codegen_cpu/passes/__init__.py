@@ -30,6 +30,7 @@ from tl_codegen_cpu.passes.mark_independent_loops import (
 from tl_codegen_cpu.passes.mark_parallel_loops import (
     PARALLEL_FOR_MARKER,
     CpuMarkParallelLoopsPass,
+    CpuSerializeNestedParallelLoopsPass,
     mark_outermost_parallel_loops,
 )
 from tl_codegen_cpu.passes.registry import CPU_PASS_REGISTRY, create_cpu_pass
@@ -67,6 +68,7 @@ __all__ = [
     "CpuMarkIndependentLoopsPass",
     "CpuMarkParallelLoopsPass",
     "CpuRejectGpuOpsPass",
+    "CpuSerializeNestedParallelLoopsPass",
     "CpuSplitVectorLoopsPass",
     "CpuStackBlockLocalsPass",
     "CpuVectorizeExpPass",

@@ -83,6 +83,39 @@ def mark_outermost_parallel_loops(stmt: tirx.Stmt, marker: str) -> tirx.Stmt:
     return tvm_ffi.structural_map(stmt, (tirx.For, mark), order="post")
 
 
+def serialize_nested_parallel_loops(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with every parallel loop inside another parallel loop made serial (the
+    outer loop keeps the cores busy; TVM's LLVM code generator refuses nested parallel
+    regions: "Nested parallel loop is not supported by threadpool")."""
+
+    def serialize(loop: tirx.For) -> tirx.For:
+        if loop.kind != tirx.ForKind.PARALLEL:
+            return loop
+        return rebuild_loop(loop, kind=tirx.ForKind.SERIAL)
+
+    def outer(loop: tirx.For) -> tirx.For:
+        if loop.kind != tirx.ForKind.PARALLEL or not _contains_parallel_loop(loop.body):
+            return loop
+        body = tvm_ffi.structural_map(loop.body, (tirx.For, serialize), order="post")
+        return rebuild_loop(loop, body=body)
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, outer), order="pre")
+
+
+@dataclass(frozen=True)
+class CpuSerializeNestedParallelLoopsPass(PrimFuncPass):
+    """Make parallel loops nested in a parallel loop serial (``llvm``; on ``c``
+    `CpuMarkParallelLoopsPass` does it while marking)."""
+
+    name: ClassVar[str] = "cpu-serialize-nested-parallel-loops"
+
+    def transform_body(self, body: tirx.Stmt, function_name: str, ctx: PassContext) -> tirx.Stmt:
+        """Return ``body`` with no parallel loop inside another."""
+        if not _contains_parallel_loop(body):
+            return body
+        return serialize_nested_parallel_loops(body)
+
+
 @dataclass(frozen=True)
 class CpuMarkParallelLoopsPass(PrimFuncPass):
     """Insert ``marker()`` calls before outermost parallel loops (for the C toolchain).

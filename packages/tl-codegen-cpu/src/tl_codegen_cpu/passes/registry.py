@@ -47,6 +47,9 @@ CPU_PASS_REGISTRY = PassRegistry(
         "cpu-inline-bfloat16-lets": _cpu("inline_bfloat16_lets", "CpuInlineBfloat16LetsPass"),
         "cpu-inline-vector-loop-binds": _cpu("vector_loop_binds", "CpuInlineVectorLoopBindsPass"),
         "cpu-vector-bool-loads": _cpu("vector_bool_loads", "CpuVectorBoolLoadsPass"),
+        "cpu-serialize-nested-parallel-loops": _cpu(
+            "mark_parallel_loops", "CpuSerializeNestedParallelLoopsPass"
+        ),
         "cpu-max-min-ignore-nan": _cpu("max_min_ignore_nan", "CpuMaxMinIgnoreNanPass"),
         "cpu-saturate-float-to-int": _cpu("saturate_float_to_int", "CpuSaturateFloatToIntPass"),
         "cpu-wrap-integer-overflow": _cpu("wrap_integer_overflow", "CpuWrapIntegerOverflowPass"),
