@@ -5,7 +5,8 @@ and may mix in operations that the block's threads carry out *together*:
 
 * tile ops on block-shared operands (``T.copy`` into a shared tile, ``T.gemm``,
   ``T.reduce_*`` over fragments, ``T.fill`` of a shared tile...),
-* ``T.Parallel`` loops that store to shared, fragment or global memory,
+* ``T.Parallel`` loops that store to shared, fragment or global memory (through a
+  tile op too: a reducer update, ``T.atomic_add(acc[0], A[i])``),
 * ``tvm_thread_allreduce`` (a reduction across threads),
 * barriers: ``T.sync_threads`` and the ones TileLang inserts between
   accesses of different threads to one shared buffer.
@@ -76,7 +77,7 @@ from tl_ir.barriers import named_barrier
 from tl_ir.errors import UnsupportedError
 from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
 from tl_ir.launch import rebuild_loop
-from tl_ir.ops import const_int, describe, is_tile_op
+from tl_ir.ops import ACCESS_WRITE, const_int, describe, is_tile_op
 from tl_passes.buffer_rewrite import substitute_vars
 
 
@@ -162,9 +163,26 @@ class RegionSplitter:
                 if scope_of(load.source) == scopes.FRAGMENT:
                     shared_or_global = True
 
+            def visit_tile_op(evaluate: Any) -> None:
+                # A tile op in the loop (a reducer update, T.atomic_add(acc[0], A[i]))
+                # stores through its call, not a BufferStore: when it writes outside
+                # thread-local memory the loop is the block's work like a store, each
+                # iteration once; run by every thread, a sum of 8 ones read 1024 with
+                # 128 threads.
+                nonlocal shared_or_global
+                if not is_tile_op(evaluate.value):
+                    return
+                for region in tile_regions(describe(evaluate.value)):
+                    if region.access & ACCESS_WRITE and not is_local(region.buffer):
+                        shared_or_global = True
+
             tvm_ffi.structural_walk(
                 stmt,
-                [(tirx.BufferStore, visit_store), (tvm.ir.TensorLoad, visit_load)],
+                [
+                    (tirx.BufferStore, visit_store),
+                    (tvm.ir.TensorLoad, visit_load),
+                    (tirx.Evaluate, visit_tile_op),
+                ],
                 order="post",
             )
             return shared_or_global
