@@ -61,3 +61,34 @@ def test_reducer_updates_reading_global_memory_count_once(target: str, n: int, f
     kernel = tl_jit.compile(make(n), out_idx=[-1], target=target)
     a = np.arange(1, n + 1, dtype=np.float32)
     np.testing.assert_array_equal(kernel(a), [a.sum()])
+
+
+def _legacy_sum_of_fragment(extent: int, threads: int) -> Any:
+    # TileLang's test_finalize_reducer_short_parallel_extent: cpu-forward-copies took the
+    # T.clear of the reducer with the forwarded copy of A, so the sum started from
+    # uninitialized memory (NaN on llvm; c right only when its stack slot held 0).
+    @T.prim_func
+    def legacy_sum_of_fragment(A: T.Tensor((extent,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment((extent,), "float32")
+            T.copy(A, src)
+            total = T.alloc_reducer((1,), "float32", replication="all")
+            T.clear(total)
+            for i in T.Parallel(extent):
+                total[0] += src[i]
+            T.finalize_reducer(total)
+            if T.get_thread_binding() == 0:
+                B[0] = total[0]
+
+    return legacy_sum_of_fragment
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("extent", "threads"), [(8, 8), (8, 128), (256, 128)])
+def test_a_cleared_legacy_reducer_after_a_copy_to_a_fragment_starts_from_zero(
+    target: str, extent: int, threads: int
+) -> None:
+    kernel = tl_jit.compile(_legacy_sum_of_fragment(extent, threads), out_idx=[-1], target=target)
+    a = np.arange(1, extent + 1, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(kernel(a), [a.sum()])

@@ -246,3 +246,31 @@ def test_forwarded_add_matches_numpy_on_full_and_partial_tiles(M: int, N: int, b
     c = np.full((M, N), 7.0, dtype="float32")
     _, _, out = run_on_host(func, a, b, c)
     np.testing.assert_array_equal(out, a + b * np.float32(2.0))
+
+
+def legacy_reducer_kernel(extent: int, threads: int) -> Any:
+    """TileLang's ``test_finalize_reducer_short_parallel_extent``: a copy into a fragment,
+    a cleared legacy reducer read after the run, a ``T.Parallel`` loop adding into it."""
+
+    @T.prim_func
+    def main(A: T.Tensor((extent,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment((extent,), "float32")
+            T.copy(A, src)
+            total = T.alloc_reducer((1,), "float32", replication="all")
+            T.clear(total)
+            for i in T.Parallel(extent):
+                total[0] += src[i]
+            T.finalize_reducer(total)
+            if T.get_thread_binding() == 0:
+                B[0] = total[0]
+
+    return main
+
+
+def test_the_fill_of_a_tile_read_after_the_run_stays() -> None:
+    # ``src`` is used by two statements of the run: counted twice, it hid that the
+    # reducer had dropped out of the forwarded tiles, and its T.clear went with the
+    # chain (the accumulator started uninitialized: NaN on llvm).
+    mod = _forwarded(legacy_reducer_kernel(8, 128))
+    assert "T.fill(" in mod.script()

@@ -135,7 +135,13 @@ def find_chains(seq: list[tirx.Stmt], allocated: list[Any]) -> list[tuple[int, i
         for start, end in runs:
             inside = [b for u in uses[start:end] for b in u]
             outside = [b for p, u in enumerate(uses) if not start <= p < end for b in u]
-            tiles = [b for b in inside if member(b, eligible) and not member(b, outside)]
+            tiles: list[Any] = []
+            for b in inside:
+                # Once each: the fixed point below compares counts, and a tile used
+                # by two statements of a run counted twice there hid a tile that had
+                # just dropped out (the run kept its T.fill, which went with the chain).
+                if member(b, eligible) and not member(b, outside) and not member(b, tiles):
+                    tiles.append(b)
             result.append((start, end, tiles))
         still = [b for _, _, tiles in result for b in tiles]
         # A view and the tile it views are forwarded together or not at all.

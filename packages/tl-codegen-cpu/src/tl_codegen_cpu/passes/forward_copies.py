@@ -180,6 +180,10 @@ class _Chain:
         if isinstance(op, CopyOp):
             self.copy(op)
         elif isinstance(op, FillOp):
+            if not self.local(op.dst.buffer):
+                # Only a forwarded tile's fill is a value of the chain; a fill of memory
+                # taken for one would go with the chain, its buffer left unfilled.
+                raise _Refused(f"{op.dst.buffer.name} is filled but not forwarded")
             extents = tuple(int(e or 0) for e in const_shape(op.dst.buffer))
             fill = convert(op.value, op.dst.dtype)
 
