@@ -1,9 +1,10 @@
 """Fragments that only per-thread code touches hold one copy per thread.
 
 A fragment is distributed over a block's threads by its layout; one that no tile op
-and no ``T.Parallel`` loop touches, only statements every thread runs on its own
-(``acc[0] = 0``; ``acc[0] = acc[0] + A[k]`` in a serial loop; ``if tx == 0: B[0] =
-acc[0]``), gets TileLang's replicated layout: each thread updates its own copy. On
+(but ``T.fill`` / ``T.clear``, which give every copy the same value) and no
+``T.Parallel`` loop touches, only statements every thread runs on its own (``acc[0] =
+0`` or ``T.clear(acc)``; ``acc[0] = acc[0] + A[k]`` in a serial loop; ``if tx == 0:
+B[0] = acc[0]``), gets TileLang's replicated layout: each thread updates its own copy. On
 the CPU a fragment is one array per block, so in a block that runs its threads as
 loops every thread added into the one copy: the sum of four ones, read by thread 0,
 was 512 with 128 threads (TileLang's own reducer tests, an online softmax kept in
@@ -22,7 +23,7 @@ from tvm import tirx
 
 from tl_ir import scopes
 from tl_ir.launch import LOOP_KIND_KEY
-from tl_ir.ops import viewed_buffer
+from tl_ir.ops import FillOp, describe, is_tile_op, viewed_buffer
 from tl_passes.buffer_rewrite import allocated_buffers, rescope_buffers
 
 __all__ = ["privatize_per_thread_fragments"]
@@ -47,7 +48,7 @@ def _buffers_in(node: Any, found: list[Any]) -> None:
 
 def _cooperative_buffers(body: tirx.Stmt) -> list[Any]:
     """The buffers a tile op (any call), a ``T.Parallel`` loop or a view mentions in
-    ``body``."""
+    ``body``; a fill's destination is not one (it writes every copy alike)."""
     found: list[Any] = []
 
     def loop(node: Any) -> None:
@@ -56,8 +57,19 @@ def _cooperative_buffers(body: tirx.Stmt) -> list[Any]:
             _buffers_in(node, found)
 
     def evaluate(node: Any) -> None:
-        if isinstance(node.value, tvm.ir.Call):
-            _buffers_in(node.value, found)
+        if not isinstance(node.value, tvm.ir.Call):
+            return
+        # (Only a tl.fill is described: a walk's callback must not raise.)
+        if is_tile_op(node.value) and str(node.value.op.name) == "tl.fill":
+            op = describe(node.value)
+            assert isinstance(op, FillOp)
+            # A fill writes the same value to every element, so under the replicated
+            # layout it writes each thread's copy: ``T.clear(acc)`` before per-thread
+            # updates leaves the fragment per thread (kept as the block's one copy,
+            # eight threads summing 1..8 read 288 instead of 36). Its value still counts.
+            _buffers_in(op.value, found)
+            return
+        _buffers_in(node.value, found)
 
     def declare(node: Any) -> None:  # a view (T.reshape, T.view) of a buffer's memory
         viewed = viewed_buffer(node)
@@ -74,7 +86,8 @@ def _cooperative_buffers(body: tirx.Stmt) -> list[Any]:
 
 def privatize_per_thread_fragments(body: tirx.Stmt) -> tirx.Stmt:
     """``body`` (a block that runs its threads) with each fragment it allocates that no
-    tile op, ``T.Parallel`` loop or other call mentions given ``local`` scope."""
+    tile op (a fill aside), ``T.Parallel`` loop or other call mentions given ``local``
+    scope."""
     fragments = [b for b in allocated_buffers(body) if scopes.is_fragment(b)]
     if not fragments:
         return body
