@@ -179,3 +179,32 @@ def test_a_scalar_name_of_written_memory_stays_guarded(target: str) -> None:
         np.testing.assert_array_equal(c, expected)
         np.testing.assert_array_equal(backing[:3], -7.0)
         np.testing.assert_array_equal(backing[9:], -7.0)
+
+
+def _scatter_at_offset() -> Any:
+    @T.prim_func
+    def scatter_at_offset(
+        Offs: T.Tensor((2,), "int32"), Idx: T.Tensor((12,), "int32"), Out: T.Tensor((5,), "float32")
+    ):
+        with T.Kernel(1, threads=8) as bx:
+            bos = Offs[bx]  # a run-time offset: the index read Idx[bos + i] is guarded
+            for i in T.Parallel(8):
+                T.atomic_add(Out[Idx[bos + i]], T.float32(i + 1))
+
+    return scatter_at_offset
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_atomic_onto_an_index_read_at_a_run_time_offset(target: str) -> None:
+    """The atomic's address operand ``Out[Idx[bos + i]]`` has a guarded load in its
+    index; taking the guard off the operand itself rebuilt the address call, which
+    crashed the compiler (TileLang's sparse_mla_bwd does this)."""
+    kernel = compile_for(_scatter_at_offset(), target)
+    idx = np.array([2, 2, 0, 3, 3, 3, 1, 4, 0, 2, 4, 1], np.int32)
+    for offset in (0, 6):  # 6: i >= 6 reads past Idx's end, so index 0 (the safe value)
+        out = np.zeros(5, np.float32)
+        kernel(np.array([offset, 0], np.int32), idx, out)
+        expected = np.zeros(5, np.float32)
+        for i in range(8):
+            expected[idx[offset + i] if offset + i < 12 else 0] += i + 1
+        np.testing.assert_array_equal(out, expected)

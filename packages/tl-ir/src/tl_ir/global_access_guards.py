@@ -209,7 +209,8 @@ def guard_global_accesses(body: Any, safe_values: Sequence[tuple[Any, Any]] = ()
         args = [_unguarded(arg) for arg in call.args]
         if all(new.same_as(old) for new, old in zip(args, call.args, strict=True)):
             return call
-        return tirx.Call(call.ty.dtype, call.op, args)
+        # ``tvm.ir.Call`` (TVM 0.27 moved ``tirx.Call`` there); the result type is kept.
+        return tvm.ir.Call(call.op, args, attrs=call.attrs, span=call.span, ret_ty=call.ty)
 
     # Stores first: their handles (the branch conditions' keys) change once a load in
     # their value is rewritten.
