@@ -17,6 +17,7 @@ import pytest
 
 import tl_ir.language as T
 import tl_jit
+from integration_tests.interpreter_target import compile_for
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -187,3 +188,57 @@ def test_a_float8_tile_written_twice_is_stored_as_its_codes(kind: str, fmt: str)
     expected[1, 5:] = 0
     assert got.dtype == expected.dtype
     _assert_same_float32(got.astype(np.float32), expected.astype(np.float32))
+
+
+def _guarded_float8_reads(m: int, block: int, fmt: str, mode: str, pad: float) -> Any:
+    padded = -(-m // block) * block
+
+    @T.prim_func
+    def guarded_reads(
+        A: T.Tensor((m,), fmt),
+        offset: T.Tensor((1,), "int32"),
+        wide: T.Tensor((padded,), "float32"),
+        codes: T.Tensor((padded,), fmt),
+        direct: T.Tensor((padded,), fmt),
+    ):
+        with T.Kernel(T.ceildiv(m, block), threads=block) as bx:
+            tile = T.alloc_shared((block,), fmt)
+            if mode == "copy":
+                T.copy(A[bx * block], tile)  # the last tile runs past the end: zeros
+            else:
+                T.annotate_safe_value({A: pad})
+                for i in T.Parallel(block):
+                    tile[i] = A[offset[0] + bx * block + i]
+            for i in T.Parallel(block):
+                wide[bx * block + i] = T.Cast("float32", tile[i])
+                codes[bx * block + i] = tile[i]
+                direct[bx * block + i] = A[offset[0] + bx * block + i]
+
+    return guarded_reads
+
+
+@pytest.mark.parametrize("kind", [*TARGETS, "interpreter"])
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("mode", ["copy", "parallel"])
+def test_guarded_float8_reads_keep_their_codes(kind: str, fmt: str, mode: str) -> None:
+    """Float8 loads the compiler guards (a partial tile's ``T.copy``, a ``T.Parallel``
+    load at a run-time offset) read the exact codes inside and the safe value outside
+    (zero, or the ``T.annotate_safe_value``):
+    the guard's select of fp8 values was widened to float32 by TVM and the build
+    stopped ("Reinterpret requires size match T.uint8 vs T.float32")."""
+    m, block, offset, pad = 20, 16, 3, -2.5
+    kernel = compile_for(_guarded_float8_reads(m, block, fmt, mode, pad), kind, out_idx=[2, 3, 4])
+    # NaN (each format's canonical code: the interpreter keeps no other NaN payload),
+    # -0.0, subnormals, the largest values (e5m2: infinity), one, ordinary codes.
+    nan = 0x7F if fmt == "float8_e4m3fn" else 0x7E
+    codes = np.array([nan, 0x80, 0x01, 0x7C, 0xFC, 0x00, 0x81, 0x38, *range(40, 52)])
+    a = codes.astype(np.uint8).view(getattr(ml_dtypes, fmt))
+    wide, tile_codes, direct = kernel(a, np.array([offset], np.int32))
+    safe = np.float32(pad if mode == "parallel" else 0.0).astype(a.dtype)
+    shifted = np.concatenate([a[offset:], np.full(32 - m + offset, safe)])
+    expected_tile = np.concatenate([a, np.full(32 - m, safe)]) if mode == "copy" else shifted
+    _assert_same_float32(wide, expected_tile.astype(np.float32))
+    np.testing.assert_array_equal(
+        np.asarray(tile_codes).view(np.uint8), expected_tile.view(np.uint8)
+    )
+    np.testing.assert_array_equal(np.asarray(direct).view(np.uint8), shifted.view(np.uint8))

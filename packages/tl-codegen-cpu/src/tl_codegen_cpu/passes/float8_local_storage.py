@@ -20,6 +20,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+__all__ = ["code_of", "store_float8_tiles_as_bytes"]
+
 _ADDRESS_CALLS = frozenset({"tirx.address_of", "tirx.tvm_access_ptr"})
 
 
@@ -51,7 +53,7 @@ def _float8_tiles(body: tirx.Stmt, float8_dtypes: frozenset[str]) -> list[Any]:
     return found
 
 
-def _code_of(value: Any) -> Any:
+def code_of(value: Any) -> Any:
     """The uint8 code of a float8 ``value``: the operand of a ``reinterpret`` that made
     the value from a code, or the value reinterpreted."""
     lanes = _lanes(_dtype(value))
@@ -106,7 +108,7 @@ def store_float8_tiles_as_bytes(body: tirx.Stmt, float8_dtypes: frozenset[str]) 
         new = replacement.get(node.buffer)
         if new is None:
             return node
-        return tirx.BufferStore(new, _code_of(node.value), list(node.indices))
+        return tirx.BufferStore(new, code_of(node.value), list(node.indices))
 
     def alloc(node: Any) -> Any:
         new = replacement.get(node.buffer)

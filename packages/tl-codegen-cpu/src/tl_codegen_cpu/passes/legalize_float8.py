@@ -42,7 +42,10 @@ compiler still vectorizes the plain byte stores).
 Arithmetic whose result is fp8 is widened to float32 by
 `cpu-legalize-half-precision` (it lists the fp8 dtypes); this pass runs after
 it and lowers the casts that pass introduced as well. Loads, stores and
-copies of fp8 keep their one-byte type; tiles the kernel allocates in fp8 are
+copies of fp8 keep their one-byte type, and a select of fp8 values (the guard
+of a partial tile or of a load at a run-time offset, ``if_then_else(inside,
+A[i], 0)``) chooses between their codes, which TVM's legalization would
+otherwise widen to float32 (`_select_codes`); tiles the kernel allocates in fp8 are
 stored as ``uint8`` (`float8_local_storage`), so TVM's own legalization never
 widens them.
 """
@@ -59,7 +62,8 @@ import tvm_ffi
 from tvm import tirx
 
 from tl_codegen_cpu.lowering.let_bindings import bind_computed
-from tl_codegen_cpu.passes.float8_local_storage import store_float8_tiles_as_bytes
+from tl_codegen_cpu.passes.float8_local_storage import code_of, store_float8_tiles_as_bytes
+from tl_ir.builtin_ops import builtin_op_name
 from tl_ir.launch import rebuild_loop
 from tl_passes.pass_base import PassContext, PrimFuncPass
 
@@ -94,6 +98,8 @@ FLOAT8_FORMATS: dict[str, Float8Format] = {
     # IEEE-like: 0x7c is infinity, 0x7d..0x7f are NaN; 57344 is the largest value.
     "float8_e5m2": Float8Format(5, 2, 15, 0x7B, 0x7C, 0x7E, has_infinity=True),
 }
+
+_IF_THEN_ELSE = builtin_op_name("if_then_else")
 
 _F32_MANTISSA_BITS = 23
 _F32_BIAS = 127
@@ -285,6 +291,34 @@ def _fold_constant_cast(expr: Any, target: str, source: str) -> Any | None:
     return widened if target == "float32" else tirx.Cast(target, widened)
 
 
+def _select_codes(expr: Any) -> Any:
+    """``expr`` (a ``Select`` or ``if_then_else``) choosing between the ``uint8`` codes of
+    its fp8 values, reinterpreted as fp8; other expressions unchanged.
+
+    TVM's float8 legalization counts a select of fp8 values as arithmetic: it widens
+    the select to float32 with its own conversion, so the ``reinterpret`` to ``uint8``
+    of a guarded load (``if_then_else(inside, A[i], 0)`` of a partial tile, a run-time
+    offset) stored into a byte tile no longer matched in size and the build stopped
+    ("Reinterpret requires size match"). A choice moves no value through arithmetic:
+    choosing the codes keeps every bit (NaN payloads, -0.0) and gives TVM nothing to
+    widen.
+    """
+    dtype = _dtype(expr)  # "" for a pointer (address_of)
+    if not dtype or _scalar(dtype) not in FLOAT8_FORMATS:
+        return expr
+    code_dtype = _Builder(_lanes(dtype)).dtype("uint8")
+    if isinstance(expr, tirx.Select):
+        chosen = tirx.Select(expr.condition, code_of(expr.true_value), code_of(expr.false_value))
+    elif isinstance(expr.op, tvm.ir.Op) and str(expr.op.name) == _IF_THEN_ELSE:
+        condition, true_value, false_value = expr.args
+        chosen = tvm.ir.Call(
+            expr.op, [condition, code_of(true_value), code_of(false_value)], ret_ty=code_dtype
+        )
+    else:
+        return expr
+    return tirx.reinterpret(dtype, chosen)
+
+
 def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
     """Return ``stmt`` with every cast from or to a `FLOAT8_FORMATS` dtype as bit manipulation.
 
@@ -292,7 +326,8 @@ def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
     source and target are the same fp8 dtype is left alone. Every scalar fp8
     constant becomes its code (``reinterpret`` of a ``uint8`` constant,
     `float8_code`), and a scalar cast of a constant from or to fp8 is computed
-    at compile time, with the run-time conversion's result.
+    at compile time, with the run-time conversion's result. A ``Select`` or
+    ``if_then_else`` of fp8 values chooses between their codes (`_select_codes`).
     """
 
     def constant(expr: Any) -> Any:
@@ -325,9 +360,17 @@ def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
             value = tirx.Cast(f32, value)
         return tirx.reinterpret(target, _encode(value, target_format, lanes))
 
-    # Post order: an fp8 constant is a code before the cast that reads it is visited.
+    # Post order: an fp8 constant is a code before the cast or select that reads it
+    # is visited.
     return tvm_ffi.structural_map(
-        stmt, [(tirx.FloatImm, constant), (tirx.Cast, cast)], order="post"
+        stmt,
+        [
+            (tirx.FloatImm, constant),
+            (tirx.Cast, cast),
+            (tirx.Select, _select_codes),
+            (tvm.ir.Call, _select_codes),
+        ],
+        order="post",
     )
 
 
