@@ -1,4 +1,9 @@
-"""`simplify`: TVM's arithmetic simplification of every PrimFunc."""
+"""`simplify`: TVM's arithmetic simplification of every PrimFunc.
+
+A float division by a constant zero is first written as its IEEE result
+(`tl_ir.float_division`): TVM's constant folder stops the build on one, and earlier
+passes make them legitimately (a tile filled with 0.0 forwarded into ``A[i] / z[i]``).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import tvm
+from tvm import tirx
 
-from tl_passes.pass_base import Pass, PassContext
+from tl_ir.float_division import divisions_by_zero_as_products
+from tl_passes.pass_base import Pass, PassContext, replace_functions
 
 
 @dataclass(frozen=True)
@@ -18,4 +25,10 @@ class SimplifyPass(Pass):
 
     def run(self, mod: tvm.IRModule, ctx: PassContext) -> tvm.IRModule:
         """Return ``mod`` with every PrimFunc simplified."""
-        return tvm.tirx.transform.StmtSimplify()(mod)
+        updates = {}
+        for global_var, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                body = divisions_by_zero_as_products(func.body)
+                if not body.same_as(func.body):
+                    updates[global_var] = func.with_body(body)
+        return tvm.tirx.transform.StmtSimplify()(replace_functions(mod, updates))

@@ -39,6 +39,7 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.buffer_views import view_pairs, views_of
 from tl_ir import scopes
+from tl_ir.float_division import divisions_by_zero_as_products
 from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import allocated_buffers, substitute_vars, with_scope
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -196,7 +197,9 @@ def zero_unwritten_tiles(body: tirx.Stmt) -> tirx.Stmt:
         candidate = tvm_ffi.structural_map(body, (tvm.ir.TensorLoad, load), order="post")
         if replaced[0] and _mentions(candidate, tile) == 1:  # the allocation only
             body = candidate
-    return body
+    # A float divisor read from such a tile is now the constant 0, which TVM's folder
+    # (and IR printer) refuses: written as its IEEE result.
+    return divisions_by_zero_as_products(body)
 
 
 def localize_tiles(body: tirx.Stmt) -> tirx.Stmt:
