@@ -124,3 +124,35 @@ def test_thread_binding_on_a_launched_index_lowers_for_cuda(n: int, tmp_path: Pa
     kernel(a, b)
     np.testing.assert_array_equal(b[:n], a[:n] + 1)
     np.testing.assert_array_equal(b[n:], -1)
+
+
+def _gemm_with_unwritten_operand(clear: bool) -> Any:
+    @T.prim_func
+    def gemm_with_unwritten_operand(
+        A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")
+    ):
+        with T.Kernel(1, threads=32):
+            a_s = T.alloc_shared((32, 32), "float16")
+            b_s = T.alloc_shared((32, 32), "float16")  # never written: reads as zero
+            acc = T.alloc_fragment((32, 32), "float32")
+            if clear:
+                T.clear(acc)
+            T.copy(A, a_s)
+            T.gemm(a_s, b_s, acc)
+            T.copy(acc, C)
+
+    return gemm_with_unwritten_operand
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+def test_a_gemm_accumulator_written_only_by_the_gemm_compiles(target: str) -> None:
+    """An accumulator the gemm alone writes (not cleared; TileLang issue 1719's
+    layout_1) is written through its address: it is not a never-written tile whose
+    loads read zero, which turned the gemm's ``address_of(acc[..])`` into
+    ``address_of(0.0)`` and stopped TVM's C generator. Its values are unspecified
+    (never initialized); a cleared one gives ``A @ 0``, the unwritten operand's zeros."""
+    a = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float16)
+    uncleared = tl_jit.compile(_gemm_with_unwritten_operand(False), target=target, out_idx=[1])
+    assert np.asarray(uncleared(a)).shape == (32, 32)
+    cleared = tl_jit.compile(_gemm_with_unwritten_operand(True), target=target, out_idx=[1])
+    np.testing.assert_array_equal(cleared(a), np.zeros((32, 32), np.float32))

@@ -39,10 +39,14 @@ from tvm import tirx
 
 from tl_codegen_cpu.lowering.buffer_views import view_pairs, views_of
 from tl_ir import scopes
+from tl_ir.builtin_ops import builtin_op_names
 from tl_ir.float_division import divisions_by_zero_as_products
 from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import allocated_buffers, substitute_vars, with_scope
 from tl_passes.pass_base import PassContext, PrimFuncPass
+
+#: Calls whose operand names a buffer's memory, not a value read from it.
+_ADDRESS_CALLS = builtin_op_names("address_of", "tvm_access_ptr")
 
 #: The kernel-language scopes that become block-local arrays.
 BLOCK_LOCAL_SCOPES: tuple[str, ...] = (
@@ -174,13 +178,36 @@ def _mentions(body: tirx.Stmt, buffer: Any) -> int:
     return count[0]
 
 
+def _address_taken(body: tirx.Stmt) -> set[int]:
+    """Object handles of the buffers an ``address_of`` / ``tvm_access_ptr`` names: a
+    call given the pointer (a lowered ``T.gemm``'s ``tl_gemm_*`` into its accumulator)
+    may write them without a store."""
+    taken: set[int] = set()
+
+    def name(node: Any) -> None:
+        if isinstance(node, tvm.ir.TensorLoad):
+            taken.add(node.source.__chandle__())
+        elif isinstance(node, tvm.ir.Var):
+            taken.add(node.__chandle__())
+
+    def call(node: Any) -> None:
+        if isinstance(node.op, tvm.ir.Op) and str(node.op.name) in _ADDRESS_CALLS:
+            tvm_ffi.structural_walk(node, name, order="pre")
+
+    tvm_ffi.structural_walk(body, (tvm.ir.Call, call), order="pre")
+    return taken
+
+
 def zero_unwritten_tiles(body: tirx.Stmt) -> tirx.Stmt:
     """``body`` with every load of a never-written allocated buffer replaced by zero.
 
     A buffer counts as never written when, its loads replaced, only its allocation
-    names it: no store, view, address or call reaches it. Its allocation stays.
+    names it: no store, view, address or call reaches it. Its allocation stays. An
+    address's operand is a load too (``address_of(acc[0, 0])``), so a buffer whose
+    address is taken is left alone before its loads are looked at.
     """
-    stored: set[int] = set()  # object handles of the buffers stored to
+    # Object handles of the buffers stored to, or whose address a call may write through.
+    stored = _address_taken(body)
     tvm_ffi.structural_walk(body, (tirx.BufferStore, lambda s: stored.add(s.buffer.__chandle__())))
     # Most tiles are written: only the others are worth a rewrite of the whole body.
     for tile in allocated_buffers(body):
