@@ -187,3 +187,30 @@ def test_a_chain_wraps_once() -> None:
     with np.errstate(over="ignore"):
         want = start[:, None] + (cols + rows * 1000 - 3).astype(np.int32)
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_a_64_bit_chain_wraps_like_each_step(target: str) -> None:
+    # On c an int64 chain continues in uint64 whatever its bounds (C's unsigned
+    # arithmetic wraps): the same low 64 bits as wrapping every step.
+    @T.prim_func
+    def chain64(
+        A: T.Tensor((6,), "int64"), B: T.Tensor((6,), "int64"), Out: T.Tensor((3, 6), "int64")
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(6):
+                Out[0, i] = A[i] * B[i] + A[i] * 3 - B[i] + 7
+                Out[1, i] = T.if_then_else(A[i] + B[i] * B[i] < A[i], 1, 0)
+                Out[2, i] = (A[i] * B[i] - A[i]) // 5
+
+    a = np.array([2**63 - 1, -(2**63), 123456789123, -5, 3, 2**40], np.int64)
+    b = np.array([2**63 - 1, -1, 987654321987, 2**62, -7, 2**30], np.int64)
+    out = np.zeros((3, 6), np.int64)
+    tl_jit.compile(chain64, target=target)(a, b, out)
+    with np.errstate(over="ignore"):
+        want = [
+            a * b + a * 3 - b + 7,
+            (a + b * b < a).astype(np.int64),
+            np.floor_divide(a * b - a, 5),
+        ]
+    np.testing.assert_array_equal(out, np.array(want))

@@ -195,7 +195,10 @@ def _wrapping(node: Any, wrap_unsigned: bool, analyzer: Any, results: _WideResul
         return tirx.Cast(str(dtype), type(node)(_widened(node.a, wide), _widened(node.b, wide)))
     a, b = (_operand_in(operand, wide, analyzer, results) for operand in (node.a, node.b))
     low, high = _combined_bounds(node, a, b)
-    if not _exact_in(wide, low, high):
+    # C's unsigned arithmetic wraps by definition: a chain in uint64 (an int64 chain on
+    # c) continues whatever its bounds.
+    modular = wider == "uint64" and not wrap_unsigned
+    if not modular and not _exact_in(wide, low, high):
         # The continued computation could overflow the wide type: start from the
         # wrapped operands, whose bounds are the narrow type's.
         a, b = (_operand_in(operand, wide, analyzer, _NO_RESULTS) for operand in (node.a, node.b))
@@ -204,7 +207,7 @@ def _wrapping(node: Any, wrap_unsigned: bool, analyzer: Any, results: _WideResul
     # Not a plain Cast back: TVM's bounds would take it for the unwrapped value (a
     # remainder of a wrapped product became a truncating one).
     wrapped = wrapping_cast(str(dtype), computed)
-    if _exact_in(wide, low, high):
+    if modular or _exact_in(wide, low, high):
         results.computations[wrapped] = (computed, low, high)
     return wrapped
 
