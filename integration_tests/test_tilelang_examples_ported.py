@@ -106,6 +106,9 @@ def test_profiler_without_supply_keeps_numpy_inputs(scale_rows) -> None:
 def test_tilelang_dtype_lacking_here_is_not_supported(dtype) -> None:
     with pytest.raises(tl_ir.UnsupportedDtypeError, match=f"'{dtype}' is a TileLang dtype"):
         tl_ir.normalize_dtype(T.int4 if dtype == "int4" else dtype)
+    # The T.<name> object too (it gave a plain UnknownDtypeError naming its repr).
+    with pytest.raises(tl_ir.UnsupportedDtypeError, match=f"'{dtype}' is a TileLang dtype"):
+        tl_ir.normalize_dtype(getattr(T, dtype))
     err = tl_ir.UnsupportedDtypeError
     assert issubclass(err, NotImplementedError) and issubclass(err, tl_ir.UnknownDtypeError)
 

@@ -102,6 +102,8 @@ def normalize_dtype(dtype: Any) -> str:
         value = getattr(dtype, attr, None)
         if isinstance(value, str) and _ALIASES.get(value, value) in _BITS:
             return _ALIASES.get(value, value)
+        if isinstance(value, str) and _is_tilelang_dtype(_ALIASES.get(value, value)):
+            return normalize_dtype(value)  # T.float4_e2m1fn: the same refusal as by name
     text = str(dtype)
     if text in _BITS:
         return text
