@@ -48,3 +48,21 @@ def test_kernel_code_before_a_declaration_is_still_refused() -> None:
 
     with pytest.raises(KernelSyntaxError, match="must come before the kernel body"):
         early(np.zeros(4, np.float32))
+
+
+@tl_jit.jit(target="c")
+def doubled(x):
+    n = T.const("n")
+    dtype: str = T.float32  # TileLang's dsa indexer_bwd: `dtype: str = BF16`
+    x: T.Tensor([n], dtype)
+    y = T.empty([n], dtype)
+    with T.Kernel(1, threads=32):
+        for i in T.Parallel(n):
+            y[i] = x[i] * 2
+    return y
+
+
+def test_an_annotated_assignment_before_the_declarations_runs_as_python() -> None:
+    # It was left to the kernel body: the declaration after it named an unknown dtype.
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(doubled(x), x * 2)

@@ -394,7 +394,14 @@ def analyze(func: Callable[..., Any]) -> EagerSignature:
         if kind is not None:
             prelude.append(statement)
             continue
-        if isinstance(statement, ast.Assign) and not any(
+        # A plain or annotated assignment (TileLang's `dtype: str = BF16`) among the
+        # declarations is Python computing what they use.
+        is_assignment = isinstance(statement, ast.Assign) or (
+            isinstance(statement, ast.AnnAssign)
+            and statement.value is not None
+            and isinstance(statement.target, ast.Name)
+        )
+        if is_assignment and not any(
             _call_name(n) in ("empty", "alloc_var", "alloc_local", "alloc_shared", "alloc_fragment")
             for n in ast.walk(statement)
         ):
