@@ -271,3 +271,19 @@ def test_tilelang_timing_backends_and_input_tensors_are_taken(fake_backend: Any)
     )
     with pytest.raises(TypeError, match="not both"):
         profiler.do_bench(warmup=1, rep=1, inputs=inputs, input_tensors=inputs)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16"])
+def test_random_inputs_of_narrow_floats_for_numpy_and_torch(dtype: str) -> None:
+    # A float8 kernel's profiler failed: numpy has no float8 name, torch reads no
+    # ml_dtypes array (TileLang's mla_decode_kv_fp8 with TensorSupplyType.Randn).
+    from tl_jit import TensorSupplyType
+    from tl_jit.profiler_inputs import random_array
+
+    rng = np.random.default_rng(0)
+    for supply in (None, TensorSupplyType.Randn, TensorSupplyType.Integer):
+        array = random_array((8,), dtype, rng, supply=supply)
+        assert array.dtype.name == dtype and array.shape == (8,)
+        torch = pytest.importorskip("torch")
+        tensor = random_array((8,), dtype, rng, like="torch", device=None, supply=supply)
+        assert tensor.dtype == getattr(torch, dtype) and tuple(tensor.shape) == (8,)

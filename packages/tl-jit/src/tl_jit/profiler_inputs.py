@@ -68,6 +68,17 @@ def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
     return checked
 
 
+def _numpy_dtype(dtype: str) -> Any:
+    """numpy's dtype for ``dtype``: ml_dtypes' for float8 (numpy has no such name)."""
+    import numpy as np
+
+    if dtype.startswith("float8"):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, dtype))
+    return np.dtype(dtype)
+
+
 def random_array(
     shape: Sequence[int],
     dtype: str,
@@ -98,7 +109,7 @@ def random_array(
 
                 data = data.astype(ml_dtypes.bfloat16)
         else:
-            data = data.astype(dtype, copy=False)
+            data = data.astype(_numpy_dtype(dtype), copy=False)
     elif dtype == "bool":
         data = rng.integers(0, 2, size=shape, dtype=np.uint8).astype(np.bool_)
     elif dtype.startswith("uint"):
@@ -112,14 +123,18 @@ def random_array(
 
             data = data.astype(ml_dtypes.bfloat16)
     else:
-        draw = np.float64 if np.dtype(dtype).itemsize > 4 else np.float32
-        data = rng.standard_normal(size=shape, dtype=draw).astype(dtype, copy=False)
+        stored = _numpy_dtype(dtype)
+        draw = np.float64 if stored.itemsize > 4 else np.float32
+        data = rng.standard_normal(size=shape, dtype=draw).astype(stored, copy=False)
     if like == "torch":
         torch: Any = importlib.import_module("torch")
 
-        tensor = torch.from_numpy(np.ascontiguousarray(data))
-        if dtype == "bfloat16":
-            tensor = tensor.to(torch.bfloat16)
+        # torch reads no ml_dtypes array (bfloat16, float8): through float32.
+        narrow = dtype == "bfloat16" or dtype.startswith("float8")
+        source = data.astype(np.float32) if narrow and data.dtype != np.float32 else data
+        tensor = torch.from_numpy(np.ascontiguousarray(source))
+        if narrow:
+            tensor = tensor.to(getattr(torch, dtype))
         target = torch_accelerator() if isinstance(device, str) and device == "auto" else device
         return tensor if target is None else tensor.to(target)
     return data
