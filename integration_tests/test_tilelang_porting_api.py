@@ -364,3 +364,32 @@ def test_set_autotune_inputs_replaces_supply_prog_with_a_warning(
     assert np.array_equal(seen[0], given[0])
     assert set_autotune_inputs().inputs == []  # a kernel without inputs
     assert set_autotune_inputs((1, 2)).inputs == set_autotune_inputs(1, 2).inputs == [1, 2]
+
+
+def test_a_classic_jit_function_has_tilelangs_get_tir_source_and_par_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TileLang's par_compile and min_blocks_per_sm tests call these on a classic @jit.
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "cache"))
+
+    @tl_jit.jit(out_idx=[-1], target="c")
+    def add_one(n: int) -> Any:
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=1):
+                for i in T.serial(n):
+                    B[i] = A[i] + 1.0
+
+        return main
+
+    assert add_one.get_tir(16).script() == add_one.get_prim_func(16).script()
+    source = add_one.get_kernel_source(16)
+    assert source and source == add_one(16).get_kernel_source()
+    kernels = add_one.par_compile([(16,), {"n": 32}])
+    assert [k.params[0].shape for k in kernels if k is not None] == [(16,), (32,)]
+    np.testing.assert_array_equal(kernels[1](np.zeros(32, np.float32)), np.ones(32))
+    with pytest.raises(TypeError, match="expected each config to be a dict or a tuple"):
+        add_one.par_compile([16])
+    with pytest.warns(UserWarning, match="compile failed"):
+        mixed = add_one.par_compile([(8,), ("x",)], ignore_error=True)
+    assert mixed[0] is not None and mixed[1] is None

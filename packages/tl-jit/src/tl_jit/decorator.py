@@ -13,7 +13,7 @@ import functools
 import inspect
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
 from tl_jit import checked, env
@@ -246,6 +246,77 @@ class JITFunction(CopiedAsItself):
         """
         self._refuse_eager_style()
         return self.func(**self.bind_arguments(args, kwargs))
+
+    get_tir = get_prim_func
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """The generated source of the kernel that calling the object with these
+        arguments returns (compiled, or fetched from the caches)."""
+        return self.compile(args, kwargs).get_kernel_source()
+
+    def par_compile(
+        self,
+        configs: Iterable[Mapping[str, Any] | tuple[Any, ...]],
+        num_workers: int | None = None,
+        ignore_error: bool = False,
+    ) -> list[JITKernel | None]:
+        """Compile several specializations, as TileLang's ``par_compile``: the builder
+        runs for each config on this thread (the kernel parser keeps per-thread state),
+        the builds in parallel threads (`tl_jit.parallel.par_compile`, with this
+        function's compile options).
+
+        Args:
+            configs: each a dict of keyword arguments or a tuple of positional ones.
+            num_workers: compile threads (default: one per CPU, at most one per config).
+            ignore_error: a config that fails gives None (and a warning) instead of raising.
+
+        Returns:
+            The kernels, in the order of ``configs``.
+
+        Raises:
+            TypeError: a config is neither a dict nor a tuple.
+            the first builder or compile error, unless ``ignore_error``.
+        """
+        from tl_jit import parallel
+
+        self._refuse_eager_style()
+        funcs: list[Any] = []
+        built: list[int] = []
+        listed = list(configs)
+        for config in listed:
+            if not isinstance(config, Mapping | tuple):
+                raise TypeError(
+                    f"{self.func.__qualname__}.par_compile: expected each config to be a "
+                    f"dict or a tuple, got {type(config).__name__}"
+                )
+        for index, config in enumerate(listed):
+            try:
+                if isinstance(config, Mapping):
+                    funcs.append(self.get_prim_func(**config))
+                else:
+                    funcs.append(self.get_prim_func(*config))
+            except Exception as exc:
+                if not ignore_error:
+                    raise
+                parallel.warn_failed(f"{self.func.__qualname__}{config!r}", exc)
+                continue
+            built.append(index)
+        options = self.options
+        kernels = parallel.par_compile(
+            funcs,
+            out_idx=options.get("out_idx"),
+            target=options.get("target", "auto"),
+            target_host=options.get("target_host"),
+            execution_backend=options.get("execution_backend", "auto"),
+            pass_configs=options.get("pass_configs"),
+            verbose=bool(options.get("verbose", False)),
+            num_workers=num_workers,
+            ignore_error=ignore_error,
+        )
+        results: list[JITKernel | None] = [None] * len(listed)
+        for index, kernel in zip(built, kernels, strict=True):
+            results[index] = kernel
+        return results
 
     def __repr__(self) -> str:
         return f"<tl_jit.jit {self.func.__qualname__}>"
