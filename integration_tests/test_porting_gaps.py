@@ -449,3 +449,12 @@ def test_ieee_math_takes_the_rounding_mode_after_its_operands() -> None:
         T.ieee_mul(1.0, 2.0, "rz")
     with pytest.raises(KernelTypeError, match="takes 2 operand"):
         T.ieee_sub(1.0, 2.0, 3.0, "rn")
+
+
+def test_tensor_subscript_with_a_bare_dim_is_one_dim() -> None:
+    # TileLang's int64 test writes T.Tensor[n, dtype]; it was read as the shape (n, dtype).
+    one = T.Tensor[16, T.float32]
+    assert [int(d) for d in one.ty.shape] == [16] and str(one.ty.dtype) == "float32"
+    assert [int(d) for d in T.Tensor[16, "int8"].ty.shape] == [16]
+    two = T.Tensor[4, 8]  # two dims, the default dtype
+    assert [int(d) for d in two.ty.shape] == [4, 8] and str(two.ty.dtype) == "float32"

@@ -33,6 +33,8 @@ class _TensorAnnotation:
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], list | tuple):
             return self._make(item[0], item[1], {})
+        if isinstance(item, tuple) and len(item) == 2 and _names_a_dtype(item[1]):
+            return self._make((item[0],), item[1], {})  # T.Tensor[n, dtype]: one dim
         return self._make(item, "float32", {})
 
     def _make(self, shape: Any, dtype: Any, kwargs: dict[str, Any]) -> Any:
@@ -51,6 +53,22 @@ class _TensorAnnotation:
                 # (frames: locate_at_caller, _make, __call__/__getitem__, the kernel).
                 locate_at_caller(err, depth=3)
             raise
+
+
+def _names_a_dtype(value: Any) -> bool:
+    """Whether ``value`` is a dtype (a name, a ``T.float32`` object, numpy's or torch's),
+    not a dim: ``T.Tensor[n, T.float32]`` is one dim of float32, ``T.Tensor[4, 8]`` two dims."""
+    if isinstance(value, bool | int) or not (
+        isinstance(value, str | type)
+        or hasattr(value, "_dtype_str")
+        or type(value).__module__ in ("torch", "numpy")
+    ):
+        return False
+    try:
+        _normalize_dtype(value)
+    except TileLangError:
+        return False
+    return True
 
 
 def param_alignment(dtype: Any) -> int:
