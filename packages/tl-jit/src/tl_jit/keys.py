@@ -13,8 +13,6 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import tvm_ffi
-
 from tl_jit.canonical import Unkeyable, canonical_value, function_digest, sha_of
 from tl_jit.versions import compiler_versions
 
@@ -76,6 +74,8 @@ def ir_key(
     printed alike and shared one cache entry (the second kernel ran the first's code).
     TVM's structural hash covers every field of the IR (scopes included) and is the
     same in every process for the same apache-tvm."""
+    import tvm_ffi  # here, not at import: the front-end key path never loads it
+
     return sha_of(
         {
             "format": KEY_FORMAT,
