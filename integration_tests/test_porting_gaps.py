@@ -458,3 +458,15 @@ def test_tensor_subscript_with_a_bare_dim_is_one_dim() -> None:
     assert [int(d) for d in T.Tensor[16, "int8"].ty.shape] == [16]
     two = T.Tensor[4, 8]  # two dims, the default dtype
     assert [int(d) for d in two.ty.shape] == [4, 8] and str(two.ty.dtype) == "float32"
+
+
+def test_lowered_sources_have_tilelangs_kernel_source() -> None:
+    # TileLang's CPU tests and issue 2307 read tilelang.lower(func).kernel_source.
+    @T.prim_func
+    def one(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1):
+            A[0] = 1.0
+
+    sources = tl_jit.lower(one, target="c")
+    assert sources.kernel_source == next(iter(sources.files.values()))
+    assert "A" in sources.kernel_source

@@ -26,7 +26,8 @@ ALL_NAMES = [(group, name) for group, names in TILELANG_NAMES.items() for name i
 
 def test_layout_module_is_tilelangs_layout_helpers():
     assert layout.make_swizzled_layout is tl_ir.layout.make_swizzled_layout
-    assert set(layout.__all__) >= {"make_swizzled_layout", "make_linear_layout"}
+    assert set(layout.__all__) >= {"make_swizzled_layout", "make_linear_layout", "Layout"}
+    assert layout.Layout is T.Layout  # TileLang's `from tilelang.layout import Layout`
 
 
 def test_language_resolves_tilelang_names_to_tl_ir():

@@ -191,6 +191,18 @@ class KernelSources:
         if not self.entry_symbol:
             raise BackendValidationError("entry_symbol: expected a non-empty symbol, got ''")
 
+    @property
+    def kernel_source(self) -> str:
+        """The first source file's text (the device kernel's; on a CPU target the one
+        file): TileLang's ``tilelang.lower(func).kernel_source``.
+
+        Raises:
+            LookupError: there is no source file.
+        """
+        for text in self.files.values():
+            return text
+        raise LookupError("kernel_source: these sources hold no file")
+
 
 @attrs.frozen
 class DeviceBuildResult:
