@@ -37,12 +37,12 @@ from tl_jit.canonical import (
     _global_loads,
     _holds_its_state,
     _is_user_type,
-    _source_reads,
     _user_module,
     function_digest,
     is_compiler_module_name,
     is_library_module,
 )
+from tl_jit.source_reads import source_reads
 from tl_runtime import fork_safety
 
 __all__ = ["DigestGuard", "FunctionDigest", "function_parts", "guard_of", "same_parts"]
@@ -304,7 +304,7 @@ class _Walker:
             contents = self.guard.cell(cell)
             if contents is not _EMPTY_CELL:
                 self.value(contents)
-        _, source_names, source_attributes = _source_reads(code)
+        _, source_names, source_attributes = source_reads(code)
         namespace = func.__globals__
         global_loads = _global_loads(code)
         for name in sorted(global_loads | source_names):
