@@ -83,12 +83,16 @@ def _is_exactly_zero(analyzer: Any, value: Any) -> bool:
 
 def rewrite_divisions(stmt: tirx.Stmt) -> tirx.Stmt:
     """``stmt`` with every stored value's integer divisions unable to trap."""
-    analyzer = range_analyzer(stmt)
-    return map_stored_values(
-        stmt,
-        (*_QUOTIENTS, *_REMAINDERS),
-        lambda node: division_without_traps(node, analyzer),
-    )
+    analyzers: list[Any] = []  # built at the first run-time divisor: most kernels have none
+
+    def rewrite(node: Any) -> Any:
+        if not _is_integer(str(node.ty.dtype)) or isinstance(node.b, tirx.IntImm):
+            return division_without_traps(node)
+        if not analyzers:
+            analyzers.append(range_analyzer(stmt))
+        return division_without_traps(node, analyzers[0])
+
+    return map_stored_values(stmt, (*_QUOTIENTS, *_REMAINDERS), rewrite)
 
 
 @dataclass(frozen=True)
