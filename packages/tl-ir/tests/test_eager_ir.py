@@ -96,6 +96,25 @@ def test_a_macro_returns_a_value_into_a_classic_kernel() -> None:
     assert "B[0] = total" in script
 
 
+factor = 100.0  # a module global named like the macro's parameter below
+
+
+@T.macro
+def scaled_by(x: Any, factor: Any) -> Any:
+    return x[0] * factor
+
+
+def test_a_macro_parameter_shadows_a_module_global_of_the_same_name() -> None:
+    # As in Python, the argument wins; the parser used to refuse the name as bound twice
+    # ("Variable factor already defined") when the two values differed.
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            B[0] = scaled_by(A, 2.0)
+
+    assert "A[0] * T.float32(2.0)" in main.script()
+
+
 def tries(A):
     A: T.Tensor[[4], T.float32]
     with T.Kernel(1, threads=1) as _:

@@ -27,7 +27,13 @@ __all__ = ["macro"]
 class _Macro(TIRMacro):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.closure_vars: dict[str, Any] = dict(self.closure_vars)
+        # A parameter shadows a module global of the same name, as in Python; the
+        # parser adds captured names and arguments to one frame and refuses a name
+        # bound twice to different values.
+        parameters = inspect.signature(self.func).parameters
+        self.closure_vars: dict[str, Any] = {
+            name: value for name, value in self.closure_vars.items() if name not in parameters
+        }
         self.closure_vars[STATIC_HELPER] = static_value
         self.closure_vars[ASSERT_HELPER] = eager_assert
         self._parsed: tuple[list[Any], Any] | None = None
