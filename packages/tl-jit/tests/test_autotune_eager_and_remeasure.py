@@ -133,3 +133,51 @@ def test_an_eager_kernels_dynamic_dims_come_from_the_call(cache_dir: Path) -> No
     a = np.arange(100 * 8, dtype=np.float32).reshape(100, 8)
     np.testing.assert_array_equal(double(a), 2 * a)
     assert [r.error for r in double.results] == [None, None]
+
+
+def test_dynamic_dims_declared_through_a_variable_come_from_the_call(cache_dir: Path) -> None:
+    # The sizes were read from literal annotations only: ``shape = [n]`` then
+    # ``x: T.Tensor(shape, ...)`` (TileLang's mhc backward example) failed every config.
+    import tl_jit.language as T
+
+    @tl_jit.autotune(configs=[{"block": 16}, {"block": 32}], warmup=1, rep=3, max_workers=1)
+    @tl_jit.jit(target="c")
+    def double(x: Any, block: int = 16) -> Any:
+        n = T.dynamic("n")
+        shape = [n]
+        x: T.Tensor(shape, T.float32)
+        y = T.empty(shape, T.float32)
+        with T.Kernel(T.ceildiv(n, block), threads=1) as b:
+            for i in T.Parallel(block):
+                if b * block + i < n:
+                    y[b * block + i] = x[b * block + i] * 2
+        return y
+
+    x = np.arange(100, dtype=np.float32)
+    np.testing.assert_array_equal(double(x), 2 * x)
+    assert [r.error for r in double.results] == [None, None]
+
+
+def test_set_autotune_inputs_sizes_an_eager_kernels_dynamic_dims(cache_dir: Path) -> None:
+    # Random inputs were made (and failed for want of dims) before the captured ones
+    # were looked at.
+    import tl_jit.language as T
+    from tl_jit.autotuner import set_autotune_inputs
+
+    @tl_jit.autotune(configs=[{"block": 16}, {"block": 32}], warmup=1, rep=3, max_workers=1)
+    @tl_jit.jit(target="c")
+    def double(x: Any, block: int = 16) -> Any:
+        n = T.dynamic("n")
+        x: T.Tensor[[n], T.float32]
+        y = T.empty([n], T.float32)
+        with T.Kernel(T.ceildiv(n, block), threads=1) as b:
+            for i in T.Parallel(block):
+                if b * block + i < n:
+                    y[b * block + i] = x[b * block + i] * 2
+        return y
+
+    x = np.arange(100, dtype=np.float32)
+    with set_autotune_inputs(x):
+        kernel = double.compile()
+    assert [r.error for r in double.results] == [None, None]
+    np.testing.assert_array_equal(kernel(x), 2 * x)

@@ -218,31 +218,31 @@ class AutoTuner(CopiedAsItself):
         configs = self._config_list(arguments)
         if {name for config in configs for name in config} & self._explicit_names(args, kwargs):
             return self.jit_function(*args, **kwargs)
-        best = self._best_for(arguments, configs, self._call_dims(args, kwargs))
+        best = self._best_for(arguments, configs, self._call_shapes(args, kwargs))
         assert best.config is not None
         return self.jit_function(*args, **{**kwargs, **best.config})
 
-    def _call_dims(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, int]:
-        """The sizes the call's tensors give the eager kernel's run-time dims
-        (``T.dynamic``), so that tuning times inputs of the call's shape; ``dims`` given
-        to `autotune` win."""
-        import ast
-
-        analysis = self.jit_function.analysis
+    def _call_shapes(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, tuple[int, ...]]:
+        """The shapes of the call's arrays by the eager kernel's parameter names: each
+        built kernel reads the sizes of its run-time dims (``T.dynamic``) from them, so
+        that tuning times inputs of the call's shape (``dims`` given to `autotune` win).
+        Empty for a builder, or a call that does not bind."""
+        if not self.eager:
+            return {}
         try:
             bound = inspect.signature(self.jit_function.func).bind(*args, **kwargs).arguments
         except TypeError:
-            return dict(self.dims)
-        skip = set(analysis.consts) | set(analysis.template_params)
-        sizes: dict[str, int] = {}
-        for param in analysis.kernel_params:
+            return {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        for param in self.jit_function.analysis.kernel_params:
             shape = getattr(bound.get(param.name), "shape", None)
-            if not isinstance(param.shape, ast.List | ast.Tuple) or shape is None:
+            try:
+                shapes[param.name] = tuple(int(size) for size in shape)  # type: ignore[union-attr]
+            except (TypeError, ValueError):
                 continue
-            for axis, element in enumerate(param.shape.elts):
-                if isinstance(element, ast.Name) and element.id not in skip and axis < len(shape):
-                    sizes.setdefault(element.id, int(shape[axis]))
-        return {**sizes, **self.dims}
+        return shapes
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         """The fastest kernel for these arguments (tuning first if needed); for an eager
@@ -276,13 +276,13 @@ class AutoTuner(CopiedAsItself):
             # As in TileLang: a call that already passes tuned arguments is not tuned;
             # it compiles what it asks for (the function's defaults fill the rest).
             return compile_jit_function(self.jit_function, arguments)
-        return self._best_for(arguments, configs)
+        return self._best_for(arguments, configs, self._call_shapes(args, kwargs))
 
     def _best_for(
         self,
         arguments: Mapping[str, Any],
         configs: list[dict[str, Any]],
-        dims: Mapping[str, int] | None = None,
+        call_shapes: Mapping[str, tuple[int, ...]] | None = None,
     ) -> JITKernel:
         from tl_jit import tune_records
 
@@ -300,7 +300,7 @@ class AutoTuner(CopiedAsItself):
                 if kernel is not None:
                     self._best[memo] = kernel
                     return kernel
-        kernel = self._tune(arguments, configs, self.dims if dims is None else dims, captured)
+        kernel = self._tune(arguments, configs, call_shapes or {}, captured)
         if use_disk and kernel.config is not None:
             assert key is not None
             tune_records.save(
@@ -337,7 +337,10 @@ class AutoTuner(CopiedAsItself):
 
     # ------------------------------------------------------------------ timing
     def _request(
-        self, dims: Mapping[str, int], rounds: int = 1, captured: list[Any] | None = None
+        self,
+        call_shapes: Mapping[str, tuple[int, ...]],
+        rounds: int = 1,
+        captured: list[Any] | None = None,
     ) -> TimingRequest:
         supply_prog = self.supply_prog
         if captured is not None:
@@ -352,7 +355,8 @@ class AutoTuner(CopiedAsItself):
         return TimingRequest(
             warmup=self.warmup,
             rep=self.rep,
-            dims=dict(dims),
+            dims=dict(self.dims),
+            call_shapes=dict(call_shapes),
             ref_prog=self.ref_prog,
             supply_prog=supply_prog,
             rtol=self.rtol,
@@ -366,7 +370,7 @@ class AutoTuner(CopiedAsItself):
         self,
         arguments: Mapping[str, Any],
         configs: list[dict[str, Any]],
-        dims: Mapping[str, int],
+        call_shapes: Mapping[str, tuple[int, ...]],
         captured: list[Any] | None = None,
     ) -> JITKernel:
         placement = SearchPlacement(
@@ -388,7 +392,12 @@ class AutoTuner(CopiedAsItself):
             winner: int | None = None
             if built:
                 timings, timing_failures, remeasure = time_all(
-                    placement, built, configs, self._request(dims, 1, captured), build_pool, pools
+                    placement,
+                    built,
+                    configs,
+                    self._request(call_shapes, 1, captured),
+                    build_pool,
+                    pools,
                 )
                 failures.update(timing_failures)
                 if timings:
@@ -407,7 +416,7 @@ class AutoTuner(CopiedAsItself):
                 f"failed:\n{detail}"
             )
         tuned = _tuned(built[winner][0], configs[winner], latencies[winner])
-        tuned.ref_latency = reference_latency(tuned, self._request(dims, 1, captured))
+        tuned.ref_latency = reference_latency(tuned, self._request(call_shapes, 1, captured))
         return tuned
 
     def _skip(self, config: dict[str, Any], failure: TaskFailure) -> ConfigResult:

@@ -135,7 +135,7 @@ def reference_latency(kernel: JITKernel, request: TimingRequest) -> float | None
     if request.ref_prog is None:
         return None
     try:
-        profiler = kernel.get_profiler(dims=request.dims)
+        profiler = kernel.get_profiler(dims=request.dims_for(kernel))
         inputs = (
             list(request.supply_prog(input_params(kernel)))
             if request.supply_prog is not None

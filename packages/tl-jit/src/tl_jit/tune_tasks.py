@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -246,6 +246,23 @@ class TimingRequest:
     rounds: int = 1
     timer: Callable[[Any], float] | None = None
     """A `tl_jit.tune_timing.Timer`; None: `tl_jit.tune_timing.default_timer`."""
+    call_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """The shapes of the tuned call's arrays by parameter name: they give the sizes of
+    a built kernel's symbolic dims that ``dims`` does not name."""
+
+    def dims_for(self, kernel: JITKernel) -> dict[str, int]:
+        """The sizes of ``kernel``'s symbolic dims: read from the call's arrays at the
+        parameters that declare them (whatever way the kernel wrote its annotations),
+        with ``dims`` winning."""
+        sizes: dict[str, int] = {}
+        for param in kernel.params:
+            shape = self.call_shapes.get(param.name)
+            if shape is None or param.kind == "scalar" or len(shape) != len(param.shape):
+                continue
+            for dim, size in zip(param.shape, shape, strict=True):
+                if isinstance(dim, str):
+                    sizes.setdefault(dim, size)
+        return {**sizes, **self.dims}
 
 
 def check_and_time(
@@ -272,11 +289,14 @@ def check_and_time(
     """
     from tl_jit.tune_timing import Measurement, default_timer
 
-    profiler = kernel.get_profiler(dims=request.dims)
+    profiler = kernel.get_profiler(dims=request.dims_for(kernel))
     if inputs is None:
-        inputs = profiler.make_inputs()
+        # supply_prog first: inputs it makes (or set_autotune_inputs captured) need no
+        # sizes for symbolic dims.
         if request.supply_prog is not None:
             inputs = list(request.supply_prog(input_params(kernel)))
+        else:
+            inputs = profiler.make_inputs()
     if request.ref_prog is not None and not request.skip_check:
         profiler.assert_allclose(
             request.ref_prog, rtol=request.rtol, atol=request.atol, inputs=list(inputs)
