@@ -89,6 +89,32 @@ def test_assert_allclose_takes_outputs_then_in_place_writes(
         profiler.assert_allclose(lambda x, a: (2 * a, x + a), rtol=1e-6, atol=1e-6)
 
 
+def test_manual_assert_close_hands_both_value_lists_to_the_check(
+    fake_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TileLang's profiler.manual_assert_close(ref, input_tensors=..., manual_check_prog=...).
+    _with_roles(fake_backend, monkeypatch, {"X": "inout"})
+    kernel = tl_jit.compile(_accumulate_and_double(1.0), out_idx=-1, target="llvm")
+    profiler = kernel.get_profiler()
+    seen: list[tuple[int, int]] = []
+
+    def check(got: list[Any], expected: list[Any]) -> None:
+        seen.append((len(got), len(expected)))
+        np.testing.assert_allclose(np.asarray(got[0]), np.asarray(expected[0]))
+
+    profiler.manual_assert_close(lambda x, a: 2 * a, manual_check_prog=check)
+    with pytest.raises(AssertionError, match="Not equal"):
+        profiler.manual_assert_close(lambda x, a: 3 * a, manual_check_prog=check)
+    assert seen == [(1, 1), (1, 1)]
+    with pytest.raises(TypeError, match="manual_check_prog: expected a callable"):
+        profiler.manual_assert_close(lambda x, a: 2 * a)
+    # TileLang's profiler.func and profiler._get_inputs() as its examples call them.
+    assert profiler.func is kernel
+    assert len(profiler._get_inputs()) == 2
+    with pytest.raises(NotImplementedError, match="with_output"):
+        profiler._get_inputs(with_output=True)
+
+
 def test_assert_allclose_refuses_a_kernel_that_writes_nothing(fake_backend: Any) -> None:
     kernel = tl_jit.compile(_scale_into(3.0), target="llvm")  # every role "input"
     with pytest.raises(ValueError, match="ref_fn: expected kernel 'scale_into' to write"):

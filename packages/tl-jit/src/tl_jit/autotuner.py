@@ -11,25 +11,30 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tl_jit import env
 from tl_jit.autotune_inputs import (
     AutotuneInputsCapture as AutotuneInputsCapture,
 )
-from tl_jit.autotune_inputs import CapturedInputs, describe_input, get_autotune_inputs
+from tl_jit.autotune_inputs import CapturedInputs, get_autotune_inputs
 from tl_jit.autotune_inputs import set_autotune_inputs as set_autotune_inputs
 from tl_jit.by_reference import CopiedAsItself, reduce_by_reference
 from tl_jit.decorator import JITFunction
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
 from tl_jit.profiler_inputs import checked_dims
+from tl_jit.tensor_supply import TensorSupplyType
 from tl_jit.tune_executor import Executor, TaskFailure
+from tl_jit.tune_keys import call_shapes, result_key
 from tl_jit.tune_measure import reference_latency
-from tl_jit.tune_options import check_measurement, check_options
+from tl_jit.tune_options import TuningChecks, check_measurement, check_options, tuning_checks
 from tl_jit.tune_search import SearchPlacement, compile_all, time_all
 from tl_jit.tune_tasks import TimingRequest, compile_jit_function
 from tl_jit.tune_timing import Timer, pick_after_remeasure
+
+if TYPE_CHECKING:
+    from tl_jit.tune_chain import KernelTuning
 
 Configs = Sequence[Mapping[str, Any]] | Callable[..., Sequence[Mapping[str, Any]]]
 WORKERS_ENV = "TL_AUTOTUNE_WORKERS"
@@ -85,6 +90,7 @@ class AutoTuner(CopiedAsItself):
         timeout: float | None = DEFAULT_CONFIG_TIMEOUT_S,
         timer: Timer | None = None,
         isolate_timing: bool | None = None,
+        checks: TuningChecks | None = None,
     ) -> None:
         from tl_jit.eager import EagerJITFunction
 
@@ -111,6 +117,7 @@ class AutoTuner(CopiedAsItself):
         self.timeout = None if timeout is None else float(timeout)
         self.timer = timer
         self.isolate_timing = isolate_timing
+        self.checks = checks if checks is not None else TuningChecks()
         self.results: list[ConfigResult] = []
         self._best: dict[str, JITKernel] = {}
         self.__wrapped__ = jit_function.func
@@ -121,6 +128,19 @@ class AutoTuner(CopiedAsItself):
     def __reduce__(self) -> Any:
         """Pickled by reference (module and qualified name), as a function is."""
         return reduce_by_reference(self, self.jit_function.func, "the @autotune function")
+
+    @classmethod
+    def from_kernel(cls, kernel: Callable[..., Any], configs: Configs) -> KernelTuning:
+        """TileLang's programmatic tuning: ``AutoTuner.from_kernel(kernel=fn,
+        configs=...)`` then ``.set_compile_args(...)``, ``.set_profile_args(...)`` and
+        ``.run(...)``, which returns a `tl_jit.tune_chain.AutotuneResult`. ``kernel`` is
+        a builder (undecorated): a function of the configs' arguments returning a
+        PrimFunc."""
+        from tl_jit.tune_chain import KernelTuning
+
+        if not callable(kernel):
+            raise TypeError(f"AutoTuner.from_kernel: kernel: expected a function, got {kernel!r}")
+        return KernelTuning(kernel, configs)
 
     def _config_list(self, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
         configs = self.configs(**arguments) if callable(self.configs) else self.configs
@@ -150,40 +170,6 @@ class AutoTuner(CopiedAsItself):
         if configured and configured.isdigit() and int(configured) > 0:
             return min(int(configured), count)
         return max(1, min(os.cpu_count() or 1, count))
-
-    def _result_key(
-        self,
-        arguments: Mapping[str, Any],
-        configs: list[dict[str, Any]],
-        captured: list[Any] | None = None,
-    ) -> str | None:
-        from tl_jit.keys import Unkeyable, frontend_key
-
-        described: dict[str, Any] = {}
-        if captured is not None:  # set_autotune_inputs: kept per input shapes and dtypes
-            described["inputs"] = [describe_input(value) for value in captured]
-        try:
-            return frontend_key(
-                self.jit_function.func,
-                {
-                    "arguments": dict(arguments),
-                    "configs": configs,
-                    "eager": self.eager,
-                    **described,
-                },
-                {
-                    **self.jit_function._frontend_options({}),
-                    "autotune": [
-                        self.rtol,
-                        self.atol,
-                        self.skip_check,
-                        sorted(self.dims.items()),
-                        self.timer,
-                    ],
-                },
-            )
-        except (Unkeyable, AttributeError):
-            return None
 
     def _eager_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """An eager kernel's template arguments and ``T.const`` values, by name."""
@@ -218,31 +204,9 @@ class AutoTuner(CopiedAsItself):
         configs = self._config_list(arguments)
         if {name for config in configs for name in config} & self._explicit_names(args, kwargs):
             return self.jit_function(*args, **kwargs)
-        best = self._best_for(arguments, configs, self._call_shapes(args, kwargs))
+        best = self._best_for(arguments, configs, call_shapes(self, args, kwargs))
         assert best.config is not None
         return self.jit_function(*args, **{**kwargs, **best.config})
-
-    def _call_shapes(
-        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-    ) -> dict[str, tuple[int, ...]]:
-        """The shapes of the call's arrays by the eager kernel's parameter names: each
-        built kernel reads the sizes of its run-time dims (``T.dynamic``) from them, so
-        that tuning times inputs of the call's shape (``dims`` given to `autotune` win).
-        Empty for a builder, or a call that does not bind."""
-        if not self.eager:
-            return {}
-        try:
-            bound = inspect.signature(self.jit_function.func).bind(*args, **kwargs).arguments
-        except TypeError:
-            return {}
-        shapes: dict[str, tuple[int, ...]] = {}
-        for param in self.jit_function.analysis.kernel_params:
-            shape = getattr(bound.get(param.name), "shape", None)
-            try:
-                shapes[param.name] = tuple(int(size) for size in shape)  # type: ignore[union-attr]
-            except (TypeError, ValueError):
-                continue
-        return shapes
 
     def compile(self, *args: Any, **kwargs: Any) -> JITKernel:
         """The fastest kernel for these arguments (tuning first if needed); for an eager
@@ -276,7 +240,7 @@ class AutoTuner(CopiedAsItself):
             # As in TileLang: a call that already passes tuned arguments is not tuned;
             # it compiles what it asks for (the function's defaults fill the rest).
             return compile_jit_function(self.jit_function, arguments)
-        return self._best_for(arguments, configs, self._call_shapes(args, kwargs))
+        return self._best_for(arguments, configs, call_shapes(self, args, kwargs))
 
     def _best_for(
         self,
@@ -290,7 +254,7 @@ class AutoTuner(CopiedAsItself):
         if memo in self._best:
             return self._best[memo]
         captured = get_autotune_inputs()
-        key = self._result_key(arguments, configs, captured) if self.cache_results else None
+        key = result_key(self, arguments, configs, captured) if self.cache_results else None
         use_disk = key is not None and not env.cache_disabled()
         if use_disk:
             assert key is not None
@@ -357,6 +321,10 @@ class AutoTuner(CopiedAsItself):
             rep=self.rep,
             dims=dict(self.dims),
             call_shapes=dict(call_shapes),
+            max_mismatched_ratio=self.checks.max_mismatched_ratio,
+            manual_check_prog=self.checks.manual_check_prog,
+            supply_type=self.checks.supply_type,
+            early_stop_factor=self.checks.early_stop_factor,
             ref_prog=self.ref_prog,
             supply_prog=supply_prog,
             rtol=self.rtol,
@@ -449,6 +417,12 @@ def autotune(
     timeout: float | None = DEFAULT_CONFIG_TIMEOUT_S,
     timer: Timer | None = None,
     isolate_timing: bool | None = None,
+    max_mismatched_ratio: float = 0.01,
+    manual_check_prog: Callable[[list[Any], list[Any]], Any] | None = None,
+    supply_type: TensorSupplyType | str | None = None,
+    cache_input_tensors: bool = False,
+    early_stop: bool = False,
+    early_stop_factor: float = 2.0,
 ) -> Callable[[Any], AutoTuner]:
     """Decorator stacked above ``@tl_jit.jit``: pick the fastest of ``configs``.
 
@@ -489,6 +463,19 @@ def autotune(
             process), None (default) when the builds ran on the default worker pool and
             ``ref_prog``/``supply_prog``/``timer`` pickle. An executor with
             ``submit_on_device`` times on its device workers regardless.
+        max_mismatched_ratio: the share of each output's elements allowed to differ
+            beyond ``rtol``/``atol`` (TileLang's default, 1%).
+        manual_check_prog: replaces the tolerance check: called with the kernel's
+            outputs and the reference's (two lists), it raises to fail a configuration.
+        supply_type: the `tl_jit.TensorSupplyType` of generated inputs (or its name).
+        cache_input_tensors: accepted as TileLang has it; configurations whose kernels
+            take the same parameters always share one set of inputs here (see
+            `tl_jit.tune_options.tuning_checks`).
+        early_stop: time each configuration first on a short window (at most
+            `tl_jit.tune_tasks.EARLY_STOP_ESTIMATE_MS` ms of calls) and keep that
+            estimate, without the full timing, when it is slower than
+            ``early_stop_factor`` (>= 1) times the fastest configuration so far. The
+            first pass then times one configuration at a time.
 
     Each configuration fails alone: one that does not compile, kills its worker (abort,
     segfault, ``os._exit``), runs past ``timeout``, fails its check or fails to run (or
@@ -504,6 +491,14 @@ def autotune(
 
     check_options(executor, timeout, timer, isolate_timing, max_workers)
     check_measurement(configs, warmup, rep, ref_prog, supply_prog, rtol, atol)
+    checks = tuning_checks(
+        max_mismatched_ratio,
+        manual_check_prog,
+        supply_type,
+        cache_input_tensors,
+        early_stop,
+        early_stop_factor,
+    )
 
     def decorate(jit_function: Any) -> AutoTuner:
         return AutoTuner(
@@ -523,6 +518,7 @@ def autotune(
             timeout=timeout,
             timer=timer,
             isolate_timing=isolate_timing,
+            checks=checks,
         )
 
     return decorate

@@ -17,6 +17,9 @@ TARGET_ENV = "TL_TARGET"
 EXECUTION_BACKEND_ENV = "TL_EXECUTION_BACKEND"
 CACHE_DIR_ENV = "TL_CACHE_DIR"
 DISABLE_CACHE_ENV = "TL_DISABLE_CACHE"
+TILELANG_DISABLE_CACHE_ENV = "TILELANG_DISABLE_CACHE"
+"""TileLang's name of the same switch, honoured so that a ported program that sets it
+(TileLang's autotune examples do) runs without the cache as it did there."""
 DUMP_IR_ENV = "TL_DUMP_IR"
 TRACEBACK_ENV = "TL_TRACEBACK"
 
@@ -44,8 +47,12 @@ def default_execution_backend(execution_backend: str | None) -> str:
 
 
 def cache_disabled() -> bool:
-    """True when ``TL_DISABLE_CACHE`` is set to anything but 0/false/no/off/empty."""
-    return os.environ.get(DISABLE_CACHE_ENV, "").strip().lower() not in _FALSE_WORDS
+    """True when ``TL_DISABLE_CACHE`` (or TileLang's ``TILELANG_DISABLE_CACHE``) is set
+    to anything but 0/false/no/off/empty."""
+    return any(
+        os.environ.get(name, "").strip().lower() not in _FALSE_WORDS
+        for name in (DISABLE_CACHE_ENV, TILELANG_DISABLE_CACHE_ENV)
+    )
 
 
 def disable_cache() -> None:

@@ -15,7 +15,12 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tl_jit.profiler_compare import assert_close, reference_arguments, reference_uses_torch
+from tl_jit.profiler_compare import (
+    assert_close,
+    reference_arguments,
+    reference_uses_torch,
+    written_and_expected,
+)
 from tl_jit.profiler_inputs import (
     aligned,
     available_memory,
@@ -433,39 +438,12 @@ class Profiler:
                 dim has no size in ``dims`` (and the other refusals of `make_inputs`).
         """
         kernel = self.kernel
-        params = kernel.params
-        out_idx = tuple(kernel.out_idx)
-        in_place = [i for i, p in enumerate(params) if p.written and i not in out_idx]
-        if not out_idx and not in_place:
-            raise ValueError(
-                f"ref_fn: expected kernel {kernel.name!r} to write a parameter (an out_idx "
-                "output, or a parameter with role 'output' or 'inout'), got roles "
-                f"{ {p.name: p.role for p in params}!r}: there is nothing to compare"
-            )
         if inputs is not None and input_tensors is not None:
             raise TypeError("assert_allclose: give inputs or input_tensors, not both")
         given = inputs if inputs is not None else input_tensors
-        args = list(given) if given is not None else self.make_inputs(dims)
-        reference_args = reference_arguments(args, ref_fn)
-        returned = kernel(*args)
-        expected = ref_fn(*reference_args)
-        # The kernel's arguments are the params not in out_idx, in order.
-        position = {p: k for k, p in enumerate(i for i in range(len(params)) if i not in out_idx)}
-        got: list[tuple[str, Any]] = []
-        if out_idx:
-            values = list(returned) if isinstance(returned, tuple | list) else [returned]
-            got += [(params[i].name, v) for i, v in zip(out_idx, values, strict=True)]
-        got += [(params[i].name, args[position[i]]) for i in in_place]
-        expected_list = list(expected) if isinstance(expected, tuple | list) else [expected]
-        if len(expected_list) == len(out_idx) and in_place:
-            got = got[: len(out_idx)]  # the outputs alone: the documented shorter form
-        if len(expected_list) != len(got):
-            names = [name for name, _ in got]
-            raise AssertionError(
-                f"ref_fn: expected {len(names)} value(s), one per parameter kernel "
-                f"{kernel.name!r} writes ({names}: out_idx outputs first, then in-place "
-                f"writes in parameter order), got {len(expected_list)}"
-            )
+        got, expected_list = written_and_expected(
+            kernel, ref_fn, lambda: list(given) if given is not None else self.make_inputs(dims)
+        )
         for index, ((name, g), e) in enumerate(zip(got, expected_list, strict=True)):
             try:
                 assert_close(
@@ -482,6 +460,54 @@ class Profiler:
                     f"kernel {kernel.name!r} output {index} differs from ref_fn "
                     f"(parameter {name!r}): {exc}"
                 ) from None
+
+    def manual_assert_close(
+        self,
+        reference_program: Callable[..., Any],
+        input_tensors: Sequence[Any] | None = None,
+        manual_check_prog: Callable[[list[Any], list[Any]], Any] | None = None,
+        *,
+        inputs: Sequence[Any] | None = None,
+    ) -> None:
+        """Run the kernel and ``reference_program`` on the same inputs (as
+        `assert_allclose` pairs them) and let ``manual_check_prog(kernel_values,
+        reference_values)`` judge: it raises to fail (TileLang's
+        ``manual_assert_close``).
+
+        Raises:
+            TypeError: ``manual_check_prog`` is not callable; both ``inputs`` and
+                ``input_tensors`` given.
+            whatever ``manual_check_prog`` raises; as `assert_allclose` for the pairing.
+        """
+        if not callable(manual_check_prog):
+            raise TypeError(
+                "manual_check_prog: expected a callable taking (kernel outputs, reference "
+                f"outputs), got {type(manual_check_prog).__name__}"
+            )
+        if inputs is not None and input_tensors is not None:
+            raise TypeError("manual_assert_close: give inputs or input_tensors, not both")
+        given = inputs if inputs is not None else input_tensors
+        got, expected = written_and_expected(
+            self.kernel,
+            reference_program,
+            lambda: list(given) if given is not None else self.make_inputs(),
+        )
+        manual_check_prog([value for _, value in got], expected)
+
+    @property
+    def func(self) -> ProfiledKernel:
+        """The profiled kernel (TileLang's ``profiler.func``, called on the inputs)."""
+        return self.kernel
+
+    def _get_inputs(self, with_output: bool = False) -> list[Any]:
+        """The profiler's inputs (TileLang's ``_get_inputs``); ``with_output`` is
+        refused: the outputs are the kernel's to make."""
+        if with_output:
+            raise NotImplementedError(
+                "_get_inputs(with_output=True): the profiler makes the inputs only (the "
+                "kernel returns its out_idx outputs)"
+            )
+        return self.inputs
 
 
 def _input_placement(device_types: Sequence[int]) -> tuple[str, Any]:

@@ -13,7 +13,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["assert_close", "reference_arguments", "reference_uses_torch", "to_float64"]
+__all__ = [
+    "assert_close",
+    "reference_arguments",
+    "reference_uses_torch",
+    "to_float64",
+    "written_and_expected",
+]
 
 
 def reference_uses_torch(ref_fn: Callable[..., Any]) -> bool:
@@ -152,3 +158,50 @@ def assert_close(
         f"{np.nanmax(difference).item()!r}, greatest relative difference "
         f"{np.nanmax(relative).item()!r}"
     )
+
+
+def written_and_expected(
+    kernel: Any, ref_fn: Callable[..., Any], make_args: Callable[[], list[Any]]
+) -> tuple[list[tuple[str, Any]], list[Any]]:
+    """Run ``kernel`` and ``ref_fn`` on the arguments ``make_args()`` gives (the
+    reference gets `reference_arguments` of them) and pair what the kernel wrote with
+    what the reference returned: ``([(param name, kernel value), ...], [expected, ...])``
+    of one length, as `tl_jit.profiler.Profiler.assert_allclose` documents (the
+    ``out_idx`` outputs first, then the parameters written in place in parameter
+    order; or the ``out_idx`` outputs alone when the reference returns only those).
+
+    Raises:
+        ValueError: the kernel writes no parameter (nothing to compare).
+        AssertionError: the reference returned a number of values matching neither form.
+    """
+    params = kernel.params
+    out_idx = tuple(kernel.out_idx)
+    in_place = [i for i, p in enumerate(params) if p.written and i not in out_idx]
+    if not out_idx and not in_place:
+        raise ValueError(
+            f"ref_fn: expected kernel {kernel.name!r} to write a parameter (an out_idx "
+            "output, or a parameter with role 'output' or 'inout'), got roles "
+            f"{ {p.name: p.role for p in params}!r}: there is nothing to compare"
+        )
+    args = make_args()
+    reference_args = reference_arguments(args, ref_fn)
+    returned = kernel(*args)
+    expected = ref_fn(*reference_args)
+    # The kernel's arguments are the params not in out_idx, in order.
+    position = {p: k for k, p in enumerate(i for i in range(len(params)) if i not in out_idx)}
+    got: list[tuple[str, Any]] = []
+    if out_idx:
+        values = list(returned) if isinstance(returned, tuple | list) else [returned]
+        got += [(params[i].name, v) for i, v in zip(out_idx, values, strict=True)]
+    got += [(params[i].name, args[position[i]]) for i in in_place]
+    expected_list = list(expected) if isinstance(expected, tuple | list) else [expected]
+    if len(expected_list) == len(out_idx) and in_place:
+        got = got[: len(out_idx)]  # the outputs alone: the documented shorter form
+    if len(expected_list) != len(got):
+        names = [name for name, _ in got]
+        raise AssertionError(
+            f"ref_fn: expected {len(names)} value(s), one per parameter kernel "
+            f"{kernel.name!r} writes ({names}: out_idx outputs first, then in-place "
+            f"writes in parameter order), got {len(expected_list)}"
+        )
+    return got, expected_list

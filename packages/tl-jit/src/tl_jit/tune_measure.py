@@ -40,14 +40,16 @@ def time_here(
         for index in sorted(kernels):
             try:
                 samples, made = check_and_time(
-                    kernels[index], request, inputs_of(index), configs[index]
+                    kernels[index], request.first_pass(timings), inputs_of(index), configs[index]
                 )
                 inputs_by_signature.setdefault(_signature(kernels[index]), made)
                 timings[index] = samples
             except Exception as exc:
                 failures[index] = TaskFailure("check/benchmark", describe_failure(exc), exc)
             advance()
-    unchecked = dataclasses.replace(request, skip_check=True, rounds=1)
+    unchecked = dataclasses.replace(
+        request, skip_check=True, rounds=1, early_stop_factor=None, early_stop_baseline=None
+    )
 
     def remeasure(chosen: list[int], rounds: int) -> Timings:
         more: Timings = {i: [] for i in chosen}
@@ -112,16 +114,22 @@ def time_on_device(
 
     timings: Timings = {}
     failures: dict[int, TaskFailure] = {}
-    for index, outcome in run(
-        sorted(shipped), dataclasses.replace(request, rounds=1), "timing"
-    ).items():
-        if isinstance(outcome, TaskFailure):
-            failures[index] = outcome
-        else:
-            timings[index] = list(outcome)
+    # With early stop each configuration's baseline depends on those timed before it,
+    # so they are timed one at a time; otherwise all are submitted together.
+    batches = (
+        [[i] for i in sorted(shipped)]
+        if request.early_stop_factor is not None
+        else [sorted(shipped)]
+    )
+    for batch in batches:
+        for index, outcome in run(batch, request.first_pass(timings), "timing").items():
+            if isinstance(outcome, TaskFailure):
+                failures[index] = outcome
+            else:
+                timings[index] = list(outcome)
 
     def remeasure(chosen: list[int], rounds: int) -> Timings:
-        again = dataclasses.replace(request, skip_check=True, rounds=rounds)
+        again = dataclasses.replace(request, skip_check=True, rounds=rounds, early_stop_factor=None)
         found = run(chosen, again, "re-measuring")
         return {i: list(v) for i, v in found.items() if not isinstance(v, TaskFailure)}
 

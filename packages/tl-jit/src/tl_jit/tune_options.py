@@ -4,11 +4,14 @@ compiles: a mistake every configuration would fail on is refused by name up fron
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
+from tl_jit.tensor_supply import TensorSupplyType, checked_supply
 from tl_jit.timing import validate_window
 
-__all__ = ["check_measurement", "check_options"]
+__all__ = ["TuningChecks", "check_measurement", "check_options", "tuning_checks"]
 
 
 def check_options(
@@ -91,3 +94,76 @@ def check_measurement(
             or value < 0
         ):
             raise ValueError(f"autotune: {name}: expected a finite number >= 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TuningChecks:
+    """TileLang's finer options of ``@autotune`` on how each configuration is checked
+    and timed (validated by `tuning_checks`)."""
+
+    max_mismatched_ratio: float = 0.01
+    """The share of each output's elements that may differ beyond ``rtol``/``atol``
+    (TileLang's default: 1%)."""
+    manual_check_prog: Callable[[list[Any], list[Any]], Any] | None = None
+    """Replaces the tolerance check: ``manual_check_prog(kernel_outputs,
+    reference_outputs)`` raises to fail a configuration."""
+    supply_type: TensorSupplyType | None = None
+    """The kind of generated inputs (None: the profiler's own random inputs)."""
+    early_stop_factor: float | None = None
+    """With early stop, a configuration whose first estimate is slower than this factor
+    times the fastest so far is not timed in full (None: off)."""
+
+
+def tuning_checks(
+    max_mismatched_ratio: object = 0.01,
+    manual_check_prog: object = None,
+    supply_type: object = None,
+    cache_input_tensors: object = False,
+    early_stop: object = False,
+    early_stop_factor: object = 2.0,
+) -> TuningChecks:
+    """The options as `TuningChecks`.
+
+    ``cache_input_tensors`` is accepted for TileLang's programs and changes nothing:
+    configurations whose kernels take the same parameters are always timed and checked
+    on one set of inputs (made once, from a fixed seed), and a configuration whose
+    parameters differ gets inputs of its own, which is what TileLang's True and False
+    amount to here.
+
+    Raises:
+        TypeError, ValueError: an option of the wrong type or range, named.
+    """
+    if (
+        isinstance(max_mismatched_ratio, bool)
+        or not isinstance(max_mismatched_ratio, int | float)
+        or not 0 <= max_mismatched_ratio <= 1
+    ):
+        raise ValueError(
+            "autotune max_mismatched_ratio: expected a share between 0 and 1, got "
+            f"{max_mismatched_ratio!r}"
+        )
+    if manual_check_prog is not None and not callable(manual_check_prog):
+        raise TypeError(
+            "autotune manual_check_prog: expected a callable of (kernel outputs, reference "
+            f"outputs) or None, got {type(manual_check_prog).__name__}"
+        )
+    supply = None if supply_type is None else checked_supply(supply_type)
+    for name, flag in (("cache_input_tensors", cache_input_tensors), ("early_stop", early_stop)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"autotune {name}: expected True or False, got {flag!r}")
+    if (
+        isinstance(early_stop_factor, bool)
+        or not isinstance(early_stop_factor, int | float)
+        or not math.isfinite(early_stop_factor)
+        or early_stop_factor < 1.0
+    ):
+        raise ValueError(
+            f"autotune early_stop_factor: expected a finite number >= 1.0, got "
+            f"{early_stop_factor!r}"
+        )
+    return TuningChecks(
+        max_mismatched_ratio=float(max_mismatched_ratio),
+        manual_check_prog=manual_check_prog,
+        supply_type=supply,
+        early_stop_factor=float(early_stop_factor) if early_stop else None,
+    )

@@ -10,8 +10,10 @@ numbers, bytes): a task's arguments and results pickle with the standard library
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib
 import importlib.util
+import inspect
 import os
 import shutil
 import sys
@@ -103,15 +105,49 @@ def _import_module(module_name: str, file: str) -> Any:
     return module
 
 
+PASS_CONFIGS_KEY = "pass_configs"
+"""The configuration key TileLang reserves for per-configuration pass configs (merged
+over the ``@jit`` function's own), unless the function has a parameter of that name."""
+
+
 def compile_jit_function(jit_function: Any, arguments: Mapping[str, Any]) -> JITKernel:
     """Compile one configuration: ``arguments`` are a builder's compile-time arguments, or
-    an eager kernel's template arguments and ``T.const`` values (by name)."""
+    an eager kernel's template arguments and ``T.const`` values (by name), and may hold
+    `PASS_CONFIGS_KEY`.
+
+    Raises:
+        TypeError: the pass configs are not a mapping.
+        NotImplementedError: pass configs in an eager kernel's configuration.
+        whatever compiling raises.
+    """
     from tl_jit.eager import EagerJITFunction
 
+    arguments = dict(arguments)
+    pass_configs = None
+    if (
+        PASS_CONFIGS_KEY in arguments
+        and PASS_CONFIGS_KEY not in inspect.signature(jit_function.func).parameters
+    ):
+        pass_configs = arguments.pop(PASS_CONFIGS_KEY)
+        if not isinstance(pass_configs, Mapping):
+            raise TypeError(
+                f"autotune config key {PASS_CONFIGS_KEY!r}: expected a dict of pass "
+                f"configs, got {type(pass_configs).__name__}"
+            )
     if isinstance(jit_function, EagerJITFunction):
+        if pass_configs is not None:
+            raise NotImplementedError(
+                f"autotune config key {PASS_CONFIGS_KEY!r} on an eager kernel: per-"
+                "configuration pass configs are supported for @jit builders only; give "
+                "them to @jit(pass_configs=...) instead"
+            )
         return jit_function.compile(**arguments)
-    kernel: JITKernel = jit_function.compile((), dict(arguments))
-    return kernel
+    if pass_configs is None:
+        kernel: JITKernel = jit_function.compile((), arguments)
+        return kernel
+    merged = {**(jit_function.options.get("pass_configs") or {}), **pass_configs}
+    built: JITKernel = jit_function.compile((), arguments, pass_configs=merged)
+    return built
 
 
 @dataclass(frozen=True)
@@ -249,6 +285,20 @@ class TimingRequest:
     call_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """The shapes of the tuned call's arrays by parameter name: they give the sizes of
     a built kernel's symbolic dims that ``dims`` does not name."""
+    max_mismatched_ratio: float = 0.0
+    """The share of each output's elements that may differ beyond the tolerances."""
+    manual_check_prog: Callable[[list[Any], list[Any]], Any] | None = None
+    """Replaces the tolerance check: called with the kernel's outputs and the
+    reference's (lists), it raises to fail the configuration."""
+    supply_type: Any = None
+    """The `tl_jit.TensorSupplyType` of generated inputs (None: the profiler's own)."""
+    early_stop_factor: float | None = None
+    """``autotune(early_stop=True)``: the first pass gives each configuration the
+    baseline ``early_stop_factor`` x the fastest time so far (None: off)."""
+    early_stop_baseline: float | None = None
+    """A configuration whose first estimate (the timer on a window of no warmup and at
+    most `EARLY_STOP_ESTIMATE_MS` of timed calls) is slower than this many ms keeps
+    that estimate as its time instead of being timed in full."""
 
     def dims_for(self, kernel: JITKernel) -> dict[str, int]:
         """The sizes of ``kernel``'s symbolic dims: read from the call's arrays at the
@@ -263,6 +313,21 @@ class TimingRequest:
                 if isinstance(dim, str):
                     sizes.setdefault(dim, size)
         return {**sizes, **self.dims}
+
+    def first_pass(self, timings: Mapping[int, Sequence[float]]) -> TimingRequest:
+        """The request of the next configuration's first timing, given the ``timings``
+        so far: with early stop on, its baseline is the factor times the fastest."""
+        if self.early_stop_factor is None or not timings:
+            return dataclasses.replace(self, rounds=1)
+        fastest = min(min(samples) for samples in timings.values() if samples)
+        return dataclasses.replace(
+            self, rounds=1, early_stop_baseline=fastest * self.early_stop_factor
+        )
+
+
+EARLY_STOP_ESTIMATE_MS = 1.0
+"""The timed window of an early-stop estimate (the timer makes at least its fewest
+calls, `tl_jit.timing.MIN_SAMPLES` for the default one)."""
 
 
 def check_and_time(
@@ -289,7 +354,9 @@ def check_and_time(
     """
     from tl_jit.tune_timing import Measurement, default_timer
 
-    profiler = kernel.get_profiler(dims=request.dims_for(kernel))
+    profiler = kernel.get_profiler(
+        dims=request.dims_for(kernel), tensor_supply_type=request.supply_type
+    )
     if inputs is None:
         # supply_prog first: inputs it makes (or set_autotune_inputs captured) need no
         # sizes for symbolic dims.
@@ -298,9 +365,18 @@ def check_and_time(
         else:
             inputs = profiler.make_inputs()
     if request.ref_prog is not None and not request.skip_check:
-        profiler.assert_allclose(
-            request.ref_prog, rtol=request.rtol, atol=request.atol, inputs=list(inputs)
-        )
+        if request.manual_check_prog is not None:
+            profiler.manual_assert_close(
+                request.ref_prog, inputs=list(inputs), manual_check_prog=request.manual_check_prog
+            )
+        else:
+            profiler.assert_allclose(
+                request.ref_prog,
+                rtol=request.rtol,
+                atol=request.atol,
+                inputs=list(inputs),
+                max_mismatched_ratio=request.max_mismatched_ratio,
+            )
     timer = request.timer or default_timer
     measurement = Measurement(
         kernel=kernel,
@@ -310,13 +386,23 @@ def check_and_time(
         warmup=request.warmup,
         rep=request.rep,
     )
-    samples = []
-    for _ in range(max(1, request.rounds)):
-        latency = timer(measurement)
-        if isinstance(latency, bool) or not isinstance(latency, int | float) or not latency > 0:
-            raise ValueError(f"autotune timer: expected a time in ms > 0, got {latency!r}")
-        samples.append(float(latency))
-    return samples, inputs
+    if request.early_stop_baseline is not None:
+        estimate = _timed(
+            timer,
+            dataclasses.replace(
+                measurement, warmup=0.0, rep=min(request.rep, EARLY_STOP_ESTIMATE_MS)
+            ),
+        )
+        if estimate > request.early_stop_baseline:
+            return [estimate], inputs
+    return [_timed(timer, measurement) for _ in range(max(1, request.rounds))], inputs
+
+
+def _timed(timer: Callable[[Any], float], measurement: Any) -> float:
+    latency = timer(measurement)
+    if isinstance(latency, bool) or not isinstance(latency, int | float) or not latency > 0:
+        raise ValueError(f"autotune timer: expected a time in ms > 0, got {latency!r}")
+    return float(latency)
 
 
 _TIMING_SCRATCH = "tl-timing-"
