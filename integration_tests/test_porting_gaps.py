@@ -470,3 +470,38 @@ def test_lowered_sources_have_tilelangs_kernel_source() -> None:
     sources = tl_jit.lower(one, target="c")
     assert sources.kernel_source == next(iter(sources.files.values()))
     assert "A" in sources.kernel_source
+
+
+# ------------------------------------------------------------------ T.let(var, value)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_let_binds_a_declared_variable_for_the_rest_of_the_block(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TileLang's test_tilelang_language_alias: ``off = T.int32(); T.let(off, ko * 4)``
+    # ("'LetAnnotation' object is not callable" before); the annotation form still binds.
+    @T.prim_func
+    def offsets(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=1):
+            for ko in T.serial(2):
+                off = T.int32()
+                T.let(off, ko * 4)
+                for i in T.serial(4):
+                    twice: T.let = A[off + i] * 2.0
+                    B[off + i] = T.let(off, off + 0, twice + 0.0 * off)
+
+    a = np.arange(8, dtype=np.float32)
+    b = np.zeros(8, np.float32)
+    _compile(offsets, target, monkeypatch)(a, b)
+    np.testing.assert_array_equal(b, 2 * a)
+
+
+def test_let_names_what_it_expects() -> None:
+    with pytest.raises(KernelTypeError, match="expected v to be a variable made by"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((8,), T.float32)):
+            with T.Kernel(1, threads=1):
+                T.let(3, 4)
+                A[0] = 1.0

@@ -130,6 +130,17 @@ class _Interpreter(TileOpInterpreter):
             return shuffle(vectors, [int(self.value(i)) for i in expr.indices])
         if kind == "Call":
             return self._call(expr)
+        if kind == "Let":  # the body sees the binding; an outer one comes back after
+            missing = object()
+            outer = self.env.get(expr.var, missing)
+            self.env[expr.var] = self.value(expr.value)
+            try:
+                return self.value(expr.body)
+            finally:
+                if outer is missing:
+                    del self.env[expr.var]
+                else:
+                    self.env[expr.var] = outer
         raise NotImplementedError(f"interpret: expression {kind} ({expr})")
 
     def _select(self, condition: Any, true_value: Any, false_value: Any) -> Any:

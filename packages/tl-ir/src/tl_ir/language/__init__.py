@@ -118,6 +118,7 @@ from tl_ir.language._misc import (
     dp4a,
     import_source,
     infinity,
+    let,
     max_value,
     min_value,
     print,

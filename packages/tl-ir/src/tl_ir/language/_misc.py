@@ -313,3 +313,33 @@ def reinterpret(
         )
     name = dtypes[0] if dtypes[0] == "handle" else _normalize_dtype(dtypes[0])
     return _tvm_T.reinterpret(name, values[0])
+
+
+class _Let(_IB.LetAnnotation):  # type: ignore[misc]
+    """``T.let``: TileLang's call forms on top of the annotation form.
+
+    ``x: T.let = value`` (or ``T.let[T.int32]``) binds a new name, as TVMScript has it;
+    ``T.let(v, value)`` binds the variable ``v`` (made by ``v = T.int32()``) to ``value``
+    for the rest of the enclosing block; ``T.let(v, value, body)`` is the expression
+    ``body`` with ``v`` bound to ``value``.
+    """
+
+    def __call__(self, v: Any, value: Any, body: Any = None) -> Any:
+        if not isinstance(v, tirx.Var):
+            raise KernelTypeError(
+                "T.let(v, value): expected v to be a variable made by v = T.int32() (or "
+                f"another dtype), got {type(v).__name__}"
+            )
+        value = tirx.const(value, v.dtype) if isinstance(value, int | float) else value
+        if not isinstance(value, tirx.PrimExpr) or value.dtype != v.dtype:
+            raise KernelTypeError(
+                f"T.let(v, value): expected a {v.dtype} value for variable {v.name!r}, got "
+                f"{value!r}"
+            )
+        if body is not None:
+            return tirx.Let(v, value, body)
+        _IB.Bind(value, var=v)
+        return None
+
+
+let = _Let()
