@@ -329,6 +329,7 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "if_then_else",
     "cast",
     "infinity",
+    "let",
     "max_value",
     "min_value",
     "ceildiv",

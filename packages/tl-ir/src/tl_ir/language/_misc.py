@@ -30,6 +30,7 @@ __all__ = [
     "clamp",
     "dp4a",
     "infinity",
+    "let",
     "max_value",
     "min_value",
     "print",
