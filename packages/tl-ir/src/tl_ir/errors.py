@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "KernelSyntaxError",
     "KernelTypeError",
+    "KernelDtypeError",
     "KernelValueError",
     "ScopeError",
     "ShapeMismatchError",
@@ -79,6 +80,11 @@ class KernelTypeError(TileLangError):
 class KernelValueError(KernelTypeError, ValueError):
     """An operand of the right kind with a value the operation does not take (an
     unknown rounding mode): also a ``ValueError``, as TileLang raises it."""
+
+
+class KernelDtypeError(KernelTypeError, TypeError):
+    """An operand whose dtype the operation does not take (an integer given to a
+    floating-point function): also a ``TypeError``, as TileLang raises it."""
 
 
 class UnknownDtypeError(KernelTypeError):

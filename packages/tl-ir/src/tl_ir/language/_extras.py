@@ -27,7 +27,7 @@ from tvm.script import tirx as _tvm_T
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, KernelValueError, UnsupportedError
+from tl_ir.errors import KernelDtypeError, KernelTypeError, KernelValueError, UnsupportedError
 from tl_ir.language._dtypes import dtype
 from tl_ir.language._launch import Kernel
 from tl_ir.language._loops import serial, unroll, vectorized
@@ -166,6 +166,13 @@ def fast_math(name: str) -> Any:
     exact = getattr(_tvm_T, name)
 
     def approximate(x: Any) -> Any:
+        dtype = str(getattr(x, "dtype", "float32" if isinstance(x, float) else "int32"))
+        if not dtype.startswith(("float", "bfloat")):
+            # TVM would build the call and fail inside its code generator.
+            raise KernelDtypeError(
+                f"T.__{name}: expected a floating-point operand, got {dtype} (cast it, "
+                f"e.g. T.__{name}(T.cast(x, 'float32')))"
+            )
         return exact(x)
 
     approximate.__name__ = f"__{name}"
