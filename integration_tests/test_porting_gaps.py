@@ -518,3 +518,33 @@ def test_fast_math_names_refuse_an_integer_operand_at_the_call() -> None:
                 with T.Kernel(1, threads=1):
                     for i in T.serial(4):
                         B[i] = function(A[i])
+
+
+# ------------------------------------------------------------------ T.pdl_trigger / T.pdl_sync
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_programmatic_dependent_launch_keeps_the_kernels_in_order(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TileLang's test_cython_pdl: the second kernel reads what the first wrote (refused as
+    # "Hopper-only" before; every target runs a program's kernels one after the other).
+    @T.prim_func
+    def two_kernels(
+        A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32), C: T.Tensor((64,), T.float32)
+    ):
+        with T.Kernel(1, threads=64) as _:
+            for i in T.Parallel(64):
+                B[i] = A[i] + 1.0
+            T.pdl_trigger()
+        with T.Kernel(1, threads=64) as _:
+            T.pdl_sync()
+            for i in T.Parallel(64):
+                C[i] = B[i] * 2.0
+
+    a = np.arange(64, dtype=np.float32)
+    b = np.zeros(64, np.float32)
+    c = np.zeros(64, np.float32)
+    _compile(two_kernels, target, monkeypatch)(a, b, c)
+    np.testing.assert_array_equal(b, a + 1)
+    np.testing.assert_array_equal(c, (a + 1) * 2)

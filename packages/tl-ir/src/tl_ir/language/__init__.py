@@ -94,6 +94,8 @@ from tl_ir.language._extras import (
     index_to_coordinates,
     loop_break,
     no_set_max_nreg,
+    pdl_sync,
+    pdl_trigger,
 )
 from tl_ir.language._extras import fast_math as _fast_math
 from tl_ir.language._extras import ieee_math as _ieee_math
@@ -348,6 +350,8 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "writes",
     "use_swizzle",
     "annotate_l2_hit_ratio",
+    "pdl_sync",
+    "pdl_trigger",
     "annotate_min_blocks_per_sm",
     "annotate_restrict_buffers",
     "disable_warp_group_reg_alloc",

@@ -43,6 +43,8 @@ HINT_NAMES: frozenset[str] = frozenset(
         "annotate_restrict_buffers",
         "disable_warp_group_reg_alloc",
         "no_set_max_nreg",
+        "pdl_sync",
+        "pdl_trigger",
     }
 )
 
@@ -110,7 +112,6 @@ _REASONS: list[tuple[str, str]] = [
         "ptx_arrive_barrier_expect_tx ptx_init_barrier_thread_count cp_async_barrier_noinc "
         "ptx_cp_async_barrier ptx_fence_barrier_init ptx_wait_barrier",
     ),
-    ("programmatic dependent launch is NVIDIA Hopper-only", "pdl_trigger pdl_sync"),
     (
         "raw PTX and tensor-core intrinsics are CUDA-only; T.gemm and T.copy leave "
         "instructions to the target",

@@ -60,6 +60,8 @@ __all__ = [
     "index_to_coordinates",
     "loop_break",
     "no_set_max_nreg",
+    "pdl_sync",
+    "pdl_trigger",
 ]
 
 Serial = serial
@@ -251,6 +253,10 @@ annotate_min_blocks_per_sm = _hint("annotate_min_blocks_per_sm")
 annotate_restrict_buffers = _hint("annotate_restrict_buffers")
 disable_warp_group_reg_alloc = _hint("disable_warp_group_reg_alloc")
 no_set_max_nreg = _hint("no_set_max_nreg")
+# Programmatic dependent launch lets a kernel start before the one it follows ends; every
+# target here launches a program's kernels one after the other, so both are kept in order.
+pdl_trigger = _hint("pdl_trigger")
+pdl_sync = _hint("pdl_sync")
 
 
 #: The most elements ``any_of``/``all_of`` expand into one expression.
