@@ -8,9 +8,9 @@ plus a message saying what was expected and what came.
 from __future__ import annotations
 
 __all__ = [
+    "KernelDtypeError",
     "KernelSyntaxError",
     "KernelTypeError",
-    "KernelDtypeError",
     "KernelValueError",
     "ScopeError",
     "ShapeMismatchError",
