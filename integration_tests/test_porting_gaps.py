@@ -21,7 +21,7 @@ import pytest
 
 import tl_jit
 import tl_jit.language as T
-from tl_ir.errors import KernelTypeError
+from tl_ir.errors import KernelSyntaxError, KernelTypeError
 
 TARGETS = ["c", "llvm", "interpreter"]
 
@@ -548,3 +548,43 @@ def test_programmatic_dependent_launch_keeps_the_kernels_in_order(
     _compile(two_kernels, target, monkeypatch)(a, b, c)
     np.testing.assert_array_equal(b, a + 1)
     np.testing.assert_array_equal(c, (a + 1) * 2)
+
+
+# ------------------------------------------------------------------ lazy @T.prim_func
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_lazy_prim_func_returns_its_outputs(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # TileLang's test_out_idx_via_attr_lazy: the eager style under @T.prim_func ("Type
+    # annotation required for function parameters" before).
+    @T.prim_func
+    def kernel(A, scale=2.0):
+        A: T.Tensor[[16, 8], T.float32]
+        B = T.empty([16, 8], T.float32)
+        with T.Kernel(1):
+            for i, j in T.grid(16, 8):
+                B[i, j] = A[i, j] * scale + 1.0
+        return B
+
+    assert list(kernel.attrs["tilelang_out_idx"]) == [-1]
+    a = np.arange(128, dtype=np.float32).reshape(16, 8)
+    np.testing.assert_array_equal(_compile(kernel, target, monkeypatch)(a), a * 2 + 1)
+
+
+def test_a_lazy_prim_func_names_what_needs_jit() -> None:
+    with pytest.raises(KernelSyntaxError, match=r"T.const sizes \(N\).*@tl_jit.jit"):
+
+        @T.prim_func
+        def sized_by_the_call(A):
+            N = T.const("N")
+            A: T.Tensor[[N], T.float32]
+            with T.Kernel(1):
+                A[0] = 1.0
+
+    with pytest.raises(KernelSyntaxError, match=r"parameter 'factor' .*@tl_jit.jit"):
+
+        @T.prim_func
+        def needs_a_value(A, factor):
+            A: T.Tensor[[4], T.float32]
+            with T.Kernel(1):
+                A[0] = factor

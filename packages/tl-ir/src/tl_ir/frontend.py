@@ -500,6 +500,10 @@ def _build(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) ->
         raise KernelTypeError(
             f"@T.prim_func: expected a Python function, got {type(func).__name__}"
         )
+    from tl_ir import lazy_prim_func  # imports the eager style, which imports this module
+
+    if lazy_prim_func.is_lazy_style(func):
+        return lazy_prim_func.build_lazy(func, check_well_formed)
     extra_vars = _capture_vars(func, caller_locals)
     state = ParseState(symbolic=_LOCAL.pending_symbolic)
     _LOCAL.pending_symbolic = {}

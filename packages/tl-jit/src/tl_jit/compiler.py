@@ -185,6 +185,15 @@ def compile_with_context(
         return _compile_with_context(func, context, out_idx, pass_configs, verbose, debug)
 
 
+def _recorded_out_idx(func: Any) -> list[int] | None:
+    """The outputs a lazy ``@T.prim_func`` recorded (`tl_ir.lazy_prim_func.OUT_IDX_ATTR`:
+    the ``T.empty`` tensors it returns), or None."""
+    from tl_ir.lazy_prim_func import OUT_IDX_ATTR
+
+    recorded = func.attrs.get(OUT_IDX_ATTR) if func.attrs is not None else None
+    return None if recorded is None else [int(index) for index in recorded]
+
+
 def _compile_with_context(
     func: Any,
     context: BackendContext,
@@ -196,6 +205,8 @@ def _compile_with_context(
     _require_prim_func(func, "func")
     from tl_runtime.out_idx import normalize_out_idx
 
+    if out_idx is None:
+        out_idx = _recorded_out_idx(func)
     normalized_out = normalize_out_idx(out_idx, len(func.params))
     if interpret_requested():
         return InterpretedKernel(func, normalized_out or ())  # type: ignore[return-value]
