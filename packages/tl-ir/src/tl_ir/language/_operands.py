@@ -62,8 +62,9 @@ def check_shape(shape: Any, where: str, *, allow_zero: bool = False) -> tuple[An
         if value is not None and value > _INT32_MAX:
             raise KernelTypeError(
                 f"{where}: expected dims of at most 2**31 - 1 (a constant size is a 32-bit "
-                f"integer in the kernel), got {value} in {shape!r}; declare a larger dim as "
-                "T.symbolic(name, 'int64')"
+                f"integer in the kernel), got {value} in {shape!r}; kernels index with 32-bit "
+                "integers (an int64 symbolic dim too): split the work into arrays of fewer "
+                "than 2**31 elements"
             )
     return dims
 
