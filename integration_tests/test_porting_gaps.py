@@ -588,3 +588,15 @@ def test_a_lazy_prim_func_names_what_needs_jit() -> None:
             A: T.Tensor[[4], T.float32]
             with T.Kernel(1):
                 A[0] = factor
+
+
+def test_a_pointer_parameter_of_a_classic_kernel_is_refused_by_name() -> None:
+    # TileLang's test_tilelang_language_ptr: TVM's parser said "Unexpected type for TIR
+    # Arg: ffi.Function".
+    with pytest.raises(KernelSyntaxError, match=r"parameter 'a_ptr' is annotated T.ptr"):
+
+        @T.prim_func
+        def from_pointers(a_ptr: T.ptr, n: T.int32):
+            A = T.make_tensor(a_ptr, (n,), T.float32)
+            with T.Kernel(1, threads=1):
+                A[0] = 1.0

@@ -504,6 +504,7 @@ def _build(func: Any, check_well_formed: bool, caller_locals: dict[str, Any]) ->
 
     if lazy_prim_func.is_lazy_style(func):
         return lazy_prim_func.build_lazy(func, check_well_formed)
+    lazy_prim_func.refuse_pointer_parameters(func)
     extra_vars = _capture_vars(func, caller_locals)
     state = ParseState(symbolic=_LOCAL.pending_symbolic)
     _LOCAL.pending_symbolic = {}

@@ -1,6 +1,7 @@
 """TileLang's lazy ``@T.prim_func``: a kernel in the eager style (parameters declared in
 the body, outputs made with ``T.empty`` and returned) under ``@T.prim_func``, built
-into a PrimFunc at once, its outputs recorded for `tl_jit.compile`."""
+into a PrimFunc at once, its outputs recorded for `tl_jit.compile`; and the refusal of
+the other eager-only form, ``T.ptr`` parameters, by name."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from tl_ir.errors import KernelSyntaxError
 
-__all__ = ["OUT_IDX_ATTR", "build_lazy", "is_lazy_style"]
+__all__ = ["OUT_IDX_ATTR", "build_lazy", "is_lazy_style", "refuse_pointer_parameters"]
 
 
 OUT_IDX_ATTR = "tilelang_out_idx"
@@ -59,3 +60,25 @@ def build_lazy(func: Any, check_well_formed: bool) -> Any:
     built = build_prim_func(func, signature, defaults, {}, check_well_formed=check_well_formed)
     count = len(built.prim_func.params)
     return built.prim_func.with_attr(OUT_IDX_ATTR, [index - count for index in built.out_idx])
+
+
+def refuse_pointer_parameters(func: Any) -> None:
+    """Refuse a classic ``@T.prim_func`` parameter annotated ``T.ptr`` by name: a raw
+    pointer carries no shape the call could be checked against (TVM's parser said only
+    "Unexpected type for TIR Arg").
+
+    Raises:
+        KernelSyntaxError: naming the parameter and the two spellings that work.
+    """
+    from tl_ir.eager import ptr
+
+    for name, annotation in getattr(func, "__annotations__", {}).items():
+        spelled = annotation.rsplit(".", 1)[-1] if isinstance(annotation, str) else None
+        if annotation is ptr or spelled == "ptr":
+            raise KernelSyntaxError(
+                f"@T.prim_func {func.__qualname__}: parameter {name!r} is annotated T.ptr; a "
+                "classic kernel takes tensors with their shapes (declare it "
+                f"{name}: T.Tensor(shape, dtype)); a raw pointer made a tensor in the body "
+                f"is the eager style: under @tl_jit.jit, write {name} = T.make_tensor({name}, "
+                "shape, dtype) at the top of the body"
+            )
