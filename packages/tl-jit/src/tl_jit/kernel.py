@@ -147,18 +147,19 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
         if not files:
             raise LookupError(f"kernel {self.name!r}: its artifact holds no source file")
         device = files[0].read_text(encoding="utf-8", errors="replace")
-        host = None if kernel_only else self.get_host_source()
+        host = None if kernel_only or len(files) < 2 else self.get_host_source()
         return device if host is None else f"{device}\n\n{host}"
 
     def get_host_source(self) -> str | None:
-        """The generated host source (the artifact's second source file), or None.
-
-        CPU kernels have no separate host code: their one source is both.
+        """The generated host source: the artifact's second source file; for an artifact
+        with one source (CPU kernels: their one source is both host and kernel code),
+        that source; None without any.
         """
         files = self._sources()
-        if len(files) < 2:
+        if not files:
             return None
-        return files[1].read_text(encoding="utf-8", errors="replace")
+        host = files[1] if len(files) > 1 else files[0]
+        return host.read_text(encoding="utf-8", errors="replace")
 
     def export(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
         """Copy the artifact to ``path`` (absent or an empty directory); returns it.
