@@ -99,3 +99,49 @@ def test_the_legacy_reducer_refuses_what_tilelang_refuses():
         _legacy_row_reduce("sum", update=lambda old, value: old * value)
     with pytest.raises(tl_ir.KernelTypeError, match=r"op='max'.*not its update"):
         _legacy_row_reduce("max", fill=0.0, update=lambda old, value: old + value)
+
+
+def _lifecycle(steps):
+    """A kernel running the reducer steps named in ``steps`` in source order (each
+    ``if`` on a Python value is decided when the kernel is parsed)."""
+
+    @T.prim_func
+    def kernel(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=8):
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            result = T.alloc_fragment((1,), "float32")
+            if "init" in steps[:1]:
+                T.reducer_init(acc)
+            for i in T.Parallel(8):
+                T.reducer_update(acc[0], A[i])
+            if "init_again" in steps:
+                T.reducer_init(acc)
+            T.finalize_reducer(acc, result)
+            if "update_after" in steps:
+                for i in T.Parallel(8):
+                    T.reducer_update(acc[0], A[i])
+            B[0] = result[0]
+
+    return kernel
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        (("update",), "used before T.reducer_init"),
+        (("init", "init_again"), "initialised twice"),
+        (("init", "update_after"), "after T.finalize_reducer closed it"),
+    ],
+)
+def test_a_reducer_used_out_of_its_lifecycle_is_refused(steps, message):
+    # TileLang's reducer_v2 diagnostics: an update before the init read whatever the
+    # memory held (NaN on llvm, 8 on c).
+    with pytest.raises(tl_ir.KernelTypeError, match=message):
+        _lifecycle(steps)
+
+
+def test_a_reducer_in_its_lifecycle_builds():
+    a = np.ones(8, np.float32)
+    b = np.zeros(1, np.float32)
+    run(_lifecycle(("init",)), [a, b])
+    assert b[0] == 8

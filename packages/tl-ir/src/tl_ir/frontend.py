@@ -80,6 +80,8 @@ class ParseState:
             first coordinate Var.
         reducers: ``T.alloc_reducer`` buffers and their combine (``sum``...).
         legacy_reducers: the reducers of TileLang's legacy form (``replication=``).
+        reducer_phases: where each reducer's lifecycle stands in source order
+            (``"allocated"``, ``"open"`` after ``T.reducer_init``, ``"finalized"``).
         rng_states: each ``T.rng_init``'s per-thread generator state (the last is the
             one ``T.rng_rand`` draws from).
         safe_values: ``T.annotate_safe_value`` pairs (buffer, value read outside it)
@@ -109,6 +111,7 @@ class ParseState:
     persistent: dict[Any, Any] = field(default_factory=dict)
     reducers: dict[Any, str] = field(default_factory=dict)
     legacy_reducers: list[Any] = field(default_factory=list)
+    reducer_phases: dict[Any, str] = field(default_factory=dict)
     rng_states: list[Any] = field(default_factory=list)
     safe_values: list[tuple[Any, Any]] = field(default_factory=list)
     safe_value_record: list[tuple[Any, Any]] = field(default_factory=list)

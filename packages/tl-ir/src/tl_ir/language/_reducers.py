@@ -85,12 +85,46 @@ def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = No
     state.reducers[buffer] = op
     if replication is not None:
         state.legacy_reducers.append(buffer)
+    else:
+        state.reducer_phases[buffer] = "allocated"
     return buffer
+
+
+#: What each lifecycle step of a reducer (not of the legacy form) needs before it, in
+#: source order: a step in another phase reads or combines an accumulator that holds
+#: no reduction (TileLang refuses the same programs when it builds them).
+_NEEDED = {
+    "init": ("allocated", "finalized"),
+    "update": ("open",),
+    "finalize": ("open",),
+}
+_AFTER = {"init": "open", "update": "open", "finalize": "finalized"}
+_WHY = {
+    "allocated": "before T.reducer_init",
+    "open": "after T.reducer_init already opened it (initialised twice)",
+    "finalized": "after T.finalize_reducer closed it",
+}
+
+
+def _advance(buffer: Any, step: str, where: str) -> None:
+    state = _current_state()
+    phases = state.reducer_phases if state is not None else {}
+    for known, phase in phases.items():
+        if known.same_as(buffer):
+            if phase not in _NEEDED[step]:
+                raise KernelTypeError(
+                    f"{where}: reducer {buffer.name} is used {_WHY[phase]}; a reducer is "
+                    "opened by T.reducer_init, updated inside T.Parallel, then closed by "
+                    "T.finalize_reducer before its result is read"
+                )
+            phases[known] = _AFTER[step]
+            return
 
 
 def reducer_init(reducer: Any, init: Any = None) -> None:
     """Start the reduction from the combine's identity, or from ``init``."""
     op = _op_of(reducer, "T.reducer_init(reducer)")
+    _advance(reducer, "init", "T.reducer_init(reducer)")
     dtype = str(reducer.ty.dtype)
     if init is None:
         init = {"sum": 0, "max": max_identity(dtype), "min": min_identity(dtype)}[op]
@@ -104,6 +138,7 @@ def reducer_update(target: Any, value: Any) -> None:
             f"T.reducer_update(target, value): expected acc[indices], got {target!r}"
         )
     op = _op_of(target.source, "T.reducer_update(target, value)")
+    _advance(target.source, "update", "T.reducer_update(target, value)")
     _COMBINES[op](target, value)
 
 
@@ -114,6 +149,7 @@ def finalize_reducer(
     ``dst`` (TileLang's legacy in-place form) the reducer itself holds the result from
     here on (its updates are atomic: nothing is left to combine)."""
     _op_of(reducer, "T.finalize_reducer(reducer, dst)")
+    _advance(reducer, "finalize", "T.finalize_reducer(reducer, dst)")
     if dst is None:
         return
     if not _ops.is_buffer(dst):
