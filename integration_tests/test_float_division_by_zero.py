@@ -1,4 +1,4 @@
-"""A float division by a zero the compiler can see has its IEEE result (+-inf, NaN for
+"""A float division by (or product with) a zero the compiler can see has its IEEE result (+-inf, NaN for
 0 / 0), as C, CUDA and TileLang give it at run time (`tl_ir.float_division`): TVM's
 constant folder stopped the build with "Divide by zero" once a tile filled with 0.0
 was forwarded into ``A[i] / z[i]``, and the kernel parser refused a literal
@@ -84,3 +84,32 @@ def test_a_forwarded_zero_divisor_prints() -> None:
 
     body = forward_copies(_by_filled_tile(0.0, "float32").body)
     assert 'T.float32("inf")' in body.script()
+
+
+def _times_filled_tile(zero: float, dtype: str) -> Any:
+    @T.prim_func
+    def times_filled_tile(A: T.Tensor((6,), dtype), B: T.Tensor((6,), dtype)):
+        with T.Kernel(1, threads=6):
+            z = T.alloc_fragment((6,), dtype)
+            T.fill(z, zero)
+            for i in T.Parallel(6):
+                B[i] = A[i] * z[i]
+
+    return times_filled_tile
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("zero", [0.0, -0.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_product_with_a_tile_filled_with_zero_keeps_its_ieee_value(
+    target: str, zero: float, dtype: str
+) -> None:
+    # Forwarding the fill made it x * 0.0, which TVM folded to 0: NaN for an infinite
+    # or NaN x (and the signs' product) is what C, TileLang (the tile stays in memory)
+    # and the interpreter give.
+    kernel = compile_for(_times_filled_tile(zero, dtype), target, out_idx=[1])
+    got = np.asarray(kernel(DIVIDENDS.astype(dtype)), np.float64)
+    with np.errstate(invalid="ignore"):
+        expected = DIVIDENDS.astype(np.float64) * zero
+    _assert_same(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))

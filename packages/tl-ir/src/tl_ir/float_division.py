@@ -14,6 +14,13 @@ folds that product only when both factors are constants, to the same IEEE value,
 it survives every later simplification. `divisions_by_zero_as_products` rewrites a
 statement's divisions so; `install` makes the kernel parser's ``/`` build the product
 when the divisor is a float constant zero.
+
+A product with a forwarded zero (``T.fill(z, 0.0); B[i] = A[i] * z[i]``) is the
+other half: TVM folds ``x * 0.0`` to 0, but it is NaN for an infinite or NaN ``x``
+(and ``-0.0`` for a negative one). `products_by_zero_kept` writes the zero so that
+TVM cannot see it (a CPU backend's passes that forward values run it through
+`zero_operands_kept`). A literal ``x * 0.0`` in a kernel's source is folded by TVM as
+TileLang's parser folds it.
 """
 
 from __future__ import annotations
@@ -27,11 +34,22 @@ from tvm import tirx
 
 from tl_ir.frontend import current_state
 
-__all__ = ["divided_by_zero", "divisions_by_zero_as_products", "install", "zero_sign"]
+__all__ = [
+    "divided_by_zero",
+    "divisions_by_zero_as_products",
+    "install",
+    "products_by_zero_kept",
+    "zero_operands_kept",
+    "zero_sign",
+]
 
 #: The float types with an infinity to divide into (float8 arithmetic is widened to
 #: float32 before anything folds it; e4m3fn has no infinity).
 _IEEE_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+#: The float types whose products by a zero are kept (half-precision arithmetic is
+#: computed in float32 once legalized; its zeros are left to that).
+_KEPT_PRODUCT_FLOATS = frozenset({"float32", "float64"})
 
 
 def _dtype(expr: Any) -> tvm.DataType | None:
@@ -81,6 +99,61 @@ def divisions_by_zero_as_products(stmt: Any) -> Any:
         return node if product is None else product
 
     return tvm_ffi.structural_map(stmt, (tirx.Div, division), order="post")
+
+
+def _negative_zero(dtype: tvm.DataType) -> Any:
+    """``-0.0`` of ``dtype`` as TVM's folder cannot see it: the ``reinterpret`` of its
+    bits (its sign bit; TVM's LLVM code generator takes a reinterpret of the bits 0 for
+    a null pointer, so +0.0 is not written this way)."""
+    scalar = str(dtype.with_lanes(1))
+    bits = tvm.DataType(scalar).bits
+    zero = tirx.call_intrin(scalar, "tirx.reinterpret", tirx.const(1 << (bits - 1), f"uint{bits}"))
+    return zero if dtype.lanes == 1 else tirx.Broadcast(zero, dtype.lanes)
+
+
+def _times_kept_zero(value: Any, dtype: tvm.DataType, sign: float) -> Any:
+    """``value * (sign * 0.0)`` that stays a run-time multiplication (C's and LLVM's
+    optimizers keep ``x * 0.0`` without fast-math: NaN for an infinite or NaN ``x``,
+    the signs' product otherwise); ``x * +0.0`` is ``(x * -0.0) * -1.0``."""
+    product = tirx.Mul(value, _negative_zero(dtype))
+    if sign < 0:
+        return product
+    minus_one = tirx.FloatImm(str(dtype.with_lanes(1)), -1.0)
+    return tirx.Mul(
+        product, minus_one if dtype.lanes == 1 else tirx.Broadcast(minus_one, dtype.lanes)
+    )
+
+
+def products_by_zero_kept(stmt: Any) -> Any:
+    """``stmt`` with each float product of a run-time value and a constant zero (a fill
+    or a tile's known contents forwarded into ``x * z[i]``) kept as a run-time
+    multiplication: TVM's folder makes it 0, where C, CUDA, TileLang (which keeps the
+    tile in memory) and the reference interpreter give NaN for an infinite or NaN
+    ``x`` and ``-0.0`` for a negative one. The same object when there is none."""
+
+    def product(node: Any) -> Any:
+        dtype = _dtype(node)
+        if dtype is None or str(dtype.with_lanes(1)) not in _KEPT_PRODUCT_FLOATS:
+            return node
+        for zero, other in ((node.b, node.a), (node.a, node.b)):
+            sign = zero_sign(zero)
+            if sign is not None and not _is_constant(other):
+                return _times_kept_zero(other, dtype, sign)
+        return node
+
+    return tvm_ffi.structural_map(stmt, (tirx.Mul, product), order="post")
+
+
+def _is_constant(expr: Any) -> bool:
+    if isinstance(expr, tirx.Broadcast | tirx.Cast):
+        return _is_constant(expr.value)
+    return isinstance(expr, tirx.FloatImm | tirx.IntImm)
+
+
+def zero_operands_kept(stmt: Any) -> Any:
+    """`divisions_by_zero_as_products` then `products_by_zero_kept`: what a pass that
+    forwards known values into expressions runs on its result."""
+    return products_by_zero_kept(divisions_by_zero_as_products(stmt))
 
 
 def _typed_like(value: Any, other: Any) -> Any:

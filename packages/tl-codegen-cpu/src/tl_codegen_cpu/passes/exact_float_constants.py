@@ -106,6 +106,10 @@ def fold_constant_reinterprets(stmt: tirx.Stmt) -> tirx.Stmt:
         if array.itemsize != np.dtype(target).itemsize:
             return call
         folded = array.view(target).item()
+        if target in ("float32", "float64") and float(folded) == 0.0:
+            # A zero kept from the folder (`tl_ir.float_division.products_by_zero_kept`):
+            # as a constant, TVM's C build would fold x * 0.0 to 0.
+            return tirx.call_pure_extern(target, exact_constant_marker(float(folded), target))
         if target.startswith("float"):
             return tirx.FloatImm(target, float(folded))
         return tirx.IntImm(target, int(folded))

@@ -87,7 +87,7 @@ from tl_codegen_cpu.lowering.forward_values import (
     same,
 )
 from tl_codegen_cpu.lowering.workspace_tiles import localize_workspace_regions
-from tl_ir.float_division import divisions_by_zero_as_products
+from tl_ir.float_division import zero_operands_kept
 from tl_ir.launch import LOOP_KIND_KEY, rebuild_loop
 from tl_ir.ops import AtomicOp, CopyOp, FillOp, Region, const_int, viewed_buffer
 from tl_passes.buffer_rewrite import substitute_vars
@@ -436,7 +436,7 @@ def forward_copies(stmt: tirx.Stmt) -> tirx.Stmt:
     stmt = tvm_ffi.structural_map(stmt, (tirx.SeqStmt, rewrite), order="post")
     # A forwarded fill can make a float divisor the constant 0 (T.fill(z, 0); A[i] / z[i]),
     # which TVM's folder (and IR printer) refuses: written as its IEEE result.
-    return split_divmod_loops(divisions_by_zero_as_products(stmt))
+    return split_divmod_loops(zero_operands_kept(stmt))
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from tvm import tirx
 from tl_codegen_cpu.lowering.buffer_views import view_pairs, views_of
 from tl_ir import scopes
 from tl_ir.builtin_ops import builtin_op_names
-from tl_ir.float_division import divisions_by_zero_as_products
+from tl_ir.float_division import zero_operands_kept
 from tl_ir.ops import const_int
 from tl_passes.buffer_rewrite import allocated_buffers, substitute_vars, with_scope
 from tl_passes.pass_base import PassContext, PrimFuncPass
@@ -226,7 +226,7 @@ def zero_unwritten_tiles(body: tirx.Stmt) -> tirx.Stmt:
             body = candidate
     # A float divisor read from such a tile is now the constant 0, which TVM's folder
     # (and IR printer) refuses: written as its IEEE result.
-    return divisions_by_zero_as_products(body)
+    return zero_operands_kept(body)
 
 
 def localize_tiles(body: tirx.Stmt) -> tirx.Stmt:
