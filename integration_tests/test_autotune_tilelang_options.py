@@ -193,3 +193,45 @@ def test_the_new_options_are_checked_by_name() -> None:
     ):
         with pytest.raises((TypeError, ValueError), match=message):
             autotune(configs=[{"block": 8}], **options)
+
+
+SYMBOLIC_MODULE = """
+import tl_jit
+import tl_jit.language as T
+
+
+def double(a):
+    return a * 2.0
+
+
+@tl_jit.autotune(configs=[{"block": 16}, {"block": 32}], warmup=1, rep=3, ref_prog=double)
+@tl_jit.jit(out_idx=[-1], target="c")
+def scaled(n, block=16):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=1) as bx:
+            for i in T.serial(block):
+                if bx * block + i < n:
+                    B[bx * block + i] = A[bx * block + i] * 2.0
+
+    return main
+"""
+
+
+def test_a_symbolic_argument_is_tuned_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TileLang's test_autotune_matmul_symbolic_m: the worker pool pickled the T.symbolic
+    # dim, a TVM IR object whose serialization crashed the process (segfault); a
+    # module-level builder is otherwise built by worker processes.
+    from tl_jit.autotuner import set_autotune_inputs
+
+    (tmp_path / "symbolic_tuned.py").write_text(SYMBOLIC_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import symbolic_tuned
+
+    a = np.arange(100, dtype=np.float32)
+    with set_autotune_inputs([a]):
+        kernel = symbolic_tuned.scaled(T.symbolic("n"))
+    assert [r.error for r in symbolic_tuned.scaled.results] == [None, None]
+    np.testing.assert_array_equal(kernel(a), 2 * a)

@@ -4,6 +4,7 @@ Kernel authors import ``tl_ir.language as T``; passes use `describe`/`tile_ops`
 (typed tile-op descriptions), `kernel_launch`, `loop_kind` and the scope helpers.
 """
 
+from tl_ir import object_copies as _object_copies
 from tl_ir.dtypes import DTYPE_NAMES, bits, is_float, is_int, normalize_dtype, numpy_dtype
 from tl_ir.errors import (
     KernelSyntaxError,
@@ -125,3 +126,5 @@ __all__ = [
     "numpy_dtype",
     "tile_ops",
 ]
+
+_object_copies.install()

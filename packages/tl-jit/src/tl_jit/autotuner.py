@@ -29,7 +29,7 @@ from tl_jit.tune_executor import Executor, TaskFailure
 from tl_jit.tune_keys import call_shapes, result_key
 from tl_jit.tune_measure import reference_latency
 from tl_jit.tune_options import TuningChecks, check_measurement, check_options, tuning_checks
-from tl_jit.tune_search import SearchPlacement, compile_all, time_all
+from tl_jit.tune_search import SearchPlacement, compile_all, time_all, travels
 from tl_jit.tune_tasks import TimingRequest, compile_jit_function
 from tl_jit.tune_timing import Timer, pick_after_remeasure
 
@@ -344,7 +344,9 @@ class AutoTuner(CopiedAsItself):
         placement = SearchPlacement(
             jit_function=self.jit_function,
             executor=self.executor,
-            max_workers=self.max_workers,
+            # Arguments that cannot travel to a worker (a T.symbolic dim is a TVM IR
+            # object, which does not pickle) are built with here, as TileLang does.
+            max_workers=self.max_workers if travels(arguments, configs) else 1,
             in_flight=self._workers(len(configs)),
             timeout_s=self.timeout,
             isolate_timing=self.isolate_timing,

@@ -36,6 +36,16 @@ Built = tuple[JITKernel, ShippedArtifact | None]
 """A built configuration: its kernel here, and its artifact as bytes when a worker built it."""
 
 
+def travels(arguments: Mapping[str, Any], configs: list[dict[str, Any]]) -> bool:
+    """Whether the call's arguments and the configurations pickle, so that worker
+    processes can build with them."""
+    try:
+        pickle.dumps((dict(arguments), configs))
+    except Exception:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class SearchPlacement:
     """Where one search's work runs.
