@@ -600,3 +600,36 @@ def test_a_pointer_parameter_of_a_classic_kernel_is_refused_by_name() -> None:
             A = T.make_tensor(a_ptr, (n,), T.float32)
             with T.Kernel(1, threads=1):
                 A[0] = 1.0
+
+
+# ------------------------------------------------------------------ run-time clear_accum
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_gemm_clear_accum_may_be_a_run_time_condition(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TileLang's T.gemm(..., clear_accum=k == 0) (its tcgen5 and sm100 examples) was
+    # refused with "expected a bool": C is zeroed at the steps where it holds.
+    @T.prim_func
+    def clear_at_first(
+        A: T.Tensor((16, 32), T.float32),
+        B: T.Tensor((16, 32), T.float32),
+        C: T.Tensor((16, 16), T.float32),
+    ):
+        with T.Kernel(1, threads=32):
+            A_s = T.alloc_shared((16, 8), T.float32)
+            B_s = T.alloc_shared((16, 8), T.float32)
+            C_l = T.alloc_fragment((16, 16), T.float32)
+            T.fill(C_l, 1000.0)
+            for k in T.Pipelined(4, num_stages=1):
+                T.copy(A[0, k * 8], A_s)
+                T.copy(B[0, k * 8], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=True, clear_accum=k == 0)
+            T.copy(C_l, C)
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 32)).astype(np.float32)
+    b = rng.standard_normal((16, 32)).astype(np.float32)
+    c = _compile(clear_at_first, target, monkeypatch, out_idx=[2])(a, b)
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-5, atol=1e-5)

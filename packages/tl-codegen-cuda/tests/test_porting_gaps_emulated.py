@@ -199,3 +199,38 @@ def test_kernel_without_grid_sblock_and_slice_values() -> None:
     np.testing.assert_array_equal(out[:60, :60], a)
     assert set(out[60:63].ravel()) == {-1}  # the inner scope's -99 ended with it
     np.testing.assert_array_equal(out[63, 60:64], a[0, 0:4])
+
+
+def gemm_clear_at_first_step() -> Any:
+    """TileLang's ``T.gemm(..., clear_accum=k == 0)``: C starts from garbage, which the
+    run-time clear at the first K step wipes."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((32, 64), "float16"),
+        B: T.Tensor((32, 64), "float16"),
+        C: T.Tensor((32, 32), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((32, 16), "float16")
+            B_s = T.alloc_shared((32, 16), "float16")
+            C_l = T.alloc_fragment((32, 32), "float32")
+            T.fill(C_l, 1000.0)
+            for k in T.Pipelined(4, num_stages=1):
+                T.copy(A[0, k * 16], A_s)
+                T.copy(B[0, k * 16], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=True, clear_accum=k == 0)
+            T.copy(C_l, C)
+
+    return main
+
+
+@needs_gxx
+def test_a_run_time_clear_accum_clears_at_its_step() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((32, 64)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    arrays = {"A": a, "B": b, "C": np.zeros((32, 32), np.float32)}
+    emu.emulate(gemm_clear_at_first_step(), arrays)
+    expected = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(arrays["C"], expected, rtol=1e-3, atol=1e-3)

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from tvm import tirx
+from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, UnsupportedError
@@ -143,6 +144,13 @@ def gemm(
     """
     transpose_A = check_flag(transpose_A, "T.gemm(transpose_A=...)")
     transpose_B = check_flag(transpose_B, "T.gemm(transpose_B=...)")
+    clear_when = _run_time_condition(clear_accum)
+    if clear_when is not None:
+        # TileLang's clear_accum=k == 0: C is zeroed when the condition holds at run
+        # time, then accumulated into (its GEMM lowerings emit the same branch).
+        with _IB.If(clear_when), _IB.Then():
+            clear(C)
+        clear_accum = False
     clear_accum = check_flag(clear_accum, "T.gemm(clear_accum=...)")
     warp_policy = check_gemm_policy(policy)
     check_positive_int(k_pack, "T.gemm(k_pack=...)")
@@ -190,6 +198,21 @@ def gemm(
         _as_index(ka),
         tirx.IntImm("int32", int(warp_policy)),
     )
+
+
+def _run_time_condition(flag: Any) -> Any | None:
+    """``flag`` as a boolean expression when it is one known only at run time (a
+    comparison of loop variables), else None (a bool, or a constant: checked as a flag)."""
+    if isinstance(flag, _builtins.bool) or not isinstance(flag, tirx.PrimExpr):
+        return None
+    if _ops.const_int(flag) is not None:
+        return None
+    dtype = str(flag.ty.dtype)
+    if dtype == "bool":
+        return flag
+    if dtype.startswith(("int", "uint")):
+        return flag != 0
+    return None
 
 
 def _as_index(value: Any) -> Any:
