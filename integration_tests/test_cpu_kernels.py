@@ -101,6 +101,7 @@ def print_kernel() -> Any:
         with T.Kernel(1, threads=32) as bx:
             tile = T.alloc_fragment((2, 3), "float32")
             T.copy(A[0, 0], tile)
+            T.print(msg="begin 100%")  # TileLang's message alone; % is not a format
             T.print(tile, msg="tile")
             T.print(A[1, 2] + T.float32(bx), msg="scalar")
             T.copy(tile, B[0, 0])
@@ -125,6 +126,7 @@ def test_print_writes_every_element_to_stdout(
     kernel = tl_runtime.load(build_artifact(context, print_kernel(), tmp_path / "a", out_idx=-1))
     kernel(np.arange(6, dtype=np.float32).reshape(2, 3))
     lines = capfd.readouterr().out.splitlines()
+    assert lines[0] == "begin 100%"
     assert "tile: tile[1, 2] = 5" in lines
     assert "scalar: 5" in lines
     assert sum(line.startswith("tile: tile[") for line in lines) == 6

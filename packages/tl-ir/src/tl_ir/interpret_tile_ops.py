@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import tvm
 
 from tl_ir.interpret_scalars import converted
 from tl_ir.ops import AtomicOp, CopyOp, CumsumOp, FillOp, GemmOp, PrintOp, ReduceOp, Region
@@ -81,8 +82,11 @@ class TileOpInterpreter:
         elif isinstance(op, AtomicOp):
             self._atomic(op)
         elif isinstance(op, PrintOp):
-            value = self.read(op.value) if isinstance(op.value, Region) else self.value(op.value)
-            print(op.msg, value)
+            if isinstance(op.value, tvm.ir.StringImm):  # the message alone
+                print(op.msg)
+            else:
+                region = isinstance(op.value, Region)
+                print(op.msg, self.read(op.value) if region else self.value(op.value))
         else:
             raise NotImplementedError(f"interpret: tile op {op}")
 

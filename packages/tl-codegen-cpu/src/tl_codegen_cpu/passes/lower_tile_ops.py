@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -166,6 +167,9 @@ def _print_call(text: str, values: list[Any]) -> tirx.Stmt:
         for i, byte in enumerate(data)
     ]
     address = tirx.address_of(tirx.BufferLoad(fmt, [0]))
+    if not values:
+        call = tirx.Evaluate(tirx.call_extern("int32", "printf", address))
+        return tirx.SeqStmt([tirx.AllocBuffer(fmt), *fill, call])
     *indices, value = values
     if str(value.ty.dtype) == "float64":
         # Not printf itself: TVM's LLVM code calls it as a non-variadic function, and a
@@ -202,7 +206,11 @@ def _flushed(stmt: tirx.Stmt) -> tirx.Stmt:
 
 
 def _print_stmt(op: PrintOp) -> tirx.Stmt:
-    prefix = f"{op.msg}: " if op.msg else ""
+    # The message is printf's format text: a "%" in it is written "%%".
+    msg = op.msg.replace("%", "%%")
+    if isinstance(op.value, tvm.ir.StringImm):  # T.print(msg=...): the message alone
+        return _flushed(_print_call(msg + "\n", []))
+    prefix = f"{msg}: " if msg else ""
     if not isinstance(op.value, Region):
         spec, value = _printable(op.value)
         return _flushed(_print_call(f"{prefix}{spec}\n", [value]))

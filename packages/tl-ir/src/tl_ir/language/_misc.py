@@ -141,13 +141,23 @@ def min_value(dtype: Any) -> Any:
     return _tvm_T.min_value(_normalize_dtype(dtype))
 
 
-def print(value: Any, msg: str = "") -> Any:
+def print(value: Any = None, msg: str = "", warp_group_id: int = 0, warp_id: int = 0) -> Any:
     """Print ``value`` (a scalar expression or a tile) prefixed by ``msg`` when the kernel
-    runs (on the CPU, to stdout)."""
+    runs (on the CPU, to stdout); without a value, ``msg`` alone (TileLang's
+    ``T.print(msg="...")``). ``warp_group_id``/``warp_id`` (which GPU warp prints a
+    tile, in TileLang) are checked and change nothing on the CPU, where a tile is
+    printed once."""
     if not isinstance(msg, str):
         raise KernelTypeError(f"T.print(value, msg): expected msg to be a str, got {msg!r}")
+    for name, index in (("warp_group_id", warp_group_id), ("warp_id", warp_id)):
+        if isinstance(index, _builtins.bool) or not isinstance(index, int) or index < 0:
+            raise KernelTypeError(f"T.print({name}=...): expected an int >= 0, got {index!r}")
     operand: Any
-    if is_tile_operand(value):
+    if value is None:
+        if not msg:
+            raise KernelTypeError("T.print(): expected a value to print or a msg, got neither")
+        operand = tvm.ir.StringImm("")  # the message alone
+    elif is_tile_operand(value):
         operand = tile_of(value, "T.print(value)", _ops.ACCESS_READ)
     else:
         if isinstance(value, scalar_wrapper):
