@@ -393,3 +393,32 @@ def test_a_classic_jit_function_has_tilelangs_get_tir_source_and_par_compile(
     with pytest.warns(UserWarning, match="compile failed"):
         mixed = add_one.par_compile([(8,), ("x",)], ignore_error=True)
     assert mixed[0] is not None and mixed[1] is None
+
+
+# ------------------------------------------------------------------ kernel and profiler names
+
+
+def test_kernel_source_execution_backend_and_sized_profiler_inputs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # TileLang's kernel.kernel_source, kernel.execution_backend and
+    # profiler.do_bench(dynamic_symbolic_constraints=...) / _get_inputs(...=...).
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path))
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def double(x: T.Tensor((n,), "float32"), out: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(n):
+                out[i] = x[i] * 2.0
+
+    kernel = tl_jit.compile(double, out_idx=[1], target="c", execution_backend="cython")
+    assert kernel.kernel_source == kernel.get_kernel_source()
+    assert kernel.execution_backend == "cython"
+    profiler = kernel.get_profiler()
+    (x,) = profiler._get_inputs(dynamic_symbolic_constraints={"n": 12})
+    assert x.shape == (12,)
+    latency = profiler.do_bench(warmup=1, rep=2, dynamic_symbolic_constraints={"n": 12})
+    assert isinstance(latency, float) and latency > 0
+    with pytest.raises(ValueError, match="symbolic dim 'n'"):
+        profiler.do_bench(warmup=1, rep=2)

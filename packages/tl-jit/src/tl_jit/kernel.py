@@ -122,6 +122,17 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
         """The artifact's manifest."""
         return self.runtime_kernel.manifest
 
+    @property
+    def kernel_source(self) -> str:
+        """The generated kernel source (TileLang's ``kernel.kernel_source``): as
+        `get_kernel_source`."""
+        return self.get_kernel_source()
+
+    @property
+    def execution_backend(self) -> str:
+        """How the kernel is called (``"tvm_ffi"``, ``"cython"``...): the manifest's."""
+        return self.manifest.execution_backend
+
     def _sources(self) -> list[Path]:
         return [self.artifact_dir / f.path for f in self.manifest.source_files]
 

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tl_jit.profiler_bench import RETURN_MODES, do_bench, validate_mode
 from tl_jit.profiler_compare import (
     assert_close,
     reference_arguments,
@@ -42,7 +43,6 @@ from tl_jit.timing import (
 if TYPE_CHECKING:
     import tl_runtime
 
-RETURN_MODES = ("median", "mean", "min", "max")
 _DLPACK_HOST = 1  # DLPack's code for host memory (kDLCPU)
 __all__ = [
     "FLUSH_BYTES",
@@ -56,98 +56,12 @@ __all__ = [
 ]
 
 
-def _validate_mode(return_mode: str, quantiles: Sequence[float] | None) -> list[float] | None:
-    """Check ``return_mode`` and ``quantiles``; returns the quantiles as a list (or None).
-
-    Raises:
-        ValueError: ``return_mode`` is not one of `RETURN_MODES`, or a quantile is not a
-            number in [0, 1].
-        TypeError: ``quantiles`` is not a sequence of numbers (a lone ``0.5``, a string,
-            a set).
-    """
-    if return_mode not in RETURN_MODES:
-        raise ValueError(f"return_mode: expected one of {RETURN_MODES}, got {return_mode!r}")
-    if quantiles is None:
-        return None
-    numpy: Any = sys.modules.get("numpy")
-    is_array = numpy is not None and isinstance(quantiles, numpy.ndarray) and quantiles.ndim == 1
-    if not is_array and (isinstance(quantiles, str | bytes) or not isinstance(quantiles, Sequence)):
-        raise TypeError(
-            "quantiles: expected a sequence of numbers in [0, 1] (e.g. [0.5, 0.9]) or None, "
-            f"got {type(quantiles).__name__} {quantiles!r:.80}"
-        )
-    values: Any = quantiles
-    checked: list[Any] = values.tolist() if is_array else list(values)
-    for q in checked:
-        if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 <= q <= 1.0:
-            raise ValueError(f"quantiles: expected values in [0, 1], got {q!r}")
-    return checked
-
-
 def _accelerator_dlpack_type(device: Any) -> int | None:
     torch: Any = sys.modules["torch"]
     try:
         return int(torch.empty(0, device=device).__dlpack_device__()[0])
     except Exception:
         return None
-
-
-def do_bench(
-    fn: Callable[[], Any],
-    warmup: float = 25.0,
-    rep: float = 100.0,
-    return_mode: str = "median",
-    quantiles: Sequence[float] | None = None,
-    *,
-    flush_cache: bool = False,
-    device: str = "auto",
-    max_repeats: int = 100_000,
-    backend: str = "event",
-) -> float | list[float]:
-    """Time ``fn()`` and return milliseconds per call (one figure of `tl_jit.timing.measure`).
-
-    Warms up for at least ``warmup`` ms and until the time per call is stable, then
-    times about ``rep`` ms of calls one by one (at least 5). `tl_jit.timing.measure`
-    gives the whole statistic (median, spread, outliers, throughput).
-
-    Args:
-        fn: the thing to time, called without arguments.
-        warmup: milliseconds of untimed calls first (at least).
-        rep: milliseconds of timed calls.
-        return_mode: ``"median"`` (the default: robust to a call preempted by other
-            work), ``"mean"``, ``"min"`` or ``"max"`` of the per-call times.
-        quantiles: when given, return these quantiles (each in [0, 1]) instead.
-        flush_cache: write a 64 MiB buffer before every timed call (CPU: cold caches).
-        device: ``"cpu"`` (wall clock); the device type of torch's accelerator (timed
-            with its events, synchronized through ``torch.accelerator``); or
-            ``"auto"``: the accelerator when torch is already imported and has one,
-            else the wall clock.
-        max_repeats: upper bound on the number of timed calls.
-        backend: TileLang's ``"event"``, ``"cupti"`` or ``"cudagraph"``; each times
-            the calls as above (`tl_jit.timing.check_timing_backend`).
-
-    Returns:
-        A float (ms), or a list of floats for ``quantiles``.
-
-    Raises:
-        ValueError: a bad ``warmup``, ``rep``, ``return_mode``, ``quantiles`` value or
-            ``device``.
-        TypeError: ``quantiles`` is not a sequence (a lone ``0.5``, say).
-        whatever ``fn`` raises.
-    """
-    check_timing_backend(backend)
-    checked_quantiles = _validate_mode(return_mode, quantiles)
-    stats = measure(
-        fn,
-        warmup=warmup,
-        rep=rep,
-        flush_cache=flush_cache,
-        device=device,
-        max_repeats=max_repeats,
-    )
-    if checked_quantiles is not None:
-        return stats.quantiles(checked_quantiles)
-    return stats.value(return_mode)
 
 
 class ProfiledKernel(Protocol):
@@ -380,20 +294,25 @@ class Profiler:
         inputs: Sequence[Any] | None = None,
         input_tensors: Sequence[Any] | None = None,
         backend: str = "event",
+        dynamic_symbolic_constraints: Mapping[str, int] | None = None,
     ) -> float | list[float]:
         """Time the kernel (or ``func``, called with the same inputs, as torch tensors
         for a function whose module imports torch); milliseconds per call.
 
         One figure of `measure` (the median by default); arguments as in
         `tl_jit.profiler.do_bench`; ``inputs`` (TileLang's ``input_tensors``) replaces
-        the generated ones.
+        the generated ones; ``dynamic_symbolic_constraints`` (TileLang's name) gives
+        the sizes of symbolic dims for inputs made for this call (`make_inputs`'
+        ``dims``).
         """
         check_timing_backend(backend)
         if input_tensors is not None:
             if inputs is not None:
                 raise TypeError("do_bench: pass inputs= or input_tensors=, not both")
             inputs = input_tensors
-        checked_quantiles = _validate_mode(return_mode, quantiles)
+        if dynamic_symbolic_constraints is not None and inputs is None:
+            inputs = self.make_inputs(dims=dynamic_symbolic_constraints)
+        checked_quantiles = validate_mode(return_mode, quantiles)
         stats = self.measure(func, warmup, rep, flush_cache=flush_cache, inputs=inputs)
         if checked_quantiles is not None:
             return stats.quantiles(checked_quantiles)
@@ -499,14 +418,21 @@ class Profiler:
         """The profiled kernel (TileLang's ``profiler.func``, called on the inputs)."""
         return self.kernel
 
-    def _get_inputs(self, with_output: bool = False) -> list[Any]:
-        """The profiler's inputs (TileLang's ``_get_inputs``); ``with_output`` is
-        refused: the outputs are the kernel's to make."""
+    def _get_inputs(
+        self,
+        with_output: bool = False,
+        dynamic_symbolic_constraints: Mapping[str, int] | None = None,
+    ) -> list[Any]:
+        """The profiler's inputs (TileLang's ``_get_inputs``), or new ones sized by
+        ``dynamic_symbolic_constraints``; ``with_output`` is refused: the outputs are
+        the kernel's to make."""
         if with_output:
             raise NotImplementedError(
                 "_get_inputs(with_output=True): the profiler makes the inputs only (the "
                 "kernel returns its out_idx outputs)"
             )
+        if dynamic_symbolic_constraints is not None:
+            return self.make_inputs(dims=dynamic_symbolic_constraints)
         return self.inputs
 
 
