@@ -132,7 +132,7 @@ def test_do_bench_defaults_to_the_median(monkeypatch: pytest.MonkeyPatch) -> Non
         seen.update(kwargs)
         return summarize([1.0, 1.0, 1.0, 1.0, 50.0])
 
-    monkeypatch.setattr("tl_jit.profiler.measure", fake_measure)
+    monkeypatch.setattr("tl_jit.profiler_bench.measure", fake_measure)
     assert do_bench(lambda: None) == 1.0
     assert do_bench(lambda: None, return_mode="mean") == pytest.approx(10.8)
     assert seen["warmup"] == 25.0 and seen["rep"] == 100.0
