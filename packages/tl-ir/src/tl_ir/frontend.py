@@ -29,6 +29,7 @@ from tvm.script.parser.core.parser import Parser
 
 from tl_ir import ops as _ops
 from tl_ir.bounds import check_constant_bounds
+from tl_ir.nested_loops import check_parallel_loop_bodies
 from tl_ir.constant_casts import out_of_range_message
 from tl_ir.errors import (
     KernelSyntaxError,
@@ -395,6 +396,7 @@ def _finalize(func: Any, state: ParseState, py_func: Callable[..., Any]) -> Any:
         err.locate(filename, lineno, None)
         raise
     try:
+        check_parallel_loop_bodies(func.body)
         body = unit_step_loops(func.body)
         check_tile_bounds(body)
     except TileLangError as err:
