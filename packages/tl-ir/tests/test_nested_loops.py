@@ -11,7 +11,7 @@ from tl_ir.errors import KernelValueError
 
 def test_a_statement_beside_an_inner_parallel_loop_is_refused() -> None:
     # Accepted before, it zeroed elements another iteration wrote (B[1..15] = 0).
-    with pytest.raises(ValueError, match="nested inside the T.Parallel loop over i"):
+    with pytest.raises(ValueError, match=r"nested inside the T\.Parallel loop over i"):
 
         @T.prim_func
         def noncontinuous(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
@@ -37,7 +37,7 @@ def test_a_parallel_loop_under_a_serial_one_inside_a_parallel_one_is_refused() -
 
 
 def test_tile_ops_and_pipelined_loops_inside_a_parallel_loop_are_refused() -> None:
-    with pytest.raises(KernelValueError, match="tile operation T.copy"):
+    with pytest.raises(KernelValueError, match=r"tile operation T\.copy"):
 
         @T.prim_func
         def copy_inside(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32")):
@@ -45,7 +45,7 @@ def test_tile_ops_and_pipelined_loops_inside_a_parallel_loop_are_refused() -> No
                 for i in T.Parallel(4):
                     T.copy(A[i, 0:8], B[i, 0:8])
 
-    with pytest.raises(KernelValueError, match="T.Pipelined loop over k"):
+    with pytest.raises(KernelValueError, match=r"T\.Pipelined loop over k"):
 
         @T.prim_func
         def pipelined_inside(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32")):

@@ -29,7 +29,6 @@ from tvm.script.parser.core.parser import Parser
 
 from tl_ir import ops as _ops
 from tl_ir.bounds import check_constant_bounds
-from tl_ir.nested_loops import check_parallel_loop_bodies
 from tl_ir.constant_casts import out_of_range_message
 from tl_ir.errors import (
     KernelSyntaxError,
@@ -43,6 +42,7 @@ from tl_ir.host_assumes import check_host_assumes
 from tl_ir.launch import rebuild_loop
 from tl_ir.loop_steps import unit_step_loops
 from tl_ir.negative_indices import wrap_negative_indices
+from tl_ir.nested_loops import check_parallel_loop_bodies
 from tl_ir.thread_binding_launch import launch_thread_binding_nests
 from tl_ir.tile_bounds import check_tile_bounds
 
