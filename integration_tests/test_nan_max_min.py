@@ -21,6 +21,7 @@ import pytest
 
 import tl_jit
 import tl_jit.language as T
+from integration_tests.interpreter_target import compile_for
 
 ROWS, COLS = 6, 64
 TARGETS = ["c", "llvm", "interpreter"]
@@ -179,6 +180,42 @@ def test_self_comparison_is_a_nan_test(target: str, dtype: str) -> None:
     f = np.array([np.nan, 1.0, -np.inf, -0.0]).astype(DTYPES[dtype])
     nan = np.isnan(f.astype(np.float64))
     np.testing.assert_array_equal(kernel(f), np.stack([~nan, nan]).astype(np.int32))
+
+
+def _comparisons(dtype: str) -> Any:
+    @T.prim_func
+    def comparisons(
+        A: T.Tensor((6,), dtype), B: T.Tensor((6,), dtype), Out: T.Tensor((8, 6), "int32")
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(6):
+                Out[0, i] = T.if_then_else(A[i] != B[i], 1, 0)
+                Out[1, i] = T.if_then_else(T.Not(A[i] < B[i]), 1, 0)
+                Out[2, i] = T.if_then_else(T.Not(A[i] <= B[i]), 1, 0)
+                Out[3, i] = T.if_then_else(T.Not(A[i] > B[i]), 1, 0)
+                Out[4, i] = T.if_then_else(T.Not(A[i] >= B[i]), 1, 0)
+                Out[5, i] = T.if_then_else(T.Not(A[i] == B[i]), 1, 0)
+                Out[6, i] = T.if_then_else(T.Not(A[i] != B[i]), 1, 0)
+                if A[i] != B[i]:
+                    Out[7, i] = 1
+                else:
+                    Out[7, i] = 0
+
+    return comparisons
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_comparisons_with_nan_keep_their_ieee_value(target: str, dtype: str) -> None:
+    # TVM's simplifier made !(a < b) into a >= b (false for NaN), and its LLVM code
+    # emitted a != b as an ordered compare (false for NaN), on every float type.
+    kernel = compile_for(_comparisons(dtype), target, out_idx=[-1])
+    a = np.array([np.nan, 1.0, np.nan, 2.0, -0.0, 1.0]).astype(DTYPES[dtype])
+    b = np.array([1.0, np.nan, np.nan, 2.0, 0.0, 3.0]).astype(DTYPES[dtype])
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        expected = [x != y, ~(x < y), ~(x <= y), ~(x > y), ~(x >= y), ~(x == y), ~(x != y), x != y]
+    np.testing.assert_array_equal(kernel(a, b), np.stack(expected).astype(np.int32))
 
 
 def _atomic_max_min(dtype: str) -> Any:

@@ -102,7 +102,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuMinimumDivisorsPass(),  # a // MIN, a % MIN: TVM's llvm lowering negated MIN
         # After the division pass, whose -a may overflow. C wraps unsigned arithmetic.
         CpuWrapIntegerOverflowPass(wrap_unsigned=llvm),
-        CpuNanSelfComparisonsPass(),
+        CpuNanSelfComparisonsPass(unordered_not_equal=llvm),
         CpuVectorizeExpPass(),
         CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let
         CpuInlineVectorLoopBindsPass(),  # TVM's vectorizer kept a Bind as one lane
