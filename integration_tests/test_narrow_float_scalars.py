@@ -175,3 +175,24 @@ def test_nested_bfloat16_arithmetic_builds_and_rounds_each_step() -> None:
         want = (want * a).astype(ml_dtypes.bfloat16)
         want = (want + a).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(b, want)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_bfloat16_constant_branch_of_a_select_keeps_its_value(target: str) -> None:
+    # c printed it with seven digits: 2**24 (exact in bfloat16) arrived as 16777220.
+    @T.prim_func
+    def select_constant(
+        X: T.Tensor((4,), "bfloat16"), Y: T.Tensor((4,), "bfloat16"), Out: T.Tensor((4,), "float32")
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.Parallel(4):
+                Out[i] = T.cast(
+                    T.if_then_else(X[i] <= T.bfloat16(-1.0), Y[i], T.bfloat16(16777216.0)),
+                    "float32",
+                )
+
+    x = np.array([15.0, -2.0, 0.0, 3.0], np.float32).astype(ml_dtypes.bfloat16)
+    y = np.full(4, 7.0, np.float32).astype(ml_dtypes.bfloat16)
+    o = np.zeros(4, np.float32)
+    tl_jit.compile(select_constant, target=target)(x, y, o)
+    np.testing.assert_array_equal(o, [16777216.0, 7.0, 16777216.0, 16777216.0])

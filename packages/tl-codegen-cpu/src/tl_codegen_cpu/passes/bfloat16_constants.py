@@ -11,9 +11,9 @@ operand"), for ``O[j] = T.bfloat16(3.0)``, ``T.fill(bf16_tile, 3.0)`` and
   run-time conversion's rounding (through float32, to nearest, ties to even, as
   ``ml_dtypes``): to bfloat16 it gives a bfloat16 constant, from bfloat16 the value
   as float32 (cast on to the target, which later passes fold);
-* a bfloat16 constant stored as it is (``O[j] = 3.0``, a fill) becomes its 16-bit
-  code, ``reinterpret(bfloat16, uint16 code)``, which the legalization stores as the
-  integer. Constants inside arithmetic stay values (pass 8 widened that arithmetic
+* a bfloat16 constant stored as it is (``O[j] = 3.0``, a fill), or a branch of a
+  bfloat16 select, becomes its 16-bit code, ``reinterpret(bfloat16, uint16 code)``,
+  which the legalization stores (or selects) as the integer. Constants inside arithmetic stay values (pass 8 widened that arithmetic
   to float32, and the first rule folds the widening).
 
 On ``llvm`` TVM's vectorizer broadcasts a lane-uniform bfloat16 value (a constant, a
@@ -99,8 +99,37 @@ def _store_code(store: Any) -> Any:
     return tirx.BufferStore(store.buffer, coded, list(store.indices))
 
 
+def _as_code(value: Any) -> Any:
+    if isinstance(value, tirx.FloatImm) and _dtype(value) == "bfloat16":
+        return _code_constant(bfloat16_code(float(value.value)))
+    return value
+
+
+def _select_codes(node: Any) -> Any:
+    """A bfloat16 select (``T.if_then_else``) with a constant branch: the branch as its
+    code, as a stored constant is (the legalization selects between the codes; ``c``
+    printed the constant with seven digits, 2**24 as 16777220)."""
+    if _dtype(node) != "bfloat16":
+        return node
+    if isinstance(node, tirx.Select):
+        true_value, false_value = _as_code(node.true_value), _as_code(node.false_value)
+        if true_value.same_as(node.true_value) and false_value.same_as(node.false_value):
+            return node
+        return tirx.Select(node.condition, true_value, false_value)
+    if not str(getattr(node.op, "name", "")).endswith(".if_then_else"):
+        return node
+    condition, true_value, false_value = node.args
+    coded = [_as_code(true_value), _as_code(false_value)]
+    if coded[0].same_as(true_value) and coded[1].same_as(false_value):
+        return node
+    return tirx.if_then_else(condition, coded[0], coded[1])
+
+
 def bfloat16_constants_as_codes(stmt: tirx.Stmt) -> tirx.Stmt:
     """``stmt`` with its scalar casts of constants to and from bfloat16 computed and the
-    bfloat16 constants it stores written as their codes (see the module)."""
+    bfloat16 constants it stores or selects written as their codes (see the module)."""
     folded = tvm_ffi.structural_map(stmt, (tirx.Cast, _fold_cast), order="post")
+    folded = tvm_ffi.structural_map(
+        folded, ((tirx.Select, tvm.ir.Call), _select_codes), order="post"
+    )
     return tvm_ffi.structural_map(folded, (tirx.BufferStore, _store_code), order="post")
