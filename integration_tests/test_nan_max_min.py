@@ -204,14 +204,20 @@ def _comparisons(dtype: str) -> Any:
     return comparisons
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+COMPARED = {**DTYPES, "float8_e4m3fn": ml_dtypes.float8_e4m3fn}
+COMPARED["float8_e5m2"] = ml_dtypes.float8_e5m2
+
+
+@pytest.mark.parametrize("dtype", list(COMPARED))
 @pytest.mark.parametrize("target", TARGETS)
 def test_comparisons_with_nan_keep_their_ieee_value(target: str, dtype: str) -> None:
     # TVM's simplifier made !(a < b) into a >= b (false for NaN), and its LLVM code
-    # emitted a != b as an ordered compare (false for NaN), on every float type.
+    # emitted a != b as an ordered compare (false for NaN), on every float type; float8
+    # values were compared as their codes (NaN a number, 0.0 != -0.0, on c negative
+    # values as bytes).
     kernel = compile_for(_comparisons(dtype), target, out_idx=[-1])
-    a = np.array([np.nan, 1.0, np.nan, 2.0, -0.0, 1.0]).astype(DTYPES[dtype])
-    b = np.array([1.0, np.nan, np.nan, 2.0, 0.0, 3.0]).astype(DTYPES[dtype])
+    a = np.array([np.nan, 1.0, np.nan, 2.0, -0.0, -1.0]).astype(COMPARED[dtype])
+    b = np.array([1.0, np.nan, np.nan, 2.0, 0.0, -3.0]).astype(COMPARED[dtype])
     x, y = a.astype(np.float64), b.astype(np.float64)
     with np.errstate(invalid="ignore"):
         expected = [x != y, ~(x < y), ~(x <= y), ~(x > y), ~(x >= y), ~(x == y), ~(x != y), x != y]

@@ -327,7 +327,8 @@ def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
     constant becomes its code (``reinterpret`` of a ``uint8`` constant,
     `float8_code`), and a scalar cast of a constant from or to fp8 is computed
     at compile time, with the run-time conversion's result. A ``Select`` or
-    ``if_then_else`` of fp8 values chooses between their codes (`_select_codes`).
+    ``if_then_else`` of fp8 values chooses between their codes (`_select_codes`), and
+    a comparison of fp8 values compares their float32 values (exact).
     """
 
     def constant(expr: Any) -> Any:
@@ -360,13 +361,27 @@ def legalize_float8_casts(stmt: tirx.Stmt) -> tirx.Stmt:
             value = tirx.Cast(f32, value)
         return tirx.reinterpret(target, _encode(value, target_format, lanes))
 
-    # Post order: an fp8 constant is a code before the cast or select that reads it
-    # is visited.
+    def widened(value: Any) -> Any:
+        dtype = _dtype(value)
+        lanes = _lanes(dtype)
+        code = tirx.reinterpret("uint8" if lanes == 1 else f"uint8x{lanes}", value)
+        return _decode(code, FLOAT8_FORMATS[_scalar(dtype)], lanes)
+
+    def comparison(expr: Any) -> Any:
+        # Compared as their float32 values: on the codes, NaN compared as a number,
+        # 0.0 == -0.0 was false, and c compared negative values as bytes.
+        if FLOAT8_FORMATS.get(_scalar(_dtype(expr.a))) is None:
+            return expr
+        return type(expr)(widened(expr.a), widened(expr.b))
+
+    # Post order: an fp8 constant is a code before the cast, comparison or select that
+    # reads it is visited.
     return tvm_ffi.structural_map(
         stmt,
         [
             (tirx.FloatImm, constant),
             (tirx.Cast, cast),
+            ((tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE), comparison),
             (tirx.Select, _select_codes),
             (tvm.ir.Call, _select_codes),
         ],
