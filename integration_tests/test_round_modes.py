@@ -51,3 +51,24 @@ def test_unknown_rounding_mode_is_refused() -> None:
         def wrong(A: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=1):
                 A[0] = T.round(A[1], "up")
+
+
+@pytest.mark.parametrize("target", ["c", "llvm", "interpreter"])
+def test_rounding_a_16_bit_constant_at_its_maximum_away_from_zero(target: str) -> None:
+    # The unchosen branch trunc(x) + 1 was folded in float16: "Literal value 65505
+    # exceeds maximum of float16" stopped the build.
+    import tl_jit.language as T
+    from integration_tests.interpreter_target import compile_for
+
+    @T.prim_func
+    def at_max(X: T.Tensor((4,), "float16"), Out: T.Tensor((4,), "float16")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(4):
+                Out[i] = T.max(X[i], T.round(T.float16(65504.0), "ties-away-from-zero"))
+                X[i] = T.round(X[i], "ties-away-from-zero")
+
+    x = np.array([2.5, -2.5, 0.49, 65504.0], np.float16)
+    out = np.zeros(4, np.float16)
+    compile_for(at_max, target)(x, out)
+    np.testing.assert_array_equal(out, np.full(4, 65504.0, np.float16))
+    np.testing.assert_array_equal(x, np.array([3.0, -3.0, 0.0, 65504.0], np.float16))

@@ -111,12 +111,20 @@ def round(x: Any, rounding_mode: str | None = "ties-to-even", span: Any = None) 
     if rounding_mode == "ties-to-even":
         return _tvm_T.round(x)
     value = tirx.const(x, "float32") if isinstance(x, int | float) else x
-    dtype = str(value.dtype)
+    given = str(value.dtype)
+    # A 16-bit float is rounded in float32 (exact) and narrowed back (exact: the
+    # result is an integer its type holds): in its own type, the unchosen branch
+    # trunc(x) + 1 of a constant at the type's maximum folded past it (a TVM error).
+    narrow = given.startswith(("float16", "bfloat16"))
+    dtype = given.replace("bfloat16", "float32").replace("float16", "float32") if narrow else given
+    if narrow:
+        value = tirx.Cast(dtype, value)
     whole = _tvm_T.trunc(value)
     # x - trunc(x) is exact, so the tie test is too (|x| + 0.5 would round first).
     one, half = tirx.const(1.0, dtype), tirx.const(0.5, dtype)
     away = whole + _tvm_T.if_then_else(value < tirx.const(0.0, dtype), -one, one)
-    return _tvm_T.if_then_else(_tvm_T.abs(value - whole) >= half, away, whole)
+    rounded = _tvm_T.if_then_else(_tvm_T.abs(value - whole) >= half, away, whole)
+    return tirx.Cast(given, rounded) if narrow else rounded
 
 
 def cast(value: Any, dtype: Any) -> Any:
