@@ -83,15 +83,17 @@ def check_parallel_loop_bodies(body: Any) -> None:
                     f"{loop.loop_var}; {_HINT}"
                 )
 
-        tvm_ffi.structural_walk(inner, (tirx.For, visit_loop), order="pre")
-        tvm_ffi.structural_walk(inner, (tvm.ir.Call, visit_call), order="pre")
+        tvm_ffi.structural_walk(
+            inner, [(tirx.For, visit_loop), (tvm.ir.Call, visit_call)], order="pre"
+        )
 
-    parallel: list[Any] = []
-    tvm_ffi.structural_walk(
-        body, (tirx.For, lambda node: parallel.append(node) if _is_parallel(node) else None)
-    )
-    # Outermost first (a pre-order walk): an outer loop's message names the outer loop.
-    for loop in parallel:
-        check_parallel(loop)
-        if problems:
-            raise KernelValueError(problems[0])
+    def outermost(node: Any) -> Any:
+        if not _is_parallel(node):
+            return None
+        check_parallel(node)
+        return tvm_ffi.WalkResult.SKIP  # its body, nest included, was checked whole
+
+    # Pre-order: an outer loop is checked (and named in the message) before anything in it.
+    tvm_ffi.structural_walk(body, (tirx.For, outermost), order="pre")
+    if problems:
+        raise KernelValueError(problems[0])

@@ -10,7 +10,6 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tl_jit.autotune_inputs import input_params
 from tl_jit.kernel import JITKernel
 from tl_jit.tune_executor import TaskFailure, describe_failure, progress, run_tasks
 from tl_jit.tune_tasks import ShippedArtifact, TimingRequest, check_and_time, time_artifact_task
@@ -47,9 +46,7 @@ def time_here(
             except Exception as exc:
                 failures[index] = TaskFailure("check/benchmark", describe_failure(exc), exc)
             advance()
-    unchecked = dataclasses.replace(
-        request, skip_check=True, rounds=1, early_stop_factor=None, early_stop_baseline=None
-    )
+    unchecked = dataclasses.replace(request, skip_check=True, rounds=1)
 
     def remeasure(chosen: list[int], rounds: int) -> Timings:
         more: Timings = {i: [] for i in chosen}
@@ -129,7 +126,7 @@ def time_on_device(
                 timings[index] = list(outcome)
 
     def remeasure(chosen: list[int], rounds: int) -> Timings:
-        again = dataclasses.replace(request, skip_check=True, rounds=rounds, early_stop_factor=None)
+        again = dataclasses.replace(request, skip_check=True, rounds=rounds)
         found = run(chosen, again, "re-measuring")
         return {i: list(v) for i, v in found.items() if not isinstance(v, TaskFailure)}
 
@@ -144,11 +141,7 @@ def reference_latency(kernel: JITKernel, request: TimingRequest) -> float | None
         return None
     try:
         profiler = kernel.get_profiler(dims=request.dims_for(kernel))
-        inputs = (
-            list(request.supply_prog(input_params(kernel)))
-            if request.supply_prog is not None
-            else profiler.make_inputs()
-        )
+        inputs = request.inputs_for(kernel, profiler)
         value = profiler.do_bench(
             request.ref_prog, warmup=request.warmup, rep=request.rep, inputs=inputs
         )

@@ -314,6 +314,14 @@ class TimingRequest:
                     sizes.setdefault(dim, size)
         return {**sizes, **self.dims}
 
+    def inputs_for(self, kernel: JITKernel, profiler: Any) -> list[Any]:
+        """The inputs to check and time ``kernel`` on: ``supply_prog``'s (given the
+        parameters a call takes; they need no sizes for symbolic dims), else
+        ``profiler``'s `tl_jit.profiler.Profiler.make_inputs`."""
+        if self.supply_prog is not None:
+            return list(self.supply_prog(input_params(kernel)))
+        return list(profiler.make_inputs())
+
     def first_pass(self, timings: Mapping[int, Sequence[float]]) -> TimingRequest:
         """The request of the next configuration's first timing, given the ``timings``
         so far: with early stop on, its baseline is the factor times the fastest."""
@@ -358,12 +366,7 @@ def check_and_time(
         dims=request.dims_for(kernel), tensor_supply_type=request.supply_type
     )
     if inputs is None:
-        # supply_prog first: inputs it makes (or set_autotune_inputs captured) need no
-        # sizes for symbolic dims.
-        if request.supply_prog is not None:
-            inputs = list(request.supply_prog(input_params(kernel)))
-        else:
-            inputs = profiler.make_inputs()
+        inputs = request.inputs_for(kernel, profiler)
     if request.ref_prog is not None and not request.skip_check:
         if request.manual_check_prog is not None:
             profiler.manual_assert_close(

@@ -33,7 +33,11 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir.builtin_ops import builtin_op_name
+
 __all__ = ["bfloat16_code", "bfloat16_constants_as_codes"]
+
+_IF_THEN_ELSE = builtin_op_name("if_then_else")
 
 
 def _dtype(expr: Any) -> str:
@@ -116,7 +120,7 @@ def _select_codes(node: Any) -> Any:
         if true_value.same_as(node.true_value) and false_value.same_as(node.false_value):
             return node
         return tirx.Select(node.condition, true_value, false_value)
-    if not str(getattr(node.op, "name", "")).endswith(".if_then_else"):
+    if str(getattr(node.op, "name", "")) != _IF_THEN_ELSE:
         return node
     condition, true_value, false_value = node.args
     coded = [_as_code(true_value), _as_code(false_value)]
