@@ -113,3 +113,29 @@ def test_a_product_with_a_tile_filled_with_zero_keeps_its_ieee_value(
         expected = DIVIDENDS.astype(np.float64) * zero
     _assert_same(got, expected)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+def _negated_zeros(dtype: str) -> Any:
+    @T.prim_func
+    def negated_zeros(A: T.Tensor((4,), dtype), B: T.Tensor((4, 4), dtype)):
+        with T.Kernel(1, threads=4):
+            z = T.alloc_fragment((4,), dtype)
+            T.fill(z, 0.0)
+            for i in T.Parallel(4):
+                B[0, i] = -z[i]
+                B[1, i] = -T.cast(T.bfloat16(0.0), dtype)
+                B[2, i] = -T.trunc(T.cast(0.0, dtype))
+                B[3, i] = A[i] / -T.cast(0, dtype)
+
+    return negated_zeros
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_a_negated_constant_zero_is_negative_zero(target: str, dtype: str) -> None:
+    # TVM writes -x as x * -1.0 and folded 0.0 * -1.0 to +0.0 (1 / -0.0 came back +inf).
+    kernel = compile_for(_negated_zeros(dtype), target, out_idx=[1])
+    got = np.asarray(kernel(np.ones(4, dtype)), np.float64)
+    np.testing.assert_array_equal(got[:3], np.zeros((3, 4)))
+    np.testing.assert_array_equal(np.signbit(got[:3]), np.ones((3, 4), bool))
+    np.testing.assert_array_equal(got[3], np.full(4, -np.inf))

@@ -33,6 +33,7 @@ from tvm.script.tirx import *
 from tl_ir import bitwise_constants as _bitwise_constants
 from tl_ir import chained_assign as _chained_assign
 from tl_ir import float_division as _float_division
+from tl_ir import float_negation as _float_negation
 from tl_ir import kernel_tuple_target as _kernel_tuple_target
 from tl_ir import python_if as _python_if
 from tl_ir import python_values as _python_values
@@ -166,6 +167,7 @@ _tvm_compat.install()
 _chained_assign.install()
 _bitwise_constants.install()
 _float_division.install()
+_float_negation.install()
 _kernel_tuple_target.install()
 _python_if.install()
 _python_values.install()
