@@ -1,7 +1,9 @@
 """Programs that used to stop inside TVM with an internal error, each now compiling and
 computing what numpy does (issue 20 item 8): a boolean compared with ``0`` on ``llvm``,
-a shared tile used at one constant index next to a copied tile on CUDA, and a
-``T.thread_binding`` loop on a launched thread index on CUDA."""
+a shared tile used at one constant index next to a copied tile on CUDA, a
+``T.thread_binding`` loop on a launched thread index on CUDA, and (issue 24) float8
+conversions of a value TVM folds to a constant and a bfloat16 clamp of an expanded
+``exp2`` on ``c``."""
 
 from __future__ import annotations
 
@@ -156,3 +158,55 @@ def test_a_gemm_accumulator_written_only_by_the_gemm_compiles(target: str) -> No
     assert np.asarray(uncleared(a)).shape == (32, 32)
     cleared = tl_jit.compile(_gemm_with_unwritten_operand(True), target=target, out_idx=[1])
     np.testing.assert_array_equal(cleared(a), np.zeros((32, 32), np.float32))
+
+
+@T.prim_func
+def _float8_self_difference_to_uint16(
+    X: T.Tensor((8,), "float8_e5m2"), Out: T.Tensor((8,), "float32")
+):
+    with T.Kernel(1, threads=1):
+        for i in T.Parallel(8):
+            Out[i] = T.cast(T.cast(X[i] - X[i], "uint16"), "float32")
+
+
+def test_a_float8_conversion_of_a_folded_constant_compiles_on_c() -> None:
+    # TVM folds X - X to 0, so the float8 encode and decode met constants: its canonical
+    # simplifier rewrote a uint32 `code < 4` as `code - 4 < 0` and stopped ("Minuend").
+    # (llvm still stops in TVM's vectorizer on this one: noted on the issue.)
+    import ml_dtypes
+
+    kernel = tl_jit.compile(_float8_self_difference_to_uint16, target="c")
+    x = np.array([1, 2, np.inf, np.nan, -3, 0, 4, 5], np.float32).astype(ml_dtypes.float8_e5m2)
+    out = np.full(8, 7.0, np.float32)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, np.zeros(8, np.float32))
+
+
+@T.prim_func
+def _bfloat16_clamp_of_exp2(
+    X: T.Tensor((8,), "bfloat16"), Y: T.Tensor((8,), "bfloat16"), Out: T.Tensor((8,), "bfloat16")
+):
+    with T.Kernel(1, threads=1):
+        for i in T.Parallel(8):
+            Out[i] = T.log2(T.clamp(T.exp2(T.tanh(X[i])), X[i], X[i] - Y[i]))
+
+
+def test_a_bfloat16_clamp_of_an_expanded_exp2_compiles_on_c() -> None:
+    # TVM's common-subexpression pass merged the rounding's copies of the expanded
+    # exp2 and bound one variable twice ("Binding of variable exp_xc ... conflicts").
+    # (llvm builds it, in about 85 s: the roundings copy their operands; noted.)
+    import ml_dtypes
+
+    kernel = tl_jit.compile(_bfloat16_clamp_of_exp2, target="c")
+    x = np.linspace(-2, 2, 8).astype(ml_dtypes.bfloat16)
+    y = np.ones(8, ml_dtypes.bfloat16)
+    out = np.zeros(8, ml_dtypes.bfloat16)
+    kernel(x, y, out)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    bf = ml_dtypes.bfloat16
+    inner = np.exp2(np.tanh(xf).astype(bf).astype(np.float32)).astype(bf).astype(np.float32)
+    low, high = xf, (xf - yf).astype(bf).astype(np.float32)
+    clamped = np.minimum(np.maximum(inner, low), high)  # T.clamp: max with low, then min
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.log2(clamped).astype(bf).astype(np.float32)
+    np.testing.assert_allclose(out.astype(np.float32), expected, rtol=1e-2, equal_nan=True)

@@ -76,6 +76,11 @@ def check_prepared_for_c(mod: tvm.IRModule, caller: str) -> None:
         )
 
 
+#: How TVM's analyzer reports a variable bound twice, which its common-subexpression
+#: pass caused by merging copies of a ``Let`` (`generate_c_source` retries without it).
+_CSE_DOUBLE_BINDING = "conflicts with previous binding"
+
+
 def generate_c_source(mod: tvm.IRModule) -> str:
     """Return the C source of ``mod`` with OpenMP pragmas on its outermost parallel loops.
 
@@ -94,9 +99,19 @@ def generate_c_source(mod: tvm.IRModule) -> str:
     # vectorizes the scalar lane loops); StorageRewrite would merge the stack arrays
     # into new allocations without their disable_lower_builtin annotation.
     config = {"tirx.disable_vectorize": True, "tirx.disable_storage_rewrite": True}
+    prepared = keep_data_indexed_tiles_whole(mod)
     try:
-        with sound_lowering(config, opt_level=3):
-            lib = tvm.compile(keep_data_indexed_tiles_whole(mod), target="c")
+        try:
+            with sound_lowering(config, opt_level=3):
+                lib = tvm.compile(prepared, target="c")
+        except Exception as error:
+            if _CSE_DOUBLE_BINDING not in str(error):
+                raise
+            # TVM's common-subexpression pass merged copies of an expression that binds
+            # variables (a bfloat16 rounding of an expanded exp2) and bound one twice;
+            # gcc eliminates common subexpressions itself.
+            with sound_lowering({**config, "tirx.disable_cse_tir": True}, opt_level=3):
+                lib = tvm.compile(prepared, target="c")
     except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
         raise ToolchainError(
             f"TVM's C code generation failed: {type(error).__name__}", output=str(error)

@@ -125,6 +125,23 @@ class _Builder:
         scalar = tirx.const(value, "uint32")
         return scalar if self.lanes == 1 else tirx.Broadcast(scalar, self.lanes)
 
+    def i32(self, value: int) -> Any:
+        scalar = tirx.const(value, "int32")
+        return scalar if self.lanes == 1 else tirx.Broadcast(scalar, self.lanes)
+
+    def signed(self, value: Any) -> Any:
+        return self.i32(value) if isinstance(value, int) else tirx.Cast(self.dtype("int32"), value)
+
+    def compare(self, op: Any, a: Any, b: Any) -> Any:
+        """``op(a, b)`` on two uint32 values below 2**31, compared as int32: TVM's
+        canonical simplifier rewrites a uint32 ``x < c`` as ``x - c < 0`` and stops the
+        build when ``x`` folds to 0 (a fp8 conversion of a value that became a
+        constant after this pass)."""
+        return op(self.signed(a), self.signed(b))
+
+    def unsigned(self, value: Any) -> Any:
+        return tirx.Cast(self.dtype("uint32"), value)
+
     def shr(self, value: Any, amount: int | Any) -> Any:
         return tirx.RShift(value, self.u32(amount) if isinstance(amount, int) else amount)
 
@@ -136,6 +153,12 @@ class _Builder:
 
     def or_(self, a: Any, b: Any) -> Any:
         return tirx.BitwiseOr(a, b)
+
+    def minus(self, value: Any, amount: int) -> Any:
+        """``value - amount`` modulo 2**32, written as an addition: TVM's constant
+        folder stops the build on a uint subtraction whose minuend folds to 0 (a
+        branch the select does not take, once the value is a constant)."""
+        return tirx.Add(value, self.u32(-amount % (1 << 32)))
 
 
 def _decode(code8: Any, fmt: Float8Format, lanes: int) -> Any:
@@ -160,17 +183,17 @@ def _decode_code(code: Any, fmt: Float8Format, lanes: int) -> Any:
     # in the bits (no float constant, whose printed decimal could round), and
     # zero kept as zero.
     widened_mantissa = tirx.reinterpret(b.dtype("uint32"), tirx.Cast(b.dtype("float32"), magnitude))
-    scaled = tirx.Sub(widened_mantissa, b.u32((fmt.bias + m - 1) << _F32_MANTISSA_BITS))
-    subnormal = tirx.Select(tirx.EQ(magnitude, b.u32(0)), b.u32(0), scaled)
-    bits = tirx.Select(tirx.LT(magnitude, b.u32(1 << m)), subnormal, normal)
+    scaled = b.minus(widened_mantissa, (fmt.bias + m - 1) << _F32_MANTISSA_BITS)
+    subnormal = tirx.Select(b.compare(tirx.EQ, magnitude, 0), b.u32(0), scaled)
+    bits = tirx.Select(b.compare(tirx.LT, magnitude, 1 << m), subnormal, normal)
     if fmt.has_infinity:
         special_from = ((1 << fmt.exponent_bits) - 1) << m
         special = tirx.Select(
-            tirx.EQ(magnitude, b.u32(special_from)), b.u32(_F32_INFINITY), b.u32(_F32_QUIET_NAN)
+            b.compare(tirx.EQ, magnitude, special_from), b.u32(_F32_INFINITY), b.u32(_F32_QUIET_NAN)
         )
-        bits = tirx.Select(tirx.GE(magnitude, b.u32(special_from)), special, bits)
+        bits = tirx.Select(b.compare(tirx.GE, magnitude, special_from), special, bits)
     else:
-        bits = tirx.Select(tirx.EQ(magnitude, b.u32(0x7F)), b.u32(_F32_QUIET_NAN), bits)
+        bits = tirx.Select(b.compare(tirx.EQ, magnitude, 0x7F), b.u32(_F32_QUIET_NAN), bits)
     return tirx.reinterpret(b.dtype("float32"), b.or_(sign, bits))
 
 
@@ -192,30 +215,37 @@ def _encode_bits(bits: Any, fmt: Float8Format, lanes: int) -> Any:
     rounded = b.shr(tirx.Add(tirx.Add(magnitude, b.u32((1 << (drop - 1)) - 1)), odd), drop)
     rebias = (_F32_BIAS - fmt.bias) << m
     # Below the smallest normal the subtraction would wrap: those take the subnormal path.
-    normal = tirx.Sub(rounded, b.u32(rebias))
+    normal = b.minus(rounded, rebias)
     # Subnormal range: the significand (implicit bit set) shifted right so that
     # one unit is fp8's smallest subnormal, rounded to nearest even.
     exponent = b.shr(magnitude, _F32_MANTISSA_BITS)
     significand = b.or_(b.and_(magnitude, 0x7FFFFF), b.u32(1 << _F32_MANTISSA_BITS))
     shift_at_exponent_zero = _F32_BIAS - fmt.bias + 1 + drop
     # Clamped to 1..31 for every input (unselected lanes included): a shift by
-    # the word size or more is undefined in C.
-    unclamped = tirx.Sub(b.u32(shift_at_exponent_zero), exponent)
-    shift = tirx.Max(tirx.Min(unclamped, b.u32(31)), b.u32(1))
+    # the word size or more is undefined in C. The amounts are computed in int32
+    # from the clamped exponent, and the remainder's mask without a subtraction:
+    # TVM's canonical simplifier stops the build on a uint32 subtraction whose
+    # minuend folds to 0, which it produced from these once the value was a constant.
+    clamped_exponent = tirx.Max(
+        tirx.Min(exponent, b.u32(shift_at_exponent_zero - 1)), b.u32(shift_at_exponent_zero - 31)
+    )
+    signed_exponent = tirx.Cast(b.dtype("int32"), clamped_exponent)
+    shift = b.unsigned(tirx.Sub(b.i32(shift_at_exponent_zero), signed_exponent))
+    shift_less_one = b.unsigned(tirx.Sub(b.i32(shift_at_exponent_zero - 1), signed_exponent))
     quotient = b.shr(significand, shift)
-    remainder = tirx.BitwiseAnd(significand, tirx.Sub(b.shl(b.u32(1), shift), b.u32(1)))
-    half = b.shl(b.u32(1), tirx.Sub(shift, b.u32(1)))
+    remainder = tirx.BitwiseAnd(significand, tirx.BitwiseNot(b.shl(b.u32(0xFFFFFFFF), shift)))
+    half = b.shl(b.u32(1), shift_less_one)
     round_up = tirx.Or(
-        tirx.GT(remainder, half),
-        tirx.And(tirx.EQ(remainder, half), tirx.EQ(b.and_(quotient, 1), b.u32(1))),
+        b.compare(tirx.GT, remainder, half),
+        tirx.And(b.compare(tirx.EQ, remainder, half), b.compare(tirx.EQ, b.and_(quotient, 1), 1)),
     )
     subnormal = tirx.Select(round_up, tirx.Add(quotient, b.u32(1)), quotient)
     min_normal_bits = (_F32_BIAS - fmt.bias + 1) << _F32_MANTISSA_BITS
-    finite = tirx.Select(tirx.LT(magnitude, b.u32(min_normal_bits)), subnormal, normal)
+    finite = tirx.Select(b.compare(tirx.LT, magnitude, min_normal_bits), subnormal, normal)
     finite = tirx.Select(
-        tirx.GT(finite, b.u32(fmt.max_finite_code)), b.u32(fmt.overflow_code), finite
+        b.compare(tirx.GT, finite, fmt.max_finite_code), b.u32(fmt.overflow_code), finite
     )
-    code = tirx.Select(tirx.GT(magnitude, b.u32(_F32_INFINITY)), b.u32(fmt.nan_code), finite)
+    code = tirx.Select(b.compare(tirx.GT, magnitude, _F32_INFINITY), b.u32(fmt.nan_code), finite)
     return tirx.Cast(b.dtype("uint8"), b.or_(sign, code))
 
 
