@@ -192,3 +192,35 @@ def test_gemm_clear_accum_may_be_a_run_time_condition(
     b = rng.standard_normal((16, 32)).astype(np.float32)
     c = _compile(clear_at_first, target, monkeypatch, out_idx=[2])(a, b)
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-5, atol=1e-5)
+
+
+@T.prim_func
+def _number_conditions(
+    A: T.Tensor((4,), "float32"), Out: T.Tensor((4, 4), "float32"), n: T.int32, m: T.int32
+):
+    with T.Kernel(1, threads=4):
+        for i in T.Parallel(4):
+            if not n:
+                Out[0, i] = 1.0
+            if n and m:
+                Out[1, i] = 1.0
+            if n or m:
+                Out[2, i] = 1.0
+            if A[i]:
+                Out[3, i] = 1.0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_number_as_a_condition_is_true_when_not_zero(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `if n:`, `not n`, `n and m` on int32 parameters stopped with TVM's internal
+    # "Check failed: a_ty.MatchesCode(kDLBool)"; a float is true when not zero (NaN too).
+    kernel = _compile(_number_conditions, target, monkeypatch)
+    a = np.array([0.0, 1.0, -0.0, np.nan], np.float32)
+    for n, m in [(0, 0), (3, 0), (-1, 5)]:
+        out = np.zeros((4, 4), np.float32)
+        kernel(a, out, n, m)
+        expected = [not n, bool(n and m), bool(n or m)]
+        np.testing.assert_array_equal(out[:3], np.array(expected, np.float32)[:, None] * np.ones(4))
+        np.testing.assert_array_equal(out[3], [0.0, 1.0, 0.0, 1.0])

@@ -6,7 +6,7 @@ TVM's kernel parser resolves ``if`` statically only when the condition is a Pyth
 be a boolean expression". TileLang treats such a condition as a compile-time
 constant: its truth value (``bool(value)``) picks the branch. In a kernel parsed by
 `tl_ir.prim_func` (classic or eager), this module does the same; a kernel expression
-(``PrimExpr``) still becomes a run-time ``if``, and a tensor as the condition is
+(``PrimExpr``) still becomes a run-time ``if`` (a number is true when it is not zero), and a tensor as the condition is
 refused with a `KernelTypeError` saying to compare an element instead.
 """
 
@@ -32,16 +32,25 @@ def static_condition(value: Any) -> Any:
     Raises:
         KernelTypeError: ``value`` is a tensor (its truth has no meaning).
     """
-    if isinstance(value, bool) or tvm.ir.is_prim_expr(value):
+    if isinstance(value, bool):
         return value
-    if isinstance(value, tvm.tirx.expr.ExprOp):
-        return value
+    if tvm.ir.is_prim_expr(value) or isinstance(value, tvm.tirx.expr.ExprOp):
+        return _truth(value)
     if _ops.is_buffer(value) or isinstance(value, tvm.ir.TensorRegion):
         raise KernelTypeError(
             f"if: a tensor ({value!r}) is not a condition; compare one of its elements "
             "(if A[i] > 0:)"
         )
     return bool(value)
+
+
+def _truth(value: Any) -> Any:
+    """A kernel expression as a condition: a number is true when it is not zero (as
+    in C and CUDA; TVM stopped with an internal error on ``if n:`` for an int32 ``n``)."""
+    dtype = str(getattr(getattr(value, "ty", None), "dtype", "bool"))
+    if dtype == "bool" or "x" in dtype:  # a vector condition is left to TVM's message
+        return value
+    return value != tvm.tirx.const(0, dtype)
 
 
 def install() -> None:
@@ -75,3 +84,25 @@ def install() -> None:
 
     visit_if._tl_python_if = True  # type: ignore[attr-defined]
     dispatch.register(token=_TOKEN, type_name="If")(visit_if)
+    _install_logical_operators(dispatch, doc)
+
+
+def _install_logical_operators(dispatch: Any, doc: Any) -> None:
+    """Make ``not``, ``and`` and ``or`` of kernel numbers test them against zero while
+    a kernel is parsed (TVM's ``Not``/``And``/``Or`` stopped with an internal error on
+    an int32 operand)."""
+    from tvm import tirx
+
+    for operator, indices in ((doc.Not, (0,)), (doc.And, (0, 1)), (doc.Or, (0, 1))):
+        for index in indices:
+            previous = dispatch.get_op(tirx.Expr, operator, index, default=None)
+            if previous is None or getattr(previous, "_tl_truth", False):
+                continue
+
+            def evaluate(*operands: Any, _previous: Any = previous) -> Any:
+                if current_state() is not None:
+                    operands = tuple(_truth(o) if tvm.ir.is_prim_expr(o) else o for o in operands)
+                return _previous(*operands)
+
+            evaluate._tl_truth = True  # type: ignore[attr-defined]
+            dispatch.register_op(tirx.Expr, operator, index)(evaluate)
