@@ -3,7 +3,9 @@
 An element access whose index and buffer extent are both constants is checked when
 the kernel is built: ``A[8]`` on an 8-element buffer is an error naming the buffer,
 the index and the extent, instead of a kernel that reads or writes out of bounds at
-run time. Tile operands are not element accesses: a tile may reach past its buffer
+run time; so is a vector access of constant lanes (a slice ``A[6:10]`` or a
+``T.Ramp``) that leaves the buffer (it wrote past a tensor parameter: slices are
+not guarded). Tile operands are not element accesses: a tile may reach past its buffer
 (the part outside reads zeros and is not written). Indices that depend on run-time
 values are left to the kernel.
 """
@@ -42,14 +44,37 @@ def _index_problem(buffer: Any, dim: int, first: int, last: int, what: str) -> s
     )
 
 
+def _lanes_problem(buffer: Any, dim: int, index: Any) -> str | None:
+    """The problem of a vector index (a slice ``A[6:10]`` or a ``T.Ramp``) whose
+    constant lanes leave the buffer (no lane counts from the end), or None."""
+    base, stride = _ops.const_int(index.base), _ops.const_int(index.stride)
+    lanes = _ops.const_int(index.lanes)
+    extent = _ops.const_int(_shape(buffer)[dim]) if dim < len(_shape(buffer)) else None
+    if None in (base, stride, lanes, extent):
+        return None
+    assert base is not None and stride is not None and lanes is not None
+    first, last = sorted((base, base + stride * (lanes - 1)))
+    if first >= 0 and last < extent:  # type: ignore[operator]
+        return None
+    return (
+        f"the {lanes} elements from {base} by {stride} (a slice or T.Ramp) of buffer "
+        f"{buffer.name} are out of bounds in dim {dim}: expected indices in [0, {extent}), "
+        f"got {first if first < 0 else last} (buffer shape "
+        f"({', '.join(str(s) for s in _shape(buffer))}))"
+    )
+
+
 def _element_problems(buffer: Any, indices: Any) -> list[str]:
     problems = []
     for dim, index in enumerate(indices):
         value = _ops.const_int(index)
+        problem = None
         if value is not None:
             problem = _index_problem(buffer, dim, value, value, f"constant index {value}")
-            if problem is not None:
-                problems.append(problem)
+        elif isinstance(index, tirx.Ramp):
+            problem = _lanes_problem(buffer, dim, index)
+        if problem is not None:
+            problems.append(problem)
     return problems
 
 

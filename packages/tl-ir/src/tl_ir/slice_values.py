@@ -75,6 +75,21 @@ def _slice_lanes(indices: Any) -> int:
     return lanes
 
 
+def _check_not_none(buffer: Any, value: Any, indices: Any) -> None:
+    """Refuse ``None`` as a stored value or an index (TVM's builder crashed the
+    process on it)."""
+    if value is None:
+        raise KernelTypeError(
+            f"{_name(buffer)}[...] = None: expected a value of dtype {buffer.ty.dtype}"
+        )
+    listed = indices if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
+    for position, index in enumerate(listed):
+        if index is None:
+            raise KernelTypeError(
+                f"{_name(buffer)}[...]: index {position} is None, expected an integer"
+            )
+
+
 def install() -> None:
     """Wrap the kernel builder's ``buffer_store`` (once per process; see the module)."""
     original = _builder.buffer_store
@@ -82,6 +97,8 @@ def install() -> None:
         return
 
     def buffer_store(buffer: Any, value: Any, indices: Any) -> Any:
+        if current_state() is not None:
+            _check_not_none(buffer, value, indices)
         if type(value) is int and current_state() is not None:
             dtype = str(buffer.ty.dtype)
             if tvm.DataType(dtype).lanes == 1 and dtype.startswith(("int", "uint")):

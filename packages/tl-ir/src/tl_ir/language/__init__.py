@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import tvm.script.tirx as _tvm_script
 from tvm.script.tirx import *
 
 from tl_ir import bitwise_constants as _bitwise_constants
@@ -112,7 +113,7 @@ from tl_ir.language._launch import (
     get_thread_extent,
     get_thread_extents,
 )
-from tl_ir.language._loops import Parallel, Pipelined, serial, unroll, vectorized
+from tl_ir.language._loops import Parallel, Pipelined, grid, serial, unroll, vectorized
 from tl_ir.language._misc import (
     access_ptr,
     annotate_layout,
@@ -129,6 +130,7 @@ from tl_ir.language._misc import (
     round,
     use_swizzle,
 )
+from tl_ir.language._none_guards import refusing_none as _refusing_none
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
 from tl_ir.language._persistent import Persistent
 from tl_ir.language._random import rng_init, rng_rand, rng_rand_float
@@ -162,6 +164,14 @@ from tl_ir.language._views import reshape, view
 from tl_ir.language.gpu import *  # the GPU language: exactly gpu.__all__
 from tl_ir.layout import IndexLayout as Layout  # TileLang's T.Layout(shape, index_fn)
 from tl_ir.layout import make_mma_swizzle_layout as make_mma_swizzle_layout
+
+# TVM's expression builders crashed the process on a None operand.
+if_then_else = _refusing_none(_tvm_script.if_then_else, "if_then_else")
+Select = _refusing_none(_tvm_script.Select, "Select")
+Ramp = _refusing_none(_tvm_script.Ramp, "Ramp")
+Broadcast = _refusing_none(_tvm_script.Broadcast, "Broadcast")
+BufferLoad = _refusing_none(_tvm_script.BufferLoad, "BufferLoad")
+launch_thread = _refusing_none(_tvm_script.launch_thread, "launch_thread")
 
 _tvm_compat.install()
 _chained_assign.install()
@@ -280,8 +290,8 @@ __all__ = [  # noqa: RUF022 - grouped as in LANGUAGE.md
     "rng_rand_float",
     "reshape",
     "view",
-    "serial",
     "grid",
+    "serial",
     "Parallel",
     "Pipelined",
     "Persistent",

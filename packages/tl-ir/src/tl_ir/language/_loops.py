@@ -19,7 +19,7 @@ from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
 from tl_ir.launch import NUM_STAGES_KEY as _NUM_STAGES_KEY
 from tl_ir.launch import PIPELINE_GROUP_KEY, PIPELINE_ORDER_KEY, PIPELINE_STAGE_KEY
 
-__all__ = ["Parallel", "Pipelined", "serial", "unroll", "vectorized"]
+__all__ = ["Parallel", "Pipelined", "grid", "serial", "unroll", "vectorized"]
 
 
 def _loop_annotations(kind: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -29,7 +29,29 @@ def _loop_annotations(kind: str, extra: dict[str, Any] | None = None) -> dict[st
     return annotations
 
 
+def _integer_bound(value: Any, where: str, name: str) -> Any:
+    """``value`` (a loop bound) as an int or an integer kernel expression.
+
+    Raises:
+        KernelTypeError: anything else: ``None`` (TVM's builder crashed the process
+            on it), a float (truncated, 7.9 ran 7 iterations), a bool.
+    """
+    value = _ops.exact_int(value)
+    if isinstance(value, int) and not isinstance(value, _builtins.bool):
+        return value
+    if (
+        tvm.ir.is_prim_expr(value)
+        and "int" in str(value.ty.dtype)
+        and "x" not in str(value.ty.dtype)
+    ):
+        return value
+    raise KernelTypeError(f"{where}: {name} must be an integer, got {value!r}")
+
+
 def _bounds(start: Any, stop: Any, step: Any, where: str) -> tuple[Any, Any, Any]:
+    start = _integer_bound(start, where, "start" if stop is not None else "the extent")
+    if stop is not None:
+        stop = _integer_bound(stop, where, "stop")
     step = _ops.exact_int(step)
     if step is not None:
         constant = _ops.const_int(step)
@@ -42,7 +64,22 @@ def _bounds(start: Any, stop: Any, step: Any, where: str) -> tuple[Any, Any, Any
             )
         if constant == 0:
             raise KernelTypeError(f"{where}: expected a nonzero step, got 0")
-    return _ops.exact_int(start), _ops.exact_int(stop), step
+    return start, stop, step
+
+
+def grid(*extents: Any) -> Any:
+    """``for i, j in T.grid(M, N)``: nested sequential loops, one per extent.
+
+    Raises:
+        KernelTypeError: no extent, or an extent that is not an integer.
+    """
+    if not extents:
+        raise KernelTypeError("T.grid(*extents): expected at least one extent")
+    checked = [
+        _integer_bound(extent, "T.grid(*extents)", f"extent {position}")
+        for position, extent in enumerate(extents)
+    ]
+    return _IB.grid(*checked)
 
 
 def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Any = None) -> Any:
@@ -189,11 +226,10 @@ def Pipelined(
             are not lists of ints of the same length; ``sync``/``group`` are not lists
             of lists of ints; ``annotations`` is not a dict.
     """
-    start, stop, num_stages = (
-        _ops.exact_int(start),
-        _ops.exact_int(stop),
-        _ops.exact_int(num_stages),
-    )
+    start = _integer_bound(start, "T.Pipelined", "start" if stop is not None else "the extent")
+    if stop is not None:
+        stop = _integer_bound(stop, "T.Pipelined", "stop")
+    num_stages = _ops.exact_int(num_stages)
     if isinstance(num_stages, _builtins.bool) or not isinstance(num_stages, int) or num_stages < 0:
         raise KernelTypeError(
             f"T.Pipelined(num_stages=...): expected a non-negative int, got {num_stages!r}"
