@@ -60,3 +60,10 @@ def test_export_paths_are_checked(tmp_path: Path) -> None:
             kernel.export(inside, force=True)
     assert {p: stat.S_IMODE(p.stat().st_mode) for p in [entry, *entry.iterdir()]} == modes
     assert os.listdir(entry) and not (entry / "sub").exists()
+
+
+@pytest.mark.parametrize("flag", ["skip_check", "cache_results"])
+def test_autotune_flags_must_be_bools(flag: str) -> None:
+    # Taken by truth, skip_check="no" skipped the check against ref_prog.
+    with pytest.raises(TypeError, match=rf"autotune\({flag}=...\): expected a bool, got 'no'"):
+        tl_jit.autotune(configs=[{}], **{flag: "no"})

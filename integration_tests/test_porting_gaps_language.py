@@ -224,3 +224,27 @@ def test_a_number_as_a_condition_is_true_when_not_zero(
         expected = [not n, bool(n and m), bool(n or m)]
         np.testing.assert_array_equal(out[:3], np.array(expected, np.float32)[:, None] * np.ones(4))
         np.testing.assert_array_equal(out[3], [0.0, 1.0, 0.0, 1.0])
+
+
+@T.prim_func
+def _negative_element_operands(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+    with T.Kernel(1, threads=1):
+        S = T.alloc_shared((4,), "float32")
+        T.copy(A[-4], S)  # A[4:8]
+        T.copy(S, B[0:4])
+        T.atomic_add(B[-1], 5.0)
+        T.atomic_max(B[-4], 11.0)
+        T.atomic_store(B[-3], 9.0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_negative_constant_indices_of_atomics_and_anchors_count_from_the_end(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The atomics on B[-1], B[-4], B[-3] did nothing (the guard dropped the negative
+    # index) and T.copy(A[-4], S) copied zeros; element accesses count from the end.
+    kernel = _compile(_negative_element_operands, target, monkeypatch)
+    a = np.arange(1, 9, dtype=np.float32)
+    b = np.zeros(8, np.float32)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, [5, 6, 7, 8, 11, 9, 0, 5])

@@ -3,7 +3,9 @@
 ``None`` as a loop extent, a stored value, an index or an operand of ``T.if_then_else``
 and other re-exported builders made TVM's C++ constructors segfault while the kernel was
 parsed; a float loop extent was truncated (``T.serial(7.9)`` ran 7 iterations); a
-constant slice or ``T.Ramp`` past the end of a tensor wrote the caller's memory. Each
+constant slice or ``T.Ramp`` past the end of a tensor wrote the caller's memory; an
+atomic on a constant index outside its buffer was dropped; ``reverse="False"`` scanned
+backwards; ``T.fill`` and ``T.alloc_var(init=)`` wrapped an int the dtype cannot hold. Each
 case runs in a subprocess, so a crash fails the test instead of the run."""
 
 from __future__ import annotations
@@ -45,9 +47,17 @@ CASES = {
     "A[None] = 1.0": "index 0 is None",
     "A[0] = T.if_then_else(None, 1.0, 2.0)": "T.if_then_else: operand 0 is None",
     "A[0] = T.BufferLoad(A, [None])": "T.BufferLoad: operand 1",
-    "A[6:10] = B[0:4]": "are out of bounds in dim 0",
-    "B[0:4] = A[6:10]": "are out of bounds in dim 0",
-    "A[T.Ramp(6, 1, 4)] = T.Broadcast(T.float32(7), 4)": "are out of bounds in dim 0",
+    "A[6:10] = B[0:4]": "(a slice or T.Ramp) of buffer A is out of bounds in dim 0",
+    "B[0:4] = A[6:10]": "(a slice or T.Ramp) of buffer A is out of bounds in dim 0",
+    "A[T.Ramp(6, 1, 4)] = T.Broadcast(T.float32(7), 4)": "(a slice or T.Ramp) of buffer A is out",
+    "T.atomic_add(A[100], 1.0)": "constant index 100 of buffer A is out of bounds",
+    "T.atomic_store(A[-9], 1.0)": "constant index -9 of buffer A is out of bounds",
+    "B[0] = T.atomic_load(A[8])": "constant index 8 of buffer A is out of bounds",
+    "T.copy(A[-4:], B[0:4])": "the slice of A starts at -4",
+    'T.cumsum(A, B, reverse="False")': "T.cumsum(reverse=...): expected a bool",
+    'T.reduce_sum(A, B, clear="False")': "T.reduce_sum(clear=...): expected a bool",
+    'x = T.alloc_var("int8", init=300)': "the constant 300 does not fit int8",
+    'T.fill(T.alloc_local((4,), "uint8"), -1)': "the constant -1 does not fit uint8",
 }
 
 

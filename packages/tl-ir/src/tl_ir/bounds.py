@@ -46,22 +46,15 @@ def _index_problem(buffer: Any, dim: int, first: int, last: int, what: str) -> s
 
 def _lanes_problem(buffer: Any, dim: int, index: Any) -> str | None:
     """The problem of a vector index (a slice ``A[6:10]`` or a ``T.Ramp``) whose
-    constant lanes leave the buffer (no lane counts from the end), or None."""
+    constant lanes leave the buffer (a negative lane counts from the end, as a
+    negative element index does), or None."""
     base, stride = _ops.const_int(index.base), _ops.const_int(index.stride)
     lanes = _ops.const_int(index.lanes)
-    extent = _ops.const_int(_shape(buffer)[dim]) if dim < len(_shape(buffer)) else None
-    if None in (base, stride, lanes, extent):
+    if base is None or stride is None or lanes is None:
         return None
-    assert base is not None and stride is not None and lanes is not None
     first, last = sorted((base, base + stride * (lanes - 1)))
-    if first >= 0 and last < extent:  # type: ignore[operator]
-        return None
-    return (
-        f"the {lanes} elements from {base} by {stride} (a slice or T.Ramp) of buffer "
-        f"{buffer.name} are out of bounds in dim {dim}: expected indices in [0, {extent}), "
-        f"got {first if first < 0 else last} (buffer shape "
-        f"({', '.join(str(s) for s in _shape(buffer))}))"
-    )
+    what = f"the {lanes} lanes from {base} by {stride} (a slice or T.Ramp)"
+    return _index_problem(buffer, dim, first, last, what)
 
 
 def _element_problems(buffer: Any, indices: Any) -> list[str]:

@@ -56,6 +56,14 @@ class ConfigResult:
     error: str | None = None
 
 
+def _check_flags(skip_check: Any, cache_results: Any) -> None:
+    """Raise TypeError unless both flags are bools (taken by truth, "no" skipped the
+    check)."""
+    for flag, value in (("skip_check", skip_check), ("cache_results", cache_results)):
+        if not isinstance(value, bool):
+            raise TypeError(f"autotune({flag}=...): expected a bool, got {value!r}")
+
+
 class AutoTuner(CopiedAsItself):
     """What ``@autotune`` returns.
 
@@ -100,6 +108,7 @@ class AutoTuner(CopiedAsItself):
                 f"got {jit_function!r}"
             )
         check_options(executor, timeout, timer, isolate_timing, max_workers)
+        _check_flags(skip_check, cache_results)
         self.jit_function: Any = jit_function
         self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
@@ -492,6 +501,7 @@ def autotune(
     """
 
     check_options(executor, timeout, timer, isolate_timing, max_workers)
+    _check_flags(skip_check, cache_results)
     check_measurement(configs, warmup, rep, ref_prog, supply_prog, rtol, atol)
     checks = tuning_checks(
         max_mismatched_ratio,

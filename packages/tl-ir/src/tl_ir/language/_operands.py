@@ -17,6 +17,7 @@ from tvm.script.ir_builder import tirx as _IB
 from tvm.sym import Analyzer as _Analyzer
 
 from tl_ir import ops as _ops
+from tl_ir.constant_casts import stored_integer
 from tl_ir.dtypes import rounded_constant
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, TileLangError
 from tl_ir.interpret_scalars import cast_value
@@ -97,6 +98,24 @@ def as_value(value: Any, dtype: str) -> Any:
     return value
 
 
+def stored_value(value: Any, dtype: str, where: str) -> Any:
+    """`as_value` for a value written into memory of ``dtype`` (``T.fill``,
+    ``T.alloc_var(init=)``): a Python int that ``dtype`` cannot hold is refused, as an
+    element store refuses it (it wrapped: 300 into int8 gave 44).
+
+    Raises:
+        KernelTypeError: the int does not fit ``dtype`` (the range and the ``T.cast``
+            spelling of the wrapped value).
+    """
+    number = _ops.exact_int(value.scalar if isinstance(value, scalar_wrapper) else value)
+    if type(number) is int and dtype.startswith(("int", "uint")) and "x" not in dtype:
+        try:
+            return stored_integer(number, dtype)
+        except ValueError as exc:
+            raise KernelTypeError(f"{where}: {exc}") from None
+    return as_value(value, dtype)
+
+
 def describe_operand(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:200]
 
@@ -109,6 +128,29 @@ class Element:
         self.indices = tuple(indices)
 
 
+def _element_indices(buffer: Any, indices: Any, where: str) -> list[Any]:
+    """The constant indices of an element operand (an atomic's ``B[-1]``, a tile op's
+    anchor ``A[-4]``) counted from the end when negative, as element accesses count
+    them; a constant index outside ``[-extent, extent)`` is refused (an atomic on it
+    was silently dropped)."""
+    shape = list(buffer.ty.shape)
+    checked = []
+    for dim, index in enumerate(indices):
+        value = _ops.const_int(index)
+        extent = _ops.const_int(shape[dim]) if dim < len(shape) else None
+        if value is not None and extent is not None:
+            if not -extent <= value < extent:
+                raise KernelTypeError(
+                    f"{where}: constant index {value} of buffer {buffer.name} is out of "
+                    f"bounds in dim {dim}: expected indices in [-{extent}, {extent}) (a "
+                    "negative index counts from the end)"
+                )
+            if value < 0:
+                index = tirx.IntImm(str(index.ty.dtype), value + extent)
+        checked.append(index)
+    return checked
+
+
 def tile_operand(value: Any, where: str, access: int) -> Region | Element:
     if isinstance(value, scalar_wrapper):
         value = value.scalar
@@ -118,6 +160,14 @@ def tile_operand(value: Any, where: str, access: int) -> Region | Element:
         return Region(value, zeros, shape, access)
     if isinstance(value, tvm.ir.TensorRegion):
         ranges = list(value.region)
+        for dim, extent_range in enumerate(ranges):
+            start = _ops.const_int(extent_range.min)
+            if start is not None and start < 0:
+                raise KernelTypeError(
+                    f"{where}: the slice of {value.source.name} starts at {start} in dim "
+                    f"{dim}; a tile operand's slice does not count from the end: write "
+                    "the start as a non-negative index (A[n - 4:n])"
+                )
         return Region(
             value.source,
             tuple(r.min for r in ranges),
@@ -125,7 +175,7 @@ def tile_operand(value: Any, where: str, access: int) -> Region | Element:
             access,
         )
     if isinstance(value, tvm.ir.TensorLoad):
-        return Element(value.source, list(value.indices))
+        return Element(value.source, _element_indices(value.source, value.indices, where))
     raise KernelTypeError(
         f"{where}: expected a buffer, a region A[i:i+m, ...] or an element access A[i, j]; "
         f"got {describe_operand(value)}"

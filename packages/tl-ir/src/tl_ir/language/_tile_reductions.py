@@ -100,6 +100,7 @@ def _reduce(
         )
     check_positive_int(batch, f"{spelled}(batch=...) (a performance hint: an int >= 1)")
     propagate = check_flag(nan_propagate, f"{spelled}(nan_propagate=...)")
+    clear = check_flag(clear, f"{spelled}(clear=...)")
     check_hint_types(None, annotations)
     s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
     d = tile_of(dst, f"{where}: dst", _ops.ACCESS_READ_WRITE if not clear else _ops.ACCESS_WRITE)
@@ -210,6 +211,7 @@ def _scan(kind: str) -> Callable[..., Any]:
         annotations: dict[str, Any] | None = None,
     ) -> Any:
         where = f"T.cum{kind}(src, dst, dim, reverse)"
+        reverse = check_flag(reverse, f"T.cum{kind}(reverse=...)")
         check_hint_types(None, annotations)
         s = tile_of(src, f"{where}: src", _ops.ACCESS_READ)
         d = tile_of(src if dst is None else dst, f"{where}: dst", _ops.ACCESS_WRITE)
