@@ -2,8 +2,8 @@
 computing what numpy does (issue 20 item 8): a boolean compared with ``0`` on ``llvm``,
 a shared tile used at one constant index next to a copied tile on CUDA, a
 ``T.thread_binding`` loop on a launched thread index on CUDA, and (issue 24) float8
-conversions of a value TVM folds to a constant and a bfloat16 clamp of an expanded
-``exp2`` on ``c``."""
+conversions of a value TVM folds to a constant, a bfloat16 clamp of an expanded
+``exp2`` and a tile written up to a run-time bound on ``c``."""
 
 from __future__ import annotations
 
@@ -210,3 +210,23 @@ def test_a_bfloat16_clamp_of_an_expanded_exp2_compiles_on_c() -> None:
     with np.errstate(invalid="ignore", divide="ignore"):
         expected = np.log2(clamped).astype(bf).astype(np.float32)
     np.testing.assert_allclose(out.astype(np.float32), expected, rtol=1e-2, equal_nan=True)
+
+
+@T.prim_func
+def _tile_written_up_to_a_run_time_bound(A: T.Tensor((8,), "float32"), n: T.int32):
+    with T.Kernel(1, threads=1):
+        S = T.alloc_local((8,), "float32")
+        for i in T.serial(n):
+            if i < 8:
+                S[i] = T.cast(i + 1, "float32")
+        A[0] = S[0]
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+def test_a_tile_written_up_to_a_run_time_bound_compiles(target: str) -> None:
+    # c: TVM's buffer compaction shrank S to max(min(n, 8), 1) elements and its C code
+    # generator stopped ("Can only handle constant size stack allocation").
+    kernel = tl_jit.compile(_tile_written_up_to_a_run_time_bound, target=target)
+    out = np.zeros(8, np.float32)
+    kernel(out, 5)
+    assert out[0] == 1.0

@@ -6,6 +6,7 @@ Never runs a C compiler (`tl_codegen_cpu.build` does).
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import tvm
 import tvm_ffi
@@ -16,7 +17,8 @@ from tl_backend_api.tvm_lowering import sound_lowering
 from tl_codegen_cpu.c_patches import patch_c_source
 from tl_codegen_cpu.module_info import check_module
 from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER
-from tl_passes.whole_tiles import keep_data_indexed_tiles_whole
+from tl_passes.pass_base import replace_functions
+from tl_passes.whole_tiles import keep_data_indexed_tiles_whole, keep_tiles_whole
 
 
 def unmarked_parallel_loops(mod: tvm.IRModule) -> list[str]:
@@ -76,6 +78,49 @@ def check_prepared_for_c(mod: tvm.IRModule, caller: str) -> None:
         )
 
 
+#: How TVM's C code generator reports an array whose size is not a constant: TVM's
+#: buffer compaction shrank a tile to the range a run-time loop bound touches
+#: (``for i in T.serial(n): if i < 8: S[i] = ...``); `generate_c_source` retries with
+#: every tile kept whole.
+_RUN_TIME_ARRAY_SIZE = "Can only handle constant size stack allocation"
+
+
+def _allocated(body: tirx.Stmt) -> list[Any]:
+    tiles: list[Any] = []
+    tvm_ffi.structural_walk(body, (tirx.AllocBuffer, lambda node: tiles.append(node.buffer)))
+    return tiles
+
+
+def _every_tile_whole(mod: tvm.IRModule) -> tvm.IRModule:
+    """``mod`` with every allocation of its PrimFuncs kept at its whole shape."""
+    changed: dict[Any, Any] = {}
+    for gvar, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc):
+            changed[gvar] = func.with_body(keep_tiles_whole(func.body, _allocated(func.body)))
+    return replace_functions(mod, changed)
+
+
+def _compile_c(mod: tvm.IRModule, config: dict[str, Any]) -> Any:
+    """TVM's C build of ``mod``, retried for each TVM failure a change of the input
+    avoids (the messages above), each change made once; any other failure propagates."""
+    whole_tiles = False
+    while True:
+        try:
+            with sound_lowering(config, opt_level=3):
+                return tvm.compile(mod, target="c")
+        except Exception as error:
+            message = str(error)
+            if _CSE_DOUBLE_BINDING in message and not config.get("tirx.disable_cse_tir"):
+                # TVM's common-subexpression pass merged copies of an expression that
+                # binds variables (a bfloat16 rounding of an expanded exp2) and bound
+                # one twice; gcc eliminates common subexpressions itself.
+                config = {**config, "tirx.disable_cse_tir": True}
+            elif _RUN_TIME_ARRAY_SIZE in message and not whole_tiles:
+                mod, whole_tiles = _every_tile_whole(mod), True
+            else:
+                raise
+
+
 #: How TVM's analyzer reports a variable bound twice, which its common-subexpression
 #: pass caused by merging copies of a ``Let`` (`generate_c_source` retries without it).
 _CSE_DOUBLE_BINDING = "conflicts with previous binding"
@@ -101,17 +146,7 @@ def generate_c_source(mod: tvm.IRModule) -> str:
     config = {"tirx.disable_vectorize": True, "tirx.disable_storage_rewrite": True}
     prepared = keep_data_indexed_tiles_whole(mod)
     try:
-        try:
-            with sound_lowering(config, opt_level=3):
-                lib = tvm.compile(prepared, target="c")
-        except Exception as error:
-            if _CSE_DOUBLE_BINDING not in str(error):
-                raise
-            # TVM's common-subexpression pass merged copies of an expression that binds
-            # variables (a bfloat16 rounding of an expanded exp2) and bound one twice;
-            # gcc eliminates common subexpressions itself.
-            with sound_lowering({**config, "tirx.disable_cse_tir": True}, opt_level=3):
-                lib = tvm.compile(prepared, target="c")
+        lib = _compile_c(prepared, config)
     except Exception as error:  # TVM raises RuntimeError/ValueError/TypeError subclasses
         raise ToolchainError(
             f"TVM's C code generation failed: {type(error).__name__}", output=str(error)
