@@ -57,6 +57,8 @@ CASES = {
     'T.cumsum(A, B, reverse="False")': "T.cumsum(reverse=...): expected a bool",
     'T.reduce_sum(A, B, clear="False")': "T.reduce_sum(clear=...): expected a bool",
     'x = T.alloc_var("int8", init=300)': "the constant 300 does not fit int8",
+    "B[1.5] = 1.0": "is a float32 value: expected an integer index",
+    "B[0] = A[A[1]]": "index A[1] of buffer A in dim 0 is a float32 value",
     'T.fill(T.alloc_local((4,), "uint8"), -1)': "the constant -1 does not fit uint8",
 }
 

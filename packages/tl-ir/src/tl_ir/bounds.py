@@ -57,8 +57,22 @@ def _lanes_problem(buffer: Any, dim: int, index: Any) -> str | None:
     return _index_problem(buffer, dim, first, last, what)
 
 
-def _element_problems(buffer: Any, indices: Any) -> list[str]:
+def _float_index_problems(buffer: Any, indices: Any) -> list[str]:
+    """An index that is not an integer (``A[1.5]``, ``A[B[0]]`` of a float ``B``) went
+    on to the C compiler ("array subscript is not an integer") or TVM's LLVM code."""
     problems = []
+    for dim, index in enumerate(indices):
+        dtype = str(getattr(getattr(index, "ty", None), "dtype", ""))
+        if dtype.startswith(("float", "bfloat")):
+            problems.append(
+                f"index {index} of buffer {buffer.name} in dim {dim} is a {dtype} value: "
+                "expected an integer index (convert it with T.cast(..., \"int32\"))"
+            )
+    return problems
+
+
+def _element_problems(buffer: Any, indices: Any) -> list[str]:
+    problems = _float_index_problems(buffer, indices)
     for dim, index in enumerate(indices):
         value = _ops.const_int(index)
         problem = None
@@ -96,6 +110,8 @@ def check_constant_bounds(func: Any) -> None:
     def visit_load(load: Any) -> None:
         if not any(anchor.same_as(load) for anchor in anchors):
             problems.extend(_element_problems(load.source, load.indices))
+        else:
+            problems.extend(_float_index_problems(load.source, load.indices))
 
     def visit_store(store: Any) -> None:
         problems.extend(_element_problems(store.buffer, store.indices))
