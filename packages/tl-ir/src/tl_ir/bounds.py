@@ -66,7 +66,7 @@ def _float_index_problems(buffer: Any, indices: Any) -> list[str]:
         if dtype.startswith(("float", "bfloat")):
             problems.append(
                 f"index {index} of buffer {buffer.name} in dim {dim} is a {dtype} value: "
-                "expected an integer index (convert it with T.cast(..., \"int32\"))"
+                'expected an integer index (convert it with T.cast(..., "int32"))'
             )
     return problems
 
