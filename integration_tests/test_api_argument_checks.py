@@ -67,3 +67,16 @@ def test_autotune_flags_must_be_bools(flag: str) -> None:
     # Taken by truth, skip_check="no" skipped the check against ref_prog.
     with pytest.raises(TypeError, match=rf"autotune\({flag}=...\): expected a bool, got 'no'"):
         tl_jit.autotune(configs=[{}], **{flag: "no"})
+
+
+def test_profiler_arguments_are_checked_by_name() -> None:
+    # do_bench(5) said "'int' object is not callable", do_bench(inputs=5) "not iterable".
+    profiler = tl_jit.compile(_kernel(), target="c").get_profiler()
+    with pytest.raises(TypeError, match=r"Profiler.do_bench\(func\): expected a function"):
+        profiler.do_bench(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Profiler.run_once\(func\): expected a function"):
+        profiler.run_once(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"assert_allclose\(ref_fn\): expected a function"):
+        profiler.assert_allclose(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"do_bench\(inputs=...\): expected a list or tuple"):
+        profiler.do_bench(inputs=5)  # type: ignore[arg-type]
