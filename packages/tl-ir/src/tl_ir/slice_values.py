@@ -77,7 +77,13 @@ def _slice_lanes(indices: Any) -> int:
 
 def _check_not_none(buffer: Any, value: Any, indices: Any) -> None:
     """Refuse ``None`` as a stored value or an index (TVM's builder crashed the
-    process on it)."""
+    process on it), and a store into something that is not a buffer (``A.shape[0] =
+    3``)."""
+    if not isinstance(getattr(buffer, "ty", None), tirx.BufferType):
+        raise KernelTypeError(
+            f"cannot assign to an element of {buffer!r} ({type(buffer).__name__}): only "
+            "a tensor, a tile or a T.alloc_var is assigned to"
+        )
     if value is None:
         raise KernelTypeError(
             f"{_name(buffer)}[...] = None: expected a value of dtype {buffer.ty.dtype}"

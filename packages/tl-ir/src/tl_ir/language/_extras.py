@@ -133,6 +133,11 @@ def index_to_coordinates(index: Any, shape: Sequence[Any]) -> list[Any]:
         raise KernelTypeError("T.index_to_coordinates(index, shape): expected a non-empty shape")
     coordinates = []
     for extent in reversed(list(shape)):
+        constant = _ops.const_int(extent)
+        if constant is not None and constant <= 0:
+            raise KernelValueError(
+                f"T.index_to_coordinates(index, shape): expected positive extents, got {shape!r}"
+            )
         coordinates.append(index % extent)
         index = index // extent
     return coordinates[::-1]

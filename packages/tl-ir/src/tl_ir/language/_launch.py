@@ -126,10 +126,11 @@ def active_kernel(where: str) -> Any:
 def get_thread_binding(dim: int = 0) -> Any:
     """The thread index Var of dim ``dim`` (0 = x) of the enclosing ``T.Kernel``."""
     state = active_kernel("T.get_thread_binding")
-    if not 0 <= dim < len(state.thread_vars):
+    dim = _ops.exact_int(dim)
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < len(state.thread_vars):
         raise KernelTypeError(
             f"T.get_thread_binding(dim): the kernel binds {len(state.thread_vars)} thread "
-            f"dim(s), got dim={dim}"
+            f"dim(s), got dim={dim!r}"
         )
     return state.thread_vars[dim]
 
@@ -137,10 +138,11 @@ def get_thread_binding(dim: int = 0) -> Any:
 def get_block_binding(dim: int = 0) -> Any:
     """The block index Var of dim ``dim`` (0 = x) of the enclosing ``T.Kernel``."""
     state = active_kernel("T.get_block_binding")
-    if not 0 <= dim < len(state.block_vars):
+    dim = _ops.exact_int(dim)
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < len(state.block_vars):
         raise KernelTypeError(
             f"T.get_block_binding(dim): the kernel binds {len(state.block_vars)} block "
-            f"dim(s), got dim={dim}"
+            f"dim(s), got dim={dim!r}"
         )
     return state.block_vars[dim]
 

@@ -31,7 +31,7 @@ from tvm import tirx
 
 from tl_ir import ops as _ops
 from tl_ir.barriers import make_named_barrier
-from tl_ir.errors import KernelTypeError, UnsupportedError
+from tl_ir.errors import KernelTypeError, KernelValueError, UnsupportedError
 from tl_ir.language._compat import unsupported_stub
 
 # T.GemmWarpPolicy (how T.gemm spreads a tile over warps) is a GPU hint: listed here,
@@ -49,7 +49,7 @@ _FULL_MASK = (1 << 32) - 1
 def _check_width(name: str, width: int, parameter: str = "width") -> int:
     width = _ops.exact_int(width)
     if isinstance(width, bool) or not isinstance(width, int) or width < 1 or width & (width - 1):
-        raise ValueError(f"{name}: {parameter} must be a power of two >= 1, got {width!r}")
+        raise KernelValueError(f"{name}: {parameter} must be a power of two >= 1, got {width!r}")
     return width
 
 
