@@ -80,3 +80,10 @@ def test_profiler_arguments_are_checked_by_name() -> None:
         profiler.assert_allclose(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"do_bench\(inputs=...\): expected a list or tuple"):
         profiler.do_bench(inputs=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("host", [7, "zzz"])
+def test_a_bad_target_host_is_named(host: Any) -> None:
+    # The refusal said "target: ..." although the target was right.
+    with pytest.raises(ValueError, match=r"^target_host: "):
+        tl_jit.compile(_kernel(), target="c", target_host=host)

@@ -26,7 +26,11 @@ from tl_backend_api.descriptors import (
     probe_availability,
     probe_buildable,
 )
-from tl_backend_api.errors import ExecutionBackendError, ExecutionBackendUnavailableError
+from tl_backend_api.errors import (
+    ExecutionBackendError,
+    ExecutionBackendUnavailableError,
+    TargetError,
+)
 from tl_backend_api.kinds import resolve_backend, resolve_target
 from tl_backend_api.protocols import (
     DeviceBuildResult,
@@ -264,6 +268,15 @@ def resolve_execution_backend(
     raise ExecutionBackendError(message)
 
 
+def _resolve_host(target_host: TargetLike) -> Target:
+    """`resolve_target` of the host target; its refusal names ``target_host`` (it said
+    ``target``, which the caller had given right)."""
+    try:
+        return resolve_target(target_host)
+    except TargetError as error:
+        raise TargetError(f"target_host: {error}") from error
+
+
 def create_backend_context(
     target: TargetLike,
     target_host: TargetLike | None = None,
@@ -289,7 +302,7 @@ def create_backend_context(
     normalized = resolve_target(target)
     backend = resolve_backend(normalized)
     host = (
-        resolve_target(target_host) if target_host is not None else backend.default_host(normalized)
+        _resolve_host(target_host) if target_host is not None else backend.default_host(normalized)
     )
     normalized = Target(normalized, host=host)
     spec = resolve_execution_backend(backend, normalized, execution_backend, purpose)
