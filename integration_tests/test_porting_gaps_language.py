@@ -248,3 +248,21 @@ def test_negative_constant_indices_of_atomics_and_anchors_count_from_the_end(
     b = np.zeros(8, np.float32)
     kernel(a, b)
     np.testing.assert_array_equal(b, [5, 6, 7, 8, 11, 9, 0, 5])
+
+
+@T.prim_func
+def _scalar_into_slices(A: T.Tensor((8,), "float32"), x: T.float32):
+    with T.Kernel(1, threads=1):
+        A[0:4] = 1.0
+        A[4:8] = x
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_scalar_stored_into_a_slice_is_broadcast(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TVM refused it: "Incompatible types in BufferStore: LHS is float32x4, RHS is float32".
+    kernel = _compile(_scalar_into_slices, target, monkeypatch)
+    a = np.zeros(8, np.float32)
+    kernel(a, 2.5)
+    np.testing.assert_array_equal(a, [1, 1, 1, 1, 2.5, 2.5, 2.5, 2.5])

@@ -26,6 +26,7 @@ from tvm.tirx.script import builder as _builder
 from tl_ir.constant_casts import stored_integer
 from tl_ir.errors import KernelTypeError
 from tl_ir.frontend import current_state
+from tl_ir.language._operands import stored_value
 from tl_ir.ops import const_int
 
 __all__ = ["install", "region_as_vector"]
@@ -75,6 +76,24 @@ def _slice_lanes(indices: Any) -> int:
     return lanes
 
 
+def _broadcast_into_slice(buffer: Any, value: Any, indices: Any) -> Any:
+    """A scalar stored into a slice (``A[0:4] = 1.0``, ``A[4:8] = x``) as the vector of
+    that value, as numpy and TileLang's vector stores broadcast it (TVM refused it,
+    "Incompatible types in BufferStore"); any other value unchanged."""
+    listed = indices if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
+    if sum(isinstance(index, slice) for index in listed) != 1:
+        return value
+    dtype = str(buffer.ty.dtype)
+    if isinstance(value, bool | int | float) and not isinstance(value, bool):
+        scalar = stored_value(value, dtype, f"{_name(buffer)}[...] = {value!r}")
+    elif tvm.ir.is_prim_expr(value) and tvm.DataType(str(value.ty.dtype)).lanes == 1:
+        scalar = value if str(value.ty.dtype) == dtype else tirx.Cast(dtype, value)
+    else:
+        return value
+    lanes = _slice_lanes(indices)
+    return tirx.Broadcast(scalar, lanes) if lanes > 1 else value
+
+
 def _check_not_none(buffer: Any, value: Any, indices: Any) -> None:
     """Refuse ``None`` as a stored value or an index (TVM's builder crashed the
     process on it), and a store into something that is not a buffer (``A.shape[0] =
@@ -112,6 +131,8 @@ def install() -> None:
                     value = stored_integer(value, dtype)
                 except ValueError as exc:
                     raise KernelTypeError(f"{_name(buffer)}[...] = {exc}") from None
+        if current_state() is not None:
+            value = _broadcast_into_slice(buffer, value, indices)
         if isinstance(value, tvm.ir.TensorRegion) and current_state() is not None:
             value = region_as_vector(value)
             value_lanes = int(tvm.DataType(str(value.ty.dtype)).lanes)
