@@ -28,7 +28,13 @@ from tl_jit.tensor_supply import TensorSupplyType
 from tl_jit.tune_executor import Executor, TaskFailure
 from tl_jit.tune_keys import call_shapes, result_key
 from tl_jit.tune_measure import reference_latency
-from tl_jit.tune_options import TuningChecks, check_measurement, check_options, tuning_checks
+from tl_jit.tune_options import (
+    TuningChecks,
+    check_flags,
+    check_measurement,
+    check_options,
+    tuning_checks,
+)
 from tl_jit.tune_search import SearchPlacement, compile_all, time_all, travels
 from tl_jit.tune_tasks import TimingRequest, compile_jit_function
 from tl_jit.tune_timing import Timer, pick_after_remeasure
@@ -54,14 +60,6 @@ class ConfigResult:
     config: dict[str, Any]
     latency: float | None
     error: str | None = None
-
-
-def _check_flags(skip_check: Any, cache_results: Any) -> None:
-    """Raise TypeError unless both flags are bools (taken by truth, "no" skipped the
-    check)."""
-    for flag, value in (("skip_check", skip_check), ("cache_results", cache_results)):
-        if not isinstance(value, bool):
-            raise TypeError(f"autotune({flag}=...): expected a bool, got {value!r}")
 
 
 class AutoTuner(CopiedAsItself):
@@ -108,7 +106,7 @@ class AutoTuner(CopiedAsItself):
                 f"got {jit_function!r}"
             )
         check_options(executor, timeout, timer, isolate_timing, max_workers)
-        _check_flags(skip_check, cache_results)
+        check_flags(skip_check, cache_results)
         self.jit_function: Any = jit_function
         self.eager = isinstance(jit_function, EagerJITFunction)
         self.configs = configs
@@ -501,7 +499,7 @@ def autotune(
     """
 
     check_options(executor, timeout, timer, isolate_timing, max_workers)
-    _check_flags(skip_check, cache_results)
+    check_flags(skip_check, cache_results)
     check_measurement(configs, warmup, rep, ref_prog, supply_prog, rtol, atol)
     checks = tuning_checks(
         max_mismatched_ratio,

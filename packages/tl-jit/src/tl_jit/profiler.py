@@ -15,7 +15,13 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tl_jit.profiler_bench import RETURN_MODES, do_bench, validate_mode
+from tl_jit.profiler_bench import (
+    RETURN_MODES,
+    check_callable,
+    check_inputs,
+    do_bench,
+    validate_mode,
+)
 from tl_jit.profiler_compare import (
     assert_close,
     reference_arguments,
@@ -94,22 +100,6 @@ class ProfiledKernel(Protocol):
     def __call__(self, *args: Any) -> Any:
         """Run the kernel."""
         ...
-
-
-def _check_callable(func: Any, where: str, optional: bool) -> None:
-    """Raise TypeError unless ``func`` is callable (or None where ``optional``)."""
-    if (func is None and optional) or callable(func):
-        return
-    expected = "a function (or None)" if optional else "a function"
-    raise TypeError(f"Profiler.{where}: expected {expected}, got {func!r}")
-
-
-def _check_inputs(inputs: Any, where: str) -> None:
-    """Raise TypeError unless ``inputs`` is None or a list or tuple of arguments."""
-    if inputs is not None and not isinstance(inputs, list | tuple):
-        raise TypeError(
-            f"Profiler.{where}: expected a list or tuple of the kernel's arguments, got {inputs!r}"
-        )
 
 
 class Profiler:
@@ -291,7 +281,7 @@ class Profiler:
     def run_once(self, func: Callable[..., Any] | None = None) -> Any:
         """Run the kernel (or ``func``, as `do_bench` gives it the inputs) once on this
         profiler's inputs and return what it returns (TileLang's ``run_once``)."""
-        _check_callable(func, "run_once(func)", optional=True)
+        check_callable(func, "run_once(func)", optional=True)
         args = self.inputs
         if func is None:
             return self.kernel(*args)
@@ -323,9 +313,9 @@ class Profiler:
         ``dims``).
         """
         check_timing_backend(backend)
-        _check_callable(func, "do_bench(func)", optional=True)
-        _check_inputs(inputs, "do_bench(inputs=...)")
-        _check_inputs(input_tensors, "do_bench(input_tensors=...)")
+        check_callable(func, "do_bench(func)", optional=True)
+        check_inputs(inputs, "do_bench(inputs=...)")
+        check_inputs(input_tensors, "do_bench(input_tensors=...)")
         if input_tensors is not None:
             if inputs is not None:
                 raise TypeError("do_bench: pass inputs= or input_tensors=, not both")
@@ -377,9 +367,9 @@ class Profiler:
                 dim has no size in ``dims`` (and the other refusals of `make_inputs`).
         """
         kernel = self.kernel
-        _check_callable(ref_fn, "assert_allclose(ref_fn)", optional=False)
-        _check_inputs(inputs, "assert_allclose(inputs=...)")
-        _check_inputs(input_tensors, "assert_allclose(input_tensors=...)")
+        check_callable(ref_fn, "assert_allclose(ref_fn)", optional=False)
+        check_inputs(inputs, "assert_allclose(inputs=...)")
+        check_inputs(input_tensors, "assert_allclose(input_tensors=...)")
         if inputs is not None and input_tensors is not None:
             raise TypeError("assert_allclose: give inputs or input_tensors, not both")
         given = inputs if inputs is not None else input_tensors

@@ -1,5 +1,6 @@
 """`do_bench`: one figure of the shared timing statistic (`tl_jit.timing.measure`) of
-a function called without arguments, as TileLang's ``tilelang.profiler.do_bench``."""
+a function called without arguments, as TileLang's ``tilelang.profiler.do_bench``;
+and the checks of the profiler methods' function and input arguments."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from tl_jit.timing import check_timing_backend, measure
 
-__all__ = ["RETURN_MODES", "do_bench", "validate_mode"]
+__all__ = ["RETURN_MODES", "check_callable", "check_inputs", "do_bench", "validate_mode"]
 
 RETURN_MODES = ("median", "mean", "min", "max")
 
@@ -98,3 +99,19 @@ def do_bench(
     if checked_quantiles is not None:
         return stats.quantiles(checked_quantiles)
     return stats.value(return_mode)
+
+
+def check_callable(func: Any, where: str, optional: bool) -> None:
+    """Raise TypeError unless ``func`` is callable (or None where ``optional``)."""
+    if (func is None and optional) or callable(func):
+        return
+    expected = "a function (or None)" if optional else "a function"
+    raise TypeError(f"Profiler.{where}: expected {expected}, got {func!r}")
+
+
+def check_inputs(inputs: Any, where: str) -> None:
+    """Raise TypeError unless ``inputs`` is None or a list or tuple of arguments."""
+    if inputs is not None and not isinstance(inputs, list | tuple):
+        raise TypeError(
+            f"Profiler.{where}: expected a list or tuple of the kernel's arguments, got {inputs!r}"
+        )

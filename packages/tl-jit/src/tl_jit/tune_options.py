@@ -11,7 +11,7 @@ from typing import Any
 from tl_jit.tensor_supply import TensorSupplyType, checked_supply
 from tl_jit.timing import validate_window
 
-__all__ = ["TuningChecks", "check_measurement", "check_options", "tuning_checks"]
+__all__ = ["TuningChecks", "check_flags", "check_measurement", "check_options", "tuning_checks"]
 
 
 def check_options(
@@ -53,6 +53,14 @@ def check_options(
             f"autotune isolate_timing: expected True, False or None (automatic), got "
             f"{isolate_timing!r}"
         )
+
+
+def check_flags(skip_check: Any, cache_results: Any) -> None:
+    """Raise TypeError unless both flags are bools (taken by truth, "no" skipped the
+    check)."""
+    for flag, value in (("skip_check", skip_check), ("cache_results", cache_results)):
+        if not isinstance(value, bool):
+            raise TypeError(f"autotune({flag}=...): expected a bool, got {value!r}")
 
 
 def check_measurement(
