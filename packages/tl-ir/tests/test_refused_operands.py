@@ -5,8 +5,7 @@ and other re-exported builders made TVM's C++ constructors segfault while the ke
 parsed; a float loop extent was truncated (``T.serial(7.9)`` ran 7 iterations); a
 constant slice or ``T.Ramp`` past the end of a tensor wrote the caller's memory; an
 atomic on a constant index outside its buffer was dropped; ``reverse="False"`` scanned
-backwards; ``T.fill`` and ``T.alloc_var(init=)`` wrapped an int the dtype cannot hold;
-plain mistakes (``A.shape[0] = 3``, ``T.get_thread_binding("x")``) were reported as
+backwards; plain mistakes (``A.shape[0] = 3``, ``T.get_thread_binding("x")``) were reported as
 internal errors. Each
 case runs in a subprocess, so a crash fails the test instead of the run."""
 
@@ -55,17 +54,14 @@ CASES = {
     "T.atomic_add(A[100], 1.0)": "constant index 100 of buffer A is out of bounds",
     "T.atomic_store(A[-9], 1.0)": "constant index -9 of buffer A is out of bounds",
     "B[0] = T.atomic_load(A[8])": "constant index 8 of buffer A is out of bounds",
-    "T.copy(A[-4:], B[0:4])": "the slice of A starts at -4",
     'T.cumsum(A, B, reverse="False")': "T.cumsum(reverse=...): expected a bool",
     'T.reduce_sum(A, B, clear="False")': "T.reduce_sum(clear=...): expected a bool",
-    'x = T.alloc_var("int8", init=300)': "the constant 300 does not fit int8",
     "B[1.5] = 1.0": "is a float32 value: expected an integer index",
     't = T.get_thread_binding("x")': "got dim='x'",
     "A.shape[0] = 3": "cannot assign to an element of",
     "B[0] = T.shfl_xor(A[0], 1, width=3)": "width must be a power of two",
     "c = T.index_to_coordinates(5, (0, 4))": "expected positive extents",
     "B[0] = A[A[1]]": "index A[1] of buffer A in dim 0 is a float32 value",
-    'T.fill(T.alloc_local((4,), "uint8"), -1)': "the constant -1 does not fit uint8",
 }
 
 

@@ -9,7 +9,7 @@ from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
 from tl_ir.language._launch import active_kernel
-from tl_ir.language._operands import check_shape, scalar_wrapper, stored_value
+from tl_ir.language._operands import as_value, check_shape, scalar_wrapper
 from tl_ir.scopes import FRAGMENT as _FRAGMENT
 from tl_ir.scopes import GLOBAL as _GLOBAL
 from tl_ir.scopes import LOCAL as _LOCAL
@@ -50,8 +50,7 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = _LOCAL_VAR) -> Any:
     """
     name = _normalize_dtype(dtype)
     buffer = _IB.alloc_buffer((1,), name, scope=scope)
-    value = stored_value(0 if init is None else init, name, "T.alloc_var(dtype, init)")
-    _IB.buffer_store(buffer, value, [0])
+    _IB.buffer_store(buffer, as_value(0 if init is None else init, name), [0])
     return scalar_wrapper(tirx.BufferLoad(buffer, [0]))
 
 

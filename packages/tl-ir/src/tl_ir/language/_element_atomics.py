@@ -17,10 +17,10 @@ from tl_ir.language._hints import MEMORY_ORDERS, check_choice
 from tl_ir.language._operands import (
     Element,
     as_value,
+    element_region_of,
     emit_tile_op,
     fmt_extents,
     is_tile_operand,
-    region_of,
     tile_operand,
 )
 from tl_ir.ops import Region
@@ -44,7 +44,7 @@ def _one_element(value: Any, where: str, access: int) -> Region:
     region whose every extent is 1 (TileLang passes a one-element buffer)."""
     operand = tile_operand(value, where, access)
     if isinstance(operand, Element):
-        return region_of(value, where, access)
+        return element_region_of(value, where, access)
     if any(_ops.const_int(e) != 1 for e in operand.extents):
         raise UnsupportedError(
             f"{where}: expected one element A[i, j] (TileLang's atomic takes one address), "

@@ -99,9 +99,9 @@ def as_value(value: Any, dtype: str) -> Any:
 
 
 def stored_value(value: Any, dtype: str, where: str) -> Any:
-    """`as_value` for a value written into memory of ``dtype`` (``T.fill``,
-    ``T.alloc_var(init=)``): a Python int that ``dtype`` cannot hold is refused, as an
-    element store refuses it (it wrapped: 300 into int8 gave 44).
+    """`as_value` for a value stored into elements of ``dtype`` (a scalar broadcast
+    into a slice): a Python int that ``dtype`` cannot hold is refused, as an element
+    store refuses it (``T.fill`` converts as ``T.cast`` does instead).
 
     Raises:
         KernelTypeError: the int does not fit ``dtype`` (the range and the ``T.cast``
@@ -129,10 +129,10 @@ class Element:
 
 
 def _element_indices(buffer: Any, indices: Any, where: str) -> list[Any]:
-    """The constant indices of an element operand (an atomic's ``B[-1]``, a tile op's
-    anchor ``A[-4]``) counted from the end when negative, as element accesses count
-    them; a constant index outside ``[-extent, extent)`` is refused (an atomic on it
-    was silently dropped)."""
+    """The constant indices of an atomic's element operand (``B[-1]``) counted from the
+    end when negative, as element accesses count them; a constant index outside
+    ``[-extent, extent)`` is refused (an atomic on it was silently dropped). A tile
+    op's anchor is not an element: below zero it is a partial tile."""
     shape = list(buffer.ty.shape)
     checked = []
     for dim, index in enumerate(indices):
@@ -160,14 +160,6 @@ def tile_operand(value: Any, where: str, access: int) -> Region | Element:
         return Region(value, zeros, shape, access)
     if isinstance(value, tvm.ir.TensorRegion):
         ranges = list(value.region)
-        for dim, extent_range in enumerate(ranges):
-            start = _ops.const_int(extent_range.min)
-            if start is not None and start < 0:
-                raise KernelTypeError(
-                    f"{where}: the slice of {value.source.name} starts at {start} in dim "
-                    f"{dim}; a tile operand's slice does not count from the end: write "
-                    "the start as a non-negative index (A[n - 4:n])"
-                )
         return Region(
             value.source,
             tuple(r.min for r in ranges),
@@ -175,7 +167,7 @@ def tile_operand(value: Any, where: str, access: int) -> Region | Element:
             access,
         )
     if isinstance(value, tvm.ir.TensorLoad):
-        return Element(value.source, _element_indices(value.source, value.indices, where))
+        return Element(value.source, list(value.indices))
     raise KernelTypeError(
         f"{where}: expected a buffer, a region A[i:i+m, ...] or an element access A[i, j]; "
         f"got {describe_operand(value)}"
@@ -233,6 +225,17 @@ def region_of(value: Any, where: str, access: int) -> Region:
             tuple(tirx.IntImm("int32", 1) for _ in operand.indices),
             access,
         )
+    return operand
+
+
+def element_region_of(value: Any, where: str, access: int) -> Region:
+    """`region_of` for an atomic's operand: an element access's constant indices as
+    `_element_indices` gives them."""
+    operand = tile_operand(value, where, access)
+    if isinstance(operand, Element):
+        indices = _element_indices(operand.buffer, operand.indices, where)
+        ones = tuple(tirx.IntImm("int32", 1) for _ in indices)
+        return Region(operand.buffer, tuple(indices), ones, access)
     return operand
 
 

@@ -24,10 +24,10 @@ from tl_ir.language._operands import (
     anchor,
     as_value,
     check_same_tile,
+    element_region_of,
     emit_tile_op,
     fmt_extents,
     is_tile_operand,
-    region_of,
     tile_of,
     tile_operand,
 )
@@ -75,7 +75,7 @@ def _atomic(kind: str) -> Callable[..., Any]:
                     f"{d_op.buffer.name}{fmt_extents(d_op.extents)}"
                 )
             return _scalar_onto_tile(kind, d_op, as_value(value, d_op.dtype))
-        d = region_of(dst, where, _ops.ACCESS_READ_WRITE)
+        d = element_region_of(dst, where, _ops.ACCESS_READ_WRITE)
         if fetch:
             return fetching_atomic(kind, d, as_value(value, d.dtype))
         return emit_tile_op(f"tl.atomic_{kind}", d, as_value(value, d.dtype))

@@ -30,7 +30,6 @@ from tl_ir.language._operands import (
     fmt_extents,
     provably_different,
     region_of,
-    stored_value,
     tile_of,
     tile_operand,
 )
@@ -97,7 +96,7 @@ def copy(
 def fill(buffer: Any, value: Any) -> Any:
     """Set every element of a buffer or region to ``value`` (cast to its dtype)."""
     dst = region_of(buffer, "T.fill(buffer, value): buffer", _ops.ACCESS_WRITE)
-    return emit_tile_op("tl.fill", dst, stored_value(value, dst.dtype, "T.fill(buffer, value)"))
+    return emit_tile_op("tl.fill", dst, as_value(value, dst.dtype))
 
 
 def clear(buffer: Any) -> Any:
