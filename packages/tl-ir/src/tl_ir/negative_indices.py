@@ -11,7 +11,8 @@ leaves it: the kernel reads what that index addresses. Constant indices outside
 ``[-extent, extent)`` are refused when the kernel is built (`tl_ir.bounds`).
 
 Tile operands (``T.copy(A[-4:], ...)``) are regions, not element indices; they are
-not rewritten.
+not rewritten. The one-element operand of an atomic (``T.atomic_add(B[i - 6], v)``)
+is an element access and is.
 """
 
 from __future__ import annotations
@@ -66,6 +67,18 @@ def _wrap_all(analyzer: Any, buffer: Any, indices: Any) -> list[Any] | None:
     return new
 
 
+def _is_one_element_region(arg: Any) -> bool:
+    if not isinstance(arg, tvm.ir.Call) or not isinstance(arg.op, tvm.ir.Op):
+        return False
+    if str(arg.op.name) != "tl.region":
+        return False
+    return all(_const_one(extent) for extent in arg.args[2:])
+
+
+def _const_one(extent: Any) -> bool:
+    return isinstance(extent, tirx.IntImm) and int(extent.value) == 1
+
+
 def wrap_negative_indices(body: Any) -> Any:
     """``body`` with every element index proved negative counted from its dim's end.
 
@@ -77,12 +90,21 @@ def wrap_negative_indices(body: Any) -> Any:
     """
     analyzer = range_analyzer(body)
     anchors: list[Any] = []
+    elements: list[Any] = []
 
     def visit_call(call: Any) -> None:
-        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == "tl.region":
+        if not isinstance(call.op, tvm.ir.Op):
+            return
+        name = str(call.op.name)
+        if name == "tl.region":
             anchors.append(call.args[0])
+        elif name.startswith("tl.atomic"):
+            # An atomic's one-element operand is an element access (A[-1] is the last
+            # element), not a tile anchor.
+            elements.extend(arg.args[0] for arg in call.args if _is_one_element_region(arg))
 
     tvm_ffi.structural_walk(body, [(tvm.ir.Call, visit_call)])
+    anchors = [a for a in anchors if not any(a.same_as(e) for e in elements)]
 
     def rewrite_load(load: Any) -> Any:
         if any(anchor.same_as(load) for anchor in anchors):
