@@ -21,16 +21,10 @@ import pytest
 
 import tl_jit
 import tl_jit.language as T
+from integration_tests.interpreter_target import compile_for
 from tl_ir.errors import KernelTypeError
 
 TARGETS = ["c", "llvm", "interpreter"]
-
-
-def _compile(func: Any, target: str, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> Any:
-    if target == "interpreter":
-        monkeypatch.setenv("TL_INTERPRET", "1")
-        return tl_jit.compile(func, target="c", **kwargs)
-    return tl_jit.compile(func, target=target, **kwargs)
 
 
 # ------------------------------------------------------------------ T.Kernel without a grid
@@ -55,10 +49,8 @@ def _no_grid_max(spelled_threads: bool) -> Any:
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("spelled_threads", [True, False])
-def test_kernel_without_grid_extents_is_one_block(
-    target: str, spelled_threads: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kernel = _compile(_no_grid_max(spelled_threads), target, monkeypatch)
+def test_kernel_without_grid_extents_is_one_block(target: str, spelled_threads: bool) -> None:
+    kernel = compile_for(_no_grid_max(spelled_threads), target)
     a = np.random.default_rng(0).standard_normal(16).astype(np.float32)
     b = np.zeros(1, np.float32)
     kernel(a, b)
@@ -97,9 +89,9 @@ def _gemm_k0(K: int) -> Any:
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
-def test_zero_size_dim_gemm_leaves_c_zero(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_zero_size_dim_gemm_leaves_c_zero(target: str) -> None:
     # TileLang issue 1697: a Tensor with a 0 dim compiles; loops over 0 do nothing.
-    kernel = _compile(_gemm_k0(0), target, monkeypatch)
+    kernel = compile_for(_gemm_k0(0), target)
     a, b = np.zeros((64, 0), np.float16), np.zeros((0, 64), np.float16)
     c = np.ones((64, 64), np.float16)
     kernel(a, b, c)
@@ -119,8 +111,8 @@ def _zero_length_copy() -> Any:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_zero_size_tensor_parameter_runs(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    kernel = _compile(_zero_length_copy(), target, monkeypatch)
+def test_zero_size_tensor_parameter_runs(target: str) -> None:
+    kernel = compile_for(_zero_length_copy(), target)
     b = np.zeros(8, np.float32)
     kernel(np.zeros(0, np.float32), b)
     np.testing.assert_array_equal(b, np.ones(8, np.float32))
@@ -152,10 +144,8 @@ def _asserting(kind: str) -> Any:
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("kind", ["parallel", "thread"])
-def test_device_assert_raises_from_the_call_when_it_fails(
-    target: str, kind: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kernel = _compile(_asserting(kind), target, monkeypatch)
+def test_device_assert_raises_from_the_call_when_it_fails(target: str, kind: str) -> None:
+    kernel = compile_for(_asserting(kind), target)
     score, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
     kernel(score, out)  # passes: no error
     expected = score * 2 if kind == "parallel" else score
@@ -173,9 +163,7 @@ def test_device_assert_raises_from_the_call_when_it_fails(
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
-def test_device_assert_raises_assertion_error_through_the_cython_launcher(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_device_assert_raises_assertion_error_through_the_cython_launcher(target: str) -> None:
     kernel = tl_jit.compile(_asserting("parallel"), target=target, execution_backend="cython")
     assert kernel.manifest.execution_backend == "cython"
     score, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
@@ -196,10 +184,8 @@ def _quoted_message() -> Any:
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
-def test_device_assert_message_keeps_quotes_and_percent(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kernel = _compile(_quoted_message(), target, monkeypatch)
+def test_device_assert_message_keeps_quotes_and_percent(target: str) -> None:
+    kernel = compile_for(_quoted_message(), target)
     a = np.zeros(8, np.int32)
     kernel(a)
     a[5] = 3
@@ -258,8 +244,8 @@ def _scoped_safe_values() -> Any:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_sblock_scopes_the_safe_value(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    kernel = _compile(_scoped_safe_values(), target, monkeypatch)
+def test_sblock_scopes_the_safe_value(target: str) -> None:
+    kernel = compile_for(_scoped_safe_values(), target)
     a = np.arange(60 * 60, dtype=np.int32).reshape(60, 60)
     out, inner = np.zeros((64, 64), np.int32), np.zeros((64, 64), np.int32)
     kernel(a, out, inner)
@@ -301,11 +287,9 @@ def _slice_values(kind: str) -> Any:
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("kind", ["binding", "kernel"])
-def test_slice_value_stores_its_elements(
-    target: str, kind: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_slice_value_stores_its_elements(target: str, kind: str) -> None:
     # TileLang test_tilelang_language_let.py::test_let_vectorize_load.
-    kernel = _compile(_slice_values(kind), target, monkeypatch)
+    kernel = compile_for(_slice_values(kind), target)
     a = np.arange(256, dtype=np.float32).reshape(16, 16)
     expected = a.copy()
     expected[0, 4:8] = expected[0, 0:4]

@@ -12,32 +12,21 @@ integration_tests/test_porting_gaps.py):
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
-import tl_jit
 import tl_jit.language as T
+from integration_tests.interpreter_target import compile_for
 from tl_ir.errors import KernelSyntaxError, KernelTypeError
 
 TARGETS = ["c", "llvm", "interpreter"]
-
-
-def _compile(func: Any, target: str, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> Any:
-    if target == "interpreter":
-        monkeypatch.setenv("TL_INTERPRET", "1")
-        return tl_jit.compile(func, target="c", **kwargs)
-    return tl_jit.compile(func, target=target, **kwargs)
 
 
 # ------------------------------------------------------------------ T.let(var, value)
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_let_binds_a_declared_variable_for_the_rest_of_the_block(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_let_binds_a_declared_variable_for_the_rest_of_the_block(target: str) -> None:
     # TileLang's test_tilelang_language_alias: ``off = T.int32(); T.let(off, ko * 4)``
     # ("'LetAnnotation' object is not callable" before); the annotation form still binds.
     @T.prim_func
@@ -52,7 +41,7 @@ def test_let_binds_a_declared_variable_for_the_rest_of_the_block(
 
     a = np.arange(8, dtype=np.float32)
     b = np.zeros(8, np.float32)
-    _compile(offsets, target, monkeypatch)(a, b)
+    compile_for(offsets, target)(a, b)
     np.testing.assert_array_equal(b, 2 * a)
 
 
@@ -83,9 +72,7 @@ def test_fast_math_names_refuse_an_integer_operand_at_the_call(name: str) -> Non
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_programmatic_dependent_launch_keeps_the_kernels_in_order(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_programmatic_dependent_launch_keeps_the_kernels_in_order(target: str) -> None:
     # TileLang's test_cython_pdl: the second kernel reads what the first wrote (refused as
     # "Hopper-only" before; every target runs a program's kernels one after the other).
     @T.prim_func
@@ -104,7 +91,7 @@ def test_programmatic_dependent_launch_keeps_the_kernels_in_order(
     a = np.arange(64, dtype=np.float32)
     b = np.zeros(64, np.float32)
     c = np.zeros(64, np.float32)
-    _compile(two_kernels, target, monkeypatch)(a, b, c)
+    compile_for(two_kernels, target)(a, b, c)
     np.testing.assert_array_equal(b, a + 1)
     np.testing.assert_array_equal(c, (a + 1) * 2)
 
@@ -113,7 +100,7 @@ def test_programmatic_dependent_launch_keeps_the_kernels_in_order(
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_a_lazy_prim_func_returns_its_outputs(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lazy_prim_func_returns_its_outputs(target: str) -> None:
     # TileLang's test_out_idx_via_attr_lazy: the eager style under @T.prim_func ("Type
     # annotation required for function parameters" before).
     @T.prim_func
@@ -127,7 +114,7 @@ def test_a_lazy_prim_func_returns_its_outputs(target: str, monkeypatch: pytest.M
 
     assert list(kernel.attrs["tilelang_out_idx"]) == [-1]
     a = np.arange(128, dtype=np.float32).reshape(16, 8)
-    np.testing.assert_array_equal(_compile(kernel, target, monkeypatch)(a), a * 2 + 1)
+    np.testing.assert_array_equal(compile_for(kernel, target)(a), a * 2 + 1)
 
 
 def test_a_lazy_prim_func_names_what_needs_jit() -> None:
@@ -165,9 +152,7 @@ def test_a_pointer_parameter_of_a_classic_kernel_is_refused_by_name() -> None:
 
 
 @pytest.mark.parametrize("target", ["c", "llvm"])
-def test_gemm_clear_accum_may_be_a_run_time_condition(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_gemm_clear_accum_may_be_a_run_time_condition(target: str) -> None:
     # TileLang's T.gemm(..., clear_accum=k == 0) (its tcgen5 and sm100 examples) was
     # refused with "expected a bool": C is zeroed at the steps where it holds.
     @T.prim_func
@@ -190,7 +175,7 @@ def test_gemm_clear_accum_may_be_a_run_time_condition(
     rng = np.random.default_rng(0)
     a = rng.standard_normal((16, 32)).astype(np.float32)
     b = rng.standard_normal((16, 32)).astype(np.float32)
-    c = _compile(clear_at_first, target, monkeypatch, out_idx=[2])(a, b)
+    c = compile_for(clear_at_first, target, out_idx=[2])(a, b)
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-5, atol=1e-5)
 
 
@@ -211,12 +196,10 @@ def _number_conditions(
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_a_number_as_a_condition_is_true_when_not_zero(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_number_as_a_condition_is_true_when_not_zero(target: str) -> None:
     # `if n:`, `not n`, `n and m` on int32 parameters stopped with TVM's internal
     # "Check failed: a_ty.MatchesCode(kDLBool)"; a float is true when not zero (NaN too).
-    kernel = _compile(_number_conditions, target, monkeypatch)
+    kernel = compile_for(_number_conditions, target)
     a = np.array([0.0, 1.0, -0.0, np.nan], np.float32)
     for n, m in [(0, 0), (3, 0), (-1, 5)]:
         out = np.zeros((4, 4), np.float32)
@@ -238,13 +221,11 @@ def _negative_element_operands(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_negative_constant_indices_of_atomics_count_from_the_end(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_negative_constant_indices_of_atomics_count_from_the_end(target: str) -> None:
     # The atomics on A[-8], B[-1], B[-4], B[-3] did nothing or read 0 (the guard dropped
     # the negative index); element accesses count from the end. (A tile op's anchor
     # below zero is a partial tile instead: the rows below zero are dropped.)
-    kernel = _compile(_negative_element_operands, target, monkeypatch)
+    kernel = compile_for(_negative_element_operands, target)
     a = np.arange(1, 9, dtype=np.float32)
     b = np.zeros(8, np.float32)
     kernel(a, b)
@@ -259,11 +240,9 @@ def _scalar_into_slices(A: T.Tensor((8,), "float32"), x: T.float32):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_a_scalar_stored_into_a_slice_is_broadcast(
-    target: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_scalar_stored_into_a_slice_is_broadcast(target: str) -> None:
     # TVM refused it: "Incompatible types in BufferStore: LHS is float32x4, RHS is float32".
-    kernel = _compile(_scalar_into_slices, target, monkeypatch)
+    kernel = compile_for(_scalar_into_slices, target)
     a = np.zeros(8, np.float32)
     kernel(a, 2.5)
     np.testing.assert_array_equal(a, [1, 1, 1, 1, 2.5, 2.5, 2.5, 2.5])
