@@ -21,7 +21,7 @@ from tvm import tirx
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError
 
-__all__ = ["check_constant_bounds"]
+__all__ = ["check_constant_bounds", "index_problem"]
 
 
 def _shape(buffer: Any) -> tuple[Any, ...]:
@@ -29,7 +29,9 @@ def _shape(buffer: Any) -> tuple[Any, ...]:
     return tuple(ty.shape) if isinstance(ty, tirx.BufferType) else ()
 
 
-def _index_problem(buffer: Any, dim: int, first: int, last: int, what: str) -> str | None:
+def index_problem(buffer: Any, dim: int, first: int, last: int, what: str) -> str | None:
+    """What is wrong with indices ``first..last`` (``what``) of ``buffer`` in ``dim``:
+    outside ``[-extent, extent)`` of a constant extent; None when they are inside."""
     shape = _shape(buffer)
     if dim >= len(shape):
         return None
@@ -54,7 +56,7 @@ def _lanes_problem(buffer: Any, dim: int, index: Any) -> str | None:
         return None
     first, last = sorted((base, base + stride * (lanes - 1)))
     what = f"the {lanes} lanes from {base} by {stride} (a slice or T.Ramp)"
-    return _index_problem(buffer, dim, first, last, what)
+    return index_problem(buffer, dim, first, last, what)
 
 
 def _float_index_problems(buffer: Any, indices: Any) -> list[str]:
@@ -77,7 +79,7 @@ def _element_problems(buffer: Any, indices: Any) -> list[str]:
         value = _ops.const_int(index)
         problem = None
         if value is not None:
-            problem = _index_problem(buffer, dim, value, value, f"constant index {value}")
+            problem = index_problem(buffer, dim, value, value, f"constant index {value}")
         elif isinstance(index, tirx.Ramp):
             problem = _lanes_problem(buffer, dim, index)
         if problem is not None:

@@ -23,6 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tl_ir import ops as _ops
 from tl_ir.index_ranges import proves as _proves
 from tl_ir.index_ranges import range_analyzer
 
@@ -68,15 +69,7 @@ def _wrap_all(analyzer: Any, buffer: Any, indices: Any) -> list[Any] | None:
 
 
 def _is_one_element_region(arg: Any) -> bool:
-    if not isinstance(arg, tvm.ir.Call) or not isinstance(arg.op, tvm.ir.Op):
-        return False
-    if str(arg.op.name) != "tl.region":
-        return False
-    return all(_const_one(extent) for extent in arg.args[2:])
-
-
-def _const_one(extent: Any) -> bool:
-    return isinstance(extent, tirx.IntImm) and int(extent.value) == 1
+    return _ops.is_region_call(arg) and all(_ops.const_int(e) == 1 for e in arg.args[2:])
 
 
 def wrap_negative_indices(body: Any) -> Any:

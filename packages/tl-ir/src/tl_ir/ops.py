@@ -64,6 +64,7 @@ __all__ = [
     "encode",
     "exact_int",
     "is_buffer",
+    "is_region_call",
     "is_tile_op",
     "make_call",
     "region_call",
@@ -325,12 +326,13 @@ def make_call(op_name: str, *args: Any) -> Any:
     return tirx.call_intrin("void", op_name, *encoded)
 
 
-def _is_region_call(value: Any) -> bool:
+def is_region_call(value: Any) -> bool:
+    """Whether ``value`` is a ``tl.region`` call (a tile operand)."""
     return isinstance(value, tvm.ir.Call) and value.op.same_as(_REGION_OP)
 
 
 def _decode_region(value: Any) -> Region:
-    if not _is_region_call(value):
+    if not is_region_call(value):
         raise ValueError(f"expected a tl.region call, got {value!r}")
     load = value.args[0]
     return Region(
@@ -408,13 +410,13 @@ def describe(call: Any) -> TileOp:
             kind=name[len("tl.cum") :],
         )
     if name.startswith("tl.atomic_"):
-        value = _decode_region(args[1]) if _is_region_call(args[1]) else args[1]
+        value = _decode_region(args[1]) if is_region_call(args[1]) else args[1]
         prev = _decode_region(args[2]) if len(args) > 2 else None
         return AtomicOp(
             kind=name[len("tl.atomic_") :], dst=_decode_region(args[0]), value=value, prev=prev
         )
     # tl.print is the only op left.
-    value = _decode_region(args[0]) if _is_region_call(args[0]) else args[0]
+    value = _decode_region(args[0]) if is_region_call(args[0]) else args[0]
     return PrintOp(value=value, msg=str(args[1].value))
 
 

@@ -6,8 +6,9 @@ TVM's kernel parser resolves ``if`` statically only when the condition is a Pyth
 be a boolean expression". TileLang treats such a condition as a compile-time
 constant: its truth value (``bool(value)``) picks the branch. In a kernel parsed by
 `tl_ir.prim_func` (classic or eager), this module does the same; a kernel expression
-(``PrimExpr``) still becomes a run-time ``if`` (a number is true when it is not zero), and a tensor as the condition is
-refused with a `KernelTypeError` saying to compare an element instead.
+(``PrimExpr``) still becomes a run-time ``if`` (a number is true when it is not zero,
+also under ``not``/``and``/``or``), and a tensor as the condition is refused with a
+`KernelTypeError` saying to compare an element instead.
 """
 
 from __future__ import annotations

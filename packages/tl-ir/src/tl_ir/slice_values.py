@@ -26,7 +26,7 @@ from tvm.tirx.script import builder as _builder
 from tl_ir.constant_casts import stored_integer
 from tl_ir.errors import KernelTypeError
 from tl_ir.frontend import current_state
-from tl_ir.language._operands import stored_value
+from tl_ir.language._operands import as_value
 from tl_ir.ops import const_int
 
 __all__ = ["install", "region_as_vector"]
@@ -63,10 +63,15 @@ def region_as_vector(region: Any) -> Any:
     return tirx.BufferLoad(region.source, indices)
 
 
+def _listed(indices: Any) -> list[Any]:
+    """A store's indices as a list (the builder passes one index bare)."""
+    return list(indices) if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
+
+
 def _slice_lanes(indices: Any) -> int:
     """How many elements a store's indices address (slices as TVM's store reads them)."""
     lanes = 1
-    for index in indices if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]:
+    for index in _listed(indices):
         if isinstance(index, slice):
             step = 1 if index.step is None else index.step
             count = const_int(
@@ -80,12 +85,12 @@ def _broadcast_into_slice(buffer: Any, value: Any, indices: Any) -> Any:
     """A scalar stored into a slice (``A[0:4] = 1.0``, ``A[4:8] = x``) as the vector of
     that value, as numpy and TileLang's vector stores broadcast it (TVM refused it,
     "Incompatible types in BufferStore"); any other value unchanged."""
-    listed = indices if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
-    if sum(isinstance(index, slice) for index in listed) != 1:
+    if sum(isinstance(index, slice) for index in _listed(indices)) != 1:
         return value
     dtype = str(buffer.ty.dtype)
-    if isinstance(value, bool | int | float) and not isinstance(value, bool):
-        scalar = stored_value(value, dtype, f"{_name(buffer)}[...] = {value!r}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        # (An int into an integer buffer is already a checked constant of its dtype.)
+        scalar = as_value(value, dtype)
     elif tvm.ir.is_prim_expr(value) and tvm.DataType(str(value.ty.dtype)).lanes == 1:
         scalar = value if str(value.ty.dtype) == dtype else tirx.Cast(dtype, value)
     else:
@@ -107,8 +112,7 @@ def _check_not_none(buffer: Any, value: Any, indices: Any) -> None:
         raise KernelTypeError(
             f"{_name(buffer)}[...] = None: expected a value of dtype {buffer.ty.dtype}"
         )
-    listed = indices if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
-    for position, index in enumerate(listed):
+    for position, index in enumerate(_listed(indices)):
         if index is None:
             raise KernelTypeError(
                 f"{_name(buffer)}[...]: index {position} is None, expected an integer"

@@ -17,7 +17,7 @@ from tvm.script.ir_builder import tirx as _IB
 from tvm.sym import Analyzer as _Analyzer
 
 from tl_ir import ops as _ops
-from tl_ir.constant_casts import stored_integer
+from tl_ir.bounds import index_problem
 from tl_ir.dtypes import rounded_constant
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, TileLangError
 from tl_ir.interpret_scalars import cast_value
@@ -98,24 +98,6 @@ def as_value(value: Any, dtype: str) -> Any:
     return value
 
 
-def stored_value(value: Any, dtype: str, where: str) -> Any:
-    """`as_value` for a value stored into elements of ``dtype`` (a scalar broadcast
-    into a slice): a Python int that ``dtype`` cannot hold is refused, as an element
-    store refuses it (``T.fill`` converts as ``T.cast`` does instead).
-
-    Raises:
-        KernelTypeError: the int does not fit ``dtype`` (the range and the ``T.cast``
-            spelling of the wrapped value).
-    """
-    number = _ops.exact_int(value.scalar if isinstance(value, scalar_wrapper) else value)
-    if type(number) is int and dtype.startswith(("int", "uint")) and "x" not in dtype:
-        try:
-            return stored_integer(number, dtype)
-        except ValueError as exc:
-            raise KernelTypeError(f"{where}: {exc}") from None
-    return as_value(value, dtype)
-
-
 def describe_operand(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:200]
 
@@ -139,12 +121,9 @@ def _element_indices(buffer: Any, indices: Any, where: str) -> list[Any]:
         value = _ops.const_int(index)
         extent = _ops.const_int(shape[dim]) if dim < len(shape) else None
         if value is not None and extent is not None:
-            if not -extent <= value < extent:
-                raise KernelTypeError(
-                    f"{where}: constant index {value} of buffer {buffer.name} is out of "
-                    f"bounds in dim {dim}: expected indices in [-{extent}, {extent}) (a "
-                    "negative index counts from the end)"
-                )
+            problem = index_problem(buffer, dim, value, value, f"constant index {value}")
+            if problem is not None:
+                raise KernelTypeError(f"{where}: {problem}")
             if value < 0:
                 index = tirx.IntImm(str(index.ty.dtype), value + extent)
         checked.append(index)
