@@ -17,8 +17,7 @@ from tl_backend_api.tvm_lowering import sound_lowering
 from tl_codegen_cpu.c_patches import patch_c_source
 from tl_codegen_cpu.module_info import check_module
 from tl_codegen_cpu.passes import PARALLEL_FOR_MARKER
-from tl_passes.pass_base import replace_functions
-from tl_passes.whole_tiles import keep_data_indexed_tiles_whole, keep_tiles_whole
+from tl_passes.whole_tiles import keep_data_indexed_tiles_whole, keep_every_tile_whole
 
 
 def unmarked_parallel_loops(mod: tvm.IRModule) -> list[str]:
@@ -78,26 +77,16 @@ def check_prepared_for_c(mod: tvm.IRModule, caller: str) -> None:
         )
 
 
+#: How TVM's analyzer reports a variable bound twice, which its common-subexpression
+#: pass caused by merging copies of a ``Let`` (`generate_c_source` retries without it).
+_CSE_DOUBLE_BINDING = "conflicts with previous binding"
+
+
 #: How TVM's C code generator reports an array whose size is not a constant: TVM's
 #: buffer compaction shrank a tile to the range a run-time loop bound touches
 #: (``for i in T.serial(n): if i < 8: S[i] = ...``); `generate_c_source` retries with
 #: every tile kept whole.
 _RUN_TIME_ARRAY_SIZE = "Can only handle constant size stack allocation"
-
-
-def _allocated(body: tirx.Stmt) -> list[Any]:
-    tiles: list[Any] = []
-    tvm_ffi.structural_walk(body, (tirx.AllocBuffer, lambda node: tiles.append(node.buffer)))
-    return tiles
-
-
-def _every_tile_whole(mod: tvm.IRModule) -> tvm.IRModule:
-    """``mod`` with every allocation of its PrimFuncs kept at its whole shape."""
-    changed: dict[Any, Any] = {}
-    for gvar, func in mod.functions.items():
-        if isinstance(func, tirx.PrimFunc):
-            changed[gvar] = func.with_body(keep_tiles_whole(func.body, _allocated(func.body)))
-    return replace_functions(mod, changed)
 
 
 def _compile_c(mod: tvm.IRModule, config: dict[str, Any]) -> Any:
@@ -116,14 +105,9 @@ def _compile_c(mod: tvm.IRModule, config: dict[str, Any]) -> Any:
                 # one twice; gcc eliminates common subexpressions itself.
                 config = {**config, "tirx.disable_cse_tir": True}
             elif _RUN_TIME_ARRAY_SIZE in message and not whole_tiles:
-                mod, whole_tiles = _every_tile_whole(mod), True
+                mod, whole_tiles = keep_every_tile_whole(mod), True
             else:
                 raise
-
-
-#: How TVM's analyzer reports a variable bound twice, which its common-subexpression
-#: pass caused by merging copies of a ``Let`` (`generate_c_source` retries without it).
-_CSE_DOUBLE_BINDING = "conflicts with previous binding"
 
 
 def generate_c_source(mod: tvm.IRModule) -> str:

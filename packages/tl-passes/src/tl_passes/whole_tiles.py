@@ -20,7 +20,9 @@ access:
 `keep_data_indexed_tiles_whole` marks each such allocation as opaquely accessed
 (an ``Evaluate`` of its data pointer right after it), which makes the pass keep
 the buffer's whole shape; the marker computes nothing (the C source shows it as a
-bare ``tmp_ptr;`` statement). Other allocations are left to the compaction. It
+bare ``tmp_ptr;`` statement). Other allocations are left to the compaction, unless
+`keep_every_tile_whole` marks them all (the C build's retry when the compaction left
+a tile a run-time size). It
 runs on the lowered module just before TVM's build (the CPU backend's
 `generate_c_source`, `build_llvm` and llvm `emit_source`; the GPU backends'
 `build_device_module`), after every lowering stage, so no stage can drop the
@@ -165,4 +167,24 @@ def keep_data_indexed_tiles_whole(
     return replace_functions(mod, changed) if changed else mod
 
 
-__all__ = ["data_indexed_tiles", "keep_data_indexed_tiles_whole", "keep_tiles_whole"]
+def keep_every_tile_whole(mod: tvm.IRModule) -> tvm.IRModule:
+    """``mod`` with every allocation of its PrimFuncs marked to keep its whole shape
+    (the C build's retry when TVM's compaction shrank a tile to a run-time size, which
+    its C code generator cannot allocate)."""
+    changed: dict[Any, Any] = {}
+    for gvar, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc):
+            tiles: list[Any] = []
+            tvm_ffi.structural_walk(
+                func.body, (tirx.AllocBuffer, lambda node, found=tiles: found.append(node.buffer))
+            )
+            changed[gvar] = func.with_body(keep_tiles_whole(func.body, tiles))
+    return replace_functions(mod, changed) if changed else mod
+
+
+__all__ = [
+    "data_indexed_tiles",
+    "keep_data_indexed_tiles_whole",
+    "keep_every_tile_whole",
+    "keep_tiles_whole",
+]
