@@ -13,8 +13,9 @@ operand"), for ``O[j] = T.bfloat16(3.0)``, ``T.fill(bf16_tile, 3.0)`` and
   as float32 (cast on to the target, which later passes fold);
 * a bfloat16 constant stored as it is (``O[j] = 3.0``, a fill), or a branch of a
   bfloat16 select, becomes its 16-bit code, ``reinterpret(bfloat16, uint16 code)``,
-  which the legalization stores (or selects) as the integer. Constants inside arithmetic stay values (pass 8 widened that arithmetic
-  to float32, and the first rule folds the widening).
+  which the legalization stores (or selects) as the integer. Constants inside
+  arithmetic stay values (pass 8 widened that arithmetic to float32, and the first
+  rule folds the widening).
 
 On ``llvm`` TVM's vectorizer broadcasts a lane-uniform bfloat16 value (a constant, a
 fill, ``O[j] = B[0]``) and its legalization then refused the store ("dtype mismatch

@@ -229,7 +229,7 @@ def _encode_bits(bits: Any, fmt: Float8Format, lanes: int) -> Any:
     clamped_exponent = tirx.Max(
         tirx.Min(exponent, b.u32(shift_at_exponent_zero - 1)), b.u32(shift_at_exponent_zero - 31)
     )
-    signed_exponent = tirx.Cast(b.dtype("int32"), clamped_exponent)
+    signed_exponent = b.signed(clamped_exponent)
     shift = b.unsigned(tirx.Sub(b.i32(shift_at_exponent_zero), signed_exponent))
     shift_less_one = b.unsigned(tirx.Sub(b.i32(shift_at_exponent_zero - 1), signed_exponent))
     quotient = b.shr(significand, shift)
