@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import numbers
-import os
 import re
 import sys
 import threading
@@ -29,12 +28,10 @@ from tvm.script.parser.core.parser import Parser
 
 from tl_ir import ops as _ops
 from tl_ir.bounds import check_constant_bounds
-from tl_ir.constant_casts import out_of_range_message
 from tl_ir.errors import (
     KernelSyntaxError,
     KernelTypeError,
     TileLangError,
-    TileLangInternalError,
     at_users_line,
 )
 from tl_ir.global_access_guards import guard_global_accesses
@@ -43,6 +40,7 @@ from tl_ir.launch import rebuild_loop
 from tl_ir.loop_steps import unit_step_loops
 from tl_ir.negative_indices import wrap_negative_indices
 from tl_ir.nested_loops import check_parallel_loop_bodies
+from tl_ir.parse_errors import classify_parse_error
 from tl_ir.thread_binding_launch import launch_thread_binding_nests
 from tl_ir.tile_bounds import check_tile_bounds
 
@@ -181,7 +179,7 @@ class _KernelDiagnostics(Diagnostics):  # type: ignore[misc]
         if isinstance(cause, TileLangError):
             cause.locate(filename, lineno, source_line)
             raise cause
-        err = _classify(cause, message)
+        err = classify_parse_error(cause, message)
         err.locate(filename, lineno, source_line)
         if cause is not None:
             raise err from cause
@@ -193,67 +191,6 @@ def _source_line(source: Any, lineno: int) -> str | None:
     if 1 <= lineno <= len(lines):
         return lines[lineno - 1]
     return None
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def _raised_in_tl_ir(cause: BaseException) -> bool:
-    """Whether the innermost Python frame of ``cause`` is tl_ir's own code."""
-    tb = cause.__traceback__
-    last = None
-    while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    if last is None:
-        return False
-    return os.path.abspath(last.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
-
-
-def _classify(cause: BaseException | None, message: str) -> TileLangError:
-    text = message.strip() or (type(cause).__name__ if cause is not None else "error")
-    if cause is not None and _raised_in_tl_ir(cause):
-        return TileLangInternalError(
-            f"internal error in tl_ir while parsing this statement "
-            f"({type(cause).__name__}: {cause}); please report it with the kernel"
-        )
-    if isinstance(cause, NameError) or "Undefined variable" in text:
-        return KernelSyntaxError(f"unknown name in kernel: {text}")
-    if isinstance(cause, AttributeError):
-        return KernelSyntaxError(f"unknown attribute in kernel: {text}")
-    if isinstance(cause, TypeError) and ("list indices" in text or "tuple indices" in text):
-        return KernelTypeError(
-            f"invalid operand: {text}; a Python list or tuple is read while parsing, so "
-            "its index must be a compile-time value: for an index known only at run time, "
-            "store the values in a tile (T.alloc_local) and index that"
-        )
-    if "MatchesCode(DLDataTypeCode::kDLInt, DLDataTypeCode::kDLUInt)" in text:
-        # TVM's check when // or % (or a shift, a bitwise op) meets a float operand
-        return KernelTypeError(
-            "invalid operand: //, %, shifts and bitwise operators take integer operands, "
-            "got a float one; for floats write T.floor(a / b) (and a - b * T.floor(a / b) "
-            f"for the remainder). TVM: {text.splitlines()[0][:200]}"
-        )
-    out_of_range = out_of_range_message(text)
-    if out_of_range is not None:
-        return KernelTypeError(out_of_range)
-    if "Divide by zero" in text:  # TVM folds a constant divisor of 0 (as in TileLang)
-        return KernelTypeError(
-            "invalid operand: the divisor of //, %, T.floordiv, T.floormod, T.truncdiv or "
-            "T.truncmod is the constant 0; expected a non-zero constant or a value known at "
-            "run time (a divisor of 0 at run time gives quotient 0, remainder the dividend)"
-        )
-    if "Minuend" in text and "negative uint" in text:
-        # TVM folds a difference of two unsigned constants and refuses a negative one
-        return KernelTypeError(
-            "invalid operand: a difference of two unsigned constants is negative (such as "
-            "T.uint8(0) - T.uint8(255)); constants are folded when the kernel is built and "
-            "an unsigned constant cannot be negative: write the wrapped value (T.uint8(1)) "
-            "or subtract in a signed type"
-        )
-    if isinstance(cause, TypeError | ValueError):
-        return KernelTypeError(f"invalid operand: {text}")
-    return KernelSyntaxError(f"cannot parse this kernel statement: {text}")
 
 
 def _capture_vars(func: Callable[..., Any], caller_locals: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ be a boolean expression". TileLang treats such a condition as a compile-time
 constant: its truth value (``bool(value)``) picks the branch. In a kernel parsed by
 `tl_ir.prim_func` (classic or eager), this module does the same; a kernel expression
 (``PrimExpr``) still becomes a run-time ``if`` (a number is true when it is not zero,
-also under ``not``/``and``/``or``), and a tensor as the condition is refused with a
+also under ``not``/``and``/``or`` and as the test of ``a if c else b``), and a tensor as the condition is refused with a
 `KernelTypeError` saying to compare an element instead.
 """
 
@@ -86,6 +86,31 @@ def install() -> None:
     visit_if._tl_python_if = True  # type: ignore[attr-defined]
     dispatch.register(token=_TOKEN, type_name="If")(visit_if)
     _install_logical_operators(dispatch, doc)
+    _install_if_expressions()
+
+
+def _install_if_expressions() -> None:
+    """``a if c else b`` takes ``c`` as ``if`` does: a number is true when it is not
+    zero (TVM refused it, "Expected Python bool or TIR bool"), a Python value by its
+    truth, a tensor is refused."""
+    from tvm.script.parser.core.evaluator import ExprEvaluator
+
+    original = ExprEvaluator._eval_if_exp
+    if getattr(original, "_tl_python_if", False):
+        return
+
+    def eval_if_exp(self: Any, node: Any) -> Any:
+        if current_state() is None:
+            return original(self, node)
+        test = static_condition(self._eval_expr(self._visit(node.test)))
+        if isinstance(test, bool):
+            return self._eval_expr(self._visit(node.body if test else node.orelse))
+        body = self._eval_expr(self._visit(node.body))
+        orelse = self._eval_expr(self._visit(node.orelse))
+        return tvm.tirx.op.if_then_else(test, body, orelse)
+
+    eval_if_exp._tl_python_if = True  # type: ignore[attr-defined]
+    ExprEvaluator._eval_if_exp = eval_if_exp
 
 
 def _install_logical_operators(dispatch: Any, doc: Any) -> None:

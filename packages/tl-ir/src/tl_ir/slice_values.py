@@ -24,6 +24,7 @@ from tvm import tirx
 from tvm.tirx.script import builder as _builder
 
 from tl_ir.constant_casts import stored_integer
+from tl_ir.element_operands import check_indices, check_store_bounds, check_stored_value
 from tl_ir.errors import KernelTypeError
 from tl_ir.frontend import current_state
 from tl_ir.language._operands import as_value
@@ -68,17 +69,34 @@ def _listed(indices: Any) -> list[Any]:
     return list(indices) if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
 
 
-def _slice_lanes(indices: Any) -> int:
-    """How many elements a store's indices address (slices as TVM's store reads them)."""
+def _slice_lanes(buffer: Any, indices: Any) -> int:
+    """How many elements a store's indices address (slices as TVM's store reads them:
+    a missing start is 0, a missing stop the dim's extent)."""
     lanes = 1
-    for index in _listed(indices):
+    for index, extent in zip(_listed(indices), buffer.ty.shape, strict=False):
         if isinstance(index, slice):
+            start = 0 if index.start is None else index.start
+            stop = extent if index.stop is None else index.stop
             step = 1 if index.step is None else index.step
-            count = const_int(
-                tvm.sym.Analyzer().simplify((index.stop - index.start + step - 1) // step)
-            )
+            count = const_int(tvm.sym.Analyzer().simplify((stop - start + step - 1) // step))
             lanes *= 0 if count is None else count
     return lanes
+
+
+def _closed_slices(buffer: Any, indices: Any) -> Any:
+    """The store's indices with each slice's missing start (0) and stop (the dim's
+    extent) written out: TVM's store computed ``stop - start`` and failed on ``A[4:] =
+    ...`` ("unsupported operand type(s) for -: 'NoneType' and 'int'")."""
+    listed = _listed(indices)
+    if not any(isinstance(index, slice) for index in listed):
+        return indices
+    closed = []
+    for index, extent in zip(listed, buffer.ty.shape, strict=False):
+        if isinstance(index, slice):
+            start = 0 if index.start is None else index.start
+            index = slice(start, extent if index.stop is None else index.stop, index.step)
+        closed.append(index)
+    return closed + listed[len(closed) :]
 
 
 def _broadcast_into_slice(buffer: Any, value: Any, indices: Any) -> Any:
@@ -95,14 +113,14 @@ def _broadcast_into_slice(buffer: Any, value: Any, indices: Any) -> Any:
         scalar = value if str(value.ty.dtype) == dtype else tirx.Cast(dtype, value)
     else:
         return value
-    lanes = _slice_lanes(indices)
+    lanes = _slice_lanes(buffer, indices)
     return tirx.Broadcast(scalar, lanes) if lanes > 1 else value
 
 
-def _check_not_none(buffer: Any, value: Any, indices: Any) -> None:
+def _check_operands(buffer: Any, value: Any, indices: Any) -> None:
     """Refuse ``None`` as a stored value or an index (TVM's builder crashed the
-    process on it), and a store into something that is not a buffer (``A.shape[0] =
-    3``)."""
+    process on it), a store into something that is not a buffer (``A.shape[0] =
+    3``), and a value or index of the wrong kind (`tl_ir.element_operands`)."""
     if not isinstance(getattr(buffer, "ty", None), tirx.BufferType):
         raise KernelTypeError(
             f"cannot assign to an element of {buffer!r} ({type(buffer).__name__}): only "
@@ -117,6 +135,9 @@ def _check_not_none(buffer: Any, value: Any, indices: Any) -> None:
             raise KernelTypeError(
                 f"{_name(buffer)}[...]: index {position} is None, expected an integer"
             )
+    check_stored_value(buffer, value)
+    check_indices(buffer, _listed(indices))
+    check_store_bounds(buffer, _listed(indices))
 
 
 def install() -> None:
@@ -127,7 +148,8 @@ def install() -> None:
 
     def buffer_store(buffer: Any, value: Any, indices: Any) -> Any:
         if current_state() is not None:
-            _check_not_none(buffer, value, indices)
+            _check_operands(buffer, value, indices)
+            indices = _closed_slices(buffer, indices)
         if type(value) is int and current_state() is not None:
             dtype = str(buffer.ty.dtype)
             if tvm.DataType(dtype).lanes == 1 and dtype.startswith(("int", "uint")):
@@ -140,7 +162,7 @@ def install() -> None:
         if isinstance(value, tvm.ir.TensorRegion) and current_state() is not None:
             value = region_as_vector(value)
             value_lanes = int(tvm.DataType(str(value.ty.dtype)).lanes)
-            lanes = _slice_lanes(indices)
+            lanes = _slice_lanes(buffer, indices)
             if lanes and lanes != value_lanes:
                 raise KernelTypeError(
                     f"{_name(buffer)}[...] = a slice of {value_lanes} element(s): the "

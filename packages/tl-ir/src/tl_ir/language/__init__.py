@@ -33,6 +33,7 @@ from tvm.script.tirx import *
 
 from tl_ir import bitwise_constants as _bitwise_constants
 from tl_ir import chained_assign as _chained_assign
+from tl_ir import element_operands as _element_operands
 from tl_ir import float_division as _float_division
 from tl_ir import float_negation as _float_negation
 from tl_ir import kernel_tuple_target as _kernel_tuple_target
@@ -51,6 +52,7 @@ from tl_ir.errors import (
     UnsupportedError,
 )
 from tl_ir.frontend import prim_func
+from tl_ir.language import _operand_guards as _guards
 from tl_ir.language import _tvm_compat
 from tl_ir.language import gpu as _gpu
 from tl_ir.language._alloc import (
@@ -130,7 +132,7 @@ from tl_ir.language._misc import (
     round,
     use_swizzle,
 )
-from tl_ir.language._none_guards import refusing_none as _refusing_none
+from tl_ir.language._operand_guards import refusing_none as _refusing_none
 from tl_ir.language._params import Buffer, Tensor, dynamic, param_alignment, symbolic
 from tl_ir.language._persistent import Persistent
 from tl_ir.language._random import rng_init, rng_rand, rng_rand_float
@@ -165,16 +167,26 @@ from tl_ir.language.gpu import *  # the GPU language: exactly gpu.__all__
 from tl_ir.layout import IndexLayout as Layout  # TileLang's T.Layout(shape, index_fn)
 from tl_ir.layout import make_mma_swizzle_layout as make_mma_swizzle_layout
 
-# TVM's expression builders crashed the process on a None operand.
-if_then_else = _refusing_none(_tvm_script.if_then_else, "if_then_else")
-Select = _refusing_none(_tvm_script.Select, "Select")
-Ramp = _refusing_none(_tvm_script.Ramp, "Ramp")
-Broadcast = _refusing_none(_tvm_script.Broadcast, "Broadcast")
+# TVM's expression builders crashed the process on a None operand, and answered a
+# wrong operand with their own signature text or an internal error.
+if_then_else = _refusing_none(
+    _tvm_script.if_then_else, "if_then_else", _guards.bool_condition("if_then_else")
+)
+Select = _refusing_none(_tvm_script.Select, "Select", _guards.bool_condition("Select"))
+Ramp = _refusing_none(_tvm_script.Ramp, "Ramp", _guards.lanes_at("Ramp", 2))
+Broadcast = _refusing_none(_tvm_script.Broadcast, "Broadcast", _guards.lanes_at("Broadcast", 1))
 BufferLoad = _refusing_none(_tvm_script.BufferLoad, "BufferLoad")
 launch_thread = _refusing_none(_tvm_script.launch_thread, "launch_thread")
+for _name in _guards.NONE_REFUSING_FUNCTIONS:
+    globals()[_name] = _refusing_none(globals()[_name], _name)
+for _name in _guards.FLOAT_FUNCTIONS + _guards.SCALAR_FUNCTIONS:
+    globals()[_name] = _guards.scalar_math(
+        globals()[_name], _name, floats_only=_name in _guards.FLOAT_FUNCTIONS
+    )
 
 _tvm_compat.install()
 _chained_assign.install()
+_element_operands.install()
 _bitwise_constants.install()
 _float_division.install()
 _float_negation.install()

@@ -8,19 +8,31 @@ from tvm import tirx
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
+from tl_ir.errors import KernelTypeError
 from tl_ir.language._launch import active_kernel
 from tl_ir.language._operands import as_value, check_shape, scalar_wrapper
 from tl_ir.scopes import FRAGMENT as _FRAGMENT
 from tl_ir.scopes import GLOBAL as _GLOBAL
 from tl_ir.scopes import LOCAL as _LOCAL
 from tl_ir.scopes import LOCAL_VAR as _LOCAL_VAR
+from tl_ir.scopes import SCOPES as _SCOPES
 from tl_ir.scopes import SHARED_DYN as _SHARED_DYN
 
 __all__ = ["alloc_fragment", "alloc_global", "alloc_local", "alloc_shared", "alloc_var"]
 
 
+def _check_scope(scope: Any, where: str) -> None:
+    """Refuse a scope no target knows (TVM passed ``scope="bogus"`` on to its code
+    generators, which stopped with an internal error)."""
+    if not isinstance(scope, str) or scope not in _SCOPES:
+        raise KernelTypeError(
+            f"{where}: scope must be one of {', '.join(map(repr, _SCOPES))}, got {scope!r}"
+        )
+
+
 def _alloc(shape: Any, dtype: Any, scope: str, where: str) -> Any:
     dims = check_shape(shape, where)
+    _check_scope(scope, where)
     return _IB.alloc_buffer(dims, _normalize_dtype(dtype), scope=scope)
 
 
@@ -49,6 +61,7 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = _LOCAL_VAR) -> Any:
     to ``init`` where it is declared (zero without ``init``, as in TileLang).
     """
     name = _normalize_dtype(dtype)
+    _check_scope(scope, "T.alloc_var(dtype)")
     buffer = _IB.alloc_buffer((1,), name, scope=scope)
     _IB.buffer_store(buffer, as_value(0 if init is None else init, name), [0])
     return scalar_wrapper(tirx.BufferLoad(buffer, [0]))

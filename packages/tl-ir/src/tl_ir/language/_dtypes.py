@@ -11,6 +11,7 @@ it also serves as the annotation of a builder argument that holds a dtype.
 from __future__ import annotations
 
 import builtins as _builtins
+import math
 from typing import Any, cast
 
 import tvm_ffi
@@ -18,6 +19,8 @@ from tvm import tirx
 from tvm.script import tirx as _tvm_T
 
 from tl_ir.dtypes import DTYPE_NAMES, normalize_dtype, rounded_constant
+from tl_ir.errors import KernelTypeError
+from tl_ir.language._operands import scalar_operand_problem
 
 __all__ = ["DTYPE_ALIASES", "dtype", "make_dtype_objects"]
 
@@ -53,6 +56,8 @@ class dtype(tvm_ffi.dtype):
         if len(args) > 1:
             return tirx.Shuffle(list(args), list(range(len(args))))
         value = args[0] if args else None
+        if args:
+            self._check_value(value)
         if isinstance(value, _builtins.bool | int) and str(self) != "bool":
             return tirx.const(value, str(self))
         if isinstance(value, _builtins.float) and str(self).startswith(("float", "bfloat")):
@@ -68,6 +73,26 @@ class dtype(tvm_ffi.dtype):
                 return tirx.const(value, str(self))
             return tirx.Cast(str(self), value)
         return constructor(value)
+
+    def _check_value(self, value: Any) -> None:
+        """Refuse a value ``T.<dtype>(value)`` cannot convert: ``None`` (TVM made a fresh
+        variable no parameter defines), anything not a scalar, a NaN or infinity for an
+        integer dtype."""
+        problem = "None" if value is None else scalar_operand_problem(value)
+        if problem is not None:
+            raise KernelTypeError(
+                f"T.{self}(value): expected a scalar value or expression, got {problem} "
+                f"(T.{self}() with no argument declares a scalar variable)"
+            )
+        if (
+            isinstance(value, _builtins.float)
+            and not math.isfinite(value)
+            and not str(self).startswith(("float", "bfloat"))
+        ):
+            raise KernelTypeError(
+                f"T.{self}({value}): {self} cannot hold {value}; T.cast(x, {str(self)!r}) "
+                "converts a float as the GPUs do (NaN gives 0, an infinity the nearest limit)"
+            )
 
     @property
     def bytes(self) -> int:

@@ -13,6 +13,7 @@ from tvm.script.ir_builder import tirx as _IB
 from tl_ir import ops as _ops
 from tl_ir.errors import KernelTypeError, ScopeError, UnsupportedError
 from tl_ir.frontend import current_state as _current_state
+from tl_ir.language._operands import describe_operand
 
 __all__ = [
     "Kernel",
@@ -35,9 +36,12 @@ _THREAD_NAMES = ("tx", "ty", "tz")
 def _extent(value: Any, where: str) -> Any:
     value = _ops.exact_int(value)
     if isinstance(value, _builtins.bool) or not (
-        isinstance(value, int) or tvm.ir.is_prim_expr(value)
+        isinstance(value, int)
+        or (tvm.ir.is_prim_expr(value) and str(value.ty.dtype).startswith(("int", "uint")))
     ):
-        raise KernelTypeError(f"{where}: expected an int or an integer expression, got {value!r}")
+        raise KernelTypeError(
+            f"{where}: expected an int or an integer expression, got {describe_operand(value)}"
+        )
     const = _ops.const_int(value)
     if const is not None and const <= 0:
         raise KernelTypeError(f"{where}: expected a positive extent, got {const}")

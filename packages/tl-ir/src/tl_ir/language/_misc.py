@@ -19,6 +19,7 @@ from tl_ir.language._operands import (
     describe_operand,
     emit_tile_op,
     is_tile_operand,
+    scalar_operand_problem,
     scalar_wrapper,
     tile_of,
 )
@@ -39,8 +40,20 @@ __all__ = [
 ]
 
 
+def _check_scalar(value: Any, where: str) -> None:
+    problem = "None" if value is None else scalar_operand_problem(value)
+    if problem is not None:
+        raise KernelTypeError(f"{where} must be a scalar value or expression, got {problem}")
+
+
 def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
-    """``min(max(dst, min_val), max_val)`` (TileLang's parameter names)."""
+    """``min(max(dst, min_val), max_val)`` (TileLang's parameter names).
+
+    Raises:
+        KernelTypeError: an operand is not a scalar value or expression.
+    """
+    for value, name in ((dst, "dst"), (min_val, "min_val"), (max_val, "max_val")):
+        _check_scalar(value, f"T.clamp(dst, min_val, max_val): {name}")
     return _tvm_T.min(_tvm_T.max(dst, min_val), max_val)
 
 
@@ -130,7 +143,12 @@ def round(x: Any, rounding_mode: str | None = "ties-to-even", span: Any = None) 
 def cast(value: Any, dtype: Any) -> Any:
     """``value`` converted to ``dtype``; a constant is converted now, as every target
     converts a value (`tl_ir.constant_casts`: integers wrap, floats saturate to an
-    integer type, beyond a float type's range is infinity)."""
+    integer type, beyond a float type's range is infinity).
+
+    Raises:
+        KernelTypeError: ``value`` is not a scalar value or expression.
+    """
+    _check_scalar(value, "T.cast(value, dtype): value")
     return _constant_cast(value, _normalize_dtype(dtype))
 
 
@@ -331,7 +349,20 @@ def reinterpret(
             f"(value, dtype)), got {', '.join(repr(a) for a in positional)}"
         )
     name = dtypes[0] if dtypes[0] == "handle" else _normalize_dtype(dtypes[0])
-    return _tvm_T.reinterpret(name, values[0])
+    source = values[0]
+    if (
+        tvm.ir.is_prim_expr(source)
+        and name != "handle"
+        and "float4" not in name + str(source.ty.dtype)
+    ):
+        have, want = tvm.DataType(str(source.ty.dtype)), tvm.DataType(name)
+        if have.bits * have.lanes != want.bits * want.lanes:
+            raise KernelTypeError(
+                f"T.reinterpret: the value and the dtype must have the same bits, got "
+                f"{describe_operand(source)} ({have.bits * have.lanes} bits) as {name} "
+                f"({want.bits * want.lanes} bits)"
+            )
+    return _tvm_T.reinterpret(name, source)
 
 
 class _Let(_IB.LetAnnotation):  # type: ignore[misc]

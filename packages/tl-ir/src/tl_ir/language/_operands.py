@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import linecache
+import numbers
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -99,7 +100,44 @@ def as_value(value: Any, dtype: str) -> Any:
 
 
 def describe_operand(value: Any) -> str:
+    """What ``value`` is, for an error message: a tile or tensor by name, scope, shape
+    and dtype (it is not an element), an expression with its dtype, anything else by
+    type and repr (at most 200 characters)."""
+    ty = getattr(value, "ty", None)
+    if isinstance(ty, tirx.BufferType):
+        scope = str(ty.storage_scope or "global")
+        what = "tensor" if scope == "global" else f"{scope} tile"
+        return f"the {what} {value.name} (shape {fmt_shape(ty.shape)}, {ty.dtype})"
+    if tvm.ir.is_prim_expr(value):
+        return f"the {expr_dtype(value)} expression {value}"[:200]
+    if isinstance(value, numbers.Real):
+        return f"{type(value).__name__} {value!r}"
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, tvm.ir.Node):
+        kind = f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
+        return f"a {kind} of shape {tuple(shape)}"
     return f"{type(value).__name__} {value!r}"[:200]
+
+
+def fmt_shape(shape: Sequence[Any]) -> str:
+    """A shape as Python writes a tuple: ``(8,)``, ``(4, 4)``."""
+    return str(
+        tuple(
+            _ops.const_int(extent) if _ops.const_int(extent) is not None else extent
+            for extent in shape
+        )
+    ).replace("'", "")
+
+
+def scalar_operand_problem(value: Any) -> str | None:
+    """None when ``value`` can be an operand of a scalar expression (a real Python or
+    numpy number, a bool, a primitive expression, a slice read as a
+    vector, a ``T.alloc_var`` read); otherwise what it is (`describe_operand`)."""
+    if isinstance(value, scalar_wrapper | tvm.ir.TensorRegion) or tvm.ir.is_prim_expr(value):
+        return None
+    if isinstance(value, numbers.Real):
+        return None
+    return describe_operand(value)
 
 
 class Element:
