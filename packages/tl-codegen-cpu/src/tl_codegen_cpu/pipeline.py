@@ -62,6 +62,7 @@ from tl_passes import (
     RemoveNoOpPass,
     SimplifyPass,
 )
+from tl_passes.fold_constant_math import FoldConstantMathPass
 from tl_passes.minimum_comparisons import Int32MinimumComparisonsPass
 from tl_passes.wrapping_casts import WrappingCastsPass
 
@@ -92,6 +93,7 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuLowerParallelLoopsPass(serial_one_block_grids=split_vector_loops),
         *split,
         CpuLocalizeTilesPass(),
+        FoldConstantMathPass(),
         CpuLegalizeHalfPrecisionPass(),
         CpuLegalizeFloat8Pass(),
         CpuRoundBfloat16Pass(),
@@ -104,9 +106,10 @@ def _common(gemm_style: str, split_vector_loops: bool, llvm: bool) -> list[Pass]
         CpuWrapIntegerOverflowPass(wrap_unsigned=llvm),
         CpuNanSelfComparisonsPass(unordered_not_equal=llvm),
         CpuVectorizeExpPass(),
-        CpuInlineBfloat16LetsPass(),  # after the passes that bind values with Let
         CpuInlineVectorLoopBindsPass(),  # TVM's vectorizer kept a Bind as one lane
         CpuLegalizeIntrinsicsPass(),
+        # After the passes that bind values with Let (legalize-intrinsics' tanh too).
+        CpuInlineBfloat16LetsPass(),
         SimplifyPass(),
         RemoveNoOpPass(),
         # After simplification, which would fold the int8 test back into the bool.

@@ -95,6 +95,7 @@ PASS_REGISTRY = PassRegistry(
         "int32-minimum-comparisons": _lazy(
             "tl_passes.minimum_comparisons", "Int32MinimumComparisonsPass"
         ),
+        "fold-constant-math": _lazy("tl_passes.fold_constant_math", "FoldConstantMathPass"),
         "gpu-infer-layouts": _lazy("tl_passes.gpu.layout", "GpuInferLayoutsPass"),
         "gpu-insert-barriers": _lazy("tl_passes.gpu.barriers", "GpuInsertBarriersPass"),
         "gpu-lower-tile-ops": _lazy("tl_passes.gpu.lower_tile_ops", "GpuLowerTileOpsPass"),
