@@ -11,6 +11,7 @@ import pytest
 
 import tl_ir
 import tl_ir.language as T
+from tl_ir.errors import KernelDtypeError, KernelValueError
 from tl_ir.interpret import run
 
 DATA = Path(__file__).parent / "data"
@@ -85,10 +86,37 @@ def test_bad_kernel_arguments_are_type_errors():
         T.Pipelined(4, num_stages=2, order=[0, 1], stage=[0])
     with pytest.raises(tl_ir.KernelTypeError, match="identifier"):
         T.symbolic("not-a-name")
+    # A float dim was taken, and failed later in T.Tensor without naming the dtype.
+    with pytest.raises(
+        KernelDtypeError,
+        match=r"T.symbolic\(name, dtype=...\): expected an integer dtype.*got float32",
+    ):
+        T.symbolic("n", dtype="float32")
+    with pytest.raises(KernelDtypeError, match=r"T.dynamic\(name, dtype=...\).*got bool"):
+        T.dynamic("n", "bool")
+    assert str(T.symbolic("n64", dtype=T.int64).ty.dtype) == "int64"
     with pytest.raises(tl_ir.UnknownDtypeError):
         T.Tensor((4,), "complex64")
     with pytest.raises(tl_ir.KernelTypeError, match="non-negative dims"):
         T.Tensor((-1, 4), "float32")
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ({"stage": [-5]}, r"stage=\[-5\]\): expected stages in \[0, 2147483646\].*got -5"),
+        ({"stage": [10**12]}, r"expected stages in \[0, 2147483646\].*got 1000000000000"),
+        ({"num_stages": 2, "stage": [0, 2]}, r"\[0, 1\] with num_stages=2, got 2 for statement 1"),
+        ({"order": [0, 0], "stage": [0, 1]}, r"order=\[0, 0\]\).*got 0 for statements 0 and 1"),
+        ({"order": [1, -1]}, r"order=\[1, -1\]\): expected non-negative.*got -1"),
+    ],
+)
+def test_pipelined_schedule_values_are_checked(schedule, message):
+    # They were accepted: stage=[10**12] made a pipeline 10**12 + 1 stages deep.
+    with pytest.raises(KernelValueError, match=message):
+        T.Pipelined(4, **schedule)
+    T.Pipelined(4, order=[1, 0, 2], stage=[0, 0, 2])  # TileLang's own schedules pass
+    T.Pipelined(4, num_stages=3, order=[2, 0, 1], stage=[0, 2, 2])
 
 
 def test_unknown_name_on_T_is_reported():

@@ -117,7 +117,10 @@ CASES = {
     "S += 1.0": "a tile or tensor is not a value",
     "A[0] = S + 1.0": "a tile or tensor is not a value",
     # None where TVM checked defined()
-    "T.evaluate(None)": "T.evaluate: operand 0 is None",
+    "T.evaluate(None)": "T.evaluate(value): expected an expression (a call), got NoneType None",
+    "T.evaluate('x')": "T.evaluate(value): expected an expression (a call), got str 'x'",
+    "T.annotate_layout({S: lambda i, j: i})": "T.annotate_layout({S: ...}): expected a layout "
+    "of 1 index, one per dim of S (rank 1, shape (8)), got a function of 2 indices",
     "T.assume(None)": "T.assume: operand 0 is None",
     "A[0] = T.call_extern(None, 'foo')": "T.call_extern: operand 0 is None",
     "T.evaluate(T.tvm_access_ptr(None, A.data, 0, 8, 1))": "T.tvm_access_ptr: operand 0 is None",
@@ -261,3 +264,30 @@ def build():
     a = np.zeros(8, np.float32)
     run(kernel, [a, np.arange(8, dtype=np.float32)])
     np.testing.assert_array_equal(a, [7, 7, 0, 0, 0, 1, 2, 3])
+
+
+def test_a_gemm_region_past_its_tile_is_refused_at_its_line(tmp_path: Path) -> None:
+    """``T.gemm(As[8:24, 0:16], ...)`` on a 16 x 16 shared tile stopped the CPU lowering
+    with its micro-kernel's message and no line."""
+    source = """
+import tl_ir.language as T
+
+def build():
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float32"), C: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            As = T.alloc_shared((16, 16), "float32")
+            Cl = T.alloc_fragment((16, 16), "float32")
+            T.copy(A, As)
+            T.gemm(As[8:24, 0:16], As, Cl)
+            T.copy(Cl, C)
+    return main
+"""
+    with pytest.raises(KernelTypeError) as caught:
+        _parse(source, tmp_path)
+    message = str(caught.value)
+    assert (
+        "T.gemm: A: the region 8:24 of shared.dyn tile As in dim 0 reaches past the tile (extent 16)"
+        in message
+    )
+    assert ":11:" in message, message

@@ -5,6 +5,7 @@ import pytest
 
 import tl_ir
 import tl_ir.language as T
+from tl_ir.errors import KernelValueError
 from tl_ir.interpret import run
 
 
@@ -53,4 +54,33 @@ def test_bad_domain_is_refused():
         return main
 
     with pytest.raises(tl_ir.KernelTypeError, match="non-empty list"):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("wave_size", "group_size", "message"),
+    [
+        (
+            0,
+            8,
+            r"Persistent\(wave_size=...\): expected a positive int \(the number of workers\), got 0",
+        ),
+        (-3, 8, r"wave_size=...\): expected a positive int .*got -3"),
+        (2, 0, r"T.Persistent\(group_size=...\): expected a positive int .*got 0"),
+        (2, -2, r"group_size=...\): expected a positive int .*got -2"),
+    ],
+)
+def test_non_positive_wave_and_group_sizes_are_refused_by_name(wave_size, group_size, message):
+    # wave_size=0 said "T.ceildiv(a, b): expected b to be non-zero"; group_size 0 or -2
+    # was taken as 1.
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((4, 4), T.int32)):
+            with T.Kernel(2, threads=1) as b:
+                for i, j in T.Persistent([4, 4], wave_size, b, group_size):
+                    A[i, j] = 1
+
+        return main
+
+    with pytest.raises(KernelValueError, match=message):
         build()

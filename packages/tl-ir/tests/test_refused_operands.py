@@ -48,7 +48,7 @@ CASES = {
     "A[None] = 1.0": "index 0 is None",
     "A[0] = T.if_then_else(None, 1.0, 2.0)": "T.if_then_else: operand 0 is None",
     "A[0] = T.BufferLoad(A, [None])": "T.BufferLoad: operand 1",
-    "A[6:10] = B[0:4]": "(a slice or T.Ramp) of buffer A is out of bounds in dim 0",
+    "A[6:10] = B[0:4]": "the slice 6:10 (4 elements) of buffer A is out of bounds in dim 0",
     "B[0:4] = A[6:10]": "(a slice or T.Ramp) of buffer A is out of bounds in dim 0",
     "A[T.Ramp(6, 1, 4)] = T.Broadcast(T.float32(7), 4)": "(a slice or T.Ramp) of buffer A is out",
     "T.atomic_add(A[100], 1.0)": "constant index 100 of buffer A is out of bounds",
@@ -62,6 +62,9 @@ CASES = {
     "B[0] = T.shfl_xor(A[0], 1, width=3)": "width must be a power of two",
     "c = T.index_to_coordinates(5, (0, 4))": "expected positive extents",
     "B[0] = A[A[1]]": "index A[1] of buffer A in dim 0 is a float32 value",
+    # A bool index was used as 0 or 1.
+    "B[True] = 1.0": "of buffer B in dim 0 is a bool value: expected an integer index",
+    "B[0] = A[B[0] < 1.0]": "of buffer A in dim 0 is a bool value: expected an integer index",
 }
 
 

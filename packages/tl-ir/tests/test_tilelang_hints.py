@@ -34,6 +34,7 @@ def _gemm_with_hints(**hints):
 
 def test_hints_are_accepted_and_the_kernel_computes_the_same():
     func = _gemm_with_hints(policy=T.GemmWarpPolicy.FullRow, clear_accum=True, k_pack=2)
+    _gemm_with_hints(wg_wait=-1)  # TileLang's "do not wait"
     (gemm,) = [op for op in tile_ops(func) if isinstance(op, GemmOp)]
     assert gemm.clear_accum and not gemm.transpose_a
     assert "tl.layout_map" not in (func.attrs or {})
@@ -54,6 +55,7 @@ def test_hints_are_accepted_and_the_kernel_computes_the_same():
         ({"clear_accum": 2}, r"T.gemm\(clear_accum=...\): expected a bool"),
         ({"policy": "row"}, r"T.gemm\(policy=...\): expected a T.GemmWarpPolicy"),
         ({"k_pack": 0}, r"T.gemm\(k_pack=...\): expected a positive int"),
+        ({"wg_wait": -3}, r"T.gemm\(wg_wait=...\): expected -1 \(no wait\) or a non-neg.*got -3"),
     ],
 )
 def test_bad_gemm_arguments_name_the_parameter(hints, message):
@@ -104,6 +106,22 @@ def test_layout_helpers_check_their_buffer_and_fragment_layouts_are_unsupported(
         layout.make_swizzled_layout(3)
     with pytest.raises(NotImplementedError, match="register-fragment layouts"):
         layout.make_gemm_fragment_8x8()
+
+
+def test_a_layout_function_of_another_rank_is_refused_naming_the_tile():
+    # T.annotate_layout({S: lambda i, j: i}) on a 1-D tile was recorded as it came.
+    from tvm import tirx
+
+    from tl_ir.layout import check_index_map_rank
+
+    shared = tirx.decl_buffer((16,), "float32", name="S", scope="shared.dyn")
+    with pytest.raises(
+        tl_ir.KernelTypeError,
+        match=r"T.annotate_layout\(\{S: ...\}\): expected a layout of 1 index, one per "
+        r"dim of S \(rank 1, shape \(16\)\), got a function of 2 indices",
+    ):
+        check_index_map_rank(shared, tirx.IndexMap.from_func(lambda i, j: i, ndim=1))
+    check_index_map_rank(shared, tirx.IndexMap.from_func(lambda i: (i // 4, i % 4), ndim=1))
 
 
 def test_small_tilelang_names_in_a_kernel():

@@ -269,3 +269,19 @@ def test_info_names_a_root_that_cannot_be_used(
     monkeypatch.setenv("TL_CACHE_DIR", "~no_such_user_here/x")
     with pytest.raises(ValueError, match=r"TL_CACHE_DIR='~no_such_user_here/x'"):
         cache.info()
+
+
+def test_an_empty_cache_dir_means_unset_and_a_blank_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # docs/cache.md: an empty TL_CACHE_DIR is the per-user directory, as an empty
+    # XDG_CACHE_HOME is; "  " made a cache in a directory named by two spaces.
+    import platformdirs
+
+    from tl_jit import env
+
+    monkeypatch.setenv("TL_CACHE_DIR", "")
+    assert env.cache_root() == Path(platformdirs.user_cache_dir("tl-jit", appauthor=False))
+    monkeypatch.setenv("TL_CACHE_DIR", "  ")
+    with pytest.raises(ValueError, match=r"TL_CACHE_DIR='  ': expected a directory, got only"):
+        env.cache_root()

@@ -124,3 +124,19 @@ def test_a_base_exception_of_the_kernel_file_is_one_error_line(
     assert cli.main(["compile", f"{kernel_file}:f", "--out", str(tmp_path / "art")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("tl: exploded") and "Traceback" not in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_out_directory_that_cannot_be_written_is_named_by_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--out /proc/x` said "tl: [Errno 2] No such file or directory: '/proc/.x.tmp-...'",
+    # after building the kernel.
+    kernel_file = tmp_path / "builder.py"
+    kernel_file.write_text("def f():\n    raise AssertionError('never built')\n")
+    assert cli.main(["compile", f"{kernel_file}:f", "--out", "/proc/x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "tl: --out '/proc/x': cannot write the artifact there: the directory '/proc' takes "
+        "no new entries"
+    ), err

@@ -53,6 +53,18 @@ def test_bad_pass_configs_name_the_parameter(fake_backend: Any) -> None:
         tl_jit.compile(fake_backend.vadd, target="llvm", pass_configs={"tl.nonsense": 1})
 
 
+@pytest.mark.parametrize("verbose", ["yes", 1, None])
+def test_verbose_must_be_a_bool(fake_backend: Any, verbose: Any) -> None:
+    # verbose="yes" was taken by its truth (and verbose="no" printed).
+    message = r"^verbose: expected True or False, got"
+    with pytest.raises(TypeError, match=message):
+        tl_jit.compile(fake_backend.vadd, target="llvm", verbose=verbose)
+    with pytest.raises(TypeError, match=message):
+        tl_jit.jit(verbose=verbose)
+    with pytest.raises(TypeError, match=r"^par_compile verbose: expected True or False"):
+        tl_jit.par_compile([fake_backend.vadd], target="llvm", verbose=verbose)
+
+
 def test_second_compile_hits_the_cache(fake_backend: Any, cache_dir: Path) -> None:
     first = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
     second = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
@@ -71,6 +83,18 @@ def test_export_then_load(fake_backend: Any, tmp_path: Path) -> None:
     np.testing.assert_allclose(loaded(a, a), 2 * a)
     with pytest.raises(FileExistsError, match="export path"):
         kernel.export(out)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_export_into_a_directory_that_takes_no_entries_names_it(fake_backend: Any) -> None:
+    # It failed with "[Errno 2] No such file or directory: '/proc/.x.tmp-<pid>-<hex>'".
+    kernel = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    with pytest.raises(
+        OSError,
+        match=r"^export path '/proc/tl-x/art': cannot write the artifact there: the directory "
+        r"'/proc' takes no new entries",
+    ):
+        kernel.export("/proc/tl-x/art")
 
 
 def test_export_gives_the_umask_modes_not_the_caches_private_ones(

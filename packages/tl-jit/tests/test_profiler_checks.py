@@ -121,6 +121,31 @@ def test_assert_allclose_refuses_a_kernel_that_writes_nothing(fake_backend: Any)
         kernel.get_profiler().assert_allclose(lambda out, a: a * 3)
 
 
+def test_a_reference_returning_none_is_named(fake_backend: Any) -> None:
+    # It said "... ref_fn has ()" (the shape of None as an array).
+    kernel = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    with pytest.raises(TypeError, match=r"got None \(ref_fn returned None: a missing return"):
+        kernel.get_profiler().assert_allclose(lambda a, b: None)
+
+
+def test_a_dim_the_kernel_does_not_have_is_refused_as_tl_bench_refuses_it(
+    fake_backend: Any,
+) -> None:
+    # get_profiler(dims={"zz": 4}) was ignored; tl bench --dim zz=4 said "it would be ignored".
+    fixed = tl_jit.compile(fake_backend.vadd, out_idx=[-1], target="llvm")
+    message = r"dims\['zz'\]: kernel 'vadd' has no symbolic dim 'zz' \(its symbolic dims: \[\]\)"
+    with pytest.raises(ValueError, match=message):
+        fixed.get_profiler(dims={"zz": 4})
+    with pytest.raises(ValueError, match=message):
+        fixed.get_profiler().make_inputs(dims={"zz": 4})
+    sized = tl_jit.compile(fake_backend.vadd_n, out_idx=[-1], target="llvm")
+    with pytest.raises(
+        ValueError, match=r"'vadd_n' has no symbolic dim 'm' \(its symbolic dims: \['n'\]\)"
+    ):
+        sized.get_profiler(dims={"n": 4, "m": 4})
+    assert sized.get_profiler(dims={"n": 4}).make_inputs()[0].shape == (4,)
+
+
 def test_autotune_checks_an_in_place_kernel_on_what_it_writes(
     fake_backend: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

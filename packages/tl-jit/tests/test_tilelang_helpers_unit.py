@@ -41,6 +41,21 @@ def test_split_keeps_tvm_keys_for_tvm_and_validates_tl_keys() -> None:
         split_pass_configs({3: 1})
 
 
+@pytest.mark.parametrize("value", ["maybe", None, 2, 1.0, "False"])
+def test_a_boolean_tl_key_takes_a_bool(value: Any) -> None:
+    # {"tl.disable_tma_lower": "maybe"} was accepted as it came.
+    with pytest.raises(
+        TypeError, match=r"pass_configs\['tl.disable_tma_lower'\]: expected a bool \(True or"
+    ):
+        split_pass_configs({PassConfigKey.TL_DISABLE_TMA_LOWER: value})
+    for fine in (True, False, 0, 1, np.bool_(True)):
+        assert split_pass_configs({"tl.disable_tma_lower": fine})[1] == {
+            "tl.disable_tma_lower": fine
+        }
+    # Keys TileLang types otherwise keep their values.
+    assert split_pass_configs({"tl.ptxas_register_usage_level": 5, "tl.dump_ir_path": "d"})
+
+
 def test_known_tl_keys_compile_and_unknown_ones_are_refused(fake_backend: Any) -> None:
     func = fake_backend.make_scale(16, 2.0)
     configs = {key: True for key in KNOWN_TL_KEYS if key not in ("tl.enable_dump_ir",)}

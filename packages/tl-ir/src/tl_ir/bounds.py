@@ -61,11 +61,12 @@ def _lanes_problem(buffer: Any, dim: int, index: Any) -> str | None:
 
 def _float_index_problems(buffer: Any, indices: Any) -> list[str]:
     """An index that is not an integer (``A[1.5]``, ``A[B[0]]`` of a float ``B``) went
-    on to the C compiler ("array subscript is not an integer") or TVM's LLVM code."""
+    on to the C compiler ("array subscript is not an integer") or TVM's LLVM code; a
+    bool one (``A[True]``, ``A[i < 2]``) was used as index 0 or 1."""
     problems = []
     for dim, index in enumerate(indices):
         dtype = str(getattr(getattr(index, "ty", None), "dtype", ""))
-        if dtype.startswith(("float", "bfloat")):
+        if dtype.startswith(("float", "bfloat", "bool")):
             problems.append(
                 f"index {index} of buffer {buffer.name} in dim {dim} is a {dtype} value: "
                 'expected an integer index (convert it with T.cast(..., "int32"))'

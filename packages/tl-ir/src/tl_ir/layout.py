@@ -31,6 +31,7 @@ from tl_ir.errors import KernelTypeError, UnsupportedError
 __all__ = [
     "IndexLayout",
     "MemoryLayout",
+    "check_index_map_rank",
     "make_full_bank_swizzled_layout",
     "make_fully_replicated_layout_fragment",
     "make_gemm_fragment_8x8",
@@ -68,6 +69,26 @@ def _buffer_name(buffer: Any, where: str) -> str:
             f"{where}: expected a buffer (or a region or element of one), got {buffer!r}"
         )
     return str(buffer.name)
+
+
+def check_index_map_rank(buffer: Any, index_map: Any) -> None:
+    """Refuse a layout (``T.annotate_layout({buffer: fn})``'s function as a
+    ``tirx.IndexMap``, or one given as such) whose inputs are not one index per dim of
+    ``buffer``: ``lambda i, j: i`` on a 1-D tile was recorded and meant nothing.
+
+    Raises:
+        KernelTypeError: names the buffer, its rank and shape, and the count of indices.
+    """
+    shape = tuple(buffer.ty.shape)
+    count = len(index_map.initial_indices)
+    if count != len(shape):
+        name = str(buffer.name)
+        raise KernelTypeError(
+            f"T.annotate_layout({{{name}: ...}}): expected a layout of {len(shape)} "
+            f"{'index' if len(shape) == 1 else 'indices'}, one per dim of {name} (rank "
+            f"{len(shape)}, shape ({', '.join(str(d) for d in shape)})), got a function "
+            f"of {count} {'index' if count == 1 else 'indices'}"
+        )
 
 
 def make_swizzled_layout(buffer: Any, k_major: bool = True, allow_pad: bool = True) -> MemoryLayout:

@@ -70,8 +70,11 @@ def cmd_backends(args: argparse.Namespace) -> int:
 def cmd_compile(args: argparse.Namespace) -> int:
     """``tl compile``: build FILE:FUNC into an artifact directory (never loaded here)."""
     import tl_runtime
-    from tl_jit.export import export_prim_func
+    from tl_jit.export import check_destination, export_prim_func
 
+    # Before the kernel is built, and by the flag's name (a raw errno on a temp path
+    # came back for --out /proc/x).
+    check_destination(args.out, args.force, name="--out")
     resolved = resolve_kernel(args)
     options = resolved.options
     out = export_prim_func(

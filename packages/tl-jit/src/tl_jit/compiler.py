@@ -24,6 +24,7 @@ from tl_jit.kernel import JITKernel
 from tl_jit.keys import ir_key
 from tl_jit.pass_configs import (
     check_compile_flags,
+    check_verbose,
     dump_dir,
     normalize_pass_configs,
     split_pass_configs,
@@ -314,7 +315,8 @@ def compile(
         run by the reference interpreter, never compiled).
 
     Raises:
-        TypeError: ``func`` is not a PrimFunc, or ``out_idx`` is malformed.
+        TypeError: ``func`` is not a PrimFunc, ``out_idx`` is malformed, ``verbose`` is
+            not a bool, or a boolean ``tl.*`` pass config is not a bool (or 0/1).
         ValueError: TVM refused ``pass_configs``, or a ``tl.*`` key is unknown (the
             message lists the known ones; tl_jit.pass_configs).
         tl_backend_api.BackendError: the target, backend or execution backend cannot be
@@ -326,6 +328,7 @@ def compile(
     """
     _require_prim_func(func, "func")
     check_compile_flags(compile_flags)
+    check_verbose(verbose)
     context = create_context(target, target_host, execution_backend)
     return compile_with_context(
         func, context, out_idx=out_idx, pass_configs=pass_configs, verbose=verbose, debug=debug

@@ -23,7 +23,7 @@ from tl_jit.digest_guard import UNMEMOIZED, FunctionDigest, function_parts, same
 from tl_jit.env_reads import EnvReads
 from tl_jit.interpreted import interpret_requested
 from tl_jit.kernel import JITKernel
-from tl_jit.pass_configs import check_compile_flags, normalize_pass_configs
+from tl_jit.pass_configs import check_compile_flags, check_verbose, normalize_pass_configs
 from tl_runtime.fork_safety import fork_waits_for_this
 
 _KERNEL_ANNOTATION = re.compile(r"\b(Tensor|StridedTensor|Buffer)\s*[\[(]")
@@ -384,14 +384,15 @@ def jit(
     (`tl_jit.pass_configs.check_compile_flags`).
 
     Raises:
-        TypeError: ``out_idx``, ``debug`` or ``compile_flags`` is malformed, or what is
-            decorated is not callable.
+        TypeError: ``out_idx``, ``debug``, ``verbose`` or ``compile_flags`` is malformed,
+            or what is decorated is not callable.
         ValueError: ``pass_configs`` holds a ``tl.*`` key TileLang does not define.
     """
     from tl_runtime.out_idx import normalize_out_idx
 
     normalize_out_idx(out_idx, None)  # types now; the indices once the kernel is known
     check_compile_flags(compile_flags)
+    check_verbose(verbose)
     options = {
         "out_idx": out_idx,
         "target": target,

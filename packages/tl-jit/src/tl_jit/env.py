@@ -102,10 +102,20 @@ def traceback_requested() -> bool:
 def cache_root() -> Path:
     """The cache root: ``TL_CACHE_DIR`` if set, else the per-user cache dir (platformdirs).
 
+    An empty ``TL_CACHE_DIR`` counts as unset, as an empty ``XDG_CACHE_HOME`` does for
+    platformdirs (and an empty ``TL_TARGET`` here): the per-user directory.
+
     Raises:
-        ValueError: ``TL_CACHE_DIR`` starts with ``~user`` for a user that does not exist.
+        ValueError: ``TL_CACHE_DIR`` is only blanks (a directory named by spaces in the
+            working directory was surely not meant), or starts with ``~user`` for a user
+            that does not exist.
     """
     configured = os.environ.get(CACHE_DIR_ENV)
+    if configured and not configured.strip():
+        raise ValueError(
+            f"{CACHE_DIR_ENV}={configured!r}: expected a directory, got only blanks (unset "
+            "it, or leave it empty, for the per-user cache directory)"
+        )
     if configured:
         try:
             return Path(configured).expanduser()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,36 +45,73 @@ def export_path(path: object) -> Path:
     return Path(text)
 
 
-def _check_destination(destination: Path, force: bool) -> bool:
-    """Whether ``destination`` exists and will be replaced; raises when it may not be."""
+def _check_writable(destination: Path, name: str) -> None:
+    """Refuse ``destination`` when the directory its artifact is staged in (its parent,
+    or the nearest existing ancestor that would hold the parents to create) takes no
+    new entry: probed by creating and removing one, since permission bits do not tell
+    (root "may" write ``/proc``; a read-only mount).
+
+    Raises:
+        OSError (the class of the failure): names ``name``, the destination and that
+            directory (``tl compile --out /proc/x`` said only "[Errno 2] No such file or
+            directory: '/proc/.x.tmp-...'").
+    """
+    directory = destination.absolute().parent
+    while not os.path.lexists(directory) and directory != directory.parent:
+        directory = directory.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{destination.name}.probe-", dir=directory))
+    except OSError as err:
+        raise type(err)(
+            f"{name} {str(destination)!r}: cannot write the artifact there: the directory "
+            f"{str(directory)!r} takes no new entries ({err.strerror or err})"
+        ) from None
+
+
+def _check_destination(destination: Path, force: bool, name: str = "export path") -> bool:
+    """Whether ``destination`` exists and will be replaced; raises when it may not be
+    (``name``: how the messages call the destination, ``--out`` for ``tl compile``)."""
     for parent in destination.absolute().parents:
         if os.path.lexists(parent) and not parent.is_dir():
             raise FileExistsError(
-                f"export path {str(destination)!r}: {str(parent)!r} is a file, not a directory"
+                f"{name} {str(destination)!r}: {str(parent)!r} is a file, not a directory"
             )
     if not os.path.lexists(destination):
+        _check_writable(destination, name)
         return False
     if destination.is_symlink() or not destination.is_dir():
         raise FileExistsError(
-            f"export path {str(destination)!r}: expected an absent or empty directory, got a file"
+            f"{name} {str(destination)!r}: expected an absent or empty directory, got a file"
         )
     entries = list(destination.iterdir())
-    if not entries:
-        return True
-    if not force:
+    if entries and not force:
         raise FileExistsError(
-            f"export path {str(destination)!r}: expected an absent or empty directory, got "
+            f"{name} {str(destination)!r}: expected an absent or empty directory, got "
             "one with files (pass force=True, or --force on the command line, to replace "
             "an artifact there)"
         )
-    if not (destination / "manifest.json").is_file():
+    if entries and not (destination / "manifest.json").is_file():
         # force replaces what an export wrote, never an arbitrary directory (--out ~).
         raise FileExistsError(
-            f"export path {str(destination)!r}: force replaces an artifact directory (one "
+            f"{name} {str(destination)!r}: force replaces an artifact directory (one "
             "holding manifest.json), got a directory with other files; remove it yourself "
             "or choose another path"
         )
+    _check_writable(destination, name)
     return True
+
+
+def check_destination(path: object, force: bool = False, *, name: str = "export path") -> None:
+    """Refuse, before anything is built, a destination `export_prim_func` could not write
+    (``name``: how the messages call it; ``tl compile`` passes ``"--out"``).
+
+    Raises:
+        TypeError, ValueError: ``path`` is not a path (None, bytes, empty).
+        FileExistsError: as `copy_artifact`.
+        OSError: the directory the artifact would be written in takes no new entries
+            (it names ``name``, the path and that directory).
+    """
+    _check_destination(export_path(path), force, name)
 
 
 def copy_artifact(
@@ -96,6 +134,7 @@ def copy_artifact(
         FileExistsError: ``destination`` is a file, lies under one, is ``source`` or
             inside or around it, or is a directory holding files (without ``force``;
             with it, files other than an artifact).
+        OSError: the directory the copy would be staged in takes no new entries (named).
         tl_runtime.ArtifactError: ``source`` is not a valid artifact (the copy is removed).
     """
     import tl_runtime
@@ -164,7 +203,7 @@ def export_prim_func(
 
     Raises:
         TypeError: ``func`` is not a PrimFunc.
-        FileExistsError: ``path`` cannot be written (see `copy_artifact`).
+        FileExistsError, OSError: ``path`` cannot be written (see `copy_artifact`).
         tl_backend_api.BackendError: the target or execution backend cannot be resolved,
             or cannot build here (the message says what building needs).
         tl_backend_api.ToolchainError: the compiler failed.

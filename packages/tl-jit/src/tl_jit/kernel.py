@@ -188,6 +188,8 @@ class JITKernel(functools.partial):  # type: ignore[type-arg]
         Raises:
             FileExistsError: ``path`` is a file or a directory holding files (without
                 ``force``; with it, files other than an artifact).
+            OSError: the directory the copy would be written in takes no new entries
+                (the message names ``path`` and that directory).
         """
         from tl_jit.export import copy_artifact
 

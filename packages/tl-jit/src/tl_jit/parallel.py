@@ -10,6 +10,7 @@ from typing import Any
 
 from tl_jit.compiler import compile_with_context, create_context
 from tl_jit.kernel import JITKernel
+from tl_jit.pass_configs import check_verbose
 
 __all__ = ["moves_work_elsewhere", "par_compile", "run_parallel"]
 
@@ -123,9 +124,11 @@ def par_compile(
 
     Raises:
         TypeError: ``funcs`` is not a list of PrimFuncs (a lone PrimFunc, say);
-            ``executor`` has no ``submit``, or runs tasks in other processes.
+            ``verbose`` is not a bool; ``executor`` has no ``submit``, or runs tasks in
+            other processes.
         the first compile error, unless ``ignore_error``.
     """
+    check_verbose(verbose, "par_compile verbose")
     if executor is not None:
         if not callable(getattr(executor, "submit", None)):
             raise TypeError(

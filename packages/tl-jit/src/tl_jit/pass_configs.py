@@ -128,6 +128,44 @@ KNOWN_TL_KEYS: Mapping[str, tuple[str, str]] = {
 """Every ``tl.*`` key TileLang defines: ``key -> (APPLIED or IGNORED, what it does here)``."""
 
 
+BOOL_TL_KEYS = frozenset(
+    key
+    for key in KNOWN_TL_KEYS
+    if key
+    not in {
+        "tl.Simplify",
+        "tl.ptxas_register_usage_level",
+        "tl.device_compile_flags",
+        "tl.config_index_bitwidth",
+        "tl.layout_cost_model",
+        "tl.layout_visualization_formats",
+        "tl.dump_ir_path",
+        "tl.pass_profile_threshold_ms",
+    }
+)
+"""The ``tl.*`` keys TileLang registers as ``Bool`` (``tl.disable_tma_lower``...)."""
+
+
+def _check_bool_value(key: str, value: object) -> None:
+    """Refuse a value of a boolean ``tl.*`` key other than a bool or 0/1 (TileLang's
+    ``Bool`` option; ``"maybe"`` was taken as it came).
+
+    Raises:
+        TypeError: names the key and what came.
+    """
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return
+    if type(value).__module__ == "numpy":
+        import numpy as np
+
+        if isinstance(value, np.bool_) or (isinstance(value, np.integer) and value in (0, 1)):
+            return
+    raise TypeError(
+        f"pass_configs[{key!r}]: expected a bool (True or False; 0 or 1), got "
+        f"{type(value).__name__} {value!r:.80}"
+    )
+
+
 def split_pass_configs(
     pass_configs: Mapping[Any, object] | None,
 ) -> tuple[dict[str, object], dict[str, object]]:
@@ -136,7 +174,8 @@ def split_pass_configs(
     Keys may be strings or `PassConfigKey` members.
 
     Raises:
-        TypeError: ``pass_configs`` is not a mapping, or a key is not a string.
+        TypeError: ``pass_configs`` is not a mapping, a key is not a string, or a
+            boolean ``tl.*`` key (`BOOL_TL_KEYS`) has a value other than a bool or 0/1.
         ValueError: a ``tl.*`` key TileLang does not define (the message lists the known
             ones).
     """
@@ -159,6 +198,8 @@ def split_pass_configs(
                 f"pass_configs: unknown TileLang key {key!r}; the known tl.* keys are: "
                 + ", ".join(sorted(KNOWN_TL_KEYS))
             )
+        if key in BOOL_TL_KEYS:
+            _check_bool_value(key, value)
         tl_configs[key] = value
     return tvm_configs, tl_configs
 
@@ -194,6 +235,19 @@ def check_compile_flags(compile_flags: object) -> None:
         "compile_flags: expected None, a string or a list of strings (device compiler "
         f"flags, not applied here), got {compile_flags!r:.120}"
     )
+
+
+def check_verbose(verbose: object, where: str = "verbose") -> None:
+    """Check ``verbose=`` of ``compile``/``jit``/``par_compile``: a bool (``"yes"`` was
+    taken by its truth, and ``verbose="no"`` printed).
+
+    Raises:
+        TypeError: anything else, naming ``where`` and what came.
+    """
+    if not isinstance(verbose, bool):
+        raise TypeError(
+            f"{where}: expected True or False, got {type(verbose).__name__} {verbose!r:.80}"
+        )
 
 
 def dump_dir(tl_configs: Mapping[str, object]) -> Path | None:

@@ -172,6 +172,7 @@ def written_and_expected(
 
     Raises:
         ValueError: the kernel writes no parameter (nothing to compare).
+        TypeError: the reference returned None.
         AssertionError: the reference returned a number of values matching neither form.
     """
     params = kernel.params
@@ -187,6 +188,12 @@ def written_and_expected(
     reference_args = reference_arguments(args, ref_fn)
     returned = kernel(*args)
     expected = ref_fn(*reference_args)
+    if expected is None:
+        # It went on to be compared as an array: "... ref_fn has ()".
+        raise TypeError(
+            f"ref_fn: expected the value(s) of what kernel {kernel.name!r} writes, got None "
+            "(ref_fn returned None: a missing return?)"
+        )
     # The kernel's arguments are the params not in out_idx, in order.
     position = {p: k for k, p in enumerate(i for i in range(len(params)) if i not in out_idx)}
     got: list[tuple[str, Any]] = []

@@ -303,16 +303,19 @@ class TimingRequest:
     def dims_for(self, kernel: JITKernel) -> dict[str, int]:
         """The sizes of ``kernel``'s symbolic dims: read from the call's arrays at the
         parameters that declare them (whatever way the kernel wrote its annotations),
-        with ``dims`` winning."""
+        with ``dims`` winning (those of ``dims`` the kernel has: one configuration's
+        kernel may fix a dim another keeps symbolic)."""
         sizes: dict[str, int] = {}
+        symbolic: set[str] = set()
         for param in kernel.params:
+            symbolic.update(dim for dim in param.shape or () if isinstance(dim, str))
             shape = self.call_shapes.get(param.name)
             if shape is None or param.kind == "scalar" or len(shape) != len(param.shape):
                 continue
             for dim, size in zip(param.shape, shape, strict=True):
                 if isinstance(dim, str):
                     sizes.setdefault(dim, size)
-        return {**sizes, **self.dims}
+        return {**sizes, **{name: size for name, size in self.dims.items() if name in symbolic}}
 
     def inputs_for(self, kernel: JITKernel, profiler: Any) -> list[Any]:
         """The inputs to check and time ``kernel`` on: ``supply_prog``'s (given the

@@ -179,6 +179,7 @@ BufferLoad = _refusing_none(_tvm_script.BufferLoad, "BufferLoad")
 launch_thread = _refusing_none(_tvm_script.launch_thread, "launch_thread")
 for _name in _guards.NONE_REFUSING_FUNCTIONS:
     globals()[_name] = _refusing_none(globals()[_name], _name)
+evaluate = _guards.expression_statement(globals()["evaluate"])
 for _name in _guards.FLOAT_FUNCTIONS + _guards.SCALAR_FUNCTIONS:
     globals()[_name] = _guards.scalar_math(
         globals()[_name], _name, floats_only=_name in _guards.FLOAT_FUNCTIONS

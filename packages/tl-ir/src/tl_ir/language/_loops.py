@@ -12,7 +12,7 @@ import tvm
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, ScopeError
+from tl_ir.errors import KernelTypeError, KernelValueError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._dynamic_parallel import check_bounded_now
 from tl_ir.launch import LOOP_KIND_KEY as _LOOP_KIND_KEY
@@ -199,6 +199,47 @@ def _int_lists(value: Any, where: str) -> list[list[int]]:
     return [_int_list(v, where) for v in value]
 
 
+_MAX_STAGE = 2**31 - 2
+"""The largest stage without ``num_stages``: the depth ``max(stage) + 1`` is an int32
+(TileLang reads stages and the depth as C ``int``s)."""
+
+
+def _check_schedule(orders: list[int], stages: list[int], num_stages: int) -> None:
+    """Refuse a manual schedule TileLang refuses or cannot mean: ``order`` entries that
+    are negative or repeated (two statements at one emission position), ``stage``
+    entries below 0 or past the last stage (``num_stages - 1`` when ``num_stages`` is
+    given, else a depth that fits an int32).
+
+    Raises:
+        KernelValueError: names the parameter, the entry and what was expected.
+    """
+    seen: dict[int, int] = {}
+    for position, value in enumerate(orders):
+        if value < 0:
+            raise KernelValueError(
+                f"T.Pipelined(order={orders}): expected non-negative emission positions, "
+                f"got {value} for statement {position}"
+            )
+        if value in seen:
+            raise KernelValueError(
+                f"T.Pipelined(order={orders}): expected each statement at its own emission "
+                f"position, got {value} for statements {seen[value]} and {position}"
+            )
+        seen[value] = position
+    last = num_stages - 1 if num_stages > 0 else _MAX_STAGE
+    for position, value in enumerate(stages):
+        if not 0 <= value <= last:
+            depth = (
+                f"num_stages={num_stages}"
+                if num_stages > 0
+                else "no num_stages (the depth max(stage) + 1 is an int32)"
+            )
+            raise KernelValueError(
+                f"T.Pipelined(stage={stages}): expected stages in [0, {last}] with {depth}, "
+                f"got {value} for statement {position}"
+            )
+
+
 def Pipelined(
     start: Any,
     stop: Any = None,
@@ -225,6 +266,10 @@ def Pipelined(
         KernelTypeError: ``num_stages`` is not a non-negative int; ``order``/``stage``
             are not lists of ints of the same length; ``sync``/``group`` are not lists
             of lists of ints; ``annotations`` is not a dict.
+        KernelValueError: an ``order`` entry is negative or repeated (TileLang: "two
+            statements cannot have the same order"); a ``stage`` entry is negative, or
+            past ``num_stages - 1`` when ``num_stages`` is given (else past an int32
+            depth).
     """
     start = _integer_bound(start, "T.Pipelined", "start" if stop is not None else "the extent")
     if stop is not None:
@@ -241,6 +286,7 @@ def Pipelined(
             "T.Pipelined(order=..., stage=...): expected one stage per ordered statement, "
             f"got {len(orders)} order entries and {len(stages)} stage entries"
         )
+    _check_schedule(orders, stages, num_stages)
     if sync is not None:
         _int_lists(sync, "T.Pipelined(sync=...)")
     groups = _int_lists(group, "T.Pipelined(group=...)") if group is not None else []

@@ -23,7 +23,7 @@ from tl_ir.language._operands import (
     scalar_wrapper,
     tile_of,
 )
-from tl_ir.layout import IndexLayout, MemoryLayout
+from tl_ir.layout import IndexLayout, MemoryLayout, check_index_map_rank
 
 __all__ = [
     "annotate_layout",
@@ -228,6 +228,7 @@ def annotate_layout(layout_map: dict[Any, Any]) -> None:
             raise KernelTypeError(
                 f"T.annotate_layout: expected a layout function or tirx.IndexMap, got {layout!r}"
             )
+        check_index_map_rank(buffer, layout)
         state.layout_map[str(buffer.name)] = layout
 
 

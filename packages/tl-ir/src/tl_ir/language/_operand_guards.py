@@ -49,6 +49,7 @@ __all__ = [
     "NONE_REFUSING_FUNCTIONS",
     "SCALAR_FUNCTIONS",
     "bool_condition",
+    "expression_statement",
     "lanes_at",
     "refusing_none",
     "scalar_math",
@@ -147,6 +148,21 @@ def lanes_at(name: str, position: int) -> Check:
             raise KernelTypeError(f"T.{name}: lanes must be at least 2, got {lanes}")
 
     return check
+
+
+def expression_statement(builder: Any) -> Any:
+    """``T.evaluate`` refusing a value that is not an expression (``T.evaluate("x")``
+    was a string statement no target emits: silently nothing)."""
+
+    @functools.wraps(builder)
+    def guarded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(value, int | float | tvm.ir.Expr):
+            raise KernelTypeError(
+                f"T.evaluate(value): expected an expression (a call), got {describe_operand(value)}"
+            )
+        return builder(value, *args, **kwargs)
+
+    return guarded
 
 
 def scalar_math(builder: Any, name: str, *, floats_only: bool) -> Any:

@@ -8,8 +8,9 @@ from typing import Any
 from tvm.script import tirx as _tvm_T
 
 from tl_ir.dtypes import bits as _dtype_bits
+from tl_ir.dtypes import is_int as _is_int
 from tl_ir.dtypes import normalize_dtype as _normalize_dtype
-from tl_ir.errors import TileLangError
+from tl_ir.errors import KernelDtypeError, TileLangError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.frontend import symbolic as _symbolic
 from tl_ir.language._operands import check_shape, locate_at_caller
@@ -88,12 +89,30 @@ Tensor = _TensorAnnotation()
 Buffer = Tensor
 
 
+def _dim_dtype(dtype: Any, spelled: str) -> str:
+    """``dtype`` of a symbolic dim as its name: an integer type (``float32`` was taken
+    and failed later in ``T.Tensor`` without naming the dtype).
+
+    Raises:
+        UnknownDtypeError: not a dtype.
+        KernelDtypeError: not an integer dtype (named).
+    """
+    name = _normalize_dtype(dtype)
+    if not _is_int(name):
+        raise KernelDtypeError(
+            f"{spelled}(name, dtype=...): expected an integer dtype for a symbolic dim "
+            f"(int32, int64...), got {name}"
+        )
+    return name
+
+
 def symbolic(name: str, dtype: str = "int32") -> Any:
     """A named symbolic dim (an ``int32`` Var) usable in shapes; the same name in one
-    kernel build gives the same Var. Raises `KernelTypeError` for a bad name."""
-    return _symbolic(name, dtype)
+    kernel build gives the same Var. Raises `KernelTypeError` for a bad name,
+    `KernelDtypeError` for a dtype that is not an integer type."""
+    return _symbolic(name, _dim_dtype(dtype, "T.symbolic"))
 
 
 def dynamic(name: str, dtype: str = "int32") -> Any:
     """`symbolic` as TileLang's eager style spells it (``N = T.dynamic("N")``)."""
-    return _symbolic(name, dtype, spelled="T.dynamic")
+    return _symbolic(name, _dim_dtype(dtype, "T.dynamic"), spelled="T.dynamic")

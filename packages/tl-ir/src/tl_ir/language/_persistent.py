@@ -22,7 +22,7 @@ from tvm.script import tirx as _tvm_T
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, ScopeError
+from tl_ir.errors import KernelTypeError, KernelValueError, ScopeError
 from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._extras import ceildiv
 from tl_ir.launch import LOOP_KIND_KEY
@@ -51,6 +51,7 @@ def Persistent(domain: Any, wave_size: Any, index: Any, group_size: Any = 8) -> 
 
     Raises:
         KernelTypeError: an empty domain or non-integer arguments.
+        KernelValueError: a constant ``wave_size`` or ``group_size`` below 1.
         ScopeError: outside a ``@T.prim_func`` body.
     """
     state = _current_state()
@@ -65,6 +66,17 @@ def Persistent(domain: Any, wave_size: Any, index: Any, group_size: Any = 8) -> 
     for name, value in (("wave_size", wave_size), ("index", index), ("group_size", group_size)):
         if isinstance(value, bool) or not (isinstance(value, int) or tvm.ir.is_prim_expr(value)):
             raise KernelTypeError(f"T.Persistent({name}=...): expected an integer, got {value!r}")
+    for name, value, meaning in (
+        ("wave_size", wave_size, "the number of workers"),
+        ("group_size", group_size, "tiles of the last dim per group"),
+    ):
+        constant = _ops.const_int(value)
+        if constant is not None and constant < 1:
+            # wave_size 0 failed as "T.ceildiv(a, b): expected b to be non-zero"; a
+            # group_size below 1 was quietly taken as 1 (TileLang clamps it).
+            raise KernelValueError(
+                f"T.Persistent({name}=...): expected a positive int ({meaning}), got {constant}"
+            )
     dims = tuple(_as_int32(d) for d in dims)
     last = dims[-1]
     group = _tvm_T.max(_tvm_T.min(_as_int32(group_size), last), 1)

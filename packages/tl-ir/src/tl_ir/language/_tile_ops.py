@@ -11,7 +11,13 @@ from tvm import tirx
 from tvm.script.ir_builder import tirx as _IB
 
 from tl_ir import ops as _ops
-from tl_ir.errors import KernelTypeError, ShapeMismatchError, UnsupportedError
+from tl_ir import scopes as _scopes
+from tl_ir.errors import (
+    KernelTypeError,
+    KernelValueError,
+    ShapeMismatchError,
+    UnsupportedError,
+)
 from tl_ir.language._hints import (
     EVICTION_POLICIES,
     GemmWarpPolicy,
@@ -116,6 +122,32 @@ def _matrix(region: Region, name: str) -> tuple[Any, Any]:
     return extents[0], extents[1]
 
 
+def _check_inside_tile(region: _ops.Region, where: str) -> None:
+    """Refuse a constant region of a shared, fragment or local tile that reaches past
+    the tile (``T.gemm(As[8:24, 0:16], ...)`` on a 16 x 16 ``As``: the CPU lowering
+    stopped with its micro-kernel's message, with no line). A tensor's region may
+    reach past its end: a partial tile.
+
+    Raises:
+        KernelTypeError: names the tile, the dim, the region's bounds and the extent.
+    """
+    if _scopes.is_global(region.buffer):
+        return
+    for dim, (low, extent, size) in enumerate(
+        zip(region.mins, region.extents, region.buffer.ty.shape, strict=False)
+    ):
+        low_c, extent_c, size_c = (_ops.const_int(v) for v in (low, extent, size))
+        if low_c is None or extent_c is None or size_c is None:
+            continue
+        if low_c < 0 or low_c + extent_c > size_c:
+            raise KernelTypeError(
+                f"{where}: the region {low_c}:{low_c + extent_c} of "
+                f"{_scopes.buffer_scope(region.buffer)} tile {region.buffer.name} in dim "
+                f"{dim} reaches past the tile (extent {size_c}); a tile op reads and writes "
+                "only inside a tile"
+            )
+
+
 def gemm(
     A: Any,
     B: Any,
@@ -139,6 +171,7 @@ def gemm(
     Raises:
         KernelTypeError: an operand is not a tile; a flag is not a bool; a bad hint; A
             and B differ in dtype, or C is narrower than them or of another kind.
+        KernelValueError: ``wg_wait`` below -1.
         UnsupportedError: ``mbar`` (an asynchronous Blackwell MMA barrier) is given.
         ShapeMismatchError: the inner dims of A and B or the dims of C disagree.
     """
@@ -157,6 +190,13 @@ def gemm(
     wg_wait = _ops.exact_int(wg_wait)
     if isinstance(wg_wait, _builtins.bool) or not isinstance(wg_wait, int):
         raise KernelTypeError(f"T.gemm(wg_wait=...): expected an int, got {wg_wait!r}")
+    if wg_wait < -1:
+        # TileLang: wg_wait >= 0 waits until that many WGMMA groups are pending, -1 does
+        # not wait; nothing else has a meaning.
+        raise KernelValueError(
+            "T.gemm(wg_wait=...): expected -1 (no wait) or a non-negative count of "
+            f"pending warpgroup MMA groups, got {wg_wait}"
+        )
     if mbar is not None:
         raise UnsupportedError(
             "T.gemm(mbar=...): asynchronous MMA completion barriers (tcgen05) are not "
@@ -166,6 +206,8 @@ def gemm(
     a = tile_of(A, "T.gemm: A", _ops.ACCESS_READ)
     b = tile_of(B, "T.gemm: B", _ops.ACCESS_READ)
     c = tile_of(C, "T.gemm: C", _ops.ACCESS_READ_WRITE)
+    for region, name in ((a, "A"), (b, "B"), (c, "C")):
+        _check_inside_tile(region, f"T.gemm: {name}")
     a0, a1 = _matrix(a, "A")
     b0, b1 = _matrix(b, "B")
     c0, c1 = _matrix(c, "C")
