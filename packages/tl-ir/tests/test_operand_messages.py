@@ -291,3 +291,29 @@ def build():
         in message
     )
     assert ":11:" in message, message
+
+
+def test_a_float_constructor_reads_a_number_spelled_as_a_string(tmp_path: Path) -> None:
+    """``T.float32("-inf")`` is how TVM's printer and TileLang programs spell infinity;
+    the operand check must not refuse it (an int dtype or another string is refused)."""
+    import numpy as np
+
+    from tl_ir.interpret import run
+
+    source = """
+import tl_ir.language as T
+
+def build():
+    @T.prim_func
+    def main(A: T.Tensor((3,), "float32")):
+        with T.Kernel(1, threads=1):
+            A[0] = T.float32("-inf")
+            A[1] = T.float32("1.5")
+            A[2] = T.cast(T.float16("nan"), "float32")
+    return main
+"""
+    a = np.zeros(3, np.float32)
+    run(_parse(source, tmp_path), [a])
+    assert a[0] == -np.inf and a[1] == 1.5 and np.isnan(a[2])
+    with pytest.raises(KernelTypeError, match=r"T.int32\(value\): expected a scalar value"):
+        _parse(_kernel("I[0] = T.int32('inf')"), tmp_path)

@@ -11,6 +11,7 @@ it also serves as the annotation of a builder argument that holds a dtype.
 from __future__ import annotations
 
 import builtins as _builtins
+import contextlib
 import math
 from typing import Any, cast
 
@@ -57,7 +58,7 @@ class dtype(tvm_ffi.dtype):
             return tirx.Shuffle(list(args), list(range(len(args))))
         value = args[0] if args else None
         if args:
-            self._check_value(value)
+            value = self._checked_value(value)
         if isinstance(value, _builtins.bool | int) and str(self) != "bool":
             return tirx.const(value, str(self))
         if isinstance(value, _builtins.float) and str(self).startswith(("float", "bfloat")):
@@ -74,10 +75,15 @@ class dtype(tvm_ffi.dtype):
             return tirx.Cast(str(self), value)
         return constructor(value)
 
-    def _check_value(self, value: Any) -> None:
-        """Refuse a value ``T.<dtype>(value)`` cannot convert: ``None`` (TVM made a fresh
-        variable no parameter defines), anything not a scalar, a NaN or infinity for an
+    def _checked_value(self, value: Any) -> Any:
+        """``value`` as ``T.<dtype>(value)`` converts it: a float dtype reads a string
+        as Python's ``float`` does (``T.float32("-inf")``, as TVM's constructors and
+        TVMScript's printer spell it). Refused: ``None`` (TVM made a fresh variable no
+        parameter defines), anything else not a scalar, a NaN or infinity for an
         integer dtype."""
+        if isinstance(value, str) and str(self).startswith(("float", "bfloat")):
+            with contextlib.suppress(ValueError):  # if not a number: refused below
+                value = _builtins.float(value)
         problem = "None" if value is None else scalar_operand_problem(value)
         if problem is not None:
             raise KernelTypeError(
@@ -93,6 +99,7 @@ class dtype(tvm_ffi.dtype):
                 f"T.{self}({value}): {self} cannot hold {value}; T.cast(x, {str(self)!r}) "
                 "converts a float as the GPUs do (NaN gives 0, an infinity the nearest limit)"
             )
+        return value
 
     @property
     def bytes(self) -> int:
