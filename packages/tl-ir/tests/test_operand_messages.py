@@ -229,6 +229,10 @@ def build():
         ("A[2**40] = 1.0", "constant index 1099511627776 of buffer A is out of bounds"),
         ("A[-9] = 1.0", "constant index -9 of buffer A is out of bounds"),
         ("A[6:10] = A[0:4]", "the slice 6:10 (4 elements) of buffer A is out of bounds"),
+        (
+            "A[T.Ramp(0, 1, 100000)] = T.Broadcast(T.float32(1), 100000)",
+            "the 100000 lanes from 0 by 1 (a T.Ramp) of buffer A is out of bounds",
+        ),
     ],
 )
 def test_a_store_outside_its_buffer_is_refused_at_its_line(

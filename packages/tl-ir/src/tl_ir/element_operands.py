@@ -91,6 +91,12 @@ def _constant_span(index: Any, extent: int | None) -> tuple[int, int, str] | Non
     value = const_int(index) if not isinstance(index, slice) else None
     if value is not None:
         return value, value, f"constant index {value}"
+    if isinstance(index, tirx.Ramp):
+        base, stride, lanes = (const_int(v) for v in (index.base, index.stride, index.lanes))
+        if base is None or stride is None or lanes is None:
+            return None
+        first, last = sorted((base, base + stride * (lanes - 1)))
+        return first, last, f"the {lanes} lanes from {base} by {stride} (a T.Ramp)"
     if not isinstance(index, slice):
         return None
     start = 0 if index.start is None else const_int(index.start)
