@@ -321,3 +321,27 @@ def build():
     assert a[0] == -np.inf and a[1] == 1.5 and np.isnan(a[2])
     with pytest.raises(KernelTypeError, match=r"T.int32\(value\): expected a scalar value"):
         _parse(_kernel("I[0] = T.int32('inf')"), tmp_path)
+
+
+def test_an_equality_test_is_a_bool_condition_and_a_scalar_operand(tmp_path: Path) -> None:
+    """``a != b`` and ``a == b`` are Python objects TVM turns into the comparison on
+    demand; the condition and operand checks take them as the bool expressions they
+    are (TileLang's fp8 quantization example tests ``bits != 0`` this way)."""
+    import numpy as np
+
+    from tl_ir.interpret import run
+
+    source = """
+import tl_ir.language as T
+
+def build():
+    @T.prim_func
+    def main(A: T.Tensor((2,), "float32"), B: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=1):
+            B[0] = T.if_then_else(A[0] != A[1], 1.0, 2.0)
+            B[1] = T.Select(A[0] == A[1], 3.0, T.cast(T.max(A[0] == A[0], False), "float32"))
+    return main
+"""
+    b = np.zeros(2, np.float32)
+    run(_parse(source, tmp_path), [np.array([1.0, 2.0], np.float32), b])
+    np.testing.assert_array_equal(b, [1.0, 1.0])

@@ -128,7 +128,9 @@ def bool_condition(name: str) -> Check:
     def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not args or isinstance(args[0], bool):
             return
-        dtype = _dtype(args[0])
+        # `a == b` and `a != b` are Python objects that become the comparison on demand.
+        condition = args[0].asobject() if hasattr(args[0], "asobject") else args[0]
+        dtype = _dtype(condition)
         if dtype is None or not dtype.startswith("bool"):
             raise KernelTypeError(
                 f"T.{name}(cond, ...): cond must be a bool, got "

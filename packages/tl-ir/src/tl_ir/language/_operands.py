@@ -135,6 +135,8 @@ def scalar_operand_problem(value: Any) -> str | None:
     vector, a ``T.alloc_var`` read); otherwise what it is (`describe_operand`)."""
     if isinstance(value, scalar_wrapper | tvm.ir.TensorRegion) or tvm.ir.is_prim_expr(value):
         return None
+    if hasattr(value, "asobject"):  # `a == b`, `a != b`: a comparison made on demand
+        return scalar_operand_problem(value.asobject())
     if isinstance(value, numbers.Real):
         return None
     return describe_operand(value)
