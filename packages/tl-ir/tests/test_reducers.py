@@ -145,3 +145,23 @@ def test_a_reducer_in_its_lifecycle_builds():
     b = np.zeros(1, np.float32)
     run(_lifecycle(("init",)), [a, b])
     assert b[0] == 8
+
+
+@T.prim_func
+def _first_syntax(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+    with T.Kernel(1, threads=8):
+        r = T.alloc_reducer((1,), "float32")
+        T.clear(r)
+        for i in T.Parallel(8):
+            r[0] += A[i]
+        T.finalize_reducer(r)
+        B[0] = r[0]
+
+
+def test_a_filled_reducer_is_open_as_in_tilelangs_first_syntax():
+    """TileLang's first reducer syntax starts the reducer with ``T.clear`` (no
+    ``T.reducer_init``) and finalizes in place (its
+    test_finalize_reducer_default_alloc_v1_syntax); the lifecycle check refused it."""
+    b = np.zeros(1, np.float32)
+    run(_first_syntax, [np.arange(8, dtype=np.float32), b])
+    assert b[0] == 28

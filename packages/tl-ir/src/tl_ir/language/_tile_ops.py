@@ -18,6 +18,7 @@ from tl_ir.errors import (
     ShapeMismatchError,
     UnsupportedError,
 )
+from tl_ir.frontend import current_state as _current_state
 from tl_ir.language._hints import (
     EVICTION_POLICIES,
     GemmWarpPolicy,
@@ -99,9 +100,21 @@ def copy(
     return emit_tile_op("tl.copy", s, d)
 
 
+def _open_filled_reducer(buffer: Any) -> None:
+    """A reducer filled (``T.clear(r)``, ``T.fill(r, v)``: TileLang's first reducer
+    syntax, without ``T.reducer_init``) holds a start value: it is open for updates and
+    ``T.finalize_reducer``, as after ``T.reducer_init`` (`_reducers`' lifecycle)."""
+    state = _current_state()
+    phases = state.reducer_phases if state is not None else {}
+    for known in phases:
+        if known.same_as(buffer):
+            phases[known] = "open"
+
+
 def fill(buffer: Any, value: Any) -> Any:
     """Set every element of a buffer or region to ``value`` (cast to its dtype)."""
     dst = region_of(buffer, "T.fill(buffer, value): buffer", _ops.ACCESS_WRITE)
+    _open_filled_reducer(dst.buffer)
     return emit_tile_op("tl.fill", dst, as_value(value, dst.dtype))
 
 
