@@ -112,6 +112,8 @@ def _lifecycle(steps):
             result = T.alloc_fragment((1,), "float32")
             if "init" in steps[:1]:
                 T.reducer_init(acc)
+            if "clear" in steps[:1]:
+                T.clear(acc)
             for i in T.Parallel(8):
                 T.reducer_update(acc[0], A[i])
             if "init_again" in steps:
@@ -131,6 +133,9 @@ def _lifecycle(steps):
         (("update",), "used before T.reducer_init"),
         (("init", "init_again"), "initialised twice"),
         (("init", "update_after"), "after T.finalize_reducer closed it"),
+        # TileLang's test_reject_clear_on_reducer: the first syntax's T.clear does not
+        # open a reducer the second syntax updates.
+        (("clear",), "after T.clear/T.fill started it in TileLang's first reducer syntax"),
     ],
 )
 def test_a_reducer_used_out_of_its_lifecycle_is_refused(steps, message):

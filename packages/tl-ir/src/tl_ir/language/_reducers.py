@@ -93,16 +93,30 @@ def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = No
 #: What each lifecycle step of a reducer (not of the legacy form) needs before it, in
 #: source order: a step in another phase reads or combines an accumulator that holds
 #: no reduction (TileLang refuses the same programs when it builds them).
+#: A reducer ``T.clear``/``T.fill`` started (``"filled"``) follows TileLang's first
+#: syntax (``+=`` updates, ``T.finalize_reducer(r)`` in place), which TileLang refuses
+#: to mix with the second (``T.reducer_init``, ``T.reducer_update``, a ``dst``).
 _NEEDED = {
     "init": ("allocated", "finalized"),
     "update": ("open",),
     "finalize": ("open",),
+    "finalize_in_place": ("open", "filled"),
 }
-_AFTER = {"init": "open", "update": "open", "finalize": "finalized"}
+_AFTER = {
+    "init": "open",
+    "update": "open",
+    "finalize": "finalized",
+    "finalize_in_place": "finalized",
+}
 _WHY = {
     "allocated": "before T.reducer_init",
     "open": "after T.reducer_init already opened it (initialised twice)",
     "finalized": "after T.finalize_reducer closed it",
+    "filled": (
+        "after T.clear/T.fill started it in TileLang's first reducer syntax (T.clear, "
+        "r[i] += v, T.finalize_reducer(r)), which does not mix with T.reducer_init, "
+        "T.reducer_update or a finalize into dst"
+    ),
 }
 
 
@@ -149,7 +163,8 @@ def finalize_reducer(
     ``dst`` (TileLang's legacy in-place form) the reducer itself holds the result from
     here on (its updates are atomic: nothing is left to combine)."""
     _op_of(reducer, "T.finalize_reducer(reducer, dst)")
-    _advance(reducer, "finalize", "T.finalize_reducer(reducer, dst)")
+    step = "finalize_in_place" if dst is None else "finalize"
+    _advance(reducer, step, "T.finalize_reducer(reducer, dst)")
     if dst is None:
         return
     if not _ops.is_buffer(dst):

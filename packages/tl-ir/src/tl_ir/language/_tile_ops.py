@@ -101,14 +101,15 @@ def copy(
 
 
 def _open_filled_reducer(buffer: Any) -> None:
-    """A reducer filled (``T.clear(r)``, ``T.fill(r, v)``: TileLang's first reducer
-    syntax, without ``T.reducer_init``) holds a start value: it is open for updates and
-    ``T.finalize_reducer``, as after ``T.reducer_init`` (`_reducers`' lifecycle)."""
+    """A reducer filled before ``T.reducer_init`` opened it (``T.clear(r)``, ``T.fill(r,
+    v)``: TileLang's first reducer syntax) holds a start value: it is ``"filled"``,
+    which `_reducers`' lifecycle lets ``+=`` update and ``T.finalize_reducer(r)``
+    finalize in place, and refuses to mix with ``T.reducer_update`` (as TileLang)."""
     state = _current_state()
     phases = state.reducer_phases if state is not None else {}
-    for known in phases:
-        if known.same_as(buffer):
-            phases[known] = "open"
+    for known, phase in phases.items():
+        if known.same_as(buffer) and phase in ("allocated", "finalized"):
+            phases[known] = "filled"
 
 
 def fill(buffer: Any, value: Any) -> Any:
