@@ -33,6 +33,7 @@ from tl_jit.profiler_inputs import (
     available_memory,
     checked_dims,
     checked_seed,
+    kernel_dims,
     random_array,
     scalar_input,
 )
@@ -130,7 +131,7 @@ class Profiler:
         tensor_supply_type: TensorSupplyType | str | None = None,
     ):
         self.kernel = kernel
-        self.dims = self._used_dims(checked_dims(dims))
+        self.dims = kernel_dims(kernel, checked_dims(dims))
         self.seed = checked_seed(seed)
         self.tensor_supply_type = checked_supply(tensor_supply_type)
         self._like, self._device = _input_placement(kernel.manifest.argument_device_types)
@@ -139,27 +140,6 @@ class Profiler:
             # torch methods): host tensors here, which a host kernel takes as they are.
             self._like = "torch"
         self._inputs: list[Any] | None = None
-
-    def _used_dims(self, dims: dict[str, int]) -> dict[str, int]:
-        """``dims``, refused when one names no symbolic dim of the kernel's parameters
-        (it was ignored; ``tl bench --dim`` refuses the same).
-
-        Raises:
-            ValueError: names the dim, the kernel and its symbolic dims.
-        """
-        symbolic = {
-            dim
-            for param in self.kernel.params
-            for dim in (getattr(param, "shape", None) or ())
-            if isinstance(dim, str)
-        }
-        unused = sorted(set(dims) - symbolic)
-        if unused:
-            raise ValueError(
-                f"dims[{unused[0]!r}]: kernel {self.kernel.name!r} has no symbolic dim "
-                f"{unused[0]!r} (its symbolic dims: {sorted(symbolic)}); it would be ignored"
-            )
-        return dims
 
     def _shape(self, param: Any, dims: Mapping[str, int]) -> tuple[int, ...]:
         shape = []
@@ -224,7 +204,8 @@ class Profiler:
 
         Raises:
             ValueError: a symbolic dim has no size in ``dims``, or a size is not a
-                non-negative integer, or ``dims`` names a dim the kernel does not have; ``seed`` is not None or a non-negative int; an input
+                non-negative integer, or ``dims`` names a dim the kernel does not have;
+                ``seed`` is not None or a non-negative int; an input
                 would have more elements (or a longer dim) than the kernel's index width
                 addresses (the manifest's ``index_bits``: ``2**31 - 1`` for 32 bits), or
                 the inputs together more bytes than the memory available. Checked
@@ -232,7 +213,7 @@ class Profiler:
         """
         import numpy as np
 
-        sizes = {**self.dims, **self._used_dims(checked_dims(dims))}
+        sizes = {**self.dims, **kernel_dims(self.kernel, checked_dims(dims))}
         chosen_seed = self.seed if seed is None else checked_seed(seed)
         planned: list[tuple[Any, tuple[int, ...] | None]] = []
         for index, param in enumerate(self.kernel.params):

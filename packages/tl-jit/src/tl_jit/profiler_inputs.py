@@ -22,6 +22,7 @@ __all__ = [
     "available_memory",
     "checked_dims",
     "checked_seed",
+    "kernel_dims",
     "random_array",
     "scalar_input",
 ]
@@ -66,6 +67,28 @@ def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
             )
         checked[name] = int(size)
     return checked
+
+
+def kernel_dims(kernel: Any, dims: dict[str, int]) -> dict[str, int]:
+    """``dims`` (checked by `checked_dims`), refused when one names no symbolic dim of
+    ``kernel``'s parameters (it was ignored; ``tl bench --dim`` refuses the same).
+
+    Raises:
+        ValueError: names the dim, the kernel and its symbolic dims.
+    """
+    symbolic = {
+        dim
+        for param in kernel.params
+        for dim in (getattr(param, "shape", None) or ())
+        if isinstance(dim, str)
+    }
+    unused = sorted(set(dims) - symbolic)
+    if unused:
+        raise ValueError(
+            f"dims[{unused[0]!r}]: kernel {kernel.name!r} has no symbolic dim "
+            f"{unused[0]!r} (its symbolic dims: {sorted(symbolic)}); it would be ignored"
+        )
+    return dims
 
 
 def _numpy_dtype(dtype: str) -> Any:
