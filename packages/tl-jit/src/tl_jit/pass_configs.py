@@ -238,16 +238,19 @@ def check_compile_flags(compile_flags: object) -> None:
 
 
 def check_verbose(verbose: object, where: str = "verbose") -> None:
-    """Check ``verbose=`` of ``compile``/``jit``/``par_compile``: a bool (``"yes"`` was
-    taken by its truth, and ``verbose="no"`` printed).
+    """Check ``verbose=`` of ``compile``/``jit``/``par_compile``: a bool, or 0/1 as the
+    boolean pass configs take (``"yes"`` was taken by its truth, and ``verbose="no"``
+    printed).
 
     Raises:
         TypeError: anything else, naming ``where`` and what came.
     """
-    if not isinstance(verbose, bool):
-        raise TypeError(
-            f"{where}: expected True or False, got {type(verbose).__name__} {verbose!r:.80}"
-        )
+    if isinstance(verbose, bool) or (isinstance(verbose, int) and verbose in (0, 1)):
+        return
+    raise TypeError(
+        f"{where}: expected True or False (or 0/1), got {type(verbose).__name__} "
+        f"{verbose!r:.80}"
+    )
 
 
 def dump_dir(tl_configs: Mapping[str, object]) -> Path | None:
