@@ -231,7 +231,7 @@ def build():
         ("A[6:10] = A[0:4]", "the slice 6:10 (4 elements) of buffer A is out of bounds"),
         (
             "A[T.Ramp(0, 1, 100000)] = T.Broadcast(T.float32(1), 100000)",
-            "the 100000 lanes from 0 by 1 (a T.Ramp) of buffer A is out of bounds",
+            "the 100000 lanes from 0 by 1 (a slice or T.Ramp) of buffer A is out of bounds",
         ),
     ],
 )

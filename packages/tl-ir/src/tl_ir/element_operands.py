@@ -96,7 +96,7 @@ def _constant_span(index: Any, extent: int | None) -> tuple[int, int, str] | Non
         if base is None or stride is None or lanes is None:
             return None
         first, last = sorted((base, base + stride * (lanes - 1)))
-        return first, last, f"the {lanes} lanes from {base} by {stride} (a T.Ramp)"
+        return first, last, f"the {lanes} lanes from {base} by {stride} (a slice or T.Ramp)"
     if not isinstance(index, slice):
         return None
     start = 0 if index.start is None else const_int(index.start)
