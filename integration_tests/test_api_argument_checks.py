@@ -87,3 +87,19 @@ def test_a_bad_target_host_is_named(host: Any) -> None:
     # The refusal said "target: ..." although the target was right.
     with pytest.raises(ValueError, match=r"^target_host: "):
         tl_jit.compile(_kernel(), target="c", target_host=host)
+
+
+@T.prim_func
+def _int8_atomics(A: T.Tensor((8,), "int8"), B: T.Tensor((8,), "int8")):
+    with T.Kernel(2, threads=1):
+        for i in T.serial(8):
+            T.atomic_add(B[i], A[i])
+
+
+def test_a_refusal_raised_while_lowering_names_the_kernel_and_its_file() -> None:
+    """A pass's refusal (an int8 atomic on the CPU) named the buffer but no kernel or
+    file: the pass knows the IR, not the source. A note adds both."""
+    with pytest.raises(ValueError, match="atomic_add on B: dtype int8") as caught:
+        tl_jit.compile(_int8_atomics, target="c")
+    notes = getattr(caught.value, "__notes__", [])
+    assert notes == [f"while lowering kernel '_int8_atomics' of {__file__}"], notes

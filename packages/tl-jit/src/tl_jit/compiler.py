@@ -110,8 +110,36 @@ def build_into(
         dump = kernel_dump_dir(context, func, key)
     if dump is not None:
         options["dump_dir"] = dump
-    with _pass_context(pass_configs):
-        return Path(builder(context, func, directory, **options))
+    try:
+        with _pass_context(pass_configs):
+            return Path(builder(context, func, directory, **options))
+    except (ValueError, TypeError, NotImplementedError) as err:
+        _note_kernel(err, func)
+        raise
+
+
+def _kernel_name(func: Any) -> str:
+    attrs = func.attrs
+    return (
+        str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "kernel"
+    )
+
+
+def _note_kernel(err: BaseException, func: Any) -> None:
+    """Add to a refusal a pass raised while lowering (``atomic_add on B: dtype int8 is
+    not supported on the CPU``) which kernel and file it came from, unless it already
+    names its line (a `TileLangError` located at the kernel's statement): the pass
+    knows the IR, not the source."""
+    if getattr(err, "lineno", None):
+        return
+    source = checked.kernel_file(func)
+    note = f"while lowering kernel {_kernel_name(func)!r}" + (f" of {source}" if source else "")
+    # BaseException.add_note (Python 3.11) by hand: the list it keeps, on 3.10 too.
+    notes = getattr(err, "__notes__", None)
+    if isinstance(notes, list):
+        notes.append(note)
+    else:
+        setattr(err, "__notes__", [note])  # noqa: B010 - no such attribute on 3.10
 
 
 def kernel_dump_dir(context: BackendContext, func: Any, key: str | None) -> Path | None:
@@ -127,11 +155,7 @@ def kernel_dump_dir(context: BackendContext, func: Any, key: str | None) -> Path
     root = os.environ.get(env.DUMP_IR_ENV)
     if not root:
         return None
-    attrs = func.attrs
-    name = (
-        str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "kernel"
-    )
-    folder = Path(root) / f"{name}-{(key or 'uncached')[:16]}" / context.pipeline.name
+    folder = Path(root) / f"{_kernel_name(func)}-{(key or 'uncached')[:16]}" / context.pipeline.name
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -248,8 +248,7 @@ def check_verbose(verbose: object, where: str = "verbose") -> None:
     if isinstance(verbose, bool) or (isinstance(verbose, int) and verbose in (0, 1)):
         return
     raise TypeError(
-        f"{where}: expected True or False (or 0/1), got {type(verbose).__name__} "
-        f"{verbose!r:.80}"
+        f"{where}: expected True or False (or 0/1), got {type(verbose).__name__} {verbose!r:.80}"
     )
 
 
