@@ -345,3 +345,14 @@ def build():
     b = np.zeros(2, np.float32)
     run(_parse(source, tmp_path), [np.array([1.0, 2.0], np.float32), b])
     np.testing.assert_array_equal(b, [1.0, 1.0])
+
+
+def test_a_read_outside_its_buffer_is_named_at_its_line(tmp_path: Path) -> None:
+    """A constant read outside its buffer is found on the built kernel (at parse it
+    could be a tile op's anchor, a partial tile); the access's span names its line,
+    which the message pointed at the ``def`` line instead."""
+    with pytest.raises(KernelTypeError) as caught:
+        _parse(_kernel("A[1] = 2.0\nA[0] = A[100] + 1.0"), tmp_path)
+    message = str(caught.value)
+    assert "constant index 100 of buffer A is out of bounds in dim 0" in message
+    assert ":17:" in message and "A[0] = A[100] + 1.0" in message, message

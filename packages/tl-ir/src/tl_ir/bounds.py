@@ -12,6 +12,7 @@ values are left to the kernel.
 
 from __future__ import annotations
 
+import linecache
 from typing import Any
 
 import tvm
@@ -99,8 +100,8 @@ def check_constant_bounds(func: Any) -> None:
     """
     body = getattr(func, "body", func)
     # The walks' callbacks run under TVM's FFI, which would wrap a raised error:
-    # collect what is wrong and raise afterwards.
-    problems: list[str] = []
+    # collect what is wrong (with the access's span) and raise afterwards.
+    problems: list[tuple[str, Any]] = []
 
     anchors: list[Any] = []
 
@@ -112,15 +113,29 @@ def check_constant_bounds(func: Any) -> None:
 
     def visit_load(load: Any) -> None:
         if not any(anchor.same_as(load) for anchor in anchors):
-            problems.extend(_element_problems(load.source, load.indices))
+            found = _element_problems(load.source, load.indices)
         else:
-            problems.extend(_float_index_problems(load.source, load.indices))
+            found = _float_index_problems(load.source, load.indices)
+        problems.extend((problem, load.span) for problem in found)
 
     def visit_store(store: Any) -> None:
-        problems.extend(_element_problems(store.buffer, store.indices))
+        found = _element_problems(store.buffer, store.indices)
+        problems.extend((problem, store.span) for problem in found)
 
     tvm_ffi.structural_walk(body, (tvm.ir.Call, visit_call), order="pre")
     tvm_ffi.structural_walk(body, (tvm.ir.TensorLoad, visit_load), order="pre")
     tvm_ffi.structural_walk(body, (tirx.BufferStore, visit_store), order="pre")
     if problems:
-        raise KernelTypeError(problems[0])
+        problem, span = problems[0]
+        raise _located(KernelTypeError(problem), span)
+
+
+def _located(err: KernelTypeError, span: Any) -> KernelTypeError:
+    """``err`` located at the access's source line when its span names one (the parser
+    gives element accesses spans); else left for the caller to place at the kernel."""
+    filename = getattr(getattr(span, "source_name", None), "name", None)
+    lineno = getattr(span, "line", None)
+    if filename and lineno:
+        source_line = linecache.getline(str(filename), int(lineno)) or None
+        err.locate(str(filename), int(lineno), source_line)
+    return err
