@@ -43,7 +43,7 @@ from tl_ir.language._operands import (
 )
 from tl_ir.ops import const_int
 
-__all__ = ["check_indices", "check_store_bounds", "check_stored_value", "install"]
+__all__ = ["check_indices", "check_store_bounds", "check_stored_value", "install", "listed"]
 
 
 def _name(buffer: Any) -> str:
@@ -152,8 +152,9 @@ def check_stored_value(buffer: Any, value: Any) -> None:
         )
 
 
-def _listed(index: Any) -> list[Any]:
-    return list(index) if isinstance(index, tuple | list) else [index]
+def listed(indices: Any) -> list[Any]:
+    """Indices as a list (a subscript or the store builder passes one index bare)."""
+    return list(indices) if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
 
 
 def install() -> None:
@@ -166,7 +167,7 @@ def install() -> None:
     def getitem(self: Any, index: Any) -> Any:
         if current_state() is not None:
             if isinstance(getattr(self, "ty", None), tirx.BufferType):
-                check_indices(self, _listed(index))
+                check_indices(self, listed(index))
             elif tvm.ir.is_prim_expr(self):
                 raise KernelTypeError(
                     f"{describe_operand(self)} is a scalar: it cannot be indexed or "

@@ -24,7 +24,12 @@ from tvm import tirx
 from tvm.tirx.script import builder as _builder
 
 from tl_ir.constant_casts import stored_integer
-from tl_ir.element_operands import check_indices, check_store_bounds, check_stored_value
+from tl_ir.element_operands import (
+    check_indices,
+    check_store_bounds,
+    check_stored_value,
+    listed,
+)
 from tl_ir.errors import KernelTypeError
 from tl_ir.frontend import current_state
 from tl_ir.language._operands import as_value
@@ -64,16 +69,11 @@ def region_as_vector(region: Any) -> Any:
     return tirx.BufferLoad(region.source, indices)
 
 
-def _listed(indices: Any) -> list[Any]:
-    """A store's indices as a list (the builder passes one index bare)."""
-    return list(indices) if isinstance(indices, list | tuple | tvm.ir.Array) else [indices]
-
-
 def _slice_lanes(buffer: Any, indices: Any) -> int:
     """How many elements a store's indices address (slices as TVM's store reads them:
     a missing start is 0, a missing stop the dim's extent)."""
     lanes = 1
-    for index, extent in zip(_listed(indices), buffer.ty.shape, strict=False):
+    for index, extent in zip(listed(indices), buffer.ty.shape, strict=False):
         if isinstance(index, slice):
             start = 0 if index.start is None else index.start
             stop = extent if index.stop is None else index.stop
@@ -87,23 +87,23 @@ def _closed_slices(buffer: Any, indices: Any) -> Any:
     """The store's indices with each slice's missing start (0) and stop (the dim's
     extent) written out: TVM's store computed ``stop - start`` and failed on ``A[4:] =
     ...`` ("unsupported operand type(s) for -: 'NoneType' and 'int'")."""
-    listed = _listed(indices)
-    if not any(isinstance(index, slice) for index in listed):
+    given = listed(indices)
+    if not any(isinstance(index, slice) for index in given):
         return indices
     closed = []
-    for index, extent in zip(listed, buffer.ty.shape, strict=False):
+    for index, extent in zip(given, buffer.ty.shape, strict=False):
         if isinstance(index, slice):
             start = 0 if index.start is None else index.start
             index = slice(start, extent if index.stop is None else index.stop, index.step)
         closed.append(index)
-    return closed + listed[len(closed) :]
+    return closed + given[len(closed) :]
 
 
 def _broadcast_into_slice(buffer: Any, value: Any, indices: Any) -> Any:
     """A scalar stored into a slice (``A[0:4] = 1.0``, ``A[4:8] = x``) as the vector of
     that value, as numpy and TileLang's vector stores broadcast it (TVM refused it,
     "Incompatible types in BufferStore"); any other value unchanged."""
-    if sum(isinstance(index, slice) for index in _listed(indices)) != 1:
+    if sum(isinstance(index, slice) for index in listed(indices)) != 1:
         return value
     dtype = str(buffer.ty.dtype)
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -130,14 +130,14 @@ def _check_operands(buffer: Any, value: Any, indices: Any) -> None:
         raise KernelTypeError(
             f"{_name(buffer)}[...] = None: expected a value of dtype {buffer.ty.dtype}"
         )
-    for position, index in enumerate(_listed(indices)):
+    for position, index in enumerate(listed(indices)):
         if index is None:
             raise KernelTypeError(
                 f"{_name(buffer)}[...]: index {position} is None, expected an integer"
             )
     check_stored_value(buffer, value)
-    check_indices(buffer, _listed(indices))
-    check_store_bounds(buffer, _listed(indices))
+    check_indices(buffer, listed(indices))
+    check_store_bounds(buffer, listed(indices))
 
 
 def install() -> None:

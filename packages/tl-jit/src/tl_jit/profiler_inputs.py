@@ -25,6 +25,7 @@ __all__ = [
     "kernel_dims",
     "random_array",
     "scalar_input",
+    "symbolic_dims",
 ]
 
 
@@ -69,6 +70,16 @@ def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
     return checked
 
 
+def symbolic_dims(kernel: Any) -> set[str]:
+    """The names of the symbolic dims of ``kernel``'s parameters."""
+    return {
+        dim
+        for param in kernel.params
+        for dim in (getattr(param, "shape", None) or ())
+        if isinstance(dim, str)
+    }
+
+
 def kernel_dims(kernel: Any, dims: dict[str, int]) -> dict[str, int]:
     """``dims`` (checked by `checked_dims`), refused when one names no symbolic dim of
     ``kernel``'s parameters (it was ignored; ``tl bench --dim`` refuses the same).
@@ -76,12 +87,7 @@ def kernel_dims(kernel: Any, dims: dict[str, int]) -> dict[str, int]:
     Raises:
         ValueError: names the dim, the kernel and its symbolic dims.
     """
-    symbolic = {
-        dim
-        for param in kernel.params
-        for dim in (getattr(param, "shape", None) or ())
-        if isinstance(dim, str)
-    }
+    symbolic = symbolic_dims(kernel)
     unused = sorted(set(dims) - symbolic)
     if unused:
         raise ValueError(

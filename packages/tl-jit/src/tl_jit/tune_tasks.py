@@ -28,6 +28,7 @@ from tl_jit import env
 from tl_jit.autotune_inputs import input_params
 from tl_jit.errors import AutotuneError
 from tl_jit.kernel import JITKernel
+from tl_jit.profiler_inputs import symbolic_dims
 
 FunctionReference = tuple[str, str, str]
 """(module name, module file, qualified name): how a worker imports the jit function."""
@@ -306,9 +307,8 @@ class TimingRequest:
         with ``dims`` winning (those of ``dims`` the kernel has: one configuration's
         kernel may fix a dim another keeps symbolic)."""
         sizes: dict[str, int] = {}
-        symbolic: set[str] = set()
+        symbolic = symbolic_dims(kernel)
         for param in kernel.params:
-            symbolic.update(dim for dim in param.shape or () if isinstance(dim, str))
             shape = self.call_shapes.get(param.name)
             if shape is None or param.kind == "scalar" or len(shape) != len(param.shape):
                 continue

@@ -84,7 +84,7 @@ class dtype(tvm_ffi.dtype):
         if isinstance(value, str) and str(self).startswith(("float", "bfloat")):
             with contextlib.suppress(ValueError):  # if not a number: refused below
                 value = _builtins.float(value)
-        problem = "None" if value is None else scalar_operand_problem(value)
+        problem = scalar_operand_problem(value)
         if problem is not None:
             raise KernelTypeError(
                 f"T.{self}(value): expected a scalar value or expression, got {problem} "

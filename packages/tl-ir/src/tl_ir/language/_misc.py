@@ -41,7 +41,7 @@ __all__ = [
 
 
 def _check_scalar(value: Any, where: str) -> None:
-    problem = "None" if value is None else scalar_operand_problem(value)
+    problem = scalar_operand_problem(value)
     if problem is not None:
         raise KernelTypeError(f"{where} must be a scalar value or expression, got {problem}")
 

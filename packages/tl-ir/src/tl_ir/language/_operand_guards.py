@@ -175,7 +175,7 @@ def scalar_math(builder: Any, name: str, *, floats_only: bool) -> Any:
     @functools.wraps(builder)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         for position, arg in enumerate(args):
-            problem = "None" if arg is None else scalar_operand_problem(arg)
+            problem = scalar_operand_problem(arg)
             if problem is not None:
                 raise KernelTypeError(
                     f"T.{name}: operand {position} must be a scalar value or expression, "

@@ -132,7 +132,10 @@ def fmt_shape(shape: Sequence[Any]) -> str:
 def scalar_operand_problem(value: Any) -> str | None:
     """None when ``value`` can be an operand of a scalar expression (a real Python or
     numpy number, a bool, a primitive expression, a slice read as a
-    vector, a ``T.alloc_var`` read); otherwise what it is (`describe_operand`)."""
+    vector, a ``T.alloc_var`` read); otherwise what it is (`describe_operand`; ``"None"``
+    for None)."""
+    if value is None:
+        return "None"
     if isinstance(value, scalar_wrapper | tvm.ir.TensorRegion) or tvm.ir.is_prim_expr(value):
         return None
     if hasattr(value, "asobject"):  # `a == b`, `a != b`: a comparison made on demand
