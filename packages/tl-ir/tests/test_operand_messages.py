@@ -70,7 +70,7 @@ CASES = {
     "A[0] = T.exp(S)": "T.exp: operand 0 must be a scalar value or expression, got the "
     "shared.dyn tile S",
     "A[0] = T.exp('x')": "T.exp: operand 0 must be a scalar value or expression, got str 'x'",
-    "A[0] = T.exp(I[0])": "T.exp: operand 0 must be a float, got the int32 expression",
+    "A[0] = T.exp(I[0])": "T.exp: operand 0 must be a float, got the int32 expression I[0];",
     "A[0] = T.sqrt(n)": "T.sqrt: operand 0 must be a float, got the int32 expression n; "
     'convert it first: T.sqrt(T.cast(x, "float32"))',
     "A[0] = T.atan2(A[0], 1)": "T.atan2: operand 1 must be a float, got int 1",

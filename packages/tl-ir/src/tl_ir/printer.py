@@ -15,7 +15,7 @@ import tvm_ffi
 
 from tl_ir.ops import describe, is_tile_op
 
-__all__ = ["format_ir", "format_tile_op"]
+__all__ = ["expr_text", "format_ir", "format_tile_op"]
 
 
 # tl_ir.ops registered the op on import.
@@ -52,6 +52,23 @@ def format_ir(node: Any, *, regions: str = "slices") -> str:
     text = str(node.script()) if hasattr(node, "script") else str(node)
     lines = [line for line in text.splitlines() if not line.startswith("# from ")]
     return "\n".join(lines).strip() + "\n"
+
+
+def expr_text(expr: Any) -> str:
+    """One expression as the kernel language writes it, for error messages.
+
+    TVM's default printing renames a buffer whose name is one of its own module
+    prefixes (``I``, ``R``): ``I[0]`` would print as ``I_1[0]``, a name the kernel
+    never used. Those prefixes are moved out of the way here; ``T`` stays the
+    language's own prefix. Anything without a printer is ``str()``-ed.
+    """
+    script = getattr(expr, "script", None)
+    if script is None:
+        return str(expr)
+    try:
+        return str(script(ir_prefix="tvm_ir", extra_config={"relax.prefix": "tvm_relax"})).strip()
+    except (TypeError, tvm.error.TVMError):  # a node kind without the TVMScript printer
+        return str(expr)
 
 
 def _fmt_region(region: Any) -> str:

@@ -23,6 +23,7 @@ from tl_ir.dtypes import rounded_constant
 from tl_ir.errors import KernelTypeError, ShapeMismatchError, TileLangError
 from tl_ir.interpret_scalars import cast_value
 from tl_ir.ops import Region
+from tl_ir.printer import expr_text
 
 #: TVMScript's wrapper of a scalar variable read (``T.alloc_var``).
 scalar_wrapper = _tvm_T.scalar_wrapper
@@ -109,7 +110,7 @@ def describe_operand(value: Any) -> str:
         what = "tensor" if scope == "global" else f"{scope} tile"
         return f"the {what} {value.name} (shape {fmt_shape(ty.shape)}, {ty.dtype})"
     if tvm.ir.is_prim_expr(value):
-        return f"the {expr_dtype(value)} expression {value}"[:200]
+        return f"the {expr_dtype(value)} expression {expr_text(value)}"[:200]
     if isinstance(value, numbers.Real):
         return f"{type(value).__name__} {value!r}"
     shape = getattr(value, "shape", None)
