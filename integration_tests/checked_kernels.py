@@ -59,3 +59,15 @@ def atomic_rows_at_an_offset(M, N, block):
             T.atomic_add(Y[start + bx * block : start + (bx + 1) * block, :], f)
 
     return main
+
+
+def slices_at_a_run_time_offset(N):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), n: T.int32, m: T.int32):
+        with T.Kernel(1, threads=1):
+            S = T.alloc_shared((N,), "float32")
+            S[0:N] = A[0:N]
+            B[n : n + 4] = S[0:4]  # line 70: a store of four lanes from n
+            B[0:4] = S[m : m + 4]  # line 71: a read of four lanes from m
+
+    return main

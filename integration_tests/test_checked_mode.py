@@ -174,3 +174,22 @@ def test_an_atomic_at_a_run_time_offset_builds_checked(target: str) -> None:
     expected[3:] += 1  # the second grid row adds again from row 3; rows past 40 are dropped
     np.testing.assert_array_equal(results[0], expected)
     np.testing.assert_array_equal(results[1], expected)
+
+
+@pytest.mark.parametrize("target", ["c", "llvm"])
+def test_a_slice_at_a_run_time_offset_is_reported_at_its_line(target: str) -> None:
+    """A slice store or read past the end names its own line. Before, both said "an
+    access the compiler generated": the front end's wrap of an index that may be
+    negative, and the vector load of a slice read, built their nodes without the
+    statement's source span."""
+    kernel = tl_jit.compile(
+        checked_kernels.slices_at_a_run_time_offset(8), target=target, debug=True
+    )
+    a = np.arange(8, dtype=np.float32)
+    with pytest.raises(IndexError, match=rf"index 8 .* buffer 'B' .* at {KERNELS}:70\b"):
+        kernel(a, np.zeros(8, np.float32), 6, 0)
+    with pytest.raises(IndexError, match=rf"index 8 .* buffer 'S' .* at {KERNELS}:71\b"):
+        kernel(a, np.zeros(8, np.float32), 0, 5)
+    b = np.zeros(8, np.float32)
+    kernel(a, b, 4, 2)
+    np.testing.assert_array_equal(b, [2, 3, 4, 5, 0, 1, 2, 3])

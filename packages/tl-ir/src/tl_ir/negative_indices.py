@@ -105,13 +105,13 @@ def wrap_negative_indices(body: Any) -> Any:
         indices = _wrap_all(analyzer, load.source, load.indices)
         if indices is None:
             return load
-        return tirx.BufferLoad(load.source, indices)
+        return tirx.BufferLoad(load.source, indices, span=load.span)  # keeps its line
 
     def rewrite_store(store: Any) -> Any:
         indices = _wrap_all(analyzer, store.buffer, store.indices)
         if indices is None:
             return store
-        return tirx.BufferStore(store.buffer, store.value, indices)
+        return tirx.BufferStore(store.buffer, store.value, indices, span=store.span)
 
     body = tvm_ffi.structural_map(body, (tvm.ir.TensorLoad, rewrite_load), order="post")
     return tvm_ffi.structural_map(body, (tirx.BufferStore, rewrite_store), order="post")

@@ -21,6 +21,7 @@ from typing import Any
 
 import tvm
 from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script import builder as _builder
 
 from tl_ir.constant_casts import stored_integer
@@ -160,7 +161,9 @@ def install() -> None:
         if current_state() is not None:
             value = _broadcast_into_slice(buffer, value, indices)
         if isinstance(value, tvm.ir.TensorRegion) and current_state() is not None:
-            value = region_as_vector(value)
+            # The vector load is made here, after the parser's span was given to the
+            # region: it takes the statement's line (checked mode reports it).
+            value = IRBuilder.current()._set_current_source_span(region_as_vector(value))
             value_lanes = int(tvm.DataType(str(value.ty.dtype)).lanes)
             lanes = _slice_lanes(buffer, indices)
             if lanes and lanes != value_lanes:

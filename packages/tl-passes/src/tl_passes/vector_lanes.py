@@ -83,7 +83,8 @@ def lane_of(expr: Any, lane: Any) -> Any:
     if isinstance(expr, tirx.Broadcast):
         return expr.value
     if isinstance(expr, tvm.ir.TensorLoad):
-        return tirx.BufferLoad(expr.source, [lane_of(i, lane) for i in expr.indices])
+        indices = [lane_of(i, lane) for i in expr.indices]
+        return tirx.BufferLoad(expr.source, indices, span=expr.span)  # its source line
     if isinstance(expr, tirx.Cast):
         return tirx.Cast(_scalar(expr), lane_of(expr.value, lane))
     if isinstance(expr, BINARY_OPERATIONS):

@@ -79,7 +79,8 @@ def _scalarized(store: Any) -> Any:
     def write(value_of: Any) -> Any:
         def body(lane: Any) -> Any:
             indices = [_lane_of(i, lane) for i in store.indices]
-            return tirx.BufferStore(store.buffer, value_of(lane), indices)
+            # The lane's store keeps the source line: checked mode reports it.
+            return tirx.BufferStore(store.buffer, value_of(lane), indices, span=store.span)
 
         return body
 
