@@ -97,6 +97,54 @@ def test_exit_with_daemon_threads_compiling_is_clean(tmp_path: Path) -> None:
         assert "exiting" in proc.stdout
 
 
+EAGER_COMPILING_DAEMONS = textwrap.dedent(
+    """
+    import threading, time
+    import numpy as np, tl_jit, tl_jit.language as T
+
+    @tl_jit.jit(target="llvm", execution_backend="tvm_ffi")
+    def add(A, v: float = 1.0):
+        N = T.dynamic("N")
+        A: T.Tensor[[N], T.float32]
+        C = T.empty((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, 64), threads=1) as bx:
+            for i in T.serial(64):
+                if bx * 64 + i < N:
+                    C[bx * 64 + i] = A[bx * 64 + i] + v
+        return C
+
+    a = np.ones(1 << 12, np.float32)
+    add(a)  # tvm is loaded, one kernel built and called
+
+    def compile_and_call():
+        v = 2.0
+        while True:  # every v is a new specialization: a compile, then a new kernel's call
+            add(a, v)
+            v += 1.0
+
+    for _ in range(2):
+        threading.Thread(target=compile_and_call, daemon=True).start()
+    time.sleep({delay})
+    print("exiting")
+    """
+)
+
+
+def test_exit_with_daemon_threads_compiling_and_calling_is_clean(tmp_path: Path) -> None:
+    """A compile that ends while exit runs goes on to load and call its kernel through a
+    new tvm_ffi adapter. The adapters used to be parked before the compiles were waited
+    for, so that adapter was not, and its call returned into a finalizing interpreter:
+    ``terminate called without an active exception`` (exit 134) in about half the runs.
+    Now the compiles are waited for first and an adapter made later is parked."""
+    for delay in (0.02, 0.05, 0.2, 0.5):
+        script = tmp_path / f"daemons_{delay}.py"  # an eager function's source is read
+        script.write_text(EAGER_COMPILING_DAEMONS.format(delay=delay))
+        proc = _python(f"import runpy; runpy.run_path({str(script)!r})", tmp_path)
+        assert "terminate called" not in proc.stderr
+        assert proc.returncode == 0, proc.stderr
+        assert "exiting" in proc.stdout
+
+
 def test_exit_parks_the_adapters(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

@@ -8,6 +8,12 @@ adapter) parks the adapters first (their calls block forever instead of entering
 tvm-ffi, so a daemon thread waits harmlessly until the process ends) and then waits, up
 to `EXIT_DRAIN_SECONDS`, for calls already inside tvm-ffi to return. The parking swaps
 the adapters' launch functions, so calls cost nothing more while the program runs.
+
+Compiles come first: a daemon thread whose compile (or first eager call) ends during
+exit goes on to load its kernel and call it, through an adapter made after the others
+were parked. So the handler first waits for the compiles in progress
+(`tl_runtime.fork_safety.wait_for_sections_at_exit`, which parks any compile started
+later), and an adapter made once the drain began is parked as it is made.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 from tl_runtime.adapters.base import Availability, CallFunction, load_tvm_ffi_library, pack_result
 from tl_runtime.adapters.fast_path import build_fast_path
 from tl_runtime.checking import ArgumentChecker
-from tl_runtime.fork_safety import ForkSafeLock
+from tl_runtime.fork_safety import ForkSafeLock, wait_for_sections_at_exit
 from tl_runtime.manifest import Manifest
 from tl_runtime.tensor_views import mark_written_in_place
 
@@ -128,6 +134,7 @@ EXIT_DRAIN_SECONDS = 60.0
 
 _adapters: weakref.WeakSet[TvmFfiAdapter] = weakref.WeakSet()
 _registered = False
+_draining = False  # set once the exit handler parks the adapters
 _register_lock = ForkSafeLock()
 
 
@@ -138,8 +145,10 @@ def _park(*_args: Any) -> None:
 
 def _watch(adapter: TvmFfiAdapter) -> None:
     global _registered
-    _adapters.add(adapter)
     with _register_lock:
+        if _draining:
+            adapter.park()  # made after the drain began: it never enters tvm-ffi again
+        _adapters.add(adapter)
         if not _registered:
             atexit.register(drain_calls_at_exit)
             _registered = True
@@ -149,7 +158,7 @@ def _in_tvm_ffi_call(frame: Any) -> bool:
     """Whether a thread whose innermost Python frame is ``frame`` may be inside tvm-ffi."""
     code = frame.f_code
     return code.co_filename.startswith("<tl_runtime fast path") or (
-        code is TvmFfiAdapter.call_checked.__code__
+        code is TvmFfiAdapter.call_checked.__code__ or code is load_tvm_ffi_library.__code__
     )
 
 
@@ -166,12 +175,21 @@ def calls_in_flight() -> list[int]:
 def drain_calls_at_exit(timeout: float = EXIT_DRAIN_SECONDS) -> bool:
     """Park every adapter, then wait up to ``timeout`` s for in-flight calls to return.
 
+    Compiles in other threads are waited for first (and later ones parked): one ending
+    after the drain would load and call its kernel through an adapter made too late to
+    be parked here (module docstring).
+
     Returns:
         True when no call was left in flight.
     """
-    for adapter in list(_adapters):
-        adapter.park()
+    global _draining
     deadline = time.monotonic() + timeout
+    wait_for_sections_at_exit(timeout)
+    with _register_lock:
+        _draining = True
+        adapters = list(_adapters)
+    for adapter in adapters:
+        adapter.park()
     while calls_in_flight():
         if time.monotonic() > deadline:
             return False
