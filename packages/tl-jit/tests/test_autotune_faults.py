@@ -82,6 +82,10 @@ REASONS = {
     "abort": "compile failed: its worker process died (SIGABRT)",
     "segfault": "compile failed: its worker process died (SIGSEGV)",
     "exit": "compile failed: its worker process exited with status 3",
+    # A worker's SystemExit or KeyboardInterrupt came back and ended the whole search (an
+    # exit status 0 with nothing printed, for sys.exit(0)).
+    "sys-exit": "compile failed: SystemExit: the task called sys.exit(0)",
+    "keyboard-interrupt": "compile failed: KeyboardInterrupt raised inside the task",
     # Builds, then reads far outside its input when run: the timing worker dies.
     "segfault-when-run": "timing failed: its worker process died (SIGSEGV)",
 }

@@ -320,3 +320,29 @@ def test_timing_scratch_of_dead_workers_is_removed() -> None:
         for folder in (dead, live, other):
             if folder.exists():
                 folder.rmdir()
+
+
+def _exits(item: int) -> int:
+    if item == 1:
+        raise SystemExit(0)  # a builder calling sys.exit(0)
+    return item
+
+
+def test_a_tasks_own_system_exit_fails_that_task_alone() -> None:
+    """A task's SystemExit (or KeyboardInterrupt), handed back by its future, is its own
+    failure; it ended the whole search (for sys.exit(0), the caller's process, silently)."""
+    from tl_jit.parallel import run_parallel
+    from tl_jit.tune_executor import TaskFailure, run_tasks
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = run_tasks(
+            pool, _exits, [(0,), (1,), (2,)], stage="compile", timeout_s=None, in_flight=2
+        )
+    assert results[0] == 0 and results[2] == 2
+    assert isinstance(results[1], TaskFailure)
+    assert results[1].reason == "SystemExit: the task called sys.exit(0)"
+    with pytest.warns(UserWarning, match="config 1: compile failed: SystemExit"):
+        kernels = run_parallel(_exits, [0, 1, 2], 2, ignore_error=True, label="f")
+    assert kernels == [0, None, 2]
+    with pytest.raises(SystemExit):  # without ignore_error, the first error is raised
+        run_parallel(_exits, [0, 1, 2], 2, ignore_error=False, label="f")

@@ -39,7 +39,8 @@ FRAGILE_MARKER_ENV = "TLJIT_FRAGILE_MARKER"
 @tl_jit.jit(out_idx=-1, target="llvm")
 def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> Any:
     """`scale` whose build misbehaves on request: ``crash`` is ``"abort"``, ``"segfault"``,
-    ``"exit"`` (``os._exit(3)``), ``"raise"`` (a ValueError) or ``"hang"`` (appends its pid
+    ``"exit"`` (``os._exit(3)``), ``"raise"`` (a ValueError), ``"sys-exit"`` (``SystemExit(0)``),
+    ``"keyboard-interrupt"`` (raised by the build itself) or ``"hang"`` (appends its pid
     as a line to the file named by ``TLJIT_FRAGILE_MARKER``, when set, and sleeps for an
     hour); or
     the kernel misbehaves when run: ``"segfault-when-run"`` builds one that reads far
@@ -66,6 +67,10 @@ def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> An
         os._exit(3)
     elif crash == "raise":
         raise ValueError("this configuration does not compile, on purpose")
+    elif crash == "sys-exit":
+        raise SystemExit(0)  # a builder calling sys.exit(0)
+    elif crash == "keyboard-interrupt":
+        raise KeyboardInterrupt  # raised by the builder's code, not a Ctrl-C
     elif crash == "hang":
         marker = os.environ.get(FRAGILE_MARKER_ENV)
         if marker:

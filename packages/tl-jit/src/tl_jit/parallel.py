@@ -11,6 +11,7 @@ from typing import Any
 from tl_jit.compiler import compile_with_context, create_context
 from tl_jit.kernel import JITKernel
 from tl_jit.pass_configs import check_verbose
+from tl_jit.tune_executor import raised_by_task
 
 __all__ = ["moves_work_elsewhere", "par_compile", "run_parallel"]
 
@@ -87,6 +88,11 @@ def run_parallel(
                     results[index] = finish(result) if finish is not None else result
                 except Exception as exc:
                     if not ignore_error:
+                        raise
+                    warn_failed(f"{label} config {index}", exc)
+                except (KeyboardInterrupt, SystemExit) as exc:
+                    # A task's own sys.exit() is one more failure; Ctrl-C here is not.
+                    if not ignore_error or not raised_by_task(future, exc):
                         raise
                     warn_failed(f"{label} config {index}", exc)
                 progress.advance(task)

@@ -63,6 +63,10 @@ def describe_failure(exc: BaseException) -> str:
                 name = f"signal {-exitcode}"
             return f"its worker process died ({name})"
         return f"its worker process exited with status {exitcode}"
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the task called sys.exit({exc.code!r})"
+    if isinstance(exc, KeyboardInterrupt) and not str(exc):
+        return "KeyboardInterrupt raised inside the task"
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     # One line, but the reason whole: a first line that only introduces what follows
     # ("... differs from ref_fn:") takes the next lines with it, up to a few hundred
@@ -76,6 +80,15 @@ def describe_failure(exc: BaseException) -> str:
             text = text[:297] + "..."
             break
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def raised_by_task(future: concurrent.futures.Future[Any], exc: BaseException) -> bool:
+    """Whether ``exc``, raised by ``future.result()``, is the task's own exception (and
+    not a signal that arrived in this process meanwhile)."""
+    try:
+        return future.done() and future.exception(timeout=0) is exc
+    except (concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
+        return False
 
 
 PARENT_POLL_SECONDS = 0.5
@@ -235,6 +248,13 @@ def run_tasks(
                 except concurrent.futures.CancelledError as exc:
                     finish(index, TaskFailure(stage, "cancelled", exc))
                 except Exception as exc:
+                    finish(index, TaskFailure(stage, describe_failure(exc), exc))
+                except (KeyboardInterrupt, SystemExit) as exc:
+                    # The task's own (a builder calling sys.exit, or raising
+                    # KeyboardInterrupt, in its worker) fails that task alone; one
+                    # raised here (Ctrl-C in this process) ends the search.
+                    if not raised_by_task(future, exc):
+                        raise
                     finish(index, TaskFailure(stage, describe_failure(exc), exc))
             if timeout_s is not None:
                 now = time.monotonic()
