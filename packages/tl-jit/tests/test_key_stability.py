@@ -124,6 +124,39 @@ def test_a_dataclass_field_hidden_from_repr_changes_the_rendering() -> None:
     assert canonical_value(Tiling(64, 1)) == canonical_value(Tiling(64, 1))
 
 
+class Options(tuple):  # type: ignore[type-arg]
+    """A tuple subclass whose instances carry attributes a builder may read."""
+
+    scale: float
+
+
+def test_a_container_subclass_renders_with_its_class_and_attributes() -> None:
+    """A tuple, list, set or dict subclass was keyed by its class's name and its items:
+    the attributes set on it, a defaultdict's factory and the class's own methods were
+    left out, so two calls that build different kernels shared one."""
+    import collections
+
+    first, second = Options((1,)), Options((1,))
+    first.scale, second.scale = 2.0, 5.0
+    assert canonical_value(first) != canonical_value(second)
+    assert canonical_value(first) != canonical_value((1,))
+    point = collections.namedtuple("point", "x y")
+    assert canonical_value(point(1, 2)) != canonical_value((1, 2))
+    assert canonical_value(point(1, 2)) == canonical_value(point(1, 2))
+    ints = collections.defaultdict(int, a=1)
+    lists = collections.defaultdict(list, a=1)
+    assert canonical_value(ints) != canonical_value(lists)
+    assert canonical_value(collections.OrderedDict(a=1)) != canonical_value({"a": 1})
+    # The renderings of plain containers are what they were (keys on disk stay valid).
+    assert canonical_value((1, [2.0], {"a": {3}})) == [
+        "tuple",
+        [1, ["list", [{"float": "0x1.0000000000000p+1"}]], ["dict", [["a", ["set", [3]]]]]],
+    ]
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)  # was a RecursionError
+    assert canonical_value(cyclic) == ["list", [1, {"cycle": "list"}]]
+
+
 def test_torch_tensors_are_rendered_by_their_values_not_their_repr() -> None:
     torch = pytest.importorskip("torch")
     a = torch.zeros(2000)
@@ -267,10 +300,14 @@ def _read_factor(form: str) -> float:
         return float(os.environ.get("KS_FACTOR", "0"))
     if form == "getenv":
         return float(os.getenv("KS_FACTOR") or "0")
+    if form == "environb":  # the bytes view: it was not recorded
+        return float(os.environb.get(b"KS_FACTOR", b"0"))
+    if form == "getenvb":
+        return float(os.getenvb(b"KS_FACTOR") or b"0")
     raise AssertionError(form)
 
 
-@pytest.mark.parametrize("form", ["item", "get", "getenv"])
+@pytest.mark.parametrize("form", ["item", "get", "getenv", "environb", "getenvb"])
 def test_a_builder_reading_an_environment_variable_rebuilds_when_it_changes(
     fake_backend: Any, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, form: str
 ) -> None:

@@ -91,20 +91,25 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         if state:  # attributes the user's subclass set on the value
             rendering["state"] = canonical_value(dict(sorted(state.items())), _seen=_seen)
         return rendering
-    if isinstance(value, tuple | list):
-        return [type(value).__name__, [canonical_value(v, _seen=_seen) for v in value]]
-    # Sets and dicts in iteration order: a builder that iterates one builds its kernel
-    # in that order ({"a": 2, "b": 3} and {"b": 3, "a": 2} are equal, their kernels not).
-    if isinstance(value, set | frozenset):
-        return ["set", [canonical_value(v, _seen=_seen) for v in value]]
-    if isinstance(value, dict):
-        return [
-            "dict",
-            [
-                [canonical_value(k, _seen=_seen), canonical_value(v, _seen=_seen)]
+    if isinstance(value, tuple | list | set | frozenset | dict):
+        if id(value) in _seen:  # a container holding itself (``l.append(l)``)
+            return {"cycle": type(value).__qualname__}
+        inner = _seen | {id(value)}
+        # Sets and dicts in iteration order: a builder that iterates one builds its kernel
+        # in that order ({"a": 2, "b": 3} and {"b": 3, "a": 2} are equal, their kernels not).
+        if isinstance(value, dict):
+            items: Any = [
+                [canonical_value(k, _seen=inner), canonical_value(v, _seen=inner)]
                 for k, v in value.items()
-            ],
-        ]
+            ]
+        else:
+            items = [canonical_value(v, _seen=inner) for v in value]
+        plain = type(value)
+        if plain in (tuple, list, dict):
+            return [plain.__name__, items]
+        if plain in (set, frozenset):
+            return ["set", items]
+        return _container_subclass(value, items, inner)
     if isinstance(value, types.ModuleType):
         return {"module": value.__name__}
     if isinstance(value, types.FunctionType):
@@ -246,6 +251,27 @@ def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
     return {
         "instance": _class_rendering(type(value), inner),
         "state": canonical_value(dict(sorted(state.items())), _seen=inner),
+    }
+
+
+def _container_subclass(value: Any, items: Any, seen: frozenset[int]) -> Any:
+    """A subclass of tuple, list, set or dict (a namedtuple, an OrderedDict, a user's
+    ``class Opts(tuple)``): its class (a user's by its body: its methods and class
+    attributes may be what the builder reads), its items, and the attributes the value
+    holds besides them (``opts.scale`` set on the instance; a defaultdict's factory).
+    ``seen`` holds the value itself."""
+    state: dict[str, Any] = dict(getattr(value, "__dict__", {}))
+    for klass in type(value).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
+                state[slot] = getattr(value, slot)
+    factory = getattr(value, "default_factory", None) if isinstance(value, dict) else None
+    if factory is not None and "default_factory" not in state:
+        state["default_factory"] = factory
+    return {
+        "container": _class_rendering(type(value), seen),
+        "items": items,
+        "state": canonical_value(dict(sorted(state.items())), _seen=seen),
     }
 
 

@@ -7,7 +7,8 @@ therefore record the variables the builder read, with their values, and reuse
 the kernel only while every one of them still has that value (docs/cache.md).
 
 Recorded: reads through ``os.environ[...]``, ``os.environ.get``, ``os.getenv``
-and ``name in os.environ`` by the user's code (not by the compiler packages, tvm
+and ``name in os.environ``, and the same through the bytes view ``os.environb``
+(``os.getenvb``), by the user's code (not by the compiler packages, tvm
 or an installed library: what those read is theirs, covered by the versions in
 every key) on the thread that runs the builder, while it runs. Not seen:
 iterating or copying the whole environment, and C code calling ``getenv``
@@ -58,20 +59,30 @@ def _read_by_user_code() -> bool:
     return not (is_compiler_module_name(name) or (module is not None and is_library_module(module)))
 
 
-def _recording_getitem(self: Any, key: str) -> str:
+def _is_the_environment(mapping: Any) -> bool:
+    """Whether ``mapping`` is ``os.environ`` or its bytes view ``os.environb``."""
+    return mapping is os.environ or mapping is getattr(os, "environb", None)
+
+
+def _as_text(value: Any) -> str:
+    """A name or value as ``os.environ`` holds it (``os.environb`` gives bytes)."""
+    return os.fsdecode(value) if isinstance(value, bytes) else str(value)
+
+
+def _recording_getitem(self: Any, key: Any) -> Any:
     original = _original_getitem
     assert original is not None
     stack: list[dict[str, str | None]] | None = getattr(_state, "stack", None)
     try:
         value = original(self, key)
     except KeyError:
-        if stack and self is os.environ and _read_by_user_code():
+        if stack and _is_the_environment(self) and _read_by_user_code():
             for reads in stack:
-                reads.setdefault(key, None)
+                reads.setdefault(_as_text(key), None)
         raise
-    if stack and self is os.environ and _read_by_user_code():
+    if stack and _is_the_environment(self) and _read_by_user_code():
         for reads in stack:
-            reads.setdefault(key, value)
+            reads.setdefault(_as_text(key), _as_text(value))
     return value
 
 
