@@ -113,6 +113,20 @@ def test_a_fifo_in_the_artifact_is_refused_without_blocking(
     assert all(which in line for line in lines)
 
 
+@pytest.mark.parametrize(("which", "size"), [("manifest.json", 3 << 30), ("vadd.so", 5 << 30)])
+def test_a_huge_file_in_the_artifact_is_refused_before_it_is_read(
+    artifact_copy: Artifact, which: str, size: int
+) -> None:
+    """A sparse file of gigabytes was read whole into memory before any check (seconds,
+    then a bare MemoryError under a memory limit, or the process OOM-killed)."""
+    directory = artifact_copy("vadd", out_idx=(2,))
+    with open(directory / which, "r+b") as handle:
+        handle.truncate(size)  # sparse: no disk used
+    for call in (tl_runtime.load, tl_runtime.read_manifest):
+        with pytest.raises(ArtifactError, match=rf"{which}.* holds {size} bytes or more, beyond"):
+            call(directory)
+
+
 def test_a_world_writable_artifact_directory_is_refused(artifact_copy: Artifact) -> None:
     directory = artifact_copy("vadd", out_idx=(2,))
     os.chmod(directory, 0o777)

@@ -63,16 +63,27 @@ def file_kind(mode: int) -> str:
     return "a special file"
 
 
-def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> bytes:
+MAX_MANIFEST_BYTES = 16 << 20
+"""The largest ``manifest.json`` read (a real one is a few KiB): a larger file is refused
+before it is read, never read whole into memory."""
+
+MAX_FILE_BYTES = 1 << 30
+"""The largest file an artifact may list (a kernel's library or source; a real one is
+KiBs to MiBs): a larger one (a sparse file of terabytes) is refused before it is read."""
+
+
+def read_regular(
+    root_fd: int, relative: str, *, shown: str | None = None, limit: int = MAX_FILE_BYTES
+) -> bytes:
     """The bytes of ``relative`` under the directory ``root_fd``, never following a link.
 
     Every directory on the way is opened with ``O_NOFOLLOW``; the file itself is checked
     with ``lstat`` before it is opened (no open of a FIFO or device) and with ``fstat``
-    after (the same regular file).
+    after (the same regular file), and its size against ``limit`` before it is read.
 
     Raises:
-        ArtifactError: it is missing, is (or is reached through) a symlink, or is not a
-            regular file (naming what it is).
+        ArtifactError: it is missing, is (or is reached through) a symlink, is not a
+            regular file (naming what it is), or holds more than ``limit`` bytes.
     """
     name = shown or relative
     parts = Path(relative).parts
@@ -125,8 +136,14 @@ def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> by
                     f"artifact file {name!r}: expected a regular file, got {file_kind(after.st_mode)}"
                 )
             _refuse_writable_by_all(name, after, "file")
+            if after.st_size > limit:
+                raise _too_large(name, after.st_size, limit)
             chunks = []
+            read = 0
             while chunk := os.read(fd, 1 << 20):
+                read += len(chunk)
+                if read > limit:  # grew after the check
+                    raise _too_large(name, read, limit)
                 chunks.append(chunk)
             return b"".join(chunks)
         finally:
@@ -134,6 +151,14 @@ def read_regular(root_fd: int, relative: str, *, shown: str | None = None) -> by
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _too_large(name: str, size: int, limit: int) -> ArtifactError:
+    return ArtifactError(
+        f"artifact file {name!r} holds {size} bytes or more, beyond the {limit} an artifact "
+        "file may hold; it is not a kernel's file (a damaged or sparse file): re-export the "
+        "artifact"
+    )
 
 
 def _refuse_writable_by_all(name: str, info: os.stat_result, what: str) -> None:
@@ -230,7 +255,7 @@ def read_artifact(directory: str | os.PathLike[str], *, verify: bool = True) -> 
         if verify:
             check_not_world_writable(root, os.fstat(root_fd))
         try:
-            manifest_bytes = read_regular(root_fd, MANIFEST_NAME)
+            manifest_bytes = read_regular(root_fd, MANIFEST_NAME, limit=MAX_MANIFEST_BYTES)
         except ArtifactError as exc:
             if "is missing" in str(exc):
                 raise ArtifactError(
