@@ -85,6 +85,54 @@ def test_an_enum_member_value_changes_the_key(tmp_path: Path) -> None:
     assert _key(_load(tmp_path / "ks_enum1.py", "ks_enum1", changed), n=64) != first
 
 
+RENDERED_BY_THEIR_CLASSES = """
+import collections
+
+class Meta(type):
+    def __getattr__(cls, name):
+        return SCALE
+
+class Config(metaclass=Meta):
+    pass
+
+class Options(tuple):
+    pass
+
+SCALE = 2.0
+OPTIONS = Options((1,))
+OPTIONS.block = 32
+FILL = collections.defaultdict(int)
+
+def build(n):
+    return n * Config.scale, OPTIONS.block, FILL["missing"]
+"""
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "module.SCALE = 5.0",  # read through the user's metaclass's __getattr__
+        "module.OPTIONS.block = 64",  # an attribute held by a tuple subclass
+        "module.FILL.default_factory = float",  # a defaultdict's factory
+    ],
+)
+def test_what_a_class_supplies_changes_the_key_and_the_in_memory_digest(
+    tmp_path: Path, change: str
+) -> None:
+    """A user's metaclass, a container subclass's attributes and a defaultdict's factory
+    were left out of the key and of the in-memory guard: the old kernel came back."""
+    from tl_jit.digest_guard import FunctionDigest
+
+    module = _load(tmp_path / "ks_supplied.py", "ks_supplied", RENDERED_BY_THEIR_CLASSES)
+    first = _key(module, n=64)
+    digest = FunctionDigest(module.build)
+    before = digest.current()
+    assert digest.current() == before and digest.computed == 1  # the guard holds
+    exec(change, {"module": module})
+    assert _key(module, n=64) != first
+    assert digest.current() != before
+
+
 def test_a_class_docstring_does_not_change_the_key(tmp_path: Path) -> None:
     first = _key(_load(tmp_path / "ks_doc.py", "ks_doc", CLASS_BUILDER), n=64)
     documented = CLASS_BUILDER.replace("    BLOCK = 32", '    """Tiles."""\n    BLOCK = 32')

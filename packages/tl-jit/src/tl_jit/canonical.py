@@ -297,7 +297,13 @@ def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
         if key not in _CLASS_HOUSEKEEPING
     ]
     bases = [_class_rendering(base, inner) for base in cls.__bases__ if base is not object]
-    return {"class": name, "bases": bases, "body": body}
+    rendering = {"class": name, "bases": bases, "body": body}
+    meta = type(cls)
+    if meta is not type and _is_user_type(meta):
+        # A metaclass of the user's own can supply the class's attributes (its
+        # ``__getattr__``, properties): what it computes them from is in its body.
+        rendering["meta"] = _class_rendering(meta, inner)
+    return rendering
 
 
 _CODE_ENTRIES = (types.FunctionType, staticmethod, classmethod, property)

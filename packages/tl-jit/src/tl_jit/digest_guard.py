@@ -340,18 +340,8 @@ class _Walker:
         elif isinstance(value, _SCALAR_TYPES):  # a subclass instance: its class and state
             self.klass(type(value))
             self.state(value)
-        elif isinstance(value, tuple | frozenset):
-            for item in value:
-                self.value(item)
-        elif isinstance(value, list | set):
-            self.order(value)
-            for item in value:
-                self.value(item)
-        elif isinstance(value, dict):
-            self.order(value)
-            for key in value:
-                self.value(key)
-                self.value(self.entry(value, key))
+        elif isinstance(value, tuple | frozenset | list | set | dict):
+            self.container(value)
         elif isinstance(value, types.ModuleType):
             return  # rendered by its name; attributes read through it are walked above
         elif isinstance(value, types.FunctionType):
@@ -372,6 +362,30 @@ class _Walker:
             self.state(value)
         else:
             self.opaque(value)
+
+    def container(self, value: Any) -> None:
+        """A tuple, list, set or dict: its items (and the order of a mutable one); a
+        subclass's class, held attributes and a defaultdict's factory too, as
+        `tl_jit.canonical` renders them."""
+        if isinstance(value, tuple | frozenset):
+            for item in value:
+                self.value(item)
+        elif isinstance(value, list | set):
+            self.order(value)
+            for item in value:
+                self.value(item)
+        else:
+            self.order(value)
+            for key in value:
+                self.value(key)
+                self.value(self.entry(value, key))
+        if type(value) in (tuple, frozenset, list, set, dict):
+            return
+        self.attribute(value, "__class__")
+        self.klass(type(value))
+        self.state(value)
+        if isinstance(value, dict) and hasattr(value, "default_factory"):
+            self.value(self.attribute(value, "default_factory"))
 
     def opaque(self, value: Any) -> None:
         """A value rendered by ``repr`` (or by nothing: an address)."""
@@ -418,3 +432,9 @@ class _Walker:
         for base in self.attribute(cls, "__bases__"):
             if base is not object:
                 self.klass(base)
+        # A user's metaclass is rendered with the class. No term of its own: a class's
+        # ``__class__`` is assigned only through ``object.__setattr__``, an audited write
+        # the guard counts (a term per class would cost every memo hit).
+        meta = type(cls)
+        if meta is not type:
+            self.klass(meta)
