@@ -219,6 +219,13 @@ def test_hash_mismatch_names_the_file(tmp_path: Path) -> None:
 def test_missing_file_and_missing_manifest(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match=r"manifest.json not found"):
         tl_runtime.read_manifest(tmp_path)
+    # A path that does not exist says so (it said "is not a directory", as for a file).
+    for call in (tl_runtime.load, tl_runtime.read_manifest):
+        with pytest.raises(ArtifactError, match=r"artifact path '.*nowhere' does not exist"):
+            call(tmp_path / "nowhere")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ArtifactError, match=r"artifact path '.*file' is not a directory"):
+        tl_runtime.load(tmp_path / "file")
     tl_runtime.write_artifact(tmp_path, _manifest(), {"k.so": b"x"})
     (tmp_path / "k.so").unlink()
     with pytest.raises(ArtifactError, match=r"'k.so'.*missing"):

@@ -184,7 +184,8 @@ def load(path: str | os.PathLike[str], adapter: str | None = None) -> Kernel:
     except TypeError as err:
         raise TypeError(f"load: path: expected a str path, got {path!r:.80} ({err})") from None
     if not directory.is_dir():
-        raise ArtifactError(f"artifact path {str(directory)!r} is not a directory")
+        what = "does not exist" if not directory.exists() else "is not a directory"
+        raise ArtifactError(f"artifact path {str(directory)!r} {what}")
     # Read once: the bytes verified here are the bytes loaded (Kernel's private copy).
     snapshot = read_artifact(directory, verify=True)
     manifest = snapshot.manifest

@@ -246,7 +246,7 @@ def read_artifact(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     try:
         root_fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     except FileNotFoundError:
-        raise ArtifactError(f"{root} is not an artifact: {MANIFEST_NAME} not found") from None
+        raise ArtifactError(f"artifact path {str(root)!r} does not exist") from None
     except NotADirectoryError:
         raise ArtifactError(f"artifact path {str(root)!r} is not a directory") from None
     except OSError as exc:
