@@ -102,6 +102,14 @@ def test_info_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     info = cache_module.info()
     assert (info.kernels, info.frontend_entries, info.autotune_entries) == (1, 1, 0)
     assert info.size_bytes > 0 and str(tmp_path) in info.format()
+    # Leftovers no look-up reads are not counted (a FIFO counted as a stored record).
+    (store.root / "autotune").mkdir(exist_ok=True)
+    os.mkfifo(store.root / "frontend" / f"{'f' * 64}.json")
+    os.mkfifo(store.root / "autotune" / f"{'f' * 64}.json")
+    (store.root / "kernels" / ("c" * 64)).symlink_to(tmp_path)
+    info = cache_module.info()
+    assert (info.kernels, info.frontend_entries, info.autotune_entries) == (1, 1, 0)
+    (store.root / "kernels" / ("c" * 64)).unlink()
     assert cache_module.clear() == 1
     assert cache_module.info().kernels == 0
     assert store.read_record("frontend", "e" * 64) is None

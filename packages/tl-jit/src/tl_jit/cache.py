@@ -460,10 +460,17 @@ class KernelCache:
             directory = self._dir(kind)
             if not directory.is_dir():
                 return 0
+            # Only what a look-up would read: records are regular files (a FIFO in
+            # their place is an absent record), entries are directories (not links).
             return sum(
                 1
                 for p in directory.iterdir()
-                if (p.suffix == suffix if suffix else p.is_dir()) and not p.name.startswith(".")
+                if not p.name.startswith(".")
+                and (
+                    (p.suffix == suffix and p.is_file() and not p.is_symlink())
+                    if suffix
+                    else (p.is_dir() and not p.is_symlink())
+                )
             )
 
         size = 0
