@@ -239,15 +239,21 @@ def _holds_its_state(value: object) -> bool:
     return _is_user_type(cls) and (hasattr(value, "__dict__") or hasattr(cls, "__slots__"))
 
 
-def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
-    if id(value) in seen:
-        return {"instance": type(value).__qualname__}
-    inner = seen | {id(value)}
+def _held_state(value: object) -> dict[str, Any]:
+    """The attributes ``value`` holds itself: its ``__dict__`` and its filled slots."""
     state: dict[str, Any] = dict(getattr(value, "__dict__", {}))
     for klass in type(value).__mro__:
         for slot in getattr(klass, "__slots__", ()):
             if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
                 state[slot] = getattr(value, slot)
+    return state
+
+
+def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
+    if id(value) in seen:
+        return {"instance": type(value).__qualname__}
+    inner = seen | {id(value)}
+    state = _held_state(value)
     return {
         "instance": _class_rendering(type(value), inner),
         "state": canonical_value(dict(sorted(state.items())), _seen=inner),
@@ -260,11 +266,7 @@ def _container_subclass(value: Any, items: Any, seen: frozenset[int]) -> Any:
     attributes may be what the builder reads), its items, and the attributes the value
     holds besides them (``opts.scale`` set on the instance; a defaultdict's factory).
     ``seen`` holds the value itself."""
-    state: dict[str, Any] = dict(getattr(value, "__dict__", {}))
-    for klass in type(value).__mro__:
-        for slot in getattr(klass, "__slots__", ()):
-            if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
-                state[slot] = getattr(value, slot)
+    state = _held_state(value)
     factory = getattr(value, "default_factory", None) if isinstance(value, dict) else None
     if factory is not None and "default_factory" not in state:
         state["default_factory"] = factory
