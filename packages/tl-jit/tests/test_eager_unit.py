@@ -108,6 +108,31 @@ def test_missing_or_non_array_arguments_are_clear_type_errors(cache_dir: Path) -
         add(np.ones(8, np.float32), np.ones(8, np.float32), Q=3)
 
 
+class _CannotExport:
+    """A DLPack producer whose export fails (as a read-only array's does for DLPack < 1.0)."""
+
+    shape = (8,)
+
+    def __dlpack__(self, **_kwargs: Any) -> Any:
+        raise BufferError("Cannot export readonly array")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
+def test_an_array_that_cannot_be_read_is_refused_naming_the_parameter(cache_dir: Path) -> None:
+    """A read-only masked array, or a producer whose export fails, raised a bare
+    BufferError naming no parameter while the call's dims were read."""
+    add = _add_kernel()
+    readonly = np.ones(8, np.float32)
+    readonly.setflags(write=False)
+    masked = np.ma.masked_array(readonly, mask=np.zeros(8, bool))
+    with pytest.raises(TypeError, match=r"parameter 'A': expected an array without a mask"):
+        add(masked, np.ones(8, np.float32))
+    with pytest.raises(TypeError, match=r"parameter 'B': expected .*export"):
+        add(np.ones(8, np.float32), _CannotExport())
+
+
 def _unused_const() -> Any:
     @tl_jit.jit(target="c")
     def unused(A):

@@ -29,11 +29,19 @@ def stride_in_elements(value: Any, axis: int) -> int:
 
 def array_dims(value: Any) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """``(shape, strides in elements)`` of an array argument: numpy, torch, any DLPack
-    producer, or a ``T.Tensor((M, N), dtype)`` placeholder; None for anything else."""
+    producer, or a ``T.Tensor((M, N), dtype)`` placeholder; None for anything else.
+
+    Raises:
+        BufferError, TypeError, ValueError, RuntimeError: a DLPack producer that cannot
+            export itself (what its ``__dlpack__`` raised; the binder names the parameter).
+    """
     shape = getattr(value, "shape", None)
     if shape is None:
         return None
-    if type(value).__module__ == "numpy" and hasattr(value, "itemsize"):
+    module = type(value).__module__
+    if (module == "numpy" or module.startswith("numpy.")) and hasattr(value, "itemsize"):
+        # numpy arrays and their subclasses (a masked array, a matrix): the call's checks
+        # refuse those a kernel cannot take, by name; exporting one could fail first.
         itemsize = int(value.itemsize) or 1
         return tuple(int(d) for d in shape), tuple(int(s) // itemsize for s in value.strides)
     stride = getattr(value, "stride", None)

@@ -291,7 +291,14 @@ class EagerBinder:
             kernel_args.append(value)
             if param.kind == "scalar":
                 continue
-            found = array_dims(value)
+            try:
+                found = array_dims(value)
+            except (BufferError, TypeError, ValueError, RuntimeError) as exc:
+                raise TypeError(
+                    f"{qualname}: parameter {param.name!r}: expected an array that exports "
+                    f"its memory through DLPack, got {describe(value)} that cannot "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
             if found is None:
                 if need_tensors:
                     raise TypeError(
