@@ -201,8 +201,77 @@ def test_a_container_subclass_renders_with_its_class_and_attributes() -> None:
         [1, ["list", [{"float": "0x1.0000000000000p+1"}]], ["dict", [["a", ["set", [3]]]]]],
     ]
     cyclic: list[Any] = [1]
-    cyclic.append(cyclic)  # was a RecursionError
-    assert canonical_value(cyclic) == ["list", [1, {"cycle": "list"}]]
+    cyclic.append(cyclic)  # was a RecursionError; a call with it skips the memo
+    with pytest.raises(Unkeyable, match="contains itself"):
+        canonical_value(cyclic)
+
+
+class OneSlot(list):  # type: ignore[type-arg]
+    __slots__ = "scale"  # a string: one slot named scale
+
+
+class PrivateSlot:
+    __slots__ = ("__scale",)  # stored as _PrivateSlot__scale
+
+    def __init__(self, scale: float) -> None:
+        self.__scale = scale
+
+
+class HidesKeys(dict):  # type: ignore[type-arg]
+    """Iterates without its private keys (a builder reads them with dict.__getitem__)."""
+
+    def __iter__(self) -> Any:
+        return (k for k in dict.__iter__(self) if not k.startswith("_"))
+
+    def items(self) -> Any:
+        return [(k, v) for k, v in dict.items(self) if not k.startswith("_")]
+
+
+class ShowsFirst(tuple):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        return iter(tuple.__getitem__(self, slice(0, 1)))
+
+
+def _pair(make: Any) -> tuple[Any, Any]:
+    return make(2.0), make(5.0)
+
+
+def _one_slot(scale: float) -> OneSlot:
+    value = OneSlot([1])
+    value.scale = scale
+    return value
+
+
+def _hidden_key(scale: float) -> HidesKeys:
+    value = HidesKeys(a=1)
+    value["_scale"] = scale
+    return value
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        _one_slot,
+        PrivateSlot,
+        _hidden_key,
+        lambda scale: ShowsFirst((1, scale)),
+        lambda scale: types.SimpleNamespace(w=np.full(2000, scale)),  # its repr elides
+        lambda scale: 2**20000 + int(scale),  # str() of it raises: the key refused the call
+    ],
+    ids=["str-slots", "private-slot", "hidden-keys", "own-iter", "namespace", "huge-int"],
+)
+def test_state_a_value_hides_from_its_repr_or_iteration_changes_the_rendering(make: Any) -> None:
+    """Values whose state the rendering missed (a second round on the containers fix):
+    two that build different kernels shared one key."""
+    first, second = _pair(make)
+    assert json.dumps(canonical_value(first)) != json.dumps(canonical_value(second))
+    assert canonical_value(make(2.0)) == canonical_value(first)
+
+
+def test_a_set_and_a_frozenset_and_an_elided_repr_render_apart() -> None:
+    assert canonical_value({2.0}) != canonical_value(frozenset({2.0}))
+    with pytest.raises(Unkeyable, match="elided"):
+        canonical_value(__import__("collections").deque([np.zeros(2000)]))
 
 
 def test_torch_tensors_are_rendered_by_their_values_not_their_repr() -> None:

@@ -73,8 +73,10 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         Unkeyable: no faithful rendering exists (an object whose ``repr`` shows an
             address, an object-dtype array, a sparse or quantized tensor...).
     """
-    if value is None or type(value) in (bool, int, str):
+    if value is None or type(value) in (bool, str):
         return value
+    if type(value) is int:
+        return _int_rendering(value)
     if isinstance(value, enum.Enum):  # before int and str: an IntEnum member is an int
         return {"enum": [_class_rendering(type(value), _seen), value.name]}
     if type(value) in _SCALAR_TYPES:
@@ -92,23 +94,29 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
             rendering["state"] = canonical_value(dict(sorted(state.items())), _seen=_seen)
         return rendering
     if isinstance(value, tuple | list | set | frozenset | dict):
-        if id(value) in _seen:  # a container holding itself (``l.append(l)``)
-            return {"cycle": type(value).__qualname__}
+        if id(value) in _seen:
+            # A container holding itself (``l.append(l)``): a marker could not say which
+            # of its enclosing containers repeats, so such a value has no key.
+            raise Unkeyable(f"a {type(value).__name__} that contains itself has no rendering")
         inner = _seen | {id(value)}
         # Sets and dicts in iteration order: a builder that iterates one builds its kernel
         # in that order ({"a": 2, "b": 3} and {"b": 3, "a": 2} are equal, their kernels not).
+        # Read through the built-in type's own methods: a subclass's __iter__ or items()
+        # may hide elements the builder reads.
         if isinstance(value, dict):
             items: Any = [
                 [canonical_value(k, _seen=inner), canonical_value(v, _seen=inner)]
-                for k, v in value.items()
+                for k, v in dict.items(value)
             ]
         else:
-            items = [canonical_value(v, _seen=inner) for v in value]
+            items = [canonical_value(v, _seen=inner) for v in _elements(value)]
         plain = type(value)
         if plain in (tuple, list, dict):
             return [plain.__name__, items]
-        if plain in (set, frozenset):
+        if plain is set:
             return ["set", items]
+        if plain is frozenset:
+            return ["frozenset", items]
         return _container_subclass(value, items, inner)
     if isinstance(value, types.ModuleType):
         return {"module": value.__name__}
@@ -126,9 +134,13 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         return {"object": f"{getattr(value, '__module__', '')}.{value.__qualname__}"}
     if _holds_its_state(value):
         return _instance_rendering(value, _seen)
+    if isinstance(value, types.SimpleNamespace):
+        return {"namespace": canonical_value(dict(sorted(vars(value).items())), _seen=_seen)}
     text = repr(value)
     if " at 0x" in text or text.startswith("<"):
         raise Unkeyable(f"{type(value).__name__} value {text[:60]} has no stable rendering")
+    if "..." in text:  # an elided repr (numpy's of a large array inside it): lossy
+        raise Unkeyable(f"{type(value).__name__} value {text[:60]} has an elided repr")
     return {"object": f"{type(value).__module__}.{type(value).__qualname__}: {text}"}
 
 
@@ -147,10 +159,23 @@ _EXACT: dict[type, Any] = {
 }
 
 
+_BIG = 1 << 64
+
+
+def _int_rendering(value: int) -> Any:
+    """An int as itself; one of 64 bits or more by its hex digits (JSON and ``str`` refuse
+    ints of more than 4300 decimal digits, and the key must not refuse a legal call)."""
+    if -_BIG < value < _BIG:
+        return value
+    return {"int": hex(value)}
+
+
 def _scalar_rendering(value: Any) -> Any:
     """A value of exactly one of `_SCALAR_TYPES`."""
-    if isinstance(value, bool | int | str):
+    if isinstance(value, bool | str):
         return value
+    if isinstance(value, int):
+        return _int_rendering(value)
     if isinstance(value, float):
         return {"float": value.hex()}  # 0.0 and -0.0 apart, every NaN one value
     if isinstance(value, complex):
@@ -239,13 +264,28 @@ def _holds_its_state(value: object) -> bool:
     return _is_user_type(cls) and (hasattr(value, "__dict__") or hasattr(cls, "__slots__"))
 
 
+def slot_attributes(cls: type) -> list[str]:
+    """The attribute names of ``cls``'s slots, base classes' included, as Python stores
+    them: ``__slots__ = "scale"`` is one slot (not five letters), and a private slot
+    ``__s`` of class ``C`` is the attribute ``_C__s``."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):
+                slot = f"_{klass.__name__.lstrip('_')}{slot}"
+            names.append(slot)
+    return names
+
+
 def _held_state(value: object) -> dict[str, Any]:
     """The attributes ``value`` holds itself: its ``__dict__`` and its filled slots."""
     state: dict[str, Any] = dict(getattr(value, "__dict__", {}))
-    for klass in type(value).__mro__:
-        for slot in getattr(klass, "__slots__", ()):
-            if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
-                state[slot] = getattr(value, slot)
+    for slot in slot_attributes(type(value)):
+        if hasattr(value, slot):
+            state[slot] = getattr(value, slot)
     return state
 
 
@@ -258,6 +298,15 @@ def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
         "instance": _class_rendering(type(value), inner),
         "state": canonical_value(dict(sorted(state.items())), _seen=inner),
     }
+
+
+def _elements(value: Any) -> list[Any]:
+    """A tuple's, list's, set's or frozenset's elements as its built-in type holds them
+    (never through a subclass's own ``__iter__``)."""
+    for base in (tuple, list, frozenset, set):
+        if isinstance(value, base):
+            return list(base.__iter__(value))
+    return list(value)
 
 
 def _container_subclass(value: Any, items: Any, seen: frozenset[int]) -> Any:

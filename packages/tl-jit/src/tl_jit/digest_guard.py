@@ -41,6 +41,7 @@ from tl_jit.canonical import (
     function_digest,
     is_compiler_module_name,
     is_library_module,
+    slot_attributes,
 )
 from tl_jit.source_reads import source_reads
 from tl_runtime import fork_safety
@@ -275,6 +276,20 @@ def guard_of(func: types.FunctionType) -> DigestGuard:
     return guard.seal()
 
 
+#: How the generated check and the walk read a container's items.
+_ITEM_ACCESS = ("__iter__", "__len__", "__getitem__", "__contains__", "get", "keys", "items")
+
+
+def _reads_its_own_way(cls: type) -> bool:
+    """Whether a subclass of a built-in container defines its own item access."""
+    for klass in cls.__mro__:
+        if klass in (tuple, frozenset, list, set, dict, object):
+            return False
+        if any(name in klass.__dict__ for name in _ITEM_ACCESS):
+            return True
+    return False
+
+
 class _Walker:
     """Mirrors `tl_jit.canonical`'s walk, recording reads instead of rendering values."""
 
@@ -366,7 +381,14 @@ class _Walker:
     def container(self, value: Any) -> None:
         """A tuple, list, set or dict: its items (and the order of a mutable one); a
         subclass's class, held attributes and a defaultdict's factory too, as
-        `tl_jit.canonical` renders them."""
+        `tl_jit.canonical` renders them. A subclass with its own way to read its items
+        (``__iter__``, ``__len__``, ``__getitem__``, ``get``...) makes the guard
+        volatile: the generated check reads through those and could see other items
+        than its contents."""
+        plain = type(value) in (tuple, frozenset, list, set, dict)
+        if not plain and _reads_its_own_way(type(value)):
+            self.guard.volatile = True
+            return
         if isinstance(value, tuple | frozenset):
             for item in value:
                 self.value(item)
@@ -379,7 +401,7 @@ class _Walker:
             for key in value:
                 self.value(key)
                 self.value(self.entry(value, key))
-        if type(value) in (tuple, frozenset, list, set, dict):
+        if plain:
             return
         self.attribute(value, "__class__")
         self.klass(type(value))
@@ -408,10 +430,8 @@ class _Walker:
         held = getattr(value, "__dict__", None)
         if isinstance(held, dict):
             self.value(held)
-        for klass in type(value).__mro__:
-            for slot in getattr(klass, "__slots__", ()):
-                if slot not in ("__dict__", "__weakref__"):
-                    self.value(self.attribute(value, slot))
+        for slot in slot_attributes(type(value)):
+            self.value(self.attribute(value, slot))
 
     def klass(self, cls: type) -> None:
         if not _is_user_type(cls) or id(cls) in self.classes:
