@@ -303,7 +303,8 @@ def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
 def _elements(value: Any) -> list[Any]:
     """A tuple's, list's, set's or frozenset's elements as its built-in type holds them
     (never through a subclass's own ``__iter__``)."""
-    for base in (tuple, list, frozenset, set):
+    bases: tuple[Any, ...] = (tuple, list, frozenset, set)
+    for base in bases:
         if isinstance(value, base):
             return list(base.__iter__(value))
     return list(value)
