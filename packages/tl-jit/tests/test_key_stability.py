@@ -274,6 +274,45 @@ def test_a_set_and_a_frozenset_and_an_elided_repr_render_apart() -> None:
         canonical_value(__import__("collections").deque([np.zeros(2000)]))
 
 
+SET_LITERAL = """
+def build(dtype):
+    return 2.0 if dtype in {"float16", "bfloat16", "float32", "float64"} else 3.0
+"""
+
+
+def test_a_set_literal_in_the_builder_keys_the_same_under_every_hash_seed(tmp_path: Path) -> None:
+    """``x in {...}`` compiles to a frozenset constant whose repr follows the hash seed:
+    every new process missed the front-end memo (and wrote another record)."""
+    (tmp_path / "ks_setlit.py").write_text(textwrap.dedent(SET_LITERAL))
+    code = (
+        "import ks_setlit\nfrom tl_jit.keys import frontend_key\n"
+        "print(frontend_key(ks_setlit.build, {'dtype': 'float32'}, {'target': 'c'}))\n"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout.strip()
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(keys) == 1, keys
+
+
+def test_a_value_keyed_while_another_thread_imports_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch is in sys.modules before it defines Tensor: a key made then raised
+    AttributeError (an autotune search with a thread executor lost good configurations)."""
+    from tl_runtime.tensor_views import in_place_write_marker, is_torch_type
+
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    assert canonical_value(Tiling(64, 1)) == canonical_value(Tiling(64, 1))
+    assert canonical_value(np.ones(2)) is not None
+    assert not is_torch_type(np.ndarray) and in_place_write_marker(np.ndarray) is None
+
+
 def test_torch_tensors_are_rendered_by_their_values_not_their_repr() -> None:
     torch = pytest.importorskip("torch")
     a = torch.zeros(2000)

@@ -23,6 +23,7 @@ from typing import Any
 
 from tl_jit.source_reads import source_reads
 from tl_jit.versions import COMPILER_PACKAGES
+from tl_runtime.tensor_views import torch_tensor_type
 
 __all__ = [
     "Unkeyable",
@@ -202,8 +203,9 @@ def _array_rendering(array: Any, seen: frozenset[int]) -> Any:
 
 
 def _is_torch_tensor(value: object) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
+    # Never an AttributeError while another thread is still importing torch.
+    tensor = torch_tensor_type()
+    return tensor is not None and isinstance(value, tensor)
 
 
 def _tensor_rendering(tensor: Any) -> Any:
@@ -372,8 +374,29 @@ def _class_entry(entry: object, seen: frozenset[int]) -> Any:
     return global_value(entry, seen)
 
 
+def _constant_text(constant: object) -> str:
+    """A code object's constant as text the same in every process: a frozenset (what
+    ``x in {"a", "b"}`` compiles to) in sorted order, since its repr follows the hash
+    seed."""
+    if isinstance(constant, frozenset):
+        return "frozenset(" + repr(sorted(_constant_text(c) for c in constant)) + ")"
+    if isinstance(constant, tuple) and _holds_a_frozenset(constant):
+        return "(" + ", ".join(_constant_text(c) for c in constant) + ",)"
+    return repr(constant)  # every other constant's repr is the same in every process
+
+
+def _holds_a_frozenset(constant: tuple[Any, ...]) -> bool:
+    return any(
+        isinstance(c, frozenset) or (isinstance(c, tuple) and _holds_a_frozenset(c))
+        for c in constant
+    )
+
+
 def _code_digest(code: types.CodeType) -> list[Any]:
-    consts = [_code_digest(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    consts = [
+        _code_digest(c) if isinstance(c, types.CodeType) else _constant_text(c)
+        for c in code.co_consts
+    ]
     return [
         code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
         code.co_code.hex(),

@@ -59,12 +59,23 @@ def is_torch(value: object) -> bool:
     return is_torch_type(type(value))
 
 
+def torch_tensor_type() -> type | None:
+    """``torch.Tensor`` if torch is imported, else None; never imports torch.
+
+    None too while another thread is still importing torch (the module is in
+    ``sys.modules`` before it defines ``Tensor``): a call made meanwhile sees no torch
+    rather than raising AttributeError.
+    """
+    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    return tensor if isinstance(tensor, type) else None
+
+
 def is_torch_type(kind: type) -> bool:
     """Whether ``kind`` is a torch type or a subclass of ``torch.Tensor`` (see `is_torch`)."""
     if kind.__module__.startswith("torch"):
         return True
-    torch = sys.modules.get("torch")  # a torch subclass exists only once torch is imported
-    return torch is not None and issubclass(kind, torch.Tensor)
+    tensor = torch_tensor_type()  # a torch subclass exists only once torch is imported
+    return tensor is not None and issubclass(kind, tensor)
 
 
 def in_place_write_marker(kind: type) -> Any:
@@ -80,10 +91,10 @@ def in_place_write_marker(kind: type) -> Any:
     """
     if not is_torch_type(kind):
         return None
-    torch = sys.modules.get("torch")
-    if torch is None or not issubclass(kind, torch.Tensor):
+    tensor = torch_tensor_type()
+    if tensor is None or not issubclass(kind, tensor):
         return None
-    return getattr(torch._C, "_increment_version", None)
+    return getattr(sys.modules["torch"]._C, "_increment_version", None)
 
 
 def mark_written_in_place(tensors: tuple[Any, ...]) -> None:
