@@ -374,6 +374,51 @@ def _typed_kernel() -> Any:
     return typed
 
 
+class Named(str):
+    """A str subclass whose instances carry an attribute the body reads."""
+
+    scale: float
+
+
+class Settings:
+    SCALE = 2.0
+
+
+def _reading_kernel() -> Any:
+    @tl_jit.jit(target="c")
+    def reads(A, k):
+        N = T.const("N")
+        A: T.Tensor[[N], T.float32]
+        C = T.empty((N,), T.float32)
+        step = k.scale if isinstance(k, str) else k.SCALE  # what the template value holds
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(N):
+                C[i] = A[i] + step
+        return C
+
+    return reads
+
+
+def test_the_dispatcher_follows_a_class_and_a_str_subclass_template(cache_dir: Path) -> None:
+    """A user's class as a template argument was an exact dispatcher key (its body can
+    change: ``Settings.SCALE = 5``), and a str subclass was keyed by its text alone:
+    both returned the first kernel."""
+    reads = _reading_kernel()
+    a = np.zeros(4, np.float32)
+    first, second = Named("x"), Named("x")
+    first.scale, second.scale = 2.0, 5.0
+    assert reads(a, first)[0] == 2.0
+    assert reads(a, second)[0] == 5.0
+    assert reads(a, Settings)[0] == 2.0
+    assert reads(a, Settings)[0] == 2.0  # through the dispatcher
+    Settings.SCALE = 5.0
+    try:
+        assert reads(a, Settings)[0] == 5.0
+        assert reads(a, Settings)[0] == 5.0
+    finally:
+        Settings.SCALE = 2.0
+
+
 def test_the_dispatcher_keeps_one_true_and_one_point_zero_apart(cache_dir: Path) -> None:
     typed = _typed_kernel()
     a = np.zeros(4, np.float32)

@@ -248,7 +248,7 @@ _CLASS_HOUSEKEEPING = frozenset(
 )
 
 
-def _is_user_type(cls: type) -> bool:
+def is_user_type(cls: type) -> bool:
     """A class defined in the user's code (not builtins, the compiler, or a library)."""
     name = cls.__module__
     if name == "builtins" or is_compiler_module_name(name):
@@ -263,7 +263,7 @@ def _holds_its_state(value: object) -> bool:
     cls = type(value)
     if dataclasses.is_dataclass(value) or hasattr(cls, "__attrs_attrs__"):
         return True
-    return _is_user_type(cls) and (hasattr(value, "__dict__") or hasattr(cls, "__slots__"))
+    return is_user_type(cls) and (hasattr(value, "__dict__") or hasattr(cls, "__slots__"))
 
 
 def slot_attributes(cls: type) -> list[str]:
@@ -332,7 +332,7 @@ def _container_subclass(value: Any, items: Any, seen: frozenset[int]) -> Any:
 def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
     """A class: by name for builtins, the compiler and libraries; by its body otherwise."""
     name = f"{cls.__module__}.{cls.__qualname__}"
-    if not _is_user_type(cls):
+    if not is_user_type(cls):
         return {"object": name}
     if id(cls) in seen:
         return {"class": name}
@@ -353,7 +353,7 @@ def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
     bases = [_class_rendering(base, inner) for base in cls.__bases__ if base is not object]
     rendering = {"class": name, "bases": bases, "body": body}
     meta = type(cls)
-    if meta is not type and _is_user_type(meta):
+    if meta is not type and is_user_type(meta):
         # A metaclass of the user's own can supply the class's attributes (its
         # ``__getattr__``, properties): what it computes them from is in its body.
         rendering["meta"] = _class_rendering(meta, inner)

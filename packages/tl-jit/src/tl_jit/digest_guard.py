@@ -36,11 +36,11 @@ from tl_jit.canonical import (
     Unkeyable,
     _global_loads,
     _holds_its_state,
-    _is_user_type,
     _user_module,
     function_digest,
     is_compiler_module_name,
     is_library_module,
+    is_user_type,
     slot_attributes,
 )
 from tl_jit.source_reads import source_reads
@@ -434,7 +434,7 @@ class _Walker:
             self.value(self.attribute(value, slot))
 
     def klass(self, cls: type) -> None:
-        if not _is_user_type(cls) or id(cls) in self.classes:
+        if not is_user_type(cls) or id(cls) in self.classes:
             return
         self.classes.add(id(cls))
         body = cls.__dict__

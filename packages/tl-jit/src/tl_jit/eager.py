@@ -194,10 +194,10 @@ class EagerJITFunction(functools.partial, CopiedAsItself):  # type: ignore[type-
         could hand it another value's kernel)."""
         from tl_jit.keys import Unkeyable, canonical_value
 
-        # Strings by their text: a dtype object and its name are one specialization.
-        plain = {k: str(v) if isinstance(v, str) else v for k, v in templates.items()}
+        # A dtype object renders as its name (one specialization with the string); a
+        # user's str subclass by its class, text and the attributes it holds.
         try:
-            rendered = repr(canonical_value(dict(sorted(plain.items()))))
+            rendered = repr(canonical_value(dict(sorted(templates.items()))))
             options = (
                 repr(canonical_value(dict(sorted(self._frontend_options(overrides).items()))))
                 if overrides

@@ -74,13 +74,19 @@ def describe(value: object) -> str:
     return name
 
 
-_EXACT_SCALARS = (str, int, bool, type(None), type)
+_EXACT_SCALARS = (str, int, bool, type(None))
 
 
 def _exact_item(item: object) -> bool:
     kind = type(item)
     if kind in _EXACT_SCALARS:
         return True
+    if isinstance(item, type):
+        # A class of the user's may change its body between calls (``Cfg.SCALE = 5``):
+        # equal is then not the same kernel. Built-in and library classes stay put.
+        from tl_jit.canonical import is_user_type
+
+        return not is_user_type(item)
     if kind is float:
         # 0.0 == -0.0 (same hash) build different kernels; NaN != NaN (a new entry per call)
         return item == item and item != 0.0
@@ -100,8 +106,8 @@ def exact_key(key: tuple[Any, ...]) -> bool:
     The dispatcher's key is a tuple of raw values (each template value followed by its
     class, then the ``T.const`` dims): a dictionary finds an entry by ``==``, so the key
     qualifies only when equal values cannot build different kernels: strings, ints,
-    bools, None, classes, floats other than zero and NaN, tuples of ints or strings, and
-    dtype objects. Any other key is looked up through the faithful specialization key
+    bools, None, built-in and library classes (a user's class body can change), floats
+    other than zero and NaN, tuples of ints or strings, and dtype objects. Any other key is looked up through the faithful specialization key
     (`tl_jit.canonical`) on every call instead.
     """
     return all(_exact_item(item) for item in key)
