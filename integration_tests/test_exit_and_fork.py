@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -304,3 +305,24 @@ def test_fork_waits_for_an_import_in_progress(tmp_path: Path) -> None:
     proc = _python(script, tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "CHILD 0" in proc.stdout, proc.stderr
+
+
+def test_a_call_resolving_its_checked_path_counts_as_in_flight() -> None:
+    """The first torch call of a kernel on tvm_ffi resolves its checked path inside
+    `fast_path` and calls tvm-ffi from that frame; exit did not see it as a call in
+    flight, so a daemon thread returning from it aborted the process (about 1 run in 6
+    with eager specializations compiled and called from daemon threads)."""
+    import types
+
+    from tl_runtime.adapters import fast_path, tvm_ffi_adapter
+
+    frames: list[Any] = []
+
+    def record_caller(_args: tuple[Any, ...]) -> None:
+        frames.append(sys._getframe(1))  # the frame that calls into the launch
+
+    checker: Any = types.SimpleNamespace(_np=None, plan=types.SimpleNamespace(host_arrays=True))
+    call = fast_path.build_fast_path(checker, record_caller, record_caller, lambda: record_caller)
+    call(object())  # no numpy: the checked path is resolved, then called, from fast_path
+    assert frames and frames[-1].f_code.co_filename == fast_path.__file__
+    assert tvm_ffi_adapter._in_tvm_ffi_call(frames[-1])

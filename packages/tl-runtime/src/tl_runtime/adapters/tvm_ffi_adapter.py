@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tl_runtime.adapters import fast_path as _fast_path_module
 from tl_runtime.adapters.base import Availability, CallFunction, load_tvm_ffi_library, pack_result
 from tl_runtime.adapters.fast_path import build_fast_path
 from tl_runtime.checking import ArgumentChecker
@@ -128,6 +129,7 @@ class TvmFfiAdapter:
 
 
 _INT64_MAX = 2**63 - 1
+_FAST_PATH_FILE = _fast_path_module.__file__
 
 EXIT_DRAIN_SECONDS = 60.0
 """How long interpreter exit waits for calls already inside tvm-ffi to return."""
@@ -155,10 +157,16 @@ def _watch(adapter: TvmFfiAdapter) -> None:
 
 
 def _in_tvm_ffi_call(frame: Any) -> bool:
-    """Whether a thread whose innermost Python frame is ``frame`` may be inside tvm-ffi."""
+    """Whether a thread whose innermost Python frame is ``frame`` may be inside tvm-ffi:
+    the generated fast path, or `fast_path`'s own frames (the first torch call of a
+    kernel resolves its checked path there and calls tvm-ffi from that frame), the
+    complete path, or a library being loaded."""
     code = frame.f_code
-    return code.co_filename.startswith("<tl_runtime fast path") or (
-        code is TvmFfiAdapter.call_checked.__code__ or code is load_tvm_ffi_library.__code__
+    return (
+        code.co_filename.startswith("<tl_runtime fast path")
+        or code.co_filename == _FAST_PATH_FILE
+        or code is TvmFfiAdapter.call_checked.__code__
+        or code is load_tvm_ffi_library.__code__
     )
 
 
