@@ -86,6 +86,7 @@ REASONS = {
     # exit status 0 with nothing printed, for sys.exit(0)).
     "sys-exit": "compile failed: SystemExit: the task called sys.exit(0)",
     "keyboard-interrupt": "compile failed: KeyboardInterrupt raised inside the task",
+    "generator-exit": "compile failed: GeneratorExit: a BaseException that is not an Exception",
     # Builds, then reads far outside its input when run: the timing worker dies.
     "segfault-when-run": "timing failed: its worker process died (SIGSEGV)",
 }

@@ -40,7 +40,7 @@ FRAGILE_MARKER_ENV = "TLJIT_FRAGILE_MARKER"
 def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> Any:
     """`scale` whose build misbehaves on request: ``crash`` is ``"abort"``, ``"segfault"``,
     ``"exit"`` (``os._exit(3)``), ``"raise"`` (a ValueError), ``"sys-exit"`` (``SystemExit(0)``),
-    ``"keyboard-interrupt"`` (raised by the build itself) or ``"hang"`` (appends its pid
+    ``"keyboard-interrupt"`` (raised by the build itself), ``"generator-exit"`` or ``"hang"`` (appends its pid
     as a line to the file named by ``TLJIT_FRAGILE_MARKER``, when set, and sleeps for an
     hour); or
     the kernel misbehaves when run: ``"segfault-when-run"`` builds one that reads far
@@ -71,6 +71,8 @@ def fragile_scale(n: int, factor: float, repeat: int = 1, crash: str = "") -> An
         raise SystemExit(0)  # a builder calling sys.exit(0)
     elif crash == "keyboard-interrupt":
         raise KeyboardInterrupt  # raised by the builder's code, not a Ctrl-C
+    elif crash == "generator-exit":
+        raise GeneratorExit("a BaseException that is not an Exception")
     elif crash == "hang":
         marker = os.environ.get(FRAGILE_MARKER_ENV)
         if marker:

@@ -90,8 +90,9 @@ def run_parallel(
                     if not ignore_error:
                         raise
                     warn_failed(f"{label} config {index}", exc)
-                except (KeyboardInterrupt, SystemExit) as exc:
-                    # A task's own sys.exit() is one more failure; Ctrl-C here is not.
+                except BaseException as exc:
+                    # A task's own sys.exit() (any BaseException it raised) is one more
+                    # failure; Ctrl-C here is not.
                     if not ignore_error or not raised_by_task(future, exc):
                         raise
                     warn_failed(f"{label} config {index}", exc)

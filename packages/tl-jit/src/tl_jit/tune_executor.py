@@ -65,8 +65,8 @@ def describe_failure(exc: BaseException) -> str:
         return f"its worker process exited with status {exitcode}"
     if isinstance(exc, SystemExit):
         return f"SystemExit: the task called sys.exit({exc.code!r})"
-    if isinstance(exc, KeyboardInterrupt) and not str(exc):
-        return "KeyboardInterrupt raised inside the task"
+    if not isinstance(exc, Exception) and not str(exc):
+        return f"{type(exc).__name__} raised inside the task"
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     # One line, but the reason whole: a first line that only introduces what follows
     # ("... differs from ref_fn:") takes the next lines with it, up to a few hundred
@@ -249,10 +249,11 @@ def run_tasks(
                     finish(index, TaskFailure(stage, "cancelled", exc))
                 except Exception as exc:
                     finish(index, TaskFailure(stage, describe_failure(exc), exc))
-                except (KeyboardInterrupt, SystemExit) as exc:
+                except BaseException as exc:
                     # The task's own (a builder calling sys.exit, or raising
-                    # KeyboardInterrupt, in its worker) fails that task alone; one
-                    # raised here (Ctrl-C in this process) ends the search.
+                    # KeyboardInterrupt, GeneratorExit or a BaseException of its own, in
+                    # its worker) fails that task alone; one raised here (Ctrl-C in this
+                    # process) ends the search.
                     if not raised_by_task(future, exc):
                         raise
                     finish(index, TaskFailure(stage, describe_failure(exc), exc))
