@@ -275,13 +275,28 @@ def test_a_set_and_a_frozenset_and_an_elided_repr_render_apart() -> None:
 
 
 SET_LITERAL = """
+import abc
+
+class Op(abc.ABC):
+    @abc.abstractmethod
+    def scale(self): ...
+    @abc.abstractmethod
+    def name(self): ...
+
+class Double(Op):
+    __slots__ = {"first", "second", "third"}
+    def scale(self): return 2.0
+    def name(self): return "double"
+
 def build(dtype):
-    return 2.0 if dtype in {"float16", "bfloat16", "float32", "float64"} else 3.0
+    factor = Double().scale()
+    return factor if dtype in {"float16", "bfloat16", "float32", "float64"} else 3.0
 """
 
 
 def test_a_set_literal_in_the_builder_keys_the_same_under_every_hash_seed(tmp_path: Path) -> None:
-    """``x in {...}`` compiles to a frozenset constant whose repr follows the hash seed:
+    """``x in {...}`` compiles to a frozenset constant whose repr follows the hash seed,
+    and so did an ABC's ``__abstractmethods__`` and a ``__slots__`` set in a class body:
     every new process missed the front-end memo (and wrote another record)."""
     (tmp_path / "ks_setlit.py").write_text(textwrap.dedent(SET_LITERAL))
     code = (

@@ -244,6 +244,9 @@ _CLASS_HOUSEKEEPING = frozenset(
         "__orig_bases__",
         "__parameters__",
         "_abc_impl",  # abc's per-class cache (its repr shows an address)
+        # abc's set of abstract names, in hash-seed order: the methods themselves are
+        # rendered (it made the key differ in every new process).
+        "__abstractmethods__",
     }
 )
 
@@ -347,6 +350,8 @@ def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
         return {"enum": name, "members": members, "methods": methods}
     body = [
         [key, _class_entry(entry, inner)]
+        if not (key == "__slots__" and isinstance(entry, set | frozenset))
+        else [key, sorted(map(str, entry))]  # a set of slot names: no order of its own
         for key, entry in sorted(vars(cls).items())
         if key not in _CLASS_HOUSEKEEPING
     ]
