@@ -292,6 +292,27 @@ def _within(seconds: float) -> Any:
     return guard()
 
 
+def test_a_huge_record_is_absent_not_read_whole(fake_backend: Any, cache_dir: Path) -> None:
+    """A front-end record grown to gigabytes (a sparse file) was read whole into memory
+    on the next call; now it is an absent record, and the call builds and rewrites it."""
+    import tljit_scale_kernel as module
+
+    two = _fresh(module, 64, 2.0)
+    memo = _memo_of(cache_dir, two.cache_key)
+    from tl_jit.cache import MAX_RECORD_BYTES, read_regular_file
+
+    with open(memo, "r+b") as handle:
+        handle.truncate(MAX_RECORD_BYTES + 1)
+    with pytest.raises(OSError, match="beyond"):
+        read_regular_file(memo)
+    with open(memo, "r+b") as handle:
+        handle.truncate(4 << 30)
+    a = np.ones(64, np.float32)
+    with _within(60):
+        np.testing.assert_allclose(_fresh(module, 64, 2.0)(a), 2 * a)
+    assert memo.stat().st_size < 1 << 20  # written again
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_special_files_in_the_cache_are_never_waited_on(fake_backend: Any, cache_dir: Path) -> None:
     """A FIFO put where a front-end record, the memo secret, a kernel entry or a lock

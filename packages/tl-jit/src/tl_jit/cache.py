@@ -542,22 +542,35 @@ class KernelCache:
                 os.unlink(path)
 
 
-def read_regular_file(path: Path | str) -> bytes:
+MAX_RECORD_BYTES = 16 << 20
+"""The largest record `read_regular_file` reads (a real one is KiBs; a tuning record of
+thousands of configurations well under a MiB): a larger file is damage, never read whole."""
+
+
+def read_regular_file(path: Path | str, limit: int = MAX_RECORD_BYTES) -> bytes:
     """The bytes of the regular file at ``path`` (not through a symlink).
 
     Opened without blocking and checked after opening, so a FIFO or device put where a
-    cache file belongs is refused instead of waited on forever.
+    cache file belongs is refused instead of waited on forever; one of more than
+    ``limit`` bytes (a sparse file of gigabytes) is refused before it is read.
 
     Raises:
-        OSError: ``path`` is missing, a symlink, or not a regular file.
+        OSError: ``path`` is missing, a symlink, not a regular file, or too large.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{path} holds {info.st_size} bytes, beyond the {limit} of a record")
         chunks = []
+        read = 0
         while chunk := os.read(fd, 1 << 20):
+            read += len(chunk)
+            if read > limit:
+                raise OSError(f"{path} grew past the {limit} bytes of a record")
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
