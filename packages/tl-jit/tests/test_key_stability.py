@@ -139,23 +139,35 @@ def test_a_class_docstring_does_not_change_the_key(tmp_path: Path) -> None:
     assert _key(_load(tmp_path / "ks_doc.py", "ks_doc", documented), n=64) == first
 
 
-def test_the_key_of_a_class_reading_builder_is_the_same_in_every_process(tmp_path: Path) -> None:
-    (tmp_path / "ks_proc.py").write_text(textwrap.dedent(CLASS_BUILDER))
+def _keys_in_processes(
+    directory: Path, module: str, source: str, arguments: str, seeds: tuple[int, ...]
+) -> set[str]:
+    """The front-end key of ``module.build(**arguments)`` computed in a new process per
+    hash seed (the module written from ``source`` into ``directory``)."""
+    (directory / f"{module}.py").write_text(textwrap.dedent(source))
     code = (
-        "import ks_proc\nfrom tl_jit.keys import frontend_key\n"
-        "print(frontend_key(ks_proc.build, {'n': 64}, {'target': 'c'}))\n"
+        f"import {module}\nfrom tl_jit.keys import frontend_key\n"
+        f"print(frontend_key({module}.build, {arguments}, {{'target': 'c'}}))\n"
     )
-    keys = {
+    return {
         subprocess.run(
             [sys.executable, "-c", code],
-            cwd=tmp_path,
+            cwd=directory,
             capture_output=True,
             text=True,
             check=True,
-            env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+            env={
+                "PYTHONPATH": str(directory),
+                "PATH": "/usr/bin:/bin",
+                "PYTHONHASHSEED": str(seed),
+            },
         ).stdout.strip()
-        for _ in range(2)
+        for seed in seeds
     }
+
+
+def test_the_key_of_a_class_reading_builder_is_the_same_in_every_process(tmp_path: Path) -> None:
+    keys = _keys_in_processes(tmp_path, "ks_proc", CLASS_BUILDER, "{'n': 64}", (1, 2))
     assert len(keys) == 1 and len(keys.pop()) == 64
 
 
@@ -298,22 +310,9 @@ def test_a_set_literal_in_the_builder_keys_the_same_under_every_hash_seed(tmp_pa
     """``x in {...}`` compiles to a frozenset constant whose repr follows the hash seed,
     and so did an ABC's ``__abstractmethods__`` and a ``__slots__`` set in a class body:
     every new process missed the front-end memo (and wrote another record)."""
-    (tmp_path / "ks_setlit.py").write_text(textwrap.dedent(SET_LITERAL))
-    code = (
-        "import ks_setlit\nfrom tl_jit.keys import frontend_key\n"
-        "print(frontend_key(ks_setlit.build, {'dtype': 'float32'}, {'target': 'c'}))\n"
+    keys = _keys_in_processes(
+        tmp_path, "ks_setlit", SET_LITERAL, "{'dtype': 'float32'}", (1, 2, 3, 4)
     )
-    keys = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=tmp_path,
-            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
-        ).stdout.strip()
-        for seed in (1, 2, 3, 4)
-    }
     assert len(keys) == 1, keys
 
 
