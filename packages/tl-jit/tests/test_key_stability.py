@@ -282,12 +282,133 @@ def test_state_a_value_hides_from_its_repr_or_iteration_changes_the_rendering(ma
 
 def test_a_set_and_a_frozenset_and_an_elided_repr_render_apart() -> None:
     assert canonical_value({2.0}) != canonical_value(frozenset({2.0}))
-    with pytest.raises(Unkeyable, match="elided"):
-        canonical_value(__import__("collections").deque([np.zeros(2000)]))
+    deque = __import__("collections").deque
+    big = np.zeros(2000)
+    other = big.copy()
+    other[1000] = 1.0  # in the part numpy's repr elides
+    assert canonical_value(deque([big])) != canonical_value(deque([other]))
+
+
+class UserDeque(__import__("collections").deque):  # type: ignore[type-arg]
+    pass
+
+
+class UserDecimal(__import__("decimal").Decimal):
+    pass
+
+
+class Flags(__import__("enum").IntFlag):
+    R = 4
+    W = 2
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: UserDeque([v]),  # its items live in deque's C storage, not __dict__
+        lambda v: UserDecimal(str(v)),
+        lambda v: __import__("re").compile("a" * 300 + str(v)),  # its repr cuts at 200
+        lambda v: __import__("functools").partial(max, np.array([2.0 + v * 1e-9])),
+        lambda v: Flags(8 if v == 2.0 else 16),  # Flag values with no name of their own
+    ],
+    ids=["deque-subclass", "decimal-subclass", "long-pattern", "partial-array", "flag"],
+)
+def test_values_a_repr_or_a_dict_leaves_state_out_of_render_apart_or_not_at_all(make: Any) -> None:
+    """User subclasses of C types (deque, Decimal, date, bytearray, array), library objects
+    keyed by a repr that drops or rounds state (a torch module's weights, an array inside a
+    partial, a long pattern) and unnamed Flag values shared one key."""
+    try:
+        first, second = canonical_value(make(2.0)), canonical_value(make(5.0))
+    except Unkeyable:
+        return  # no key at all: the call skips the memo, always correct
+    assert json.dumps(first) != json.dumps(second)
+
+
+def test_a_torch_module_is_not_keyed_by_its_repr() -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Unkeyable, match="not rendered by what it holds"):
+        canonical_value(torch.nn.Linear(2, 2))
+    assert canonical_value(torch.float16) != canonical_value(torch.float32)
+
+
+GUARDED_CHANGES = """
+import enum
+import numpy as np
+
+
+class Holder:
+    def __init__(self):
+        self.scale = 2.0
+
+
+class Coord(enum.Enum):
+    PX = 0
+
+    def __new__(cls, value):
+        member = object.__new__(cls)
+        member._value_ = value
+        member.unit = 2.0
+        return member
+
+
+def helper():
+    return 0.0
+
+
+helper.scale = 2.0
+HOLDER = Holder()
+POLY = np.poly1d([1.0, 2.0])
+
+
+def build(n):
+    return HOLDER.scale, Coord.PX.unit, helper.scale + helper()
+
+
+def build_with_poly(n):
+    return POLY.coeffs[0]
+"""
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "module.HOLDER.__dict__ = {'scale': 5.0}",  # the dict replaced: not an audited write
+        "module.Coord.PX.unit = 5.0",  # an enum member's own attribute
+        "module.helper.scale = 5.0",  # a function's attribute
+    ],
+)
+def test_the_in_memory_guard_sees_what_the_key_renders(tmp_path: Path, change: str) -> None:
+    """The guard said "holds" (or the key left the value out) while what the builder
+    reads had changed: the old kernel came back in memory. A library object that a repr
+    would render (a poly1d changed in place) is now no key at all: nothing is memoized."""
+    from tl_jit.digest_guard import UNMEMOIZED, FunctionDigest
+
+    module = _load(tmp_path / "ks_guarded.py", "ks_guarded", GUARDED_CHANGES)
+    digest = FunctionDigest(module.build)
+    before = digest.current()
+    assert len(before) == 64
+    exec(change, {"module": module})
+    assert digest.current() != before
+    assert FunctionDigest(module.build_with_poly).current() == UNMEMOIZED
 
 
 SET_LITERAL = """
 import abc
+import typing
+
+import attrs
+
+
+@attrs.frozen
+class Tile:
+    block: int = 64
+    extra: list = attrs.Factory(list)
+
+
+class Options(typing.TypedDict, total=False):
+    block: int
+    warps: int
+    stages: int
 
 class Op(abc.ABC):
     @abc.abstractmethod
@@ -300,7 +421,7 @@ class Double(Op):
     def scale(self): return 2.0
     def name(self): return "double"
 
-def build(dtype):
+def build(dtype, tile: Tile = Tile(), options: Options | None = None):
     factor = Double().scale()
     return factor if dtype in {"float16", "bfloat16", "float32", "float64"} else 3.0
 """
@@ -308,8 +429,9 @@ def build(dtype):
 
 def test_a_set_literal_in_the_builder_keys_the_same_under_every_hash_seed(tmp_path: Path) -> None:
     """``x in {...}`` compiles to a frozenset constant whose repr follows the hash seed,
-    and so did an ABC's ``__abstractmethods__`` and a ``__slots__`` set in a class body:
-    every new process missed the front-end memo (and wrote another record)."""
+    and so did an ABC's ``__abstractmethods__``, a ``__slots__`` set in a class body and
+    a TypedDict's key sets; an attrs instance had no key at all (its generated methods
+    read attrs' helpers): every new process missed the front-end memo."""
     keys = _keys_in_processes(
         tmp_path, "ks_setlit", SET_LITERAL, "{'dtype': 'float32'}", (1, 2, 3, 4)
     )

@@ -10,14 +10,21 @@ correct, only slower).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import datetime
+import decimal
 import dis
 import enum
+import fractions
 import functools
 import hashlib
 import json
+import pathlib
+import re
 import sys
 import types
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,7 +86,11 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
     if type(value) is int:
         return _int_rendering(value)
     if isinstance(value, enum.Enum):  # before int and str: an IntEnum member is an int
-        return {"enum": [_class_rendering(type(value), _seen), value.name]}
+        name = value.name
+        if name is None or name not in type(value).__members__:
+            # A Flag combination with no name of its own (``Perm(8)``): by its value.
+            return {"enum": [_class_rendering(type(value), _seen), name, value._value_]}
+        return {"enum": [_class_rendering(type(value), _seen), name]}
     if type(value) in _SCALAR_TYPES:
         return _scalar_rendering(value)
     if isinstance(value, tuple(_SCALAR_TYPES)):  # a subclass (numpy.float64, a user int)
@@ -127,7 +138,7 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         return {"function": function_digest(value, _seen=_seen | {id(value)})}
     if isinstance(value, type):
         return _class_rendering(value, _seen)
-    if hasattr(value, "__array_interface__") and hasattr(value, "tobytes"):
+    if has_attribute(value, "__array_interface__") and has_attribute(value, "tobytes"):
         return _array_rendering(value, _seen)
     if _is_torch_tensor(value):
         return _tensor_rendering(value)
@@ -137,12 +148,95 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         return _instance_rendering(value, _seen)
     if isinstance(value, types.SimpleNamespace):
         return {"namespace": canonical_value(dict(sorted(vars(value).items())), _seen=_seen)}
+    special = _library_value(value, _seen)
+    if special is not None:
+        return special
     text = repr(value)
     if " at 0x" in text or text.startswith("<"):
         raise Unkeyable(f"{type(value).__name__} value {text[:60]} has no stable rendering")
     if "..." in text:  # an elided repr (numpy's of a large array inside it): lossy
         raise Unkeyable(f"{type(value).__name__} value {text[:60]} has an elided repr")
+    if not faithful_repr(value):
+        # A library object's repr may leave state out (a torch module's weights, an
+        # array rounded inside a partial's repr, a long pattern cut short): no key.
+        raise Unkeyable(
+            f"{type(value).__module__}.{type(value).__qualname__} value {text[:60]} is not "
+            "rendered by what it holds"
+        )
     return {"object": f"{type(value).__module__}.{type(value).__qualname__}: {text}"}
+
+
+def _library_value(value: Any, seen: frozenset[int]) -> Any:
+    """Library objects rendered by their parts: a ``functools.partial`` (function,
+    arguments, keywords), a ``collections.deque`` (items, maxlen), a compiled regular
+    expression (pattern, flags); None for anything else."""
+    kind = type(value)
+    if kind is functools.partial:
+        return {
+            "partial": [
+                canonical_value(value.func, _seen=seen),
+                canonical_value(value.args, _seen=seen),
+                canonical_value(dict(value.keywords), _seen=seen),
+            ]
+        }
+    if kind is collections.deque:
+        if id(value) in seen:
+            raise Unkeyable("a deque that contains itself has no rendering")
+        items = [canonical_value(v, _seen=seen | {id(value)}) for v in list(value)]
+        return {"deque": [items, value.maxlen]}
+    if kind is re.Pattern:
+        return {"pattern": [canonical_value(value.pattern, _seen=seen), int(value.flags)]}
+    return None
+
+
+#: Value types whose ``repr`` states everything they hold (exact types only).
+_FAITHFUL_REPR_TYPES: tuple[type, ...] = (
+    range,
+    slice,
+    decimal.Decimal,
+    fractions.Fraction,
+    datetime.date,
+    datetime.datetime,
+    datetime.time,
+    datetime.timedelta,
+    datetime.timezone,
+    uuid.UUID,
+)
+_NAMEDTUPLE_FIELD: type = type(vars(collections.namedtuple("_Field", "a"))["a"])
+_FAITHFUL_REPR_TYPES += (_NAMEDTUPLE_FIELD,)  # a namedtuple's field: its index and doc
+
+
+def faithful_repr(value: Any) -> bool:
+    """Whether ``value``'s repr renders it whole: the value types above, paths, the
+    compiler's and tvm's objects (versioned with every key), and torch's and numpy's
+    dtype and device objects (a numpy dtype without metadata)."""
+    kind = type(value)
+    if kind in _FAITHFUL_REPR_TYPES or isinstance(value, pathlib.PurePath):
+        return kind.__module__ in (
+            "builtins",
+            "collections",
+            "_collections",
+            "decimal",
+            "fractions",
+            "datetime",
+            "uuid",
+            "pathlib",
+        )
+    module = kind.__module__
+    if is_compiler_module_name(module):
+        return True
+    top = module.partition(".")[0]
+    if top == "torch":
+        return kind.__name__ in ("dtype", "device")
+    if top == "numpy":
+        return isinstance(value, _numpy_dtype_type()) and getattr(value, "metadata", None) is None
+    return False
+
+
+def _numpy_dtype_type() -> type:
+    numpy = sys.modules.get("numpy")
+    dtype = getattr(numpy, "dtype", None)
+    return dtype if isinstance(dtype, type) else type(None)
 
 
 #: Scalars rendered by what they hold (bool, int and str exactly are themselves).
@@ -244,6 +338,7 @@ _CLASS_HOUSEKEEPING = frozenset(
         "__orig_bases__",
         "__parameters__",
         "_abc_impl",  # abc's per-class cache (its repr shows an address)
+        "__attrs_props__",  # attrs' class options (their repr shows a function's address)
         # abc's set of abstract names, in hash-seed order: the methods themselves are
         # rendered (it made the key differ in every new process).
         "__abstractmethods__",
@@ -266,7 +361,7 @@ def _holds_its_state(value: object) -> bool:
     cls = type(value)
     if dataclasses.is_dataclass(value) or hasattr(cls, "__attrs_attrs__"):
         return True
-    return is_user_type(cls) and (hasattr(value, "__dict__") or hasattr(cls, "__slots__"))
+    return is_user_type(cls) and (has_attribute(value, "__dict__") or hasattr(cls, "__slots__"))
 
 
 def slot_attributes(cls: type) -> list[str]:
@@ -285,16 +380,51 @@ def slot_attributes(cls: type) -> list[str]:
     return names
 
 
+def has_attribute(value: object, name: str) -> bool:
+    """``hasattr`` that a ``__getattr__`` raising anything (a KeyError from a
+    dict-backed object) answers with False instead of failing the key."""
+    try:
+        return hasattr(value, name)
+    except Exception:
+        return False
+
+
 def _held_state(value: object) -> dict[str, Any]:
     """The attributes ``value`` holds itself: its ``__dict__`` and its filled slots."""
     state: dict[str, Any] = dict(getattr(value, "__dict__", {}))
     for slot in slot_attributes(type(value)):
-        if hasattr(value, slot):
+        if has_attribute(value, slot):
             state[slot] = getattr(value, slot)
     return state
 
 
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or a C spec)
+
+
+def native_state_base(cls: type) -> type | None:
+    """The first base of ``cls`` (other than ``object``, the user's classes and Python
+    classes) whose instances hold state in C (``decimal.Decimal``, ``datetime.date``,
+    ``collections.deque``, ``bytearray``, ``array.array``); None when there is none.
+    An instance of a user subclass of one is not rendered by its ``__dict__`` alone."""
+    for klass in cls.__mro__:
+        if klass is object or is_user_type(klass):
+            continue
+        if not klass.__flags__ & _HEAP_TYPE:
+            return klass  # a static C type
+        module = sys.modules.get(klass.__module__)
+        origin = getattr(module, "__file__", None)
+        if not isinstance(origin, str) or not origin.endswith(".py"):
+            return klass  # defined in C (a built-in or extension module)
+    return None
+
+
 def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
+    native = native_state_base(type(value))
+    if native is not None:
+        raise Unkeyable(
+            f"{type(value).__qualname__} value: its {native.__qualname__} base holds state no "
+            "rendering reads"
+        )
     if id(value) in seen:
         return {"instance": type(value).__qualname__}
     inner = seen | {id(value)}
@@ -332,6 +462,21 @@ def _container_subclass(value: Any, items: Any, seen: frozenset[int]) -> Any:
     }
 
 
+_ENUM_MEMBER_FIELDS = frozenset({"__objclass__", "_name_", "_sort_order_", "_value_"})
+
+
+def _member_attributes(member: enum.Enum, seen: frozenset[int]) -> list[Any]:
+    """What an Enum member holds besides its name and value (``obj.unit = u`` set in
+    the enum's ``__new__``, as Python's docs show); empty for a plain member."""
+    held = {k: v for k, v in vars(member).items() if k not in _ENUM_MEMBER_FIELDS}
+    return [global_value(dict(sorted(held.items())), seen)] if held else []
+
+
+#: Class-body sets without an order of their own (rendered sorted: their iteration
+#: order follows the hash seed).
+_UNORDERED_CLASS_SETS = frozenset({"__slots__", "__required_keys__", "__optional_keys__"})
+
+
 def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
     """A class: by name for builtins, the compiler and libraries; by its body otherwise."""
     name = f"{cls.__module__}.{cls.__qualname__}"
@@ -341,7 +486,10 @@ def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
         return {"class": name}
     inner = seen | {id(cls)}
     if issubclass(cls, enum.Enum):
-        members = [[m.name, global_value(m.value, inner)] for m in cls.__members__.values()]
+        members = [
+            [m.name, global_value(m.value, inner), *_member_attributes(m, inner)]
+            for m in cls.__members__.values()
+        ]
         methods = [
             [key, _class_entry(entry, inner)]
             for key, entry in sorted(vars(cls).items())
@@ -350,13 +498,15 @@ def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
         return {"enum": name, "members": members, "methods": methods}
     body = [
         [key, _class_entry(entry, inner)]
-        if not (key == "__slots__" and isinstance(entry, set | frozenset))
-        else [key, sorted(map(str, entry))]  # a set of slot names: no order of its own
+        if not (key in _UNORDERED_CLASS_SETS and isinstance(entry, set | frozenset))
+        else [key, sorted(map(str, entry))]  # names with no order of their own
         for key, entry in sorted(vars(cls).items())
         if key not in _CLASS_HOUSEKEEPING
     ]
     bases = [_class_rendering(base, inner) for base in cls.__bases__ if base is not object]
     rendering = {"class": name, "bases": bases, "body": body}
+    if "__attrs_attrs__" in vars(cls):
+        rendering["attrs"] = _attrs_fields(cls, inner)
     meta = type(cls)
     if meta is not type and is_user_type(meta):
         # A metaclass of the user's own can supply the class's attributes (its
@@ -467,6 +617,31 @@ def is_library_module(module: types.ModuleType) -> bool:
     return "site-packages" in path or "dist-packages" in path or path.startswith(sys.base_prefix)
 
 
+def generated_by_attrs(func: types.FunctionType) -> bool:
+    """Whether attrs wrote ``func`` (a class's ``__init__``, ``__eq__``...)."""
+    return func.__code__.co_filename.startswith("<attrs generated")
+
+
+def _attrs_fields(cls: type, seen: frozenset[int]) -> Any:
+    """An attrs class's fields: names, defaults (a ``Factory`` by its factory) and
+    converters, what its generated methods are written from."""
+    fields = []
+    for field in cls.__attrs_attrs__:  # type: ignore[attr-defined]
+        default = field.default
+        factory = getattr(default, "factory", None)
+        if factory is not None:
+            default = {"factory": [global_value(factory, seen), default.takes_self]}
+        elif type(default).__name__ == "_Nothing":
+            default = "NOTHING"
+        else:
+            default = global_value(default, seen)
+        converter = field.converter
+        fields.append(
+            [field.name, default, None if converter is None else global_value(converter, seen)]
+        )
+    return fields
+
+
 def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozenset()) -> str:
     """sha256 over what building a kernel from ``func`` reads.
 
@@ -481,11 +656,19 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
         Unkeyable: a closure value or a global it reads has no stable rendering (the
             caller then keys on the IR only, which is always correct).
     """
+    if generated_by_attrs(func):
+        # attrs writes __init__/__eq__... from the class's fields (rendered with the
+        # class); their globals are attrs' helpers, and __hash__'s text holds a number
+        # that follows the hash seed: by name only.
+        return sha_of({"attrs": func.__qualname__})
     seen = _seen | {id(func)}
     source, source_names, source_attributes = source_reads(func.__code__)
     parts: dict[str, Any] = {"code": _code_digest(func.__code__), "source": source}
     parts["defaults"] = canonical_value(func.__defaults__, _seen=seen)
     parts["kwdefaults"] = canonical_value(func.__kwdefaults__, _seen=seen)
+    held = {k: v for k, v in vars(func).items() if k != "__wrapped__"}
+    if held:  # attributes set on the function (``f.scale = 2``) a builder may read
+        parts["attributes_held"] = global_value(dict(sorted(held.items())), seen)
     closure = []
     for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=False):
         try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -32,12 +33,16 @@ from typing import Any
 
 from tl_jit.canonical import (
     _CLASS_HOUSEKEEPING,
+    _ENUM_MEMBER_FIELDS,
     _SCALAR_TYPES,
     Unkeyable,
     _global_loads,
     _holds_its_state,
     _user_module,
+    faithful_repr,
     function_digest,
+    generated_by_attrs,
+    has_attribute,
     is_compiler_module_name,
     is_library_module,
     is_user_type,
@@ -313,12 +318,18 @@ class _Walker:
             return
         self.functions.add(id(func))
         code = self.guard.function_attribute(func, "__code__")
+        if generated_by_attrs(func):
+            return  # written by attrs from the class's fields, which the class walk reads
         self.value(self.guard.function_attribute(func, "__defaults__"))
         self.value(self.guard.function_attribute(func, "__kwdefaults__"))
         for cell in func.__closure__ or ():
             contents = self.guard.cell(cell)
             if contents is not _EMPTY_CELL:
                 self.value(contents)
+        if any(name != "__wrapped__" for name in vars(func)):
+            # Attributes set on the function (``f.scale = 2``), as the digest renders them.
+            # None set: no term (each would cost every memo hit; docs/cache.md).
+            self.value(self.attribute(func, "__dict__"))
         _, source_names, source_attributes = source_reads(code)
         namespace = func.__globals__
         global_loads = _global_loads(code)
@@ -350,6 +361,10 @@ class _Walker:
         self.seen.add(id(value))
         if isinstance(value, enum.Enum):
             self.klass(type(value))
+            if any(name not in _ENUM_MEMBER_FIELDS for name in vars(value)):
+                # A member holding attributes of its own (``obj.unit = u`` in the enum's
+                # ``__new__``): watched as the key renders them; a plain member costs no term.
+                self.state(value)
         elif isinstance(value, str) and is_compiler_module_name(type(value).__module__):
             return  # a dtype object: rendered as its name (its cached slots are not read)
         elif isinstance(value, _SCALAR_TYPES):  # a subclass instance: its class and state
@@ -367,8 +382,8 @@ class _Walker:
                 self.function(value)
         elif isinstance(value, type):
             self.klass(value)
-        elif (hasattr(value, "__array_interface__") and hasattr(value, "tobytes")) or (
-            type(value).__module__.partition(".")[0] == "torch" and hasattr(value, "data_ptr")
+        elif (has_attribute(value, "__array_interface__") and has_attribute(value, "tobytes")) or (
+            type(value).__module__.partition(".")[0] == "torch" and has_attribute(value, "data_ptr")
         ):
             self.guard.volatile = True  # contents change in place
         elif _holds_its_state(value):
@@ -419,17 +434,20 @@ class _Walker:
         kind = type(value)
         if is_compiler_module_name(kind.__module__) or isinstance(value, _IMMUTABLE_BY_REPR):
             return
+        if faithful_repr(value) or kind is re.Pattern:
+            return  # immutable value objects (a date, a path, a dtype, a device)
         text = repr(value)
         if " at 0x" in text or text.startswith("<"):
             return  # no faithful rendering: guarded by identity only (docs/cache.md)
-        if kind.__module__.partition(".")[0] in ("numpy", "torch"):
-            return  # dtype and similar value objects
-        self.guard.volatile = True  # rendered by a repr that may change in place
+        # Anything else may change in place where identity cannot see it (a torch
+        # module's attributes, a poly1d's coefficients, a deque): recomputed every call.
+        self.guard.volatile = True
 
     def state(self, value: Any) -> None:
         held = getattr(value, "__dict__", None)
         if isinstance(held, dict):
-            self.value(held)
+            # The dict itself too: ``obj.__dict__ = {...}`` replaces it (no audited write).
+            self.value(self.attribute(value, "__dict__"))
         for slot in slot_attributes(type(value)):
             self.value(self.attribute(value, slot))
 
