@@ -941,3 +941,30 @@ def test_the_memo_secret_appears_whole_to_every_racing_reader(tmp_path: Path) ->
         assert len(got) == 8 and len(set(map(repr, got))) == 1, got
         assert isinstance(got[0], bytes) and len(got[0]) == 32
         assert sorted(p.name for p in root.iterdir()) == ["memo.key"]
+
+
+class DictBacked:
+    """Attributes from a dict: a missing one raises KeyError (not AttributeError)."""
+
+    def __init__(self) -> None:
+        self.__dict__["_values"] = {"scale": 2.0}
+
+    def __getattr__(self, name: str) -> Any:
+        return self.__dict__["_values"][name]
+
+
+DICT_BACKED = DictBacked()
+
+
+def _reads_a_dict_backed_object(n: int) -> float:
+    return DICT_BACKED.scale * n
+
+
+def test_an_object_whose_getattr_raises_key_error_is_keyed() -> None:
+    """``hasattr`` lets a KeyError through: the key (and the in-memory guard) failed with
+    ``KeyError: '__array_interface__'`` although the builder itself runs."""
+    from tl_jit.digest_guard import FunctionDigest
+
+    first = canonical_value(DICT_BACKED)
+    assert first == canonical_value(DICT_BACKED)
+    assert len(FunctionDigest(_reads_a_dict_backed_object).current()) == 64
