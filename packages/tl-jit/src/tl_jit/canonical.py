@@ -11,25 +11,32 @@ correct, only slower).
 from __future__ import annotations
 
 import collections
-import dataclasses
-import datetime
-import decimal
-import dis
 import enum
-import fractions
 import functools
 import hashlib
 import json
-import pathlib
 import re
 import sys
 import types
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from tl_jit.code_reads import code_digest, global_loads
 from tl_jit.source_reads import source_reads
-from tl_jit.versions import COMPILER_PACKAGES
+from tl_jit.value_kinds import (
+    CLASS_HOUSEKEEPING,
+    ENUM_MEMBER_FIELDS,
+    faithful_repr,
+    generated_by_attrs,
+    has_attribute,
+    held_state,
+    holds_its_state,
+    is_compiler_module_name,
+    is_library_module,
+    is_user_type,
+    native_state_base,
+    user_module,
+)
 from tl_runtime.tensor_views import torch_tensor_type
 
 __all__ = [
@@ -144,7 +151,7 @@ def canonical_value(value: object, *, _seen: frozenset[int] = frozenset()) -> An
         return _tensor_rendering(value)
     if isinstance(value, types.BuiltinFunctionType):
         return {"object": f"{getattr(value, '__module__', '')}.{value.__qualname__}"}
-    if _holds_its_state(value):
+    if holds_its_state(value):
         return _instance_rendering(value, _seen)
     if isinstance(value, types.SimpleNamespace):
         return {"namespace": canonical_value(dict(sorted(vars(value).items())), _seen=_seen)}
@@ -187,56 +194,6 @@ def _library_value(value: Any, seen: frozenset[int]) -> Any:
     if kind is re.Pattern:
         return {"pattern": [canonical_value(value.pattern, _seen=seen), int(value.flags)]}
     return None
-
-
-#: Value types whose ``repr`` states everything they hold (exact types only).
-_FAITHFUL_REPR_TYPES: tuple[type, ...] = (
-    range,
-    slice,
-    decimal.Decimal,
-    fractions.Fraction,
-    datetime.date,
-    datetime.datetime,
-    datetime.time,
-    datetime.timedelta,
-    datetime.timezone,
-    uuid.UUID,
-)
-_NAMEDTUPLE_FIELD: type = type(vars(collections.namedtuple("_Field", "a"))["a"])
-_FAITHFUL_REPR_TYPES += (_NAMEDTUPLE_FIELD,)  # a namedtuple's field: its index and doc
-
-
-def faithful_repr(value: Any) -> bool:
-    """Whether ``value``'s repr renders it whole: the value types above, paths, the
-    compiler's and tvm's objects (versioned with every key), and torch's and numpy's
-    dtype and device objects (a numpy dtype without metadata)."""
-    kind = type(value)
-    if kind in _FAITHFUL_REPR_TYPES or isinstance(value, pathlib.PurePath):
-        return kind.__module__ in (
-            "builtins",
-            "collections",
-            "_collections",
-            "decimal",
-            "fractions",
-            "datetime",
-            "uuid",
-            "pathlib",
-        )
-    module = kind.__module__
-    if is_compiler_module_name(module):
-        return True
-    top = module.partition(".")[0]
-    if top == "torch":
-        return kind.__name__ in ("dtype", "device")
-    if top == "numpy":
-        return isinstance(value, _numpy_dtype_type()) and getattr(value, "metadata", None) is None
-    return False
-
-
-def _numpy_dtype_type() -> type:
-    numpy = sys.modules.get("numpy")
-    dtype = getattr(numpy, "dtype", None)
-    return dtype if isinstance(dtype, type) else type(None)
 
 
 #: Scalars rendered by what they hold (bool, int and str exactly are themselves).
@@ -320,104 +277,6 @@ def _tensor_rendering(tensor: Any) -> Any:
     return {"tensor": [str(tensor.dtype), list(tensor.shape), digest]}
 
 
-#: Entries of a class body that say nothing about what the class computes.
-_CLASS_HOUSEKEEPING = frozenset(
-    {
-        "__dict__",
-        "__weakref__",
-        "__module__",
-        "__doc__",
-        "__qualname__",
-        "__firstlineno__",
-        "__static_attributes__",
-        "__annotations__",
-        "__dataclass_fields__",
-        "__dataclass_params__",
-        "__match_args__",
-        "__attrs_attrs__",
-        "__orig_bases__",
-        "__parameters__",
-        "_abc_impl",  # abc's per-class cache (its repr shows an address)
-        "__attrs_props__",  # attrs' class options (their repr shows a function's address)
-        # abc's set of abstract names, in hash-seed order: the methods themselves are
-        # rendered (it made the key differ in every new process).
-        "__abstractmethods__",
-    }
-)
-
-
-def is_user_type(cls: type) -> bool:
-    """A class defined in the user's code (not builtins, the compiler, or a library)."""
-    name = cls.__module__
-    if name == "builtins" or is_compiler_module_name(name):
-        return False
-    module = sys.modules.get(name)
-    return module is None or not is_library_module(module)
-
-
-def _holds_its_state(value: object) -> bool:
-    """Whether ``value`` is rendered by its attributes: an instance of the user's
-    class, or a dataclass or attrs instance (whose fields are its state)."""
-    cls = type(value)
-    if dataclasses.is_dataclass(value) or hasattr(cls, "__attrs_attrs__"):
-        return True
-    return is_user_type(cls) and (has_attribute(value, "__dict__") or hasattr(cls, "__slots__"))
-
-
-def slot_attributes(cls: type) -> list[str]:
-    """The attribute names of ``cls``'s slots, base classes' included, as Python stores
-    them: ``__slots__ = "scale"`` is one slot (not five letters), and a private slot
-    ``__s`` of class ``C`` is the attribute ``_C__s``."""
-    names: list[str] = []
-    for klass in cls.__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        for slot in (slots,) if isinstance(slots, str) else slots:
-            if slot in ("__dict__", "__weakref__"):
-                continue
-            if slot.startswith("__") and not slot.endswith("__"):
-                slot = f"_{klass.__name__.lstrip('_')}{slot}"
-            names.append(slot)
-    return names
-
-
-def has_attribute(value: object, name: str) -> bool:
-    """``hasattr`` that a ``__getattr__`` raising anything (a KeyError from a
-    dict-backed object) answers with False instead of failing the key."""
-    try:
-        return hasattr(value, name)
-    except Exception:
-        return False
-
-
-def _held_state(value: object) -> dict[str, Any]:
-    """The attributes ``value`` holds itself: its ``__dict__`` and its filled slots."""
-    state: dict[str, Any] = dict(getattr(value, "__dict__", {}))
-    for slot in slot_attributes(type(value)):
-        if has_attribute(value, slot):
-            state[slot] = getattr(value, slot)
-    return state
-
-
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or a C spec)
-
-
-def native_state_base(cls: type) -> type | None:
-    """The first base of ``cls`` (other than ``object``, the user's classes and Python
-    classes) whose instances hold state in C (``decimal.Decimal``, ``datetime.date``,
-    ``collections.deque``, ``bytearray``, ``array.array``); None when there is none.
-    An instance of a user subclass of one is not rendered by its ``__dict__`` alone."""
-    for klass in cls.__mro__:
-        if klass is object or is_user_type(klass):
-            continue
-        if not klass.__flags__ & _HEAP_TYPE:
-            return klass  # a static C type
-        module = sys.modules.get(klass.__module__)
-        origin = getattr(module, "__file__", None)
-        if not isinstance(origin, str) or not origin.endswith(".py"):
-            return klass  # defined in C (a built-in or extension module)
-    return None
-
-
 def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
     native = native_state_base(type(value))
     if native is not None:
@@ -428,7 +287,7 @@ def _instance_rendering(value: object, seen: frozenset[int]) -> Any:
     if id(value) in seen:
         return {"instance": type(value).__qualname__}
     inner = seen | {id(value)}
-    state = _held_state(value)
+    state = held_state(value)
     return {
         "instance": _class_rendering(type(value), inner),
         "state": canonical_value(dict(sorted(state.items())), _seen=inner),
@@ -451,7 +310,7 @@ def _container_subclass(value: Any, items: Any, seen: frozenset[int]) -> Any:
     attributes may be what the builder reads), its items, and the attributes the value
     holds besides them (``opts.scale`` set on the instance; a defaultdict's factory).
     ``seen`` holds the value itself."""
-    state = _held_state(value)
+    state = held_state(value)
     factory = getattr(value, "default_factory", None) if isinstance(value, dict) else None
     if factory is not None and "default_factory" not in state:
         state["default_factory"] = factory
@@ -462,13 +321,10 @@ def _container_subclass(value: Any, items: Any, seen: frozenset[int]) -> Any:
     }
 
 
-_ENUM_MEMBER_FIELDS = frozenset({"__objclass__", "_name_", "_sort_order_", "_value_"})
-
-
 def _member_attributes(member: enum.Enum, seen: frozenset[int]) -> list[Any]:
     """What an Enum member holds besides its name and value (``obj.unit = u`` set in
     the enum's ``__new__``, as Python's docs show); empty for a plain member."""
-    held = {k: v for k, v in vars(member).items() if k not in _ENUM_MEMBER_FIELDS}
+    held = {k: v for k, v in vars(member).items() if k not in ENUM_MEMBER_FIELDS}
     return [global_value(dict(sorted(held.items())), seen)] if held else []
 
 
@@ -501,7 +357,7 @@ def _class_rendering(cls: type, seen: frozenset[int]) -> Any:
         if not (key in _UNORDERED_CLASS_SETS and isinstance(entry, set | frozenset))
         else [key, sorted(map(str, entry))]  # names with no order of their own
         for key, entry in sorted(vars(cls).items())
-        if key not in _CLASS_HOUSEKEEPING
+        if key not in CLASS_HOUSEKEEPING
     ]
     bases = [_class_rendering(base, inner) for base in cls.__bases__ if base is not object]
     rendering = {"class": name, "bases": bases, "body": body}
@@ -527,99 +383,6 @@ def _class_entry(entry: object, seen: frozenset[int]) -> Any:
     if isinstance(entry, types.MemberDescriptorType | types.GetSetDescriptorType):
         return ["slot"]
     return global_value(entry, seen)
-
-
-def _constant_text(constant: object) -> str:
-    """A code object's constant as text the same in every process: a frozenset (what
-    ``x in {"a", "b"}`` compiles to) in sorted order, since its repr follows the hash
-    seed."""
-    if isinstance(constant, frozenset):
-        return "frozenset(" + repr(sorted(_constant_text(c) for c in constant)) + ")"
-    if isinstance(constant, tuple) and _holds_a_frozenset(constant):
-        return "(" + ", ".join(_constant_text(c) for c in constant) + ",)"
-    return repr(constant)  # every other constant's repr is the same in every process
-
-
-def _holds_a_frozenset(constant: tuple[Any, ...]) -> bool:
-    return any(
-        isinstance(c, frozenset) or (isinstance(c, tuple) and _holds_a_frozenset(c))
-        for c in constant
-    )
-
-
-def _code_digest(code: types.CodeType) -> list[Any]:
-    consts = [
-        _code_digest(c) if isinstance(c, types.CodeType) else _constant_text(c)
-        for c in code.co_consts
-    ]
-    return [
-        code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
-        code.co_code.hex(),
-        consts,
-        list(code.co_names),
-        list(code.co_varnames),
-        list(code.co_freevars),
-        list(code.co_cellvars),
-    ]
-
-
-#: Instructions that read a global (or builtin) by name.
-_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
-
-
-@functools.lru_cache(maxsize=1024)  # equal code objects load the same names
-def _global_loads(code: types.CodeType) -> frozenset[str]:
-    """The names ``code`` (nested code included) loads as globals (or builtins).
-
-    Not ``co_names``, which also holds the attribute names it reads: ``T.gemm(...)``
-    does not read the module's global ``gemm``, and redefining that global must not
-    change the digest of a kernel that calls ``T.gemm``.
-    """
-    loads: set[str] = set()
-    pending = [code]
-    while pending:
-        current = pending.pop()
-        for instruction in dis.get_instructions(current):
-            if instruction.opname in _GLOBAL_LOADS:
-                loads.add(str(instruction.argval))
-        pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    return frozenset(loads)
-
-
-def _user_module(value: object) -> bool:
-    """A module of the user's code (the compiler's and installed ones are versioned)."""
-    return isinstance(value, types.ModuleType) and not (
-        is_compiler_module(value) or is_library_module(value)
-    )
-
-
-_VERSIONED_TOP_LEVEL = frozenset(COMPILER_PACKAGES) | {"tvm", "tvm_ffi"}
-
-
-def is_compiler_module(module: types.ModuleType) -> bool:
-    """Whether ``module`` belongs to the compiler packages or tvm."""
-    # The compiler packages and tvm are covered by compiler_versions(): their sources
-    # are fingerprinted (or versioned) as a whole, so their attributes need no keying.
-    return is_compiler_module_name(module.__name__)
-
-
-def is_compiler_module_name(name: str) -> bool:
-    """Whether the module named ``name`` belongs to the compiler packages or tvm."""
-    top = name.partition(".")[0]
-    return top in _VERSIONED_TOP_LEVEL or top.startswith("tl_codegen_")
-
-
-def is_library_module(module: types.ModuleType) -> bool:
-    """Whether ``module`` is installed (site-packages) or part of the standard library."""
-    # Installed third-party or standard-library modules (numpy, math): what their
-    # attributes are is fixed by their installed version, not by the user's code.
-    path = getattr(module, "__file__", None) or ""
-    return "site-packages" in path or "dist-packages" in path or path.startswith(sys.base_prefix)
-
-
-def generated_by_attrs(func: types.FunctionType) -> bool:
-    """Whether attrs wrote ``func`` (a class's ``__init__``, ``__eq__``...)."""
-    return func.__code__.co_filename.startswith("<attrs generated")
 
 
 def _attrs_fields(cls: type, seen: frozenset[int]) -> Any:
@@ -663,7 +426,7 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
         return sha_of({"attrs": func.__qualname__})
     seen = _seen | {id(func)}
     source, source_names, source_attributes = source_reads(func.__code__)
-    parts: dict[str, Any] = {"code": _code_digest(func.__code__), "source": source}
+    parts: dict[str, Any] = {"code": code_digest(func.__code__), "source": source}
     parts["defaults"] = canonical_value(func.__defaults__, _seen=seen)
     parts["kwdefaults"] = canonical_value(func.__kwdefaults__, _seen=seen)
     held = {k: v for k, v in vars(func).items() if k != "__wrapped__"}
@@ -679,7 +442,7 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
     parts["closure"] = closure
     globals_used = []
     module_globals = func.__globals__
-    for name in sorted(_global_loads(func.__code__) | source_names):
+    for name in sorted(global_loads(func.__code__) | source_names):
         if name in module_globals:
             globals_used.append([name, global_value(module_globals[name], seen)])
     parts["globals"] = globals_used
@@ -690,7 +453,7 @@ def function_digest(func: types.FunctionType, *, _seen: frozenset[int] = frozens
         owner = module_globals.get(owner_name)
         walked = [owner_name]
         for attribute in path:
-            if not _user_module(owner) or not hasattr(owner, attribute):
+            if not user_module(owner) or not hasattr(owner, attribute):
                 break
             owner = getattr(owner, attribute)
             walked.append(attribute)

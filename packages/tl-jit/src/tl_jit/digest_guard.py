@@ -31,24 +31,22 @@ from fractions import Fraction
 from operator import is_
 from typing import Any
 
-from tl_jit.canonical import (
-    _CLASS_HOUSEKEEPING,
-    _ENUM_MEMBER_FIELDS,
-    _SCALAR_TYPES,
-    Unkeyable,
-    _global_loads,
-    _holds_its_state,
-    _user_module,
+from tl_jit.canonical import _SCALAR_TYPES, Unkeyable, function_digest
+from tl_jit.code_reads import global_loads
+from tl_jit.source_reads import source_reads
+from tl_jit.value_kinds import (
+    CLASS_HOUSEKEEPING,
+    ENUM_MEMBER_FIELDS,
     faithful_repr,
-    function_digest,
     generated_by_attrs,
     has_attribute,
+    holds_its_state,
     is_compiler_module_name,
     is_library_module,
     is_user_type,
     slot_attributes,
+    user_module,
 )
-from tl_jit.source_reads import source_reads
 from tl_runtime import fork_safety
 
 __all__ = ["DigestGuard", "FunctionDigest", "function_parts", "guard_of", "same_parts"]
@@ -332,9 +330,9 @@ class _Walker:
             self.value(self.attribute(func, "__dict__"))
         _, source_names, source_attributes = source_reads(code)
         namespace = func.__globals__
-        global_loads = _global_loads(code)
-        for name in sorted(global_loads | source_names):
-            if name not in namespace and name not in global_loads:
+        loaded = global_loads(code)
+        for name in sorted(loaded | source_names):
+            if name not in namespace and name not in loaded:
                 # Absent and never loaded as a global (an attribute name, a local, a string
                 # constant): a global of that name defined later changes the digest, not
                 # what the function reads.
@@ -345,7 +343,7 @@ class _Walker:
         for owner_name, *path in sorted(source_attributes):
             owner = namespace.get(owner_name)
             for attribute_name in path:
-                if not _user_module(owner):
+                if not user_module(owner):
                     break
                 owner = self.entry(owner.__dict__, attribute_name)
                 if owner is _MISSING:
@@ -361,7 +359,7 @@ class _Walker:
         self.seen.add(id(value))
         if isinstance(value, enum.Enum):
             self.klass(type(value))
-            if any(name not in _ENUM_MEMBER_FIELDS for name in vars(value)):
+            if any(name not in ENUM_MEMBER_FIELDS for name in vars(value)):
                 # A member holding attributes of its own (``obj.unit = u`` in the enum's
                 # ``__new__``): watched as the key renders them; a plain member costs no term.
                 self.state(value)
@@ -386,7 +384,7 @@ class _Walker:
             type(value).__module__.partition(".")[0] == "torch" and has_attribute(value, "data_ptr")
         ):
             self.guard.volatile = True  # contents change in place
-        elif _holds_its_state(value):
+        elif holds_its_state(value):
             self.attribute(value, "__class__")
             self.klass(type(value))
             self.state(value)
@@ -458,7 +456,7 @@ class _Walker:
         body = cls.__dict__
         self.guard.size(body)  # with the entries: an entry added or deleted is seen
         for key in body:
-            if key not in _CLASS_HOUSEKEEPING:
+            if key not in CLASS_HOUSEKEEPING:
                 found = self.entry(body, key)
                 if isinstance(found, staticmethod | classmethod):
                     self.value(found.__func__)

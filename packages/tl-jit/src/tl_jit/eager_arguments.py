@@ -84,7 +84,7 @@ def _exact_item(item: object) -> bool:
     if isinstance(item, type):
         # A class of the user's may change its body between calls (``Cfg.SCALE = 5``):
         # equal is then not the same kernel. Built-in and library classes stay put.
-        from tl_jit.canonical import is_user_type
+        from tl_jit.value_kinds import is_user_type
 
         return not is_user_type(item)
     if kind is float:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tl_jit.canonical import is_compiler_module_name, is_library_module
+from tl_jit.value_kinds import is_compiler_module_name, is_library_module
 
 __all__ = ["EnvReads", "as_record", "freeze", "from_record", "recording", "unchanged"]
 
