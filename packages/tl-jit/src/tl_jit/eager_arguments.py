@@ -91,7 +91,12 @@ def _exact_item(item: object) -> bool:
         # 0.0 == -0.0 (same hash) build different kernels; NaN != NaN (a new entry per call)
         return item == item and item != 0.0
     if kind is tuple:
-        return all(type(element) in (int, str) for element in item)  # type: ignore[attr-defined]
+        # Ints and strings, or their classes: the dispatcher's key follows a tuple template
+        # by the classes of its elements (``(int, int)``), which equal only each other.
+        return all(
+            type(element) in (int, str) or element in (int, str)
+            for element in item  # type: ignore[attr-defined]
+        )
     # dtype objects (the compiler's, numpy's, torch's): equal means the same dtype
     module = kind.__module__.partition(".")[0]
     return module in ("tl_ir", "tvm_ffi", "tvm", "numpy", "torch") and kind.__name__ in (
