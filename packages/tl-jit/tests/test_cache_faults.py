@@ -299,7 +299,7 @@ def test_a_huge_record_is_absent_not_read_whole(fake_backend: Any, cache_dir: Pa
 
     two = _fresh(module, 64, 2.0)
     memo = _memo_of(cache_dir, two.cache_key)
-    from tl_jit.cache import MAX_RECORD_BYTES, read_regular_file
+    from tl_jit.cache_files import MAX_RECORD_BYTES, read_regular_file
 
     with open(memo, "r+b") as handle:
         handle.truncate(MAX_RECORD_BYTES + 1)

@@ -36,6 +36,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tl_jit import env
+from tl_jit.cache_files import (
+    make_private_dir,
+    make_private_tree,
+    pid_alive,
+    read_regular_file,
+)
 from tl_jit.errors import CacheError
 
 if TYPE_CHECKING:
@@ -71,36 +77,6 @@ def _require_key(key: object, what: str = "key") -> str:
         )
     assert isinstance(key, str)
     return key
-
-
-def _make_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) with mode 0700 for the directories created here."""
-    from tl_runtime.native_build import make_private_dirs
-
-    make_private_dirs(path)
-
-
-def _make_private_tree(path: Path) -> None:
-    """Make a freshly built entry private: directories 0700, files 0600 (links untouched)."""
-    for directory, dirnames, filenames in os.walk(path):
-        os.chmod(directory, 0o700)
-        for name in filenames:
-            file = os.path.join(directory, name)
-            if not os.path.islink(file):
-                os.chmod(file, 0o600)
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(directory, d))]
-
-
-def _pid_alive(pid: int) -> bool:
-    if not 0 < pid < 2**31:  # beyond pid_t (os.kill: OverflowError): no such process
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
 
 
 @dataclass(frozen=True)
@@ -214,7 +190,7 @@ class KernelCache:
         directory = self._dir(kind)
         if not directory.is_dir():
             try:
-                _make_private_dir(directory)
+                make_private_dir(directory)
             except OSError as exc:
                 raise CacheError(
                     f"cache directory {directory} cannot be created: {exc}; set "
@@ -382,7 +358,7 @@ class KernelCache:
                     )
                     try:
                         build(staging)
-                        _make_private_tree(staging)
+                        make_private_tree(staging)
                         self._ensure("kernels")
                         os.rename(staging, final)
                         return final
@@ -530,7 +506,7 @@ class KernelCache:
         """Whether a ``tmp/`` name is the staging directory of a build still running."""
         parts = name.split("-")
         if len(parts) == 3 and parts[1].isdigit():
-            return _pid_alive(int(parts[1]))
+            return pid_alive(int(parts[1]))
         return False
 
     @staticmethod
@@ -540,41 +516,6 @@ class KernelCache:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.unlink(path)
-
-
-MAX_RECORD_BYTES = 16 << 20
-"""The largest record `read_regular_file` reads (a real one is KiBs; a tuning record of
-thousands of configurations well under a MiB): a larger file is damage, never read whole."""
-
-
-def read_regular_file(path: Path | str, limit: int = MAX_RECORD_BYTES) -> bytes:
-    """The bytes of the regular file at ``path`` (not through a symlink).
-
-    Opened without blocking and checked after opening, so a FIFO or device put where a
-    cache file belongs is refused instead of waited on forever; one of more than
-    ``limit`` bytes (a sparse file of gigabytes) is refused before it is read.
-
-    Raises:
-        OSError: ``path`` is missing, a symlink, not a regular file, or too large.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        if info.st_size > limit:
-            raise OSError(f"{path} holds {info.st_size} bytes, beyond the {limit} of a record")
-        chunks = []
-        read = 0
-        while chunk := os.read(fd, 1 << 20):
-            read += len(chunk)
-            if read > limit:
-                raise OSError(f"{path} grew past the {limit} bytes of a record")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def default_cache() -> KernelCache:
