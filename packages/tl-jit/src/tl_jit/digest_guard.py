@@ -419,7 +419,7 @@ class _Walker:
         self.attribute(value, "__class__")
         self.klass(type(value))
         self.state(value)
-        if isinstance(value, dict) and hasattr(value, "default_factory"):
+        if isinstance(value, dict) and has_attribute(value, "default_factory"):
             self.value(self.attribute(value, "default_factory"))
 
     def opaque(self, value: Any) -> None:

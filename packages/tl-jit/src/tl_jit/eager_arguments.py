@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tl_jit.value_kinds import is_user_type
+
 __all__ = ["array_dims", "describe", "exact_key", "stride_in_elements"]
 
 
@@ -84,8 +86,6 @@ def _exact_item(item: object) -> bool:
     if isinstance(item, type):
         # A class of the user's may change its body between calls (``Cfg.SCALE = 5``):
         # equal is then not the same kernel. Built-in and library classes stay put.
-        from tl_jit.value_kinds import is_user_type
-
         return not is_user_type(item)
     if kind is float:
         # 0.0 == -0.0 (same hash) build different kernels; NaN != NaN (a new entry per call)
@@ -112,7 +112,8 @@ def exact_key(key: tuple[Any, ...]) -> bool:
     class, then the ``T.const`` dims): a dictionary finds an entry by ``==``, so the key
     qualifies only when equal values cannot build different kernels: strings, ints,
     bools, None, built-in and library classes (a user's class body can change), floats
-    other than zero and NaN, tuples of ints or strings, and dtype objects. Any other key is looked up through the faithful specialization key
-    (`tl_jit.canonical`) on every call instead.
+    other than zero and NaN, tuples of ints or strings, and dtype objects. Any other key
+    is looked up through the faithful specialization key (`tl_jit.canonical`) on every
+    call instead.
     """
     return all(_exact_item(item) for item in key)

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tl_runtime.adapters import fast_path as _fast_path_module
 from tl_runtime.adapters.base import Availability, CallFunction, load_tvm_ffi_library, pack_result
 from tl_runtime.adapters.fast_path import build_fast_path
 from tl_runtime.checking import ArgumentChecker
@@ -129,7 +128,7 @@ class TvmFfiAdapter:
 
 
 _INT64_MAX = 2**63 - 1
-_FAST_PATH_FILE = _fast_path_module.__file__
+_FAST_PATH_FILE = build_fast_path.__code__.co_filename  # fast_path.py's own frames
 
 EXIT_DRAIN_SECONDS = 60.0
 """How long interpreter exit waits for calls already inside tvm-ffi to return."""
